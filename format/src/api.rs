@@ -1,0 +1,202 @@
+//! The exact API entry points a record can name, by stable number.
+//!
+//! Numbers are part of the format: append new entries, never renumber or reuse one. A reader
+//! that meets a number it does not know still decodes the record and shows `api#N`.
+
+use std::fmt;
+
+use crate::fields::MemKind;
+
+/// One exact exported function variant (`cuMemAlloc_v2`, `cuMemFreeAsync_ptsz`,
+/// `cudaMalloc`, ...), as a stable number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Api(pub u16);
+
+macro_rules! apis {
+    ($($id:literal $name:ident),* $(,)?) => {
+        #[allow(non_upper_case_globals)]
+        impl Api {
+            /// No API (a record that was not made by an intercepted call).
+            pub const NONE: Api = Api(0);
+            $(
+                #[doc = concat!("`", stringify!($name), "`")]
+                pub const $name: Api = Api($id);
+            )*
+            /// Every known API with its exported symbol name.
+            pub const ALL: &'static [(Api, &'static str)] = &[$((Api($id), stringify!($name))),*];
+        }
+    };
+}
+
+apis! {
+    // Device memory.
+    1 cuMemAlloc_v2,
+    2 cuMemAllocPitch_v2,
+    3 cuMemAllocManaged,
+    4 cuMemFree_v2,
+    // Host pinned memory.
+    5 cuMemAllocHost_v2,
+    6 cuMemHostAlloc,
+    7 cuMemFreeHost,
+    8 cuMemHostRegister_v2,
+    9 cuMemHostUnregister,
+    // Stream-ordered memory.
+    10 cuMemAllocAsync,
+    11 cuMemAllocAsync_ptsz,
+    12 cuMemAllocFromPoolAsync,
+    13 cuMemAllocFromPoolAsync_ptsz,
+    14 cuMemFreeAsync,
+    15 cuMemFreeAsync_ptsz,
+    // Virtual memory management.
+    16 cuMemAddressReserve,
+    17 cuMemAddressFree,
+    18 cuMemCreate,
+    19 cuMemRelease,
+    20 cuMemMap,
+    21 cuMemUnmap,
+    // Arrays and IPC.
+    22 cuArrayCreate_v2,
+    23 cuArray3DCreate_v2,
+    24 cuArrayDestroy,
+    25 cuIpcOpenMemHandle_v2,
+    26 cuIpcCloseMemHandle,
+    27 cuMipmappedArrayCreate,
+    28 cuMipmappedArrayDestroy,
+    29 cuIpcOpenMemHandle,
+    // Contexts.
+    40 cuCtxCreate_v2,
+    41 cuCtxCreate_v3,
+    42 cuCtxCreate_v4,
+    43 cuCtxDestroy_v2,
+    44 cuDevicePrimaryCtxRetain,
+    45 cuDevicePrimaryCtxRelease_v2,
+    46 cuDevicePrimaryCtxReset_v2,
+    47 cuCtxSynchronize,
+    48 cuCtxSynchronize_v2,
+    49 cuDevicePrimaryCtxRelease,
+    50 cuDevicePrimaryCtxReset,
+    // Streams and events (recorded by the stream-ordering checks).
+    60 cuStreamCreate,
+    61 cuStreamCreateWithPriority,
+    62 cuStreamDestroy_v2,
+    63 cuStreamSynchronize,
+    64 cuStreamSynchronize_ptsz,
+    65 cuStreamQuery,
+    66 cuStreamQuery_ptsz,
+    67 cuStreamWaitEvent,
+    68 cuStreamWaitEvent_ptsz,
+    69 cuEventCreate,
+    70 cuEventDestroy_v2,
+    71 cuEventRecord,
+    72 cuEventRecord_ptsz,
+    73 cuEventRecordWithFlags,
+    74 cuEventRecordWithFlags_ptsz,
+    75 cuEventSynchronize,
+    76 cuEventQuery,
+    77 cuStreamAddCallback,
+    78 cuStreamAddCallback_ptsz,
+    79 cuLaunchHostFunc,
+    80 cuLaunchHostFunc_ptsz,
+    81 cuStreamBeginCapture_v2,
+    82 cuStreamBeginCapture_v2_ptsz,
+    83 cuStreamEndCapture,
+    84 cuStreamEndCapture_ptsz,
+    // Copies, memsets, launches.
+    100 cuMemcpy,
+    101 cuMemcpyAsync,
+    102 cuMemcpyHtoD_v2,
+    103 cuMemcpyDtoH_v2,
+    104 cuMemcpyDtoD_v2,
+    105 cuMemcpyHtoDAsync_v2,
+    106 cuMemcpyDtoHAsync_v2,
+    107 cuMemcpyDtoDAsync_v2,
+    108 cuMemsetD8_v2,
+    109 cuMemsetD32_v2,
+    110 cuMemsetD8Async,
+    111 cuMemsetD32Async,
+    112 cuLaunchKernel,
+    113 cuLaunchKernel_ptsz,
+    // Resolvers.
+    150 cuGetProcAddress,
+    151 cuGetProcAddress_v2,
+    152 cuGetProcAddress_v2_ptsz,
+    // Runtime entry points (only ever a record's `via` tag).
+    200 cudaMalloc,
+    201 cudaFree,
+    202 cudaMallocAsync,
+    203 cudaFreeAsync,
+    204 cudaMallocManaged,
+    205 cudaMallocHost,
+    206 cudaHostAlloc,
+    207 cudaFreeHost,
+    208 cudaMallocPitch,
+    209 cudaMallocFromPoolAsync,
+    210 cudaDeviceReset,
+}
+
+impl Api {
+    /// The memory family an allocation or free API works on.
+    pub fn mem_kind(self) -> Option<MemKind> {
+        use MemKind::*;
+        Some(match self {
+            Api::cuMemAlloc_v2 | Api::cuMemAllocPitch_v2 | Api::cuMemFree_v2 => Device,
+            Api::cuMemAllocManaged => Managed,
+            Api::cuMemAllocHost_v2 | Api::cuMemHostAlloc | Api::cuMemFreeHost => Host,
+            Api::cuMemHostRegister_v2 | Api::cuMemHostUnregister => HostRegistered,
+            Api::cuMemAllocAsync
+            | Api::cuMemAllocAsync_ptsz
+            | Api::cuMemAllocFromPoolAsync
+            | Api::cuMemAllocFromPoolAsync_ptsz
+            | Api::cuMemFreeAsync
+            | Api::cuMemFreeAsync_ptsz => Async,
+            Api::cuMemAddressReserve | Api::cuMemAddressFree => VmmReserve,
+            Api::cuMemCreate | Api::cuMemRelease => VmmPhysical,
+            Api::cuArrayCreate_v2
+            | Api::cuArray3DCreate_v2
+            | Api::cuArrayDestroy
+            | Api::cuMipmappedArrayCreate
+            | Api::cuMipmappedArrayDestroy => Array,
+            Api::cuIpcOpenMemHandle_v2 | Api::cuIpcOpenMemHandle | Api::cuIpcCloseMemHandle => Ipc,
+            _ => return None,
+        })
+    }
+
+    /// The exported symbol name, if this reader knows the number.
+    pub fn name(self) -> Option<&'static str> {
+        Api::ALL.iter().find(|(a, _)| *a == self).map(|(_, n)| *n)
+    }
+
+    /// Looks up an exported symbol name.
+    pub fn from_name(name: &str) -> Option<Api> {
+        Api::ALL.iter().find(|(_, n)| *n == name).map(|(a, _)| *a)
+    }
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.name() {
+            Some(n) => f.write_str(n),
+            None if *self == Api::NONE => f.write_str("-"),
+            None => write!(f, "api#{}", self.0),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_and_names_are_unique() {
+        let mut ids: Vec<u16> = Api::ALL.iter().map(|(a, _)| a.0).collect();
+        ids.sort();
+        ids.dedup();
+        assert_eq!(ids.len(), Api::ALL.len());
+        let mut names: Vec<&str> = Api::ALL.iter().map(|(_, n)| *n).collect();
+        names.sort();
+        names.dedup();
+        assert_eq!(names.len(), Api::ALL.len());
+        assert_eq!(Api::from_name("cuMemAlloc_v2"), Some(Api::cuMemAlloc_v2));
+        assert_eq!(Api(9999).to_string(), "api#9999");
+    }
+}

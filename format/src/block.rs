@@ -1,0 +1,123 @@
+//! The file and block layout, and the write side that the shim uses.
+//!
+//! # File layout
+//!
+//! ```text
+//! offset 0      file header, HEADER_SIZE (4096) bytes, little-endian:
+//!   0   magic         8 bytes  "GPULEAK\0"
+//!   8   version       u32      FORMAT_VERSION
+//!   12  header_size   u32      4096
+//!   16  block_size    u32      BLOCK_SIZE (65536)
+//!   20  flags         u32      0
+//!   24  pid           u32
+//!   28  reserved      u32
+//!   32  start_unix_ns u64      wall clock at trace start
+//!   40  zero to the end of the header
+//! offset 4096   block 0, then block 1, ... each block_size bytes
+//! ```
+//!
+//! # Block layout
+//!
+//! ```text
+//!   0   magic     u32  BLOCK_MAGIC, written LAST: zero means the block was never started
+//!   4   tid       u32  OS thread id of the one thread that writes this block
+//!   8   base_seq  u64  no record in the block has a smaller seq; nondecreasing in file order
+//!   16  base_time u64  the delta registers' starting time
+//!   24  records (see crate::record), then zero bytes
+//! ```
+//!
+//! Blocks belong to one thread at a time, so a thread appends without synchronisation, and a
+//! process killed at any instruction leaves every block readable up to its last complete
+//! record: a record's kind byte is stored only after the rest of it, and an unwritten kind
+//! byte is zero. Readers merge blocks by `seq` ([`crate::reader`]).
+
+use std::sync::atomic::{compiler_fence, Ordering};
+
+use crate::fields::BlockState;
+use crate::record::{NoRoom, Record};
+
+/// Magic bytes at the start of every trace.
+pub const MAGIC: [u8; 8] = *b"GPULEAK\0";
+/// Size of the file header.
+pub const HEADER_SIZE: usize = 4096;
+/// Size of a block.
+pub const BLOCK_SIZE: usize = 65536;
+/// Size of a block header.
+pub const BLOCK_HEADER_SIZE: usize = 24;
+/// Marks a started block ("GBLK" in little-endian).
+pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"GBLK");
+
+/// The fixed fields of a trace file's header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileHeader {
+    /// Format version the file was written with.
+    pub version: u32,
+    /// Block size.
+    pub block_size: u32,
+    /// Writer's process id.
+    pub pid: u32,
+    /// Wall clock at trace start, ns since the Unix epoch.
+    pub start_unix_ns: u64,
+}
+
+impl FileHeader {
+    /// Serialises the header into the first `HEADER_SIZE` bytes of a new file.
+    pub fn write(&self, out: &mut [u8; HEADER_SIZE]) {
+        out.fill(0);
+        out[0..8].copy_from_slice(&MAGIC);
+        out[8..12].copy_from_slice(&self.version.to_le_bytes());
+        out[12..16].copy_from_slice(&(HEADER_SIZE as u32).to_le_bytes());
+        out[16..20].copy_from_slice(&self.block_size.to_le_bytes());
+        out[24..28].copy_from_slice(&self.pid.to_le_bytes());
+        out[32..40].copy_from_slice(&self.start_unix_ns.to_le_bytes());
+    }
+}
+
+/// A thread's position in the block it owns.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockCursor {
+    /// Next free byte in the block.
+    pub pos: usize,
+    /// Delta registers.
+    pub state: BlockState,
+}
+
+impl BlockCursor {
+    /// Starts a block in `block` (at least `BLOCK_HEADER_SIZE` bytes, all zero): writes the
+    /// header and commits it.
+    pub fn start(block: &mut [u8], tid: u32, base_seq: u64, base_time: u64) -> BlockCursor {
+        block[4..8].copy_from_slice(&tid.to_le_bytes());
+        block[8..16].copy_from_slice(&base_seq.to_le_bytes());
+        block[16..24].copy_from_slice(&base_time.to_le_bytes());
+        commit_bytes(&mut block[0..4], &BLOCK_MAGIC.to_le_bytes());
+        BlockCursor {
+            pos: BLOCK_HEADER_SIZE,
+            state: BlockState {
+                seq: base_seq,
+                time: base_time,
+                ..BlockState::default()
+            },
+        }
+    }
+
+    /// Appends a committed record, or reports that the block is full.
+    #[inline]
+    pub fn append(&mut self, block: &mut [u8], rec: &Record<'_>) -> Result<(), NoRoom> {
+        let out = block.get_mut(self.pos..).ok_or(NoRoom)?;
+        let n = rec.encode(&mut self.state, out)?;
+        commit_bytes(&mut out[0..1], &[rec.body.kind()]);
+        self.pos += n;
+        Ok(())
+    }
+}
+
+/// Stores `value` into `slot` only after every earlier store of this thread, so that a
+/// reader of a crashed process's file never sees the marker without what it guards.
+fn commit_bytes(slot: &mut [u8], value: &[u8]) {
+    compiler_fence(Ordering::Release);
+    for (dst, src) in slot.iter_mut().zip(value) {
+        // SAFETY: `dst` is a valid, exclusive reference; the volatile store only keeps the
+        // compiler from moving or merging it with the stores the fence above orders.
+        unsafe { std::ptr::write_volatile(dst, *src) };
+    }
+}

@@ -1,0 +1,291 @@
+//! How each field type is written: the building blocks of every record.
+//!
+//! Plain integers are LEB128 varints. Address-like fields (`Ptr`, `Ctx`, `Stream`, `Event`)
+//! are zigzag deltas against the previous value of the same register in the same block, so a
+//! free of the pointer just allocated costs one byte. Registers start at zero in every block,
+//! which keeps every block decodable on its own. Rule for future record kinds: a kind that an
+//! older reader might not know must not use the delta registers (older readers skip it and
+//! would lose track), unless the format version is bumped.
+
+use std::borrow::Cow;
+
+use crate::api::Api;
+use crate::error::{DecodeError, ErrorKind};
+use crate::varint::{unzigzag, zigzag, Dec, Enc};
+
+/// Delta registers of one block, advanced by every record in it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BlockState {
+    /// Sequence number of the previous record.
+    pub seq: u64,
+    /// Time of the previous record.
+    pub time: u64,
+    /// Last device or host pointer.
+    pub ptr: u64,
+    /// Last context handle.
+    pub ctx: u64,
+    /// Last stream handle.
+    pub stream: u64,
+    /// Last event handle.
+    pub event: u64,
+}
+
+/// A field that knows how to write and read itself.
+pub trait Field<'a>: Sized {
+    /// Appends the field.
+    fn put(&self, e: &mut Enc<'_>, s: &mut BlockState);
+    /// Reads the field.
+    fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError>;
+}
+
+impl<'a> Field<'a> for u64 {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.u(*self)
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        d.u()
+    }
+}
+
+impl<'a> Field<'a> for u32 {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.u(u64::from(*self))
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        d.u32()
+    }
+}
+
+impl<'a> Field<'a> for i32 {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.i(i64::from(*self))
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        let at = d.offset();
+        let v = d.i()?;
+        i32::try_from(v).map_err(|_| DecodeError::new(at, ErrorKind::OutOfRange(zigzag(v))))
+    }
+}
+
+impl<'a> Field<'a> for Api {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.u(u64::from(self.0))
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        let at = d.offset();
+        let v = d.u()?;
+        u16::try_from(v)
+            .map(Api)
+            .map_err(|_| DecodeError::new(at, ErrorKind::OutOfRange(v)))
+    }
+}
+
+impl<'a> Field<'a> for Cow<'a, str> {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.bytes(self.as_bytes())
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        d.str().map(Cow::Borrowed)
+    }
+}
+
+impl<'a> Field<'a> for Cow<'a, [u8]> {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.bytes(self)
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        d.bytes().map(Cow::Borrowed)
+    }
+}
+
+/// A list of strings (program arguments).
+impl<'a> Field<'a> for Vec<Cow<'a, str>> {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.u(self.len() as u64);
+        for s in self {
+            e.bytes(s.as_bytes());
+        }
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        let n = d.u()?;
+        let mut out = Vec::new();
+        for _ in 0..n {
+            out.push(Cow::Borrowed(d.str()?));
+        }
+        Ok(out)
+    }
+}
+
+/// A list of addresses (stack frames, kernel pointer arguments): a count, then each address
+/// as a zigzag delta from the one before it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Addrs<'a>(pub Cow<'a, [u64]>);
+
+impl<'a> Field<'a> for Addrs<'a> {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.u(self.0.len() as u64);
+        let mut prev = 0u64;
+        for &a in self.0.iter() {
+            e.i(a.wrapping_sub(prev) as i64);
+            prev = a;
+        }
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        let at = d.offset();
+        let n = d.u()?;
+        // Each address takes at least one byte: a larger count is corruption, not a reason to
+        // reserve gigabytes.
+        if n > d.remaining() as u64 {
+            return Err(DecodeError::new(at, ErrorKind::RecordOverrun));
+        }
+        let mut out = Vec::with_capacity(n as usize);
+        let mut prev = 0u64;
+        for _ in 0..n {
+            prev = prev.wrapping_add(unzigzag(d.u()?) as u64);
+            out.push(prev);
+        }
+        Ok(Addrs(Cow::Owned(out)))
+    }
+}
+
+macro_rules! newtype_field {
+    ($(#[$m:meta])* $name:ident($inner:ty), plain) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct $name(pub $inner);
+        impl<'a> Field<'a> for $name {
+            fn put(&self, e: &mut Enc<'_>, s: &mut BlockState) {
+                self.0.put(e, s)
+            }
+            fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError> {
+                <$inner>::get(d, s).map($name)
+            }
+        }
+    };
+    ($(#[$m:meta])* $name:ident(u64), delta $reg:ident) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+        pub struct $name(pub u64);
+        impl<'a> Field<'a> for $name {
+            fn put(&self, e: &mut Enc<'_>, s: &mut BlockState) {
+                e.i(self.0.wrapping_sub(s.$reg) as i64);
+                s.$reg = self.0;
+            }
+            fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError> {
+                s.$reg = s.$reg.wrapping_add(d.i()? as u64);
+                Ok($name(s.$reg))
+            }
+        }
+    };
+}
+
+newtype_field!(
+    /// A stack written once in a [`crate::Stack`] record; 0 means "no stack captured".
+    StackId(u32), plain
+);
+newtype_field!(
+    /// A `CUresult` (0 is success).
+    CuResult(u32), plain
+);
+newtype_field!(
+    /// A device, managed or host address, or an opaque handle in its place (VMM handles,
+    /// arrays).
+    Ptr(u64), delta ptr
+);
+newtype_field!(
+    /// A `CUcontext` handle.
+    Ctx(u64), delta ctx
+);
+newtype_field!(
+    /// A `CUstream` handle (0 legacy default, 1 `CU_STREAM_LEGACY`, 2 `CU_STREAM_PER_THREAD`).
+    Stream(u64), delta stream
+);
+newtype_field!(
+    /// A `CUevent` handle.
+    Event(u64), delta event
+);
+
+impl StackId {
+    /// No stack was captured.
+    pub const NONE: StackId = StackId(0);
+}
+
+impl CuResult {
+    /// `CUDA_SUCCESS`.
+    pub const SUCCESS: CuResult = CuResult(0);
+    /// `CUDA_ERROR_OUT_OF_MEMORY`.
+    pub const OUT_OF_MEMORY: CuResult = CuResult(2);
+
+    /// Whether the call succeeded.
+    pub fn is_success(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// What family of memory an allocation record describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[repr(u8)]
+pub enum MemKind {
+    /// Device memory (`cuMemAlloc`, `cuMemAllocPitch`).
+    Device = 0,
+    /// Managed (unified) memory.
+    Managed = 1,
+    /// Page-locked host memory allocated by the driver.
+    Host = 2,
+    /// Host memory the program registered (page-locked in place; not allocated by CUDA).
+    HostRegistered = 3,
+    /// Stream-ordered memory from a pool.
+    Async = 4,
+    /// A virtual address range reservation (no memory by itself).
+    VmmReserve = 5,
+    /// A physical memory handle (`cuMemCreate`); `ptr` holds the handle.
+    VmmPhysical = 6,
+    /// A CUDA array; `ptr` holds the handle, `size` the bytes it needs.
+    Array = 7,
+    /// Memory of another process opened through IPC (not owned by this process).
+    Ipc = 8,
+}
+
+impl MemKind {
+    /// Every kind, in number order.
+    pub const ALL: [MemKind; 9] = [
+        MemKind::Device,
+        MemKind::Managed,
+        MemKind::Host,
+        MemKind::HostRegistered,
+        MemKind::Async,
+        MemKind::VmmReserve,
+        MemKind::VmmPhysical,
+        MemKind::Array,
+        MemKind::Ipc,
+    ];
+
+    /// Short lowercase name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            MemKind::Device => "device",
+            MemKind::Managed => "managed",
+            MemKind::Host => "host",
+            MemKind::HostRegistered => "host-registered",
+            MemKind::Async => "async",
+            MemKind::VmmReserve => "vmm-reserve",
+            MemKind::VmmPhysical => "vmm",
+            MemKind::Array => "array",
+            MemKind::Ipc => "ipc",
+        }
+    }
+}
+
+impl<'a> Field<'a> for MemKind {
+    fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
+        e.byte(*self as u8)
+    }
+    fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
+        let at = d.offset();
+        let b = d.byte()?;
+        MemKind::ALL
+            .get(usize::from(b))
+            .copied()
+            .ok_or(DecodeError::new(at, ErrorKind::BadField("memory kind")))
+    }
+}

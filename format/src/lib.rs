@@ -1,0 +1,51 @@
+//! The gpuleak trace format: the one contract between `libgpuleak.so`, which writes traces
+//! inside the traced process, and the `gpuleak` analyzer, which reads them.
+//!
+//! A trace is a file header followed by fixed-size blocks, each owned by one writing thread
+//! ([`block`]); a block holds length-prefixed, delta-encoded records ([`record`],
+//! [`fields`]); readers merge the blocks into one stream ordered by sequence number
+//! ([`reader`]). The layout is designed so that a process killed at any instruction leaves a
+//! readable file, that old readers skip record kinds they do not know, and that steady
+//! allocation churn costs about 12 bytes per event.
+//!
+//! ```
+//! use gpuleak_format::*;
+//!
+//! // Write one block with one record...
+//! let mut file = vec![0u8; HEADER_SIZE + BLOCK_SIZE];
+//! let header = FileHeader { version: FORMAT_VERSION, block_size: BLOCK_SIZE as u32, pid: 7, start_unix_ns: 0 };
+//! header.write((&mut file[..HEADER_SIZE]).try_into().unwrap());
+//! let block = &mut file[HEADER_SIZE..];
+//! let mut cursor = BlockCursor::start(block, 7, 0, 0);
+//! let rec = Record { seq: Seq(1), time_ns: 10, body: Mark { name: "step".into(), value: 1 }.into() };
+//! cursor.append(block, &rec).unwrap();
+//!
+//! // ...and read it back.
+//! let trace = Trace::new(&file).unwrap();
+//! let all: Vec<_> = trace.records().collect::<Result<_, _>>().unwrap();
+//! assert_eq!(all[0].record, rec);
+//! ```
+
+pub mod api;
+pub mod block;
+pub mod error;
+pub mod fields;
+pub mod reader;
+pub mod record;
+pub mod varint;
+
+pub use api::Api;
+pub use block::{BlockCursor, FileHeader, BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_SIZE, HEADER_SIZE, MAGIC};
+pub use error::{DecodeError, ErrorKind};
+pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, Ptr, StackId, Stream};
+pub use reader::{BlockReader, Entry, Merged, Trace};
+pub use record::{
+    Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, Free, HostFn,
+    Launch, Lost, Map, Mark, Module, NoRoom, ProcessInfo, Record, Region, Seq, Snapshot, Stack, StreamCreate,
+    StreamDestroy, StreamWait, Sync, Unmap,
+};
+
+/// Format version this crate writes.
+pub const FORMAT_VERSION: u32 = 1;
+/// Oldest format version this crate reads.
+pub const MIN_READ_VERSION: u32 = 1;

@@ -1,0 +1,272 @@
+//! Reading a trace: blocks in file order, merged into one stream ordered by `seq`.
+//!
+//! Memory follows the number of blocks that are open at once (about the number of threads
+//! that were writing at the same time), never the length of the trace.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use crate::block::{FileHeader, BLOCK_HEADER_SIZE, BLOCK_MAGIC, HEADER_SIZE, MAGIC};
+use crate::error::{DecodeError, ErrorKind};
+use crate::fields::BlockState;
+use crate::record::Record;
+use crate::{FORMAT_VERSION, MIN_READ_VERSION};
+
+/// A whole trace held in memory (or mapped).
+pub struct Trace<'a> {
+    data: &'a [u8],
+    header: FileHeader,
+}
+
+/// A decoded record with where it came from.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry<'a> {
+    /// OS thread id of the writer.
+    pub tid: u32,
+    /// File offset of the record.
+    pub offset: u64,
+    /// The record.
+    pub record: Record<'a>,
+}
+
+impl<'a> Trace<'a> {
+    /// Checks the header; everything else is decoded lazily.
+    pub fn new(data: &'a [u8]) -> Result<Trace<'a>, DecodeError> {
+        if data.len() < 40 {
+            if data.len() >= 8 && data[..8] != MAGIC {
+                return Err(DecodeError::new(0, ErrorKind::BadMagic));
+            }
+            return Err(DecodeError::new(0, ErrorKind::Truncated("file header")));
+        }
+        if data[..8] != MAGIC {
+            return Err(DecodeError::new(0, ErrorKind::BadMagic));
+        }
+        let u32_at = |o: usize| u32::from_le_bytes([data[o], data[o + 1], data[o + 2], data[o + 3]]);
+        let version = u32_at(8);
+        if !(MIN_READ_VERSION..=FORMAT_VERSION).contains(&version) {
+            return Err(DecodeError::new(8, ErrorKind::UnsupportedVersion(version)));
+        }
+        if u32_at(12) as usize != HEADER_SIZE {
+            return Err(DecodeError::new(12, ErrorKind::BadHeader("header size")));
+        }
+        let block_size = u32_at(16);
+        if !(4096..=1 << 30).contains(&block_size) || !block_size.is_power_of_two() {
+            return Err(DecodeError::new(16, ErrorKind::BadHeader("block size")));
+        }
+        let mut t = [0u8; 8];
+        t.copy_from_slice(&data[32..40]);
+        let header = FileHeader {
+            version,
+            block_size,
+            pid: u32_at(24),
+            start_unix_ns: u64::from_le_bytes(t),
+        };
+        Ok(Trace { data, header })
+    }
+
+    /// The file header.
+    pub fn header(&self) -> &FileHeader {
+        &self.header
+    }
+
+    /// Number of block slots in the file (a partial last block counts).
+    pub fn block_count(&self) -> usize {
+        let body = self.data.len().saturating_sub(HEADER_SIZE);
+        body.div_ceil(self.header.block_size as usize)
+    }
+
+    /// Opens block `index`: `Ok(None)` if it was never started.
+    pub fn block(&self, index: usize) -> Result<Option<BlockReader<'a>>, DecodeError> {
+        let bs = self.header.block_size as usize;
+        let start = HEADER_SIZE + index * bs;
+        let end = (start + bs).min(self.data.len());
+        let bytes = &self.data[start..end];
+        let off = start as u64;
+        if bytes.len() < BLOCK_HEADER_SIZE {
+            return if bytes.iter().all(|&b| b == 0) {
+                Ok(None)
+            } else {
+                Err(DecodeError::new(off, ErrorKind::Truncated("block header")))
+            };
+        }
+        let magic = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        if magic == 0 {
+            return Ok(None);
+        }
+        if magic != BLOCK_MAGIC {
+            return Err(DecodeError::new(off, ErrorKind::BadBlock));
+        }
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&bytes[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let tid = u32::from_le_bytes([bytes[4], bytes[5], bytes[6], bytes[7]]);
+        let base_seq = u64_at(8);
+        let state = BlockState {
+            seq: base_seq,
+            time: u64_at(16),
+            ..BlockState::default()
+        };
+        Ok(Some(BlockReader {
+            bytes,
+            offset: off,
+            pos: BLOCK_HEADER_SIZE,
+            state,
+            tid,
+            base_seq,
+            done: false,
+        }))
+    }
+
+    /// Every record, ordered by `seq`. A corrupted block yields one error and is dropped;
+    /// the other blocks go on.
+    pub fn records(&self) -> Merged<'a, '_> {
+        Merged {
+            trace: self,
+            next_block: 0,
+            pending: None,
+            heap: BinaryHeap::new(),
+            cursors: Vec::new(),
+            free: Vec::new(),
+            error: None,
+        }
+    }
+}
+
+/// Reads one block's records in order.
+pub struct BlockReader<'a> {
+    bytes: &'a [u8],
+    offset: u64,
+    pos: usize,
+    state: BlockState,
+    tid: u32,
+    base_seq: u64,
+    done: bool,
+}
+
+impl<'a> BlockReader<'a> {
+    /// Writer thread.
+    pub fn tid(&self) -> u32 {
+        self.tid
+    }
+
+    /// Lower bound of every seq in the block.
+    pub fn base_seq(&self) -> u64 {
+        self.base_seq
+    }
+}
+
+impl<'a> Iterator for BlockReader<'a> {
+    type Item = Result<Entry<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.done {
+            return None;
+        }
+        let at = self.offset + self.pos as u64;
+        match Record::decode(&self.bytes[self.pos..], at, &mut self.state) {
+            Ok(Some((record, n))) => {
+                self.pos += n;
+                Some(Ok(Entry {
+                    tid: self.tid,
+                    offset: at,
+                    record,
+                }))
+            }
+            Ok(None) => {
+                self.done = true;
+                None
+            }
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// Blocks merged by `seq`; see [`Trace::records`].
+pub struct Merged<'a, 't> {
+    trace: &'t Trace<'a>,
+    next_block: usize,
+    /// The next started block, opened but not yet admitted to the merge.
+    pending: Option<BlockReader<'a>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    cursors: Vec<Option<(BlockReader<'a>, Entry<'a>)>>,
+    free: Vec<usize>,
+    error: Option<DecodeError>,
+}
+
+impl<'a, 't> Merged<'a, 't> {
+    /// Opens blocks until one is started; errors for corrupted block headers.
+    fn fill_pending(&mut self) -> Option<DecodeError> {
+        while self.pending.is_none() && self.next_block < self.trace.block_count() {
+            let i = self.next_block;
+            self.next_block += 1;
+            match self.trace.block(i) {
+                Ok(Some(b)) => self.pending = Some(b),
+                Ok(None) => {}
+                Err(e) => return Some(e),
+            }
+        }
+        None
+    }
+
+    /// Puts a block's next record into the heap; returns an error from the block.
+    fn admit(&mut self, mut block: BlockReader<'a>) -> Option<DecodeError> {
+        match block.next() {
+            Some(Ok(entry)) => {
+                let key = entry.record.seq.0;
+                let slot = match self.free.pop() {
+                    Some(s) => {
+                        self.cursors[s] = Some((block, entry));
+                        s
+                    }
+                    None => {
+                        self.cursors.push(Some((block, entry)));
+                        self.cursors.len() - 1
+                    }
+                };
+                self.heap.push(Reverse((key, slot)));
+                None
+            }
+            Some(Err(e)) => Some(e),
+            None => None,
+        }
+    }
+}
+
+impl<'a, 't> Iterator for Merged<'a, 't> {
+    type Item = Result<Entry<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some(e) = self.error.take() {
+            return Some(Err(e));
+        }
+        loop {
+            if let Some(e) = self.fill_pending() {
+                return Some(Err(e));
+            }
+            // Admit the next block while it could hold the smallest seq.
+            let admit = match (&self.pending, self.heap.peek()) {
+                (Some(p), Some(Reverse((min, _)))) => p.base_seq <= *min,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if admit {
+                let block = self.pending.take()?;
+                if let Some(e) = self.admit(block) {
+                    return Some(Err(e));
+                }
+                continue;
+            }
+            let Reverse((_, slot)) = self.heap.pop()?;
+            let (block, entry) = self.cursors[slot].take()?;
+            self.free.push(slot);
+            // A block's error surfaces on the call after its last good record.
+            self.error = self.admit(block);
+            return Some(Ok(entry));
+        }
+    }
+}

@@ -1,0 +1,776 @@
+//! Every record kind and its field list.
+//!
+//! # Record layout
+//!
+//! ```text
+//! kind   u8       record kind, never 0; written LAST (see crate::block), so a nonzero kind
+//!                 means the whole record is present
+//! len    varint   payload length in bytes
+//! payload:
+//!   seq   varint  sequence number minus the previous record's in this block
+//!   time  varint  nanoseconds since trace start minus the previous record's in this block
+//!   fields        the kind's fields below, in order, each as crate::fields describes
+//!   ...           a newer writer may append fields; readers ignore bytes they do not know
+//! ```
+//!
+//! A reader meets a kind it does not know as [`Body::Unknown`] and skips it by its length.
+
+use std::borrow::Cow;
+
+use crate::api::Api;
+use crate::error::{DecodeError, ErrorKind};
+use crate::fields::{Addrs, BlockState, Ctx, CuResult, Event, Field, Ptr, StackId, Stream};
+use crate::varint::{Dec, Enc, MAX_VARINT_LEN};
+
+/// A record's position in the total order of one process's events.
+///
+/// Allocations take their number after the driver returned, frees before they call it, so a
+/// free always sorts before a later allocation that reuses its address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub struct Seq(pub u64);
+
+/// A decoded or to-be-encoded record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Record<'a> {
+    /// Total order within the process.
+    pub seq: Seq,
+    /// Nanoseconds since the trace started (monotonic clock).
+    pub time_ns: u64,
+    /// What happened.
+    pub body: Body<'a>,
+}
+
+/// How to encode and decode one record kind's fields.
+pub trait Fields<'a>: Sized {
+    /// Appends every field.
+    fn put(&self, e: &mut Enc<'_>, s: &mut BlockState);
+    /// Reads every field.
+    fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError>;
+}
+
+macro_rules! records {
+    ($(
+        $(#[$m:meta])*
+        $kind:literal $name:ident $(<$lt:lifetime>)? {
+            $( $(#[$fm:meta])* $field:ident : $ty:ty ),* $(,)?
+        }
+    )*) => {
+        $(
+            $(#[$m])*
+            #[derive(Debug, Clone, PartialEq)]
+            pub struct $name $(<$lt>)? { $( $(#[$fm])* pub $field: $ty ),* }
+
+            impl $(<$lt>)? $name $(<$lt>)? {
+                /// This record's kind byte.
+                pub const KIND: u8 = $kind;
+            }
+
+            impl<'a> Fields<'a> for $name $(<$lt>)? {
+                #[allow(unused_variables)]
+                fn put(&self, e: &mut Enc<'_>, s: &mut BlockState) {
+                    $( self.$field.put(e, s); )*
+                }
+                #[allow(unused_variables)]
+                fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError> {
+                    Ok($name { $( $field: <$ty as Field<'a>>::get(d, s)?, )* })
+                }
+            }
+
+            impl<'a> From<$name $(<$lt>)?> for Body<'a> {
+                fn from(r: $name $(<$lt>)?) -> Body<'a> { Body::$name(r) }
+            }
+        )*
+
+        /// What a record says.
+        #[derive(Debug, Clone, PartialEq)]
+        pub enum Body<'a> {
+            $( $(#[$m])* $name($name $(<$lt>)?), )*
+            /// A kind this reader does not know, skipped by its length.
+            Unknown {
+                /// The kind byte.
+                kind: u8,
+                /// The fields after seq and time, undecoded.
+                payload: &'a [u8],
+            },
+        }
+
+        impl<'a> Body<'a> {
+            /// The kind byte.
+            pub fn kind(&self) -> u8 {
+                match self {
+                    $( Body::$name(_) => $kind, )*
+                    Body::Unknown { kind, .. } => *kind,
+                }
+            }
+
+            /// The record's name, as shown by `gpuleak dump`.
+            pub fn name(&self) -> &'static str {
+                match self {
+                    $( Body::$name(_) => stringify!($name), )*
+                    Body::Unknown { .. } => "Unknown",
+                }
+            }
+
+            fn put_fields(&self, e: &mut Enc<'_>, s: &mut BlockState) {
+                match self {
+                    $( Body::$name(r) => r.put(e, s), )*
+                    Body::Unknown { payload, .. } => {
+                        for b in payload.iter() {
+                            e.byte(*b);
+                        }
+                    }
+                }
+            }
+
+            fn get_fields(kind: u8, d: &mut Dec<'a>, s: &mut BlockState, payload: &'a [u8]) -> Result<Body<'a>, DecodeError> {
+                Ok(match kind {
+                    $( $kind => Body::$name(<$name>::get(d, s)?), )*
+                    _ => Body::Unknown { kind, payload },
+                })
+            }
+        }
+    };
+}
+
+records! {
+    /// Who this process is; the first record of every trace.
+    1 ProcessInfo<'a> {
+        /// Process id.
+        pid: u32,
+        /// Parent process id.
+        ppid: u32,
+        /// Path of the executable.
+        exe: Cow<'a, str>,
+        /// Command line.
+        args: Vec<Cow<'a, str>>,
+        /// Host name.
+        hostname: Cow<'a, str>,
+        /// Version of the shim that wrote the trace.
+        shim_version: Cow<'a, str>,
+        /// Unwinder in use (`dwarf`, `libunwind`, `fp`, `gcc`, `none`).
+        unwinder: Cow<'a, str>,
+        /// Maximum frames per stack.
+        stack_depth: u32,
+        /// Wall-clock time of the trace start, ns since the Unix epoch.
+        start_unix_ns: u64,
+    }
+
+    /// A loaded object (executable or shared library) whose addresses stacks may contain.
+    /// Written before the first stack that needs it; a later record for the same range
+    /// replaces an earlier one (a library unloaded and another loaded in its place).
+    2 Module<'a> {
+        /// Load bias: runtime address minus ELF virtual address.
+        base: u64,
+        /// Lowest mapped address.
+        start: u64,
+        /// One past the highest mapped address.
+        end: u64,
+        /// Path as the loader knows it.
+        path: Cow<'a, str>,
+        /// GNU build id (empty when the object has none).
+        build_id: Cow<'a, [u8]>,
+    }
+
+    /// A call stack, written once and referred to by id.
+    3 Stack<'a> {
+        /// Its id (never 0).
+        id: StackId,
+        /// Return addresses, innermost first.
+        frames: Addrs<'a>,
+    }
+
+    /// The process ended.
+    4 Exit {
+        /// Exit status when known.
+        code: i32,
+        /// 0: normal exit (exit(), return from main); other values reserved.
+        how: u32,
+    }
+
+    /// Events the shim could not record (counted, never silently).
+    5 Lost {
+        /// How many.
+        count: u64,
+        /// Why: 1 trace full or unwritable, other values reserved.
+        reason: u32,
+    }
+
+    /// An allocation of any family (the family follows from `api`: [`Api::mem_kind`]), successful or failed (a failed one has `result != 0` and
+    /// is never an allocation).
+    16 Alloc {
+        /// Exact driver entry point.
+        api: Api,
+        /// Runtime call that led here (`cudaMalloc`...), or `Api::NONE`.
+        via: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Current context at the call (0 if none).
+        ctx: Ctx,
+        /// Stream for stream-ordered allocations.
+        stream: Stream,
+        /// Address (or handle, for VMM physical memory and arrays).
+        ptr: Ptr,
+        /// Bytes the program asked for.
+        size: u64,
+        /// Allocation stack.
+        stack: StackId,
+        /// Per-API detail: pitch for pitched allocations, pool handle for pool allocations,
+        /// flags for host and managed allocations, alignment for reservations.
+        aux: u64,
+    }
+
+    /// A free of any family, successful or failed (a failed free of an unknown or already
+    /// freed pointer is how bad frees show).
+    17 Free {
+        /// Exact driver entry point.
+        api: Api,
+        /// Runtime call that led here, or `Api::NONE`.
+        via: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream for stream-ordered frees.
+        stream: Stream,
+        /// Address or handle freed.
+        ptr: Ptr,
+        /// Size argument where the API has one (address ranges), else 0.
+        size: u64,
+        /// Free stack when captured (always for failed frees), else none.
+        stack: StackId,
+    }
+
+    /// A physical handle mapped into a reserved range (`cuMemMap`).
+    18 Map {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Mapped address.
+        ptr: Ptr,
+        /// Mapped bytes.
+        size: u64,
+        /// Offset into the handle.
+        offset: u64,
+        /// Physical memory handle.
+        handle: u64,
+    }
+
+    /// A mapping removed (`cuMemUnmap`).
+    19 Unmap {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Unmapped address.
+        ptr: Ptr,
+        /// Unmapped bytes.
+        size: u64,
+    }
+
+    /// A context came into use: created, or a primary context retained.
+    20 CtxCreate {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The context.
+        ctx: Ctx,
+        /// Its device ordinal.
+        device: i32,
+        /// Creation flags.
+        flags: u64,
+    }
+
+    /// A context torn down, or a primary context released or reset. Memory allocated in a
+    /// destroyed context is gone with it.
+    21 CtxDestroy {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The context (0 when the API names a device instead).
+        ctx: Ctx,
+        /// Device ordinal (-1 when the API names a context).
+        device: i32,
+    }
+
+    /// A stream created.
+    32 StreamCreate {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The new stream.
+        stream: Stream,
+        /// Creation flags (1: non-blocking).
+        flags: u32,
+        /// Priority.
+        priority: i32,
+        /// Creation stack, if captured.
+        stack: StackId,
+    }
+
+    /// A stream destroyed.
+    33 StreamDestroy {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The stream.
+        stream: Stream,
+    }
+
+    /// The host waited: for a stream, an event or a whole context (whichever is nonzero;
+    /// all zero means the current context), or polled one successfully when the API is a
+    /// query.
+    34 Sync {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream waited for.
+        stream: Stream,
+        /// Event waited for.
+        event: Event,
+        /// Context waited for.
+        ctx: Ctx,
+    }
+
+    /// A stream made to wait for an event (`cuStreamWaitEvent`).
+    35 StreamWait {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The waiting stream.
+        stream: Stream,
+        /// The event.
+        event: Event,
+        /// Flags.
+        flags: u32,
+    }
+
+    /// An event created.
+    36 EventCreate {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The event.
+        event: Event,
+        /// Flags.
+        flags: u32,
+        /// Creation stack, if captured.
+        stack: StackId,
+    }
+
+    /// An event destroyed.
+    37 EventDestroy {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The event.
+        event: Event,
+    }
+
+    /// An event recorded on a stream.
+    38 EventRecord {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The event.
+        event: Event,
+        /// The stream.
+        stream: Stream,
+        /// Flags.
+        flags: u32,
+    }
+
+    /// A copy or memset (`src` is 0 for a memset).
+    39 Copy {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream (for synchronous APIs, the stream they implicitly use).
+        stream: Stream,
+        /// Destination address.
+        dst: Ptr,
+        /// Source address.
+        src: u64,
+        /// Bytes.
+        bytes: u64,
+        /// Call stack, if captured.
+        stack: StackId,
+    }
+
+    /// A kernel launch.
+    40 Launch<'a> {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream.
+        stream: Stream,
+        /// `CUfunction` handle.
+        function: u64,
+        /// Device pointers found among the parameters.
+        ptrs: Addrs<'a>,
+        /// Call stack, if captured.
+        stack: StackId,
+    }
+
+    /// A host function or callback queued on a stream.
+    41 HostFn {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream.
+        stream: Stream,
+    }
+
+    /// Stream capture began (`begin` = 1) or ended (`begin` = 0).
+    42 Capture {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream.
+        stream: Stream,
+        /// 1 for begin, 0 for end.
+        begin: u32,
+        /// Capture mode, or the graph handle at the end.
+        aux: u64,
+    }
+
+    /// A step marker or other named point set by the program (`gpuleak_mark`).
+    48 Mark<'a> {
+        /// Marker name.
+        name: Cow<'a, str>,
+        /// A value (step number).
+        value: u64,
+    }
+
+    /// A named region began (`begin` = 1) or ended (`begin` = 0).
+    49 Region<'a> {
+        /// Region name.
+        name: Cow<'a, str>,
+        /// 1 for begin, 0 for end.
+        begin: u32,
+    }
+
+    /// A snapshot point: the live state at this record can be reported on its own.
+    50 Snapshot<'a> {
+        /// Snapshot number within the process.
+        id: u64,
+        /// Why (`signal`, `period`, `oom`, `api`).
+        reason: Cow<'a, str>,
+    }
+}
+
+/// Why a record could not be encoded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NoRoom;
+
+impl<'a> Record<'a> {
+    /// Encodes into `out`, updating `state`, and returns the number of bytes used. The kind
+    /// byte `out[0]` is left 0 for the caller to commit; see [`crate::block::commit`].
+    /// Returns `NoRoom` (and leaves `state` unchanged) if the record does not fit.
+    pub fn encode(&self, state: &mut BlockState, out: &mut [u8]) -> Result<usize, NoRoom> {
+        // The payload goes at offset 2, after the kind and a one-byte length; a longer
+        // length shifts the payload once (rare: only stacks and module records get long).
+        let mut next = *state;
+        let n = {
+            let Some(payload_buf) = out.get_mut(2..) else {
+                return Err(NoRoom);
+            };
+            let mut e = Enc::new(payload_buf);
+            e.u(self.seq.0.wrapping_sub(next.seq));
+            e.u(self.time_ns.wrapping_sub(next.time));
+            next.seq = self.seq.0;
+            next.time = self.time_ns;
+            self.body.put_fields(&mut e, &mut next);
+            e.finish().ok_or(NoRoom)?
+        };
+        let mut len_buf = [0u8; MAX_VARINT_LEN];
+        let mut le = Enc::new(&mut len_buf);
+        le.u(n as u64);
+        let len_len = le.finish().ok_or(NoRoom)?;
+        let total = 1 + len_len + n;
+        if total > out.len() {
+            return Err(NoRoom);
+        }
+        if len_len > 1 {
+            out.copy_within(2..2 + n, 1 + len_len);
+        }
+        out[0] = 0;
+        out[1..1 + len_len].copy_from_slice(&len_buf[..len_len]);
+        *state = next;
+        Ok(total)
+    }
+
+    /// Decodes the record at the start of `data` (which begins at file offset `base`).
+    /// Returns `Ok(None)` at a zero kind byte (the end of a block's records).
+    pub fn decode(
+        data: &'a [u8],
+        base: u64,
+        state: &mut BlockState,
+    ) -> Result<Option<(Record<'a>, usize)>, DecodeError> {
+        let mut d = Dec::new(data, base);
+        let kind = match d.byte() {
+            Ok(0) | Err(_) => return Ok(None),
+            Ok(k) => k,
+        };
+        let len_at = d.offset();
+        let len = d.u()?;
+        let header = (d.offset() - base) as usize;
+        let len = usize::try_from(len).unwrap_or(usize::MAX);
+        if len > data.len() - header {
+            return Err(DecodeError::new(len_at, ErrorKind::Truncated("record")));
+        }
+        let payload = &data[header..header + len];
+        let mut p = Dec::new(payload, base + header as u64);
+        let overrun = |e: DecodeError| match e.kind {
+            ErrorKind::Truncated(_) => DecodeError::new(len_at - 1, ErrorKind::RecordOverrun),
+            _ => e,
+        };
+        let seq = state.seq.wrapping_add(p.u().map_err(overrun)?);
+        let time_ns = state.time.wrapping_add(p.u().map_err(overrun)?);
+        state.seq = seq;
+        state.time = time_ns;
+        let rest = &payload[payload.len() - p.remaining()..];
+        let body = Body::get_fields(kind, &mut p, state, rest).map_err(overrun)?;
+        Ok(Some((
+            Record {
+                seq: Seq(seq),
+                time_ns,
+                body,
+            },
+            header + len,
+        )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    pub(crate) fn sample_records() -> Vec<Record<'static>> {
+        let frames: Vec<u64> = (0..25).map(|i| 0x5555_0000_1000 + i * 0x40).collect();
+        let bodies: Vec<Body<'static>> = vec![
+            ProcessInfo {
+                pid: 42,
+                ppid: 1,
+                exe: "/bin/app".into(),
+                args: vec!["app".into(), "--x".into()],
+                hostname: "h".into(),
+                shim_version: "0.1.0".into(),
+                unwinder: "dwarf".into(),
+                stack_depth: 64,
+                start_unix_ns: 1_700_000_000_000_000_000,
+            }
+            .into(),
+            Module {
+                base: 0x5555_0000_0000,
+                start: 0x5555_0000_0000,
+                end: 0x5555_0010_0000,
+                path: "/bin/app".into(),
+                build_id: Cow::Borrowed(&[1, 2, 3]),
+            }
+            .into(),
+            Stack {
+                id: StackId(1),
+                frames: Addrs(Cow::Owned(frames)),
+            }
+            .into(),
+            Alloc {
+                api: Api::cuMemAlloc_v2,
+                via: Api::cudaMalloc,
+                result: CuResult::SUCCESS,
+                ctx: Ctx(0x1234_5678),
+                stream: Stream(0),
+                ptr: Ptr(0x7000_0000_0000),
+                size: 1 << 20,
+                stack: StackId(1),
+                aux: 0,
+            }
+            .into(),
+            Free {
+                api: Api::cuMemFree_v2,
+                via: Api::NONE,
+                result: CuResult::SUCCESS,
+                stream: Stream(0),
+                ptr: Ptr(0x7000_0000_0000),
+                size: 0,
+                stack: StackId::NONE,
+            }
+            .into(),
+            Map {
+                api: Api::cuMemMap,
+                result: CuResult(0),
+                ptr: Ptr(0x6000_0000_0000),
+                size: 2 << 20,
+                offset: 0,
+                handle: 7,
+            }
+            .into(),
+            CtxCreate {
+                api: Api::cuDevicePrimaryCtxRetain,
+                result: CuResult(0),
+                ctx: Ctx(0x1234_5678),
+                device: 0,
+                flags: 0,
+            }
+            .into(),
+            Sync {
+                api: Api::cuStreamSynchronize,
+                result: CuResult(0),
+                stream: Stream(0xdead),
+                event: Event(0),
+                ctx: Ctx(0),
+            }
+            .into(),
+            Launch {
+                api: Api::cuLaunchKernel,
+                result: CuResult(0),
+                stream: Stream(0xdead),
+                function: 9,
+                ptrs: Addrs(Cow::Owned(vec![1, 2])),
+                stack: StackId::NONE,
+            }
+            .into(),
+            Mark {
+                name: "step".into(),
+                value: 3,
+            }
+            .into(),
+            Exit { code: -1, how: 0 }.into(),
+        ];
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| Record {
+                seq: Seq(i as u64 * 3),
+                time_ns: i as u64 * 1000,
+                body,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn every_sample_round_trips_in_one_buffer() {
+        let recs = sample_records();
+        let mut buf = vec![0u8; 4096];
+        let mut st = BlockState::default();
+        let mut pos = 0;
+        for r in &recs {
+            let n = r.encode(&mut st, &mut buf[pos..]).unwrap();
+            buf[pos] = r.body.kind();
+            pos += n;
+        }
+        let mut st = BlockState::default();
+        let mut pos2 = 0;
+        let mut out = Vec::new();
+        while let Some((r, n)) = Record::decode(&buf[pos2..], pos2 as u64, &mut st).unwrap() {
+            out.push(r);
+            pos2 += n;
+        }
+        assert_eq!(pos2, pos);
+        assert_eq!(out, recs);
+    }
+
+    #[test]
+    fn no_room_leaves_state_untouched() {
+        let recs = sample_records();
+        let mut st = BlockState::default();
+        let before = st;
+        let mut tiny = [0u8; 8];
+        assert_eq!(recs[2].encode(&mut st, &mut tiny), Err(NoRoom));
+        assert_eq!(st, before);
+    }
+
+    #[test]
+    fn unknown_kinds_are_skipped_by_length() {
+        let mut buf = vec![0u8; 64];
+        let mut st = BlockState::default();
+        let unknown = Record {
+            seq: Seq(1),
+            time_ns: 5,
+            body: Body::Unknown {
+                kind: 200,
+                payload: &[9, 9, 9],
+            },
+        };
+        let n = unknown.encode(&mut st, &mut buf).unwrap();
+        buf[0] = 200;
+        let mark = Record {
+            seq: Seq(2),
+            time_ns: 6,
+            body: Mark {
+                name: "m".into(),
+                value: 1,
+            }
+            .into(),
+        };
+        let m = mark.encode(&mut st, &mut buf[n..]).unwrap();
+        buf[n] = Mark::KIND;
+        let mut st = BlockState::default();
+        let (a, an) = Record::decode(&buf, 0, &mut st).unwrap().unwrap();
+        assert_eq!(
+            a.body,
+            Body::Unknown {
+                kind: 200,
+                payload: &[9, 9, 9]
+            }
+        );
+        let (b, bn) = Record::decode(&buf[an..], an as u64, &mut st).unwrap().unwrap();
+        assert_eq!(b, mark);
+        assert_eq!(an + bn, n + m);
+    }
+
+    #[test]
+    fn steady_churn_costs_under_16_bytes_per_event() {
+        let mut buf = vec![0u8; 1 << 16];
+        let mut st = BlockState::default();
+        let mut pos = 0;
+        let mut seq = 0;
+        let events = 2000u64;
+        for i in 0..events / 2 {
+            let ptr = Ptr(0x7000_0000_0000 + (i % 7) * (1 << 20));
+            for body in [
+                Body::Alloc(Alloc {
+                    api: Api::cuMemAlloc_v2,
+                    via: Api::NONE,
+                    result: CuResult(0),
+                    ctx: Ctx(0x5555_1234_0000),
+                    stream: Stream(0),
+                    ptr,
+                    size: 1 << 20,
+                    stack: StackId(3 + (i % 5) as u32),
+                    aux: 0,
+                }),
+                Body::Free(Free {
+                    api: Api::cuMemFree_v2,
+                    via: Api::NONE,
+                    result: CuResult(0),
+                    stream: Stream(0),
+                    ptr,
+                    size: 0,
+                    stack: StackId::NONE,
+                }),
+            ] {
+                seq += 3;
+                let r = Record {
+                    seq: Seq(seq),
+                    time_ns: seq * 150,
+                    body,
+                };
+                pos += r.encode(&mut st, &mut buf[pos..]).unwrap();
+            }
+        }
+        let per_event = pos as f64 / events as f64;
+        assert!(per_event < 16.0, "{per_event} bytes per event");
+    }
+}

@@ -1,0 +1,184 @@
+//! Whole-file round trips: blocks of several threads merged by seq, and damaged files.
+
+use gpuleak_format::*;
+
+fn file_with_blocks(blocks: usize) -> Vec<u8> {
+    let mut file = vec![0u8; HEADER_SIZE + blocks * BLOCK_SIZE];
+    let header = FileHeader {
+        version: FORMAT_VERSION,
+        block_size: BLOCK_SIZE as u32,
+        pid: 9,
+        start_unix_ns: 5,
+    };
+    header.write((&mut file[..HEADER_SIZE]).try_into().unwrap());
+    file
+}
+
+fn block_mut(file: &mut [u8], i: usize) -> &mut [u8] {
+    &mut file[HEADER_SIZE + i * BLOCK_SIZE..HEADER_SIZE + (i + 1) * BLOCK_SIZE]
+}
+
+fn mark(seq: u64, value: u64) -> Record<'static> {
+    Record {
+        seq: Seq(seq),
+        time_ns: seq * 10,
+        body: Mark {
+            name: "m".into(),
+            value,
+        }
+        .into(),
+    }
+}
+
+fn seqs(trace: &Trace<'_>) -> Vec<u64> {
+    trace.records().map(|e| e.unwrap().record.seq.0).collect()
+}
+
+/// Three threads interleave; block 1 starts later; block 2 was reserved but never started.
+fn interleaved() -> (Vec<u8>, Vec<u64>) {
+    let mut file = file_with_blocks(4);
+    let mut c0 = BlockCursor::start(block_mut(&mut file, 0), 100, 0, 0);
+    let mut c1 = BlockCursor::start(block_mut(&mut file, 1), 101, 3, 0);
+    let mut c3 = BlockCursor::start(block_mut(&mut file, 3), 102, 4, 0);
+    let mut all = Vec::new();
+    for s in 0..40u64 {
+        let (c, b) = match s % 3 {
+            0 => (&mut c0, 0),
+            1 if s >= 3 => (&mut c1, 1),
+            2 if s >= 4 => (&mut c3, 3),
+            _ => (&mut c0, 0),
+        };
+        c.append(block_mut(&mut file, b), &mark(s, s)).unwrap();
+        all.push(s);
+    }
+    (file, all)
+}
+
+#[test]
+fn blocks_merge_into_seq_order() {
+    let (file, all) = interleaved();
+    let trace = Trace::new(&file).unwrap();
+    assert_eq!(trace.header().pid, 9);
+    assert_eq!(seqs(&trace), all);
+    let tids: std::collections::BTreeSet<u32> = trace.records().map(|e| e.unwrap().tid).collect();
+    assert_eq!(tids.into_iter().collect::<Vec<_>>(), vec![100, 101, 102]);
+}
+
+#[test]
+fn a_full_block_spills_into_the_next() {
+    let mut file = file_with_blocks(3);
+    let mut cur = BlockCursor::start(block_mut(&mut file, 0), 1, 0, 0);
+    let mut b = 0;
+    for s in 0..20_000u64 {
+        if cur.append(block_mut(&mut file, b), &mark(s, s)).is_err() {
+            b += 1;
+            cur = BlockCursor::start(block_mut(&mut file, b), 1, s, s * 10);
+            cur.append(block_mut(&mut file, b), &mark(s, s)).unwrap();
+        }
+    }
+    assert!(b >= 1);
+    let trace = Trace::new(&file).unwrap();
+    assert_eq!(seqs(&trace), (0..20_000).collect::<Vec<_>>());
+}
+
+#[test]
+fn a_record_without_its_kind_byte_ends_the_block_cleanly() {
+    // What a kill between writing a record's body and its kind byte leaves behind.
+    let mut file = file_with_blocks(1);
+    let mut cur = BlockCursor::start(block_mut(&mut file, 0), 1, 0, 0);
+    cur.append(block_mut(&mut file, 0), &mark(1, 1)).unwrap();
+    let at = cur.pos;
+    cur.append(block_mut(&mut file, 0), &mark(2, 2)).unwrap();
+    block_mut(&mut file, 0)[at] = 0;
+    assert_eq!(seqs(&Trace::new(&file).unwrap()), vec![1]);
+}
+
+#[test]
+fn a_truncated_file_keeps_everything_before_the_cut_and_names_the_offset() {
+    let (file, _) = interleaved();
+    let whole = Trace::new(&file).unwrap();
+    let offsets: Vec<u64> = whole
+        .records()
+        .map(|e| e.unwrap().offset)
+        .filter(|&o| o < (HEADER_SIZE + BLOCK_SIZE) as u64)
+        .collect();
+    // Cut block 0 in the middle of its 5th record.
+    let cut = offsets[4] as usize + 2;
+    let short = &file[..cut];
+    let trace = Trace::new(short).unwrap();
+    let results: Vec<_> = trace.records().collect();
+    let good = results.iter().filter(|r| r.is_ok()).count();
+    let errs: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(good, 4);
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].to_string().contains("truncated"), "{}", errs[0]);
+    assert!(
+        errs[0].offset >= offsets[4] && errs[0].offset <= cut as u64,
+        "{}",
+        errs[0]
+    );
+}
+
+#[test]
+fn a_corrupted_block_is_reported_and_the_others_survive() {
+    let (mut file, all) = interleaved();
+    let b1 = HEADER_SIZE + BLOCK_SIZE;
+    file[b1] = 0x55; // bad magic
+    let trace = Trace::new(&file).unwrap();
+    let results: Vec<_> = trace.records().collect();
+    let errs: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
+    assert_eq!(errs.len(), 1);
+    assert_eq!(errs[0].offset, b1 as u64);
+    assert!(errs[0].to_string().contains("block header"));
+    let good: Vec<u64> = results
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .map(|e| e.record.seq.0)
+        .collect();
+    let lost: Vec<u64> = all.iter().copied().filter(|s| s % 3 == 1 && *s >= 3).collect();
+    assert_eq!(good.len(), all.len() - lost.len());
+}
+
+#[test]
+fn a_corrupted_length_is_an_error_not_a_panic() {
+    let (mut file, _) = interleaved();
+    let first = HEADER_SIZE + BLOCK_HEADER_SIZE;
+    file[first + 1] = 0xff;
+    file[first + 2] = 0xff;
+    file[first + 3] = 0x7f;
+    let trace = Trace::new(&file).unwrap();
+    let errs: Vec<_> = trace.records().filter_map(|r| r.err()).collect();
+    assert_eq!(errs.len(), 1);
+    assert!(errs[0].offset >= first as u64);
+}
+
+#[test]
+fn bad_headers_are_rejected_loudly() {
+    let (mut file, _) = interleaved();
+    assert_eq!(Trace::new(b"hello world").err().unwrap().kind, ErrorKind::BadMagic);
+    assert_eq!(
+        Trace::new(&file[..20]).err().unwrap().kind,
+        ErrorKind::Truncated("file header")
+    );
+    file[8] = 99;
+    let e = Trace::new(&file).err().unwrap();
+    assert_eq!(e.kind, ErrorKind::UnsupportedVersion(99));
+    assert!(e.to_string().contains("version 99"));
+}
+
+#[test]
+fn every_byte_of_a_real_block_can_be_flipped_without_a_panic() {
+    let (file, _) = interleaved();
+    let end = HEADER_SIZE + 600;
+    for i in HEADER_SIZE..end {
+        for v in [0u8, 0x80, 0xff, 0x01] {
+            let mut f = file.clone();
+            f[i] = v;
+            if let Ok(t) = Trace::new(&f) {
+                for r in t.records() {
+                    let _ = r;
+                }
+            }
+        }
+    }
+}
