@@ -132,6 +132,8 @@ apis! {
     208 cudaMallocPitch,
     209 cudaMallocFromPoolAsync,
     210 cudaDeviceReset,
+    211 cudaGetDriverEntryPoint,
+    212 cudaGetDriverEntryPointByVersion,
 }
 
 impl Api {

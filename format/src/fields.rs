@@ -36,6 +36,31 @@ pub trait Field<'a>: Sized {
     fn put(&self, e: &mut Enc<'_>, s: &mut BlockState);
     /// Reads the field.
     fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError>;
+    /// The field as a generic value, for dumps and generic tools.
+    fn value(&self) -> Value<'_>;
+}
+
+/// A field's value, typed just enough to print it well.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Value<'v> {
+    /// An unsigned number.
+    U(u64),
+    /// A signed number.
+    I(i64),
+    /// An address or handle (printed in hex).
+    Addr(u64),
+    /// An API number.
+    Api(Api),
+    /// A memory family.
+    Kind(MemKind),
+    /// Text.
+    Str(&'v str),
+    /// Raw bytes (printed in hex).
+    Bytes(&'v [u8]),
+    /// Several addresses.
+    Addrs(&'v [u64]),
+    /// Several strings.
+    Strs(&'v [Cow<'v, str>]),
 }
 
 impl<'a> Field<'a> for u64 {
@@ -45,6 +70,9 @@ impl<'a> Field<'a> for u64 {
     fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
         d.u()
     }
+    fn value(&self) -> Value<'_> {
+        Value::U(*self)
+    }
 }
 
 impl<'a> Field<'a> for u32 {
@@ -53,6 +81,9 @@ impl<'a> Field<'a> for u32 {
     }
     fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
         d.u32()
+    }
+    fn value(&self) -> Value<'_> {
+        Value::U(u64::from(*self))
     }
 }
 
@@ -64,6 +95,9 @@ impl<'a> Field<'a> for i32 {
         let at = d.offset();
         let v = d.i()?;
         i32::try_from(v).map_err(|_| DecodeError::new(at, ErrorKind::OutOfRange(zigzag(v))))
+    }
+    fn value(&self) -> Value<'_> {
+        Value::I(i64::from(*self))
     }
 }
 
@@ -78,6 +112,9 @@ impl<'a> Field<'a> for Api {
             .map(Api)
             .map_err(|_| DecodeError::new(at, ErrorKind::OutOfRange(v)))
     }
+    fn value(&self) -> Value<'_> {
+        Value::Api(*self)
+    }
 }
 
 impl<'a> Field<'a> for Cow<'a, str> {
@@ -87,6 +124,9 @@ impl<'a> Field<'a> for Cow<'a, str> {
     fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
         d.str().map(Cow::Borrowed)
     }
+    fn value(&self) -> Value<'_> {
+        Value::Str(self)
+    }
 }
 
 impl<'a> Field<'a> for Cow<'a, [u8]> {
@@ -95,6 +135,9 @@ impl<'a> Field<'a> for Cow<'a, [u8]> {
     }
     fn get(d: &mut Dec<'a>, _: &mut BlockState) -> Result<Self, DecodeError> {
         d.bytes().map(Cow::Borrowed)
+    }
+    fn value(&self) -> Value<'_> {
+        Value::Bytes(self)
     }
 }
 
@@ -113,6 +156,9 @@ impl<'a> Field<'a> for Vec<Cow<'a, str>> {
             out.push(Cow::Borrowed(d.str()?));
         }
         Ok(out)
+    }
+    fn value(&self) -> Value<'_> {
+        Value::Strs(self)
     }
 }
 
@@ -146,6 +192,9 @@ impl<'a> Field<'a> for Addrs<'a> {
         }
         Ok(Addrs(Cow::Owned(out)))
     }
+    fn value(&self) -> Value<'_> {
+        Value::Addrs(&self.0)
+    }
 }
 
 macro_rules! newtype_field {
@@ -159,6 +208,9 @@ macro_rules! newtype_field {
             }
             fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError> {
                 <$inner>::get(d, s).map($name)
+            }
+            fn value(&self) -> Value<'_> {
+                self.0.value()
             }
         }
     };
@@ -174,6 +226,9 @@ macro_rules! newtype_field {
             fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError> {
                 s.$reg = s.$reg.wrapping_add(d.i()? as u64);
                 Ok($name(s.$reg))
+            }
+            fn value(&self) -> Value<'_> {
+                Value::Addr(self.0)
             }
         }
     };
@@ -287,5 +342,8 @@ impl<'a> Field<'a> for MemKind {
             .get(usize::from(b))
             .copied()
             .ok_or(DecodeError::new(at, ErrorKind::BadField("memory kind")))
+    }
+    fn value(&self) -> Value<'_> {
+        Value::Kind(*self)
     }
 }

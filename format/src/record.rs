@@ -19,7 +19,7 @@ use std::borrow::Cow;
 
 use crate::api::Api;
 use crate::error::{DecodeError, ErrorKind};
-use crate::fields::{Addrs, BlockState, Ctx, CuResult, Event, Field, Ptr, StackId, Stream};
+use crate::fields::{Addrs, BlockState, Ctx, CuResult, Event, Field, Ptr, StackId, Stream, Value};
 use crate::varint::{Dec, Enc, MAX_VARINT_LEN};
 
 /// A record's position in the total order of one process's events.
@@ -76,6 +76,13 @@ macro_rules! records {
                 }
             }
 
+            impl $(<$lt>)? $name $(<$lt>)? {
+                /// Calls `f` with each field's name and value, in order.
+                pub fn visit(&self, f: &mut dyn FnMut(&'static str, Value<'_>)) {
+                    $( f(stringify!($field), Field::value(&self.$field)); )*
+                }
+            }
+
             impl<'a> From<$name $(<$lt>)?> for Body<'a> {
                 fn from(r: $name $(<$lt>)?) -> Body<'a> { Body::$name(r) }
             }
@@ -108,6 +115,14 @@ macro_rules! records {
                 match self {
                     $( Body::$name(_) => stringify!($name), )*
                     Body::Unknown { .. } => "Unknown",
+                }
+            }
+
+            /// Calls `f` with each field's name and value (nothing for unknown kinds).
+            pub fn visit(&self, f: &mut dyn FnMut(&'static str, Value<'_>)) {
+                match self {
+                    $( Body::$name(r) => r.visit(f), )*
+                    Body::Unknown { .. } => {}
                 }
             }
 

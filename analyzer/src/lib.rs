@@ -1,0 +1,14 @@
+//! The gpuleak analyzer as a library: opening traces and turning them into output. The
+//! `gpuleak` binary (`main.rs`) is a thin command line over it.
+//!
+//! ```no_run
+//! let file = gpuleak_analyzer::TraceFile::open("app.1234.trace".as_ref()).unwrap();
+//! let mut out = Vec::new();
+//! let errors = gpuleak_analyzer::dump::write(&file, &mut out).unwrap();
+//! assert!(errors.is_empty());
+//! ```
+
+pub mod dump;
+pub mod file;
+
+pub use file::TraceFile;

@@ -1,0 +1,215 @@
+//! Door 2: the shim's own `dlsym`/`dlvsym`, and the real ones.
+//!
+//! Programs that `dlopen("libcuda.so.1")` and `dlsym` each function (cudarc, XLA, ctypes,
+//! the runtime's bootstrap lookup of `cuGetProcAddress`) never see an exported symbol of a
+//! preloaded library. The shim's `dlsym` asks the real one, and when the answer is a tracked
+//! function inside `libcuda.so*`, hands out the wrapper instead.
+//!
+//! `dlsym(RTLD_NEXT, ...)` is special: glibc finds "next" from the caller's return address,
+//! so the shim must not be the caller. The exported entry points are naked functions that
+//! jump to the real `dlsym`/`dlvsym` with the caller's return address still on the stack.
+
+use std::ffi::{c_char, c_void, CStr};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use crate::{elf, hooks};
+
+/// `RTLD_DL_LINKMAP` for `dladdr1` (glibc's dlfcn.h).
+const RTLD_DL_LINKMAP: libc::c_int = 2;
+
+/// `RTLD_NEXT` on glibc.
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+
+type DlsymFn = unsafe extern "C" fn(*mut c_void, *const c_char) -> *mut c_void;
+type DlvsymFn = unsafe extern "C" fn(*mut c_void, *const c_char, *const c_char) -> *mut c_void;
+
+static REAL_DLSYM: AtomicUsize = AtomicUsize::new(0);
+static REAL_DLVSYM: AtomicUsize = AtomicUsize::new(0);
+/// The `link_map` of the `libcuda.so*` whose functions were handed out (it doubles as its
+/// dlopen handle on glibc).
+static LIBCUDA: AtomicPtr<c_void> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Where the dynamic linker keeps `dlsym`: libc since glibc 2.34, libdl before.
+const DL_OBJECTS: &[&[u8]] = &[b"libc.so", b"libdl.so"];
+
+fn resolve(slot: &AtomicUsize, name: &CStr) -> usize {
+    let mut addr = slot.load(Ordering::Acquire);
+    if addr == 0 {
+        addr = elf::find_function(DL_OBJECTS, name).unwrap_or(0);
+        slot.store(addr, Ordering::Release);
+    }
+    addr
+}
+
+/// The real `dlsym` (address), or 0 if it cannot be found (never seen on glibc).
+extern "C" fn real_dlsym_addr() -> usize {
+    resolve(&REAL_DLSYM, c"dlsym")
+}
+
+extern "C" fn real_dlvsym_addr() -> usize {
+    resolve(&REAL_DLVSYM, c"dlvsym")
+}
+
+/// Calls the real `dlsym` from inside the shim (so `RTLD_NEXT` means "after the shim").
+pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
+    let addr = real_dlsym_addr();
+    if addr == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `addr` is libc's `dlsym`, found by name in libc's own symbol table.
+    let f: DlsymFn = unsafe { std::mem::transmute::<usize, DlsymFn>(addr) };
+    // SAFETY: `name` is NUL-terminated; dlsym accepts any handle value and reports errors.
+    unsafe { f(handle, name.as_ptr()) }
+}
+
+/// The `libcuda.so*` handle, once any tracked function has been seen in it.
+pub fn libcuda() -> *mut c_void {
+    LIBCUDA.load(Ordering::Acquire)
+}
+
+/// Whether `addr` lies in an object named `libcuda.so` or `libcuda.so.N` (never
+/// `libcudart`); remembers that object's handle.
+pub fn in_libcuda(addr: *const c_void) -> bool {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let mut map: *mut c_void = std::ptr::null_mut();
+    // SAFETY: dladdr1 only reads the loader's tables; both out-pointers are valid.
+    let ok = unsafe { libc::dladdr1(addr, info.as_mut_ptr(), (&raw mut map).cast(), RTLD_DL_LINKMAP) };
+    if ok == 0 {
+        return false;
+    }
+    // SAFETY: dladdr1 succeeded, so `info` is initialised.
+    let info = unsafe { info.assume_init() };
+    if info.dli_fname.is_null() {
+        return false;
+    }
+    // SAFETY: the loader's file names are NUL-terminated.
+    let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes();
+    let file = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
+    let is_cuda = file == b"libcuda.so" || file.starts_with(b"libcuda.so.");
+    if is_cuda && !map.is_null() {
+        let _ = LIBCUDA.compare_exchange(std::ptr::null_mut(), map, Ordering::AcqRel, Ordering::Acquire);
+    }
+    is_cuda
+}
+
+/// What `dlsym`/`dlvsym` should return for `name`, given the real answer.
+fn substitute(name: *const c_char, real: *mut c_void, caller: usize) -> *mut c_void {
+    if real.is_null() || name.is_null() {
+        return real;
+    }
+    // SAFETY: callers pass NUL-terminated names; the real dlsym already read this one.
+    let name = unsafe { CStr::from_ptr(name) };
+    let Some(hook) = hooks::by_name(name.to_bytes()) else {
+        return real;
+    };
+    // Never substitute inside the driver itself.
+    if in_libcuda(caller as *const c_void) {
+        return real;
+    }
+    let wrapper = hook.wrapper();
+    if real as usize == wrapper {
+        // The lookup found the shim's own export (RTLD_DEFAULT, or a handle whose scope
+        // includes the preload): answer as if the shim were not there.
+        let next = real_dlsym(RTLD_NEXT, name);
+        if !next.is_null() && in_libcuda(next) {
+            hook.set_real(next as usize);
+            return real;
+        }
+        return next;
+    }
+    if in_libcuda(real) {
+        hook.set_real(real as usize);
+        return wrapper as *mut c_void;
+    }
+    real
+}
+
+extern "C" fn dlsym_impl(handle: *mut c_void, name: *const c_char, caller: usize) -> *mut c_void {
+    let addr = real_dlsym_addr();
+    if addr == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `addr` is libc's dlsym.
+    let f: DlsymFn = unsafe { std::mem::transmute::<usize, DlsymFn>(addr) };
+    // SAFETY: arguments passed through unchanged from the program's call.
+    let real = unsafe { f(handle, name) };
+    substitute(name, real, caller)
+}
+
+extern "C" fn dlvsym_impl(
+    handle: *mut c_void,
+    name: *const c_char,
+    version: *const c_char,
+    caller: usize,
+) -> *mut c_void {
+    let addr = real_dlvsym_addr();
+    if addr == 0 {
+        return std::ptr::null_mut();
+    }
+    // SAFETY: `addr` is libc's dlvsym.
+    let f: DlvsymFn = unsafe { std::mem::transmute::<usize, DlvsymFn>(addr) };
+    // SAFETY: arguments passed through unchanged from the program's call.
+    let real = unsafe { f(handle, name, version) };
+    substitute(name, real, caller)
+}
+
+/// The exported `dlsym`.
+///
+/// RTLD_NEXT goes to the real dlsym by a tail jump so that glibc sees the program's return
+/// address; every other handle goes to [`dlsym_impl`] with the caller's return address as
+/// an extra argument.
+#[cfg(target_arch = "x86_64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmp rdi, -1",
+        "je 2f",
+        "mov rdx, [rsp]",
+        "jmp {imp}",
+        "2:",
+        // Keep the arguments across the lookup; rsp is 16-byte aligned at the call.
+        "push rdi",
+        "push rsi",
+        "sub rsp, 8",
+        "call {real}",
+        "add rsp, 8",
+        "pop rsi",
+        "pop rdi",
+        "test rax, rax",
+        "jz 3f",
+        "jmp rax",
+        "3:",
+        "ret",
+        imp = sym dlsym_impl,
+        real = sym real_dlsym_addr,
+    )
+}
+
+/// The exported `dlvsym`; see [`dlsym`].
+#[cfg(target_arch = "x86_64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmp rdi, -1",
+        "je 2f",
+        "mov rcx, [rsp]",
+        "jmp {imp}",
+        "2:",
+        "push rdi",
+        "push rsi",
+        "push rdx",
+        "call {real}",
+        "pop rdx",
+        "pop rsi",
+        "pop rdi",
+        "test rax, rax",
+        "jz 3f",
+        "jmp rax",
+        "3:",
+        "ret",
+        imp = sym dlvsym_impl,
+        real = sym real_dlvsym_addr,
+    )
+}

@@ -1,0 +1,366 @@
+//! Handlers of every allocation family: device, pitched, managed, host pinned, registered,
+//! stream-ordered, virtual memory management, arrays and IPC.
+
+use std::ffi::c_void;
+
+use gpuleak_format::{Api, CuResult, Map, Ptr, Stream, Unmap};
+
+use crate::cuda::*;
+use crate::{guard, tracer};
+
+/// Reads an out-parameter the driver filled in, only when the call succeeded.
+#[inline]
+unsafe fn out<T: Copy + Default>(result: CUresult, p: *mut T) -> T {
+    if result == CUDA_SUCCESS && !p.is_null() {
+        // SAFETY: on success the driver wrote a valid value to the caller's out-parameter.
+        unsafe { p.read() }
+    } else {
+        T::default()
+    }
+}
+
+#[inline]
+unsafe fn out_ptr(result: CUresult, p: *mut *mut c_void) -> u64 {
+    if result == CUDA_SUCCESS && !p.is_null() {
+        // SAFETY: as in `out`.
+        unsafe { p.read() as u64 }
+    } else {
+        0
+    }
+}
+
+/// Allocation recorded after the driver returned; `call` makes the real call.
+#[inline]
+fn record_alloc(api: Api, stream: CUstream, size: u64, aux: u64, call: impl FnOnce() -> (CUresult, u64)) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call().0;
+    };
+    let (r, ptr) = call();
+    tracer::alloc(&g, api, r, Stream(stream as u64), ptr, size, aux);
+    r
+}
+
+/// Free recorded with a sequence number taken before the driver call, so that it orders
+/// before any allocation that reuses the address.
+#[inline]
+fn record_free(api: Api, stream: CUstream, ptr: u64, size: u64, call: impl FnOnce() -> CUresult) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let pending = tracer::before(&g);
+    let r = call();
+    tracer::free(&g, pending, api, r, Stream(stream as u64), ptr, size);
+    r
+}
+
+/// `cuMemAlloc_v2`.
+pub unsafe fn alloc(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    size: usize,
+) -> CUresult {
+    // SAFETY (both closures here and below): the program's arguments, passed through.
+    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || unsafe {
+        let r = real(dptr, size);
+        (r, out(r, dptr))
+    })
+}
+
+/// `cuMemAllocPitch_v2`: the program asked for width x height bytes; `aux` keeps the pitch.
+pub unsafe fn alloc_pitch(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, usize, usize, u32) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    pitch: *mut usize,
+    width: usize,
+    height: usize,
+    elem: u32,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(dptr, pitch, width, height, elem) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(dptr, pitch, width, height, elem) };
+    // SAFETY: out-parameters read only on success.
+    let (ptr, p) = unsafe { (out(r, dptr), out(r, pitch)) };
+    tracer::alloc(
+        &g,
+        api,
+        r,
+        Stream(0),
+        ptr,
+        (width as u64).saturating_mul(height as u64),
+        p as u64,
+    );
+    r
+}
+
+/// `cuMemAllocManaged` (`aux` = flags).
+pub unsafe fn alloc_flags(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, u32) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    size: usize,
+    flags: u32,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || unsafe {
+        let r = real(dptr, size, flags);
+        (r, out(r, dptr))
+    })
+}
+
+/// `cuMemFree_v2`.
+pub unsafe fn free(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
+    // SAFETY: passed through.
+    record_free(api, std::ptr::null_mut(), dptr, 0, || unsafe { real(dptr) })
+}
+
+/// `cuMemAllocHost_v2`.
+pub unsafe fn alloc_host(
+    api: Api,
+    real: unsafe extern "C" fn(*mut *mut c_void, usize) -> CUresult,
+    pp: *mut *mut c_void,
+    size: usize,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || unsafe {
+        let r = real(pp, size);
+        (r, out_ptr(r, pp))
+    })
+}
+
+/// `cuMemHostAlloc` (`aux` = flags).
+pub unsafe fn host_alloc(
+    api: Api,
+    real: unsafe extern "C" fn(*mut *mut c_void, usize, u32) -> CUresult,
+    pp: *mut *mut c_void,
+    size: usize,
+    flags: u32,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || unsafe {
+        let r = real(pp, size, flags);
+        (r, out_ptr(r, pp))
+    })
+}
+
+/// `cuMemFreeHost`, `cuMemHostUnregister`.
+pub unsafe fn free_host(api: Api, real: unsafe extern "C" fn(*mut c_void) -> CUresult, p: *mut c_void) -> CUresult {
+    record_free(api, std::ptr::null_mut(), p as u64, 0, || unsafe { real(p) })
+}
+
+/// `cuMemHostRegister_v2`: the program's own memory, page-locked in place.
+pub unsafe fn host_register(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, usize, u32) -> CUresult,
+    p: *mut c_void,
+    size: usize,
+    flags: u32,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || unsafe {
+        let r = real(p, size, flags);
+        (r, if r == CUDA_SUCCESS { p as u64 } else { 0 })
+    })
+}
+
+/// `cuMemAllocAsync[_ptsz]`.
+pub unsafe fn alloc_async(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUstream) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    size: usize,
+    stream: CUstream,
+) -> CUresult {
+    record_alloc(api, stream, size as u64, 0, || unsafe {
+        let r = real(dptr, size, stream);
+        (r, out(r, dptr))
+    })
+}
+
+/// `cuMemAllocFromPoolAsync[_ptsz]` (`aux` = pool).
+pub unsafe fn alloc_pool(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUmemoryPool, CUstream) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    size: usize,
+    pool: CUmemoryPool,
+    stream: CUstream,
+) -> CUresult {
+    record_alloc(api, stream, size as u64, pool as u64, || unsafe {
+        let r = real(dptr, size, pool, stream);
+        (r, out(r, dptr))
+    })
+}
+
+/// `cuMemFreeAsync[_ptsz]`.
+pub unsafe fn free_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUstream) -> CUresult,
+    dptr: CUdeviceptr,
+    stream: CUstream,
+) -> CUresult {
+    record_free(api, stream, dptr, 0, || unsafe { real(dptr, stream) })
+}
+
+/// `cuMemAddressReserve` (`aux` = alignment): address space only, no memory.
+pub unsafe fn address_reserve(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, usize, CUdeviceptr, u64) -> CUresult,
+    ptr: *mut CUdeviceptr,
+    size: usize,
+    align: usize,
+    addr: CUdeviceptr,
+    flags: u64,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), size as u64, align as u64, || unsafe {
+        let r = real(ptr, size, align, addr, flags);
+        (r, out(r, ptr))
+    })
+}
+
+/// `cuMemAddressFree`.
+pub unsafe fn address_free(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult,
+    ptr: CUdeviceptr,
+    size: usize,
+) -> CUresult {
+    record_free(api, std::ptr::null_mut(), ptr, size as u64, || unsafe {
+        real(ptr, size)
+    })
+}
+
+/// `cuMemCreate`: physical memory, identified by its handle.
+pub unsafe fn create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmemGenericAllocationHandle, usize, *const c_void, u64) -> CUresult,
+    handle: *mut CUmemGenericAllocationHandle,
+    size: usize,
+    prop: *const c_void,
+    flags: u64,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || unsafe {
+        let r = real(handle, size, prop, flags);
+        (r, out(r, handle))
+    })
+}
+
+/// `cuMemRelease`: the memory lives on while a mapping of it remains.
+pub unsafe fn release(
+    api: Api,
+    real: unsafe extern "C" fn(CUmemGenericAllocationHandle) -> CUresult,
+    handle: CUmemGenericAllocationHandle,
+) -> CUresult {
+    record_free(api, std::ptr::null_mut(), handle, 0, || unsafe { real(handle) })
+}
+
+/// `cuMemMap`.
+pub unsafe fn map(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, usize, CUmemGenericAllocationHandle, u64) -> CUresult,
+    ptr: CUdeviceptr,
+    size: usize,
+    offset: usize,
+    handle: CUmemGenericAllocationHandle,
+    flags: u64,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(ptr, size, offset, handle, flags) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(ptr, size, offset, handle, flags) };
+    let body = Map {
+        api,
+        result: CuResult(r),
+        ptr: Ptr(ptr),
+        size: size as u64,
+        offset: offset as u64,
+        handle,
+    };
+    tracer::event(&g, body.into());
+    r
+}
+
+/// `cuMemUnmap`.
+pub unsafe fn unmap(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize) -> CUresult,
+    ptr: CUdeviceptr,
+    size: usize,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(ptr, size) };
+    };
+    let pending = tracer::before(&g);
+    // SAFETY: passed through.
+    let r = unsafe { real(ptr, size) };
+    tracer::event_at(
+        &g,
+        pending,
+        Unmap {
+            api,
+            result: CuResult(r),
+            ptr: Ptr(ptr),
+            size: size as u64,
+        }
+        .into(),
+    );
+    r
+}
+
+/// `cuArrayCreate_v2`: `size` is the bytes the array's dimensions need.
+pub unsafe fn array_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUarray, *const CUDA_ARRAY_DESCRIPTOR) -> CUresult,
+    array: *mut CUarray,
+    desc: *const CUDA_ARRAY_DESCRIPTOR,
+) -> CUresult {
+    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
+    let size = unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, 1, d.format, d.num_channels));
+    record_alloc(api, std::ptr::null_mut(), size, 0, || unsafe {
+        let r = real(array, desc);
+        (r, out(r, array) as u64)
+    })
+}
+
+/// `cuArray3DCreate_v2`.
+pub unsafe fn array3d_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUarray, *const CUDA_ARRAY3D_DESCRIPTOR) -> CUresult,
+    array: *mut CUarray,
+    desc: *const CUDA_ARRAY3D_DESCRIPTOR,
+) -> CUresult {
+    // SAFETY: as above.
+    let size =
+        unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, d.depth, d.format, d.num_channels));
+    record_alloc(api, std::ptr::null_mut(), size, 0, || unsafe {
+        let r = real(array, desc);
+        (r, out(r, array) as u64)
+    })
+}
+
+/// `cuArrayDestroy`.
+pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUresult, array: CUarray) -> CUresult {
+    record_free(api, std::ptr::null_mut(), array as u64, 0, || unsafe { real(array) })
+}
+
+/// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here (size unknown to the API).
+pub unsafe fn ipc_open(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, CUipcMemHandle, u32) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    handle: CUipcMemHandle,
+    flags: u32,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), 0, u64::from(flags), || unsafe {
+        let r = real(dptr, handle, flags);
+        (r, out(r, dptr))
+    })
+}
+
+/// `cuIpcCloseMemHandle`.
+pub unsafe fn ipc_close(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
+    record_free(api, std::ptr::null_mut(), dptr, 0, || unsafe { real(dptr) })
+}

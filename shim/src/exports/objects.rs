@@ -1,0 +1,288 @@
+//! Handlers for contexts, streams and events: their lifetimes bound every allocation made in
+//! them (a destroyed context frees its memory) and feed the stream-ordering checks.
+
+use std::ffi::c_void;
+
+use gpuleak_format::{
+    Api, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy, Stream, StreamCreate, StreamDestroy,
+};
+
+use crate::cuda::*;
+use crate::guard::{self, HookGuard};
+use crate::tracer;
+
+#[inline]
+unsafe fn out<T: Copy>(result: CUresult, p: *mut T) -> u64
+where
+    T: Into<HandleBits>,
+{
+    if result == CUDA_SUCCESS && !p.is_null() {
+        // SAFETY: on success the driver wrote the caller's out-parameter.
+        unsafe { p.read() }.into().0
+    } else {
+        0
+    }
+}
+
+/// The bits of an opaque handle.
+pub struct HandleBits(u64);
+
+impl From<*mut c_void> for HandleBits {
+    fn from(p: *mut c_void) -> Self {
+        HandleBits(p as u64)
+    }
+}
+
+fn created(g: &Option<HookGuard>, api: Api, r: CUresult, ctx: u64, device: i32, flags: u64) {
+    if let Some(g) = g {
+        tracer::event(
+            g,
+            CtxCreate {
+                api,
+                result: CuResult(r),
+                ctx: Ctx(ctx),
+                device,
+                flags,
+            }
+            .into(),
+        );
+    }
+}
+
+/// `cuCtxCreate_v2`.
+pub unsafe fn ctx_create_v2(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUcontext, u32, CUdevice) -> CUresult,
+    ctx: *mut CUcontext,
+    flags: u32,
+    dev: CUdevice,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through; the out-parameter is read only on success.
+    let (r, c) = unsafe {
+        let r = real(ctx, flags, dev);
+        (r, out(r, ctx))
+    };
+    created(&g, api, r, c, dev, u64::from(flags));
+    r
+}
+
+/// `cuCtxCreate_v3`.
+pub unsafe fn ctx_create_v3(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUcontext, *mut c_void, i32, u32, CUdevice) -> CUresult,
+    ctx: *mut CUcontext,
+    params: *mut c_void,
+    nparams: i32,
+    flags: u32,
+    dev: CUdevice,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: as above.
+    let (r, c) = unsafe {
+        let r = real(ctx, params, nparams, flags, dev);
+        (r, out(r, ctx))
+    };
+    created(&g, api, r, c, dev, u64::from(flags));
+    r
+}
+
+/// `cuCtxCreate_v4`.
+pub unsafe fn ctx_create_v4(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUcontext, *mut c_void, u32, CUdevice) -> CUresult,
+    ctx: *mut CUcontext,
+    params: *mut c_void,
+    flags: u32,
+    dev: CUdevice,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: as above.
+    let (r, c) = unsafe {
+        let r = real(ctx, params, flags, dev);
+        (r, out(r, ctx))
+    };
+    created(&g, api, r, c, dev, u64::from(flags));
+    r
+}
+
+/// `cuDevicePrimaryCtxRetain`.
+pub unsafe fn primary_retain(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
+    ctx: *mut CUcontext,
+    dev: CUdevice,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: as above.
+    let (r, c) = unsafe {
+        let r = real(ctx, dev);
+        (r, out(r, ctx))
+    };
+    created(&g, api, r, c, dev, 0);
+    r
+}
+
+/// Teardown: numbered before the call, since the driver frees the context's memory in it.
+fn destroy(api: Api, ctx: u64, device: i32, call: impl FnOnce() -> CUresult) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let pending = tracer::before(&g);
+    let r = call();
+    tracer::event_at(
+        &g,
+        pending,
+        CtxDestroy {
+            api,
+            result: CuResult(r),
+            ctx: Ctx(ctx),
+            device,
+        }
+        .into(),
+    );
+    r
+}
+
+/// `cuCtxDestroy_v2`.
+pub unsafe fn ctx_destroy(api: Api, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
+    destroy(api, ctx as u64, -1, || {
+        // SAFETY: passed through.
+        unsafe { real(ctx) }
+    })
+}
+
+/// `cuDevicePrimaryCtxRelease[_v2]`, `cuDevicePrimaryCtxReset[_v2]`.
+pub unsafe fn primary_release(api: Api, real: unsafe extern "C" fn(CUdevice) -> CUresult, dev: CUdevice) -> CUresult {
+    destroy(api, 0, dev, || {
+        // SAFETY: passed through.
+        unsafe { real(dev) }
+    })
+}
+
+fn stream_created(g: &Option<HookGuard>, api: Api, r: CUresult, stream: u64, flags: u32, priority: i32) {
+    if let Some(g) = g {
+        let stack = tracer::object_stack(g);
+        tracer::event(
+            g,
+            StreamCreate {
+                api,
+                result: CuResult(r),
+                stream: Stream(stream),
+                flags,
+                priority,
+                stack,
+            }
+            .into(),
+        );
+    }
+}
+
+/// `cuStreamCreate`.
+pub unsafe fn stream_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult,
+    stream: *mut CUstream,
+    flags: u32,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through; out-parameter read only on success.
+    let (r, s) = unsafe {
+        let r = real(stream, flags);
+        (r, out(r, stream))
+    };
+    stream_created(&g, api, r, s, flags, 0);
+    r
+}
+
+/// `cuStreamCreateWithPriority`.
+pub unsafe fn stream_create_prio(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUstream, u32, i32) -> CUresult,
+    stream: *mut CUstream,
+    flags: u32,
+    priority: i32,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: as above.
+    let (r, s) = unsafe {
+        let r = real(stream, flags, priority);
+        (r, out(r, stream))
+    };
+    stream_created(&g, api, r, s, flags, priority);
+    r
+}
+
+/// `cuStreamDestroy_v2`.
+pub unsafe fn stream_destroy(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(stream) };
+    };
+    let pending = tracer::before(&g);
+    // SAFETY: passed through.
+    let r = unsafe { real(stream) };
+    tracer::event_at(
+        &g,
+        pending,
+        StreamDestroy {
+            api,
+            result: CuResult(r),
+            stream: Stream(stream as u64),
+        }
+        .into(),
+    );
+    r
+}
+
+/// `cuEventCreate`.
+pub unsafe fn event_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUevent, u32) -> CUresult,
+    event: *mut CUevent,
+    flags: u32,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through; out-parameter read only on success.
+    let (r, e) = unsafe {
+        let r = real(event, flags);
+        (r, out(r, event))
+    };
+    if let Some(g) = &g {
+        let stack = tracer::object_stack(g);
+        tracer::event(
+            g,
+            EventCreate {
+                api,
+                result: CuResult(r),
+                event: Event(e),
+                flags,
+                stack,
+            }
+            .into(),
+        );
+    }
+    r
+}
+
+/// `cuEventDestroy_v2`.
+pub unsafe fn event_destroy(api: Api, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(event) };
+    };
+    let pending = tracer::before(&g);
+    // SAFETY: passed through.
+    let r = unsafe { real(event) };
+    tracer::event_at(
+        &g,
+        pending,
+        EventDestroy {
+            api,
+            result: CuResult(r),
+            event: Event(event as u64),
+        }
+        .into(),
+    );
+    r
+}

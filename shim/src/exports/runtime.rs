@@ -1,0 +1,99 @@
+//! Runtime entry points of a shared `libcudart`: interposed only to tag the driver records
+//! they cause with the call the program made (`cudaMalloc` → `cuMemAlloc_v2`). They never
+//! record anything themselves, so nothing is counted twice.
+
+use std::ffi::{c_char, c_void, CStr};
+
+use gpuleak_format::Api;
+
+use crate::cuda::CUresult;
+use crate::{dl, elf, guard};
+
+/// `cudaErrorInitializationError`, returned only if no runtime can be found at all.
+pub const ERROR_INITIALIZATION: CUresult = 3;
+
+const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
+
+/// The runtime's own function: the next definition after the shim (a program or library
+/// linked with `-lcudart`), else the one in a `libcudart.so` loaded privately.
+pub fn find_real(name: &CStr) -> usize {
+    let next = dl::real_dlsym(RTLD_NEXT, name);
+    if !next.is_null() {
+        return next as usize;
+    }
+    elf::find_function(&[b"libcudart.so"], name).unwrap_or(0)
+}
+
+/// A runtime call with no arguments.
+pub unsafe fn tag0(api: Api, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
+    // SAFETY: passed through.
+    guard::with_via(api, || unsafe { real() })
+}
+
+/// A runtime call with one argument.
+pub unsafe fn tag1<A>(api: Api, real: unsafe extern "C" fn(A) -> CUresult, a: A) -> CUresult {
+    // SAFETY: passed through.
+    guard::with_via(api, || unsafe { real(a) })
+}
+
+/// A runtime call with two arguments.
+pub unsafe fn tag2<A, B>(api: Api, real: unsafe extern "C" fn(A, B) -> CUresult, a: A, b: B) -> CUresult {
+    // SAFETY: passed through.
+    guard::with_via(api, || unsafe { real(a, b) })
+}
+
+/// A runtime call with three arguments.
+pub unsafe fn tag3<A, B, C>(api: Api, real: unsafe extern "C" fn(A, B, C) -> CUresult, a: A, b: B, c: C) -> CUresult {
+    // SAFETY: passed through.
+    guard::with_via(api, || unsafe { real(a, b, c) })
+}
+
+/// A runtime call with four arguments.
+pub unsafe fn tag4<A, B, C, D>(
+    api: Api,
+    real: unsafe extern "C" fn(A, B, C, D) -> CUresult,
+    a: A,
+    b: B,
+    c: C,
+    d: D,
+) -> CUresult {
+    // SAFETY: passed through.
+    guard::with_via(api, || unsafe { real(a, b, c, d) })
+}
+
+/// `cudaGetDriverEntryPoint`: a driver function handed out by the runtime.
+pub unsafe fn entry_point(
+    _api: Api,
+    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, u64, *mut i32) -> CUresult,
+    symbol: *const c_char,
+    fp: *mut *mut c_void,
+    flags: u64,
+    status: *mut i32,
+) -> CUresult {
+    // SAFETY: passed through (the fourth argument too: runtimes before 12.0 ignore it).
+    let r = unsafe { real(symbol, fp, flags, status) };
+    if r == 0 {
+        // SAFETY: on success `fp` holds a driver function.
+        unsafe { super::resolver::swap_driver_entry(symbol, fp) };
+    }
+    r
+}
+
+/// `cudaGetDriverEntryPointByVersion`.
+pub unsafe fn entry_point_by_version(
+    _api: Api,
+    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, u32, u64, *mut i32) -> CUresult,
+    symbol: *const c_char,
+    fp: *mut *mut c_void,
+    version: u32,
+    flags: u64,
+    status: *mut i32,
+) -> CUresult {
+    // SAFETY: passed through.
+    let r = unsafe { real(symbol, fp, version, flags, status) };
+    if r == 0 {
+        // SAFETY: on success `fp` holds a driver function.
+        unsafe { super::resolver::swap_driver_entry(symbol, fp) };
+    }
+    r
+}

@@ -1,0 +1,25 @@
+//! `libgpuleak.so`: preloaded into a process (`LD_PRELOAD=libgpuleak.so app`), it records
+//! every CUDA allocation, free, context, stream and event with the host call stack of each
+//! allocation, into a compact trace that the `gpuleak` analyzer reads.
+//!
+//! Programs reach the driver through three doors, and the shim stands at all of them:
+//! exported symbols for programs linked with `-lcuda` ([`exports`]), its own `dlsym` for
+//! programs that `dlopen` the driver ([`dl`]), and wrappers of the driver's resolvers
+//! `cuGetProcAddress*`, through which the CUDA runtime gets every function
+//! ([`exports::resolver`]). Allocations are recorded once, at the driver layer; runtime
+//! entry points only tag those records.
+//!
+//! Nothing happens until the first CUDA call: no file, no thread, no work in constructors.
+
+pub mod config;
+pub mod cuda;
+pub mod diag;
+pub mod dl;
+pub mod elf;
+pub mod exports;
+pub mod guard;
+pub mod hooks;
+pub mod modules;
+pub mod stacks;
+pub mod tracer;
+pub mod writer;

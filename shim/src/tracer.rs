@@ -1,0 +1,451 @@
+//! Tracing state of the process: started on the first recorded CUDA call, never before (a
+//! process that never calls CUDA writes no file), restarted in a forked child.
+
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt;
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use gpuleak_format::{
+    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Free, Lost, Module, ProcessInfo, Ptr, Record, Seq, Stack, StackId,
+    Stream,
+};
+
+use crate::config::{Config, MAX_DEPTH};
+use crate::guard::{self, HookGuard};
+use crate::modules;
+use crate::stacks::{self, Stacks};
+use crate::writer::{self, Writer};
+
+const OFF: u8 = 0;
+const STARTING: u8 = 1;
+const ON: u8 = 2;
+const DISABLED: u8 = 3;
+
+static STATE: AtomicU8 = AtomicU8::new(OFF);
+static CURRENT: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Frames that belong to the shim itself sit on top of every captured stack.
+const OWN_FRAMES: usize = 16;
+
+/// A started trace.
+pub struct Tracer {
+    writer: Writer,
+    seq: AtomicU64,
+    start_ns: u64,
+    depth: usize,
+    free_stacks: bool,
+    stacks: Stacks,
+    modules: Mutex<ModuleSet>,
+    own_text: (u64, u64),
+    ctx_getter: AtomicUsize,
+}
+
+#[derive(Default)]
+struct ModuleSet {
+    ranges: Vec<(u64, u64)>,
+    loader_generation: (u64, u64),
+}
+
+/// A sequence number and time taken before a driver call (frees, teardown).
+#[derive(Clone, Copy)]
+pub struct Pending {
+    seq: u64,
+    time: u64,
+}
+
+fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// The running tracer, starting it on first use. `None` when disabled or start-up failed.
+#[inline]
+pub fn get() -> Option<&'static Tracer> {
+    let p = CURRENT.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: a published tracer is leaked and never freed.
+        return Some(unsafe { &*p });
+    }
+    start_slow()
+}
+
+#[cold]
+fn start_slow() -> Option<&'static Tracer> {
+    loop {
+        match STATE.compare_exchange(OFF, STARTING, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => {
+                let t = start();
+                let (p, s) = match t {
+                    Some(t) => (Box::into_raw(Box::new(t)), ON),
+                    None => (std::ptr::null_mut(), DISABLED),
+                };
+                CURRENT.store(p, Ordering::Release);
+                STATE.store(s, Ordering::Release);
+                if !p.is_null() {
+                    // SAFETY: just published, never freed.
+                    let t = unsafe { &*p };
+                    t.write_preamble();
+                    return Some(t);
+                }
+                return None;
+            }
+            Err(DISABLED) => return None,
+            Err(ON) => {
+                let p = CURRENT.load(Ordering::Acquire);
+                // SAFETY: published and never freed.
+                return (!p.is_null()).then(|| unsafe { &*p });
+            }
+            Err(_) => std::thread::yield_now(),
+        }
+    }
+}
+
+fn program_name() -> OsString {
+    std::fs::read("/proc/self/comm")
+        .map(|mut v| {
+            while v.last() == Some(&b'\n') {
+                v.pop();
+            }
+            v.retain(|c| c.is_ascii_alphanumeric() || b"-_.+".contains(c));
+            OsString::from_vec(v)
+        })
+        .unwrap_or_else(|_| "program".into())
+}
+
+fn start() -> Option<Tracer> {
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() } as u32;
+    let config = Config::from_env(pid);
+    if config.disabled {
+        return None;
+    }
+    register_process_hooks();
+    let start_unix = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    let start_ns = monotonic_ns();
+    let path = config
+        .output
+        .clone()
+        .unwrap_or_else(|| writer::default_path(&program_name(), pid));
+    let writer = match Writer::create(&path, pid, start_unix) {
+        Ok(w) => w,
+        Err(e) => {
+            crate::diag::line(format_args!("{e}; tracing is off, the program continues"));
+            return None;
+        }
+    };
+    let depth = config.stack_depth.min(MAX_DEPTH);
+    if depth > 0 {
+        if let Err(e) = gpuleak_unwind::init(config.unwind) {
+            crate::diag::line(format_args!(
+                "stack unwinder unavailable ({e}); recording without stacks"
+            ));
+        }
+    }
+    let own_text = own_text_range();
+    Some(Tracer {
+        writer,
+        seq: AtomicU64::new(1),
+        start_ns,
+        depth,
+        free_stacks: config.free_stacks,
+        stacks: Stacks::new(),
+        modules: Mutex::new(ModuleSet::default()),
+        own_text,
+        ctx_getter: AtomicUsize::new(0),
+    })
+}
+
+fn own_text_range() -> (u64, u64) {
+    let here = own_text_range as *const () as u64;
+    modules::loaded()
+        .0
+        .into_iter()
+        .find(|m| m.start <= here && here < m.end)
+        .map_or((0, 0), |m| (m.start, m.end))
+}
+
+fn register_process_hooks() {
+    // SAFETY: registering plain extern "C" functions with no preconditions.
+    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+}
+
+/// In a forked child: the parent's trace is not ours; the next CUDA call starts a new one.
+extern "C" fn in_forked_child() {
+    writer::GENERATION.fetch_add(1, Ordering::AcqRel);
+    let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    if !p.is_null() {
+        // SAFETY: the tracer is leaked, and the child is single-threaded right now.
+        unsafe { (*p).writer.abandon_in_child() };
+    }
+    STATE.store(OFF, Ordering::Release);
+}
+
+/// Written at unload (after the program's atexit handlers and static destructors, which
+/// may still free memory).
+#[used]
+#[unsafe(link_section = ".fini_array")]
+static AT_UNLOAD: extern "C" fn() = at_unload;
+
+extern "C" fn at_unload() {
+    let p = CURRENT.load(Ordering::Acquire);
+    if p.is_null() {
+        return;
+    }
+    // SAFETY: published and never freed.
+    let t = unsafe { &*p };
+    let unknown = crate::hooks::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
+    if unknown > 0 {
+        t.now(
+            Lost {
+                count: unknown as u64,
+                reason: 2,
+            }
+            .into(),
+        );
+    }
+    t.now(Exit { code: 0, how: 0 }.into());
+    t.writer.close();
+}
+
+impl Tracer {
+    #[inline]
+    fn stamp(&self) -> Pending {
+        Pending {
+            seq: self.seq.fetch_add(1, Ordering::AcqRel),
+            time: monotonic_ns().saturating_sub(self.start_ns),
+        }
+    }
+
+    #[inline]
+    fn at(&self, p: Pending, body: Body<'_>) {
+        self.writer.write(&Record {
+            seq: Seq(p.seq),
+            time_ns: p.time,
+            body,
+        });
+    }
+
+    fn now(&self, body: Body<'_>) {
+        self.at(self.stamp(), body)
+    }
+
+    fn write_preamble(&self) {
+        // SAFETY: getpid/getppid cannot fail.
+        let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
+        let exe = std::fs::read_link("/proc/self/exe")
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let args: Vec<std::borrow::Cow<'_, str>> = std::fs::read("/proc/self/cmdline")
+            .unwrap_or_default()
+            .split(|&c| c == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned().into())
+            .collect();
+        let mut host = [0u8; 256];
+        // SAFETY: gethostname writes at most len bytes into our buffer.
+        unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+        let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
+        let start_unix = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(0);
+        let unwinder = if self.depth == 0 {
+            "none"
+        } else {
+            gpuleak_unwind::current_method().name()
+        };
+        self.now(
+            ProcessInfo {
+                pid,
+                ppid,
+                exe: exe.into(),
+                args,
+                hostname: String::from_utf8_lossy(&host[..host_len]).into_owned().into(),
+                shim_version: env!("CARGO_PKG_VERSION").into(),
+                unwinder: unwinder.into(),
+                stack_depth: self.depth as u32,
+                start_unix_ns: start_unix,
+            }
+            .into(),
+        );
+        let mut set = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        self.refresh_modules(&mut set);
+    }
+
+    fn refresh_modules(&self, set: &mut ModuleSet) {
+        let (mods, generation) = modules::loaded();
+        set.loader_generation = generation;
+        for m in mods {
+            if set.ranges.iter().any(|&(s, e)| s == m.start && e == m.end) {
+                continue;
+            }
+            set.ranges.retain(|&(s, e)| e <= m.start || s >= m.end);
+            set.ranges.push((m.start, m.end));
+            self.now(
+                Module {
+                    base: m.base,
+                    start: m.start,
+                    end: m.end,
+                    path: m.path.into(),
+                    build_id: m.build_id.into(),
+                }
+                .into(),
+            );
+        }
+        set.ranges.sort_unstable();
+    }
+
+    /// Makes sure every frame's module has been recorded (libraries loaded after start-up).
+    fn cover(&self, frames: &[u64]) {
+        let mut set = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        let covered = |set: &ModuleSet, a: u64| {
+            let i = set.ranges.partition_point(|&(s, _)| s <= a);
+            i > 0 && a < set.ranges[i - 1].1
+        };
+        if frames.iter().all(|&a| covered(&set, a)) {
+            return;
+        }
+        if modules::generation() != set.loader_generation {
+            self.refresh_modules(&mut set);
+        }
+    }
+
+    /// Captures the calling thread's stack above the shim and interns it.
+    #[inline(never)]
+    fn stack(&self) -> StackId {
+        if self.depth == 0 {
+            return StackId::NONE;
+        }
+        let mut buf = [0u64; MAX_DEPTH + OWN_FRAMES];
+        let n = gpuleak_unwind::capture(0, &mut buf[..self.depth + OWN_FRAMES]);
+        let (lo, hi) = self.own_text;
+        let skip = buf[..n].iter().take_while(|&&a| a >= lo && a < hi).count();
+        let frames = &buf[skip..n.min(skip + self.depth)];
+        if frames.is_empty() {
+            return StackId::NONE;
+        }
+        let h = stacks::hash(frames);
+        self.stacks.intern(h, |id| {
+            self.cover(frames);
+            self.now(
+                Stack {
+                    id,
+                    frames: Addrs(frames.into()),
+                }
+                .into(),
+            );
+        })
+    }
+
+    /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
+    /// cannot change the program's error state).
+    fn current_ctx(&self) -> u64 {
+        let mut f = self.ctx_getter.load(Ordering::Relaxed);
+        if f == 0 {
+            let handle = crate::dl::libcuda();
+            let mut p = if handle.is_null() {
+                std::ptr::null_mut()
+            } else {
+                crate::dl::real_dlsym(handle, c"cuCtxGetCurrent")
+            };
+            if p.is_null() {
+                p = crate::dl::real_dlsym(-1isize as *mut _, c"cuCtxGetCurrent");
+            }
+            f = if p.is_null() { 1 } else { p as usize };
+            self.ctx_getter.store(f, Ordering::Relaxed);
+        }
+        if f == 1 {
+            return 0;
+        }
+        type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
+        // SAFETY: `f` is the driver's cuCtxGetCurrent, found by name.
+        let get: GetCurrent = unsafe { std::mem::transmute::<usize, GetCurrent>(f) };
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: writes one pointer into `ctx`.
+        if unsafe { get(&mut ctx) } == 0 {
+            ctx as u64
+        } else {
+            0
+        }
+    }
+}
+
+/// Records an allocation (or a failed attempt) after the driver returned.
+#[inline]
+pub fn alloc(_g: &HookGuard, api: Api, result: u32, stream: Stream, ptr: u64, size: u64, aux: u64) {
+    let Some(t) = get() else { return };
+    let stack = t.stack();
+    let ctx = Ctx(t.current_ctx());
+    let via = guard::via();
+    t.now(
+        Alloc {
+            api,
+            via,
+            result: CuResult(result),
+            ctx,
+            stream,
+            ptr: Ptr(ptr),
+            size,
+            stack,
+            aux,
+        }
+        .into(),
+    );
+}
+
+/// Takes a sequence number before a driver call that releases something.
+#[inline]
+pub fn before(_g: &HookGuard) -> Option<Pending> {
+    get().map(Tracer::stamp)
+}
+
+/// Records a free, numbered before its driver call.
+#[inline]
+pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, stream: Stream, ptr: u64, size: u64) {
+    let (Some(t), Some(p)) = (get(), pending) else { return };
+    let stack = if result != 0 || t.free_stacks {
+        t.stack()
+    } else {
+        StackId::NONE
+    };
+    t.at(
+        p,
+        Free {
+            api,
+            via: guard::via(),
+            result: CuResult(result),
+            stream,
+            ptr: Ptr(ptr),
+            size,
+            stack,
+        }
+        .into(),
+    );
+}
+
+/// Records an event now.
+#[inline]
+pub fn event(_g: &HookGuard, body: Body<'_>) {
+    if let Some(t) = get() {
+        t.now(body);
+    }
+}
+
+/// Records an event numbered before its driver call.
+#[inline]
+pub fn event_at(_g: &HookGuard, pending: Option<Pending>, body: Body<'_>) {
+    if let (Some(t), Some(p)) = (get(), pending) {
+        t.at(p, body);
+    }
+}
+
+/// Creation stack for streams and events.
+pub fn object_stack(_g: &HookGuard) -> StackId {
+    get().map_or(StackId::NONE, Tracer::stack)
+}

@@ -1,0 +1,303 @@
+//! The trace file: a header, then 64 KiB blocks that threads claim one at a time and fill
+//! through a shared mapping of the file.
+//!
+//! Records go straight into the page cache, so nothing is buffered in the process: a
+//! SIGKILL, SIGSEGV or abort loses at most the record being written at that instant. The
+//! file grows with `posix_fallocate` in advance of use, so a full disk or a file size limit
+//! turns into one clear error here instead of a SIGBUS or SIGXFSZ in the program.
+
+use std::cell::Cell;
+use std::ffi::{CString, OsStr, OsString};
+use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Mutex;
+
+use gpuleak_format::{BlockCursor, BlockState, FileHeader, Record, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE};
+
+/// Bumped in every forked child: blocks mapped before the fork belong to the parent's file.
+pub static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// One trace file.
+pub struct Writer {
+    fd: libc::c_int,
+    path: OsString,
+    generation: u64,
+    next_block: AtomicU64,
+    size: AtomicU64,
+    grow: Mutex<()>,
+    closed: AtomicBool,
+    /// Records that could not be written.
+    pub lost: AtomicU64,
+    failed: AtomicBool,
+}
+
+struct ThreadBlock {
+    ptr: Cell<*mut u8>,
+    cursor: Cell<BlockCursor>,
+    generation: Cell<u64>,
+    tid: Cell<u32>,
+}
+
+impl Drop for ThreadBlock {
+    fn drop(&mut self) {
+        unmap(self.ptr.replace(std::ptr::null_mut()));
+    }
+}
+
+thread_local! {
+    static LOCAL: ThreadBlock = const {
+        ThreadBlock {
+            ptr: Cell::new(std::ptr::null_mut()),
+            cursor: Cell::new(BlockCursor { pos: 0, state: BlockState { seq: 0, time: 0, ptr: 0, ctx: 0, stream: 0, event: 0 } }),
+            generation: Cell::new(u64::MAX),
+            tid: Cell::new(0),
+        }
+    };
+}
+
+fn unmap(p: *mut u8) {
+    if !p.is_null() {
+        // SAFETY: `p` is a BLOCK_SIZE mapping this thread made and no longer uses.
+        unsafe { libc::munmap(p.cast(), BLOCK_SIZE) };
+    }
+}
+
+fn errno_text() -> String {
+    std::io::Error::last_os_error().to_string()
+}
+
+/// How the default trace name is built: `gpuleak.<program>.<pid>.trace`.
+pub fn default_path(program: &OsStr, pid: u32) -> OsString {
+    let mut p = OsString::from("gpuleak.");
+    p.push(program);
+    p.push(format!(".{pid}.trace"));
+    p
+}
+
+impl Writer {
+    /// Creates the file exclusively (never following a symlink, never overwriting: an
+    /// existing name gets a numeric suffix), mode 0600, and writes the header.
+    pub fn create(path: &OsStr, pid: u32, start_unix_ns: u64) -> Result<Writer, String> {
+        let mut chosen = path.to_os_string();
+        let mut fd = -1;
+        for attempt in 0..1000 {
+            if attempt > 0 {
+                chosen = path.to_os_string();
+                chosen.push(format!(".{attempt}"));
+            }
+            let c = CString::new(chosen.as_bytes()).map_err(|_| "the trace path contains a NUL byte".to_string())?;
+            // SAFETY: `c` is a valid C string; flags make creation exclusive and refuse links.
+            fd = unsafe {
+                libc::open(
+                    c.as_ptr(),
+                    libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                    0o600,
+                )
+            };
+            if fd >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+                break;
+            }
+        }
+        if fd < 0 {
+            return Err(format!(
+                "cannot create trace {}: {}",
+                path.to_string_lossy(),
+                errno_text()
+            ));
+        }
+        let mut w = Writer {
+            fd,
+            path: chosen,
+            generation: GENERATION.load(Ordering::Acquire),
+            next_block: AtomicU64::new(0),
+            size: AtomicU64::new(0),
+            grow: Mutex::new(()),
+            closed: AtomicBool::new(false),
+            lost: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+        };
+        let mut header = [0u8; HEADER_SIZE];
+        FileHeader {
+            version: FORMAT_VERSION,
+            block_size: BLOCK_SIZE as u32,
+            pid,
+            start_unix_ns,
+        }
+        .write(&mut header);
+        w.ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64)?;
+        // SAFETY: writes our header buffer to our own descriptor.
+        let n = unsafe { libc::pwrite(w.fd, header.as_ptr().cast(), HEADER_SIZE, 0) };
+        if n != HEADER_SIZE as isize {
+            let e = format!("cannot write trace {}: {}", w.path.to_string_lossy(), errno_text());
+            w.close_fd();
+            return Err(e);
+        }
+        Ok(w)
+    }
+
+    fn close_fd(&mut self) {
+        if self.fd >= 0 {
+            // SAFETY: our own descriptor, closed once.
+            unsafe { libc::close(self.fd) };
+            self.fd = -1;
+        }
+    }
+
+    /// The file actually created.
+    pub fn path(&self) -> &OsStr {
+        &self.path
+    }
+
+    /// Makes the file at least `end` bytes, reserving disk space; fails on a full disk or a
+    /// file size limit.
+    fn ensure(&self, end: u64) -> Result<(), String> {
+        if self.size.load(Ordering::Acquire) >= end {
+            return Ok(());
+        }
+        let _g = self.grow.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return Err("trace closed".into());
+        }
+        let size = self.size.load(Ordering::Acquire);
+        if size >= end {
+            return Ok(());
+        }
+        let mut want = end.max(size.saturating_mul(2).min(size + (64 << 20)));
+        let mut lim = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit writes the struct we pass.
+        if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
+            if end > lim.rlim_cur {
+                return Err(format!(
+                    "trace {} reached the file size limit (RLIMIT_FSIZE = {} bytes)",
+                    self.path.to_string_lossy(),
+                    lim.rlim_cur
+                ));
+            }
+            want = want.min(lim.rlim_cur);
+        }
+        // SAFETY: our own descriptor; offsets are within i64 by construction.
+        let rc = unsafe { libc::posix_fallocate(self.fd, size as libc::off_t, (want - size) as libc::off_t) };
+        if rc != 0 {
+            let e = std::io::Error::from_raw_os_error(rc);
+            return Err(format!("cannot grow trace {}: {e}", self.path.to_string_lossy()));
+        }
+        self.size.store(want, Ordering::Release);
+        Ok(())
+    }
+
+    /// Appends a record from the calling thread. Returns false if it was lost.
+    #[inline]
+    pub fn write(&self, rec: &Record<'_>) -> bool {
+        let ok = LOCAL
+            .try_with(|tb| {
+                if tb.generation.get() != self.generation || tb.ptr.get().is_null() {
+                    if !self.new_block(tb, rec) {
+                        return false;
+                    }
+                }
+                let p = tb.ptr.get();
+                // SAFETY: `p` is this thread's own mapping of BLOCK_SIZE bytes; no other
+                // thread writes it.
+                let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
+                let mut cur = tb.cursor.get();
+                if cur.append(block, rec).is_ok() {
+                    tb.cursor.set(cur);
+                    return true;
+                }
+                if !self.new_block(tb, rec) {
+                    return false;
+                }
+                let p = tb.ptr.get();
+                // SAFETY: as above, the new block.
+                let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
+                let mut cur = tb.cursor.get();
+                let ok = cur.append(block, rec).is_ok();
+                tb.cursor.set(cur);
+                ok
+            })
+            .unwrap_or(false);
+        if !ok {
+            self.lost.fetch_add(1, Ordering::Relaxed);
+        }
+        ok
+    }
+
+    fn new_block(&self, tb: &ThreadBlock, first: &Record<'_>) -> bool {
+        if tb.generation.get() != self.generation {
+            // A fork child's first record, or a thread's first ever.
+            tb.tid.set(gettid());
+        }
+        unmap(tb.ptr.replace(std::ptr::null_mut()));
+        tb.generation.set(self.generation);
+        if self.failed.load(Ordering::Relaxed) {
+            return false;
+        }
+        let index = self.next_block.fetch_add(1, Ordering::AcqRel);
+        let offset = HEADER_SIZE as u64 + index * BLOCK_SIZE as u64;
+        if let Err(e) = self.ensure(offset + BLOCK_SIZE as u64) {
+            self.fail(&e);
+            return false;
+        }
+        // SAFETY: maps BLOCK_SIZE bytes of our file at a page-aligned offset that `ensure`
+        // made exist; only this thread will write them.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                BLOCK_SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                self.fd,
+                offset as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            self.fail(&format!(
+                "cannot map trace {}: {}",
+                self.path.to_string_lossy(),
+                errno_text()
+            ));
+            return false;
+        }
+        let p = p.cast::<u8>();
+        // SAFETY: the fresh mapping is BLOCK_SIZE bytes, zero-filled by fallocate.
+        let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
+        tb.cursor
+            .set(BlockCursor::start(block, tb.tid.get(), first.seq.0, first.time_ns));
+        tb.ptr.set(p);
+        true
+    }
+
+    fn fail(&self, why: &str) {
+        if !self.failed.swap(true, Ordering::AcqRel) {
+            crate::diag::line(format_args!("{why}; recording stops here, the program continues"));
+        }
+    }
+
+    /// At process exit: no more blocks; the file is cut to the blocks in use.
+    pub fn close(&self) {
+        let _g = self.grow.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let used = HEADER_SIZE as u64 + self.next_block.load(Ordering::Acquire) * BLOCK_SIZE as u64;
+        if used < self.size.load(Ordering::Acquire) {
+            // SAFETY: our own descriptor; every block handed out lies below `used`.
+            if unsafe { libc::ftruncate(self.fd, used as libc::off_t) } == 0 {
+                self.size.store(used, Ordering::Release);
+            }
+        }
+    }
+
+    /// In a forked child: forget the parent's file without touching it.
+    pub fn abandon_in_child(&mut self) {
+        self.close_fd();
+    }
+}
+
+fn gettid() -> u32 {
+    // SAFETY: gettid has no arguments and cannot fail.
+    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+}
