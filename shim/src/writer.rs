@@ -29,7 +29,18 @@ pub struct Writer {
     /// Records that could not be written.
     pub lost: AtomicU64,
     failed: AtomicBool,
+    /// The block shared by threads whose thread-locals are gone (thread and process exit:
+    /// TLS destructors and `.fini_array` still free memory).
+    detached: Mutex<DetachedBlock>,
 }
+
+struct DetachedBlock {
+    ptr: *mut u8,
+    cursor: BlockCursor,
+}
+
+// SAFETY: the raw block pointer is only used under the mutex that owns it.
+unsafe impl Send for DetachedBlock {}
 
 struct ThreadBlock {
     ptr: Cell<*mut u8>,
@@ -115,6 +126,13 @@ impl Writer {
             closed: AtomicBool::new(false),
             lost: AtomicU64::new(0),
             failed: AtomicBool::new(false),
+            detached: Mutex::new(DetachedBlock {
+                ptr: std::ptr::null_mut(),
+                cursor: BlockCursor {
+                    pos: 0,
+                    state: BlockState::default(),
+                },
+            }),
         };
         let mut header = [0u8; HEADER_SIZE];
         FileHeader {
@@ -218,31 +236,52 @@ impl Writer {
                 tb.cursor.set(cur);
                 ok
             })
-            .unwrap_or(false);
+            .unwrap_or_else(|_| self.write_detached(rec));
         if !ok {
             self.lost.fetch_add(1, Ordering::Relaxed);
         }
         ok
     }
 
-    fn new_block(&self, tb: &ThreadBlock, first: &Record<'_>) -> bool {
-        if tb.generation.get() != self.generation {
-            // A fork child's first record, or a thread's first ever.
-            tb.tid.set(gettid());
+    /// Writes from a thread without thread-locals, into the shared detached block.
+    #[cold]
+    fn write_detached(&self, rec: &Record<'_>) -> bool {
+        let mut d = self.detached.lock().unwrap_or_else(|p| p.into_inner());
+        for _ in 0..2 {
+            if !d.ptr.is_null() {
+                // SAFETY: the detached block is BLOCK_SIZE bytes, written only under this lock.
+                let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
+                if d.cursor.append(block, rec).is_ok() {
+                    return true;
+                }
+                unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
+            }
+            match self.map_block() {
+                Some(p) => {
+                    // SAFETY: a fresh zeroed BLOCK_SIZE mapping.
+                    let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
+                    d.cursor = BlockCursor::start(block, gettid(), rec.seq.0, rec.time_ns);
+                    d.ptr = p;
+                }
+                None => return false,
+            }
         }
-        unmap(tb.ptr.replace(std::ptr::null_mut()));
-        tb.generation.set(self.generation);
+        false
+    }
+
+    /// Claims the next block of the file and maps it.
+    fn map_block(&self) -> Option<*mut u8> {
         if self.failed.load(Ordering::Relaxed) {
-            return false;
+            return None;
         }
         let index = self.next_block.fetch_add(1, Ordering::AcqRel);
         let offset = HEADER_SIZE as u64 + index * BLOCK_SIZE as u64;
         if let Err(e) = self.ensure(offset + BLOCK_SIZE as u64) {
             self.fail(&e);
-            return false;
+            return None;
         }
         // SAFETY: maps BLOCK_SIZE bytes of our file at a page-aligned offset that `ensure`
-        // made exist; only this thread will write them.
+        // made exist; only the claimer will write them.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -259,9 +298,21 @@ impl Writer {
                 self.path.to_string_lossy(),
                 errno_text()
             ));
-            return false;
+            return None;
         }
-        let p = p.cast::<u8>();
+        Some(p.cast::<u8>())
+    }
+
+    fn new_block(&self, tb: &ThreadBlock, first: &Record<'_>) -> bool {
+        if tb.generation.get() != self.generation {
+            // A fork child's first record, or a thread's first ever.
+            tb.tid.set(gettid());
+        }
+        unmap(tb.ptr.replace(std::ptr::null_mut()));
+        tb.generation.set(self.generation);
+        let Some(p) = self.map_block() else {
+            return false;
+        };
         // SAFETY: the fresh mapping is BLOCK_SIZE bytes, zero-filled by fallocate.
         let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
         tb.cursor
