@@ -1,0 +1,293 @@
+//! The cold path: from an instruction address to its [`Rule`], read from the containing module's
+//! `.eh_frame_hdr` and `.eh_frame` with gimli.
+//!
+//! The module registry is glibc's own list of loaded objects, walked with `dl_iterate_phdr` on
+//! every miss, and the whole lookup runs inside its callback. Three things follow:
+//!
+//! * a module loaded after start-up is found on its first miss, with no refresh logic to get
+//!   wrong;
+//! * glibc holds its module-list lock during the callback, so `dlclose` cannot unmap the CFI we
+//!   are reading (the same guarantee libgcc's `_Unwind_Find_FDE` relies on for exceptions), and
+//!   the lock is recursive, so a capture from inside another `dl_iterate_phdr` callback or a
+//!   library constructor cannot deadlock on it;
+//! * the `dlpi_subs` counter tells us when any module was unloaded since the last miss, and the
+//!   cache is flushed before the new rule is stored under that same lock.
+//!
+//! Nothing here allocates: gimli's unwind context lives on the stack (about 5 KiB).
+
+use std::ffi::{c_int, c_void};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use gimli::{
+    BaseAddresses, CfaRule, EhFrame, EhFrameHdr, EndianSlice, NativeEndian, Pointer, Reader, Register, RegisterRule,
+    UnwindContext, UnwindContextStorage, UnwindExpression, UnwindSection, UnwindTableRow, X86_64,
+};
+
+use crate::cache;
+use crate::rule::Rule;
+
+/// Process-wide count of cache flushes (module unloads seen, plus `modules_changed` calls).
+pub(crate) static FLUSHES: AtomicU64 = AtomicU64::new(0);
+
+/// The `dlpi_subs` value seen by the last miss; `u64::MAX` before the first.
+static LAST_SUBS: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Computes the rule for the instruction at `address` and stores it in the cache. `None` if the
+/// address lies in no loaded module (JIT code, garbage); such results are not cached, because a
+/// module may be loaded there later.
+pub(crate) fn rule_for(address: u64) -> Option<Rule> {
+    let mut query = Query {
+        address,
+        rule: None,
+        checked_subs: false,
+    };
+    // SAFETY: `visit` matches the callback type dl_iterate_phdr expects and only dereferences
+    // `data` as the `Query` passed here, which outlives the call.
+    unsafe {
+        libc::dl_iterate_phdr(Some(visit), (&mut query as *mut Query).cast());
+    }
+    query.rule
+}
+
+/// Flushes the cache and counts it.
+pub(crate) fn flush() {
+    cache::flush();
+    FLUSHES.fetch_add(1, Ordering::Relaxed);
+}
+
+struct Query {
+    address: u64,
+    rule: Option<Rule>,
+    checked_subs: bool,
+}
+
+unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, size: usize, data: *mut c_void) -> c_int {
+    // SAFETY: dl_iterate_phdr passes a valid `info` for the duration of the callback and `data`
+    // is the `Query` that `rule_for` handed it, not aliased elsewhere while this runs.
+    let (info, query) = unsafe { (&*info, &mut *data.cast::<Query>()) };
+    if !query.checked_subs {
+        query.checked_subs = true;
+        let subs_end = std::mem::offset_of!(libc::dl_phdr_info, dlpi_subs) + 8;
+        if size >= subs_end {
+            let previous = LAST_SUBS.swap(info.dlpi_subs, Ordering::Relaxed);
+            if previous != u64::MAX && previous != info.dlpi_subs {
+                flush();
+            }
+        }
+    }
+    if info.dlpi_phdr.is_null() || info.dlpi_phnum == 0 {
+        return 0;
+    }
+    // SAFETY: glibc describes each loaded object with `dlpi_phnum` program headers at
+    // `dlpi_phdr`, valid while the module-list lock is held, i.e. during this callback.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+    let module = Module {
+        bias: info.dlpi_addr,
+        phdrs,
+    };
+    if module.segment_end(query.address).is_none() {
+        return 0;
+    }
+    let rule = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| module.rule_for(query.address)))
+        .unwrap_or(Rule::FramePointer);
+    cache::insert(query.address, rule);
+    query.rule = Some(rule);
+    1
+}
+
+/// One loaded object, as dl_iterate_phdr describes it.
+struct Module<'a> {
+    bias: u64,
+    phdrs: &'a [libc::Elf64_Phdr],
+}
+
+impl Module<'_> {
+    /// The end of the loaded segment containing `address`, if any: the extent of memory that is
+    /// mapped from `address` on.
+    fn segment_end(&self, address: u64) -> Option<u64> {
+        self.phdrs
+            .iter()
+            .filter(|ph| ph.p_type == libc::PT_LOAD)
+            .find_map(|ph| {
+                let start = self.bias.wrapping_add(ph.p_vaddr);
+                let end = start.checked_add(ph.p_memsz)?;
+                (start <= address && address < end).then_some(end)
+            })
+    }
+
+    /// `len` bytes at `address` if they lie inside one loaded segment.
+    fn bytes(&self, address: u64, len: u64) -> Option<&[u8]> {
+        let end = self.segment_end(address)?;
+        if len > end - address {
+            return None;
+        }
+        // SAFETY: the range lies inside a PT_LOAD segment of a module that stays mapped while
+        // glibc's module-list lock is held (during this callback), and loaded segments are
+        // readable.
+        Some(unsafe { std::slice::from_raw_parts(address as *const u8, len as usize) })
+    }
+
+    fn rule_for(&self, address: u64) -> Rule {
+        self.rule_from_cfi(address)
+            .or_else(|| self.signal_trampoline_without_cfi(address))
+            .unwrap_or(Rule::FramePointer)
+    }
+
+    fn rule_from_cfi(&self, address: u64) -> Option<Rule> {
+        let header = self.phdrs.iter().find(|ph| ph.p_type == libc::PT_GNU_EH_FRAME)?;
+        let header_address = self.bias.wrapping_add(header.p_vaddr);
+        let header_bytes = self.bytes(header_address, header.p_memsz)?;
+        let bases = BaseAddresses::default().set_eh_frame_hdr(header_address);
+        let header = EhFrameHdr::new(header_bytes, NativeEndian).parse(&bases, 8).ok()?;
+        let Pointer::Direct(eh_frame_address) = header.eh_frame_ptr() else {
+            return None;
+        };
+        // .eh_frame has no recorded length at run time: it runs at most to its segment's end.
+        let eh_frame_len = self.segment_end(eh_frame_address)? - eh_frame_address;
+        let eh_frame = EhFrame::new(self.bytes(eh_frame_address, eh_frame_len)?, NativeEndian);
+        let bases = bases.set_eh_frame(eh_frame_address);
+        let table = header.table()?;
+        let fde = table
+            .fde_for_address(&eh_frame, &bases, address, EhFrame::cie_from_offset)
+            .ok()?;
+        let mut context = UnwindContext::<usize, OnStack>::new_in();
+        let row = fde
+            .unwind_info_for_address(&eh_frame, &bases, &mut context, address)
+            .ok()?;
+        Some(if fde.is_signal_trampoline() {
+            signal_rule(row, &eh_frame)
+        } else {
+            rule_from_row(row, &eh_frame)
+        })
+    }
+
+    /// libgcc recognises `__restore_rt` by its code when a libc ships it without CFI; so do we.
+    /// `address` is the return address minus one, so the trampoline starts one byte later.
+    fn signal_trampoline_without_cfi(&self, address: u64) -> Option<Rule> {
+        // mov $__NR_rt_sigreturn, %rax; syscall
+        const RESTORE_RT: [u8; 9] = [0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05];
+        let code = self.bytes(address.checked_add(1)?, RESTORE_RT.len() as u64)?;
+        (code == RESTORE_RT).then_some(Rule::Signal)
+    }
+}
+
+/// Fixed-size storage for gimli's CFA interpreter: no allocation on the cold path. Programs
+/// that need more than 32 register rules or 4 remembered states fail to evaluate and fall back.
+struct OnStack;
+
+impl UnwindContextStorage<usize> for OnStack {
+    type Rules = [(Register, RegisterRule<usize>); 32];
+    type Stack = [UnwindTableRow<usize, Self>; 4];
+}
+
+type Section<'a> = EhFrame<EndianSlice<'a, NativeEndian>>;
+type Row = UnwindTableRow<usize, OnStack>;
+
+/// Maps an ordinary row (CFA from RSP or RBP, return address at CFA-8) to a rule.
+fn rule_from_row(row: &Row, section: &Section<'_>) -> Rule {
+    match row.register(X86_64::RA) {
+        RegisterRule::Undefined => return Rule::End,
+        RegisterRule::Offset(-8) => {}
+        _ => return Rule::FramePointer,
+    }
+    let rbp = row.register(X86_64::RBP);
+    match row.cfa() {
+        CfaRule::RegisterAndOffset { register, offset } => {
+            let Some(slot) = rbp_slot(&rbp) else {
+                return Rule::FramePointer;
+            };
+            match *register {
+                X86_64::RSP => Rule::rsp(*offset, slot),
+                X86_64::RBP => Rule::rbp(*offset, slot),
+                _ => Rule::FramePointer,
+            }
+        }
+        CfaRule::Expression(cfa) => {
+            // gcc's DRAP frames: CFA = *(RBP + n), RBP saved at the address RBP + 0.
+            let cfa = simple_expression(cfa, section);
+            let rbp = match rbp {
+                RegisterRule::Expression(rbp) => simple_expression(&rbp, section),
+                _ => None,
+            };
+            match (cfa, rbp) {
+                (Some((X86_64::RBP, offset, true)), Some((X86_64::RBP, 0, false))) => Rule::deref_rbp(offset),
+                _ => Rule::FramePointer,
+            }
+        }
+    }
+}
+
+/// The kernel's `rt_sigframe` as glibc describes it: the `ucontext_t` at RSP, its saved RSP at
+/// +160, RBP at +120 and RIP at +168. Anything else in a signal frame is not understood.
+fn signal_rule(row: &Row, section: &Section<'_>) -> Rule {
+    let saved_at = |rule: RegisterRule<usize>| match rule {
+        RegisterRule::Expression(expression) => simple_expression(&expression, section),
+        _ => None,
+    };
+    let cfa = match row.cfa() {
+        CfaRule::Expression(cfa) => simple_expression(cfa, section),
+        CfaRule::RegisterAndOffset { .. } => None,
+    };
+    let kernel_layout = cfa == Some((X86_64::RSP, 160, true))
+        && saved_at(row.register(X86_64::RA)) == Some((X86_64::RSP, 168, false))
+        && saved_at(row.register(X86_64::RBP)) == Some((X86_64::RSP, 120, false));
+    if kernel_layout {
+        Rule::Signal
+    } else {
+        Rule::FramePointer
+    }
+}
+
+/// Where the caller's RBP is: 0 for "unchanged", n for "saved at CFA - 8n". An absent rule means
+/// unchanged, as in libgcc (gimli reports it as `Undefined`).
+fn rbp_slot(rule: &RegisterRule<usize>) -> Option<u8> {
+    match *rule {
+        RegisterRule::Undefined | RegisterRule::SameValue => Some(0),
+        RegisterRule::Offset(offset) if offset < 0 && offset % 8 == 0 => u8::try_from(-offset / 8).ok(),
+        _ => None,
+    }
+}
+
+/// Decodes `DW_OP_breg<r> <n>` optionally followed by `DW_OP_deref`, the only expression
+/// shapes x86-64 compilers and glibc emit for the registers we track: `(r, n, deref)`.
+fn simple_expression(expression: &UnwindExpression<usize>, section: &Section<'_>) -> Option<(Register, i64, bool)> {
+    const DW_OP_BREG0: u8 = 0x70;
+    const DW_OP_BREG31: u8 = 0x8f;
+    const DW_OP_DEREF: u8 = 0x06;
+    let mut bytes = expression.get(section).ok()?.0;
+    let op = bytes.read_u8().ok()?;
+    if !(DW_OP_BREG0..=DW_OP_BREG31).contains(&op) {
+        return None;
+    }
+    let offset = bytes.read_sleb128().ok()?;
+    let deref = match bytes.read_u8() {
+        Err(_) => false,
+        Ok(DW_OP_DEREF) if bytes.is_empty() => true,
+        Ok(_) => return None,
+    };
+    Some((Register(u16::from(op - DW_OP_BREG0)), offset, deref))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[inline(never)]
+    fn some_function() -> u64 {
+        std::hint::black_box(42)
+    }
+
+    #[test]
+    fn addresses_in_no_module_have_no_rule() {
+        assert_eq!(rule_for(0x10), None);
+    }
+
+    #[test]
+    fn a_function_of_this_binary_has_an_ordinary_rule() {
+        let entry = some_function as fn() -> u64 as usize as u64;
+        // At the first instruction the CFA is RSP + 8 and RBP is untouched.
+        assert_eq!(rule_for(entry), Some(Rule::Rsp { cfa: 8, rbp_slot: 0 }));
+        assert_eq!(cache::lookup(entry), Some(Rule::Rsp { cfa: 8, rbp_slot: 0 }));
+        assert_eq!(some_function(), 42);
+    }
+}

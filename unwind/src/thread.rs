@@ -1,0 +1,147 @@
+//! Per-thread state: the stack bounds that make every read of the walkers provably safe, and the
+//! cache counters behind [`crate::cache_stats`].
+//!
+//! The state is a `const`-initialised `thread_local!` of `Cell`s, which registers no destructor,
+//! so capturing on a thread that is exiting (or inside a TLS destructor) still works.
+
+use std::cell::Cell;
+
+/// The part of the calling thread's stack that is mapped and belongs to live frames: from the
+/// stack pointer of the capture up to the top of the stack.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Bounds {
+    low: u64,
+    high: u64,
+}
+
+impl Bounds {
+    /// Reads the 8-byte word at `address` if it lies wholly inside the bounds and is aligned;
+    /// `None` otherwise, which makes the walker stop.
+    #[inline(always)]
+    pub(crate) fn read(&self, address: u64) -> Option<u64> {
+        if address & 7 != 0 || address < self.low || address > self.high - 8 {
+            return None;
+        }
+        // SAFETY: [low, high) is the live part of this thread's own stack (`low` is the stack
+        // pointer of the running capture, `high` the top that pthread_getattr_np reported), which
+        // stays mapped while this thread runs; the word is aligned and lies inside it. The read is
+        // volatile because the memory belongs to other frames and may be anything.
+        Some(unsafe { (address as *const u64).read_volatile() })
+    }
+
+    /// The top of the stack (exclusive).
+    #[inline(always)]
+    pub(crate) fn high(&self) -> u64 {
+        self.high
+    }
+}
+
+/// Per-thread counters, added to once per capture.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Counters {
+    /// Frames whose rule came from the cache.
+    pub(crate) hits: u64,
+    /// Frames whose rule had to be computed from CFI.
+    pub(crate) misses: u64,
+}
+
+struct ThreadState {
+    /// Lowest address of the stack mapping; 0 until looked up.
+    bottom: Cell<u64>,
+    /// One past the highest address; 0 until looked up, 1 if the lookup failed.
+    top: Cell<u64>,
+    hits: Cell<u64>,
+    misses: Cell<u64>,
+}
+
+thread_local! {
+    static STATE: ThreadState = const {
+        ThreadState {
+            bottom: Cell::new(0),
+            top: Cell::new(0),
+            hits: Cell::new(0),
+            misses: Cell::new(0),
+        }
+    };
+}
+
+/// Runs `walk` with the bounds of the calling thread's stack above `sp`, then adds its counters
+/// to the thread's totals. Returns 0 without walking when the bounds are unknown or `sp` is not
+/// on the thread's stack (an alternate signal stack, a coroutine stack): then no read could be
+/// proven safe.
+#[inline(always)]
+pub(crate) fn with_bounds(sp: u64, walk: impl FnOnce(Bounds, &mut Counters) -> usize) -> usize {
+    STATE.with(|state| {
+        if state.top.get() == 0 {
+            let (bottom, top) = stack_extent().unwrap_or((0, 1));
+            state.bottom.set(bottom);
+            state.top.set(top);
+        }
+        let (bottom, top) = (state.bottom.get(), state.top.get());
+        if sp < bottom || sp >= top.saturating_sub(8) {
+            return 0;
+        }
+        let mut counters = Counters::default();
+        let n = walk(Bounds { low: sp, high: top }, &mut counters);
+        state.hits.set(state.hits.get().wrapping_add(counters.hits));
+        state.misses.set(state.misses.get().wrapping_add(counters.misses));
+        n
+    })
+}
+
+/// The calling thread's (hits, misses) so far.
+pub(crate) fn counters() -> (u64, u64) {
+    STATE.with(|state| (state.hits.get(), state.misses.get()))
+}
+
+/// The calling thread's stack mapping as (bottom, top). pthread_getattr_np allocates (and for
+/// the main thread reads /proc/self/maps), which is why this runs once per thread, on its first
+/// capture, and never again.
+fn stack_extent() -> Option<(u64, u64)> {
+    let mut attr = std::mem::MaybeUninit::<libc::pthread_attr_t>::uninit();
+    // SAFETY: pthread_getattr_np initialises `attr` when it returns 0, and only then is it used
+    // and destroyed; pthread_self() is always a valid thread handle for the calling thread.
+    unsafe {
+        if libc::pthread_getattr_np(libc::pthread_self(), attr.as_mut_ptr()) != 0 {
+            return None;
+        }
+        let mut address = std::ptr::null_mut();
+        let mut size = 0usize;
+        let rc = libc::pthread_attr_getstack(attr.as_ptr(), &mut address, &mut size);
+        libc::pthread_attr_destroy(attr.as_mut_ptr());
+        if rc != 0 || size < 4096 {
+            return None;
+        }
+        let bottom = address as u64;
+        Some((bottom, bottom.checked_add(size as u64)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_outside_the_bounds_are_refused() {
+        let words = [1u64, 2, 3, 4];
+        let low = words.as_ptr() as u64;
+        let bounds = Bounds {
+            low: low + 8,
+            high: low + 24,
+        };
+        assert_eq!(bounds.read(low), None, "below");
+        assert_eq!(bounds.read(low + 8), Some(2));
+        assert_eq!(bounds.read(low + 16), Some(3));
+        assert_eq!(bounds.read(low + 24), None, "at the top");
+        assert_eq!(bounds.read(low + 12), None, "misaligned");
+        assert_eq!(bounds.read(u64::MAX - 7), None, "wrapping");
+    }
+
+    #[test]
+    fn the_current_stack_pointer_is_inside_the_thread_stack() {
+        let local = 0u8;
+        let sp = &local as *const u8 as u64;
+        let (bottom, top) = stack_extent().expect("pthread_getattr_np works on this thread");
+        assert!(bottom < sp && sp < top, "{bottom:#x} < {sp:#x} < {top:#x}");
+    }
+}

@@ -1,0 +1,383 @@
+//! Correctness of the stack capture methods against libgcc's `_Unwind_Backtrace`, on stacks made
+//! of Rust frames and of C frames built with `-O2 -fomit-frame-pointer` (tests/fixture/stack.c).
+#![cfg(all(target_os = "linux", target_arch = "x86_64"))]
+
+use std::ffi::{c_int, c_void, CStr};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Barrier, Mutex, MutexGuard};
+
+use gpuleak_unwind::{cache_stats, capture, capture_with, init, modules_changed, Method};
+
+type Callback = extern "C" fn(ctx: *mut c_void);
+type Recurse = unsafe extern "C" fn(depth: c_int, cb: Callback, ctx: *mut c_void) -> c_int;
+
+#[link(name = "gpuleak_unwind_fixture", kind = "static")]
+extern "C" {
+    fn fx_recurse(depth: c_int, cb: Callback, ctx: *mut c_void) -> c_int;
+}
+
+/// Serialises the tests that change the global method with `init`.
+fn init_lock() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The methods compared in one go; LibUnwind is covered by its own test (it needs `init`).
+const METHODS: [Method; 3] = [Method::Gcc, Method::Dwarf, Method::FramePointer];
+
+/// One capture per method from the same frame. `skip = 1` drops `grab_all`'s own frame, so frame
+/// 0 of every method is the same return address (into `grab_all`'s caller).
+#[inline(never)]
+fn grab_all(methods: &[Method], len: usize) -> Vec<Vec<u64>> {
+    let mut captures = Vec::new();
+    for &method in methods {
+        let mut out = vec![0u64; len];
+        let n = capture_with(method, 1, &mut out);
+        out.truncate(n);
+        captures.push(out);
+    }
+    black_box(captures)
+}
+
+extern "C" fn trampoline(ctx: *mut c_void) {
+    // SAFETY: `ctx` is the `&mut dyn FnMut()` that `with_c_frames` passed to the fixture.
+    let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut()>() };
+    f();
+}
+
+/// Runs `f` below `depth` C frames of `recurse`.
+fn with_frames_of(recurse: Recurse, depth: c_int, mut f: impl FnMut()) {
+    let mut f: &mut dyn FnMut() = &mut f;
+    // SAFETY: the fixture calls `trampoline(ctx)` once, `depth` frames down, while `f` lives.
+    unsafe {
+        recurse(depth, trampoline, (&mut f as *mut &mut dyn FnMut()).cast());
+    }
+}
+
+fn with_c_frames(depth: c_int, f: impl FnMut()) {
+    with_frames_of(fx_recurse, depth, f);
+}
+
+/// Captures all of `methods` below `depth` C frames.
+fn captures_below_c(depth: c_int, methods: &[Method], len: usize) -> Vec<Vec<u64>> {
+    let mut result = Vec::new();
+    with_c_frames(depth, || result = grab_all(methods, len));
+    result
+}
+
+#[test]
+fn dwarf_matches_libgcc_through_c_frames_without_frame_pointers() {
+    for depth in [1, 10, 25, 60] {
+        let [gcc, dwarf, fp] =
+            <[Vec<u64>; 3]>::try_from(captures_below_c(depth, &METHODS, 512)).expect("three methods");
+        assert!(
+            gcc.len() > depth as usize,
+            "depth {depth}: libgcc saw only {} frames",
+            gcc.len()
+        );
+        assert_eq!(dwarf, gcc, "depth {depth}: dwarf differs from libgcc");
+        if depth >= 10 {
+            // The frame-pointer walk cannot follow -fomit-frame-pointer frames: proof that the
+            // Dwarf method really reads CFI.
+            assert_ne!(fp, gcc, "depth {depth}: the frame-pointer walk should be wrong here");
+            assert!(fp.len() < gcc.len() || fp[..] != gcc[..fp.len()], "depth {depth}");
+        }
+    }
+}
+
+#[test]
+fn dwarf_truncates_to_the_output_length() {
+    for len in [1, 5, 17, 40] {
+        let [gcc, dwarf] =
+            <[Vec<u64>; 2]>::try_from(captures_below_c(60, &[Method::Gcc, Method::Dwarf], len)).expect("two methods");
+        assert_eq!(gcc.len(), len);
+        assert_eq!(dwarf, gcc, "out.len() = {len}");
+    }
+    assert_eq!(capture_with(Method::Dwarf, 0, &mut []), 0);
+}
+
+#[inline(never)]
+fn rust_recurse(depth: usize, f: &mut dyn FnMut()) -> usize {
+    if depth == 0 {
+        f();
+        return 0;
+    }
+    // Different frame sizes per level, and no tail call.
+    let pad = black_box([depth as u8; 48]);
+    rust_recurse(black_box(depth - 1), f) + usize::from(pad[depth % 48])
+}
+
+#[test]
+fn dwarf_matches_libgcc_through_rust_frames() {
+    for depth in [1, 10, 25, 60] {
+        let mut result = Vec::new();
+        rust_recurse(depth, &mut || result = grab_all(&[Method::Gcc, Method::Dwarf], 512));
+        assert!(result[0].len() > depth);
+        assert_eq!(result[1], result[0], "depth {depth}");
+    }
+}
+
+#[inline(never)]
+fn frame_zero(method: Method, skip: usize) -> Vec<u64> {
+    let mut out = vec![0u64; 16];
+    let n = capture_with(method, skip, &mut out);
+    out.truncate(n);
+    black_box(out)
+}
+
+#[test]
+fn frame_zero_is_the_return_address_into_the_caller_and_skip_drops_frames() {
+    let _lock = init_lock();
+    init(Method::LibUnwind).expect("init");
+    let start = frame_zero as fn(Method, usize) -> Vec<u64> as usize as u64;
+    let methods = [Method::Gcc, Method::Dwarf, Method::FramePointer, Method::LibUnwind];
+    for method in methods {
+        if method == Method::LibUnwind && gpuleak_unwind::init_fallback_reason().is_some() {
+            continue; // libunwind is not installed here
+        }
+        let frames = frame_zero(method, 0);
+        assert!(!frames.is_empty(), "{method}");
+        assert!(
+            frames[0] > start && frames[0] < start + 0x2000,
+            "{method}: frame 0 {:#x} is not inside frame_zero at {start:#x}",
+            frames[0]
+        );
+        if method != Method::FramePointer {
+            let skipped = frame_zero(method, 2);
+            assert_eq!(skipped[..], frames[2..2 + skipped.len()], "{method}");
+        }
+    }
+}
+
+#[test]
+fn libunwind_matches_libgcc_when_installed() {
+    let _lock = init_lock();
+    let got = init(Method::LibUnwind).expect("init");
+    if got != Method::LibUnwind {
+        eprintln!("libunwind unavailable: {:?}", gpuleak_unwind::init_fallback_reason());
+        return;
+    }
+    for depth in [1, 25, 60] {
+        let result = captures_below_c(depth, &[Method::Gcc, Method::LibUnwind], 512);
+        assert_eq!(result[1], result[0], "depth {depth}");
+    }
+}
+
+#[test]
+fn init_keeps_dwarf_and_capture_uses_it() {
+    let _lock = init_lock();
+    assert_eq!(
+        init(Method::Dwarf),
+        Ok(Method::Dwarf),
+        "{:?}",
+        gpuleak_unwind::init_fallback_reason()
+    );
+    assert_eq!(gpuleak_unwind::init_fallback_reason(), None);
+    assert_eq!(init(Method::Gcc), Ok(Method::Gcc));
+    assert_eq!(init(Method::FramePointer), Ok(Method::FramePointer));
+    // `capture` follows the global method.
+    init(Method::Dwarf).expect("init");
+    let mut out = [0u64; 16];
+    let mut reference = Vec::new();
+    let mut n = 0;
+    with_c_frames(12, || {
+        n = capture(0, &mut out);
+        reference = frame_zero(Method::Gcc, 1);
+    });
+    // Frame 0 differs (two call sites in the closure); the rest is the same stack.
+    assert_eq!(n, 16);
+    assert_eq!(out[1..], reference[1..]);
+}
+
+#[test]
+fn concurrent_captures_are_correct() {
+    const THREADS: usize = 8;
+    const CAPTURES: usize = 10_000;
+    let stop = Arc::new(AtomicBool::new(false));
+    let barrier = Arc::new(Barrier::new(THREADS + 1));
+    let mismatches = Arc::new(AtomicUsize::new(0));
+    // Flushes while the workers run make racing cache writers and cold lookups happen.
+    let flusher = {
+        let (stop, barrier) = (stop.clone(), barrier.clone());
+        std::thread::spawn(move || {
+            barrier.wait();
+            let mut flushes = 0;
+            while !stop.load(Ordering::Relaxed) && flushes < 200 {
+                modules_changed();
+                flushes += 1;
+                std::thread::sleep(std::time::Duration::from_micros(500));
+            }
+        })
+    };
+    let workers: Vec<_> = (0..THREADS)
+        .map(|i| {
+            let (barrier, mismatches) = (barrier.clone(), mismatches.clone());
+            std::thread::spawn(move || {
+                let depth = 3 + 8 * i as c_int;
+                with_c_frames(depth, || {
+                    let reference = grab_all(&[Method::Gcc], 256).remove(0);
+                    barrier.wait();
+                    let mut out = [0u64; 256];
+                    for _ in 0..CAPTURES {
+                        let n = capture_once(&mut out);
+                        // Frame 0 is the return address into the closure from another call site.
+                        if n != reference.len() || out[1..n] != reference[1..] {
+                            mismatches.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                });
+            })
+        })
+        .collect();
+    for worker in workers {
+        worker.join().expect("worker");
+    }
+    stop.store(true, Ordering::Relaxed);
+    flusher.join().expect("flusher");
+    assert_eq!(mismatches.load(Ordering::Relaxed), 0);
+}
+
+/// Like `grab_all` (skips its own frame), with Dwarf only and no allocation.
+#[inline(never)]
+fn capture_once(out: &mut [u64]) -> usize {
+    black_box(capture_with(Method::Dwarf, 1, out))
+}
+
+#[test]
+fn a_module_loaded_after_the_first_capture_unwinds_correctly() {
+    let warm = captures_below_c(5, &[Method::Dwarf], 64);
+    assert!(!warm[0].is_empty());
+
+    let path = std::ffi::CString::new(env!("GPULEAK_UNWIND_LATE_SO")).expect("path");
+    // SAFETY: dlopen/dlsym with valid C strings; `late_recurse` has the `Recurse` signature
+    // (it is the fixture compiled with another prefix); the handle is closed only after use.
+    let (handle, recurse) = unsafe {
+        let handle = libc::dlopen(path.as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL);
+        assert!(!handle.is_null(), "dlopen {path:?}");
+        let symbol = libc::dlsym(handle, c"late_recurse".as_ptr());
+        assert!(!symbol.is_null());
+        (handle, std::mem::transmute::<*mut c_void, Recurse>(symbol))
+    };
+    let mut result = Vec::new();
+    with_frames_of(recurse, 30, || result = grab_all(&[Method::Gcc, Method::Dwarf], 512));
+    assert_eq!(result[1], result[0]);
+    let in_late = result[1].iter().filter(|&&ip| module_of(ip).contains("late")).count();
+    assert!(in_late >= 30, "only {in_late} frames in the late module");
+
+    // Unloading it must not break later captures (the unload is noticed on the next miss).
+    let flushes = cache_stats().flushes;
+    // SAFETY: no code of the module is running and no pointer into it is used after this.
+    assert_eq!(unsafe { libc::dlclose(handle) }, 0);
+    let mut after = Vec::new();
+    rust_recurse(7, &mut || after = grab_all(&[Method::Gcc, Method::Dwarf], 512));
+    assert_eq!(after[1], after[0]);
+    assert!(cache_stats().flushes > flushes, "the unload was not noticed");
+}
+
+fn module_of(ip: u64) -> String {
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    // SAFETY: dladdr only inspects the address and fills `info`; dli_fname is a C string owned
+    // by the loader, copied out while the module is loaded.
+    unsafe {
+        if libc::dladdr(ip as *const c_void, info.as_mut_ptr()) == 0 {
+            return String::new();
+        }
+        let name = info.assume_init().dli_fname;
+        if name.is_null() {
+            String::new()
+        } else {
+            CStr::from_ptr(name).to_string_lossy().into_owned()
+        }
+    }
+}
+
+/// A stack of frames no other test creates, so their cache entries are this test's alone.
+#[inline(never)]
+fn unique_recurse(depth: usize, f: &mut dyn FnMut()) -> usize {
+    if depth == 0 {
+        f();
+        return 0;
+    }
+    // An opaque call: the optimiser can neither turn the recursion into a loop nor inline it.
+    let next: fn(usize, &mut dyn FnMut()) -> usize = black_box(unique_recurse);
+    next(depth - 1, f) + black_box(1)
+}
+
+#[test]
+fn the_second_capture_of_a_stack_hits_the_cache() {
+    // 16 frames, all inside `unique_recurse` 20 levels deep: the walk stops before reaching the
+    // frames of this function, whose call sites differ between the runs below.
+    const FRAMES: usize = 16;
+    let run = || {
+        let before = cache_stats();
+        let mut n = 0;
+        unique_recurse(20, &mut || n = grab_all(&[Method::Dwarf], FRAMES)[0].len());
+        let after = cache_stats();
+        (n, after.hits - before.hits, after.misses - before.misses)
+    };
+    modules_changed();
+    let (n, _, misses) = run();
+    assert_eq!(n, FRAMES);
+    assert!(misses >= 1, "a flushed cache cannot hit this test's own frames");
+    // Other tests flush the cache concurrently (and a flush in progress is not counted yet), so
+    // a second capture may miss; one that does not must come soon, and must be all hits.
+    let mut runs = Vec::new();
+    for _ in 0..50 {
+        let (n, hits, misses) = run();
+        runs.push((n, hits, misses));
+        if misses == 0 {
+            assert!(hits as usize > n, "{hits} hits for {n} frames and the capture's own");
+            return;
+        }
+    }
+    panic!("the second capture never hit the cache: {runs:?}");
+}
+
+static SIGNAL_FRAMES: [[AtomicU64; 128]; 2] = [const { [const { AtomicU64::new(0) }; 128] }; 2];
+static SIGNAL_COUNTS: [AtomicUsize; 2] = [const { AtomicUsize::new(0) }; 2];
+
+extern "C" fn on_signal(_: c_int) {
+    let mut out = [[0u64; 128]; 2];
+    let counts = signal_grab(&mut out);
+    for i in 0..2 {
+        for (slot, &ip) in SIGNAL_FRAMES[i].iter().zip(&out[i][..counts[i]]) {
+            slot.store(ip, Ordering::Relaxed);
+        }
+        SIGNAL_COUNTS[i].store(counts[i], Ordering::Relaxed);
+    }
+}
+
+/// libgcc's and Dwarf's frames from one frame, both skipping it (no allocation: this runs in a
+/// signal handler).
+#[inline(never)]
+fn signal_grab(out: &mut [[u64; 128]; 2]) -> [usize; 2] {
+    let [gcc, dwarf] = out;
+    let counts = [capture_with(Method::Gcc, 1, gcc), capture_with(Method::Dwarf, 1, dwarf)];
+    black_box(counts)
+}
+
+#[test]
+fn dwarf_unwinds_through_a_signal_frame() {
+    // SAFETY: installs a plain handler for SIGUSR1, which nothing else in this binary uses, and
+    // raises it on this thread; the handler only captures into atomics.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_signal as extern "C" fn(c_int) as usize;
+        assert_eq!(libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()), 0);
+    }
+    with_c_frames(10, || {
+        // SAFETY: raising a signal whose handler is installed above.
+        assert_eq!(unsafe { libc::raise(libc::SIGUSR1) }, 0);
+    });
+    let frames = |i: usize| -> Vec<u64> {
+        let n = SIGNAL_COUNTS[i].load(Ordering::Relaxed);
+        SIGNAL_FRAMES[i][..n]
+            .iter()
+            .map(|ip| ip.load(Ordering::Relaxed))
+            .collect()
+    };
+    let (gcc, dwarf) = (frames(0), frames(1));
+    assert!(gcc.len() > 12, "libgcc saw {} frames", gcc.len());
+    assert_eq!(dwarf, gcc);
+}
