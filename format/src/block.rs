@@ -21,7 +21,7 @@
 //! ```text
 //!   0   magic     u32  BLOCK_MAGIC, written LAST: zero means the block was never started
 //!   4   tid       u32  OS thread id of the one thread that writes this block
-//!   8   base_seq  u64  no record in the block has a smaller seq; nondecreasing in file order
+//!   8   base_seq  u64  seq of the block's first record (readers admit blocks in this order)
 //!   16  base_time u64  the delta registers' starting time
 //!   24  records (see crate::record), then zero bytes
 //! ```
