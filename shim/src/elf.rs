@@ -155,7 +155,7 @@ mod tests {
     #[test]
     fn finds_libc_functions_by_reading_the_hash_table() {
         let ours = find_function(&[b"libc.so"], c"getpid").expect("getpid in libc");
-        assert_eq!(ours, libc::getpid as usize);
+        assert_eq!(ours, libc::getpid as *const () as usize);
         assert!(find_function(&[b"libc.so"], c"gpuleak_no_such_function").is_none());
         assert!(find_function(&[b"libc.so"], c"dlsym").is_some());
     }

@@ -7,8 +7,6 @@
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use gpuleak_format::Api;
-
 use crate::dl;
 
 /// Which library a hooked function lives in.
@@ -24,8 +22,6 @@ pub enum Lib {
 pub struct Hook {
     /// Exported symbol name.
     pub name: &'static CStr,
-    /// Its API number in traces.
-    pub api: Api,
     /// Library it belongs to.
     pub lib: Lib,
     wrapper: *const (),
@@ -38,10 +34,9 @@ unsafe impl Sync for Hook {}
 
 impl Hook {
     /// A row; used by the generating macros only.
-    pub const fn new(name: &'static CStr, api: Api, lib: Lib, wrapper: *const ()) -> Hook {
+    pub const fn new(name: &'static CStr, lib: Lib, wrapper: *const ()) -> Hook {
         Hook {
             name,
-            api,
             lib,
             wrapper,
             real: AtomicUsize::new(0),

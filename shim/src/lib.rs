@@ -11,15 +11,15 @@
 //!
 //! Nothing happens until the first CUDA call: no file, no thread, no work in constructors.
 
-pub mod config;
-pub mod cuda;
-pub mod diag;
-pub mod dl;
-pub mod elf;
-pub mod exports;
-pub mod guard;
-pub mod hooks;
-pub mod modules;
-pub mod stacks;
-pub mod tracer;
-pub mod writer;
+mod config;
+mod cuda;
+mod diag;
+mod dl;
+mod elf;
+mod exports;
+mod guard;
+mod hooks;
+mod modules;
+mod stacks;
+mod tracer;
+mod writer;

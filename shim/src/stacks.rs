@@ -59,12 +59,10 @@ pub struct Stacks {
     next: AtomicU32,
 }
 
-/// Result of a lookup.
-pub enum Interned {
-    /// Seen before.
-    Known(StackId),
-    /// New: the caller must write its record (while nobody else can have it).
-    New(StackId),
+impl Default for Stacks {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 impl Stacks {

@@ -161,11 +161,6 @@ impl Writer {
         }
     }
 
-    /// The file actually created.
-    pub fn path(&self) -> &OsStr {
-        &self.path
-    }
-
     /// Makes the file at least `end` bytes, reserving disk space; fails on a full disk or a
     /// file size limit.
     fn ensure(&self, end: u64) -> Result<(), String> {
@@ -211,10 +206,8 @@ impl Writer {
     pub fn write(&self, rec: &Record<'_>) -> bool {
         let ok = LOCAL
             .try_with(|tb| {
-                if tb.generation.get() != self.generation || tb.ptr.get().is_null() {
-                    if !self.new_block(tb, rec) {
-                        return false;
-                    }
+                if (tb.generation.get() != self.generation || tb.ptr.get().is_null()) && !self.new_block(tb, rec) {
+                    return false;
                 }
                 let p = tb.ptr.get();
                 // SAFETY: `p` is this thread's own mapping of BLOCK_SIZE bytes; no other

@@ -60,10 +60,13 @@ pub unsafe fn alloc(
     dptr: *mut CUdeviceptr,
     size: usize,
 ) -> CUresult {
-    // SAFETY (both closures here and below): the program's arguments, passed through.
-    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || unsafe {
-        let r = real(dptr, size);
-        (r, out(r, dptr))
+    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(dptr, size);
+            (r, out(r, dptr))
+        }
     })
 }
 
@@ -105,16 +108,24 @@ pub unsafe fn alloc_flags(
     size: usize,
     flags: u32,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || unsafe {
-        let r = real(dptr, size, flags);
-        (r, out(r, dptr))
+    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(dptr, size, flags);
+            (r, out(r, dptr))
+        }
     })
 }
 
 /// `cuMemFree_v2`.
 pub unsafe fn free(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
     // SAFETY: passed through.
-    record_free(api, std::ptr::null_mut(), dptr, 0, || unsafe { real(dptr) })
+    record_free(api, std::ptr::null_mut(), dptr, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(dptr) }
+    })
 }
 
 /// `cuMemAllocHost_v2`.
@@ -124,9 +135,13 @@ pub unsafe fn alloc_host(
     pp: *mut *mut c_void,
     size: usize,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || unsafe {
-        let r = real(pp, size);
-        (r, out_ptr(r, pp))
+    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(pp, size);
+            (r, out_ptr(r, pp))
+        }
     })
 }
 
@@ -138,15 +153,23 @@ pub unsafe fn host_alloc(
     size: usize,
     flags: u32,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || unsafe {
-        let r = real(pp, size, flags);
-        (r, out_ptr(r, pp))
+    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(pp, size, flags);
+            (r, out_ptr(r, pp))
+        }
     })
 }
 
 /// `cuMemFreeHost`, `cuMemHostUnregister`.
 pub unsafe fn free_host(api: Api, real: unsafe extern "C" fn(*mut c_void) -> CUresult, p: *mut c_void) -> CUresult {
-    record_free(api, std::ptr::null_mut(), p as u64, 0, || unsafe { real(p) })
+    record_free(api, std::ptr::null_mut(), p as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(p) }
+    })
 }
 
 /// `cuMemHostRegister_v2`: the program's own memory, page-locked in place.
@@ -157,9 +180,13 @@ pub unsafe fn host_register(
     size: usize,
     flags: u32,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || unsafe {
-        let r = real(p, size, flags);
-        (r, if r == CUDA_SUCCESS { p as u64 } else { 0 })
+    record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(p, size, flags);
+            (r, if r == CUDA_SUCCESS { p as u64 } else { 0 })
+        }
     })
 }
 
@@ -171,9 +198,13 @@ pub unsafe fn alloc_async(
     size: usize,
     stream: CUstream,
 ) -> CUresult {
-    record_alloc(api, stream, size as u64, 0, || unsafe {
-        let r = real(dptr, size, stream);
-        (r, out(r, dptr))
+    record_alloc(api, stream, size as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(dptr, size, stream);
+            (r, out(r, dptr))
+        }
     })
 }
 
@@ -186,9 +217,13 @@ pub unsafe fn alloc_pool(
     pool: CUmemoryPool,
     stream: CUstream,
 ) -> CUresult {
-    record_alloc(api, stream, size as u64, pool as u64, || unsafe {
-        let r = real(dptr, size, pool, stream);
-        (r, out(r, dptr))
+    record_alloc(api, stream, size as u64, pool as u64, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(dptr, size, pool, stream);
+            (r, out(r, dptr))
+        }
     })
 }
 
@@ -199,7 +234,11 @@ pub unsafe fn free_async(
     dptr: CUdeviceptr,
     stream: CUstream,
 ) -> CUresult {
-    record_free(api, stream, dptr, 0, || unsafe { real(dptr, stream) })
+    record_free(api, stream, dptr, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(dptr, stream) }
+    })
 }
 
 /// `cuMemAddressReserve` (`aux` = alignment): address space only, no memory.
@@ -212,9 +251,13 @@ pub unsafe fn address_reserve(
     addr: CUdeviceptr,
     flags: u64,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, align as u64, || unsafe {
-        let r = real(ptr, size, align, addr, flags);
-        (r, out(r, ptr))
+    record_alloc(api, std::ptr::null_mut(), size as u64, align as u64, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(ptr, size, align, addr, flags);
+            (r, out(r, ptr))
+        }
     })
 }
 
@@ -225,8 +268,10 @@ pub unsafe fn address_free(
     ptr: CUdeviceptr,
     size: usize,
 ) -> CUresult {
-    record_free(api, std::ptr::null_mut(), ptr, size as u64, || unsafe {
-        real(ptr, size)
+    record_free(api, std::ptr::null_mut(), ptr, size as u64, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(ptr, size) }
     })
 }
 
@@ -239,9 +284,13 @@ pub unsafe fn create(
     prop: *const c_void,
     flags: u64,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || unsafe {
-        let r = real(handle, size, prop, flags);
-        (r, out(r, handle))
+    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(handle, size, prop, flags);
+            (r, out(r, handle))
+        }
     })
 }
 
@@ -251,7 +300,11 @@ pub unsafe fn release(
     real: unsafe extern "C" fn(CUmemGenericAllocationHandle) -> CUresult,
     handle: CUmemGenericAllocationHandle,
 ) -> CUresult {
-    record_free(api, std::ptr::null_mut(), handle, 0, || unsafe { real(handle) })
+    record_free(api, std::ptr::null_mut(), handle, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(handle) }
+    })
 }
 
 /// `cuMemMap`.
@@ -319,9 +372,13 @@ pub unsafe fn array_create(
 ) -> CUresult {
     // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, 1, d.format, d.num_channels));
-    record_alloc(api, std::ptr::null_mut(), size, 0, || unsafe {
-        let r = real(array, desc);
-        (r, out(r, array) as u64)
+    record_alloc(api, std::ptr::null_mut(), size, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(array, desc);
+            (r, out(r, array) as u64)
+        }
     })
 }
 
@@ -335,15 +392,23 @@ pub unsafe fn array3d_create(
     // SAFETY: as above.
     let size =
         unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, d.depth, d.format, d.num_channels));
-    record_alloc(api, std::ptr::null_mut(), size, 0, || unsafe {
-        let r = real(array, desc);
-        (r, out(r, array) as u64)
+    record_alloc(api, std::ptr::null_mut(), size, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(array, desc);
+            (r, out(r, array) as u64)
+        }
     })
 }
 
 /// `cuArrayDestroy`.
 pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUresult, array: CUarray) -> CUresult {
-    record_free(api, std::ptr::null_mut(), array as u64, 0, || unsafe { real(array) })
+    record_free(api, std::ptr::null_mut(), array as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(array) }
+    })
 }
 
 /// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here (size unknown to the API).
@@ -354,13 +419,21 @@ pub unsafe fn ipc_open(
     handle: CUipcMemHandle,
     flags: u32,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), 0, u64::from(flags), || unsafe {
-        let r = real(dptr, handle, flags);
-        (r, out(r, dptr))
+    record_alloc(api, std::ptr::null_mut(), 0, u64::from(flags), || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(dptr, handle, flags);
+            (r, out(r, dptr))
+        }
     })
 }
 
 /// `cuIpcCloseMemHandle`.
 pub unsafe fn ipc_close(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
-    record_free(api, std::ptr::null_mut(), dptr, 0, || unsafe { real(dptr) })
+    record_free(api, std::ptr::null_mut(), dptr, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe { real(dptr) }
+    })
 }

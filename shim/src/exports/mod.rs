@@ -41,8 +41,8 @@ macro_rules! hooks {
 
         /// Every intercepted function.
         pub static HOOKS: [Hook; COUNT] = [
-            $( Hook::new(cstr!($d), Api::$d, Lib::Driver, $d as *const ()), )*
-            $( Hook::new(cstr!($r), Api::$r, Lib::Runtime, $r as *const ()), )*
+            $( Hook::new(cstr!($d), Lib::Driver, $d as *const ()), )*
+            $( Hook::new(cstr!($r), Lib::Runtime, $r as *const ()), )*
         ];
 
         $(

@@ -12,9 +12,9 @@ use crate::guard::{self, HookGuard};
 use crate::tracer;
 
 #[inline]
-unsafe fn out<T: Copy>(result: CUresult, p: *mut T) -> u64
+unsafe fn out<T>(result: CUresult, p: *mut T) -> u64
 where
-    T: Into<HandleBits>,
+    T: Copy + Into<HandleBits>,
 {
     if result == CUDA_SUCCESS && !p.is_null() {
         // SAFETY: on success the driver wrote the caller's out-parameter.

@@ -26,26 +26,34 @@ pub fn find_real(name: &CStr) -> usize {
 
 /// A runtime call with no arguments.
 pub unsafe fn tag0(api: Api, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
-    // SAFETY: passed through.
-    guard::with_via(api, || unsafe { real() })
+    guard::with_via(api, || {
+        // SAFETY: the program's own arguments, passed through.
+        unsafe { real() }
+    })
 }
 
 /// A runtime call with one argument.
 pub unsafe fn tag1<A>(api: Api, real: unsafe extern "C" fn(A) -> CUresult, a: A) -> CUresult {
-    // SAFETY: passed through.
-    guard::with_via(api, || unsafe { real(a) })
+    guard::with_via(api, || {
+        // SAFETY: the program's own arguments, passed through.
+        unsafe { real(a) }
+    })
 }
 
 /// A runtime call with two arguments.
 pub unsafe fn tag2<A, B>(api: Api, real: unsafe extern "C" fn(A, B) -> CUresult, a: A, b: B) -> CUresult {
-    // SAFETY: passed through.
-    guard::with_via(api, || unsafe { real(a, b) })
+    guard::with_via(api, || {
+        // SAFETY: the program's own arguments, passed through.
+        unsafe { real(a, b) }
+    })
 }
 
 /// A runtime call with three arguments.
 pub unsafe fn tag3<A, B, C>(api: Api, real: unsafe extern "C" fn(A, B, C) -> CUresult, a: A, b: B, c: C) -> CUresult {
-    // SAFETY: passed through.
-    guard::with_via(api, || unsafe { real(a, b, c) })
+    guard::with_via(api, || {
+        // SAFETY: the program's own arguments, passed through.
+        unsafe { real(a, b, c) }
+    })
 }
 
 /// A runtime call with four arguments.
@@ -57,8 +65,10 @@ pub unsafe fn tag4<A, B, C, D>(
     c: C,
     d: D,
 ) -> CUresult {
-    // SAFETY: passed through.
-    guard::with_via(api, || unsafe { real(a, b, c, d) })
+    guard::with_via(api, || {
+        // SAFETY: the program's own arguments, passed through.
+        unsafe { real(a, b, c, d) }
+    })
 }
 
 /// `cudaGetDriverEntryPoint`: a driver function handed out by the runtime.
