@@ -11,13 +11,13 @@
 //! +------------------------+-------------+
 //! ```
 //!
-//! The set index mixes the low 12 bits of the address with the tag bits, so it is recoverable
+//! The set index is the low 12 bits of the address xor the next 12, so it is recoverable
 //! from (tag, set): equal tags in the same set mean equal addresses. Addresses at or above
 //! 2^47 (5-level paging) do not fit and are never cached; they take the cold path every time.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::rule::{Rule, RULE_BITS};
+use crate::rule::{Packed, Rule, RULE_BITS};
 
 const SET_BITS: u32 = 12;
 const SETS: usize = 1 << SET_BITS;
@@ -33,21 +33,28 @@ static TABLE: [Set; SETS] = [const { Set([const { AtomicU64::new(0) }; WAYS]) };
 
 #[inline(always)]
 fn set_of(address: u64) -> &'static Set {
-    let index = (address ^ (address >> SET_BITS) ^ (address >> (2 * SET_BITS))) as usize;
+    let index = (address ^ (address >> SET_BITS)) as usize;
     &TABLE[index & (SETS - 1)]
 }
 
 /// The cached rule for the instruction at `address`, if any.
-#[inline(always)]
+#[cfg(test)]
 pub(crate) fn lookup(address: u64) -> Option<Rule> {
+    lookup_packed(address).map(|packed| Rule::unpack(packed.0))
+}
+
+/// The cached rule for the instruction at `address`, still packed.
+#[inline(always)]
+pub(crate) fn lookup_packed(address: u64) -> Option<Packed> {
     if address >= ADDRESS_LIMIT {
         return None;
     }
     let tag = address >> SET_BITS;
     for way in &set_of(address).0 {
         let word = way.load(Ordering::Relaxed);
+        // A valid word is never 0, and only address < 4096 has tag 0.
         if word >> RULE_BITS == tag && word != 0 {
-            return Some(Rule::unpack(word as u32 & ((1 << RULE_BITS) - 1)));
+            return Some(Packed(word as u32 & ((1 << RULE_BITS) - 1)));
         }
     }
     None

@@ -93,17 +93,49 @@ impl Rule {
     /// Inverse of [`Rule::pack`]; anything malformed reads as [`Rule::End`].
     #[inline(always)]
     pub(crate) fn unpack(bits: u32) -> Rule {
-        let slot = ((bits >> KIND_BITS) & ((1 << SLOT_BITS) - 1)) as u8;
-        // Sign-extend the 18-bit field: move its top bit to bit 31, shift back arithmetically.
-        let cfa = i64::from(((bits << (32 - RULE_BITS)) as i32) >> (32 - CFA_BITS)) << 3;
+        let packed = Packed(bits);
+        let (cfa, rbp_slot) = (packed.cfa(), packed.rbp_slot() as u8);
         match bits & ((1 << KIND_BITS) - 1) {
-            KIND_RSP => Rule::Rsp { cfa, rbp_slot: slot },
-            KIND_RBP => Rule::Rbp { cfa, rbp_slot: slot },
+            KIND_RSP => Rule::Rsp { cfa, rbp_slot },
+            KIND_RBP => Rule::Rbp { cfa, rbp_slot },
             KIND_DEREF_RBP => Rule::DerefRbp { cfa },
             KIND_SIGNAL => Rule::Signal,
             KIND_FRAME_POINTER => Rule::FramePointer,
             _ => Rule::End,
         }
+    }
+}
+
+/// A packed rule read straight from the cache: the walker's common case (CFA from RSP or RBP)
+/// decodes it with a few shifts and no branch on the kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Packed(pub(crate) u32);
+
+impl Packed {
+    /// Whether this is [`Rule::Rsp`] or [`Rule::Rbp`].
+    #[inline(always)]
+    pub(crate) fn is_common(self) -> bool {
+        let kind = self.0 & ((1 << KIND_BITS) - 1);
+        kind == KIND_RSP || kind == KIND_RBP
+    }
+
+    /// Whether the CFA is based on RBP (meaningful for common rules).
+    #[inline(always)]
+    pub(crate) fn cfa_from_rbp(self) -> bool {
+        self.0 & ((1 << KIND_BITS) - 1) == KIND_RBP
+    }
+
+    /// The CFA offset in bytes.
+    #[inline(always)]
+    pub(crate) fn cfa(self) -> i64 {
+        // Sign-extend the 18-bit field: move its top bit to bit 31, shift back arithmetically.
+        i64::from(((self.0 << (32 - RULE_BITS)) as i32) >> (32 - CFA_BITS)) << 3
+    }
+
+    /// The RBP slot (0: unchanged, n: saved at CFA - 8n).
+    #[inline(always)]
+    pub(crate) fn rbp_slot(self) -> u64 {
+        u64::from((self.0 >> KIND_BITS) & ((1 << SLOT_BITS) - 1))
     }
 }
 

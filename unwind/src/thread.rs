@@ -29,6 +29,25 @@ impl Bounds {
         Some(unsafe { (address as *const u64).read_volatile() })
     }
 
+    /// Reads the word at `address` without checking.
+    ///
+    /// # Safety
+    ///
+    /// `address` must be 8-aligned with `low() <= address` and `address + 8 <= high()`.
+    #[inline(always)]
+    pub(crate) unsafe fn read_unchecked(&self, address: u64) -> u64 {
+        debug_assert!(address & 7 == 0 && address >= self.low && address <= self.high - 8);
+        // SAFETY: the caller guarantees the word lies inside [low, high), the live part of this
+        // thread's stack (see `read`).
+        unsafe { (address as *const u64).read_volatile() }
+    }
+
+    /// The lowest readable address: the stack pointer of the running capture.
+    #[inline(always)]
+    pub(crate) fn low(&self) -> u64 {
+        self.low
+    }
+
     /// The top of the stack (exclusive).
     #[inline(always)]
     pub(crate) fn high(&self) -> u64 {
