@@ -324,9 +324,18 @@ impl Tracer {
         }
         let mut buf = [0u64; MAX_DEPTH + OWN_FRAMES];
         let n = gpuleak_unwind::capture(0, &mut buf[..self.depth + OWN_FRAMES]);
+        // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
+        // the program and the runtime) are never the program's: drop them all.
         let (lo, hi) = self.own_text;
-        let skip = buf[..n].iter().take_while(|&&a| a >= lo && a < hi).count();
-        let frames = &buf[skip..n.min(skip + self.depth)];
+        let mut kept = 0;
+        for i in 0..n {
+            let a = buf[i];
+            if (a < lo || a >= hi) && kept < self.depth {
+                buf[kept] = a;
+                kept += 1;
+            }
+        }
+        let frames = &buf[..kept];
         if frames.is_empty() {
             return StackId::NONE;
         }

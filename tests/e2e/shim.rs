@@ -524,3 +524,21 @@ fn dump_of_a_truncated_trace_names_the_offset_and_keeps_what_came_before() {
     let (_, stderr, ok) = dump_lossy(&short);
     assert!(!ok && stderr.contains("not a gpuleak trace"), "{stderr}");
 }
+
+#[test]
+fn no_stack_contains_a_frame_of_the_shim_itself() {
+    // The runtime tag wrappers sit between the program and libcudart: their frames must go too.
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    assert_ok(&shim_command(client("shim_runtime"), &trace).output().unwrap());
+    let records = dump(&trace);
+    let shim = of_type(&records, "Module").into_iter().find(|m| m["path"].as_str().unwrap().ends_with("libgpuleak.so")).expect("shim module");
+    let (start, end) = (shim["start"].as_u64().unwrap(), shim["end"].as_u64().unwrap());
+    let stacks = of_type(&records, "Stack");
+    assert!(stacks.len() >= 6);
+    for s in stacks {
+        for f in s["frames"].as_array().unwrap() {
+            assert!(!(start..end).contains(&hex(f)), "shim frame in {s}");
+        }
+    }
+}
