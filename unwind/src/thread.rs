@@ -4,7 +4,10 @@
 //! The state is a `const`-initialised `thread_local!` of `Cell`s, which registers no destructor,
 //! so capturing on a thread that is exiting (or inside a TLS destructor) still works.
 
-use std::cell::Cell;
+use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{compiler_fence, Ordering};
+
+use crate::memo::Memo;
 
 /// The part of the calling thread's stack that is mapped and belongs to live frames: from the
 /// stack pointer of the capture up to the top of the stack.
@@ -62,6 +65,8 @@ pub(crate) struct Counters {
     pub(crate) hits: u64,
     /// Frames whose rule had to be computed from CFI.
     pub(crate) misses: u64,
+    /// Frames confirmed from the memo of the previous capture, without a rule.
+    pub(crate) memo: u64,
 }
 
 struct ThreadState {
@@ -71,6 +76,11 @@ struct ThreadState {
     top: Cell<u64>,
     hits: Cell<u64>,
     misses: Cell<u64>,
+    memo_frames: Cell<u64>,
+    /// Set while a capture uses `memo`, so that a capture from a signal handler interrupting it
+    /// walks without one.
+    memo_busy: Cell<bool>,
+    memo: UnsafeCell<Memo>,
 }
 
 thread_local! {
@@ -80,16 +90,20 @@ thread_local! {
             top: Cell::new(0),
             hits: Cell::new(0),
             misses: Cell::new(0),
+            memo_frames: Cell::new(0),
+            memo_busy: Cell::new(false),
+            memo: UnsafeCell::new(Memo::new()),
         }
     };
 }
 
-/// Runs `walk` with the bounds of the calling thread's stack above `sp`, then adds its counters
-/// to the thread's totals. Returns 0 without walking when the bounds are unknown or `sp` is not
-/// on the thread's stack (an alternate signal stack, a coroutine stack): then no read could be
-/// proven safe.
+/// Runs `walk` with the bounds of the calling thread's stack above `sp` and, unless a capture
+/// of this thread is already using it, the thread's memo; then adds the walk's counters to the
+/// thread's totals. Returns 0 without walking when the bounds are unknown or `sp` is not on the
+/// thread's stack (an alternate signal stack, a coroutine stack): then no read could be proven
+/// safe.
 #[inline(always)]
-pub(crate) fn with_bounds(sp: u64, walk: impl FnOnce(Bounds, &mut Counters) -> usize) -> usize {
+pub(crate) fn with_bounds(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memo>) -> usize) -> usize {
     STATE.with(|state| {
         if state.top.get() == 0 {
             let (bottom, top) = stack_extent().unwrap_or((0, 1));
@@ -101,16 +115,38 @@ pub(crate) fn with_bounds(sp: u64, walk: impl FnOnce(Bounds, &mut Counters) -> u
             return 0;
         }
         let mut counters = Counters::default();
-        let n = walk(Bounds { low: sp, high: top }, &mut counters);
+        let bounds = Bounds { low: sp, high: top };
+        let n = if state.memo_busy.replace(true) {
+            walk(bounds, &mut counters, None)
+        } else {
+            // Keep the compiler from moving the memo accesses above the flag.
+            compiler_fence(Ordering::SeqCst);
+            // SAFETY: the memo belongs to this thread and `memo_busy` was false, so no other
+            // reference to it exists: a signal handler that interrupts this capture finds the
+            // flag set and walks without the memo, and one that ran before the flag was set has
+            // returned, with its reference gone.
+            let memo = unsafe { &mut *state.memo.get() };
+            let n = walk(bounds, &mut counters, Some(memo));
+            compiler_fence(Ordering::SeqCst);
+            state.memo_busy.set(false);
+            n
+        };
         state.hits.set(state.hits.get().wrapping_add(counters.hits));
         state.misses.set(state.misses.get().wrapping_add(counters.misses));
+        state
+            .memo_frames
+            .set(state.memo_frames.get().wrapping_add(counters.memo));
         n
     })
 }
 
-/// The calling thread's (hits, misses) so far.
-pub(crate) fn counters() -> (u64, u64) {
-    STATE.with(|state| (state.hits.get(), state.misses.get()))
+/// The calling thread's counters so far.
+pub(crate) fn counters() -> Counters {
+    STATE.with(|state| Counters {
+        hits: state.hits.get(),
+        misses: state.misses.get(),
+        memo: state.memo_frames.get(),
+    })
 }
 
 /// The calling thread's stack mapping as (bottom, top). pthread_getattr_np allocates (and for

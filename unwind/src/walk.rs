@@ -5,11 +5,14 @@
 //! that does not increase, a read outside the live stack, a return address below 4096.
 
 use std::arch::asm;
+use std::mem::MaybeUninit;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cache;
 use crate::cfi;
+use crate::memo::{self, Memo, Reads};
 use crate::rule::{Packed, Rule};
-use crate::thread::{self, Bounds, Counters};
+use crate::thread::{self, Bounds};
 
 /// The registers the walker tracks.
 #[derive(Clone, Copy, Debug)]
@@ -54,74 +57,215 @@ pub(crate) enum Mode {
 /// and `skip` more, writing return addresses to `out`.
 #[inline(always)]
 pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> usize {
-    if out.is_empty() {
+    if out.is_empty() || regs.sp & 7 != 0 {
+        // RSP is always 8-aligned on x86-64; `step` relies on it.
         return 0;
     }
-    thread::with_bounds(regs.sp, |bounds, counters| {
-        walk_within(regs, bounds, mode, skip, out, counters)
+    thread::with_bounds(regs.sp, |bounds, counters, memo| {
+        let frame = Frame {
+            ip: regs.ip,
+            sp: regs.sp,
+            bp: regs.bp,
+            exact: false,
+        };
+        let mut walk = Walk {
+            bounds,
+            skip,
+            out,
+            n: 0,
+            hits: 0,
+            misses: 0,
+            memo_frames: 0,
+        };
+        match (mode, memo) {
+            (Mode::Cfi, Some(memo)) if MEMO_ENABLED.load(Ordering::Relaxed) => walk.with_memo(frame, memo),
+            (Mode::Cfi, Some(_)) => walk.plain(frame, true),
+            (Mode::Cfi, None) => walk.plain(frame, true),
+            (Mode::FramePointer, _) => {
+                // The capture's own frame needs CFI in every mode: frame 0 depends on it.
+                if let Some((caller, _)) = walk.step_cfi(frame) {
+                    if !walk.emit(caller.ip) {
+                        walk.plain(caller, false);
+                    }
+                }
+            }
+        }
+        counters.hits += walk.hits;
+        counters.misses += walk.misses;
+        counters.memo += walk.memo_frames;
+        walk.n
     })
 }
 
-fn walk_within(
-    regs: Regs,
+/// Whether `Dwarf` captures use the per-thread memo (see [`crate::set_memo`]).
+pub(crate) static MEMO_ENABLED: AtomicBool = AtomicBool::new(true);
+
+/// One capture in progress.
+struct Walk<'a> {
     bounds: Bounds,
-    mode: Mode,
-    mut skip: usize,
-    out: &mut [u64],
-    counters: &mut Counters,
-) -> usize {
-    if regs.sp & 7 != 0 {
-        return 0; // never on x86-64, where RSP stays 8-aligned; `step` relies on it
+    skip: usize,
+    out: &'a mut [u64],
+    n: usize,
+    hits: u64,
+    misses: u64,
+    memo_frames: u64,
+}
+
+impl Walk<'_> {
+    /// Records the return address of a frame just reached; true when `out` is full.
+    #[inline(always)]
+    fn emit(&mut self, ip: u64) -> bool {
+        if self.skip > 0 {
+            self.skip -= 1;
+            return false;
+        }
+        if let Some(slot) = self.out.get_mut(self.n) {
+            *slot = ip;
+            self.n += 1;
+        }
+        self.n >= self.out.len()
     }
-    let mut frame = Frame {
-        ip: regs.ip,
-        sp: regs.sp,
-        bp: regs.bp,
-        exact: false,
-    };
-    let (mut hits, mut misses) = (0u64, 0u64);
-    let mut n = 0;
-    // The capture's own frame is always unwound with CFI: frame 0 needs it in every mode.
-    let mut use_cfi = true;
-    loop {
-        let stepped = if use_cfi {
-            // A return address follows its call, which is at ip - 1.
-            let address = frame.ip.wrapping_sub(1).wrapping_add(u64::from(frame.exact));
-            let packed = match cache::lookup_packed(address) {
-                Some(packed) => {
-                    hits += 1;
-                    packed
+
+    /// One step with the cached CFI rule of `frame`: the caller and the words the step read.
+    #[inline(always)]
+    fn step_cfi(&mut self, frame: Frame) -> Option<(Frame, Reads)> {
+        // A return address follows its call, which is at ip - 1.
+        let address = frame.ip.wrapping_sub(1).wrapping_add(u64::from(frame.exact));
+        match cache::lookup_packed(address) {
+            Some(packed) => {
+                self.hits += 1;
+                step(packed, frame, &self.bounds)
+            }
+            None => {
+                self.misses += 1;
+                match miss(address) {
+                    Some(packed) => step(packed, frame, &self.bounds),
+                    // In no module: not cached, so the result cannot be confirmed later.
+                    None => {
+                        step_rare(Rule::FramePointer, frame, &self.bounds).map(|(caller, _)| (caller, Reads::default()))
+                    }
                 }
-                None => {
-                    misses += 1;
-                    miss(address)
-                }
+            }
+        }
+    }
+
+    /// Walks to the end of the stack or of `out` without a memo.
+    fn plain(&mut self, mut frame: Frame, cfi: bool) {
+        loop {
+            let next = if cfi {
+                self.step_cfi(frame)
+            } else {
+                step_rare(Rule::FramePointer, frame, &self.bounds)
             };
-            step(packed, frame, &bounds)
-        } else {
-            step_rare(Rule::FramePointer, frame, &bounds)
-        };
-        use_cfi = mode == Mode::Cfi;
-        let Some(caller) = stepped else {
-            break;
-        };
-        frame = caller;
-        if skip > 0 {
-            skip -= 1;
-            continue;
-        }
-        let Some(slot) = out.get_mut(n) else {
-            break;
-        };
-        *slot = frame.ip;
-        n += 1;
-        if n == out.len() {
-            break;
+            let Some((caller, _)) = next else {
+                return;
+            };
+            frame = caller;
+            if self.emit(frame.ip) {
+                return;
+            }
         }
     }
-    counters.hits += hits;
-    counters.misses += misses;
-    n
+
+    /// Ordinary steps from `frame`, recording each state in `fresh`, until the stack or `out`
+    /// ends (`None`) or a state equals an entry of `old` (that entry's index).
+    #[inline(always)]
+    fn record(
+        &mut self,
+        mut frame: Frame,
+        fresh: &mut [MaybeUninit<memo::Entry>],
+        recorded: &mut usize,
+        old: &[memo::Entry],
+    ) -> Option<usize> {
+        let mut cursor = 0;
+        loop {
+            let (caller, reads) = self.step_cfi(frame)?;
+            frame = caller;
+            if let Some(slot) = fresh.get_mut(*recorded) {
+                slot.write(memo::Entry {
+                    ip: frame.ip,
+                    sp: frame.sp,
+                    bp: frame.bp,
+                    reads,
+                });
+                *recorded += 1;
+            }
+            if self.emit(frame.ip) {
+                return None;
+            }
+            while cursor < old.len() && old[cursor].sp < frame.sp {
+                cursor += 1;
+            }
+            if let Some(entry) = old.get(cursor) {
+                let same = entry.sp == frame.sp && entry.ip == frame.ip && entry.bp == frame.bp;
+                if same && entry.reads.exact() == frame.exact && !entry.reads.unverifiable() {
+                    return Some(cursor);
+                }
+            }
+        }
+    }
+
+    /// Walks with the thread's memo (see `memo.rs`), then stores this capture's states in it.
+    fn with_memo(&mut self, frame: Frame, memo: &mut Memo) {
+        let generation = cfi::FLUSHES.load(Ordering::Relaxed);
+        let old = memo.entries(generation);
+        // Uninitialised: zeroing 4.5 KiB per capture would cost more than the memo saves.
+        let mut fresh = [MaybeUninit::<memo::Entry>::uninit(); memo::CAPACITY];
+        let mut recorded = 0;
+        let Some(matched) = self.record(frame, &mut fresh, &mut recorded, old) else {
+            memo.replace(generation, initialised(&fresh, recorded), recorded, 0..0);
+            return;
+        };
+        // Check the entries after the match instead of computing them.
+        let head = recorded;
+        let mut verified = matched + 1;
+        while let Some(entry) = old.get(verified) {
+            if !self.still_holds(entry) {
+                break;
+            }
+            self.memo_frames += 1;
+            verified += 1;
+            if self.emit(entry.ip) {
+                // The unchecked rest of the old memo stays: it is only ever a hint.
+                let end = old.len();
+                memo.replace(generation, initialised(&fresh, recorded), head, matched + 1..end);
+                return;
+            }
+        }
+        // From the last confirmed state on, ordinary steps again (the first one finds the end
+        // of the stack if the memo reached it).
+        let last = old[verified - 1];
+        let frame = Frame {
+            ip: last.ip,
+            sp: last.sp,
+            bp: last.bp,
+            exact: last.reads.exact(),
+        };
+        self.record(frame, &mut fresh, &mut recorded, &[]);
+        memo.replace(generation, initialised(&fresh, recorded), head, matched + 1..verified);
+    }
+
+    /// Whether `entry` is still what one step from its predecessor (a state equal to the
+    /// current one) produces: the words that step read still hold the values it produced.
+    #[inline(always)]
+    fn still_holds(&self, entry: &memo::Entry) -> bool {
+        let reads = entry.reads;
+        if reads.unverifiable() {
+            return false;
+        }
+        let ip_ok = self.bounds.read(reads.ip & !1) == Some(entry.ip);
+        let sp_ok = reads.sp == 0 || self.bounds.read(reads.sp) == Some(entry.sp);
+        let bp_ok = reads.bp == 0 || self.bounds.read(reads.bp) == Some(entry.bp);
+        ip_ok & sp_ok & bp_ok
+    }
+}
+
+/// The first `recorded` entries of `fresh`, which `Walk::record` wrote.
+fn initialised(fresh: &[MaybeUninit<memo::Entry>], recorded: usize) -> &[memo::Entry] {
+    let recorded = recorded.min(fresh.len());
+    // SAFETY: `record` writes entries in order and counts them in `recorded`, so the first
+    // `recorded` elements are initialised; MaybeUninit<T> has the layout of T.
+    unsafe { std::slice::from_raw_parts(fresh.as_ptr().cast::<memo::Entry>(), recorded) }
 }
 
 /// The registers of the frame being unwound.
@@ -134,17 +278,18 @@ struct Frame {
     exact: bool,
 }
 
+/// The rule for `address` from CFI, now cached; `None` if the address is in no module.
 #[cold]
 #[inline(never)]
-fn miss(address: u64) -> Packed {
-    Packed(cfi::rule_for(address).unwrap_or(Rule::FramePointer).pack())
+fn miss(address: u64) -> Option<Packed> {
+    cfi::rule_for(address).map(|rule| Packed(rule.pack()))
 }
 
-/// The caller of `frame`; `None` ends the walk. The common rules (CFA = RSP or RBP + n)
-/// take no branch on the kind: a select picks the base, and the RBP slot is always loaded
-/// (from the return address slot when RBP is unchanged) and selected.
+/// The caller of `frame` and the words the step read; `None` ends the walk. The common rules
+/// (CFA = RSP or RBP + n) take no branch on the kind: a select picks the base, and the RBP slot
+/// is always loaded (from the return address slot when RBP is unchanged) and selected.
 #[inline(always)]
-fn step(packed: Packed, frame: Frame, bounds: &Bounds) -> Option<Frame> {
+fn step(packed: Packed, frame: Frame, bounds: &Bounds) -> Option<(Frame, Reads)> {
     if !packed.is_common() {
         return step_rare(Rule::unpack(packed.0), frame, bounds);
     }
@@ -165,46 +310,74 @@ fn step(packed: Packed, frame: Frame, bounds: &Bounds) -> Option<Frame> {
     // bounds.high(): so low <= cfa - 8 and cfa - 8 + 8 <= high. rbp_address is aligned (cfa and
     // 8 * slot are), at least bounds.low() (checked) and at most cfa - 8.
     let (ip, saved_bp) = unsafe { (bounds.read_unchecked(cfa - 8), bounds.read_unchecked(rbp_address)) };
-    let bp = if slot == 0 { frame.bp } else { saved_bp };
-    (ip >= 4096).then_some(Frame {
-        ip,
-        sp: cfa,
-        bp,
-        exact: false,
-    })
+    let (bp, bp_read) = if slot == 0 {
+        (frame.bp, 0)
+    } else {
+        (saved_bp, rbp_address)
+    };
+    let reads = Reads {
+        ip: cfa - 8,
+        sp: 0,
+        bp: bp_read,
+    };
+    (ip >= 4096).then_some((
+        Frame {
+            ip,
+            sp: cfa,
+            bp,
+            exact: false,
+        },
+        reads,
+    ))
 }
 
 /// The rules that are not RSP/RBP + n, out of line.
 #[inline(never)]
-fn step_rare(rule: Rule, frame: Frame, bounds: &Bounds) -> Option<Frame> {
-    let next = match rule {
-        Rule::Rsp { .. } | Rule::Rbp { .. } => {
-            return step(Packed(rule.pack()), frame, bounds);
-        }
-        Rule::DerefRbp { cfa } => (|| {
-            let cfa = bounds.read(frame.bp.wrapping_add(cfa as u64))?;
+fn step_rare(rule: Rule, frame: Frame, bounds: &Bounds) -> Option<(Frame, Reads)> {
+    let (next, reads) = match rule {
+        Rule::Rsp { .. } | Rule::Rbp { .. } => return step(Packed(rule.pack()), frame, bounds),
+        Rule::DerefRbp { cfa } => {
+            let cfa_at = frame.bp.wrapping_add(cfa as u64);
+            let cfa = bounds.read(cfa_at)?;
             let bp = bounds.read(frame.bp)?;
             let ip = bounds.read(cfa.wrapping_sub(8))?;
-            Some(Frame {
-                ip,
-                sp: cfa,
-                bp,
-                exact: false,
-            })
-        })(),
-        Rule::Signal => (|| {
-            let ip = bounds.read(frame.sp.wrapping_add(168))?;
-            let sp = bounds.read(frame.sp.wrapping_add(160))?;
-            let bp = bounds.read(frame.sp.wrapping_add(120))?;
-            Some(Frame {
-                ip,
-                sp,
-                bp,
-                exact: true,
-            })
-        })(),
-        Rule::End => None,
-        Rule::FramePointer => (|| {
+            let reads = Reads {
+                ip: cfa.wrapping_sub(8),
+                sp: cfa_at,
+                bp: frame.bp,
+            };
+            (
+                Frame {
+                    ip,
+                    sp: cfa,
+                    bp,
+                    exact: false,
+                },
+                reads,
+            )
+        }
+        Rule::Signal => {
+            let ip_at = frame.sp.wrapping_add(168);
+            let sp_at = frame.sp.wrapping_add(160);
+            let bp_at = frame.sp.wrapping_add(120);
+            let (ip, sp, bp) = (bounds.read(ip_at)?, bounds.read(sp_at)?, bounds.read(bp_at)?);
+            // The IP read address is aligned: its low bit is free to mark the IP as exact.
+            (
+                Frame {
+                    ip,
+                    sp,
+                    bp,
+                    exact: true,
+                },
+                Reads {
+                    ip: ip_at | 1,
+                    sp: sp_at,
+                    bp: bp_at,
+                },
+            )
+        }
+        Rule::End => return None,
+        Rule::FramePointer => {
             // Only a plausible frame record: RBP at or above SP and on the stack. A saved RBP
             // that does not increase is caught by the next step's checks.
             if frame.bp < frame.sp || frame.bp >= bounds.high() {
@@ -212,14 +385,22 @@ fn step_rare(rule: Rule, frame: Frame, bounds: &Bounds) -> Option<Frame> {
             }
             let ip = bounds.read(frame.bp.wrapping_add(8))?;
             let bp = bounds.read(frame.bp)?;
-            Some(Frame {
-                ip,
-                sp: frame.bp.wrapping_add(16),
-                bp,
-                exact: false,
-            })
-        })(),
+            let reads = Reads {
+                ip: frame.bp.wrapping_add(8),
+                sp: 0,
+                bp: frame.bp,
+            };
+            (
+                Frame {
+                    ip,
+                    sp: frame.bp.wrapping_add(16),
+                    bp,
+                    exact: false,
+                },
+                reads,
+            )
+        }
     };
     // `step` relies on SP staying aligned.
-    next.filter(|next| next.sp > frame.sp && next.sp & 7 == 0 && next.ip >= 4096)
+    (next.sp > frame.sp && next.sp & 7 == 0 && next.ip >= 4096).then_some((next, reads))
 }

@@ -314,7 +314,9 @@ fn the_second_capture_of_a_stack_hits_the_cache() {
         let mut n = 0;
         unique_recurse(20, &mut || n = grab_all(&[Method::Dwarf], FRAMES)[0].len());
         let after = cache_stats();
-        (n, after.hits - before.hits, after.misses - before.misses)
+        // Frames confirmed from the thread's memo of its last capture need no rule at all.
+        let resolved = after.hits - before.hits + after.memo - before.memo;
+        (n, resolved, after.misses - before.misses)
     };
     modules_changed();
     let (n, _, misses) = run();
@@ -327,7 +329,10 @@ fn the_second_capture_of_a_stack_hits_the_cache() {
         let (n, hits, misses) = run();
         runs.push((n, hits, misses));
         if misses == 0 {
-            assert!(hits as usize > n, "{hits} hits for {n} frames and the capture's own");
+            assert!(
+                hits as usize > n,
+                "{hits} hits or memo frames for {n} frames and the capture's own"
+            );
             return;
         }
     }
@@ -380,4 +385,33 @@ fn dwarf_unwinds_through_a_signal_frame() {
     let (gcc, dwarf) = (frames(0), frames(1));
     assert!(gcc.len() > 12, "libgcc saw {} frames", gcc.len());
     assert_eq!(dwarf, gcc);
+}
+
+/// Runs `f` below 20 fixture frames, reached from one of two call sites with equal frames, so
+/// that the fixture frames have the same addresses and values either way and only the return
+/// address above them differs.
+#[inline(never)]
+fn fixture_from_site(site: bool, f: &mut dyn FnMut()) {
+    if black_box(site) {
+        with_c_frames(20, &mut *f);
+        black_box(1);
+    } else {
+        black_box(2);
+        with_c_frames(20, &mut *f);
+    }
+}
+
+#[test]
+fn the_memo_confirms_unchanged_frames_and_notices_a_changed_caller() {
+    let mut memo_frames = 0;
+    for round in 0..40 {
+        let mut result = Vec::new();
+        let before = cache_stats();
+        fixture_from_site(round % 4 < 2, &mut || {
+            result = grab_all(&[Method::Gcc, Method::Dwarf], 512)
+        });
+        memo_frames += cache_stats().memo - before.memo;
+        assert_eq!(result[1], result[0], "round {round}");
+    }
+    assert!(memo_frames > 0, "repeated captures never used the memo");
 }
