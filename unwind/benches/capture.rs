@@ -6,8 +6,8 @@
 //! frames, built twice: with `-fomit-frame-pointer` (how most CUDA libraries ship; the
 //! frame-pointer walk cannot follow it, see its frame count) and with frame pointers (where all
 //! four methods agree, so the timings compare equal work). Each capture asks for exactly N frames
-//! (`out.len() == N`) from a stack at least N deep. Each cell is the fastest of 15 batches
-//! of about 15 ms (the machine is shared; the minimum is the least disturbed).
+//! (`out.len() == N`) from a stack at least N deep. Each cell is the fastest of 60 batches
+//! of about 1 ms (the machine is shared; the minimum is the least disturbed).
 
 use std::ffi::{c_int, c_void};
 use std::hint::black_box;
@@ -37,8 +37,8 @@ const COLUMNS: [(Method, bool, &str); 5] = [
     (Method::FramePointer, false, "frame-pointer"),
     (Method::Gcc, false, "gcc"),
 ];
-const BATCHES: usize = 15;
-const BATCH_TIME: Duration = Duration::from_millis(15);
+const BATCHES: usize = 60;
+const BATCH_TIME: Duration = Duration::from_millis(1);
 
 extern "C" fn trampoline(ctx: *mut c_void) {
     // SAFETY: `ctx` is the `&mut dyn FnMut()` that `below` passed to the fixture.

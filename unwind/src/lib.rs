@@ -18,10 +18,10 @@
 //!
 //! | [`Method`] | how | cost |
 //! |---|---|---|
-//! | `Dwarf` (default) | DWARF CFI from `.eh_frame`, reduced once per return address to a compact rule kept in a lock-free cache | a few ns per frame once warm |
-//! | `LibUnwind` | `unw_backtrace` from `libunwind.so.8`, loaded with `RTLD_LOCAL` | ~10 ns per frame |
-//! | `FramePointer` | the RBP chain | cheapest, but wrong through code built without frame pointers (most CUDA libraries) |
-//! | `Gcc` | libgcc's `_Unwind_Backtrace` | ~100 ns per frame; the reference in tests |
+//! | `Dwarf` (default) | DWARF CFI from `.eh_frame`, reduced once per return address to a compact rule in a lock-free cache | 3-6.5 ns per frame, warm |
+//! | `LibUnwind` | `unw_backtrace` from `libunwind.so.8`, loaded with `RTLD_LOCAL` | ~6.5 ns per frame |
+//! | `FramePointer` | the RBP chain | ~1 ns per frame, but stops at code built without frame pointers (most CUDA libraries) |
+//! | `Gcc` | libgcc's `_Unwind_Backtrace` | ~150 ns per frame; the reference in tests |
 //!
 //! # How the DWARF method works
 //!
@@ -32,13 +32,15 @@
 //! module's `.eh_frame_hdr`, runs the FDE's CFA program up to the call site (return address - 1)
 //! and packs the result into 29 bits (`rule.rs`). The hot path (`walk.rs`) probes a 4-way
 //! set-associative table of atomic 64-bit words (`cache.rs`), applies the rule with one or two
-//! reads, and moves on. That is one chain of dependent loads per frame (about 6 ns), so each
+//! reads, and moves on. That is one chain of dependent loads per frame (about 6.5 ns), so each
 //! thread also keeps a memo of its last capture (`memo.rs`): once the walk reaches a state
 //! (IP, SP, RBP) that the last capture also passed through, the following frames are confirmed by
 //! re-reading the stack words they were computed from, independent loads that overlap (about
-//! 1-2 ns a frame). The result is the same as the full walk's; [`set_memo`] turns it off. Besides the common shape it understands gcc's stack-realignment (DRAP)
-//! frames and the kernel's signal frames; anything more exotic, or code without CFI, falls back
-//! to one step of the RBP chain if RBP looks like a frame pointer, and stops otherwise.
+//! 3 ns a frame). The result is the same as the full walk's; [`set_memo`] turns it off.
+//!
+//! Besides the common rule shape, the walker understands gcc's stack-realignment (DRAP) frames
+//! and the kernel's signal frames; anything more exotic, or code without CFI, falls back to one
+//! step of the RBP chain if RBP looks like a frame pointer, and stops otherwise.
 //!
 //! Safety on the hot path comes from bounds, not from trusting the rules: every read is an
 //! aligned word between the capture's own stack pointer and the top of the thread's stack

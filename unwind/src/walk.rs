@@ -79,13 +79,12 @@ pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> usiz
         };
         match (mode, memo) {
             (Mode::Cfi, Some(memo)) if MEMO_ENABLED.load(Ordering::Relaxed) => walk.with_memo(frame, memo),
-            (Mode::Cfi, Some(_)) => walk.plain(frame, true),
-            (Mode::Cfi, None) => walk.plain(frame, true),
+            (Mode::Cfi, _) => walk.plain(frame),
             (Mode::FramePointer, _) => {
                 // The capture's own frame needs CFI in every mode: frame 0 depends on it.
                 if let Some((caller, _)) = walk.step_cfi(frame) {
                     if !walk.emit(caller.ip) {
-                        walk.plain(caller, false);
+                        walk.frame_pointers(caller);
                     }
                 }
             }
@@ -149,19 +148,31 @@ impl Walk<'_> {
         }
     }
 
-    /// Walks to the end of the stack or of `out` without a memo.
-    fn plain(&mut self, mut frame: Frame, cfi: bool) {
-        loop {
-            let next = if cfi {
-                self.step_cfi(frame)
-            } else {
-                step_rare(Rule::FramePointer, frame, &self.bounds)
-            };
-            let Some((caller, _)) = next else {
-                return;
-            };
+    /// Walks to the end of the stack or of `out` with the cached rules, without a memo.
+    fn plain(&mut self, mut frame: Frame) {
+        while let Some((caller, _)) = self.step_cfi(frame) {
             frame = caller;
             if self.emit(frame.ip) {
+                return;
+            }
+        }
+    }
+
+    /// Follows the RBP chain from `frame` to the end of the stack or of `out`.
+    fn frame_pointers(&mut self, frame: Frame) {
+        let (mut sp, mut bp) = (frame.sp, frame.bp);
+        // A frame record at RBP: saved RBP, then the return address. It must lie at or above
+        // SP (which only increases), be aligned and end within the stack.
+        while bp >= sp && bp & 7 == 0 && bp <= self.bounds.high().saturating_sub(16) {
+            // SAFETY: low <= sp <= bp, bp is aligned and bp + 16 <= high, so both words lie
+            // inside the live stack.
+            let (next, ip) = unsafe { (self.bounds.read_unchecked(bp), self.bounds.read_unchecked(bp + 8)) };
+            if ip < 4096 {
+                return;
+            }
+            sp = bp + 16;
+            bp = next;
+            if self.emit(ip) {
                 return;
             }
         }
@@ -331,8 +342,8 @@ fn step(packed: Packed, frame: Frame, bounds: &Bounds) -> Option<(Frame, Reads)>
     ))
 }
 
-/// The rules that are not RSP/RBP + n, out of line.
-#[inline(never)]
+/// The rules that are not RSP/RBP + n.
+#[inline(always)]
 fn step_rare(rule: Rule, frame: Frame, bounds: &Bounds) -> Option<(Frame, Reads)> {
     let (next, reads) = match rule {
         Rule::Rsp { .. } | Rule::Rbp { .. } => return step(Packed(rule.pack()), frame, bounds),
