@@ -10,5 +10,6 @@
 
 pub mod dump;
 pub mod file;
+pub mod symbolize;
 
 pub use file::TraceFile;

@@ -1,0 +1,143 @@
+//! One module's symbols, loaded once: the DWARF reader of the file that has it and the symbol
+//! table of the file with the fullest one, and the source frames of one address from them.
+
+use std::path::PathBuf;
+use std::sync::{Mutex, OnceLock, PoisonError};
+
+use addr2line::Loader;
+
+use super::files::{self, Files};
+use super::names::demangle;
+use super::symbol_table::SymbolTable;
+use super::ModuleInfo;
+
+/// A source frame before the module's name and the address are attached.
+#[derive(Debug, Default)]
+pub(super) struct SourceFrame {
+    pub function: Option<String>,
+    pub file: Option<String>,
+    pub line: Option<u32>,
+    pub inlined: bool,
+}
+
+/// Everything known about one module's symbols.
+pub(super) struct DebugInfo {
+    /// The module's path, for warnings.
+    path: String,
+    /// addr2line's reader is not `Sync` (it parses units lazily through cells): one lookup at
+    /// a time per module.
+    dwarf: Option<Mutex<Loader>>,
+    symbols_path: Option<PathBuf>,
+    /// Read on first use: most lookups in a module with DWARF never need it.
+    symbols: OnceLock<SymbolTable>,
+    warnings: Mutex<Vec<String>>,
+}
+
+impl DebugInfo {
+    /// Finds and opens the files for `module`.
+    pub(super) fn load(module: &ModuleInfo, debug_dirs: &[PathBuf]) -> DebugInfo {
+        let mut warnings = Vec::new();
+        let Files { dwarf, symbols } = files::find(module, debug_dirs, &mut warnings);
+        let dwarf = dwarf.and_then(|path| match Loader::new(&path) {
+            Ok(loader) => Some(Mutex::new(loader)),
+            Err(e) => {
+                warnings.push(format!("{}: cannot read its DWARF ({e})", path.display()));
+                None
+            }
+        });
+        DebugInfo {
+            path: module.path.clone(),
+            dwarf,
+            symbols_path: symbols,
+            symbols: OnceLock::new(),
+            warnings: Mutex::new(warnings),
+        }
+    }
+
+    /// The problems met with this module so far.
+    pub(super) fn warnings(&self) -> Vec<String> {
+        self.warnings.lock().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    fn warn(&self, line: String) {
+        let mut warnings = self.warnings.lock().unwrap_or_else(PoisonError::into_inner);
+        if !warnings.contains(&line) {
+            warnings.push(line);
+        }
+    }
+
+    /// The source frames at `probe` (an ELF virtual address of the module), innermost first;
+    /// empty when nothing is known.
+    pub(super) fn frames(&self, probe: u64) -> Vec<SourceFrame> {
+        let mut frames = self.dwarf_frames(probe);
+        // DWARF without a function entry for this code (assembly, or a unit built without -g
+        // among ones built with it) still may have a symbol.
+        if frames.last().is_none_or(|f| f.function.is_none()) {
+            if let Some(name) = self.symbol(probe) {
+                match frames.last_mut() {
+                    Some(outer) => outer.function = Some(name),
+                    None => frames.push(SourceFrame {
+                        function: Some(name),
+                        ..SourceFrame::default()
+                    }),
+                }
+            }
+        }
+        frames
+    }
+
+    fn dwarf_frames(&self, probe: u64) -> Vec<SourceFrame> {
+        let Some(dwarf) = &self.dwarf else {
+            return Vec::new();
+        };
+        let loader = dwarf.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut frames = Vec::new();
+        let result = (|| -> Result<(), Box<dyn std::error::Error>> {
+            let mut iter = loader.find_frames(probe)?;
+            while let Some(frame) = iter.next()? {
+                let function = match &frame.function {
+                    Some(name) => Some(demangle(&name.raw_name()?, name.language)),
+                    None => None,
+                };
+                let (file, line) = match &frame.location {
+                    Some(l) => (l.file.map(str::to_owned), l.line),
+                    None => (None, None),
+                };
+                frames.push(SourceFrame {
+                    function,
+                    file,
+                    line,
+                    inlined: true,
+                });
+            }
+            Ok(())
+        })();
+        if let Err(e) = result {
+            self.warn(format!(
+                "{}: bad DWARF ({e}); those frames fall back to the symbol table",
+                self.path
+            ));
+            frames.clear();
+        }
+        // Every frame but the outermost is an inlined call inside it.
+        if let Some(outer) = frames.last_mut() {
+            outer.inlined = false;
+        }
+        if frames.iter().all(|f| f.function.is_none() && f.file.is_none()) {
+            frames.clear();
+        }
+        frames
+    }
+
+    fn symbol(&self, probe: u64) -> Option<String> {
+        let path = self.symbols_path.as_ref()?;
+        let table = self.symbols.get_or_init(|| match SymbolTable::read(path) {
+            Ok(table) => table,
+            Err(e) => {
+                self.warn(format!("{}: cannot read its symbol table ({e})", path.display()));
+                SymbolTable::default()
+            }
+        });
+        table.find(probe).map(|name| demangle(name, None))
+    }
+}
