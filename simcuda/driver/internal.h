@@ -1,0 +1,281 @@
+/*
+ * internal.h: state and helpers shared by the simulated driver's translation units.
+ *
+ * Rules every file follows:
+ * - Exported entry points are thin: API_ENTER (fault injection, init check), then one call of a
+ *   hidden function under the global lock. Nothing inside the library ever calls an exported
+ *   entry point, so an interposer sees exactly the calls the client made, and fault-injection
+ *   counters count exactly those calls.
+ * - Functions named *_locked or documented "lock held" expect the global mutex to be held.
+ * - Objects behind handles are never freed (only marked dead), so a stale handle can always be
+ *   recognised and answered with an error instead of a use-after-free.
+ */
+#ifndef SIMCUDA_INTERNAL_H
+#define SIMCUDA_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "simcuda.h"
+
+#define HIDDEN __attribute__((visibility("hidden")))
+#define SIM_MAX_DEVICES 8
+
+/* ---- configuration, faults, lock (config.c) ---------------------------------------------- */
+
+struct sim_config {
+    int devices;         /* SIMCUDA_DEVICES */
+    uint64_t mem_bytes;  /* SIMCUDA_MEM_BYTES, per device */
+    int driver_version;  /* SIMCUDA_DRIVER_VERSION */
+};
+
+HIDDEN extern struct sim_config g_cfg;
+
+/* Loads the configuration once; safe to call from any entry point. */
+HIDDEN void sim_config_load(void);
+/* Counts one call of exported function `fn` and returns the injected error, or CUDA_SUCCESS. */
+HIDDEN CUresult sim_fault(const char *fn);
+/* sim_fault, then CUDA_ERROR_NOT_INITIALIZED unless cuInit succeeded. */
+HIDDEN CUresult sim_enter(const char *fn);
+HIDDEN bool sim_initialized(void);
+HIDDEN CUresult sim_init_locked(unsigned int flags);
+HIDDEN void sim_lock(void);
+HIDDEN void sim_unlock(void);
+HIDDEN const char *sim_error_name(CUresult e);
+HIDDEN const char *sim_error_string(CUresult e);
+
+#define API_ENTER_NOINIT()                            \
+    do {                                              \
+        CUresult fault_ = sim_fault(__func__);        \
+        if (fault_ != CUDA_SUCCESS) return fault_;    \
+    } while (0)
+
+#define API_ENTER()                                   \
+    do {                                              \
+        CUresult enter_ = sim_enter(__func__);        \
+        if (enter_ != CUDA_SUCCESS) return enter_;    \
+    } while (0)
+
+/* Runs `call` (a hidden function returning CUresult) under the global lock and returns. */
+#define API_LOCKED(call)                              \
+    do {                                              \
+        sim_lock();                                   \
+        CUresult locked_ = (call);                    \
+        sim_unlock();                                 \
+        return locked_;                               \
+    } while (0)
+
+/* ---- handles and sorted range tables (table.c) ------------------------------------------- */
+
+enum hkind {
+    HK_CTX = 1,
+    HK_STREAM,
+    HK_EVENT,
+    HK_MODULE,
+    HK_FUNC,
+    HK_LIB,
+    HK_KERNEL,
+    HK_POOL,
+    HK_ARRAY,
+    HK_GRAPH,
+    HK_PHYS,
+    HK_COUNT
+};
+
+/* First member of every object that a handle names. */
+struct hdr {
+    enum hkind kind;
+    bool alive;
+    uint64_t handle;
+};
+
+/* Allocates a zeroed object of `size` bytes (starting with struct hdr) and gives it a handle. */
+HIDDEN void *obj_new(enum hkind kind, size_t size);
+/* The live object of that kind named by `handle`, or NULL. */
+HIDDEN void *obj_get(enum hkind kind, uint64_t handle);
+HIDDEN size_t obj_count(enum hkind kind);
+HIDDEN void *obj_at(enum hkind kind, size_t index);
+
+#define H(obj) ((obj)->h.handle)
+
+struct range {
+    uint64_t addr;
+    uint64_t size;
+    void *obj;
+};
+
+/* Non-overlapping ranges sorted by address. */
+struct rtab {
+    struct range *v;
+    size_t n;
+    size_t cap;
+};
+
+HIDDEN bool rtab_insert(struct rtab *t, uint64_t addr, uint64_t size, void *obj);
+HIDDEN bool rtab_remove(struct rtab *t, uint64_t addr);
+HIDDEN struct range *rtab_find(const struct rtab *t, uint64_t addr);
+HIDDEN struct range *rtab_exact(const struct rtab *t, uint64_t addr);
+HIDDEN bool rtab_overlaps(const struct rtab *t, uint64_t addr, uint64_t size);
+/* Lowest `align`-aligned start in [lo, hi) where `size` bytes fit between the ranges. */
+HIDDEN bool rtab_first_fit(const struct rtab *t, uint64_t lo, uint64_t hi, uint64_t size,
+                           uint64_t align, uint64_t *out);
+
+HIDDEN uint64_t round_up(uint64_t v, uint64_t align);
+
+/* ---- address map ------------------------------------------------------------------------- */
+
+/* Device d's memory lives at [DEV_BASE(d), DEV_BASE(d) + mem_bytes): never host-addressable. */
+#define DEV_BASE(d) (0x700000000000ull + (uint64_t)(d) * 0x10000000000ull)
+#define DEV_SPAN 0x10000000000ull
+#define VMM_BASE 0x600000000000ull /* cuMemAddressReserve ranges */
+#define VMM_SPAN 0x40000000000ull
+#define IPC_BASE 0x580000000000ull /* cuIpcOpenMemHandle aliases */
+#define IPC_SPAN 0x10000000000ull
+#define GRAPH_BASE 0x5a0000000000ull /* addresses of allocations made under stream capture */
+#define GRAPH_SPAN 0x10000000000ull
+#define HEAP_ALIGN 256u
+#define PITCH_ALIGN 512u
+#define VMM_GRANULARITY (2u * 1024u * 1024u)
+
+/* ---- devices and contexts (context.c) ---------------------------------------------------- */
+
+struct ctx {
+    struct hdr h;
+    int dev;
+    unsigned int flags;
+    bool primary;
+    int refs;            /* primary contexts: retain count */
+    unsigned long long id;
+};
+
+struct pool;
+
+struct device {
+    struct ctx *primary;
+    struct pool *default_pool;
+    struct pool *current_pool;
+    struct rtab heap;    /* allocations (struct alloc) in [DEV_BASE, DEV_BASE + mem_bytes) */
+    uint64_t used;       /* bytes of heap blocks in use */
+    char *arena;         /* host backing of the whole heap, mapped on first use */
+};
+
+HIDDEN extern struct device g_dev[SIM_MAX_DEVICES];
+
+HIDDEN CUresult dev_check(CUdevice dev);
+/* The calling thread's current context, which must be usable. */
+HIDDEN CUresult ctx_current(struct ctx **out);
+/* `handle` if non-NULL (must be usable), else the current context. */
+HIDDEN CUresult ctx_resolve(CUcontext handle, struct ctx **out);
+HIDDEN bool ctx_usable(const struct ctx *c);
+HIDDEN void ctx_sync(struct ctx *c);
+
+/* ---- memory (memory.c, host.c) ----------------------------------------------------------- */
+
+enum akind { AK_DEVICE, AK_PITCH, AK_MANAGED, AK_ASYNC, AK_ARRAY, AK_PHYS };
+
+/* One block of a device heap. */
+struct alloc {
+    enum akind kind;
+    int dev;
+    struct ctx *ctx;     /* owning context; NULL for VMM physical memory */
+    struct pool *pool;   /* AK_ASYNC */
+    bool cached;         /* AK_ASYNC: freed into the pool, still reserved */
+    uint64_t addr;
+    uint64_t size;       /* bytes asked for */
+    uint64_t block;      /* bytes taken from the heap */
+    void *host;          /* AK_MANAGED: the host mapping handed to the client */
+    void *owner;         /* AK_ARRAY: struct array; AK_PHYS: struct phys */
+    uint64_t serial;     /* unique per allocation, so a stale IPC handle is recognised */
+};
+
+HIDDEN CUresult heap_alloc(int dev, uint64_t size, uint64_t align, enum akind kind,
+                           struct ctx *ctx, struct alloc **out);
+HIDDEN void heap_release(struct alloc *a);
+HIDDEN char *heap_host(const struct alloc *a);
+/* The live allocation whose block contains addr, or NULL. */
+HIDDEN struct alloc *heap_find(uint64_t addr);
+HIDDEN CUresult mem_free_locked(CUdeviceptr dptr);
+/* Frees a device, pitch, stream-ordered or managed allocation by its base address. */
+HIDDEN CUresult mem_free_ptr(CUdeviceptr dptr);
+HIDDEN CUresult mem_alloc_locked(CUdeviceptr *dptr, size_t size, enum akind kind);
+
+enum xmode { X_DEV_READ, X_DEV_WRITE, X_ANY_READ, X_ANY_WRITE };
+/* Resolves [addr, addr + n) piece by piece: host pointer of addr and the bytes contiguous there. */
+HIDDEN CUresult xlate(uint64_t addr, size_t n, enum xmode mode, char **host, size_t *contig);
+HIDDEN CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+                                size_t n);
+HIDDEN CUresult mem_set_locked(uint64_t dst, const void *pattern, size_t elem, size_t count);
+
+/* Host ranges known to the driver: pinned allocations, registrations, managed memory. */
+enum hrkind { HR_PINNED, HR_REGISTERED, HR_MANAGED };
+struct hostrange {
+    enum hrkind kind;
+    unsigned int flags;
+    struct ctx *ctx;
+    struct alloc *managed;
+    size_t maplen;       /* HR_PINNED / HR_MANAGED: length of the mmap */
+};
+HIDDEN extern struct rtab g_host;
+HIDDEN void host_ctx_teardown(struct ctx *c);
+HIDDEN void mem_ctx_teardown(struct ctx *c);
+HIDDEN void host_unmap_range(struct range *r);
+
+/* ---- stream-ordered pools (pool.c) ------------------------------------------------------- */
+
+struct pool {
+    struct hdr h;
+    int dev;
+    bool is_default;
+    bool destroyed;
+    uint64_t threshold;
+    uint64_t used, used_high, reserved, reserved_high;
+    int reuse[3];
+    CUmemAccess_flags access[SIM_MAX_DEVICES];
+    struct alloc **cache;
+    size_t ncache, capcache;
+    CUmemPoolProps props;
+};
+
+HIDDEN struct pool *pool_new_default(int dev);
+HIDDEN CUresult pool_alloc_locked(struct pool *p, struct ctx *c, size_t size, uint64_t *out);
+HIDDEN void pool_free_alloc(struct alloc *a);
+HIDDEN void pool_drop_alloc(struct alloc *a);
+HIDDEN void pools_sync(int dev);
+HIDDEN void pools_release_cached(int dev);
+
+/* ---- streams, events, capture (stream.c) ------------------------------------------------- */
+
+struct stream;
+
+/* What an operation on a stream argument resolved to. */
+struct sref {
+    struct ctx *ctx;
+    struct stream *st;   /* NULL for the legacy and per-thread default streams */
+    bool capturing;
+};
+
+HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
+HIDDEN void stream_capture_alloc(struct sref *r, uint64_t addr);
+HIDDEN bool stream_capture_free(struct sref *r, uint64_t addr);
+HIDDEN uint64_t graph_next_address(size_t size);
+HIDDEN void stream_ctx_teardown(struct ctx *c);
+
+/* ---- modules, VMM, IPC, arrays ----------------------------------------------------------- */
+
+HIDDEN void module_ctx_teardown(struct ctx *c);
+HIDDEN void ipc_ctx_teardown(struct ctx *c);
+HIDDEN void array_dead(void *array);
+HIDDEN CUresult vmm_xlate(uint64_t addr, size_t n, bool write, char **host, size_t *contig);
+HIDDEN CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
+
+/* ---- teardown (context.c) ---------------------------------------------------------------- */
+
+/* Frees everything a context owns: memory, streams, events, modules, IPC mappings. */
+HIDDEN void ctx_teardown(struct ctx *c);
+
+/* ---- resolver (resolver.c) --------------------------------------------------------------- */
+
+HIDDEN bool resolver_exports(const char *symbol);
+
+#endif /* SIMCUDA_INTERNAL_H */

@@ -1,0 +1,323 @@
+/*
+ * resolver.c: the versioned entry-point table and cuGetProcAddress in its three ABIs.
+ *
+ * One row per exported function: (base name, first CUDA version of that ABI, per-thread
+ * variant or not, exported symbol, address). A request (name, version, flags) picks, among the
+ * rows with that base name, the one with the largest minimum version <= the requested version;
+ * per-thread rows (_ptsz / _ptds) are preferred when the per-thread default stream is asked for,
+ * and the ordinary row is used when the function has no per-thread variant at that version, as
+ * the real driver does. A name that is absent from the table is CUDA_ERROR_NOT_FOUND with a NULL
+ * pointer; a name whose rows all need a newer version is the same with status
+ * CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT. A version above the driver's own version is
+ * CUDA_ERROR_INVALID_VALUE, as documented for cuGetProcAddress.
+ *
+ * Every row's address is the exported symbol of the same name: the library is linked with
+ * -Bsymbolic-functions, so `dlsym(handle, row.symbol)` and the resolver return the same pointer
+ * and an interposer must wrap the resolver itself to see these calls.
+ */
+#include <string.h>
+
+#include "internal.h"
+
+struct entry {
+    const char *base;
+    int minver;
+    bool per_thread;
+    const char *symbol;
+    void *fn;
+};
+
+#define ROW(base, ver, sym) {base, ver, false, #sym, (void *)sym}
+#define PTROW(base, ver, sym) {base, ver, true, #sym, (void *)sym}
+
+static const struct entry table[] = {
+    /* initialisation, versions, errors, resolvers */
+    ROW("cuInit", 2000, cuInit),
+    ROW("cuDriverGetVersion", 2020, cuDriverGetVersion),
+    ROW("cuGetErrorString", 6000, cuGetErrorString),
+    ROW("cuGetErrorName", 6000, cuGetErrorName),
+    ROW("cuGetExportTable", 3000, cuGetExportTable),
+    ROW("cuGetProcAddress", 11030, cuGetProcAddress),
+    ROW("cuGetProcAddress", 12000, cuGetProcAddress_v2),
+    PTROW("cuGetProcAddress", 12000, cuGetProcAddress_v2_ptsz),
+
+    /* devices and pools */
+    ROW("cuDeviceGet", 2000, cuDeviceGet),
+    ROW("cuDeviceGetCount", 2000, cuDeviceGetCount),
+    ROW("cuDeviceGetName", 2000, cuDeviceGetName),
+    ROW("cuDeviceTotalMem", 2000, cuDeviceTotalMem),
+    ROW("cuDeviceTotalMem", 3020, cuDeviceTotalMem_v2),
+    ROW("cuDeviceGetAttribute", 2000, cuDeviceGetAttribute),
+    ROW("cuDeviceGetUuid", 9020, cuDeviceGetUuid),
+    ROW("cuDeviceGetUuid", 11040, cuDeviceGetUuid_v2),
+    ROW("cuDeviceComputeCapability", 2000, cuDeviceComputeCapability),
+    ROW("cuDeviceCanAccessPeer", 4000, cuDeviceCanAccessPeer),
+    ROW("cuDeviceGetDefaultMemPool", 11020, cuDeviceGetDefaultMemPool),
+    ROW("cuDeviceGetMemPool", 11020, cuDeviceGetMemPool),
+    ROW("cuDeviceSetMemPool", 11020, cuDeviceSetMemPool),
+
+    /* primary contexts */
+    ROW("cuDevicePrimaryCtxRetain", 7000, cuDevicePrimaryCtxRetain),
+    ROW("cuDevicePrimaryCtxRelease", 7000, cuDevicePrimaryCtxRelease),
+    ROW("cuDevicePrimaryCtxRelease", 11000, cuDevicePrimaryCtxRelease_v2),
+    ROW("cuDevicePrimaryCtxReset", 7000, cuDevicePrimaryCtxReset),
+    ROW("cuDevicePrimaryCtxReset", 11000, cuDevicePrimaryCtxReset_v2),
+    ROW("cuDevicePrimaryCtxSetFlags", 7000, cuDevicePrimaryCtxSetFlags),
+    ROW("cuDevicePrimaryCtxSetFlags", 11000, cuDevicePrimaryCtxSetFlags_v2),
+    ROW("cuDevicePrimaryCtxGetState", 7000, cuDevicePrimaryCtxGetState),
+
+    /* contexts */
+    ROW("cuCtxCreate", 2000, cuCtxCreate),
+    ROW("cuCtxCreate", 3020, cuCtxCreate_v2),
+    ROW("cuCtxCreate", 11040, cuCtxCreate_v3),
+    ROW("cuCtxCreate", 12050, cuCtxCreate_v4),
+    ROW("cuCtxDestroy", 2000, cuCtxDestroy),
+    ROW("cuCtxDestroy", 4000, cuCtxDestroy_v2),
+    ROW("cuCtxGetCurrent", 4000, cuCtxGetCurrent),
+    ROW("cuCtxSetCurrent", 4000, cuCtxSetCurrent),
+    ROW("cuCtxPushCurrent", 2000, cuCtxPushCurrent),
+    ROW("cuCtxPushCurrent", 4000, cuCtxPushCurrent_v2),
+    ROW("cuCtxPopCurrent", 2000, cuCtxPopCurrent),
+    ROW("cuCtxPopCurrent", 4000, cuCtxPopCurrent_v2),
+    ROW("cuCtxGetDevice", 2000, cuCtxGetDevice),
+    ROW("cuCtxGetDevice", 13000, cuCtxGetDevice_v2),
+    ROW("cuCtxSynchronize", 2000, cuCtxSynchronize),
+    ROW("cuCtxSynchronize", 13000, cuCtxSynchronize_v2),
+    ROW("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
+    ROW("cuCtxGetApiVersion", 3020, cuCtxGetApiVersion),
+    ROW("cuCtxGetFlags", 7000, cuCtxGetFlags),
+    ROW("cuCtxSetFlags", 12010, cuCtxSetFlags),
+    ROW("cuCtxGetId", 12000, cuCtxGetId),
+
+    /* device, managed and host memory */
+    ROW("cuMemGetInfo", 2000, cuMemGetInfo),
+    ROW("cuMemGetInfo", 3020, cuMemGetInfo_v2),
+    ROW("cuMemAlloc", 2000, cuMemAlloc),
+    ROW("cuMemAlloc", 3020, cuMemAlloc_v2),
+    ROW("cuMemAllocPitch", 2000, cuMemAllocPitch),
+    ROW("cuMemAllocPitch", 3020, cuMemAllocPitch_v2),
+    ROW("cuMemFree", 2000, cuMemFree),
+    ROW("cuMemFree", 3020, cuMemFree_v2),
+    ROW("cuMemGetAddressRange", 2000, cuMemGetAddressRange),
+    ROW("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
+    ROW("cuMemAllocManaged", 6000, cuMemAllocManaged),
+    ROW("cuMemAllocHost", 2000, cuMemAllocHost),
+    ROW("cuMemAllocHost", 3020, cuMemAllocHost_v2),
+    ROW("cuMemHostAlloc", 2020, cuMemHostAlloc),
+    ROW("cuMemFreeHost", 2000, cuMemFreeHost),
+    ROW("cuMemHostGetDevicePointer", 2020, cuMemHostGetDevicePointer),
+    ROW("cuMemHostGetDevicePointer", 3020, cuMemHostGetDevicePointer_v2),
+    ROW("cuMemHostGetFlags", 2030, cuMemHostGetFlags),
+    ROW("cuMemHostRegister", 4000, cuMemHostRegister),
+    ROW("cuMemHostRegister", 6050, cuMemHostRegister_v2),
+    ROW("cuMemHostUnregister", 4000, cuMemHostUnregister),
+
+    /* copies and memsets */
+    ROW("cuMemcpy", 4000, cuMemcpy),
+    PTROW("cuMemcpy", 7000, cuMemcpy_ptds),
+    ROW("cuMemcpyAsync", 4000, cuMemcpyAsync),
+    PTROW("cuMemcpyAsync", 7000, cuMemcpyAsync_ptsz),
+    ROW("cuMemcpyHtoD", 2000, cuMemcpyHtoD),
+    ROW("cuMemcpyHtoD", 3020, cuMemcpyHtoD_v2),
+    PTROW("cuMemcpyHtoD", 7000, cuMemcpyHtoD_v2_ptds),
+    ROW("cuMemcpyDtoH", 2000, cuMemcpyDtoH),
+    ROW("cuMemcpyDtoH", 3020, cuMemcpyDtoH_v2),
+    PTROW("cuMemcpyDtoH", 7000, cuMemcpyDtoH_v2_ptds),
+    ROW("cuMemcpyDtoD", 2000, cuMemcpyDtoD),
+    ROW("cuMemcpyDtoD", 3020, cuMemcpyDtoD_v2),
+    PTROW("cuMemcpyDtoD", 7000, cuMemcpyDtoD_v2_ptds),
+    ROW("cuMemcpyHtoDAsync", 2000, cuMemcpyHtoDAsync),
+    ROW("cuMemcpyHtoDAsync", 3020, cuMemcpyHtoDAsync_v2),
+    PTROW("cuMemcpyHtoDAsync", 7000, cuMemcpyHtoDAsync_v2_ptsz),
+    ROW("cuMemcpyDtoHAsync", 2000, cuMemcpyDtoHAsync),
+    ROW("cuMemcpyDtoHAsync", 3020, cuMemcpyDtoHAsync_v2),
+    PTROW("cuMemcpyDtoHAsync", 7000, cuMemcpyDtoHAsync_v2_ptsz),
+    ROW("cuMemcpyDtoDAsync", 3000, cuMemcpyDtoDAsync),
+    ROW("cuMemcpyDtoDAsync", 3020, cuMemcpyDtoDAsync_v2),
+    PTROW("cuMemcpyDtoDAsync", 7000, cuMemcpyDtoDAsync_v2_ptsz),
+    ROW("cuMemsetD8", 2000, cuMemsetD8),
+    ROW("cuMemsetD8", 3020, cuMemsetD8_v2),
+    PTROW("cuMemsetD8", 7000, cuMemsetD8_v2_ptds),
+    ROW("cuMemsetD16", 2000, cuMemsetD16),
+    ROW("cuMemsetD16", 3020, cuMemsetD16_v2),
+    PTROW("cuMemsetD16", 7000, cuMemsetD16_v2_ptds),
+    ROW("cuMemsetD32", 2000, cuMemsetD32),
+    ROW("cuMemsetD32", 3020, cuMemsetD32_v2),
+    PTROW("cuMemsetD32", 7000, cuMemsetD32_v2_ptds),
+    ROW("cuMemsetD8Async", 3020, cuMemsetD8Async),
+    PTROW("cuMemsetD8Async", 7000, cuMemsetD8Async_ptsz),
+    ROW("cuMemsetD16Async", 3020, cuMemsetD16Async),
+    PTROW("cuMemsetD16Async", 7000, cuMemsetD16Async_ptsz),
+    ROW("cuMemsetD32Async", 3020, cuMemsetD32Async),
+    PTROW("cuMemsetD32Async", 7000, cuMemsetD32Async_ptsz),
+
+    /* stream-ordered allocation and pools */
+    ROW("cuMemAllocAsync", 11020, cuMemAllocAsync),
+    PTROW("cuMemAllocAsync", 11020, cuMemAllocAsync_ptsz),
+    ROW("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync),
+    PTROW("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync_ptsz),
+    ROW("cuMemFreeAsync", 11020, cuMemFreeAsync),
+    PTROW("cuMemFreeAsync", 11020, cuMemFreeAsync_ptsz),
+    ROW("cuMemPoolCreate", 11020, cuMemPoolCreate),
+    ROW("cuMemPoolDestroy", 11020, cuMemPoolDestroy),
+    ROW("cuMemPoolGetAttribute", 11020, cuMemPoolGetAttribute),
+    ROW("cuMemPoolSetAttribute", 11020, cuMemPoolSetAttribute),
+    ROW("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
+    ROW("cuMemPoolSetAccess", 11020, cuMemPoolSetAccess),
+    ROW("cuMemPoolGetAccess", 11020, cuMemPoolGetAccess),
+
+    /* virtual memory management */
+    ROW("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity),
+    ROW("cuMemAddressReserve", 10020, cuMemAddressReserve),
+    ROW("cuMemAddressFree", 10020, cuMemAddressFree),
+    ROW("cuMemCreate", 10020, cuMemCreate),
+    ROW("cuMemRelease", 10020, cuMemRelease),
+    ROW("cuMemMap", 10020, cuMemMap),
+    ROW("cuMemUnmap", 10020, cuMemUnmap),
+    ROW("cuMemSetAccess", 10020, cuMemSetAccess),
+    ROW("cuMemGetAccess", 10020, cuMemGetAccess),
+    ROW("cuMemGetAllocationPropertiesFromHandle", 10020, cuMemGetAllocationPropertiesFromHandle),
+    ROW("cuMemRetainAllocationHandle", 11000, cuMemRetainAllocationHandle),
+
+    /* arrays */
+    ROW("cuArrayCreate", 2000, cuArrayCreate),
+    ROW("cuArrayCreate", 3020, cuArrayCreate_v2),
+    ROW("cuArray3DCreate", 2000, cuArray3DCreate),
+    ROW("cuArray3DCreate", 3020, cuArray3DCreate_v2),
+    ROW("cuArrayGetDescriptor", 2000, cuArrayGetDescriptor),
+    ROW("cuArrayGetDescriptor", 3020, cuArrayGetDescriptor_v2),
+    ROW("cuArray3DGetDescriptor", 2000, cuArray3DGetDescriptor),
+    ROW("cuArray3DGetDescriptor", 3020, cuArray3DGetDescriptor_v2),
+    ROW("cuArrayDestroy", 2000, cuArrayDestroy),
+
+    /* IPC */
+    ROW("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle),
+    ROW("cuIpcOpenMemHandle", 4010, cuIpcOpenMemHandle),
+    ROW("cuIpcOpenMemHandle", 11000, cuIpcOpenMemHandle_v2),
+    ROW("cuIpcCloseMemHandle", 4010, cuIpcCloseMemHandle),
+
+    /* streams, capture, graphs */
+    ROW("cuStreamCreate", 2000, cuStreamCreate),
+    ROW("cuStreamCreateWithPriority", 5050, cuStreamCreateWithPriority),
+    ROW("cuStreamDestroy", 2000, cuStreamDestroy),
+    ROW("cuStreamDestroy", 4000, cuStreamDestroy_v2),
+    ROW("cuStreamSynchronize", 2000, cuStreamSynchronize),
+    PTROW("cuStreamSynchronize", 7000, cuStreamSynchronize_ptsz),
+    ROW("cuStreamQuery", 2000, cuStreamQuery),
+    PTROW("cuStreamQuery", 7000, cuStreamQuery_ptsz),
+    ROW("cuStreamWaitEvent", 3020, cuStreamWaitEvent),
+    PTROW("cuStreamWaitEvent", 7000, cuStreamWaitEvent_ptsz),
+    ROW("cuStreamAddCallback", 5000, cuStreamAddCallback),
+    PTROW("cuStreamAddCallback", 7000, cuStreamAddCallback_ptsz),
+    ROW("cuStreamGetFlags", 5050, cuStreamGetFlags),
+    PTROW("cuStreamGetFlags", 7000, cuStreamGetFlags_ptsz),
+    ROW("cuStreamGetPriority", 5050, cuStreamGetPriority),
+    PTROW("cuStreamGetPriority", 7000, cuStreamGetPriority_ptsz),
+    ROW("cuStreamGetCtx", 9020, cuStreamGetCtx),
+    PTROW("cuStreamGetCtx", 9020, cuStreamGetCtx_ptsz),
+    ROW("cuStreamGetCtx", 12050, cuStreamGetCtx_v2),
+    PTROW("cuStreamGetCtx", 12050, cuStreamGetCtx_v2_ptsz),
+    ROW("cuStreamIsCapturing", 10000, cuStreamIsCapturing),
+    PTROW("cuStreamIsCapturing", 10000, cuStreamIsCapturing_ptsz),
+    ROW("cuStreamBeginCapture", 10000, cuStreamBeginCapture),
+    PTROW("cuStreamBeginCapture", 10000, cuStreamBeginCapture_ptsz),
+    ROW("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+    PTROW("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2_ptsz),
+    ROW("cuStreamEndCapture", 10000, cuStreamEndCapture),
+    PTROW("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
+    ROW("cuGraphDestroy", 10000, cuGraphDestroy),
+
+    /* events */
+    ROW("cuEventCreate", 2000, cuEventCreate),
+    ROW("cuEventDestroy", 2000, cuEventDestroy),
+    ROW("cuEventDestroy", 4000, cuEventDestroy_v2),
+    ROW("cuEventRecord", 2000, cuEventRecord),
+    PTROW("cuEventRecord", 7000, cuEventRecord_ptsz),
+    ROW("cuEventRecordWithFlags", 11010, cuEventRecordWithFlags),
+    PTROW("cuEventRecordWithFlags", 11010, cuEventRecordWithFlags_ptsz),
+    ROW("cuEventQuery", 2000, cuEventQuery),
+    ROW("cuEventSynchronize", 2000, cuEventSynchronize),
+    ROW("cuEventElapsedTime", 2000, cuEventElapsedTime),
+    ROW("cuEventElapsedTime", 12080, cuEventElapsedTime_v2),
+
+    /* modules, libraries, kernels */
+    ROW("cuModuleLoadData", 2000, cuModuleLoadData),
+    ROW("cuModuleLoadDataEx", 2010, cuModuleLoadDataEx),
+    ROW("cuModuleUnload", 2000, cuModuleUnload),
+    ROW("cuModuleGetFunction", 2000, cuModuleGetFunction),
+    ROW("cuModuleGetLoadingMode", 11070, cuModuleGetLoadingMode),
+    ROW("cuLibraryLoadData", 12000, cuLibraryLoadData),
+    ROW("cuLibraryUnload", 12000, cuLibraryUnload),
+    ROW("cuLibraryGetKernel", 12000, cuLibraryGetKernel),
+    ROW("cuKernelGetFunction", 12000, cuKernelGetFunction),
+    ROW("cuFuncGetParamInfo", 12040, cuFuncGetParamInfo),
+    ROW("cuKernelGetParamInfo", 12040, cuKernelGetParamInfo),
+    ROW("cuFuncGetName", 12030, cuFuncGetName),
+    ROW("cuKernelGetName", 12030, cuKernelGetName),
+    ROW("cuLaunchKernel", 4000, cuLaunchKernel),
+    PTROW("cuLaunchKernel", 7000, cuLaunchKernel_ptsz),
+};
+
+#define NROWS (sizeof table / sizeof table[0])
+
+bool resolver_exports(const char *symbol) {
+    for (size_t i = 0; i < NROWS; i++)
+        if (strcmp(table[i].symbol, symbol) == 0) return true;
+    return false;
+}
+
+static const struct entry *best_row(const char *name, int version, bool per_thread, bool *known) {
+    const struct entry *best = NULL;
+    for (size_t i = 0; i < NROWS; i++) {
+        const struct entry *e = &table[i];
+        if (strcmp(e->base, name) != 0) continue;
+        *known = true;
+        if (e->per_thread != per_thread || e->minver > version) continue;
+        if (!best || e->minver > best->minver) best = e;
+    }
+    return best;
+}
+
+/* Flag 0 means the legacy stream, or the per-thread stream for the _ptsz resolver. */
+static CUresult resolve(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                        CUdriverProcAddressQueryResult *status, bool ptsz_default) {
+    if (!pfn) return CUDA_ERROR_INVALID_VALUE;
+    *pfn = NULL;
+    if (!symbol) return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & ~(cuuint64_t)3) || flags == 3) return CUDA_ERROR_INVALID_VALUE;
+    if (version > g_cfg.driver_version) return CUDA_ERROR_INVALID_VALUE;
+    bool per_thread = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) ||
+                      (ptsz_default && flags == CU_GET_PROC_ADDRESS_DEFAULT);
+    bool known = false;
+    const struct entry *e = per_thread ? best_row(symbol, version, true, &known) : NULL;
+    if (!e) e = best_row(symbol, version, false, &known);
+    if (!e) {
+        if (status)
+            *status = known ? CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT
+                            : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *pfn = e->fn;
+    if (status) *status = CU_GET_PROC_ADDRESS_SUCCESS;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                      cuuint64_t flags) {
+    API_ENTER_NOINIT();
+    return resolve(symbol, pfn, cudaVersion, flags, NULL, false);
+}
+
+SIMCUDA_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                         cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *symbolStatus) {
+    API_ENTER_NOINIT();
+    return resolve(symbol, pfn, cudaVersion, flags, symbolStatus, false);
+}
+
+SIMCUDA_API CUresult cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
+                                              cuuint64_t flags,
+                                              CUdriverProcAddressQueryResult *symbolStatus) {
+    API_ENTER_NOINIT();
+    return resolve(symbol, pfn, cudaVersion, flags, symbolStatus, true);
+}

@@ -1,0 +1,520 @@
+/*
+ * stream.c: streams, events, stream callbacks and a minimal stream capture.
+ *
+ * All work executes when it is enqueued, so every stream is always idle and every recorded
+ * event complete; what the simulator keeps exact is API-level state: which handles are live,
+ * which context owns them, and whether a stream is capturing. NULL, CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD are valid streams of the calling thread's current context.
+ *
+ * Capture: cuStreamBeginCapture(_v2) on a created stream starts it; work enqueued while
+ * capturing is neither executed nor recorded except stream-ordered allocations (see pool.c);
+ * synchronising or querying a capturing stream fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
+ * and invalidates the capture; cuStreamEndCapture returns a CUgraph that can only be destroyed.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "internal.h"
+
+#define PRIORITY_LEAST 0
+#define PRIORITY_GREATEST (-5)
+
+struct graph {
+    struct hdr h;
+    uint64_t *allocs; /* live graph allocations made during the capture */
+    size_t n, cap;
+};
+
+struct stream {
+    struct hdr h;
+    struct ctx *ctx;
+    unsigned int flags;
+    int priority;
+    CUstreamCaptureStatus capture;
+    CUstreamCaptureMode mode;
+    struct graph *graph;
+};
+
+struct event {
+    struct hdr h;
+    struct ctx *ctx;
+    unsigned int flags;
+    bool recorded;
+    struct timespec when;
+};
+
+static uint64_t next_graph_address = GRAPH_BASE;
+
+static bool special_stream(CUstream s) { return (uintptr_t)s <= (uintptr_t)CU_STREAM_PER_THREAD; }
+
+CUresult stream_ref(CUstream s, bool ptsz, struct sref *out) {
+    (void)ptsz; /* both default streams are idle, so the two flavours behave alike */
+    if (special_stream(s)) {
+        out->st = NULL;
+        out->capturing = false;
+        return ctx_current(&out->ctx);
+    }
+    struct stream *st = obj_get(HK_STREAM, (uint64_t)(uintptr_t)s);
+    if (!st) return CUDA_ERROR_INVALID_HANDLE;
+    if (!ctx_usable(st->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (st->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    out->ctx = st->ctx;
+    out->st = st;
+    out->capturing = st->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    return CUDA_SUCCESS;
+}
+
+uint64_t graph_next_address(size_t size) {
+    uint64_t addr = next_graph_address;
+    next_graph_address += round_up(size ? size : 1, HEAP_ALIGN);
+    if (next_graph_address >= GRAPH_BASE + GRAPH_SPAN) next_graph_address = GRAPH_BASE;
+    return addr;
+}
+
+void stream_capture_alloc(struct sref *r, uint64_t addr) {
+    struct graph *g = r->st->graph;
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 8;
+        uint64_t *v = realloc(g->allocs, cap * sizeof *v);
+        if (!v) return; /* the address stays usable; only its in-capture free will fail */
+        g->allocs = v;
+        g->cap = cap;
+    }
+    g->allocs[g->n++] = addr;
+}
+
+bool stream_capture_free(struct sref *r, uint64_t addr) {
+    struct graph *g = r->st->graph;
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->allocs[i] != addr) continue;
+        g->allocs[i] = g->allocs[--g->n];
+        return true;
+    }
+    return false;
+}
+
+void stream_ctx_teardown(struct ctx *c) {
+    for (size_t i = 0; i < obj_count(HK_STREAM); i++) {
+        struct stream *s = obj_at(HK_STREAM, i);
+        if (s->ctx == c) s->h.alive = false;
+    }
+    for (size_t i = 0; i < obj_count(HK_EVENT); i++) {
+        struct event *e = obj_at(HK_EVENT, i);
+        if (e->ctx == c) e->h.alive = false;
+    }
+}
+
+/* ---- streams ------------------------------------------------------------------------------ */
+
+static CUresult stream_create(CUstream *ph, unsigned int flags, int priority) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ph || (flags & ~(unsigned)CU_STREAM_NON_BLOCKING)) return CUDA_ERROR_INVALID_VALUE;
+    struct stream *s = obj_new(HK_STREAM, sizeof *s);
+    if (!s) return CUDA_ERROR_OUT_OF_MEMORY;
+    s->ctx = c;
+    s->flags = flags;
+    s->priority = priority > PRIORITY_LEAST      ? PRIORITY_LEAST
+                  : priority < PRIORITY_GREATEST ? PRIORITY_GREATEST
+                                                 : priority;
+    *ph = (CUstream)(uintptr_t)H(s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_destroy(CUstream h) {
+    struct stream *s = special_stream(h) ? NULL : obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    s->h.alive = false;
+    return CUDA_SUCCESS;
+}
+
+/* Synchronize and query on a capturing stream are illegal and invalidate the capture. */
+static CUresult stream_wait_idle(CUstream h, bool ptsz) {
+    struct sref r;
+    CUresult res = stream_ref(h, ptsz, &r);
+    if (res != CUDA_SUCCESS) return res;
+    if (r.capturing) {
+        r.st->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    pools_sync(r.ctx->dev);
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_wait_event(CUstream h, CUevent e, unsigned int flags, bool ptsz) {
+    struct sref r;
+    CUresult res = stream_ref(h, ptsz, &r);
+    if (res != CUDA_SUCCESS) return res;
+    if (!obj_get(HK_EVENT, (uint64_t)(uintptr_t)e)) return CUDA_ERROR_INVALID_HANDLE;
+    return flags == CU_EVENT_WAIT_DEFAULT ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+static CUresult stream_callback_check(CUstream h, CUstreamCallback cb, unsigned int flags,
+                                      bool ptsz) {
+    if (!cb || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    struct sref r;
+    CUresult res = stream_ref(h, ptsz, &r);
+    if (res != CUDA_SUCCESS) return res;
+    if (r.capturing) {
+        r.st->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* The callback runs at once, outside the lock, so it may call the driver. */
+static CUresult stream_add_callback(CUstream h, CUstreamCallback cb, void *data,
+                                    unsigned int flags, bool ptsz) {
+    sim_lock();
+    CUresult r = stream_callback_check(h, cb, flags, ptsz);
+    sim_unlock();
+    if (r == CUDA_SUCCESS) cb(h, CUDA_SUCCESS, data);
+    return r;
+}
+
+enum stream_field { SF_FLAGS, SF_PRIORITY, SF_CTX };
+
+/* Works on a stream whose capture was invalidated too: these are plain attribute reads. */
+static CUresult stream_get(CUstream h, enum stream_field f, void *out) {
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    struct ctx *c;
+    struct stream *s = NULL;
+    if (special_stream(h)) {
+        CUresult r = ctx_current(&c);
+        if (r != CUDA_SUCCESS) return r;
+    } else {
+        s = obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
+        if (!s) return CUDA_ERROR_INVALID_HANDLE;
+        c = s->ctx;
+    }
+    switch (f) {
+    case SF_FLAGS: *(unsigned int *)out = s ? s->flags : 0; break;
+    case SF_PRIORITY: *(int *)out = s ? s->priority : 0; break;
+    case SF_CTX: *(CUcontext *)out = (CUcontext)(uintptr_t)H(c); break;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status) {
+    if (!status) return CUDA_ERROR_INVALID_VALUE;
+    if (special_stream(h)) {
+        struct ctx *c;
+        CUresult r = ctx_current(&c);
+        if (r == CUDA_SUCCESS) *status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return r;
+    }
+    struct stream *s = obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    *status = s->capture;
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
+    if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
+    if (h == NULL || h == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (h == CU_STREAM_PER_THREAD) return CUDA_ERROR_NOT_SUPPORTED; /* a simulator limit */
+    struct stream *s = obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    if (!ctx_usable(s->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
+    if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
+    struct graph *g = obj_new(HK_GRAPH, sizeof *g);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    s->graph = g;
+    s->mode = mode;
+    s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_end_capture(CUstream h, CUgraph *out) {
+    if (!out) return CUDA_ERROR_INVALID_VALUE;
+    struct stream *s = special_stream(h) ? NULL : obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
+    if (!s) return special_stream(h) ? CUDA_ERROR_ILLEGAL_STATE : CUDA_ERROR_INVALID_HANDLE;
+    if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
+    struct graph *g = s->graph;
+    bool invalidated = s->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+    s->graph = NULL;
+    if (invalidated) {
+        g->h.alive = false;
+        *out = NULL;
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    }
+    *out = (CUgraph)(uintptr_t)H(g);
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_destroy(CUgraph h) {
+    struct graph *g = obj_get(HK_GRAPH, (uint64_t)(uintptr_t)h);
+    if (!g) return CUDA_ERROR_INVALID_VALUE;
+    g->h.alive = false;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags) {
+    API_ENTER();
+    API_LOCKED(stream_create(phStream, Flags, 0));
+}
+
+SIMCUDA_API CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
+                                                int priority) {
+    API_ENTER();
+    API_LOCKED(stream_create(phStream, flags, priority));
+}
+
+SIMCUDA_API CUresult cuStreamDestroy(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_destroy(hStream));
+}
+
+SIMCUDA_API CUresult cuStreamDestroy_v2(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_destroy(hStream));
+}
+
+SIMCUDA_API CUresult cuStreamSynchronize(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_wait_idle(hStream, false));
+}
+
+SIMCUDA_API CUresult cuStreamSynchronize_ptsz(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_wait_idle(hStream, true));
+}
+
+SIMCUDA_API CUresult cuStreamQuery(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_wait_idle(hStream, false));
+}
+
+SIMCUDA_API CUresult cuStreamQuery_ptsz(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_wait_idle(hStream, true));
+}
+
+SIMCUDA_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+    API_ENTER();
+    API_LOCKED(stream_wait_event(hStream, hEvent, Flags, false));
+}
+
+SIMCUDA_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags) {
+    API_ENTER();
+    API_LOCKED(stream_wait_event(hStream, hEvent, Flags, true));
+}
+
+SIMCUDA_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
+                                         void *userData, unsigned int flags) {
+    API_ENTER();
+    return stream_add_callback(hStream, callback, userData, flags, false);
+}
+
+SIMCUDA_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
+                                              void *userData, unsigned int flags) {
+    API_ENTER();
+    return stream_add_callback(hStream, callback, userData, flags, true);
+}
+
+SIMCUDA_API CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags) {
+    API_ENTER();
+    API_LOCKED(stream_get(hStream, SF_FLAGS, flags));
+}
+
+SIMCUDA_API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags) {
+    API_ENTER();
+    API_LOCKED(stream_get(hStream, SF_FLAGS, flags));
+}
+
+SIMCUDA_API CUresult cuStreamGetPriority(CUstream hStream, int *priority) {
+    API_ENTER();
+    API_LOCKED(stream_get(hStream, SF_PRIORITY, priority));
+}
+
+SIMCUDA_API CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority) {
+    API_ENTER();
+    API_LOCKED(stream_get(hStream, SF_PRIORITY, priority));
+}
+
+SIMCUDA_API CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx) {
+    API_ENTER();
+    API_LOCKED(stream_get(hStream, SF_CTX, pctx));
+}
+
+SIMCUDA_API CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx) {
+    API_ENTER();
+    API_LOCKED(stream_get(hStream, SF_CTX, pctx));
+}
+
+SIMCUDA_API CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx) {
+    API_ENTER();
+    if (pGreenCtx) *pGreenCtx = NULL;
+    API_LOCKED(stream_get(hStream, SF_CTX, pCtx));
+}
+
+SIMCUDA_API CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
+                                            CUgreenCtx *pGreenCtx) {
+    API_ENTER();
+    if (pGreenCtx) *pGreenCtx = NULL;
+    API_LOCKED(stream_get(hStream, SF_CTX, pCtx));
+}
+
+SIMCUDA_API CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus) {
+    API_ENTER();
+    API_LOCKED(stream_is_capturing(hStream, captureStatus));
+}
+
+SIMCUDA_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+                                              CUstreamCaptureStatus *captureStatus) {
+    API_ENTER();
+    API_LOCKED(stream_is_capturing(hStream, captureStatus));
+}
+
+SIMCUDA_API CUresult cuStreamBeginCapture(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+}
+
+SIMCUDA_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(stream_begin_capture(hStream, CU_STREAM_CAPTURE_MODE_GLOBAL));
+}
+
+SIMCUDA_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode) {
+    API_ENTER();
+    API_LOCKED(stream_begin_capture(hStream, mode));
+}
+
+SIMCUDA_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
+    API_ENTER();
+    API_LOCKED(stream_begin_capture(hStream, mode));
+}
+
+SIMCUDA_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {
+    API_ENTER();
+    API_LOCKED(stream_end_capture(hStream, phGraph));
+}
+
+SIMCUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph) {
+    API_ENTER();
+    API_LOCKED(stream_end_capture(hStream, phGraph));
+}
+
+SIMCUDA_API CUresult cuGraphDestroy(CUgraph hGraph) {
+    API_ENTER();
+    API_LOCKED(graph_destroy(hGraph));
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+#define EVENT_FLAGS (CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS)
+
+static CUresult event_create(CUevent *ph, unsigned int flags) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!ph || (flags & ~(unsigned)EVENT_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
+    if ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct event *e = obj_new(HK_EVENT, sizeof *e);
+    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = c;
+    e->flags = flags;
+    *ph = (CUevent)(uintptr_t)H(e);
+    return CUDA_SUCCESS;
+}
+
+static struct event *event_get(CUevent h) { return obj_get(HK_EVENT, (uint64_t)(uintptr_t)h); }
+
+static CUresult event_destroy(CUevent h) {
+    struct event *e = event_get(h);
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    e->h.alive = false;
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_record(CUevent h, CUstream s, unsigned int flags, bool ptsz) {
+    if (flags & ~(unsigned)CU_EVENT_RECORD_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    struct event *e = event_get(h);
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    struct sref r;
+    CUresult res = stream_ref(s, ptsz, &r);
+    if (res != CUDA_SUCCESS || r.capturing) return res;
+    e->recorded = true;
+    clock_gettime(CLOCK_MONOTONIC, &e->when);
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_query(CUevent h, bool synchronize) {
+    struct event *e = event_get(h);
+    if (!e) return CUDA_ERROR_INVALID_HANDLE;
+    if (synchronize) pools_sync(e->ctx->dev);
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_elapsed(float *ms, CUevent start, CUevent end) {
+    if (!ms) return CUDA_ERROR_INVALID_VALUE;
+    struct event *a = event_get(start), *b = event_get(end);
+    if (!a || !b || !a->recorded || !b->recorded) return CUDA_ERROR_INVALID_HANDLE;
+    if ((a->flags | b->flags) & CU_EVENT_DISABLE_TIMING) return CUDA_ERROR_INVALID_HANDLE;
+    double d = (double)(b->when.tv_sec - a->when.tv_sec) * 1e3 +
+               (double)(b->when.tv_nsec - a->when.tv_nsec) / 1e6;
+    *ms = (float)d;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
+    API_ENTER();
+    API_LOCKED(event_create(phEvent, Flags));
+}
+
+SIMCUDA_API CUresult cuEventDestroy(CUevent hEvent) {
+    API_ENTER();
+    API_LOCKED(event_destroy(hEvent));
+}
+
+SIMCUDA_API CUresult cuEventDestroy_v2(CUevent hEvent) {
+    API_ENTER();
+    API_LOCKED(event_destroy(hEvent));
+}
+
+SIMCUDA_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(event_record(hEvent, hStream, 0, false));
+}
+
+SIMCUDA_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(event_record(hEvent, hStream, 0, true));
+}
+
+SIMCUDA_API CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags) {
+    API_ENTER();
+    API_LOCKED(event_record(hEvent, hStream, flags, false));
+}
+
+SIMCUDA_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+                                                 unsigned int flags) {
+    API_ENTER();
+    API_LOCKED(event_record(hEvent, hStream, flags, true));
+}
+
+SIMCUDA_API CUresult cuEventQuery(CUevent hEvent) {
+    API_ENTER();
+    API_LOCKED(event_query(hEvent, false));
+}
+
+SIMCUDA_API CUresult cuEventSynchronize(CUevent hEvent) {
+    API_ENTER();
+    API_LOCKED(event_query(hEvent, true));
+}
+
+SIMCUDA_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+    API_ENTER();
+    API_LOCKED(event_elapsed(pMilliseconds, hStart, hEnd));
+}
+
+SIMCUDA_API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd) {
+    API_ENTER();
+    API_LOCKED(event_elapsed(pMilliseconds, hStart, hEnd));
+}

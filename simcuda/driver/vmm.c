@@ -1,0 +1,426 @@
+/*
+ * vmm.c: virtual memory management (cuMemAddressReserve / cuMemCreate / cuMemMap ...) and IPC
+ * memory handles.
+ *
+ * A physical allocation (cuMemCreate) is a block of its device's heap, so it counts against
+ * device memory. Mapping it into a reserved range makes copies to that range reach its bytes;
+ * two ranges mapped to one handle alias. The memory is freed only when the handle has been
+ * released (every cuMemCreate / cuMemRetainAllocationHandle matched by cuMemRelease) and no
+ * mapping of it remains. cuMemAddressFree of a range that still has mappings fails.
+ *
+ * IPC: cuIpcOpenMemHandle works on handles exported by the same process and maps the memory at
+ * a second address (an alias), reference-counted per allocation; handles from another process
+ * return CUDA_ERROR_NOT_SUPPORTED.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+struct phys {
+    struct hdr h;        /* alive while the handle is held (refs > 0) */
+    struct alloc *mem;   /* NULL once freed */
+    uint64_t size;
+    int refs;
+    int mappings;
+    CUmemAllocationProp prop;
+};
+
+struct mapping {
+    struct phys *phys;
+    uint64_t offset;
+    CUmemAccess_flags access[SIM_MAX_DEVICES];
+};
+
+struct ipc_alias {
+    struct alloc *target;
+    uint64_t target_addr;
+    uint64_t serial;
+    int refs;
+    struct ctx *ctx;
+};
+
+static struct rtab reservations; /* obj unused */
+static struct rtab mappings;     /* struct mapping */
+static struct rtab ipc_aliases;  /* struct ipc_alias */
+
+static bool granular(uint64_t v) { return v % VMM_GRANULARITY == 0; }
+
+static bool valid_prop(const CUmemAllocationProp *prop) {
+    return prop && prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
+           prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+           dev_check(prop->location.id) == CUDA_SUCCESS;
+}
+
+static void phys_maybe_free(struct phys *p) {
+    if (p->refs == 0 && p->mappings == 0 && p->mem) {
+        heap_release(p->mem);
+        p->mem = NULL;
+    }
+}
+
+CUresult vmm_xlate(uint64_t addr, size_t n, bool write, char **host, size_t *contig) {
+    struct range *r = rtab_find(&mappings, addr);
+    if (!r) return CUDA_ERROR_INVALID_VALUE;
+    struct mapping *m = r->obj;
+    CUmemAccess_flags need = write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
+    bool allowed = false;
+    for (int d = 0; d < g_cfg.devices; d++)
+        if ((m->access[d] & need) == need) allowed = true;
+    if (!allowed) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t avail = r->addr + r->size - addr;
+    *host = heap_host(m->phys->mem) + m->offset + (addr - r->addr);
+    *contig = n < avail ? n : (size_t)avail;
+    return CUDA_SUCCESS;
+}
+
+static CUresult granularity(size_t *out, const CUmemAllocationProp *prop,
+                            CUmemAllocationGranularity_flags option) {
+    if (!out || !valid_prop(prop)) return CUDA_ERROR_INVALID_VALUE;
+    if (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM && option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+static CUresult address_reserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr hint,
+                                unsigned long long flags) {
+    if (!ptr || flags != 0 || size == 0 || !granular(size)) return CUDA_ERROR_INVALID_VALUE;
+    if (alignment & (alignment - 1)) return CUDA_ERROR_INVALID_VALUE;
+    uint64_t align = alignment > VMM_GRANULARITY ? alignment : VMM_GRANULARITY, addr;
+    bool hint_fits = hint && hint % align == 0 && hint >= VMM_BASE &&
+                     hint + size <= VMM_BASE + VMM_SPAN && !rtab_overlaps(&reservations, hint, size);
+    if (hint_fits)
+        addr = hint;
+    else if (!rtab_first_fit(&reservations, VMM_BASE, VMM_BASE + VMM_SPAN, size, align, &addr))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!rtab_insert(&reservations, addr, size, NULL)) return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult address_free(CUdeviceptr ptr, size_t size) {
+    struct range *r = rtab_exact(&reservations, ptr);
+    if (!r || r->size != size) return CUDA_ERROR_INVALID_VALUE;
+    if (rtab_overlaps(&mappings, ptr, size)) return CUDA_ERROR_INVALID_VALUE;
+    rtab_remove(&reservations, ptr);
+    return CUDA_SUCCESS;
+}
+
+static CUresult mem_create(CUmemGenericAllocationHandle *handle, size_t size,
+                           const CUmemAllocationProp *prop, unsigned long long flags) {
+    if (!handle || !valid_prop(prop) || flags != 0 || size == 0 || !granular(size))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct alloc *a;
+    CUresult r = heap_alloc(prop->location.id, size, HEAP_ALIGN, AK_PHYS, NULL, &a);
+    if (r != CUDA_SUCCESS) return r;
+    struct phys *p = obj_new(HK_PHYS, sizeof *p);
+    if (!p) {
+        heap_release(a);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    p->mem = a;
+    p->size = size;
+    p->refs = 1;
+    p->prop = *prop;
+    a->owner = p;
+    *handle = H(p);
+    return CUDA_SUCCESS;
+}
+
+static CUresult mem_release(CUmemGenericAllocationHandle handle) {
+    struct phys *p = obj_get(HK_PHYS, handle);
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    if (--p->refs == 0) p->h.alive = false;
+    phys_maybe_free(p);
+    return CUDA_SUCCESS;
+}
+
+static CUresult mem_map(CUdeviceptr ptr, size_t size, size_t offset,
+                        CUmemGenericAllocationHandle handle, unsigned long long flags) {
+    struct phys *p = obj_get(HK_PHYS, handle);
+    if (!p || flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (!granular(ptr) || !granular(size) || !granular(offset) || offset > p->size ||
+        size > p->size - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct range *resv = rtab_find(&reservations, ptr);
+    if (!resv || ptr + size > resv->addr + resv->size) return CUDA_ERROR_INVALID_VALUE;
+    if (rtab_overlaps(&mappings, ptr, size)) return CUDA_ERROR_INVALID_VALUE;
+    struct mapping *m = calloc(1, sizeof *m);
+    if (!m || !rtab_insert(&mappings, ptr, size, m)) {
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    m->phys = p;
+    m->offset = offset;
+    p->mappings++;
+    return CUDA_SUCCESS;
+}
+
+/* Every mapping overlapping [ptr, ptr + size) must lie wholly inside it; at least one must. */
+static CUresult mapped_span(CUdeviceptr ptr, size_t size, bool gapless, size_t *first, size_t *last) {
+    if (size == 0 || ptr + size < ptr) return CUDA_ERROR_INVALID_VALUE;
+    size_t i = 0;
+    while (i < mappings.n && mappings.v[i].addr + mappings.v[i].size <= ptr) i++;
+    *first = i;
+    uint64_t expect = ptr;
+    for (; i < mappings.n && mappings.v[i].addr < ptr + size; i++) {
+        struct range *r = &mappings.v[i];
+        if (r->addr < ptr || r->addr + r->size > ptr + size) return CUDA_ERROR_INVALID_VALUE;
+        if (gapless && r->addr != expect) return CUDA_ERROR_INVALID_VALUE;
+        expect = r->addr + r->size;
+    }
+    *last = i;
+    if (*last == *first || (gapless && expect != ptr + size)) return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult mem_unmap(CUdeviceptr ptr, size_t size) {
+    size_t first, last;
+    CUresult r = mapped_span(ptr, size, false, &first, &last);
+    if (r != CUDA_SUCCESS) return r;
+    while (last-- > first) {
+        struct range *rg = &mappings.v[first];
+        struct mapping *m = rg->obj;
+        rtab_remove(&mappings, rg->addr);
+        m->phys->mappings--;
+        phys_maybe_free(m->phys);
+        free(m);
+    }
+    return CUDA_SUCCESS;
+}
+
+static bool valid_access(const CUmemAccessDesc *d) {
+    return d->location.type == CU_MEM_LOCATION_TYPE_DEVICE &&
+           dev_check(d->location.id) == CUDA_SUCCESS &&
+           (d->flags == CU_MEM_ACCESS_FLAGS_PROT_NONE || d->flags == CU_MEM_ACCESS_FLAGS_PROT_READ ||
+            d->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE);
+}
+
+static CUresult set_access(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count) {
+    if (!desc || count == 0) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++)
+        if (!valid_access(&desc[i])) return CUDA_ERROR_INVALID_VALUE;
+    size_t first, last;
+    CUresult r = mapped_span(ptr, size, true, &first, &last);
+    if (r != CUDA_SUCCESS) return r;
+    for (size_t i = first; i < last; i++) {
+        struct mapping *m = mappings.v[i].obj;
+        for (size_t j = 0; j < count; j++) m->access[desc[j].location.id] = desc[j].flags;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult get_access(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr) {
+    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        dev_check(location->id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct range *r = rtab_find(&mappings, ptr);
+    if (!r) return CUDA_ERROR_INVALID_VALUE;
+    *flags = ((struct mapping *)r->obj)->access[location->id];
+    return CUDA_SUCCESS;
+}
+
+static CUresult properties(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle) {
+    struct phys *p = obj_get(HK_PHYS, handle);
+    if (!prop || !p) return CUDA_ERROR_INVALID_VALUE;
+    *prop = p->prop;
+    return CUDA_SUCCESS;
+}
+
+static CUresult retain_handle(CUmemGenericAllocationHandle *handle, void *addr) {
+    struct range *r = rtab_find(&mappings, (uint64_t)(uintptr_t)addr);
+    if (!handle || !r) return CUDA_ERROR_INVALID_VALUE;
+    struct phys *p = ((struct mapping *)r->obj)->phys;
+    p->refs++;
+    p->h.alive = true;
+    *handle = H(p);
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuMemGetAllocationGranularity(size_t *granularity_out,
+                                                   const CUmemAllocationProp *prop,
+                                                   CUmemAllocationGranularity_flags option) {
+    API_ENTER();
+    API_LOCKED(granularity(granularity_out, prop, option));
+}
+
+SIMCUDA_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                         CUdeviceptr addr, unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(address_reserve(ptr, size, alignment, addr, flags));
+}
+
+SIMCUDA_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size) {
+    API_ENTER();
+    API_LOCKED(address_free(ptr, size));
+}
+
+SIMCUDA_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(mem_create(handle, size, prop, flags));
+}
+
+SIMCUDA_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle) {
+    API_ENTER();
+    API_LOCKED(mem_release(handle));
+}
+
+SIMCUDA_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(mem_map(ptr, size, offset, handle, flags));
+}
+
+SIMCUDA_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size) {
+    API_ENTER();
+    API_LOCKED(mem_unmap(ptr, size));
+}
+
+SIMCUDA_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                    size_t count) {
+    API_ENTER();
+    API_LOCKED(set_access(ptr, size, desc, count));
+}
+
+SIMCUDA_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                                    CUdeviceptr ptr) {
+    API_ENTER();
+    API_LOCKED(get_access(flags, location, ptr));
+}
+
+SIMCUDA_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                            CUmemGenericAllocationHandle handle) {
+    API_ENTER();
+    API_LOCKED(properties(prop, handle));
+}
+
+SIMCUDA_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr) {
+    API_ENTER();
+    API_LOCKED(retain_handle(handle, addr));
+}
+
+/* ---- IPC memory handles ------------------------------------------------------------------- */
+
+static const char ipc_magic[8] = {'S', 'I', 'M', 'C', 'U', 'I', 'P', 'C'};
+
+struct ipc_payload {
+    char magic[8];
+    int32_t pid;
+    int32_t dev;
+    uint64_t addr;
+    uint64_t size;
+    uint64_t serial;
+};
+_Static_assert(sizeof(struct ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload must fit the handle");
+
+static bool ipc_target_live(const struct ipc_alias *al) {
+    struct alloc *a = heap_find(al->target_addr);
+    return a == al->target && a->addr == al->target_addr && a->serial == al->serial &&
+           (a->kind == AK_DEVICE || a->kind == AK_PITCH);
+}
+
+CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig) {
+    struct range *r = rtab_find(&ipc_aliases, addr);
+    if (!r || !ipc_target_live(r->obj)) return CUDA_ERROR_INVALID_VALUE;
+    struct alloc *a = ((struct ipc_alias *)r->obj)->target;
+    uint64_t off = addr - r->addr;
+    if (n > a->size || off > a->size - n) return CUDA_ERROR_INVALID_VALUE;
+    *host = heap_host(a) + off;
+    *contig = n;
+    return CUDA_SUCCESS;
+}
+
+void ipc_ctx_teardown(struct ctx *c) {
+    for (size_t i = 0; i < ipc_aliases.n;) {
+        struct ipc_alias *al = ipc_aliases.v[i].obj;
+        if (al->ctx == c) {
+            rtab_remove(&ipc_aliases, ipc_aliases.v[i].addr);
+            free(al);
+        } else {
+            i++;
+        }
+    }
+}
+
+static CUresult ipc_get(CUipcMemHandle *handle, CUdeviceptr dptr) {
+    struct alloc *a = heap_find(dptr);
+    if (!handle || !a || a->addr != dptr || (a->kind != AK_DEVICE && a->kind != AK_PITCH))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct ipc_payload p = {.pid = (int32_t)getpid(), .dev = a->dev, .addr = a->addr,
+                            .size = a->size, .serial = a->serial};
+    memcpy(p.magic, ipc_magic, sizeof p.magic);
+    memset(handle, 0, sizeof *handle);
+    memcpy(handle->reserved, &p, sizeof p);
+    return CUDA_SUCCESS;
+}
+
+static CUresult ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle, unsigned int flags) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)) return CUDA_ERROR_INVALID_VALUE;
+    struct ipc_payload p;
+    memcpy(&p, handle->reserved, sizeof p);
+    if (memcmp(p.magic, ipc_magic, sizeof p.magic) != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (p.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
+    struct ipc_alias probe = {.target = heap_find(p.addr), .target_addr = p.addr, .serial = p.serial};
+    if (!probe.target || !ipc_target_live(&probe)) return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < ipc_aliases.n; i++) {
+        struct ipc_alias *al = ipc_aliases.v[i].obj;
+        if (al->serial == p.serial && ipc_target_live(al)) {
+            al->refs++;
+            *pdptr = ipc_aliases.v[i].addr;
+            return CUDA_SUCCESS;
+        }
+    }
+    uint64_t addr;
+    if (!rtab_first_fit(&ipc_aliases, IPC_BASE, IPC_BASE + IPC_SPAN, probe.target->block, HEAP_ALIGN,
+                        &addr))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct ipc_alias *al = malloc(sizeof *al);
+    if (!al || !rtab_insert(&ipc_aliases, addr, probe.target->block, al)) {
+        free(al);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *al = probe;
+    al->refs = 1;
+    al->ctx = c;
+    *pdptr = addr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult ipc_close(CUdeviceptr dptr) {
+    struct range *r = rtab_exact(&ipc_aliases, dptr);
+    if (!r) return CUDA_ERROR_INVALID_VALUE;
+    struct ipc_alias *al = r->obj;
+    if (--al->refs == 0) {
+        rtab_remove(&ipc_aliases, dptr);
+        free(al);
+    }
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {
+    API_ENTER();
+    API_LOCKED(ipc_get(pHandle, dptr));
+}
+
+SIMCUDA_API CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                        unsigned int Flags) {
+    API_ENTER();
+    API_LOCKED(ipc_open(pdptr, &handle, Flags));
+}
+
+SIMCUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                           unsigned int Flags) {
+    API_ENTER();
+    API_LOCKED(ipc_open(pdptr, &handle, Flags));
+}
+
+SIMCUDA_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
+    API_ENTER();
+    API_LOCKED(ipc_close(dptr));
+}

@@ -1,0 +1,744 @@
+/*
+ * simcuda.h: the declarations of the simulated CUDA driver (libcuda.so.1) and the simulated
+ * CUDA runtime (libcudart.so.12) that gpuleak's tests run against.
+ *
+ * Written for this project from the public CUDA Driver and Runtime API documentation; it is
+ * not NVIDIA's cuda.h and declares only what the simulator implements. Unlike cuda.h it has no
+ * macros that rename `cuMemAlloc` to `cuMemAlloc_v2`: every client calls the exact exported
+ * symbol it means, so a test always knows which entry point an interposer has to catch.
+ */
+#ifndef SIMCUDA_H
+#define SIMCUDA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SIMCUDA_API __attribute__((visibility("default")))
+
+/* ---------------------------------------------------------------------------------------- */
+/* Driver API types                                                                          */
+/* ---------------------------------------------------------------------------------------- */
+
+typedef uint32_t cuuint32_t;
+typedef uint64_t cuuint64_t;
+typedef int CUdevice;
+typedef unsigned long long CUdeviceptr;
+typedef unsigned int CUdeviceptr_v1; /* the 32-bit pointer of the pre-3.2 ABI */
+typedef unsigned long long CUmemGenericAllocationHandle;
+
+typedef struct CUctx_st *CUcontext;
+typedef struct CUmod_st *CUmodule;
+typedef struct CUfunc_st *CUfunction;
+typedef struct CUlib_st *CUlibrary;
+typedef struct CUkern_st *CUkernel;
+typedef struct CUarray_st *CUarray;
+typedef struct CUstream_st *CUstream;
+typedef struct CUevent_st *CUevent;
+typedef struct CUmemPoolHandle_st *CUmemoryPool;
+typedef struct CUgraph_st *CUgraph;
+typedef struct CUgreenCtx_st *CUgreenCtx;
+
+#define CU_STREAM_LEGACY ((CUstream)0x1)
+#define CU_STREAM_PER_THREAD ((CUstream)0x2)
+
+typedef enum CUresult_enum {
+    CUDA_SUCCESS = 0,
+    CUDA_ERROR_INVALID_VALUE = 1,
+    CUDA_ERROR_OUT_OF_MEMORY = 2,
+    CUDA_ERROR_NOT_INITIALIZED = 3,
+    CUDA_ERROR_DEINITIALIZED = 4,
+    CUDA_ERROR_NO_DEVICE = 100,
+    CUDA_ERROR_INVALID_DEVICE = 101,
+    CUDA_ERROR_INVALID_IMAGE = 200,
+    CUDA_ERROR_INVALID_CONTEXT = 201,
+    CUDA_ERROR_ALREADY_MAPPED = 208,
+    CUDA_ERROR_NOT_MAPPED = 211,
+    CUDA_ERROR_INVALID_HANDLE = 400,
+    CUDA_ERROR_ILLEGAL_STATE = 401,
+    CUDA_ERROR_NOT_FOUND = 500,
+    CUDA_ERROR_NOT_READY = 600,
+    CUDA_ERROR_ILLEGAL_ADDRESS = 700,
+    CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
+    CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
+    CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
+    CUDA_ERROR_NOT_PERMITTED = 800,
+    CUDA_ERROR_NOT_SUPPORTED = 801,
+    CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED = 900,
+    CUDA_ERROR_STREAM_CAPTURE_INVALIDATED = 901,
+    CUDA_ERROR_UNKNOWN = 999
+} CUresult;
+
+typedef enum CUdevice_attribute_enum {
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y = 3,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z = 4,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X = 5,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y = 6,
+    CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z = 7,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK = 8,
+    CU_DEVICE_ATTRIBUTE_TOTAL_CONSTANT_MEMORY = 9,
+    CU_DEVICE_ATTRIBUTE_WARP_SIZE = 10,
+    CU_DEVICE_ATTRIBUTE_MAX_PITCH = 11,
+    CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK = 12,
+    CU_DEVICE_ATTRIBUTE_CLOCK_RATE = 13,
+    CU_DEVICE_ATTRIBUTE_TEXTURE_ALIGNMENT = 14,
+    CU_DEVICE_ATTRIBUTE_GPU_OVERLAP = 15,
+    CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16,
+    CU_DEVICE_ATTRIBUTE_KERNEL_EXEC_TIMEOUT = 17,
+    CU_DEVICE_ATTRIBUTE_INTEGRATED = 18,
+    CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY = 19,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_MODE = 20,
+    CU_DEVICE_ATTRIBUTE_CONCURRENT_KERNELS = 31,
+    CU_DEVICE_ATTRIBUTE_ECC_ENABLED = 32,
+    CU_DEVICE_ATTRIBUTE_PCI_BUS_ID = 33,
+    CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID = 34,
+    CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE = 36,
+    CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH = 37,
+    CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38,
+    CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39,
+    CU_DEVICE_ATTRIBUTE_ASYNC_ENGINE_COUNT = 40,
+    CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING = 41,
+    CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID = 50,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76,
+    CU_DEVICE_ATTRIBUTE_STREAM_PRIORITIES_SUPPORTED = 78,
+    CU_DEVICE_ATTRIBUTE_GLOBAL_L1_CACHE_SUPPORTED = 79,
+    CU_DEVICE_ATTRIBUTE_LOCAL_L1_CACHE_SUPPORTED = 80,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81,
+    CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82,
+    CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY = 83,
+    CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD = 84,
+    CU_DEVICE_ATTRIBUTE_PAGEABLE_MEMORY_ACCESS = 88,
+    CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS = 89,
+    CU_DEVICE_ATTRIBUTE_COMPUTE_PREEMPTION_SUPPORTED = 90,
+    CU_DEVICE_ATTRIBUTE_CAN_USE_HOST_POINTER_FOR_REGISTERED_MEM = 91,
+    CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH = 95,
+    CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97,
+    CU_DEVICE_ATTRIBUTE_HOST_REGISTER_SUPPORTED = 99,
+    CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED = 102,
+    CU_DEVICE_ATTRIBUTE_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR_SUPPORTED = 103,
+    CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106,
+    CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK = 111,
+    CU_DEVICE_ATTRIBUTE_READ_ONLY_HOST_REGISTER_SUPPORTED = 113,
+    CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED = 115,
+    CU_DEVICE_ATTRIBUTE_MEMPOOL_SUPPORTED_HANDLE_TYPES = 119,
+    CU_DEVICE_ATTRIBUTE_CLUSTER_LAUNCH = 120
+} CUdevice_attribute;
+
+typedef struct CUuuid_st {
+    char bytes[16];
+} CUuuid;
+
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcMemHandle_st {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+#define CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS 0x1
+
+/* Context creation flags (only stored and reported back). */
+#define CU_CTX_SCHED_AUTO 0x00
+#define CU_CTX_MAP_HOST 0x08
+#define CU_CTX_FLAGS_MASK 0xff
+
+typedef struct CUexecAffinityParam_st CUexecAffinityParam; /* accepted, never read */
+typedef struct CUctxCreateParams_st {
+    CUexecAffinityParam *execAffinityParams;
+    int numExecAffinityParams;
+    void *cigParams;
+} CUctxCreateParams;
+
+/* Streams, events, capture. */
+#define CU_STREAM_DEFAULT 0x0
+#define CU_STREAM_NON_BLOCKING 0x1
+#define CU_EVENT_DEFAULT 0x0
+#define CU_EVENT_BLOCKING_SYNC 0x1
+#define CU_EVENT_DISABLE_TIMING 0x2
+#define CU_EVENT_INTERPROCESS 0x4
+#define CU_EVENT_RECORD_DEFAULT 0x0
+#define CU_EVENT_RECORD_EXTERNAL 0x1
+#define CU_EVENT_WAIT_DEFAULT 0x0
+
+typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
+
+typedef enum CUstreamCaptureStatus_enum {
+    CU_STREAM_CAPTURE_STATUS_NONE = 0,
+    CU_STREAM_CAPTURE_STATUS_ACTIVE = 1,
+    CU_STREAM_CAPTURE_STATUS_INVALIDATED = 2
+} CUstreamCaptureStatus;
+
+typedef enum CUstreamCaptureMode_enum {
+    CU_STREAM_CAPTURE_MODE_GLOBAL = 0,
+    CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1,
+    CU_STREAM_CAPTURE_MODE_RELAXED = 2
+} CUstreamCaptureMode;
+
+/* Host memory flags. */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+#define CU_MEMHOSTALLOC_WRITECOMBINED 0x04
+#define CU_MEMHOSTREGISTER_PORTABLE 0x01
+#define CU_MEMHOSTREGISTER_DEVICEMAP 0x02
+#define CU_MEMHOSTREGISTER_IOMEMORY 0x04
+#define CU_MEMHOSTREGISTER_READ_ONLY 0x08
+#define CU_MEM_ATTACH_GLOBAL 0x1
+#define CU_MEM_ATTACH_HOST 0x2
+
+/* Virtual memory management and pools. */
+typedef enum CUmemAllocationType_enum {
+    CU_MEM_ALLOCATION_TYPE_INVALID = 0,
+    CU_MEM_ALLOCATION_TYPE_PINNED = 1
+} CUmemAllocationType;
+
+typedef enum CUmemAllocationHandleType_enum {
+    CU_MEM_HANDLE_TYPE_NONE = 0,
+    CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR = 1,
+    CU_MEM_HANDLE_TYPE_WIN32 = 2,
+    CU_MEM_HANDLE_TYPE_WIN32_KMT = 4
+} CUmemAllocationHandleType;
+
+typedef enum CUmemLocationType_enum {
+    CU_MEM_LOCATION_TYPE_INVALID = 0,
+    CU_MEM_LOCATION_TYPE_DEVICE = 1,
+    CU_MEM_LOCATION_TYPE_HOST = 2
+} CUmemLocationType;
+
+typedef enum CUmemAccess_flags_enum {
+    CU_MEM_ACCESS_FLAGS_PROT_NONE = 0,
+    CU_MEM_ACCESS_FLAGS_PROT_READ = 1,
+    CU_MEM_ACCESS_FLAGS_PROT_READWRITE = 3
+} CUmemAccess_flags;
+
+typedef enum CUmemAllocationGranularity_flags_enum {
+    CU_MEM_ALLOC_GRANULARITY_MINIMUM = 0,
+    CU_MEM_ALLOC_GRANULARITY_RECOMMENDED = 1
+} CUmemAllocationGranularity_flags;
+
+typedef struct CUmemLocation_st {
+    CUmemLocationType type;
+    int id;
+} CUmemLocation;
+
+typedef struct CUmemAllocationProp_st {
+    CUmemAllocationType type;
+    CUmemAllocationHandleType requestedHandleTypes;
+    CUmemLocation location;
+    void *win32HandleMetaData;
+    struct {
+        unsigned char compressionType;
+        unsigned char gpuDirectRDMACapable;
+        unsigned short usage;
+        unsigned char reserved[4];
+    } allocFlags;
+} CUmemAllocationProp;
+
+typedef struct CUmemAccessDesc_st {
+    CUmemLocation location;
+    CUmemAccess_flags flags;
+} CUmemAccessDesc;
+
+typedef enum CUmemPool_attribute_enum {
+    CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES = 1,
+    CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC = 2,
+    CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES = 3,
+    CU_MEMPOOL_ATTR_RELEASE_THRESHOLD = 4,
+    CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT = 5,
+    CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH = 6,
+    CU_MEMPOOL_ATTR_USED_MEM_CURRENT = 7,
+    CU_MEMPOOL_ATTR_USED_MEM_HIGH = 8
+} CUmemPool_attribute;
+
+typedef struct CUmemPoolProps_st {
+    CUmemAllocationType allocType;
+    CUmemAllocationHandleType handleTypes;
+    CUmemLocation location;
+    void *win32SecurityAttributes;
+    size_t maxSize;
+    unsigned short usage;
+    unsigned char reserved[54];
+} CUmemPoolProps;
+
+/* Arrays. */
+typedef enum CUarray_format_enum {
+    CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
+    CU_AD_FORMAT_UNSIGNED_INT16 = 0x02,
+    CU_AD_FORMAT_UNSIGNED_INT32 = 0x03,
+    CU_AD_FORMAT_SIGNED_INT8 = 0x08,
+    CU_AD_FORMAT_SIGNED_INT16 = 0x09,
+    CU_AD_FORMAT_SIGNED_INT32 = 0x0a,
+    CU_AD_FORMAT_HALF = 0x10,
+    CU_AD_FORMAT_FLOAT = 0x20
+} CUarray_format;
+
+typedef struct CUDA_ARRAY_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
+    size_t Width;
+    size_t Height;
+    size_t Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR;
+
+/* The pre-3.2 descriptors with 32-bit extents, only for the v1 entry points. */
+typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    CUarray_format Format;
+    unsigned int NumChannels;
+} CUDA_ARRAY_DESCRIPTOR_v1;
+
+typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st {
+    unsigned int Width;
+    unsigned int Height;
+    unsigned int Depth;
+    CUarray_format Format;
+    unsigned int NumChannels;
+    unsigned int Flags;
+} CUDA_ARRAY3D_DESCRIPTOR_v1;
+
+/* Modules, libraries, kernels. */
+typedef int CUjit_option;
+typedef int CUlibraryOption;
+typedef enum CUmoduleLoadingMode_enum {
+    CU_MODULE_EAGER_LOADING = 1,
+    CU_MODULE_LAZY_LOADING = 2
+} CUmoduleLoadingMode;
+#define CU_LAUNCH_PARAM_END ((void *)0x00)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)0x01)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)0x02)
+
+/* The versioned resolver. */
+typedef enum CUdriverProcAddressQueryResult_enum {
+    CU_GET_PROC_ADDRESS_SUCCESS = 0,
+    CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND = 1,
+    CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT = 2
+} CUdriverProcAddressQueryResult;
+#define CU_GET_PROC_ADDRESS_DEFAULT 0x0
+#define CU_GET_PROC_ADDRESS_LEGACY_STREAM 0x1
+#define CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM 0x2
+
+/* ---------------------------------------------------------------------------------------- */
+/* Driver API entry points (every one an exported symbol of libcuda.so.1)                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Initialisation, versions, errors, resolvers. */
+SIMCUDA_API CUresult cuInit(unsigned int Flags);
+SIMCUDA_API CUresult cuDriverGetVersion(int *driverVersion);
+SIMCUDA_API CUresult cuGetErrorString(CUresult error, const char **pStr);
+SIMCUDA_API CUresult cuGetErrorName(CUresult error, const char **pStr);
+SIMCUDA_API CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
+                                      cuuint64_t flags);
+SIMCUDA_API CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
+                                         cuuint64_t flags,
+                                         CUdriverProcAddressQueryResult *symbolStatus);
+SIMCUDA_API CUresult cuGetProcAddress_v2_ptsz(const char *symbol, void **pfn, int cudaVersion,
+                                              cuuint64_t flags,
+                                              CUdriverProcAddressQueryResult *symbolStatus);
+SIMCUDA_API CUresult cuGetExportTable(const void **ppExportTable, const void *pExportTableId);
+
+/* Devices. */
+SIMCUDA_API CUresult cuDeviceGet(CUdevice *device, int ordinal);
+SIMCUDA_API CUresult cuDeviceGetCount(int *count);
+SIMCUDA_API CUresult cuDeviceGetName(char *name, int len, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceComputeCapability(int *major, int *minor, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev);
+SIMCUDA_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev);
+SIMCUDA_API CUresult cuDeviceSetMemPool(CUdevice dev, CUmemoryPool pool);
+
+/* Primary contexts. The v1 and v2 entry points behave the same in the simulator. */
+SIMCUDA_API CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev);
+SIMCUDA_API CUresult cuDevicePrimaryCtxRelease(CUdevice dev);
+SIMCUDA_API CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev);
+SIMCUDA_API CUresult cuDevicePrimaryCtxReset(CUdevice dev);
+SIMCUDA_API CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev);
+SIMCUDA_API CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags);
+SIMCUDA_API CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags);
+SIMCUDA_API CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
+
+/* Contexts. */
+SIMCUDA_API CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev);
+SIMCUDA_API CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev);
+SIMCUDA_API CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray,
+                                    int numParams, unsigned int flags, CUdevice dev);
+SIMCUDA_API CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams,
+                                    unsigned int flags, CUdevice dev);
+SIMCUDA_API CUresult cuCtxDestroy(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxDestroy_v2(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxGetCurrent(CUcontext *pctx);
+SIMCUDA_API CUresult cuCtxSetCurrent(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxPushCurrent(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxPushCurrent_v2(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxPopCurrent(CUcontext *pctx);
+SIMCUDA_API CUresult cuCtxPopCurrent_v2(CUcontext *pctx);
+SIMCUDA_API CUresult cuCtxGetDevice(CUdevice *device);
+SIMCUDA_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx);
+SIMCUDA_API CUresult cuCtxSynchronize(void);
+SIMCUDA_API CUresult cuCtxSynchronize_v2(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
+SIMCUDA_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
+SIMCUDA_API CUresult cuCtxGetFlags(unsigned int *flags);
+SIMCUDA_API CUresult cuCtxSetFlags(unsigned int flags);
+SIMCUDA_API CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId);
+
+/* Device memory. */
+SIMCUDA_API CUresult cuMemGetInfo_v2(size_t *free, size_t *total);
+SIMCUDA_API CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
+SIMCUDA_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes,
+                                        size_t Height, unsigned int ElementSizeBytes);
+SIMCUDA_API CUresult cuMemFree_v2(CUdeviceptr dptr);
+SIMCUDA_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+SIMCUDA_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
+
+/* Host memory. */
+SIMCUDA_API CUresult cuMemAllocHost_v2(void **pp, size_t bytesize);
+SIMCUDA_API CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
+SIMCUDA_API CUresult cuMemFreeHost(void *p);
+SIMCUDA_API CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags);
+SIMCUDA_API CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p);
+SIMCUDA_API CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags);
+SIMCUDA_API CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
+SIMCUDA_API CUresult cuMemHostUnregister(void *p);
+
+/* Copies and memsets: _ptds (synchronous) and _ptsz (stream) are the per-thread variants. */
+SIMCUDA_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                   CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
+                                        CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
+                                          size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                     size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                          size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
+                                          size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
+                                               size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
+                                          CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
+                                               size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                          size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
+                                               size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+SIMCUDA_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
+SIMCUDA_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N);
+SIMCUDA_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N);
+SIMCUDA_API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+SIMCUDA_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N);
+SIMCUDA_API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                     CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N,
+                                          CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
+                                      CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N,
+                                           CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                      CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
+                                           CUstream hStream);
+
+/* Stream-ordered allocation and memory pools. */
+SIMCUDA_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+SIMCUDA_API CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);
+SIMCUDA_API CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                             CUstream hStream);
+SIMCUDA_API CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                  CUmemoryPool pool, CUstream hStream);
+SIMCUDA_API CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream);
+SIMCUDA_API CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream);
+SIMCUDA_API CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps);
+SIMCUDA_API CUresult cuMemPoolDestroy(CUmemoryPool pool);
+SIMCUDA_API CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                           void *value);
+SIMCUDA_API CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr,
+                                           void *value);
+SIMCUDA_API CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep);
+SIMCUDA_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map,
+                                        size_t count);
+SIMCUDA_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
+                                        CUmemLocation *location);
+
+/* Virtual memory management. */
+SIMCUDA_API CUresult cuMemGetAllocationGranularity(size_t *granularity,
+                                                   const CUmemAllocationProp *prop,
+                                                   CUmemAllocationGranularity_flags option);
+SIMCUDA_API CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                         CUdeviceptr addr, unsigned long long flags);
+SIMCUDA_API CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size);
+SIMCUDA_API CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                 const CUmemAllocationProp *prop, unsigned long long flags);
+SIMCUDA_API CUresult cuMemRelease(CUmemGenericAllocationHandle handle);
+SIMCUDA_API CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                              CUmemGenericAllocationHandle handle, unsigned long long flags);
+SIMCUDA_API CUresult cuMemUnmap(CUdeviceptr ptr, size_t size);
+SIMCUDA_API CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                    size_t count);
+SIMCUDA_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                                    CUdeviceptr ptr);
+SIMCUDA_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                            CUmemGenericAllocationHandle handle);
+SIMCUDA_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+
+/* Arrays. */
+SIMCUDA_API CUresult cuArrayCreate_v2(CUarray *pHandle,
+                                      const CUDA_ARRAY_DESCRIPTOR *pAllocateArray);
+SIMCUDA_API CUresult cuArray3DCreate_v2(CUarray *pHandle,
+                                        const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray);
+SIMCUDA_API CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor,
+                                             CUarray hArray);
+SIMCUDA_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor,
+                                               CUarray hArray);
+SIMCUDA_API CUresult cuArrayDestroy(CUarray hArray);
+
+/* Inter-process memory handles (same-process open only, see simcuda/README.md). */
+SIMCUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+SIMCUDA_API CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                        unsigned int Flags);
+SIMCUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                           unsigned int Flags);
+SIMCUDA_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr);
+
+/* Streams. */
+SIMCUDA_API CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags);
+SIMCUDA_API CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags,
+                                                int priority);
+SIMCUDA_API CUresult cuStreamDestroy(CUstream hStream);
+SIMCUDA_API CUresult cuStreamDestroy_v2(CUstream hStream);
+SIMCUDA_API CUresult cuStreamSynchronize(CUstream hStream);
+SIMCUDA_API CUresult cuStreamSynchronize_ptsz(CUstream hStream);
+SIMCUDA_API CUresult cuStreamQuery(CUstream hStream);
+SIMCUDA_API CUresult cuStreamQuery_ptsz(CUstream hStream);
+SIMCUDA_API CUresult cuStreamWaitEvent(CUstream hStream, CUevent hEvent, unsigned int Flags);
+SIMCUDA_API CUresult cuStreamWaitEvent_ptsz(CUstream hStream, CUevent hEvent, unsigned int Flags);
+SIMCUDA_API CUresult cuStreamAddCallback(CUstream hStream, CUstreamCallback callback,
+                                         void *userData, unsigned int flags);
+SIMCUDA_API CUresult cuStreamAddCallback_ptsz(CUstream hStream, CUstreamCallback callback,
+                                              void *userData, unsigned int flags);
+SIMCUDA_API CUresult cuStreamGetFlags(CUstream hStream, unsigned int *flags);
+SIMCUDA_API CUresult cuStreamGetFlags_ptsz(CUstream hStream, unsigned int *flags);
+SIMCUDA_API CUresult cuStreamGetPriority(CUstream hStream, int *priority);
+SIMCUDA_API CUresult cuStreamGetPriority_ptsz(CUstream hStream, int *priority);
+SIMCUDA_API CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx);
+SIMCUDA_API CUresult cuStreamGetCtx_ptsz(CUstream hStream, CUcontext *pctx);
+SIMCUDA_API CUresult cuStreamGetCtx_v2(CUstream hStream, CUcontext *pCtx, CUgreenCtx *pGreenCtx);
+SIMCUDA_API CUresult cuStreamGetCtx_v2_ptsz(CUstream hStream, CUcontext *pCtx,
+                                            CUgreenCtx *pGreenCtx);
+SIMCUDA_API CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus);
+SIMCUDA_API CUresult cuStreamIsCapturing_ptsz(CUstream hStream,
+                                              CUstreamCaptureStatus *captureStatus);
+SIMCUDA_API CUresult cuStreamBeginCapture(CUstream hStream);
+SIMCUDA_API CUresult cuStreamBeginCapture_ptsz(CUstream hStream);
+SIMCUDA_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode);
+SIMCUDA_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode);
+SIMCUDA_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph);
+SIMCUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph);
+SIMCUDA_API CUresult cuGraphDestroy(CUgraph hGraph);
+
+/* Events. */
+SIMCUDA_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
+SIMCUDA_API CUresult cuEventDestroy(CUevent hEvent);
+SIMCUDA_API CUresult cuEventDestroy_v2(CUevent hEvent);
+SIMCUDA_API CUresult cuEventRecord(CUevent hEvent, CUstream hStream);
+SIMCUDA_API CUresult cuEventRecord_ptsz(CUevent hEvent, CUstream hStream);
+SIMCUDA_API CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags);
+SIMCUDA_API CUresult cuEventRecordWithFlags_ptsz(CUevent hEvent, CUstream hStream,
+                                                 unsigned int flags);
+SIMCUDA_API CUresult cuEventQuery(CUevent hEvent);
+SIMCUDA_API CUresult cuEventSynchronize(CUevent hEvent);
+SIMCUDA_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+SIMCUDA_API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd);
+
+/* Modules, libraries, kernels: images are any bytes starting with "simcuda"; the built-in
+ * kernels are fill_u32(unsigned *p, unsigned value, unsigned n) and
+ * add_u32(unsigned *p, unsigned delta, unsigned n). */
+SIMCUDA_API CUresult cuModuleLoadData(CUmodule *module, const void *image);
+SIMCUDA_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                        unsigned int numOptions, CUjit_option *options,
+                                        void **optionValues);
+SIMCUDA_API CUresult cuModuleUnload(CUmodule hmod);
+SIMCUDA_API CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+SIMCUDA_API CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode);
+SIMCUDA_API CUresult cuLibraryLoadData(CUlibrary *library, const void *code,
+                                       CUjit_option *jitOptions, void **jitOptionsValues,
+                                       unsigned int numJitOptions, CUlibraryOption *libraryOptions,
+                                       void **libraryOptionValues,
+                                       unsigned int numLibraryOptions);
+SIMCUDA_API CUresult cuLibraryUnload(CUlibrary library);
+SIMCUDA_API CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+SIMCUDA_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel);
+SIMCUDA_API CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
+                                        size_t *paramSize);
+SIMCUDA_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
+                                          size_t *paramSize);
+SIMCUDA_API CUresult cuFuncGetName(const char **name, CUfunction hfunc);
+SIMCUDA_API CUresult cuKernelGetName(const char **name, CUkernel hfunc);
+SIMCUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                    unsigned int gridDimZ, unsigned int blockDimX,
+                                    unsigned int blockDimY, unsigned int blockDimZ,
+                                    unsigned int sharedMemBytes, CUstream hStream,
+                                    void **kernelParams, void **extra);
+SIMCUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                         unsigned int gridDimY, unsigned int gridDimZ,
+                                         unsigned int blockDimX, unsigned int blockDimY,
+                                         unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                         CUstream hStream, void **kernelParams, void **extra);
+
+/* Legacy pre-3.2 (32-bit pointer and size) entry points: exported so that a resolver request
+ * below the _v2 version finds the exact symbol the real driver would return, but they only
+ * return CUDA_ERROR_NOT_SUPPORTED. */
+SIMCUDA_API CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev);
+SIMCUDA_API CUresult cuMemGetInfo(unsigned int *free, unsigned int *total);
+SIMCUDA_API CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize);
+SIMCUDA_API CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
+                                     unsigned int WidthInBytes, unsigned int Height,
+                                     unsigned int ElementSizeBytes);
+SIMCUDA_API CUresult cuMemFree(CUdeviceptr_v1 dptr);
+SIMCUDA_API CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize,
+                                          CUdeviceptr_v1 dptr);
+SIMCUDA_API CUresult cuMemAllocHost(void **pp, unsigned int bytesize);
+SIMCUDA_API CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags);
+SIMCUDA_API CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost,
+                                  unsigned int ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice,
+                                  unsigned int ByteCount);
+SIMCUDA_API CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice, const void *srcHost,
+                                       unsigned int ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v1 srcDevice,
+                                       unsigned int ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyDtoDAsync(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice,
+                                       unsigned int ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N);
+SIMCUDA_API CUresult cuMemsetD16(CUdeviceptr_v1 dstDevice, unsigned short us, unsigned int N);
+SIMCUDA_API CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N);
+SIMCUDA_API CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
+SIMCUDA_API CUresult cuArray3DCreate(CUarray *pHandle,
+                                     const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray);
+SIMCUDA_API CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1 *pArrayDescriptor,
+                                          CUarray hArray);
+SIMCUDA_API CUresult cuArray3DGetDescriptor(CUDA_ARRAY3D_DESCRIPTOR_v1 *pArrayDescriptor,
+                                            CUarray hArray);
+
+/* ---------------------------------------------------------------------------------------- */
+/* Runtime API (libcudart.so.12 and libcudart_static.a)                                     */
+/* ---------------------------------------------------------------------------------------- */
+
+/* Runtime error numbers coincide with the driver's for every code the simulator returns. */
+typedef enum cudaError_enum_rt {
+    cudaSuccess = 0,
+    cudaErrorInvalidValue = 1,
+    cudaErrorMemoryAllocation = 2,
+    cudaErrorInitializationError = 3,
+    cudaErrorInvalidMemcpyDirection = 21,
+    cudaErrorInsufficientDriver = 35,
+    cudaErrorNoDevice = 100,
+    cudaErrorInvalidDevice = 101,
+    cudaErrorInvalidResourceHandle = 400,
+    cudaErrorSymbolNotFound = 500,
+    cudaErrorNotReady = 600,
+    cudaErrorNotSupported = 801,
+    cudaErrorUnknown = 999
+} cudaError_t;
+
+enum cudaMemcpyKind {
+    cudaMemcpyHostToHost = 0,
+    cudaMemcpyHostToDevice = 1,
+    cudaMemcpyDeviceToHost = 2,
+    cudaMemcpyDeviceToDevice = 3,
+    cudaMemcpyDefault = 4
+};
+
+typedef enum cudaDriverEntryPointQueryResult {
+    cudaDriverEntryPointSuccess = 0,
+    cudaDriverEntryPointSymbolNotFound = 1,
+    cudaDriverEntryPointVersionNotSufficent = 2
+} cudaDriverEntryPointQueryResult;
+
+typedef CUstream cudaStream_t;
+typedef CUevent cudaEvent_t;
+
+#define cudaStreamLegacy ((cudaStream_t)0x1)
+#define cudaStreamPerThread ((cudaStream_t)0x2)
+#define cudaHostAllocDefault 0x00
+#define cudaHostAllocPortable 0x01
+#define cudaHostAllocMapped 0x02
+#define cudaHostAllocWriteCombined 0x04
+#define cudaMemAttachGlobal 0x01
+#define cudaEnableDefault 0x0
+#define cudaEnableLegacyStream 0x1
+#define cudaEnablePerThreadDefaultStream 0x2
+
+/* The version of the CUDA runtime the simulated libcudart reports (12.9). */
+#define SIMCUDART_VERSION 12090
+
+SIMCUDA_API cudaError_t cudaGetDeviceCount(int *count);
+SIMCUDA_API cudaError_t cudaSetDevice(int device);
+SIMCUDA_API cudaError_t cudaGetDevice(int *device);
+SIMCUDA_API cudaError_t cudaMalloc(void **devPtr, size_t size);
+SIMCUDA_API cudaError_t cudaFree(void *devPtr);
+SIMCUDA_API cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
+SIMCUDA_API cudaError_t cudaMallocHost(void **ptr, size_t size);
+SIMCUDA_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
+SIMCUDA_API cudaError_t cudaFreeHost(void *ptr);
+SIMCUDA_API cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height);
+SIMCUDA_API cudaError_t cudaMemGetInfo(size_t *free, size_t *total);
+SIMCUDA_API cudaError_t cudaMemcpy(void *dst, const void *src, size_t count,
+                                   enum cudaMemcpyKind kind);
+SIMCUDA_API cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count,
+                                        enum cudaMemcpyKind kind, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaMemset(void *devPtr, int value, size_t count);
+SIMCUDA_API cudaError_t cudaStreamCreate(cudaStream_t *pStream);
+SIMCUDA_API cudaError_t cudaStreamDestroy(cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaStreamSynchronize(cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaEventCreate(cudaEvent_t *event);
+SIMCUDA_API cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaEventSynchronize(cudaEvent_t event);
+SIMCUDA_API cudaError_t cudaEventDestroy(cudaEvent_t event);
+SIMCUDA_API cudaError_t cudaDeviceSynchronize(void);
+SIMCUDA_API cudaError_t cudaDeviceReset(void);
+SIMCUDA_API cudaError_t cudaGetLastError(void);
+SIMCUDA_API cudaError_t cudaPeekAtLastError(void);
+SIMCUDA_API const char *cudaGetErrorString(cudaError_t error);
+SIMCUDA_API const char *cudaGetErrorName(cudaError_t error);
+SIMCUDA_API cudaError_t cudaDriverGetVersion(int *driverVersion);
+SIMCUDA_API cudaError_t cudaRuntimeGetVersion(int *runtimeVersion);
+SIMCUDA_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr,
+                                                unsigned long long flags,
+                                                cudaDriverEntryPointQueryResult *driverStatus);
+SIMCUDA_API cudaError_t cudaGetDriverEntryPointByVersion(
+    const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
+    cudaDriverEntryPointQueryResult *driverStatus);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SIMCUDA_H */

@@ -1,0 +1,81 @@
+/*
+ * rt.h: the simulated CUDA runtime's view of the driver.
+ *
+ * The runtime reaches the driver only the way NVIDIA's runtime does: dlopen("libcuda.so.1"),
+ * dlsym of cuGetProcAddress_v2 (or the 4-argument cuGetProcAddress), then one resolver request
+ * per driver function, by base name and ABI version. It never links against libcuda and never
+ * calls an exported driver symbol directly, so an interposer that only exports symbols sees
+ * none of these calls, exactly as with the real runtime.
+ */
+#ifndef SIMCUDART_RT_H
+#define SIMCUDART_RT_H
+
+#include <stdbool.h>
+
+#include "simcuda.h"
+
+#define RT_HIDDEN __attribute__((visibility("hidden")))
+
+/* Driver entry points obtained from the resolver, with the ABI versions the runtime asks for. */
+struct driver {
+    CUresult (*cuInit)(unsigned int);
+    CUresult (*cuDriverGetVersion)(int *);
+    CUresult (*cuDeviceGetCount)(int *);
+    CUresult (*cuDeviceGet)(CUdevice *, int);
+    CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+    CUresult (*cuDevicePrimaryCtxReset_v2)(CUdevice);
+    CUresult (*cuCtxGetCurrent)(CUcontext *);
+    CUresult (*cuCtxSetCurrent)(CUcontext);
+    CUresult (*cuCtxGetDevice)(CUdevice *);
+    CUresult (*cuCtxSynchronize)(void);
+    CUresult (*cuMemGetInfo_v2)(size_t *, size_t *);
+    CUresult (*cuMemAlloc_v2)(CUdeviceptr *, size_t);
+    CUresult (*cuMemAllocPitch_v2)(CUdeviceptr *, size_t *, size_t, size_t, unsigned int);
+    CUresult (*cuMemAllocManaged)(CUdeviceptr *, size_t, unsigned int);
+    CUresult (*cuMemFree_v2)(CUdeviceptr);
+    CUresult (*cuMemHostAlloc)(void **, size_t, unsigned int);
+    CUresult (*cuMemFreeHost)(void *);
+    CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);
+    CUresult (*cuMemcpyDtoH_v2)(void *, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyDtoD_v2)(CUdeviceptr, CUdeviceptr, size_t);
+    CUresult (*cuMemcpyHtoDAsync_v2)(CUdeviceptr, const void *, size_t, CUstream);
+    CUresult (*cuMemcpyDtoHAsync_v2)(void *, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemcpyDtoDAsync_v2)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+    CUresult (*cuMemsetD8_v2)(CUdeviceptr, unsigned char, size_t);
+    CUresult (*cuStreamCreate)(CUstream *, unsigned int);
+    CUresult (*cuStreamDestroy_v2)(CUstream);
+    CUresult (*cuStreamSynchronize)(CUstream);
+    CUresult (*cuEventCreate)(CUevent *, unsigned int);
+    CUresult (*cuEventRecord)(CUevent, CUstream);
+    CUresult (*cuEventSynchronize)(CUevent);
+    CUresult (*cuEventDestroy_v2)(CUevent);
+};
+
+RT_HIDDEN extern struct driver drv;
+
+/* Loads the driver and resolves every entry point, once. */
+RT_HIDDEN cudaError_t rt_load(void);
+/* rt_load, a driver version check and cuInit, once. */
+RT_HIDDEN cudaError_t rt_init(void);
+/* rt_init, then makes sure the calling thread has a current context (the primary context of
+ * its device unless the thread already made one current itself). */
+RT_HIDDEN cudaError_t rt_context(void);
+/* Makes device's primary context current on the calling thread. */
+RT_HIDDEN cudaError_t rt_bind_device(int device);
+RT_HIDDEN int rt_thread_device(void);
+RT_HIDDEN void rt_set_thread_device(int device);
+/* Asks the driver's resolver, as cudaGetDriverEntryPointByVersion does. */
+RT_HIDDEN cudaError_t rt_entry_point(const char *symbol, void **fn, unsigned int version,
+                                     unsigned long long flags,
+                                     cudaDriverEntryPointQueryResult *status);
+/* Remembers a failure for cudaGetLastError and returns it. */
+RT_HIDDEN cudaError_t rt_error(cudaError_t e);
+RT_HIDDEN cudaError_t rt_take_last_error(bool reset);
+
+static inline cudaError_t rt_from_driver(CUresult r) { return (cudaError_t)r; }
+
+#endif /* SIMCUDART_RT_H */

@@ -1,0 +1,201 @@
+//! Builds the simulated CUDA driver and runtime (`simcuda/`) and every C test client
+//! (`tests/clients/*.c`) with the C compiler that `cc` picks (honouring `CC`).
+//!
+//! Output, under `$OUT_DIR`:
+//! - `sim/`: `libcuda.so.1` (+ `libcuda.so`), `libcudart.so.12` (+ `libcudart.so`) and
+//!   `libcudart_static.a`;
+//! - `bin/<stem>`: one executable per client, linked as its first line says:
+//!   `// link: driver | dl | cudart-shared | cudart-static | none`.
+//!
+//! The directories reach the tests as `GPULEAK_E2E_SIM_DIR` and `GPULEAK_E2E_BIN_DIR`. A compiler
+//! error fails the build with the compiler's own message.
+
+use std::env;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// Flags shared by the driver and the runtime: their own internal calls bind locally
+/// (`-Bsymbolic-functions`) and only the API is exported, so an interposer sees exactly the
+/// calls a client makes.
+const LIBRARY_FLAGS: &[&str] = &[
+    "-std=c11",
+    "-D_GNU_SOURCE",
+    "-Wall",
+    "-Wextra",
+    "-O2",
+    "-fPIC",
+    "-pthread",
+    "-fvisibility=hidden",
+];
+
+fn main() {
+    let manifest = PathBuf::from(env::var_os("CARGO_MANIFEST_DIR").expect("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().expect("tests/ has a parent").to_path_buf();
+    let simcuda = root.join("simcuda");
+    let clients = manifest.join("clients");
+    let out = PathBuf::from(env::var_os("OUT_DIR").expect("OUT_DIR"));
+    let sim = out.join("sim");
+    let bin = out.join("bin");
+    let obj = out.join("obj");
+    for dir in [&sim, &bin, &obj] {
+        fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
+    }
+    println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed={}", simcuda.display());
+    println!("cargo:rerun-if-changed={}", clients.display());
+
+    let compiler = Compiler::new(&simcuda.join("include"));
+    build_driver(&compiler, &simcuda, &sim);
+    build_runtime(&compiler, &simcuda, &sim, &obj);
+    build_clients(&compiler, &clients, &sim, &bin);
+
+    println!("cargo:rustc-env=GPULEAK_E2E_SIM_DIR={}", sim.display());
+    println!("cargo:rustc-env=GPULEAK_E2E_BIN_DIR={}", bin.display());
+}
+
+/// The C compiler as `cc` configures it, plus the simulator's include directory.
+struct Compiler {
+    tool: cc::Tool,
+    include: PathBuf,
+}
+
+impl Compiler {
+    fn new(include: &Path) -> Self {
+        let tool = cc::Build::new().cargo_metadata(false).get_compiler();
+        Compiler {
+            tool,
+            include: include.to_path_buf(),
+        }
+    }
+
+    fn command(&self) -> Command {
+        let mut cmd = self.tool.to_command();
+        cmd.arg("-I").arg(&self.include);
+        cmd
+    }
+}
+
+/// Runs a compiler or archiver command; panics with its output when it fails and forwards
+/// its warnings to cargo.
+fn run(mut cmd: Command, what: &str) {
+    let output = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{what}: cannot run {:?}: {e}", cmd.get_program()));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if !output.status.success() {
+        panic!("{what} failed ({}):\n{:?}\n{stderr}", output.status, cmd);
+    }
+    for line in stderr.lines().filter(|l| !l.trim().is_empty()) {
+        println!("cargo:warning={what}: {line}");
+    }
+}
+
+/// The `.c` files of a directory, sorted so that builds are reproducible.
+fn c_sources(dir: &Path) -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    files.sort();
+    files
+}
+
+/// Replaces `link` with a symbolic link to `target` (a file name in the same directory).
+fn symlink(target: &str, link: &Path) {
+    let _ = fs::remove_file(link);
+    std::os::unix::fs::symlink(target, link).unwrap_or_else(|e| panic!("linking {} -> {target}: {e}", link.display()));
+}
+
+fn build_driver(compiler: &Compiler, simcuda: &Path, sim: &Path) {
+    let mut cmd = compiler.command();
+    cmd.args(LIBRARY_FLAGS)
+        .args(["-shared", "-Wl,-Bsymbolic-functions", "-Wl,-soname,libcuda.so.1"])
+        .args(c_sources(&simcuda.join("driver")))
+        .arg("-o")
+        .arg(sim.join("libcuda.so.1"));
+    run(cmd, "simcuda driver");
+    symlink("libcuda.so.1", &sim.join("libcuda.so"));
+}
+
+fn build_runtime(compiler: &Compiler, simcuda: &Path, sim: &Path, obj: &Path) {
+    let sources = c_sources(&simcuda.join("runtime"));
+    let mut cmd = compiler.command();
+    cmd.args(LIBRARY_FLAGS)
+        .args(["-shared", "-Wl,-Bsymbolic-functions", "-Wl,-soname,libcudart.so.12"])
+        .args(&sources)
+        .arg("-o")
+        .arg(sim.join("libcudart.so.12"))
+        .arg("-ldl");
+    run(cmd, "simcuda runtime");
+    symlink("libcudart.so.12", &sim.join("libcudart.so"));
+
+    // The static archive holds the same code, as nvcc's default libcudart_static.a does.
+    let mut objects = Vec::new();
+    for source in &sources {
+        let object = obj.join(source.file_stem().expect("file stem")).with_extension("o");
+        let mut cmd = compiler.command();
+        cmd.args(LIBRARY_FLAGS).arg("-c").arg(source).arg("-o").arg(&object);
+        run(cmd, "simcuda static runtime");
+        objects.push(object);
+    }
+    let archive = sim.join("libcudart_static.a");
+    let _ = fs::remove_file(&archive);
+    let mut ar = cc::Build::new().cargo_metadata(false).get_archiver();
+    ar.arg("crs").arg(&archive).args(&objects);
+    run(ar, "simcuda static runtime archive");
+}
+
+/// How a client links, from its first line: `// link: <mode>`.
+fn link_mode(source: &Path) -> String {
+    let text = fs::read_to_string(source).unwrap_or_else(|e| panic!("reading {}: {e}", source.display()));
+    let first = text.lines().next().unwrap_or_default();
+    match first.trim().strip_prefix("// link:") {
+        Some(mode) => mode.trim().to_string(),
+        None => panic!(
+            "{}: the first line must say how to link, e.g. `// link: driver` \
+             (driver, dl, cudart-shared, cudart-static or none)",
+            source.display()
+        ),
+    }
+}
+
+fn build_clients(compiler: &Compiler, clients: &Path, sim: &Path, bin: &Path) {
+    let sources = c_sources(clients);
+    std::thread::scope(|scope| {
+        for source in &sources {
+            scope.spawn(move || build_client(compiler, source, sim, bin));
+        }
+    });
+}
+
+fn build_client(compiler: &Compiler, source: &Path, sim: &Path, bin: &Path) {
+    let stem = source.file_stem().expect("file stem").to_string_lossy().into_owned();
+    let mut cmd = compiler.command();
+    // gnu11: clients are POSIX programs (fork, pause, dladdr with _GNU_SOURCE).
+    cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-g", "-O1", "-pthread"])
+        .arg(source)
+        .arg("-o")
+        .arg(bin.join(&stem));
+    match link_mode(source).as_str() {
+        "driver" => {
+            cmd.arg("-L").arg(sim).arg("-lcuda");
+        }
+        "dl" => {
+            cmd.arg("-ldl");
+        }
+        "cudart-shared" => {
+            cmd.arg("-L").arg(sim).arg("-lcudart");
+        }
+        "cudart-static" => {
+            cmd.arg(sim.join("libcudart_static.a")).arg("-ldl");
+        }
+        "none" => {}
+        other => panic!(
+            "{}: unknown link mode `{other}` (driver, dl, cudart-shared, cudart-static or none)",
+            source.display()
+        ),
+    }
+    run(cmd, &format!("client {stem}"));
+}

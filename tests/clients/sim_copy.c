@@ -1,0 +1,197 @@
+// link: driver
+// Copies and memsets: data round-trips through device memory, interior pointers, bounds,
+// freed memory, page-locked and managed memory as unified addresses, and a device pointer
+// that the host cannot dereference. Each check prints "name 0|1" (1 = as expected) or a
+// CUresult.
+#include <setjmp.h>
+#include <signal.h>
+#include <stdint.h>
+
+#include "sim_util.h"
+
+#define N 4096
+
+static sigjmp_buf jump;
+
+static void on_segv(int sig) {
+    (void)sig;
+    siglongjmp(jump, 1);
+}
+
+static int round_trip(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    static unsigned char in[N], out[N];
+    for (int i = 0; i < N; i++) in[i] = (unsigned char)(i * 7 + 3);
+    CUdeviceptr a, b;
+    CUstream s;
+    CHECK(cuMemAlloc_v2(&a, N));
+    CHECK(cuMemAlloc_v2(&b, 2 * N));
+    CHECK(cuStreamCreate(&s, 0));
+
+    CHECK(cuMemcpyHtoD_v2(a, in, N));
+    CHECK(cuMemcpyDtoH_v2(out, a, N));
+    printf("htod_dtoh %d\n", !memcmp(in, out, N));
+
+    // Device to device into the middle of b (an interior pointer), then back out.
+    memset(out, 0, N);
+    CHECK(cuMemcpyDtoD_v2(b + N, a, N));
+    CHECK(cuMemcpyDtoH_v2_ptds(out, b + N, N));
+    printf("dtod_interior %d\n", !memcmp(in, out, N));
+
+    memset(out, 0, N);
+    CHECK(cuMemcpyHtoDAsync_v2(b, in, N, s));
+    CHECK(cuMemcpyDtoDAsync_v2_ptsz(a, b, N, CU_STREAM_PER_THREAD));
+    CHECK(cuMemcpyDtoHAsync_v2(out, a, N, CU_STREAM_LEGACY));
+    CHECK(cuStreamSynchronize(s));
+    printf("async %d\n", !memcmp(in, out, N));
+
+    memset(out, 0, N);
+    CHECK(cuMemcpy(b, (CUdeviceptr)(uintptr_t)in, N));
+    CHECK(cuMemcpyAsync((CUdeviceptr)(uintptr_t)out, b, N, NULL));
+    printf("unified %d\n", !memcmp(in, out, N));
+
+    CHECK(cuMemsetD8_v2(a, 0x5a, N));
+    CHECK(cuMemsetD32_v2(a + 16, 0x11223344u, 4));
+    CHECK(cuMemsetD16Async(a + 64, 0xbeef, 2, s));
+    CHECK(cuMemcpyDtoH_v2(out, a, N));
+    uint32_t w;
+    uint16_t h;
+    memcpy(&w, out + 28, 4);
+    memcpy(&h, out + 66, 2);
+    printf("memset %d\n", out[0] == 0x5a && out[15] == 0x5a && w == 0x11223344u &&
+                              out[32] == 0x5a && h == 0xbeef && out[N - 1] == 0x5a);
+    put_result("memset_misaligned", cuMemsetD32_v2(a + 2, 0, 4));
+
+    put_result("htod_past_end", cuMemcpyHtoD_v2(a, in, N + 1));
+    put_result("dtoh_past_end", cuMemcpyDtoH_v2(out, a + N - 8, 16));
+    put_result("dtod_across_blocks", cuMemcpyDtoD_v2(a, b + 2 * N - 16, 64));
+    put_result("memset_past_end", cuMemsetD8_v2(a + 1, 0, N));
+    put_result("dtoh_unknown_device_pointer", cuMemcpyDtoH_v2(out, 0x700000f00000ull, 16));
+    put_result("dtoh_null_host", cuMemcpyDtoH_v2(NULL, a, 16));
+    put_result("htod_null_device", cuMemcpyHtoD_v2(0, in, 16));
+    put_result("zero_bytes", cuMemcpyHtoD_v2(a, in, 0));
+    CHECK(cuMemFree_v2(b));
+    put_result("dtoh_freed", cuMemcpyDtoH_v2(out, b, 16));
+    return 0;
+}
+
+static int host_memory(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUdeviceptr d, mapped;
+    void *pinned;
+    unsigned int flags = 99;
+    CHECK(cuMemAlloc_v2(&d, N));
+    CHECK(cuMemHostAlloc(&pinned, N, CU_MEMHOSTALLOC_DEVICEMAP));
+    memset(pinned, 0x42, N);
+    CHECK(cuMemHostGetDevicePointer_v2(&mapped, pinned, 0));
+    printf("device_pointer_is_host_pointer %d\n", mapped == (CUdeviceptr)(uintptr_t)pinned);
+    CHECK(cuMemHostGetFlags(&flags, pinned));
+    put_u64("host_flags", flags);
+    // The pinned buffer used as a device address on both sides of device copies.
+    CHECK(cuMemcpyDtoD_v2(d, mapped + 16, 64));
+    unsigned char out[64];
+    CHECK(cuMemcpyDtoH_v2(out, d, 64));
+    printf("pinned_as_device %d\n", out[0] == 0x42 && out[63] == 0x42);
+    put_result("pinned_past_end", cuMemcpyDtoD_v2(d, mapped + N - 8, 64));
+
+    // Registered host memory.
+    static unsigned char buf[3 * N];
+    memset(buf, 7, sizeof buf);
+    CHECK(cuMemHostRegister_v2(buf + N, N, 0));
+    put_result("register_overlap", cuMemHostRegister_v2(buf + N + 100, 10, 0));
+    CUdeviceptr reg;
+    CHECK(cuMemHostGetDevicePointer_v2(&reg, buf + N + 8, 0));
+    CHECK(cuMemcpyDtoH_v2(out, reg, 64));
+    printf("registered_as_device %d\n", out[0] == 7);
+    put_result("unregister_interior", cuMemHostUnregister(buf + N + 8));
+    put_result("unregister", cuMemHostUnregister(buf + N));
+    put_result("unregister_again", cuMemHostUnregister(buf + N));
+    put_result("device_pointer_unregistered", cuMemHostGetDevicePointer_v2(&reg, buf, 0));
+
+    // Managed memory is written by the host directly and read by the device.
+    CUdeviceptr m;
+    CHECK(cuMemAllocManaged(&m, N, CU_MEM_ATTACH_GLOBAL));
+    memset((void *)(uintptr_t)m, 0x33, N);
+    CHECK(cuMemcpyDtoD_v2(d, m, N));
+    CHECK(cuMemcpyDtoH_v2(out, d + N - 64, 64));
+    printf("managed_host_writes %d\n", out[63] == 0x33);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CHECK(cuMemGetAddressRange_v2(&base, &size, m + 100));
+    printf("managed_range %d\n", base == m && size == N);
+    CHECK(cuMemGetAddressRange_v2(&base, &size, d + 100));
+    printf("device_range %d\n", base == d && size == N);
+    put_result("free_managed", cuMemFree_v2(m));
+    put_result("free_host_twice_first", cuMemFreeHost(pinned));
+    put_result("free_host_twice_second", cuMemFreeHost(pinned));
+    put_result("free_host_device_pointer", cuMemFreeHost((void *)(uintptr_t)d));
+    return 0;
+}
+
+// A device pointer is not host memory: dereferencing it faults, as on a real GPU.
+static int no_host_access(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, N));
+    signal(SIGSEGV, on_segv);
+    volatile unsigned char *p = (volatile unsigned char *)(uintptr_t)d;
+    if (sigsetjmp(jump, 1) == 0) {
+        unsigned char v = *p;
+        printf("host_read_of_device_pointer succeeded %u\n", v);
+    } else {
+        printf("host_read_of_device_pointer faulted\n");
+    }
+    return 0;
+}
+
+// IPC handles opened in the exporting process map the same memory at a second address.
+static int ipc(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUdeviceptr d, opened = 0, again = 0, async, other;
+    CUipcMemHandle h, h_async;
+    CHECK(cuMemAlloc_v2(&d, N));
+    CHECK(cuIpcGetMemHandle(&h, d));
+    size_t before = free_bytes();
+    put_result("open", cuIpcOpenMemHandle_v2(&opened, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS));
+    printf("new_address %d\n", opened != 0 && opened != d);
+    printf("no_memory_taken %d\n", free_bytes() == before);
+    char in[32] = "seen through the alias", out[32] = {0};
+    CHECK(cuMemcpyHtoD_v2(d + 64, in, sizeof in));
+    CHECK(cuMemcpyDtoH_v2(out, opened + 64, sizeof out));
+    printf("alias %d\n", !strcmp(in, out));
+    put_result("alias_past_end", cuMemcpyDtoH_v2(out, opened + N - 8, 16));
+    put_result("open_again_v1", cuIpcOpenMemHandle(&again, h, 0));
+    printf("same_address %d\n", again == opened);
+    put_result("close", cuIpcCloseMemHandle(opened));
+    put_result("still_open", cuMemcpyDtoH_v2(out, opened, 4));
+    put_result("close_last", cuIpcCloseMemHandle(opened));
+    put_result("close_closed", cuIpcCloseMemHandle(opened));
+    put_result("copy_after_close", cuMemcpyDtoH_v2(out, opened, 4));
+    CHECK(cuMemAllocAsync(&async, N, NULL));
+    put_result("handle_of_async", cuIpcGetMemHandle(&h_async, async));
+    put_result("handle_of_interior", cuIpcGetMemHandle(&h_async, d + 256));
+    CHECK(cuIpcOpenMemHandle_v2(&opened, h, 0));
+    CHECK(cuMemFree_v2(d));
+    put_result("copy_after_target_freed", cuMemcpyDtoH_v2(out, opened, 4));
+    CHECK(cuMemAlloc_v2(&other, N));
+    printf("reallocated_at_same_address %d\n", other == d);
+    put_result("open_stale_handle", cuIpcOpenMemHandle_v2(&again, h, 0));
+    CUipcMemHandle garbage;
+    memset(&garbage, 0x5a, sizeof garbage);
+    put_result("open_garbage", cuIpcOpenMemHandle_v2(&again, garbage, 0));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    static const struct subcommand cmds[] = {
+        {"ipc", ipc},
+        {"round-trip", round_trip},
+        {"host-memory", host_memory},
+        {"no-host-access", no_host_access},
+    };
+    return DISPATCH(cmds);
+}

@@ -1,0 +1,62 @@
+/* sim_util.h: helpers shared by the simulator's self-test clients (sim_*.c).
+ *
+ * Clients print one fact per line, "key value", and leave every judgement to the Rust test,
+ * so a failing test shows the whole story. CHECK is only for set-up steps that must work. */
+#ifndef SIM_UTIL_H
+#define SIM_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simcuda.h"
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        CUresult check_ = (call);                                                          \
+        if (check_ != CUDA_SUCCESS) {                                                      \
+            fprintf(stderr, "%s:%d: %s failed with %d\n", __FILE__, __LINE__, #call,      \
+                    (int)check_);                                                          \
+            exit(3);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+/* cuInit, then the primary context of device 0 made current. */
+static inline CUcontext setup(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    return ctx;
+}
+
+static inline size_t free_bytes(void) {
+    size_t free = 0, total = 0;
+    CHECK(cuMemGetInfo_v2(&free, &total));
+    return free;
+}
+
+static inline void put_result(const char *key, CUresult r) { printf("%s %d\n", key, (int)r); }
+static inline void put_u64(const char *key, unsigned long long v) { printf("%s %llu\n", key, v); }
+static inline void put_ptr(const char *key, unsigned long long v) { printf("%s 0x%llx\n", key, v); }
+
+/* Runs the subcommand named argv[1] from a table of {name, function}. */
+struct subcommand {
+    const char *name;
+    int (*run)(int argc, char **argv);
+};
+
+static inline int dispatch(const struct subcommand *cmds, size_t n, int argc, char **argv) {
+    for (size_t i = 0; argc > 1 && i < n; i++)
+        if (strcmp(argv[1], cmds[i].name) == 0) return cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "usage: %s <subcommand>; subcommands:", argv[0]);
+    for (size_t i = 0; i < n; i++) fprintf(stderr, " %s", cmds[i].name);
+    fprintf(stderr, "\n");
+    return 2;
+}
+
+#define DISPATCH(cmds) dispatch(cmds, sizeof cmds / sizeof cmds[0], argc, argv)
+
+#endif /* SIM_UTIL_H */

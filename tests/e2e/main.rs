@@ -1,0 +1,12 @@
+//! End-to-end tests: real C programs (`tests/clients/`) and third-party CUDA clients on the
+//! simulated CUDA driver (`simcuda/`), with and without `libgpuleak.so` preloaded.
+//!
+//! One test binary; each module is one area:
+//! - `sim`: the simulator itself, with no interposer (it must be right before the shim's tests
+//!   can mean anything);
+//! - `shim`: the shim under the C clients;
+//! - `trace`: reading traces and client output in tests.
+
+mod shim;
+mod sim;
+mod trace;

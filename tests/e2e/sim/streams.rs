@@ -1,0 +1,94 @@
+//! Streams, events, modules and kernels.
+
+use super::run;
+
+#[test]
+fn streams_keep_their_attributes_and_die_with_destroy() {
+    let f = run("sim_streams", "streams");
+    f.expect_all(&[
+        ("flags", "1"),
+        ("priority_range", "0 -5"),
+        ("clamped_priority", "-5"),
+        ("stream_ctx", "1"),
+        ("special_stream_ctx", "1 1"),
+        ("query", "0"),
+        ("sync_null", "0"),
+        ("sync_legacy", "0"),
+        ("sync_per_thread", "0"),
+        ("bad_flags", "1"),
+        ("sync_destroyed", "400"),
+        ("destroy_destroyed", "400"),
+        ("memset_on_destroyed", "400"),
+        ("sync_bogus", "400"),
+    ]);
+}
+
+#[test]
+fn stream_callbacks_run_and_may_call_the_driver() {
+    let f = run("sim_streams", "streams");
+    f.expect_all(&[
+        ("callback", "0"),
+        ("callback_ptsz", "0"),
+        ("callback_calls", "2 inner 0"),
+    ]);
+}
+
+#[test]
+fn events_record_time_and_die_with_destroy() {
+    let f = run("sim_streams", "events");
+    f.expect_all(&[
+        ("query_unrecorded", "0"),
+        ("elapsed_unrecorded", "400"),
+        ("wait", "0"),
+        ("wait_ptsz", "0"),
+        ("query", "0"),
+        ("synchronize", "0"),
+        ("elapsed", "0"),
+        ("elapsed_non_negative", "1"),
+        ("elapsed_v2", "0"),
+        ("elapsed_untimed", "400"),
+        ("interprocess_needs_disable_timing", "1"),
+        ("record_destroyed", "400"),
+        ("wait_destroyed", "400"),
+        ("destroy_destroyed", "400"),
+    ]);
+}
+
+#[test]
+fn built_in_kernels_run_on_device_memory() {
+    let f = run("sim_modules", "modules");
+    f.expect_all(&[
+        ("load_bad_image", "200"),
+        ("missing_function", "500"),
+        ("name", "add_u32"),
+        ("param", "2 12 4"),
+        ("param_out_of_range", "1"),
+        ("loading_mode", "2"),
+        ("launch_fill", "0"),
+        ("fill", "7 7 0"), // 4 x 128 threads cover elements 0..512 only
+        ("launch_add", "0"),
+        ("add", "12 12 5"),
+        ("launch_out_of_bounds", "700"),
+        ("out_of_bounds_wrote_nothing", "1"),
+        ("launch_too_many_threads", "1"),
+        ("launch_no_params", "1"),
+        ("launch_unloaded", "400"),
+        ("unload_twice", "400"),
+    ]);
+}
+
+#[test]
+fn library_kernels_launch_as_functions_and_as_kernels() {
+    let f = run("sim_modules", "libraries");
+    f.expect_all(&[
+        ("load_bad_image", "200"),
+        ("same_kernel", "1"),
+        ("same_function", "1"),
+        ("kernel_param2_offset", "12"),
+        ("launch_function", "0"),
+        ("launch_kernel_handle", "0"),
+        ("values", "11 9 9"),
+        ("launch_after_unload", "400"),
+        ("get_kernel_after_unload", "400"),
+    ]);
+}

@@ -1,0 +1,175 @@
+//! Support for gpuleak's end-to-end tests: real C programs run against the simulated CUDA
+//! driver (`simcuda/`), with or without `libgpuleak.so` preloaded.
+//!
+//! `build.rs` compiles the simulator into [`sim_dir`] and every `tests/clients/*.c` into an
+//! executable that [`client`] finds by name. [`sim_command`] runs a program on the simulator
+//! with a clean environment; [`shim_command`] adds the shim and a trace path.
+//!
+//! ```no_run
+//! use gpuleak_e2e::{client, shim_command, sim_command, stdout_of, TempDir};
+//!
+//! // A client on the simulator alone...
+//! let text = stdout_of(sim_command(client("sim_heap")).arg("first-fit"));
+//! assert!(text.starts_with("A 0x700000000000"));
+//!
+//! // ...and the same kind of program under the shim, writing a trace.
+//! let dir = TempDir::new();
+//! let trace = dir.path().join("run.gltrace");
+//! let status = shim_command(client("shim_families"), &trace).status().unwrap();
+//! assert!(status.success());
+//! ```
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// The directory holding the simulated `libcuda.so.1`, `libcudart.so.12` and
+/// `libcudart_static.a`.
+pub fn sim_dir() -> PathBuf {
+    PathBuf::from(env!("GPULEAK_E2E_SIM_DIR"))
+}
+
+/// The executable built from `tests/clients/<name>.c`.
+pub fn client(name: &str) -> PathBuf {
+    let path = Path::new(env!("GPULEAK_E2E_BIN_DIR")).join(name);
+    assert!(
+        path.is_file(),
+        "no test client {name} at {}: is there a tests/clients/{name}.c?",
+        path.display()
+    );
+    path
+}
+
+/// `target/<profile>` of the running test binary (which lives in `target/<profile>/deps/`).
+pub fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("path of the test executable");
+    let dir = exe.parent().expect("the test executable lives in a directory");
+    if dir.file_name() == Some(OsStr::new("deps")) {
+        dir.parent().expect("deps/ has a parent").to_path_buf()
+    } else {
+        dir.to_path_buf()
+    }
+}
+
+/// A workspace artifact next to the tests, which `cargo test -p gpuleak-e2e` does not build.
+fn built(name: &str) -> PathBuf {
+    let dir = target_dir();
+    let path = dir.join(name);
+    if !path.is_file() {
+        let command = if dir.file_name() == Some(OsStr::new("release")) {
+            "cargo build --release --workspace"
+        } else {
+            "cargo build --workspace"
+        };
+        panic!("{} is missing: build it first: {command}", path.display());
+    }
+    path
+}
+
+/// `libgpuleak.so`, built in the same profile as the tests.
+pub fn shim_lib() -> PathBuf {
+    built("libgpuleak.so")
+}
+
+/// The `gpuleak` command line, built in the same profile as the tests.
+pub fn gpuleak_bin() -> PathBuf {
+    built("gpuleak")
+}
+
+/// `tests/data`: resolver request logs and the list of driver calls real clients make.
+pub fn data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("data")
+}
+
+/// A command for `program` that finds the simulated driver first on `LD_LIBRARY_PATH`, with
+/// `LD_PRELOAD` and every `GPULEAK_*` and `SIMCUDA_*` variable removed from its environment,
+/// so that nothing from the developer's shell changes what a test sees.
+pub fn sim_command(program: impl AsRef<OsStr>) -> Command {
+    let mut cmd = Command::new(program);
+    for (key, _) in std::env::vars_os() {
+        let name = key.to_string_lossy();
+        if name.starts_with("GPULEAK_") || name.starts_with("SIMCUDA_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.env_remove("LD_PRELOAD");
+    let mut paths = vec![sim_dir()];
+    if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
+        paths.extend(std::env::split_paths(&old));
+    }
+    cmd.env("LD_LIBRARY_PATH", std::env::join_paths(paths).expect("LD_LIBRARY_PATH"));
+    cmd
+}
+
+/// [`sim_command`] with `libgpuleak.so` preloaded, writing its trace to `trace`.
+pub fn shim_command(program: impl AsRef<OsStr>, trace: &Path) -> Command {
+    let mut cmd = sim_command(program);
+    cmd.env("LD_PRELOAD", shim_lib()).env("GPULEAK_OUTPUT", trace);
+    cmd
+}
+
+/// Runs `cmd` to completion, panicking if it cannot be started.
+pub fn output_of(cmd: &mut Command) -> Output {
+    cmd.output()
+        .unwrap_or_else(|e| panic!("cannot run {:?}: {e}", cmd.get_program()))
+}
+
+/// Runs `cmd`, requires exit status 0 and returns its stdout; on failure the panic shows the
+/// status, stdout and stderr.
+pub fn stdout_of(cmd: &mut Command) -> String {
+    let out = output_of(cmd);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        out.status.success(),
+        "{:?} failed with {}\n--- stdout\n{stdout}\n--- stderr\n{}",
+        cmd,
+        out.status,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+/// A fresh directory under the system temporary directory, removed with its contents on drop.
+#[derive(Debug)]
+pub struct TempDir {
+    path: PathBuf,
+}
+
+impl TempDir {
+    /// Creates a new, empty, uniquely named directory.
+    pub fn new() -> TempDir {
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+            let nanos = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.subsec_nanos());
+            let name = format!("gpuleak-e2e-{}-{n}-{nanos}", std::process::id());
+            let path = std::env::temp_dir().join(name);
+            match fs::create_dir(&path) {
+                Ok(()) => return TempDir { path },
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(e) => panic!("creating {}: {e}", path.display()),
+            }
+        }
+    }
+
+    /// The directory's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Default for TempDir {
+    fn default() -> Self {
+        TempDir::new()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.path);
+    }
+}
