@@ -542,3 +542,24 @@ fn no_stack_contains_a_frame_of_the_shim_itself() {
         }
     }
 }
+
+#[test]
+fn a_library_loaded_after_tracing_started_gets_its_module_record() {
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    assert_ok(&shim_command(client("shim_late_module"), &trace).output().unwrap());
+    let records = dump(&trace);
+    let alloc = of_type(&records, "Alloc").into_iter().find(|r| r["size"] == 4321).expect("the runtime's allocation");
+    let modules = of_type(&records, "Module");
+    let rt = modules.iter().find(|m| m["path"].as_str().unwrap().contains("libcudart.so")).expect("a record for libcudart loaded later");
+    let first_alloc_seq = of_type(&records, "ProcessInfo")[0]["seq"].as_u64().unwrap();
+    assert!(rt["seq"].as_u64().unwrap() > first_alloc_seq, "written when first needed, not in the preamble");
+    let stack = of_type(&records, "Stack").into_iter().find(|s| s["id"] == alloc["stack"]).unwrap();
+    for f in stack["frames"].as_array().unwrap() {
+        let a = hex(f);
+        assert!(
+            modules.iter().any(|m| m["start"].as_u64().unwrap() <= a && a < m["end"].as_u64().unwrap()),
+            "frame {a:#x} lies in no recorded module"
+        );
+    }
+}
