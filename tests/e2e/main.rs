@@ -5,8 +5,10 @@
 //! - `sim`: the simulator itself, with no interposer (it must be right before the shim's tests
 //!   can mean anything);
 //! - `shim`: the shim under the C clients;
+//! - `third_party`: cudarc, cuda-bindings and cuda-core, alone and under the shim;
 //! - `trace`: reading traces and client output in tests.
 
 mod shim;
 mod sim;
+mod third_party;
 mod trace;
