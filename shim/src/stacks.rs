@@ -53,6 +53,12 @@ thread_local! {
     static RECENT: [Cell<(u64, u32)>; CACHE] = const { [const { Cell::new((0, 0)) }; CACHE] };
 }
 
+/// Forgets this thread's cached stack ids. Called in a forked child: the ids belong to the
+/// parent's trace, and the child's new trace must write its stacks again.
+pub fn forget_recent() {
+    let _ = RECENT.try_with(|c| c.iter().for_each(|e| e.set((0, 0))));
+}
+
 /// The process's stack table.
 pub struct Stacks {
     shards: [Mutex<HashMap<u64, u32, BuildHasherDefault<Identity>>>; SHARDS],

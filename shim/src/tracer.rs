@@ -171,13 +171,18 @@ fn own_text_range() -> (u64, u64) {
 }
 
 fn register_process_hooks() {
-    // SAFETY: registering plain extern "C" functions with no preconditions.
-    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    // A forked child starts tracing again but inherits the handler: register it once.
+    REGISTERED.call_once(|| {
+        // SAFETY: registering a plain extern "C" function with no preconditions.
+        unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    });
 }
 
 /// In a forked child: the parent's trace is not ours; the next CUDA call starts a new one.
 extern "C" fn in_forked_child() {
     writer::GENERATION.fetch_add(1, Ordering::AcqRel);
+    stacks::forget_recent();
     let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
     if !p.is_null() {
         // SAFETY: the tracer is leaked, and the child is single-threaded right now.

@@ -1,6 +1,6 @@
 // link: driver
-// The parent allocates, forks a child that allocates 3 blocks and frees 1 (its own CUDA use),
-// and a second child that never calls CUDA; prints both child pids.
+// The parent allocates and forks a child that goes on allocating at the very same call site
+// (3 blocks, frees 1), then forks a second child that never calls CUDA; prints both pids.
 #include <stdio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,17 +13,35 @@ static CUcontext setup(void) {
     return ctx;
 }
 
+static volatile size_t next_size = 1111;
+
+static __attribute__((noinline)) CUdeviceptr alloc_here(void) {
+    CUdeviceptr d = 0;
+    cuMemAlloc_v2(&d, next_size);
+    return d;
+}
+
 int main(void) {
     if (!setup()) return 3;
-    CUdeviceptr d;
-    cuMemAlloc_v2(&d, 1111);
-    fflush(stdout);
-    pid_t a = fork();
-    if (a == 0) {
-        CUdeviceptr x[3];
-        for (int i = 0; i < 3; i++) cuMemAlloc_v2(&x[i], 2222);
-        cuMemFree_v2(x[0]);
-        _exit(0);
+    pid_t a = 1;
+    CUdeviceptr d = 0, x[3];
+    int nx = 0;
+    for (int i = 0; i < 4; i++) {
+        /* The same call site, so the same stack, in the parent and in the child. */
+        CUdeviceptr p = alloc_here();
+        if (a == 0) {
+            x[nx++] = p;
+            if (nx == 3) {
+                cuMemFree_v2(x[0]);
+                _exit(0);
+            }
+            continue;
+        }
+        d = p;
+        fflush(stdout);
+        next_size = 2222;
+        a = fork();
+        if (a != 0) break;
     }
     pid_t b = fork();
     if (b == 0) {

@@ -374,6 +374,17 @@ fn a_forked_child_writes_its_own_trace_and_a_child_without_cuda_none() {
     assert_eq!(of_type(&child, "ProcessInfo")[0]["pid"], pids[0]);
     assert_eq!(of_type(&child, "Alloc").len(), 3);
     assert_eq!(of_type(&child, "Free").len(), 1);
+    // The child allocates from the parent's call site: its own trace must hold that stack.
+    let stack_ids: std::collections::BTreeSet<u64> = of_type(&child, "Stack")
+        .iter()
+        .map(|s| s["id"].as_u64().unwrap())
+        .collect();
+    for a in of_type(&child, "Alloc") {
+        assert!(
+            stack_ids.contains(&a["stack"].as_u64().unwrap()),
+            "child alloc refers to a stack not in its trace: {a}"
+        );
+    }
     let parent_file = files.iter().find(|f| **f != format!("t.{}.trace", pids[0])).unwrap();
     let parent = dump(&dir.path().join(parent_file));
     assert_eq!(of_type(&parent, "Alloc").len(), 1);
@@ -532,7 +543,10 @@ fn no_stack_contains_a_frame_of_the_shim_itself() {
     let trace = dir.path().join("t.trace");
     assert_ok(&shim_command(client("shim_runtime"), &trace).output().unwrap());
     let records = dump(&trace);
-    let shim = of_type(&records, "Module").into_iter().find(|m| m["path"].as_str().unwrap().ends_with("libgpuleak.so")).expect("shim module");
+    let shim = of_type(&records, "Module")
+        .into_iter()
+        .find(|m| m["path"].as_str().unwrap().ends_with("libgpuleak.so"))
+        .expect("shim module");
     let (start, end) = (shim["start"].as_u64().unwrap(), shim["end"].as_u64().unwrap());
     let stacks = of_type(&records, "Stack");
     assert!(stacks.len() >= 6);
@@ -549,16 +563,30 @@ fn a_library_loaded_after_tracing_started_gets_its_module_record() {
     let trace = dir.path().join("t.trace");
     assert_ok(&shim_command(client("shim_late_module"), &trace).output().unwrap());
     let records = dump(&trace);
-    let alloc = of_type(&records, "Alloc").into_iter().find(|r| r["size"] == 4321).expect("the runtime's allocation");
+    let alloc = of_type(&records, "Alloc")
+        .into_iter()
+        .find(|r| r["size"] == 4321)
+        .expect("the runtime's allocation");
     let modules = of_type(&records, "Module");
-    let rt = modules.iter().find(|m| m["path"].as_str().unwrap().contains("libcudart.so")).expect("a record for libcudart loaded later");
+    let rt = modules
+        .iter()
+        .find(|m| m["path"].as_str().unwrap().contains("libcudart.so"))
+        .expect("a record for libcudart loaded later");
     let first_alloc_seq = of_type(&records, "ProcessInfo")[0]["seq"].as_u64().unwrap();
-    assert!(rt["seq"].as_u64().unwrap() > first_alloc_seq, "written when first needed, not in the preamble");
-    let stack = of_type(&records, "Stack").into_iter().find(|s| s["id"] == alloc["stack"]).unwrap();
+    assert!(
+        rt["seq"].as_u64().unwrap() > first_alloc_seq,
+        "written when first needed, not in the preamble"
+    );
+    let stack = of_type(&records, "Stack")
+        .into_iter()
+        .find(|s| s["id"] == alloc["stack"])
+        .unwrap();
     for f in stack["frames"].as_array().unwrap() {
         let a = hex(f);
         assert!(
-            modules.iter().any(|m| m["start"].as_u64().unwrap() <= a && a < m["end"].as_u64().unwrap()),
+            modules
+                .iter()
+                .any(|m| m["start"].as_u64().unwrap() <= a && a < m["end"].as_u64().unwrap()),
             "frame {a:#x} lies in no recorded module"
         );
     }
