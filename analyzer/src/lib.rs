@@ -10,6 +10,8 @@
 
 pub mod dump;
 pub mod file;
+pub mod model;
+pub mod report;
 pub mod symbolize;
 
 pub use file::TraceFile;

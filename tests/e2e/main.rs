@@ -5,9 +5,12 @@
 //! - `sim`: the simulator itself, with no interposer (it must be right before the shim's tests
 //!   can mean anything);
 //! - `shim`: the shim under the C clients;
+//! - `report`: `gpuleak report` on traces of C clients (JSON field by field, text against
+//!   golden files);
 //! - `third_party`: cudarc, cuda-bindings and cuda-core, alone and under the shim;
 //! - `trace`: reading traces and client output in tests.
 
+mod report;
 mod shim;
 mod sim;
 mod third_party;

@@ -1,0 +1,80 @@
+//! Which contexts exist, and when one is torn down (taking its memory with it).
+
+use std::collections::HashMap;
+
+use gpuleak_format::{Api, Ctx, CtxCreate, CtxDestroy};
+
+/// The device's primary context and how many times it is retained.
+#[derive(Debug, Clone, Copy)]
+struct Primary {
+    ctx: Ctx,
+    retains: u64,
+}
+
+/// Contexts in use, from `CtxCreate` and `CtxDestroy` records.
+#[derive(Debug, Default)]
+pub struct Contexts {
+    device_of: HashMap<Ctx, i32>,
+    primary: HashMap<i32, Primary>,
+}
+
+impl Contexts {
+    /// A context came into use (successful calls only).
+    pub fn create(&mut self, r: &CtxCreate) {
+        self.device_of.insert(r.ctx, r.device);
+        if matches!(r.api, Api::cuDevicePrimaryCtxRetain) {
+            let p = self
+                .primary
+                .entry(r.device)
+                .or_insert(Primary { ctx: r.ctx, retains: 0 });
+            p.ctx = r.ctx;
+            p.retains += 1;
+        }
+    }
+
+    /// A context destroyed, or a primary context released or reset (successful calls only):
+    /// returns the context whose memory the driver has now freed, if any.
+    ///
+    /// `cuCtxDestroy` destroys its context; a primary context is torn down by a reset, or by
+    /// the release that brings its retain count to zero (a release with no retain on record
+    /// counts as the last one: the driver accepted it, so the context existed).
+    pub fn destroy(&mut self, r: &CtxDestroy) -> Option<Ctx> {
+        match r.api {
+            Api::cuDevicePrimaryCtxRelease | Api::cuDevicePrimaryCtxRelease_v2 => {
+                let device = self.device_for(r)?;
+                let p = self.primary.get_mut(&device)?;
+                p.retains = p.retains.saturating_sub(1);
+                if p.retains > 0 {
+                    return None;
+                }
+                let ctx = p.ctx;
+                self.primary.remove(&device);
+                self.device_of.remove(&ctx);
+                Some(ctx)
+            }
+            Api::cuDevicePrimaryCtxReset | Api::cuDevicePrimaryCtxReset_v2 => {
+                // A reset frees everything in the context; the context handle and its retain
+                // count stay, and the next use starts it afresh.
+                let device = self.device_for(r)?;
+                self.primary.get(&device).map(|p| p.ctx)
+            }
+            _ => {
+                if r.ctx == Ctx(0) {
+                    return None;
+                }
+                self.device_of.remove(&r.ctx);
+                self.primary.retain(|_, p| p.ctx != r.ctx);
+                Some(r.ctx)
+            }
+        }
+    }
+
+    /// The device a device-level record names (its own field, else its context's device).
+    fn device_for(&self, r: &CtxDestroy) -> Option<i32> {
+        if r.device >= 0 {
+            Some(r.device)
+        } else {
+            self.device_of.get(&r.ctx).copied()
+        }
+    }
+}

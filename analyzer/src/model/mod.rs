@@ -1,0 +1,615 @@
+//! The model: one trace replayed in sequence order, keeping only what is live.
+//!
+//! Memory follows the live allocations, live mappings and distinct stacks, never the length of
+//! the trace: freed allocations are forgotten (apart from a bounded list of recent frees that
+//! names the victim of a double free), and leaks at context teardown and bad frees are folded
+//! into groups keyed by stack as they happen.
+//!
+//! What the replay decides (docs/report.md has the user's version):
+//! - failed calls (`result != 0`) are never allocations or frees;
+//! - a context torn down (`cuCtxDestroy`, the last `cuDevicePrimaryCtxRelease`, a
+//!   `cuDevicePrimaryCtxReset`) takes its allocations with it: they are leaks *at teardown*;
+//! - a VMM physical handle holds memory until it is released and all its mappings are gone;
+//! - a free of a pointer that is not live is a bad free (unknown pointer, double free, or a
+//!   pointer of another family);
+//! - whatever is live at the end of the trace (after the `Exit` record, if any) is live *at
+//!   exit*.
+//!
+//! ```
+//! use gpuleak_analyzer::model::{LeakAt, Model};
+//! use gpuleak_format::*;
+//!
+//! let mut model = Model::new();
+//! let alloc = Alloc {
+//!     api: Api::cuMemAlloc_v2, via: Api::NONE, result: CuResult::SUCCESS, ctx: Ctx(1),
+//!     stream: Stream(0), ptr: Ptr(0x7000), size: 512, stack: StackId(1), aux: 0,
+//! };
+//! model.apply(1, &Record { seq: Seq(1), time_ns: 0, body: alloc.into() });
+//! let replay = model.finish();
+//! assert_eq!(replay.leaks[0].bytes, 512);
+//! assert_eq!(replay.leaks[0].at, LeakAt::Exit);
+//! ```
+
+mod contexts;
+mod modules;
+mod recent;
+mod space;
+mod vmm;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::{HashMap, HashSet};
+
+use gpuleak_format::{
+    Alloc, Api, Body, CtxDestroy, CuResult, DecodeError, Free, Map, MemKind, Ptr, Record, Seq, StackId, Stream, Trace,
+    Unmap,
+};
+use gpuleak_format::{Ctx, Entry};
+
+pub use modules::{file_name, Module, Modules};
+pub use recent::Freed;
+pub use space::{is_owned_memory, Space};
+
+use contexts::Contexts;
+use recent::RecentFrees;
+use vmm::{Mapping, Mappings};
+
+/// How many recent frees are remembered to explain double frees.
+pub const RECENT_FREES: usize = 65_536;
+/// How many decoding errors are kept with their text (the rest are only counted).
+const KEPT_ERRORS: usize = 16;
+
+/// One allocation the program made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocation {
+    /// Memory family.
+    pub kind: MemKind,
+    /// Exact driver entry point.
+    pub api: Api,
+    /// Runtime call that led here, or `Api::NONE`.
+    pub via: Api,
+    /// Address or handle.
+    pub ptr: Ptr,
+    /// Bytes the program asked for.
+    pub size: u64,
+    /// Allocation stack.
+    pub stack: StackId,
+    /// When, in the process's order.
+    pub seq: Seq,
+    /// When, in ns since the trace started.
+    pub time_ns: u64,
+    /// Current context at the call.
+    pub ctx: Ctx,
+    /// Stream of a stream-ordered allocation.
+    pub stream: Stream,
+    /// Calling thread.
+    pub tid: u32,
+}
+
+impl Allocation {
+    /// Where the allocation came from, for explaining a later bad free.
+    pub fn site(&self) -> AllocSite {
+        AllocSite {
+            kind: self.kind,
+            api: self.api,
+            size: self.size,
+            stack: self.stack,
+        }
+    }
+}
+
+/// What an allocation was, in short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocSite {
+    /// Memory family.
+    pub kind: MemKind,
+    /// API that allocated it.
+    pub api: Api,
+    /// Bytes.
+    pub size: u64,
+    /// Allocation stack.
+    pub stack: StackId,
+}
+
+/// When leaked memory was found still held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeakAt {
+    /// Live at the end of the trace.
+    Exit,
+    /// Still live when its context was torn down (the driver freed it then).
+    Teardown {
+        /// The call that tore the context down.
+        api: Api,
+        /// The context.
+        ctx: Ctx,
+    },
+}
+
+impl LeakAt {
+    /// `exit` or `teardown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeakAt::Exit => "exit",
+            LeakAt::Teardown { .. } => "teardown",
+        }
+    }
+}
+
+/// Allocations from one stack, of one family, found live at the same kind of moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeakGroup {
+    /// Allocation stack shared by the group.
+    pub stack: StackId,
+    /// Memory family.
+    pub kind: MemKind,
+    /// Exit or teardown (for teardown, the first one met).
+    pub at: LeakAt,
+    /// Bytes asked for, summed.
+    pub bytes: u64,
+    /// Number of allocations.
+    pub allocations: u64,
+    /// The earliest allocation of the group.
+    pub first: Allocation,
+    /// VMM handles among them that were released but are still mapped.
+    pub released_but_mapped: u64,
+}
+
+/// Why a free was bad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadFreeCause {
+    /// No allocation of the free's family is known at that address.
+    NeverAllocated,
+    /// The address was freed before (a VMM handle: released before).
+    DoubleFree(Freed),
+    /// The address is live, but in another family than the free function's.
+    WrongFamily(AllocSite),
+}
+
+/// Frees of pointers that were not live, folded by (API, free stack, cause, allocation stack).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadFree {
+    /// The free's exact entry point.
+    pub api: Api,
+    /// Runtime call that led here.
+    pub via: Api,
+    /// Address or handle of the first occurrence.
+    pub ptr: Ptr,
+    /// Driver result of the first occurrence.
+    pub result: CuResult,
+    /// Stack of the free.
+    pub stack: StackId,
+    /// Why it was bad (for the first occurrence).
+    pub cause: BadFreeCause,
+    /// Occurrences.
+    pub count: u64,
+    /// Sequence number of the first occurrence.
+    pub seq: Seq,
+    /// Thread of the first occurrence.
+    pub tid: u32,
+}
+
+/// Who the process was.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Executable path.
+    pub exe: String,
+    /// Command line.
+    pub args: Vec<String>,
+}
+
+/// Calls counted over the whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Successful allocations of every family.
+    pub allocations: u64,
+    /// Successful frees of every family.
+    pub frees: u64,
+    /// Allocation calls that failed.
+    pub failed_allocations: u64,
+    /// Free calls that failed.
+    pub failed_frees: u64,
+    /// Stream-ordered allocations made under stream capture (graph nodes, not memory).
+    pub graph_allocations: u64,
+    /// Allocations that reused an address the model still held live (a free the trace
+    /// missed): the older allocation is dropped.
+    pub missed_frees: u64,
+    /// Records replayed.
+    pub records: u64,
+}
+
+/// The result of a replay.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    /// From the `ProcessInfo` record.
+    pub process: Option<Process>,
+    /// Exit code, if the trace has an `Exit` record.
+    pub exit_code: Option<i32>,
+    /// Calls.
+    pub counts: Counts,
+    /// Highest live owned bytes (see [`is_owned_memory`]) at any point.
+    pub peak_bytes: u64,
+    /// When the peak was first reached, ns since the trace start.
+    pub peak_time_ns: u64,
+    /// Leaks, at teardown and at exit, folded by stack, family and moment.
+    pub leaks: Vec<LeakGroup>,
+    /// Bad frees, in order of first occurrence.
+    pub bad_frees: Vec<BadFree>,
+    /// Every stack, by id (return addresses, innermost first).
+    pub stacks: HashMap<StackId, Vec<u64>>,
+    /// Loaded objects.
+    pub modules: Modules,
+    /// Events the shim could not record.
+    pub lost_events: u64,
+    /// Decoding errors (the first few); the records around them were replayed.
+    pub errors: Vec<DecodeError>,
+    /// Number of decoding errors in all.
+    pub error_count: u64,
+}
+
+/// A live allocation with the state frees and mappings need.
+#[derive(Debug, Clone, Copy)]
+struct Live {
+    alloc: Allocation,
+    /// A VMM handle already released (it lives on while mapped).
+    released: bool,
+    /// Live mappings of a VMM handle.
+    mappings: u64,
+}
+
+type LeakKey = (StackId, MemKind, bool);
+type BadFreeKey = (Api, StackId, u8, StackId, bool);
+
+/// Replays records; see the module documentation.
+#[derive(Debug)]
+pub struct Model {
+    live: HashMap<(Space, u64), Live>,
+    live_bytes: u64,
+    recent: RecentFrees,
+    mappings: Mappings,
+    contexts: Contexts,
+    capturing: HashSet<Stream>,
+    leaks: HashMap<LeakKey, LeakGroup>,
+    bad_frees: Vec<BadFree>,
+    bad_free_index: HashMap<BadFreeKey, usize>,
+    replay: Replay,
+}
+
+impl Default for Model {
+    fn default() -> Self {
+        Model::new()
+    }
+}
+
+impl Model {
+    /// An empty model.
+    pub fn new() -> Model {
+        Model {
+            live: HashMap::new(),
+            live_bytes: 0,
+            recent: RecentFrees::new(RECENT_FREES),
+            mappings: Mappings::default(),
+            contexts: Contexts::default(),
+            capturing: HashSet::new(),
+            leaks: HashMap::new(),
+            bad_frees: Vec::new(),
+            bad_free_index: HashMap::new(),
+            replay: Replay::default(),
+        }
+    }
+
+    /// Replays one record (records must come in sequence order).
+    pub fn apply(&mut self, tid: u32, record: &Record<'_>) {
+        self.replay.counts.records += 1;
+        match &record.body {
+            Body::ProcessInfo(p) => {
+                self.replay.process = Some(Process {
+                    pid: p.pid,
+                    ppid: p.ppid,
+                    exe: p.exe.to_string(),
+                    args: p.args.iter().map(|a| a.to_string()).collect(),
+                });
+            }
+            Body::Module(m) => self.replay.modules.insert(Module {
+                base: m.base,
+                start: m.start,
+                end: m.end,
+                path: m.path.to_string(),
+                build_id: m.build_id.to_vec(),
+            }),
+            Body::Stack(s) => {
+                self.replay.stacks.insert(s.id, s.frames.0.to_vec());
+            }
+            Body::Exit(e) => self.replay.exit_code = Some(e.code),
+            Body::Lost(l) => self.replay.lost_events += l.count,
+            Body::Alloc(a) => self.alloc(tid, record, a),
+            Body::Free(f) => self.free(tid, record.seq, f),
+            Body::Map(m) => self.map(m),
+            Body::Unmap(u) => self.unmap(u),
+            Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
+            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(d),
+            Body::Capture(c) if c.result.is_success() => {
+                if c.begin != 0 {
+                    self.capturing.insert(c.stream);
+                } else {
+                    self.capturing.remove(&c.stream);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    /// Notes a decoding error met while reading the trace.
+    pub fn decode_error(&mut self, error: DecodeError) {
+        self.replay.error_count += 1;
+        if self.replay.errors.len() < KEPT_ERRORS {
+            self.replay.errors.push(error);
+        }
+    }
+
+    /// Owned bytes live now.
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes
+    }
+
+    /// Allocations live now, of every family.
+    pub fn live_allocations(&self) -> usize {
+        self.live.len()
+    }
+
+    /// Ends the replay: everything still live is live at exit.
+    pub fn finish(mut self) -> Replay {
+        let mut live: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
+        live.sort_by_key(|l| l.alloc.seq);
+        for l in live {
+            self.leak(&l, LeakAt::Exit);
+        }
+        let mut leaks: Vec<LeakGroup> = self.leaks.into_values().collect();
+        leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
+        self.replay.leaks = leaks;
+        self.replay.bad_frees = self.bad_frees;
+        self.replay
+    }
+
+    fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
+        if !a.result.is_success() {
+            self.replay.counts.failed_allocations += 1;
+            return;
+        }
+        let Some(kind) = a.api.mem_kind() else { return };
+        if kind == MemKind::Async && self.capturing.contains(&a.stream) {
+            self.replay.counts.graph_allocations += 1;
+            return;
+        }
+        self.replay.counts.allocations += 1;
+        let key = (Space::of(kind), a.ptr.0);
+        if let Some(old) = self.live.remove(&key) {
+            self.replay.counts.missed_frees += 1;
+            self.forget(&old);
+        }
+        self.recent.remove(key);
+        let alloc = Allocation {
+            kind,
+            api: a.api,
+            via: a.via,
+            ptr: a.ptr,
+            size: a.size,
+            stack: a.stack,
+            seq: record.seq,
+            time_ns: record.time_ns,
+            ctx: a.ctx,
+            stream: a.stream,
+            tid,
+        };
+        self.live.insert(
+            key,
+            Live {
+                alloc,
+                released: false,
+                mappings: 0,
+            },
+        );
+        if is_owned_memory(kind) {
+            self.live_bytes += a.size;
+            if self.live_bytes > self.replay.peak_bytes {
+                self.replay.peak_bytes = self.live_bytes;
+                self.replay.peak_time_ns = record.time_ns;
+            }
+        }
+    }
+
+    fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
+        let ok = f.result.is_success();
+        if ok {
+            self.replay.counts.frees += 1;
+        } else {
+            self.replay.counts.failed_frees += 1;
+        }
+        let Some(kind) = f.api.mem_kind() else { return };
+        if kind == MemKind::Async && self.capturing.contains(&f.stream) {
+            return;
+        }
+        // Freeing NULL is a documented no-op.
+        if f.ptr.0 == 0 {
+            return;
+        }
+        let space = Space::of(kind);
+        let key = (space, f.ptr.0);
+        let cause = match self.live.get_mut(&key) {
+            Some(l) if l.released => BadFreeCause::DoubleFree(Freed {
+                site: l.alloc.site(),
+                free_stack: StackId::NONE,
+            }),
+            Some(l) if ok => {
+                if space == Space::Physical && l.mappings > 0 {
+                    // Released, but the memory lives on until the last unmap.
+                    l.released = true;
+                } else if let Some(l) = self.live.remove(&key) {
+                    self.forget(&l);
+                    self.recent.insert(
+                        key,
+                        Freed {
+                            site: l.alloc.site(),
+                            free_stack: f.stack,
+                        },
+                    );
+                }
+                return;
+            }
+            // A failed free of a live pointer (a wrong context, say) frees nothing.
+            Some(_) => return,
+            None => match self.recent.get(key) {
+                Some(freed) => BadFreeCause::DoubleFree(*freed),
+                None => self.other_family(space, f.ptr.0),
+            },
+        };
+        self.bad_free(tid, seq, f, cause);
+    }
+
+    /// A pointer live in another space than `space`.
+    fn other_family(&self, space: Space, ptr: u64) -> BadFreeCause {
+        Space::ALL
+            .iter()
+            .filter(|s| **s != space)
+            .find_map(|s| self.live.get(&(*s, ptr)))
+            .map_or(BadFreeCause::NeverAllocated, |l| {
+                BadFreeCause::WrongFamily(l.alloc.site())
+            })
+    }
+
+    fn bad_free(&mut self, tid: u32, seq: Seq, f: &Free, cause: BadFreeCause) {
+        let (cause_tag, alloc_stack) = match cause {
+            BadFreeCause::NeverAllocated => (0, StackId::NONE),
+            BadFreeCause::DoubleFree(freed) => (1, freed.site.stack),
+            BadFreeCause::WrongFamily(site) => (2, site.stack),
+        };
+        let key = (f.api, f.stack, cause_tag, alloc_stack, f.result.is_success());
+        if let Some(&i) = self.bad_free_index.get(&key) {
+            self.bad_frees[i].count += 1;
+            return;
+        }
+        self.bad_free_index.insert(key, self.bad_frees.len());
+        self.bad_frees.push(BadFree {
+            api: f.api,
+            via: f.via,
+            ptr: f.ptr,
+            result: f.result,
+            stack: f.stack,
+            cause,
+            count: 1,
+            seq,
+            tid,
+        });
+    }
+
+    fn map(&mut self, m: &Map) {
+        if !m.result.is_success() {
+            return;
+        }
+        let mapping = Mapping {
+            handle: m.handle,
+            size: m.size,
+        };
+        if let Some(old) = self.mappings.map(m.ptr.0, mapping) {
+            self.unmapped(old);
+        }
+        if let Some(l) = self.live.get_mut(&(Space::Physical, m.handle)) {
+            l.mappings += 1;
+        }
+    }
+
+    fn unmap(&mut self, u: &Unmap) {
+        if !u.result.is_success() {
+            return;
+        }
+        for gone in self.mappings.unmap(u.ptr.0, u.size) {
+            self.unmapped(gone);
+        }
+    }
+
+    /// A mapping is gone: a released handle with no mappings left is freed.
+    fn unmapped(&mut self, gone: Mapping) {
+        let key = (Space::Physical, gone.handle);
+        let Some(l) = self.live.get_mut(&key) else { return };
+        l.mappings = l.mappings.saturating_sub(1);
+        if l.released && l.mappings == 0 {
+            if let Some(l) = self.live.remove(&key) {
+                self.forget(&l);
+                self.recent.insert(
+                    key,
+                    Freed {
+                        site: l.alloc.site(),
+                        free_stack: StackId::NONE,
+                    },
+                );
+            }
+        }
+    }
+
+    fn destroy_context(&mut self, d: &CtxDestroy) {
+        let Some(ctx) = self.contexts.destroy(d) else { return };
+        let mut gone: Vec<(Space, u64)> = self
+            .live
+            .iter()
+            .filter(|(_, l)| l.alloc.ctx == ctx)
+            .map(|(k, _)| *k)
+            .collect();
+        gone.sort_by_key(|k| self.live[k].alloc.seq);
+        let at = LeakAt::Teardown { api: d.api, ctx };
+        for key in gone {
+            if let Some(l) = self.live.remove(&key) {
+                self.forget(&l);
+                if key.0 == Space::Physical {
+                    self.mappings.forget_handle(key.1);
+                }
+                self.leak(&l, at);
+            }
+        }
+    }
+
+    /// Takes a no longer live allocation out of the live byte count.
+    fn forget(&mut self, l: &Live) {
+        if is_owned_memory(l.alloc.kind) {
+            self.live_bytes -= l.alloc.size.min(self.live_bytes);
+        }
+    }
+
+    fn leak(&mut self, l: &Live, at: LeakAt) {
+        let a = &l.alloc;
+        let key = (a.stack, a.kind, at != LeakAt::Exit);
+        let g = self.leaks.entry(key).or_insert(LeakGroup {
+            stack: a.stack,
+            kind: a.kind,
+            at,
+            bytes: 0,
+            allocations: 0,
+            first: *a,
+            released_but_mapped: 0,
+        });
+        g.bytes += a.size;
+        g.allocations += 1;
+        if l.released {
+            g.released_but_mapped += 1;
+        }
+        if a.seq < g.first.seq {
+            g.first = *a;
+        }
+    }
+}
+
+/// Replays every readable record of `trace`; decoding errors are kept in the result and the
+/// records around them are still replayed.
+pub fn replay(trace: &Trace<'_>) -> Replay {
+    let mut model = Model::new();
+    for r in trace.records() {
+        match r {
+            Ok(Entry { tid, record, .. }) => model.apply(tid, &record),
+            Err(e) => model.decode_error(e),
+        }
+    }
+    model.finish()
+}

@@ -1,0 +1,92 @@
+//! Which address space a pointer lives in, and which families are memory the program owns.
+
+use gpuleak_format::MemKind;
+
+/// The name space in which a pointer or handle identifies one allocation: the set of families
+/// whose free functions accept each other's pointers.
+///
+/// Device, managed and stream-ordered memory share one space because the driver lets
+/// `cuMemFree` release stream-ordered memory and `cuMemFreeAsync` release `cuMemAlloc` memory.
+/// Every other family has its own handles or its own free function.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Space {
+    /// Device, managed and stream-ordered addresses.
+    Device,
+    /// Page-locked host memory allocated by the driver.
+    Host,
+    /// Host memory the program registered.
+    Registered,
+    /// Virtual address reservations.
+    Reserve,
+    /// VMM physical memory handles.
+    Physical,
+    /// Array and mipmapped-array handles.
+    Array,
+    /// Addresses opened from another process's IPC handle.
+    Ipc,
+}
+
+impl Space {
+    /// The space of a memory family.
+    pub fn of(kind: MemKind) -> Space {
+        match kind {
+            MemKind::Device | MemKind::Managed | MemKind::Async => Space::Device,
+            MemKind::Host => Space::Host,
+            MemKind::HostRegistered => Space::Registered,
+            MemKind::VmmReserve => Space::Reserve,
+            MemKind::VmmPhysical => Space::Physical,
+            MemKind::Array => Space::Array,
+            MemKind::Ipc => Space::Ipc,
+        }
+    }
+
+    /// Every space, for looking a pointer up in the others.
+    pub const ALL: [Space; 7] = [
+        Space::Device,
+        Space::Host,
+        Space::Registered,
+        Space::Reserve,
+        Space::Physical,
+        Space::Array,
+        Space::Ipc,
+    ];
+}
+
+/// Whether a family is memory the program owns, counted in leaked and peak bytes.
+///
+/// Host-registered memory belongs to the program's own allocator, IPC-opened memory to another
+/// process, and an address reservation is no memory at all (DESIGN.md §6): unreleased ones are
+/// reported, but never counted as leaked bytes.
+pub fn is_owned_memory(kind: MemKind) -> bool {
+    match kind {
+        MemKind::Device | MemKind::Managed | MemKind::Host | MemKind::Async | MemKind::VmmPhysical | MemKind::Array => {
+            true
+        }
+        MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn families_that_free_each_other_share_a_space() {
+        assert_eq!(Space::of(MemKind::Device), Space::of(MemKind::Async));
+        assert_eq!(Space::of(MemKind::Device), Space::of(MemKind::Managed));
+        assert_ne!(Space::of(MemKind::Device), Space::of(MemKind::Host));
+        for kind in MemKind::ALL {
+            assert!(Space::ALL.contains(&Space::of(kind)));
+        }
+    }
+
+    #[test]
+    fn only_owned_families_are_counted() {
+        let owned: Vec<&str> = MemKind::ALL
+            .into_iter()
+            .filter(|k| is_owned_memory(*k))
+            .map(MemKind::name)
+            .collect();
+        assert_eq!(owned, ["device", "managed", "host", "async", "vmm", "array"]);
+    }
+}

@@ -1,0 +1,282 @@
+//! The report as one JSON document (DESIGN.md §6; every field in `docs/report.md`).
+//!
+//! The contract's fields come first in each object; the fields gpuleak adds follow them.
+//! Fields are only ever added, never removed or renamed.
+
+use std::io::{self, Write};
+
+use gpuleak_format::Api;
+
+use crate::dump::json_str;
+use crate::model::LeakAt;
+
+use super::{Finding, Frame, Held, ProcessReport, Report, Summary};
+
+/// The report's schema version.
+pub const SCHEMA_VERSION: u64 = 1;
+
+/// A JSON value, just enough to build the report.
+enum J {
+    Null,
+    Bool(bool),
+    U(u64),
+    I(i64),
+    S(String),
+    A(Vec<J>),
+    O(Vec<(&'static str, J)>),
+}
+
+fn opt_str(s: Option<&str>) -> J {
+    s.map_or(J::Null, |s| J::S(s.to_string()))
+}
+
+fn api(a: Api) -> J {
+    if a == Api::NONE {
+        J::Null
+    } else {
+        J::S(a.to_string())
+    }
+}
+
+/// Writes `report` to `out`, with a final newline.
+pub fn write(report: &Report, out: &mut impl Write) -> io::Result<()> {
+    let mut s = String::with_capacity(4096);
+    render(&document(report), 0, &mut s);
+    s.push('\n');
+    out.write_all(s.as_bytes())
+}
+
+fn document(report: &Report) -> J {
+    let pid_of = |p: &ProcessReport| p.process.as_ref().map(|p| p.pid);
+    let mut leaks: Vec<(&Held, Option<u32>)> = Vec::new();
+    let mut pool: Vec<(&Held, Option<u32>)> = Vec::new();
+    let mut unreleased: Vec<(&Held, Option<u32>)> = Vec::new();
+    let mut findings = Vec::new();
+    let mut notes = Vec::new();
+    for p in &report.processes {
+        leaks.extend(p.leaks.iter().map(|h| (h, pid_of(p))));
+        pool.extend(p.held_by_pool.iter().map(|h| (h, pid_of(p))));
+        unreleased.extend(p.unreleased.iter().map(|h| (h, pid_of(p))));
+        findings.extend(p.findings.iter().map(|f| finding(f, pid_of(p))));
+        notes.extend(p.notes.iter().map(|n| J::S(n.clone())));
+    }
+    for list in [&mut leaks, &mut pool, &mut unreleased] {
+        // Stable: processes keep their own order among equal sizes.
+        list.sort_by_key(|h| std::cmp::Reverse(h.0.bytes));
+    }
+    let held_list = |list: Vec<(&Held, Option<u32>)>| J::A(list.into_iter().map(|(h, pid)| held(h, pid)).collect());
+    let mut doc = vec![
+        ("schema_version", J::U(SCHEMA_VERSION)),
+        ("summary", summary(&report.summary)),
+        ("leaks", held_list(leaks)),
+        ("findings", J::A(findings)),
+        ("held_by_pool", held_list(pool)),
+        ("unreleased", held_list(unreleased)),
+        ("notes", J::A(notes)),
+    ];
+    if let [only] = report.processes.as_slice() {
+        doc.push(("process", process(only)));
+    }
+    doc.push(("processes", J::A(report.processes.iter().map(process).collect())));
+    J::O(doc)
+}
+
+fn summary(s: &Summary) -> J {
+    J::O(vec![
+        ("allocations", J::U(s.allocations)),
+        ("frees", J::U(s.frees)),
+        ("leaked_allocations", J::U(s.leaked_allocations)),
+        ("leaked_bytes", J::U(s.leaked_bytes)),
+        ("peak_bytes", J::U(s.peak_bytes)),
+        ("leaked_bytes_at_exit", J::U(s.leaked_bytes_at_exit)),
+        ("leaked_bytes_at_teardown", J::U(s.leaked_bytes_at_teardown)),
+        ("failed_allocations", J::U(s.failed_allocations)),
+        ("pool_allocations", J::U(s.pool_allocations)),
+        ("pool_bytes", J::U(s.pool_bytes)),
+        ("unreleased_allocations", J::U(s.unreleased_allocations)),
+        ("unreleased_bytes", J::U(s.unreleased_bytes)),
+        ("findings", J::U(s.findings)),
+    ])
+}
+
+fn process(p: &ProcessReport) -> J {
+    let info = p.process.as_ref();
+    J::O(vec![
+        ("pid", info.map_or(J::Null, |i| J::U(u64::from(i.pid)))),
+        ("ppid", info.map_or(J::Null, |i| J::U(u64::from(i.ppid)))),
+        ("exe", opt_str(info.map(|i| i.exe.as_str()))),
+        (
+            "args",
+            J::A(info.map_or(Vec::new(), |i| i.args.iter().map(|a| J::S(a.clone())).collect())),
+        ),
+        ("trace", J::S(p.trace.display().to_string())),
+        ("exited", J::Bool(p.exit_code.is_some())),
+        ("exit_code", p.exit_code.map_or(J::Null, |c| J::I(i64::from(c)))),
+        ("summary", summary(&p.summary)),
+        ("omitted", omitted(p)),
+        ("notes", J::A(p.notes.iter().map(|n| J::S(n.clone())).collect())),
+    ])
+}
+
+fn omitted(p: &ProcessReport) -> J {
+    let pair = |(groups, bytes): (u64, u64)| J::O(vec![("groups", J::U(groups)), ("bytes", J::U(bytes))]);
+    J::O(vec![
+        ("leaks", pair(p.omitted[0])),
+        ("held_by_pool", pair(p.omitted[1])),
+        ("unreleased", pair(p.omitted[2])),
+    ])
+}
+
+fn held(h: &Held, pid: Option<u32>) -> J {
+    let (at, teardown) = match h.at {
+        LeakAt::Exit => ("exit", J::Null),
+        LeakAt::Teardown { api: a, ctx } => (
+            "teardown",
+            J::O(vec![("api", api(a)), ("ctx", J::S(format!("{:#x}", ctx.0)))]),
+        ),
+    };
+    J::O(vec![
+        ("bytes", J::U(h.bytes)),
+        ("allocations", J::U(h.allocations)),
+        ("kind", J::S(h.kind.name().to_string())),
+        ("stack", stack(&h.stack)),
+        ("at", J::S(at.to_string())),
+        ("teardown", teardown),
+        ("api", api(h.api)),
+        ("via", api(h.via)),
+        ("owner", opt_str(h.owner.as_deref())),
+        ("pool", opt_str(h.pool.map(|p| p.name()))),
+        ("released_but_mapped", J::U(h.released_but_mapped)),
+        ("stack_id", J::U(u64::from(h.stack_id.0))),
+        ("tid", J::U(u64::from(h.tid))),
+        ("pid", pid.map_or(J::Null, |p| J::U(u64::from(p)))),
+    ])
+}
+
+fn finding(f: &Finding, pid: Option<u32>) -> J {
+    J::O(vec![
+        ("check", J::S(f.check.to_string())),
+        ("severity", J::S(f.severity.name().to_string())),
+        ("message", J::S(f.message.clone())),
+        ("stack", stack(&f.stack)),
+        ("count", J::U(f.count)),
+        ("api", api(f.api)),
+        ("ptr", J::S(format!("{:#x}", f.ptr))),
+        ("result", J::U(u64::from(f.result))),
+        ("allocation_stack", f.allocation_stack.as_deref().map_or(J::Null, stack)),
+        ("first_free_stack", f.first_free_stack.as_deref().map_or(J::Null, stack)),
+        ("pid", pid.map_or(J::Null, |p| J::U(u64::from(p)))),
+    ])
+}
+
+fn stack(frames: &[Frame]) -> J {
+    J::A(frames.iter().map(frame).collect())
+}
+
+fn frame(f: &Frame) -> J {
+    J::O(vec![
+        ("function", opt_str(f.function.as_deref())),
+        ("file", opt_str(f.file.as_deref())),
+        ("line", f.line.map_or(J::Null, |l| J::U(u64::from(l)))),
+        ("module", opt_str(f.module.as_deref())),
+        ("address", J::S(format!("{:#x}", f.address))),
+        ("inlined", J::Bool(f.inlined)),
+    ])
+}
+
+/// Whether a value prints on one line: scalars, and objects or arrays of scalars only.
+fn is_flat(v: &J) -> bool {
+    let scalar = |v: &J| !matches!(v, J::A(_) | J::O(_));
+    match v {
+        J::A(items) => items.iter().all(scalar),
+        J::O(fields) => fields.iter().all(|(_, v)| scalar(v)),
+        _ => true,
+    }
+}
+
+/// Pretty-prints with two-space indentation; flat objects (frames) stay on one line.
+fn render(v: &J, indent: usize, s: &mut String) {
+    use std::fmt::Write as _;
+    let pad = |s: &mut String, n: usize| s.extend(std::iter::repeat_n(' ', n));
+    match v {
+        J::Null => s.push_str("null"),
+        J::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
+        J::U(n) => {
+            let _ = write!(s, "{n}");
+        }
+        J::I(n) => {
+            let _ = write!(s, "{n}");
+        }
+        J::S(t) => json_str(t, s),
+        J::A(items) if items.is_empty() => s.push_str("[]"),
+        J::O(fields) if fields.is_empty() => s.push_str("{}"),
+        J::A(items) if is_flat(v) && matches!(items.first(), Some(J::S(_))) && items.len() <= 8 => {
+            s.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                render(item, indent, s);
+            }
+            s.push(']');
+        }
+        J::A(items) => {
+            s.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                pad(s, indent + 2);
+                render(item, indent + 2, s);
+                s.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            pad(s, indent);
+            s.push(']');
+        }
+        J::O(fields) if is_flat(v) && fields.len() <= 6 => {
+            s.push('{');
+            for (i, (k, item)) in fields.iter().enumerate() {
+                if i > 0 {
+                    s.push_str(", ");
+                }
+                json_str(k, s);
+                s.push_str(": ");
+                render(item, indent, s);
+            }
+            s.push('}');
+        }
+        J::O(fields) => {
+            s.push_str("{\n");
+            for (i, (k, item)) in fields.iter().enumerate() {
+                pad(s, indent + 2);
+                json_str(k, s);
+                s.push_str(": ");
+                render(item, indent + 2, s);
+                s.push_str(if i + 1 < fields.len() { ",\n" } else { "\n" });
+            }
+            pad(s, indent);
+            s.push('}');
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn flat_objects_stay_on_one_line_and_nested_ones_indent() {
+        let v = J::O(vec![
+            ("a", J::U(1)),
+            (
+                "frames",
+                J::A(vec![J::O(vec![("function", J::S("main".into())), ("line", J::Null)])]),
+            ),
+            ("empty", J::A(vec![])),
+            ("neg", J::I(-3)),
+        ]);
+        let mut s = String::new();
+        render(&v, 0, &mut s);
+        assert_eq!(
+            s,
+            "{\n  \"a\": 1,\n  \"frames\": [\n    {\"function\": \"main\", \"line\": null}\n  ],\n  \"empty\": [],\n  \"neg\": -3\n}"
+        );
+    }
+}

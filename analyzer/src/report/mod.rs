@@ -1,0 +1,488 @@
+//! `gpuleak report`: leaks grouped by allocation stack, memory held by caching allocators,
+//! unreleased memory the program does not own, and bad frees, as text or JSON.
+//!
+//! A report is built per trace ([`build`]) from the model's replay, then the processes are
+//! combined ([`Report::new`]) and written by [`text`] or [`json`]. The JSON document follows
+//! DESIGN.md §6 (fields are only ever added); `docs/report.md` describes every field.
+//!
+//! ```no_run
+//! use gpuleak_analyzer::report::{self, Options, Report};
+//! use gpuleak_analyzer::TraceFile;
+//!
+//! let file = TraceFile::open("app.trace".as_ref()).unwrap();
+//! let process = report::from_file(&file, &Options::default());
+//! let report = Report::new(vec![process]);
+//! let mut out = Vec::new();
+//! report::json::write(&report, &mut out).unwrap();
+//! ```
+
+pub mod frames;
+pub mod json;
+pub mod owner;
+pub mod text;
+
+#[cfg(test)]
+mod tests;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use gpuleak_format::{Api, MemKind, StackId};
+
+use crate::file::TraceFile;
+use crate::model::{self, is_owned_memory, BadFreeCause, LeakAt, LeakGroup, Process, Replay};
+
+pub use frames::{Frame, FrameSource, ModuleOffsets};
+pub use owner::Pool;
+
+use frames::Stacks;
+
+/// How a report is built.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Show at most this many groups per list and process.
+    pub top: Option<usize>,
+    /// Count memory held by caching allocators as leaks.
+    pub pool_as_leak: bool,
+    /// Directories searched for separate debug files.
+    pub debug_dirs: Vec<PathBuf>,
+}
+
+/// Totals of one process, or of all.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Summary {
+    /// Successful allocations of every family.
+    pub allocations: u64,
+    /// Successful frees of every family.
+    pub frees: u64,
+    /// Leaked allocations (at exit and at teardown).
+    pub leaked_allocations: u64,
+    /// Leaked bytes (owned memory only).
+    pub leaked_bytes: u64,
+    /// Of `leaked_bytes`, those still live at exit.
+    pub leaked_bytes_at_exit: u64,
+    /// Of `leaked_bytes`, those freed by a context teardown.
+    pub leaked_bytes_at_teardown: u64,
+    /// Highest owned bytes live at once (for several processes: the sum of their peaks).
+    pub peak_bytes: u64,
+    /// Allocation calls that failed.
+    pub failed_allocations: u64,
+    /// Allocations held by caching allocators (not counted as leaks).
+    pub pool_allocations: u64,
+    /// Bytes held by caching allocators (not counted as leaks).
+    pub pool_bytes: u64,
+    /// Unreleased registrations, IPC mappings and address reservations.
+    pub unreleased_allocations: u64,
+    /// Their bytes (not memory the program owns).
+    pub unreleased_bytes: u64,
+    /// Number of findings.
+    pub findings: u64,
+}
+
+impl Summary {
+    fn add(&mut self, o: &Summary) {
+        self.allocations += o.allocations;
+        self.frees += o.frees;
+        self.leaked_allocations += o.leaked_allocations;
+        self.leaked_bytes += o.leaked_bytes;
+        self.leaked_bytes_at_exit += o.leaked_bytes_at_exit;
+        self.leaked_bytes_at_teardown += o.leaked_bytes_at_teardown;
+        self.peak_bytes += o.peak_bytes;
+        self.failed_allocations += o.failed_allocations;
+        self.pool_allocations += o.pool_allocations;
+        self.pool_bytes += o.pool_bytes;
+        self.unreleased_allocations += o.unreleased_allocations;
+        self.unreleased_bytes += o.unreleased_bytes;
+        self.findings += o.findings;
+    }
+}
+
+/// Allocations from one stack still held at exit or at a context teardown.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// Bytes asked for.
+    pub bytes: u64,
+    /// Number of allocations.
+    pub allocations: u64,
+    /// Memory family.
+    pub kind: MemKind,
+    /// Exit or teardown (the first teardown met, when several).
+    pub at: LeakAt,
+    /// Driver entry point of the first allocation.
+    pub api: Api,
+    /// Runtime call of the first allocation, or `Api::NONE`.
+    pub via: Api,
+    /// Path of the owning module (the first outside the CUDA libraries).
+    pub owner: Option<String>,
+    /// The caching allocator that owner belongs to.
+    pub pool: Option<Pool>,
+    /// VMM handles released but still mapped.
+    pub released_but_mapped: u64,
+    /// The allocation stack, as shown.
+    pub stack: Vec<Frame>,
+    /// The allocation stack's id in the trace.
+    pub stack_id: StackId,
+    /// Thread of the first allocation.
+    pub tid: u32,
+    first_seq: u64,
+}
+
+/// How bad a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Severity {
+    /// A bug.
+    Error,
+    /// Probably a bug, or a gap in the trace.
+    Warning,
+    /// For information.
+    Note,
+}
+
+impl Severity {
+    /// `error`, `warning` or `note`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+            Severity::Note => "note",
+        }
+    }
+}
+
+/// A problem found in the trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The check that found it (`bad-free`).
+    pub check: &'static str,
+    /// How bad.
+    pub severity: Severity,
+    /// One sentence.
+    pub message: String,
+    /// Where it happened (empty when no stack was captured).
+    pub stack: Vec<Frame>,
+    /// Occurrences folded into this finding.
+    pub count: u64,
+    /// The call.
+    pub api: Api,
+    /// Address or handle of the first occurrence.
+    pub ptr: u64,
+    /// Driver result of the first occurrence.
+    pub result: u32,
+    /// Stack of the allocation involved, when known.
+    pub allocation_stack: Option<Vec<Frame>>,
+    /// Stack of the earlier free of a double free, when captured.
+    pub first_free_stack: Option<Vec<Frame>>,
+    seq: u64,
+}
+
+/// The report on one trace.
+#[derive(Debug, Clone)]
+pub struct ProcessReport {
+    /// The trace file.
+    pub trace: PathBuf,
+    /// Who the process was (from its `ProcessInfo` record).
+    pub process: Option<Process>,
+    /// Exit code, when the trace has an `Exit` record.
+    pub exit_code: Option<i32>,
+    /// Totals.
+    pub summary: Summary,
+    /// Leaks, largest first.
+    pub leaks: Vec<Held>,
+    /// Memory held by caching allocators (empty with `--pool-as-leak`).
+    pub held_by_pool: Vec<Held>,
+    /// Unreleased registrations, IPC mappings and reservations.
+    pub unreleased: Vec<Held>,
+    /// Groups left out of each list by `--top`: (groups, bytes) for leaks, pool, unreleased.
+    pub omitted: [(u64, u64); 3],
+    /// Findings, errors first.
+    pub findings: Vec<Finding>,
+    /// What the reader should know about the trace itself (truncation, lost events...).
+    pub notes: Vec<String>,
+}
+
+/// The reports on every trace, with combined totals.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// One per trace, in command-line order.
+    pub processes: Vec<ProcessReport>,
+    /// Sum over the processes (peak: the sum of their peaks).
+    pub summary: Summary,
+}
+
+impl Report {
+    /// Combines per-trace reports.
+    pub fn new(processes: Vec<ProcessReport>) -> Report {
+        let mut summary = Summary::default();
+        for p in &processes {
+            summary.add(&p.summary);
+        }
+        Report { processes, summary }
+    }
+}
+
+/// Replays and reports on one opened trace.
+pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
+    let replay = match file.trace() {
+        Ok(trace) => model::replay(&trace),
+        Err(_) => Replay::default(),
+    };
+    let source = frames::source_for(&replay.modules, &options.debug_dirs);
+    build(replay, file.path().to_path_buf(), source.as_ref(), options)
+}
+
+/// Builds the report on one replayed trace, with frames from `source`.
+pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: &Options) -> ProcessReport {
+    let mut stacks = Stacks::new(&replay.modules, source);
+    let mut leaks = Vec::new();
+    let mut held_by_pool = Vec::new();
+    let mut unreleased = Vec::new();
+    for g in &replay.leaks {
+        let held = held(g, &replay, &mut stacks);
+        if !is_owned_memory(g.kind) {
+            unreleased.push(held);
+        } else if held.pool.is_some() && !options.pool_as_leak {
+            held_by_pool.push(held);
+        } else {
+            leaks.push(held);
+        }
+    }
+    let (leaks, held_by_pool, unreleased) = (merge(leaks), merge(held_by_pool), merge(unreleased));
+
+    let mut summary = Summary {
+        allocations: replay.counts.allocations,
+        frees: replay.counts.frees,
+        peak_bytes: replay.peak_bytes,
+        failed_allocations: replay.counts.failed_allocations,
+        ..Summary::default()
+    };
+    for l in &leaks {
+        summary.leaked_allocations += l.allocations;
+        summary.leaked_bytes += l.bytes;
+        match l.at {
+            LeakAt::Exit => summary.leaked_bytes_at_exit += l.bytes,
+            LeakAt::Teardown { .. } => summary.leaked_bytes_at_teardown += l.bytes,
+        }
+    }
+    for p in &held_by_pool {
+        summary.pool_allocations += p.allocations;
+        summary.pool_bytes += p.bytes;
+    }
+    for u in &unreleased {
+        summary.unreleased_allocations += u.allocations;
+        summary.unreleased_bytes += u.bytes;
+    }
+
+    let mut findings: Vec<Finding> = replay
+        .bad_frees
+        .iter()
+        .map(|b| bad_free(b, &replay, &mut stacks))
+        .collect();
+    findings.sort_by_key(|f| (f.severity, f.seq));
+    summary.findings = findings.len() as u64;
+
+    let mut notes = notes(&replay);
+    notes.extend(source.warnings());
+
+    let mut report = ProcessReport {
+        trace,
+        process: replay.process.clone(),
+        exit_code: replay.exit_code,
+        summary,
+        leaks,
+        held_by_pool,
+        unreleased,
+        omitted: [(0, 0); 3],
+        findings,
+        notes,
+    };
+    if let Some(top) = options.top {
+        for (i, list) in [&mut report.leaks, &mut report.held_by_pool, &mut report.unreleased]
+            .into_iter()
+            .enumerate()
+        {
+            if list.len() > top {
+                let cut = list.split_off(top);
+                report.omitted[i] = (cut.len() as u64, cut.iter().map(|h| h.bytes).sum());
+            }
+        }
+    }
+    report
+}
+
+fn held(g: &LeakGroup, replay: &Replay, stacks: &mut Stacks<'_>) -> Held {
+    let addresses: &[u64] = replay.stacks.get(&g.stack).map_or(&[], Vec::as_slice);
+    let owner = owner::owner(addresses, &replay.modules).map(str::to_string);
+    let pool = owner.as_deref().and_then(owner::pool_of);
+    Held {
+        bytes: g.bytes,
+        allocations: g.allocations,
+        kind: g.kind,
+        at: g.at,
+        api: g.first.api,
+        via: g.first.via,
+        owner,
+        pool,
+        released_but_mapped: g.released_but_mapped,
+        stack: stacks.frames(addresses),
+        stack_id: g.stack,
+        tid: g.first.tid,
+        first_seq: g.first.seq.0,
+    }
+}
+
+/// What makes two groups one: family, exit or teardown, pool, and the frames shown.
+type MergeKey = (MemKind, &'static str, Option<Pool>, Vec<FrameKey>);
+
+/// A frame as the reader sees it: a named frame is its function, file, line and module (the
+/// same line reached through different return addresses is one frame); an unnamed frame is
+/// only the same at the same address.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+struct FrameKey {
+    function: Option<String>,
+    file: Option<String>,
+    line: Option<u32>,
+    module: Option<String>,
+    address: Option<u64>,
+}
+
+impl FrameKey {
+    fn of(f: &Frame) -> FrameKey {
+        FrameKey {
+            function: f.function.clone(),
+            file: f.file.clone(),
+            line: f.line,
+            module: f.module.clone(),
+            address: f.function.is_none().then_some(f.address),
+        }
+    }
+}
+
+/// Folds groups whose shown frames are identical (the same source line reached through
+/// different return addresses, or stacks that differ only inside the runtime), largest first.
+fn merge(list: Vec<Held>) -> Vec<Held> {
+    let mut index: HashMap<MergeKey, usize> = HashMap::new();
+    let mut out: Vec<Held> = Vec::with_capacity(list.len());
+    for h in list {
+        let key = (h.kind, h.at.name(), h.pool, h.stack.iter().map(FrameKey::of).collect());
+        match index.get(&key) {
+            Some(&i) => {
+                let into = &mut out[i];
+                into.bytes += h.bytes;
+                into.allocations += h.allocations;
+                into.released_but_mapped += h.released_but_mapped;
+                if h.first_seq < into.first_seq {
+                    let (bytes, allocations, released) = (into.bytes, into.allocations, into.released_but_mapped);
+                    *into = Held {
+                        bytes,
+                        allocations,
+                        released_but_mapped: released,
+                        ..h
+                    };
+                }
+            }
+            None => {
+                index.insert(key, out.len());
+                out.push(h);
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(b.allocations.cmp(&a.allocations))
+            .then(a.first_seq.cmp(&b.first_seq))
+    });
+    out
+}
+
+fn bad_free(b: &model::BadFree, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
+    let mut stack_of = |id: StackId| -> Option<Vec<Frame>> {
+        replay
+            .stacks
+            .get(&id)
+            .filter(|_| id != StackId::NONE)
+            .map(|a| stacks.frames(a))
+    };
+    let ptr = b.ptr.0;
+    let mut message = match b.cause {
+        BadFreeCause::NeverAllocated => {
+            format!("{} of {ptr:#x}, which is not a live allocation", b.api)
+        }
+        BadFreeCause::DoubleFree(f) => format!(
+            "double free: {} of {ptr:#x}, already freed ({} bytes of {} memory from {})",
+            b.api,
+            f.site.size,
+            f.site.kind.name(),
+            f.site.api
+        ),
+        BadFreeCause::WrongFamily(site) => format!(
+            "{} of {ptr:#x}, which is {} memory from {} (wrong free function)",
+            b.api,
+            site.kind.name(),
+            site.api
+        ),
+    };
+    if b.result.is_success() {
+        message.push_str("; the driver accepted it, so the trace may have missed an allocation");
+    } else {
+        message.push_str(&format!("; the driver returned {}", b.result.0));
+    }
+    if b.count > 1 {
+        message.push_str(&format!(" ({} times)", b.count));
+    }
+    let (allocation_stack, first_free_stack) = match b.cause {
+        BadFreeCause::NeverAllocated => (None, None),
+        BadFreeCause::DoubleFree(f) => (stack_of(f.site.stack), stack_of(f.free_stack)),
+        BadFreeCause::WrongFamily(site) => (stack_of(site.stack), None),
+    };
+    Finding {
+        check: "bad-free",
+        severity: if b.result.is_success() {
+            Severity::Warning
+        } else {
+            Severity::Error
+        },
+        message,
+        stack: stack_of(b.stack).unwrap_or_default(),
+        count: b.count,
+        api: b.api,
+        ptr,
+        result: b.result.0,
+        allocation_stack,
+        first_free_stack,
+        seq: b.seq.0,
+    }
+}
+
+fn notes(replay: &Replay) -> Vec<String> {
+    let mut notes = Vec::new();
+    for e in &replay.errors {
+        notes.push(format!("unreadable records: {e}; the report covers what could be read"));
+    }
+    let more = replay.error_count.saturating_sub(replay.errors.len() as u64);
+    if more > 0 {
+        notes.push(format!("{more} more decoding errors"));
+    }
+    if replay.lost_events > 0 {
+        notes.push(format!(
+            "the shim lost {} events (trace full or unwritable): leaks and bad frees may be missing or wrong",
+            replay.lost_events
+        ));
+    }
+    if replay.exit_code.is_none() && replay.counts.records > 0 {
+        notes.push("the trace has no exit record (the process was killed or is still running): \"at exit\" means at the end of the trace".into());
+    }
+    if replay.counts.missed_frees > 0 {
+        notes.push(format!(
+            "{} allocations reused an address that was still live: the trace missed their frees",
+            replay.counts.missed_frees
+        ));
+    }
+    if replay.counts.graph_allocations > 0 {
+        notes.push(format!(
+            "{} stream-ordered allocations were made under stream capture (graph nodes, not counted)",
+            replay.counts.graph_allocations
+        ));
+    }
+    notes
+}

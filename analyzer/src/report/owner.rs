@@ -1,0 +1,167 @@
+//! Who owns an allocation: the first module in its stack outside the CUDA libraries, and
+//! whether that module is a known caching allocator (a pool).
+//!
+//! Detection is by module file name only (a table below): a pool statically linked into a
+//! program, or a library renamed, is not recognised.
+
+use crate::model::{file_name, Modules};
+
+/// A caching allocator whose memory, still held at exit, is not a program leak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Pool {
+    /// PyTorch's CUDA caching allocator (`libc10_cuda.so`, `libtorch_cuda.so`).
+    Pytorch,
+    /// XLA's allocator (JAX, TensorFlow): `libxla*`, `xla_extension*`, anything under `jaxlib`.
+    Xla,
+    /// CuPy's memory pool (anything under `cupy`, `cupy_backends`).
+    Cupy,
+    /// RAPIDS Memory Manager (`librmm*`, anything under `rmm/`).
+    Rmm,
+}
+
+impl Pool {
+    /// Short name used in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pool::Pytorch => "pytorch",
+            Pool::Xla => "xla",
+            Pool::Cupy => "cupy",
+            Pool::Rmm => "rmm",
+        }
+    }
+}
+
+/// File-name prefixes of the CUDA libraries: frames in them are passed over when looking for
+/// the owner, because they allocate on behalf of their caller.
+const CUDA_LIBRARIES: &[&str] = &[
+    "libcuda.so",
+    "libcudart.so",
+    "libcublas",
+    "libcudnn",
+    "libnccl",
+    "libcufft",
+    "libcurand",
+    "libcusparse",
+    "libcusolver",
+    "libnvrtc",
+    "libnvJitLink",
+    "libgpuleak.so",
+];
+
+/// File-name prefixes of the driver and runtime plumbing, trimmed from the innermost end of
+/// stacks shown in reports: the allocation's `api` and `via` already say what they did.
+const RUNTIME_LIBRARIES: &[&str] = &["libcuda.so", "libcudart.so", "libgpuleak.so"];
+
+/// Whether a module (by path) is one of the CUDA libraries.
+pub fn is_cuda_library(path: &str) -> bool {
+    let name = file_name(path);
+    CUDA_LIBRARIES.iter().any(|p| name.starts_with(p))
+}
+
+/// Whether a module (by path) is the driver, the runtime or the shim.
+pub fn is_runtime_library(path: &str) -> bool {
+    let name = file_name(path);
+    RUNTIME_LIBRARIES.iter().any(|p| name.starts_with(p))
+}
+
+/// The pool a module belongs to, by its path.
+pub fn pool_of(path: &str) -> Option<Pool> {
+    let name = file_name(path);
+    let in_dir = |dir: &str| path.split('/').rev().skip(1).any(|d| d == dir);
+    if name.starts_with("libc10_cuda") || name.starts_with("libtorch_cuda") {
+        Some(Pool::Pytorch)
+    } else if name.starts_with("libxla")
+        || name.starts_with("xla_extension")
+        || name.starts_with("xla_cuda_plugin")
+        || in_dir("jaxlib")
+        || in_dir("jax_plugins")
+    {
+        Some(Pool::Xla)
+    } else if in_dir("cupy") || in_dir("cupy_backends") || name.starts_with("libcupy") {
+        Some(Pool::Cupy)
+    } else if name.starts_with("librmm") || in_dir("rmm") {
+        Some(Pool::Rmm)
+    } else {
+        None
+    }
+}
+
+/// The owner of a stack: the path of the first module, innermost first, that is not a CUDA
+/// library. `None` when the stack is empty, lies wholly in CUDA libraries, or its first other
+/// frame is in no recorded module (JIT code).
+pub fn owner<'m>(frames: &[u64], modules: &'m Modules) -> Option<&'m str> {
+    for &address in frames {
+        match modules.find(address) {
+            Some(m) if is_cuda_library(&m.path) => continue,
+            Some(m) => return Some(&m.path),
+            None => return None,
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Module;
+
+    #[test]
+    fn pools_are_recognised_by_module_name() {
+        let cases = [
+            (
+                "/venv/lib/python3.12/site-packages/torch/lib/libc10_cuda.so",
+                Some(Pool::Pytorch),
+            ),
+            ("/venv/torch/lib/libtorch_cuda.so", Some(Pool::Pytorch)),
+            ("/venv/jaxlib/xla_extension.so", Some(Pool::Xla)),
+            ("/venv/jax_plugins/xla_cuda12/xla_cuda_plugin.so", Some(Pool::Xla)),
+            (
+                "/venv/cupy_backends/cuda/api/runtime.cpython-312-x86_64-linux-gnu.so",
+                Some(Pool::Cupy),
+            ),
+            ("/opt/rapids/lib/librmm.so", Some(Pool::Rmm)),
+            ("/usr/bin/app", None),
+            ("/usr/lib/libtorch.so", None),
+            ("/home/me/cupyfan/app", None),
+        ];
+        for (path, pool) in cases {
+            assert_eq!(pool_of(path), pool, "{path}");
+        }
+    }
+
+    #[test]
+    fn cuda_libraries_are_matched_exactly_enough() {
+        assert!(is_cuda_library("/usr/lib/x86_64-linux-gnu/libcuda.so.1"));
+        assert!(is_cuda_library("/venv/nvidia/cublas/lib/libcublasLt.so.12"));
+        assert!(is_cuda_library("libnccl.so.2"));
+        assert!(!is_cuda_library("/usr/bin/libcudaish_app"));
+        assert!(is_runtime_library("/x/libcudart.so.12"));
+        assert!(!is_runtime_library("/x/libcublas.so.12"));
+    }
+
+    #[test]
+    fn the_owner_is_the_first_module_outside_the_cuda_libraries() {
+        let mut modules = Modules::default();
+        for (start, path) in [
+            (0x1000, "/lib/libcuda.so.1"),
+            (0x2000, "/lib/libcublas.so.12"),
+            (0x3000, "/torch/lib/libc10_cuda.so"),
+            (0x4000, "/usr/bin/python3"),
+        ] {
+            modules.insert(Module {
+                base: start,
+                start,
+                end: start + 0x1000,
+                path: path.into(),
+                build_id: Vec::new(),
+            });
+        }
+        assert_eq!(
+            owner(&[0x1010, 0x2010, 0x3010, 0x4010], &modules),
+            Some("/torch/lib/libc10_cuda.so")
+        );
+        assert_eq!(owner(&[0x4010], &modules), Some("/usr/bin/python3"));
+        assert_eq!(owner(&[0x1010, 0x9000], &modules), None);
+        assert_eq!(owner(&[], &modules), None);
+    }
+}

@@ -1,0 +1,328 @@
+//! Reports built from synthetic records: ownership, pools, merging, `--top`, and the JSON
+//! contract's shape.
+
+use std::borrow::Cow;
+use std::path::PathBuf;
+
+use gpuleak_format::{
+    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Free, Module as ModuleRecord, Ptr, Record, Seq, Stack, StackId,
+    Stream,
+};
+
+use super::*;
+use crate::model::Model;
+
+const PROGRAM: u64 = 0x5555_0000_0000;
+const C10: u64 = 0x7f00_0000_0000;
+const CUDART: u64 = 0x7f10_0000_0000;
+
+struct Script {
+    records: Vec<Record<'static>>,
+}
+
+impl Script {
+    /// A process with three modules: the program, PyTorch's allocator and the runtime.
+    fn new() -> Script {
+        let mut s = Script { records: Vec::new() };
+        for (start, path) in [
+            (PROGRAM, "/usr/bin/train"),
+            (C10, "/venv/torch/lib/libc10_cuda.so"),
+            (CUDART, "/venv/nvidia/lib/libcudart.so.12"),
+        ] {
+            s.push(ModuleRecord {
+                base: start,
+                start,
+                end: start + 0x10_0000,
+                path: path.into(),
+                build_id: Cow::Borrowed(&[]),
+            });
+        }
+        s
+    }
+
+    fn push(&mut self, body: impl Into<Body<'static>>) -> &mut Self {
+        let seq = self.records.len() as u64 + 1;
+        self.records.push(Record {
+            seq: Seq(seq),
+            time_ns: seq,
+            body: body.into(),
+        });
+        self
+    }
+
+    fn stack(&mut self, id: u32, frames: &[u64]) -> &mut Self {
+        self.push(Stack {
+            id: StackId(id),
+            frames: Addrs(Cow::Owned(frames.to_vec())),
+        })
+    }
+
+    fn alloc(&mut self, api: Api, ptr: u64, size: u64, stack: u32) -> &mut Self {
+        self.push(Alloc {
+            api,
+            via: Api::cudaMalloc,
+            result: CuResult::SUCCESS,
+            ctx: Ctx(1),
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size,
+            stack: StackId(stack),
+            aux: 0,
+        })
+    }
+
+    fn replay(&self) -> crate::model::Replay {
+        let mut model = Model::new();
+        for r in &self.records {
+            model.apply(1, r);
+        }
+        model.finish()
+    }
+
+    fn report(&self, options: &Options) -> ProcessReport {
+        let replay = self.replay();
+        let source = ModuleOffsets::new(replay.modules.clone());
+        build(replay, PathBuf::from("t.trace"), &source, options)
+    }
+}
+
+/// A program leak (stack 1) and memory PyTorch's caching allocator still holds (stack 2), both
+/// reached through the runtime.
+fn program_and_pool() -> Script {
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200])
+        .stack(2, &[CUDART + 0x10, C10 + 0x300, PROGRAM + 0x400])
+        .alloc(Api::cuMemAlloc_v2, 0x7000_0000, 1000, 1)
+        .alloc(Api::cuMemAlloc_v2, 0x7100_0000, 2 << 20, 2)
+        .push(Exit { code: 0, how: 0 });
+    s
+}
+
+#[test]
+fn memory_held_by_a_caching_allocator_is_apart_from_program_leaks() {
+    let r = program_and_pool().report(&Options::default());
+    assert_eq!(r.leaks.len(), 1);
+    assert_eq!(r.leaks[0].bytes, 1000);
+    assert_eq!(r.leaks[0].owner.as_deref(), Some("/usr/bin/train"));
+    assert_eq!(r.leaks[0].pool, None);
+    assert_eq!(r.held_by_pool.len(), 1);
+    let pool = &r.held_by_pool[0];
+    assert_eq!((pool.bytes, pool.pool), (2 << 20, Some(Pool::Pytorch)));
+    assert_eq!(pool.owner.as_deref(), Some("/venv/torch/lib/libc10_cuda.so"));
+    assert_eq!(r.summary.leaked_bytes, 1000);
+    assert_eq!(r.summary.pool_bytes, 2 << 20);
+    assert_eq!(r.summary.peak_bytes, 1000 + (2 << 20));
+}
+
+#[test]
+fn pool_as_leak_counts_pool_memory_as_leaks() {
+    let options = Options {
+        pool_as_leak: true,
+        ..Options::default()
+    };
+    let r = program_and_pool().report(&options);
+    assert!(r.held_by_pool.is_empty());
+    assert_eq!(r.leaks.len(), 2);
+    assert_eq!(r.leaks[0].pool, Some(Pool::Pytorch), "largest first, still named");
+    assert_eq!(r.summary.leaked_bytes, 1000 + (2 << 20));
+    assert_eq!(r.summary.pool_bytes, 0);
+}
+
+#[test]
+fn runtime_frames_are_not_shown_and_via_is_kept() {
+    let r = program_and_pool().report(&Options::default());
+    let l = &r.leaks[0];
+    assert_eq!(l.via, Api::cudaMalloc);
+    assert_eq!(l.stack.len(), 2);
+    assert_eq!(l.stack[0].module.as_deref(), Some("train"));
+    assert_eq!(l.stack[0].address, 0x100);
+}
+
+#[test]
+fn stacks_that_differ_only_inside_the_runtime_are_one_group() {
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100])
+        .stack(2, &[CUDART + 0x20, PROGRAM + 0x100])
+        .alloc(Api::cuMemAlloc_v2, 0x7000_0000, 10, 1)
+        .alloc(Api::cuMemAlloc_v2, 0x7100_0000, 20, 2);
+    let r = s.report(&Options::default());
+    assert_eq!(r.leaks.len(), 1);
+    assert_eq!((r.leaks[0].bytes, r.leaks[0].allocations), (30, 2));
+    assert_eq!(r.leaks[0].stack_id, StackId(1), "the first allocation's group names it");
+}
+
+/// Names program addresses below `PROGRAM + 0x1000` as one line of `leaky`.
+struct OneLine;
+
+impl FrameSource for OneLine {
+    fn frames(&self, address: u64) -> Vec<Frame> {
+        let named = (PROGRAM..PROGRAM + 0x1000).contains(&address);
+        vec![Frame {
+            function: named.then(|| "leaky".to_string()),
+            file: named.then(|| "leaky.c".to_string()),
+            line: named.then_some(7),
+            module: Some("train".into()),
+            address: address - PROGRAM,
+            inlined: false,
+        }]
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        vec!["no debug info for libc".into()]
+    }
+}
+
+#[test]
+fn stacks_with_the_same_source_lines_are_one_group_but_unnamed_frames_must_match_exactly() {
+    let mut s = Script::new();
+    s.stack(1, &[PROGRAM + 0x100])
+        .stack(2, &[PROGRAM + 0x180])
+        .stack(3, &[PROGRAM + 0x2000])
+        .stack(4, &[PROGRAM + 0x2100])
+        .alloc(Api::cuMemAlloc_v2, 0x7000_0000, 10, 1)
+        .alloc(Api::cuMemAlloc_v2, 0x7100_0000, 20, 2)
+        .alloc(Api::cuMemAlloc_v2, 0x7200_0000, 40, 3)
+        .alloc(Api::cuMemAlloc_v2, 0x7300_0000, 80, 4)
+        .push(Exit { code: 0, how: 0 });
+    let r = build(s.replay(), PathBuf::from("t.trace"), &OneLine, &Options::default());
+    let groups: Vec<(u64, u64)> = r.leaks.iter().map(|l| (l.bytes, l.allocations)).collect();
+    assert_eq!(groups, [(80, 1), (40, 1), (30, 2)]);
+    assert_eq!(
+        r.notes,
+        ["no debug info for libc"],
+        "the symbolizer's warnings are notes"
+    );
+}
+
+#[test]
+fn registered_and_reserved_memory_is_unreleased_not_leaked() {
+    let mut s = Script::new();
+    s.stack(1, &[PROGRAM + 0x100])
+        .alloc(Api::cuMemHostRegister_v2, 0x5000, 65536, 1)
+        .alloc(Api::cuMemAddressReserve, 0x6000_0000, 1 << 22, 1);
+    let r = s.report(&Options::default());
+    assert!(r.leaks.is_empty());
+    assert_eq!(r.unreleased.len(), 2);
+    assert_eq!(r.summary.leaked_bytes, 0);
+    assert_eq!(r.summary.unreleased_allocations, 2);
+}
+
+#[test]
+fn top_keeps_the_largest_groups_and_counts_the_rest() {
+    let mut s = Script::new();
+    for i in 1..=5u32 {
+        s.stack(i, &[PROGRAM + u64::from(i) * 0x10]).alloc(
+            Api::cuMemAlloc_v2,
+            0x7000_0000 + u64::from(i) * 0x1000,
+            u64::from(i) * 100,
+            i,
+        );
+    }
+    let r = s.report(&Options {
+        top: Some(2),
+        ..Options::default()
+    });
+    assert_eq!(r.leaks.iter().map(|l| l.bytes).collect::<Vec<_>>(), [500, 400]);
+    assert_eq!(r.omitted[0], (3, 600));
+    assert_eq!(r.summary.leaked_bytes, 1500, "the summary counts every leak");
+}
+
+#[test]
+fn bad_frees_become_findings_with_both_stacks() {
+    let mut s = Script::new();
+    s.stack(1, &[PROGRAM + 0x100])
+        .stack(2, &[PROGRAM + 0x200])
+        .alloc(Api::cuMemAlloc_v2, 0x7000, 64, 1)
+        .push(Free {
+            api: Api::cuMemFree_v2,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            stream: Stream(0),
+            ptr: Ptr(0x7000),
+            size: 0,
+            stack: StackId::NONE,
+        })
+        .push(Free {
+            api: Api::cuMemFree_v2,
+            via: Api::NONE,
+            result: CuResult(1),
+            stream: Stream(0),
+            ptr: Ptr(0x7000),
+            size: 0,
+            stack: StackId(2),
+        });
+    let r = s.report(&Options::default());
+    assert_eq!(r.findings.len(), 1);
+    let f = &r.findings[0];
+    assert_eq!((f.check, f.severity), ("bad-free", Severity::Error));
+    assert!(
+        f.message.starts_with("double free: cuMemFree_v2 of 0x7000"),
+        "{}",
+        f.message
+    );
+    assert_eq!(f.stack[0].address, 0x200);
+    assert_eq!(f.allocation_stack.as_ref().unwrap()[0].address, 0x100);
+    assert!(r.leaks.is_empty());
+}
+
+#[test]
+fn a_trace_without_exit_says_so() {
+    let mut s = Script::new();
+    s.alloc(Api::cuMemAlloc_v2, 0x7000, 64, 0);
+    let r = s.report(&Options::default());
+    assert!(r.notes.iter().any(|n| n.contains("no exit record")), "{:?}", r.notes);
+}
+
+#[test]
+fn json_has_the_contract_fields_in_order() {
+    let report = Report::new(vec![program_and_pool().report(&Options::default())]);
+    let mut out = Vec::new();
+    json::write(&report, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let position = |key: &str| text.find(&format!("\"{key}\"")).unwrap_or_else(|| panic!("no {key}"));
+    assert!(position("schema_version") < position("summary"));
+    let list = |key: &str| {
+        text.find(&format!("\n  \"{key}\": ["))
+            .unwrap_or_else(|| panic!("no {key} list"))
+    };
+    assert!(position("summary") < list("leaks"));
+    assert!(list("leaks") < list("findings"));
+    for key in [
+        "allocations",
+        "frees",
+        "leaked_allocations",
+        "leaked_bytes",
+        "peak_bytes",
+        "bytes",
+        "kind",
+        "stack",
+        "function",
+        "file",
+        "line",
+        "module",
+        "held_by_pool",
+        "processes",
+    ] {
+        position(key);
+    }
+    assert!(text.contains("\"schema_version\": 1,"));
+    assert!(text.contains("\"kind\": \"device\""));
+    assert!(text.contains("\"pool\": \"pytorch\""));
+}
+
+#[test]
+fn several_processes_add_up() {
+    let one = program_and_pool().report(&Options::default());
+    let report = Report::new(vec![one.clone(), one]);
+    assert_eq!(report.summary.leaked_bytes, 2000);
+    assert_eq!(report.summary.peak_bytes, 2 * (1000 + (2 << 20)));
+    let mut out = Vec::new();
+    text::write(&report, text::Style::PLAIN, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert_eq!(text.matches("gpuleak report:").count(), 2);
+    assert!(text.contains("Total over 2 processes:"));
+    assert!(
+        text.lines().all(|l| l.chars().count() <= 80 || !l.contains(' ')),
+        "{text}"
+    );
+}

@@ -1,0 +1,367 @@
+//! The report as text for a terminal, readable in 80 columns (in the manner of heaptrack and
+//! AddressSanitizer): a header per process, each leak group with its stack, then findings and
+//! notes.
+
+use std::io::{self, Write};
+
+use crate::model::{file_name, LeakAt};
+
+use super::{Finding, Frame, Held, ProcessReport, Report, Severity, Summary};
+
+/// Width the text is laid out for.
+const WIDTH: usize = 80;
+
+/// ANSI colours, or none.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Style {
+    colour: bool,
+}
+
+impl Style {
+    /// Plain text.
+    pub const PLAIN: Style = Style { colour: false };
+    /// Coloured text.
+    pub const COLOUR: Style = Style { colour: true };
+
+    fn paint(self, code: &str, text: &str) -> String {
+        if self.colour {
+            format!("\x1b[{code}m{text}\x1b[0m")
+        } else {
+            text.to_string()
+        }
+    }
+
+    fn bold(self, text: &str) -> String {
+        self.paint("1", text)
+    }
+
+    fn severity(self, s: Severity) -> String {
+        let code = match s {
+            Severity::Error => "1;31",
+            Severity::Warning => "1;33",
+            Severity::Note => "1;36",
+        };
+        self.paint(code, s.name())
+    }
+}
+
+/// Writes `report` as text.
+pub fn write(report: &Report, style: Style, out: &mut impl Write) -> io::Result<()> {
+    let mut s = String::with_capacity(4096);
+    for (i, p) in report.processes.iter().enumerate() {
+        if i > 0 {
+            s.push('\n');
+        }
+        process(p, style, &mut s);
+    }
+    if report.processes.len() > 1 {
+        s.push('\n');
+        s.push_str(&style.bold(&format!("Total over {} processes:", report.processes.len())));
+        s.push('\n');
+        totals(&report.summary, &mut s);
+    }
+    out.write_all(s.as_bytes())
+}
+
+fn plural(n: u64, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
+fn process(p: &ProcessReport, style: Style, s: &mut String) {
+    let ended = match p.exit_code {
+        Some(code) => format!("exited with {code}"),
+        None => "no exit record".to_string(),
+    };
+    match &p.process {
+        Some(info) => {
+            s.push_str(&style.bold(&format!("gpuleak report: pid {} ({ended})", info.pid)));
+            s.push_str(&format!("\nprogram: {}\n", info.exe));
+        }
+        None => {
+            s.push_str(&style.bold(&format!("gpuleak report: unknown process ({ended})")));
+            s.push('\n');
+        }
+    }
+    s.push_str(&format!("trace: {}\n", p.trace.display()));
+    totals(&p.summary, s);
+
+    if p.leaks.is_empty() {
+        s.push_str("\nNo leaks.\n");
+    }
+    for h in &p.leaks {
+        s.push('\n');
+        held(h, style, s);
+    }
+    omitted(p.omitted[0], "leak", s);
+
+    if !p.held_by_pool.is_empty() {
+        s.push('\n');
+        wrap(
+            &style.bold("Held by caching allocators, not counted as leaks (--pool-as-leak counts them):"),
+            "",
+            s,
+        );
+        for h in &p.held_by_pool {
+            s.push('\n');
+            held(h, style, s);
+        }
+        omitted(p.omitted[1], "pool", s);
+    }
+
+    if !p.unreleased.is_empty() {
+        s.push('\n');
+        wrap(
+            &style.bold("Not released, but not memory the program owns (not counted as leaked bytes):"),
+            "",
+            s,
+        );
+        for h in &p.unreleased {
+            s.push('\n');
+            held(h, style, s);
+        }
+        omitted(p.omitted[2], "unreleased", s);
+    }
+
+    for f in &p.findings {
+        s.push('\n');
+        finding(f, style, s);
+    }
+    if !p.notes.is_empty() {
+        s.push('\n');
+        for n in &p.notes {
+            wrap(&format!("{}: {n}", style.severity(Severity::Note)), "  ", s);
+        }
+    }
+}
+
+fn totals(t: &Summary, s: &mut String) {
+    let mut leaks = format!(
+        "leaked: {} in {}",
+        plural(t.leaked_bytes, "byte", "bytes"),
+        plural(t.leaked_allocations, "allocation", "allocations")
+    );
+    if t.leaked_bytes_at_teardown > 0 {
+        leaks.push_str(&format!(
+            " ({} at exit, {} at context teardown)",
+            t.leaked_bytes_at_exit, t.leaked_bytes_at_teardown
+        ));
+    }
+    if t.pool_bytes > 0 {
+        leaks.push_str(&format!("; held by pools: {}", plural(t.pool_bytes, "byte", "bytes")));
+    }
+    wrap(&leaks, "  ", s);
+    let mut calls = format!(
+        "calls: {}, {}",
+        plural(t.allocations, "allocation", "allocations"),
+        plural(t.frees, "free", "frees")
+    );
+    if t.failed_allocations > 0 {
+        calls.push_str(&format!(", {} failed", t.failed_allocations));
+    }
+    calls.push_str(&format!("; peak {} live", plural(t.peak_bytes, "byte", "bytes")));
+    if t.findings > 0 {
+        calls.push_str(&format!("; {}", plural(t.findings, "finding", "findings")));
+    }
+    wrap(&calls, "  ", s);
+}
+
+fn held(h: &Held, style: Style, s: &mut String) {
+    let mut what = format!(
+        "{} in {} ({})",
+        plural(h.bytes, "byte", "bytes"),
+        plural(h.allocations, "allocation", "allocations"),
+        h.kind.name()
+    );
+    if let Some(pool) = h.pool {
+        let owner = h.owner.as_deref().map(file_name).unwrap_or("?");
+        what.push_str(&format!(" held by the {} pool ({owner})", pool.name()));
+    }
+    match h.at {
+        LeakAt::Exit => what.push_str(" at exit,"),
+        LeakAt::Teardown { api, .. } => what.push_str(&format!(" at context teardown ({api}),")),
+    }
+    let mut by = format!("allocated by {}", h.api);
+    if h.via != gpuleak_format::Api::NONE {
+        by.push_str(&format!(" via {}", h.via));
+    }
+    if h.released_but_mapped > 0 {
+        by.push_str(&format!(
+            ", {} released but still mapped",
+            plural(h.released_but_mapped, "handle", "handles")
+        ));
+    }
+    by.push(':');
+    // The headline breaks before "allocated by" rather than anywhere.
+    if what.chars().count() + 1 + by.chars().count() <= WIDTH {
+        s.push_str(&style.bold(&format!("{what} {by}")));
+        s.push('\n');
+    } else {
+        wrap(&style.bold(&what), "  ", s);
+        wrap(&style.bold(&format!("  {by}")), "    ", s);
+    }
+    frames(&h.stack, s);
+}
+
+fn finding(f: &Finding, style: Style, s: &mut String) {
+    wrap(
+        &format!("{}: {}: {}", style.severity(f.severity), f.check, f.message),
+        "  ",
+        s,
+    );
+    if f.stack.is_empty() {
+        s.push_str("    (no stack captured)\n");
+    }
+    frames(&f.stack, s);
+    if let Some(stack) = &f.first_free_stack {
+        s.push_str("  first freed at:\n");
+        frames(stack, s);
+    }
+    if let Some(stack) = &f.allocation_stack {
+        s.push_str("  allocated at:\n");
+        frames(stack, s);
+    }
+}
+
+fn omitted((groups, bytes): (u64, u64), what: &str, s: &mut String) {
+    if groups > 0 {
+        s.push_str(&format!(
+            "\n... and {} more {what} groups ({}), left out by --top\n",
+            groups,
+            plural(bytes, "byte", "bytes")
+        ));
+    }
+}
+
+/// One line per frame, `#N function file:line (module)`; the location moves to a line of its
+/// own when the whole does not fit.
+fn frames(stack: &[Frame], s: &mut String) {
+    for (i, f) in stack.iter().enumerate() {
+        let prefix = format!("    #{i} ");
+        let name = match (&f.function, &f.module) {
+            (Some(function), _) => elide(function, WIDTH - prefix.len()),
+            (None, Some(module)) => format!("{module}+{:#x}", f.address),
+            (None, None) => format!("{:#x}", f.address),
+        };
+        let mut location = String::new();
+        if let Some(file) = &f.file {
+            location.push_str(file_name(file));
+            if let Some(line) = f.line {
+                location.push_str(&format!(":{line}"));
+            }
+        }
+        if let (Some(module), Some(_)) = (&f.module, &f.function) {
+            if !location.is_empty() {
+                location.push(' ');
+            }
+            location.push_str(&format!("({module})"));
+        }
+        let line = if location.is_empty() {
+            format!("{prefix}{name}")
+        } else {
+            format!("{prefix}{name} {location}")
+        };
+        if line.chars().count() <= WIDTH || location.is_empty() {
+            s.push_str(&line);
+            s.push('\n');
+        } else {
+            s.push_str(&format!("{prefix}{name}\n"));
+            s.push_str(&format!("{}{location}\n", " ".repeat(prefix.len() + 2)));
+        }
+    }
+}
+
+/// Shortens a long function name in the middle.
+fn elide(name: &str, max: usize) -> String {
+    let n = name.chars().count();
+    if n <= max {
+        return name.to_string();
+    }
+    let keep = max.saturating_sub(3);
+    let head: String = name.chars().take(keep / 2).collect();
+    let tail: String = name.chars().skip(n - (keep - keep / 2)).collect();
+    format!("{head}...{tail}")
+}
+
+/// Writes `text` word-wrapped to [`WIDTH`] columns (escape sequences take no columns),
+/// continuation lines starting with `indent`.
+fn wrap(text: &str, indent: &str, s: &mut String) {
+    let mut column = 0;
+    for (i, word) in text.split(' ').enumerate() {
+        let w = visible_len(word);
+        if i > 0 {
+            if column + 1 + w > WIDTH && column > indent.len() {
+                s.push('\n');
+                s.push_str(indent);
+                column = indent.len();
+            } else {
+                s.push(' ');
+                column += 1;
+            }
+        }
+        s.push_str(word);
+        column += w;
+    }
+    s.push('\n');
+}
+
+fn visible_len(word: &str) -> usize {
+    let mut n = 0;
+    let mut escape = false;
+    for c in word.chars() {
+        match c {
+            '\x1b' => escape = true,
+            'm' if escape => escape = false,
+            _ if escape => {}
+            _ => n += 1,
+        }
+    }
+    n
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_lines_wrap_at_80_columns_with_an_indent() {
+        let mut s = String::new();
+        let text = "word ".repeat(30);
+        wrap(text.trim_end(), "  ", &mut s);
+        assert!(s.lines().all(|l| l.len() <= WIDTH), "{s}");
+        assert!(s.lines().nth(1).unwrap().starts_with("  word"));
+    }
+
+    #[test]
+    fn colour_codes_take_no_columns() {
+        assert_eq!(visible_len(&Style::COLOUR.bold("abc")), 3);
+        assert_eq!(Style::PLAIN.bold("abc"), "abc");
+    }
+
+    #[test]
+    fn frames_fit_or_move_their_location_to_a_line_of_their_own() {
+        let mut s = String::new();
+        let frame = |function: &str| Frame {
+            function: Some(function.into()),
+            file: Some("/src/very/long/path/to/a/source/file/named/something_rather_long.cc".into()),
+            line: Some(1234),
+            module: Some("libsomething_quite_long.so".into()),
+            address: 0x10,
+            inlined: false,
+        };
+        frames(&[frame("main"), frame(&"x".repeat(200))], &mut s);
+        assert!(s.lines().all(|l| l.chars().count() <= WIDTH), "{s}");
+        assert!(s.starts_with("    #0 main something_rather_long.cc:1234 (libsomething_quite_long.so)\n"));
+        assert!(s.ends_with("\n         something_rather_long.cc:1234 (libsomething_quite_long.so)\n"));
+        let unknown = Frame {
+            function: None,
+            file: None,
+            line: None,
+            module: Some("libc.so.6".into()),
+            address: 0x2a24a,
+            inlined: false,
+        };
+        let mut s = String::new();
+        frames(&[unknown], &mut s);
+        assert_eq!(s, "    #0 libc.so.6+0x2a24a\n");
+    }
+}
