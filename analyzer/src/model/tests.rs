@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 
 use gpuleak_format::{
-    Addrs, Alloc, Api, Body, Capture, CtxCreate, CtxDestroy, CuResult, Exit, Free, Map, Ptr, Record, Seq, Stack,
+    Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Exit, Free, Map, Ptr, Record, Seq, Stack,
     StackId, Stream, Unmap,
 };
 

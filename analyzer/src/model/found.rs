@@ -1,0 +1,198 @@
+//! What a replay finds: allocations, leak groups, bad frees and totals.
+
+use std::collections::HashMap;
+
+use gpuleak_format::{Api, Ctx, CuResult, DecodeError, MemKind, Ptr, Seq, StackId, Stream};
+
+use super::{Freed, Modules};
+
+/// One allocation the program made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Allocation {
+    /// Memory family.
+    pub kind: MemKind,
+    /// Exact driver entry point.
+    pub api: Api,
+    /// Runtime call that led here, or `Api::NONE`.
+    pub via: Api,
+    /// Address or handle.
+    pub ptr: Ptr,
+    /// Bytes the program asked for.
+    pub size: u64,
+    /// Allocation stack.
+    pub stack: StackId,
+    /// When, in the process's order.
+    pub seq: Seq,
+    /// When, in ns since the trace started.
+    pub time_ns: u64,
+    /// Current context at the call.
+    pub ctx: Ctx,
+    /// Stream of a stream-ordered allocation.
+    pub stream: Stream,
+    /// Calling thread.
+    pub tid: u32,
+}
+
+impl Allocation {
+    /// Where the allocation came from, for explaining a later bad free.
+    pub fn site(&self) -> AllocSite {
+        AllocSite {
+            kind: self.kind,
+            api: self.api,
+            size: self.size,
+            stack: self.stack,
+        }
+    }
+}
+
+/// What an allocation was, in short.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocSite {
+    /// Memory family.
+    pub kind: MemKind,
+    /// API that allocated it.
+    pub api: Api,
+    /// Bytes.
+    pub size: u64,
+    /// Allocation stack.
+    pub stack: StackId,
+}
+
+/// When leaked memory was found still held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LeakAt {
+    /// Live at the end of the trace.
+    Exit,
+    /// Still live when its context was torn down (the driver freed it then).
+    Teardown {
+        /// The call that tore the context down.
+        api: Api,
+        /// The context.
+        ctx: Ctx,
+    },
+}
+
+impl LeakAt {
+    /// `exit` or `teardown`.
+    pub fn name(self) -> &'static str {
+        match self {
+            LeakAt::Exit => "exit",
+            LeakAt::Teardown { .. } => "teardown",
+        }
+    }
+}
+
+/// Allocations from one stack, of one family, found live at the same kind of moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeakGroup {
+    /// Allocation stack shared by the group.
+    pub stack: StackId,
+    /// Memory family.
+    pub kind: MemKind,
+    /// Exit or teardown (for teardown, the first one met).
+    pub at: LeakAt,
+    /// Bytes asked for, summed.
+    pub bytes: u64,
+    /// Number of allocations.
+    pub allocations: u64,
+    /// The earliest allocation of the group.
+    pub first: Allocation,
+    /// VMM handles among them that were released but are still mapped.
+    pub released_but_mapped: u64,
+}
+
+/// Why a free was bad.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BadFreeCause {
+    /// No allocation of the free's family is known at that address.
+    NeverAllocated,
+    /// The address was freed before (a VMM handle: released before).
+    DoubleFree(Freed),
+    /// The address is live, but in another family than the free function's.
+    WrongFamily(AllocSite),
+}
+
+/// Frees of pointers that were not live, folded by (API, free stack, cause, allocation stack).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadFree {
+    /// The free's exact entry point.
+    pub api: Api,
+    /// Runtime call that led here.
+    pub via: Api,
+    /// Address or handle of the first occurrence.
+    pub ptr: Ptr,
+    /// Driver result of the first occurrence.
+    pub result: CuResult,
+    /// Stack of the free.
+    pub stack: StackId,
+    /// Why it was bad (for the first occurrence).
+    pub cause: BadFreeCause,
+    /// Occurrences.
+    pub count: u64,
+    /// Sequence number of the first occurrence.
+    pub seq: Seq,
+    /// Thread of the first occurrence.
+    pub tid: u32,
+}
+
+/// Who the process was.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Process {
+    /// Process id.
+    pub pid: u32,
+    /// Parent process id.
+    pub ppid: u32,
+    /// Executable path.
+    pub exe: String,
+    /// Command line.
+    pub args: Vec<String>,
+}
+
+/// Calls counted over the whole run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    /// Successful allocations of every family.
+    pub allocations: u64,
+    /// Successful frees of every family.
+    pub frees: u64,
+    /// Allocation calls that failed.
+    pub failed_allocations: u64,
+    /// Free calls that failed.
+    pub failed_frees: u64,
+    /// Stream-ordered allocations made under stream capture (graph nodes, not memory).
+    pub graph_allocations: u64,
+    /// Allocations that reused an address the model still held live (a free the trace
+    /// missed): the older allocation is dropped.
+    pub missed_frees: u64,
+    /// Records replayed.
+    pub records: u64,
+}
+
+/// The result of a replay.
+#[derive(Debug, Clone, Default)]
+pub struct Replay {
+    /// From the `ProcessInfo` record.
+    pub process: Option<Process>,
+    /// Exit code, if the trace has an `Exit` record.
+    pub exit_code: Option<i32>,
+    /// Calls.
+    pub counts: Counts,
+    /// Highest live owned bytes (see [`is_owned_memory`]) at any point.
+    pub peak_bytes: u64,
+    /// When the peak was first reached, ns since the trace start.
+    pub peak_time_ns: u64,
+    /// Leaks, at teardown and at exit, folded by stack, family and moment.
+    pub leaks: Vec<LeakGroup>,
+    /// Bad frees, in order of first occurrence.
+    pub bad_frees: Vec<BadFree>,
+    /// Every stack, by id (return addresses, innermost first).
+    pub stacks: HashMap<StackId, Vec<u64>>,
+    /// Loaded objects.
+    pub modules: Modules,
+    /// Events the shim could not record.
+    pub lost_events: u64,
+    /// Decoding errors (the first few); the records around them were replayed.
+    pub errors: Vec<DecodeError>,
+    /// Number of decoding errors in all.
+    pub error_count: u64,
+}
