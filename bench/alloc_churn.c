@@ -1,0 +1,55 @@
+/*
+ * alloc_churn: N cuMemAlloc_v2 + cuMemFree_v2 pairs of a constant size at a call stack of F
+ * frames, timed inside the program (start-up, context creation and a warm-up excluded).
+ *
+ *     alloc_churn [FRAMES=25] [PAIRS=200000] [SIZE=4096]
+ *
+ * Prints one line: `alloc_churn frames=F pairs=N ns_per_pair=X`.
+ */
+#include "simcuda.h"
+#include "frames.h"
+
+static long pairs = 200000;
+static size_t size = 4096;
+static const long warmup = 2000;
+
+static long run_pairs(long n) {
+    long failures = 0;
+    for (long i = 0; i < n; i++) {
+        CUdeviceptr d;
+        if (cuMemAlloc_v2(&d, size) != CUDA_SUCCESS) failures++;
+        else if (cuMemFree_v2(d) != CUDA_SUCCESS) failures++;
+    }
+    return failures;
+}
+
+__attribute__((noinline)) static long churn(void) {
+    /* The warm-up starts the tracer (trace file, module list, unwinder caches) and makes the
+     * stack known; what follows is the steady state. */
+    long failures = run_pairs(warmup);
+    struct stamp t0 = stamp();
+    failures += run_pairs(pairs);
+    struct stamp t1 = stamp();
+    printf("alloc_churn pairs=%ld ns_per_pair=%.1f cpu_ns_per_pair=%.1f\n", pairs, (t1.wall - t0.wall) / (double)pairs,
+           (t1.cpu - t0.cpu) / (double)pairs);
+    return failures;
+}
+
+int main(int argc, char **argv) {
+    int frames = (int)arg_long(argc, argv, 1, 25);
+    pairs = arg_long(argc, argv, 2, pairs);
+    size = (size_t)arg_long(argc, argv, 3, (long)size);
+    CUdevice dev;
+    CUcontext ctx;
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) {
+        fprintf(stderr, "alloc_churn: no simulated device\n");
+        return 3;
+    }
+    long failures = descend(levels_for(frames));
+    cuDevicePrimaryCtxRelease_v2(dev);
+    if (failures) {
+        fprintf(stderr, "alloc_churn: %ld failed calls\n", failures);
+        return 1;
+    }
+    return 0;
+}

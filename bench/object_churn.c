@@ -1,0 +1,125 @@
+/*
+ * object_churn: stream and event calls at a call stack of F frames, each timed inside the
+ * program in batches of BATCH calls so that creation and destruction are measured apart:
+ *
+ *   stream_create   cuStreamCreate            (hooked: the shim records it with a creation stack)
+ *   stream_destroy  cuStreamDestroy_v2        (hooked: recorded, no stack)
+ *   event_create    cuEventCreate             (hooked: creation stack)
+ *   event_destroy   cuEventDestroy_v2         (hooked: recorded, no stack)
+ *   record_sync     cuEventRecord + cuStreamSynchronize, per call (not hooked: the floor of a
+ *                   driver call made by a program that runs under the preload)
+ *
+ *     object_churn [FRAMES=25] [CALLS=100000]
+ *
+ * Prints one line per measurement: `object_churn op=NAME calls=N ns_per_call=X cpu_ns_per_call=Y`
+ * (wall clock and the thread's CPU time, see bench/frames.h).
+ */
+#include "simcuda.h"
+#include "frames.h"
+
+#define BATCH 500
+
+static long calls = 100000;
+static long failures;
+
+/* Time spent, wall and CPU. */
+struct spent {
+    double wall, cpu;
+};
+
+static void add(struct spent *s, struct stamp a, struct stamp b) {
+    s->wall += b.wall - a.wall;
+    s->cpu += b.cpu - a.cpu;
+}
+
+static void report(const char *op, long n, struct spent s) {
+    printf("object_churn op=%s calls=%ld ns_per_call=%.1f cpu_ns_per_call=%.1f\n", op, n, s.wall / (double)n,
+           s.cpu / (double)n);
+}
+
+/* Creates and destroys `batches` x BATCH streams; adds the time of each half. */
+static void streams(long batches, struct spent *create, struct spent *destroy) {
+    static CUstream s[BATCH];
+    for (long b = 0; b < batches; b++) {
+        struct stamp t0 = stamp();
+        for (int i = 0; i < BATCH; i++)
+            if (cuStreamCreate(&s[i], 0) != CUDA_SUCCESS) failures++;
+        struct stamp t1 = stamp();
+        for (int i = 0; i < BATCH; i++)
+            if (cuStreamDestroy_v2(s[i]) != CUDA_SUCCESS) failures++;
+        struct stamp t2 = stamp();
+        add(create, t0, t1);
+        add(destroy, t1, t2);
+    }
+}
+
+static void events(long batches, struct spent *create, struct spent *destroy) {
+    static CUevent e[BATCH];
+    for (long b = 0; b < batches; b++) {
+        struct stamp t0 = stamp();
+        for (int i = 0; i < BATCH; i++)
+            if (cuEventCreate(&e[i], 0) != CUDA_SUCCESS) failures++;
+        struct stamp t1 = stamp();
+        for (int i = 0; i < BATCH; i++)
+            if (cuEventDestroy_v2(e[i]) != CUDA_SUCCESS) failures++;
+        struct stamp t2 = stamp();
+        add(create, t0, t1);
+        add(destroy, t1, t2);
+    }
+}
+
+static struct spent record_sync(CUevent ev, CUstream st, long n) {
+    struct spent s = {0, 0};
+    struct stamp t0 = stamp();
+    for (long i = 0; i < n; i++) {
+        if (cuEventRecord(ev, st) != CUDA_SUCCESS) failures++;
+        if (cuStreamSynchronize(st) != CUDA_SUCCESS) failures++;
+    }
+    add(&s, t0, stamp());
+    return s;
+}
+
+__attribute__((noinline)) static long churn(void) {
+    long batches = calls / BATCH;
+    if (batches < 1) batches = 1;
+    long n = batches * BATCH;
+    struct spent c = {0, 0}, d = {0, 0}, ignored_c = {0, 0}, ignored_d = {0, 0};
+
+    streams(2, &ignored_c, &ignored_d); /* warm-up: starts the tracer, interns the stack */
+    streams(batches, &c, &d);
+    report("stream_create", n, c);
+    report("stream_destroy", n, d);
+
+    c = d = (struct spent){0, 0};
+    events(2, &ignored_c, &ignored_d);
+    events(batches, &c, &d);
+    report("event_create", n, c);
+    report("event_destroy", n, d);
+
+    CUstream st;
+    CUevent ev;
+    if (cuStreamCreate(&st, 0) || cuEventCreate(&ev, 0)) return 1;
+    record_sync(ev, st, 1000);
+    report("record_sync", 2 * n, record_sync(ev, st, n));
+    cuEventDestroy_v2(ev);
+    cuStreamDestroy_v2(st);
+    return failures;
+}
+
+int main(int argc, char **argv) {
+    int frames = (int)arg_long(argc, argv, 1, 25);
+    calls = arg_long(argc, argv, 2, calls);
+    CUdevice dev;
+    CUcontext ctx;
+    if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) {
+        fprintf(stderr, "object_churn: no simulated device\n");
+        return 3;
+    }
+    long f = descend(levels_for(frames));
+    cuDevicePrimaryCtxRelease_v2(dev);
+    if (f) {
+        fprintf(stderr, "object_churn: %ld failed calls\n", f);
+        return 1;
+    }
+    return 0;
+}
