@@ -12,6 +12,7 @@ pub mod dump;
 pub mod file;
 pub mod model;
 pub mod report;
+pub mod run;
 pub mod symbolize;
 
 pub use file::TraceFile;

@@ -28,6 +28,27 @@ enum Command {
     },
     /// Report leaks (live at exit or at context teardown) and bad frees.
     Report(ReportArgs),
+    /// Run a command with libgpuleak.so preloaded (one trace per process), then summarize.
+    Run(RunArgs),
+}
+
+#[derive(clap::Args)]
+struct RunArgs {
+    /// Trace path: a template with %p (the pid), a directory, or a file name (.%p is added
+    /// before its extension). Default: gpuleak.<program>.%p.trace here.
+    #[arg(short = 'o', long = "output", value_name = "PATH")]
+    output: Option<PathBuf>,
+    /// Exit with N instead of the command's 0 when leaks or error findings exist.
+    #[arg(long, value_name = "N")]
+    error_exitcode: Option<u8>,
+    /// The command and its arguments.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    command: Vec<std::ffi::OsString>,
 }
 
 #[derive(clap::Args)]
@@ -69,6 +90,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report(args) => report(args),
+        Command::Run(args) => run_command(args),
         Command::Dump { trace } => {
             let file = gpuleak_analyzer::TraceFile::open(&trace)?;
             let stdout = std::io::stdout();
@@ -128,4 +150,77 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// `gpuleak run`: the command's own exit code passes through (128 + signal when killed), unless
+/// `--error-exitcode` applies; gpuleak's own errors exit 2.
+fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
+    use gpuleak_analyzer::report::{self, Options, Report};
+    use gpuleak_analyzer::run::{self, Output};
+
+    let exe = std::env::current_exe()?;
+    let shim = run::find_shim(&exe).map_err(anyhow::Error::msg)?;
+    let program = std::path::Path::new(&args.command[0])
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "program".into());
+    let output = Output::new(args.output.as_deref(), &program);
+    std::fs::create_dir_all(&output.dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.dir.display()))?;
+    let before = output.existing();
+    let preload = run::preload_value(&shim, std::env::var_os("LD_PRELOAD").as_deref());
+    let mut cmd = std::process::Command::new(&args.command[0]);
+    cmd.args(&args.command[1..])
+        .env("LD_PRELOAD", preload)
+        .env("GPULEAK_OUTPUT", output.template());
+    // Like time(1): Ctrl-C and Ctrl-\ go to the command; gpuleak stays to summarize.
+    // SAFETY: setting signal dispositions to SIG_IGN has no preconditions.
+    let old = unsafe {
+        [
+            libc::signal(libc::SIGINT, libc::SIG_IGN),
+            libc::signal(libc::SIGQUIT, libc::SIG_IGN),
+        ]
+    };
+    let status = cmd.status();
+    // SAFETY: restores the dispositions read above.
+    unsafe {
+        libc::signal(libc::SIGINT, old[0]);
+        libc::signal(libc::SIGQUIT, old[1]);
+    }
+    let status = status.map_err(|e| anyhow::anyhow!("cannot run {}: {e}", args.command[0].to_string_lossy()))?;
+    let code = run::exit_code(status);
+
+    let traces: Vec<PathBuf> = output.existing().difference(&before).cloned().collect();
+    if traces.is_empty() {
+        eprintln!("gpuleak: {program} made no CUDA call; no trace written");
+        return Ok(ExitCode::from(code.clamp(0, 255) as u8));
+    }
+    let options = Options::default();
+    let mut processes = Vec::new();
+    for t in &traces {
+        match gpuleak_analyzer::TraceFile::open(t) {
+            Ok(f) => processes.push(report::from_file(&f, &options)),
+            Err(e) => eprintln!("gpuleak: {e}"),
+        }
+    }
+    let summary = Report::new(processes).summary;
+    let sites = summary.leaked_allocations;
+    eprintln!(
+        "gpuleak: {} process{} traced: {} leaked allocation{} ({}), {} finding{}, peak {}",
+        traces.len(),
+        if traces.len() == 1 { "" } else { "es" },
+        sites,
+        if sites == 1 { "" } else { "s" },
+        run::human_bytes(summary.leaked_bytes),
+        summary.findings,
+        if summary.findings == 1 { "" } else { "s" },
+        run::human_bytes(summary.peak_bytes),
+    );
+    let listed: Vec<String> = traces.iter().map(|t| run::shell_quote(&t.to_string_lossy())).collect();
+    eprintln!("gpuleak: next: gpuleak report {}", listed.join(" "));
+    let found = summary.leaked_allocations > 0 || summary.findings > 0;
+    let code = match args.error_exitcode {
+        Some(n) if found && code == 0 => i32::from(n),
+        _ => code,
+    };
+    Ok(ExitCode::from(code.clamp(0, 255) as u8))
 }

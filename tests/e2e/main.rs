@@ -11,6 +11,7 @@
 //! - `trace`: reading traces and client output in tests.
 
 mod report;
+mod run;
 mod shim;
 mod sim;
 mod third_party;

@@ -1,0 +1,125 @@
+//! `gpuleak run`: preloading, one trace per process, exit codes and the summary.
+
+use gpuleak_e2e::{client, gpuleak_bin, sim_command, TempDir};
+
+use crate::trace::{dump, of_type};
+
+fn gpuleak_run(dir: &std::path::Path, args: &[&std::ffi::OsStr]) -> std::process::Output {
+    sim_command(gpuleak_bin())
+        .current_dir(dir)
+        .arg("run")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn run_traces_the_command_and_prints_the_next_command() {
+    let dir = TempDir::new();
+    let out = gpuleak_run(dir.path(), &["--".as_ref(), client("report_leaks").as_os_str()]);
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 process traced: 3 leaked allocations"), "{err}");
+    let traces: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(traces.len(), 1);
+    let name = traces[0].file_name().unwrap().to_string_lossy().into_owned();
+    assert!(
+        name.starts_with("gpuleak.report_leaks.") && name.ends_with(".trace"),
+        "{name}"
+    );
+    assert!(err.contains(&format!("next: gpuleak report ./{name}")), "{err}");
+    assert_eq!(of_type(&dump(&traces[0]), "Alloc").len(), 4, "three leaked, one freed");
+}
+
+#[test]
+fn the_command_s_exit_code_passes_through_unless_error_exitcode_applies() {
+    let dir = TempDir::new();
+    // shim_crash exits 3 when CUDA cannot start (no device): its code must pass through.
+    let mut cmd = sim_command(gpuleak_bin());
+    cmd.current_dir(dir.path())
+        .env("SIMCUDA_DEVICES", "0")
+        .args(["run", "--error-exitcode", "9", "--"])
+        .arg(client("shim_crash"));
+    assert_eq!(cmd.output().unwrap().status.code(), Some(3));
+    // Killed by a signal: 128 + SIGSEGV, as a shell reports it.
+    let out = gpuleak_run(
+        dir.path(),
+        &[
+            "--".as_ref(),
+            client("shim_crash").as_os_str(),
+            "segv".as_ref(),
+            "2".as_ref(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(128 + 11));
+    // Leaks and a successful command: --error-exitcode turns 0 into N.
+    let leaky = gpuleak_run(
+        dir.path(),
+        &[
+            "--error-exitcode".as_ref(),
+            "9".as_ref(),
+            "--".as_ref(),
+            client("report_leaks").as_os_str(),
+        ],
+    );
+    assert_eq!(leaky.status.code(), Some(9));
+    // Its clean twin keeps 0.
+    let clean = gpuleak_run(
+        dir.path(),
+        &[
+            "--error-exitcode".as_ref(),
+            "9".as_ref(),
+            "--".as_ref(),
+            client("report_clean").as_os_str(),
+        ],
+    );
+    assert_eq!(
+        clean.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&clean.stderr)
+    );
+}
+
+#[test]
+fn every_process_of_the_run_gets_its_own_trace_in_the_output_directory() {
+    let dir = TempDir::new();
+    let out = gpuleak_run(
+        dir.path(),
+        &[
+            "-o".as_ref(),
+            "traces/".as_ref(),
+            "--".as_ref(),
+            client("shim_fork").as_os_str(),
+        ],
+    );
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let traces: Vec<_> = std::fs::read_dir(dir.path().join("traces")).unwrap().collect();
+    assert_eq!(traces.len(), 2, "parent and the CUDA child");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("2 processes traced"));
+}
+
+#[test]
+fn run_keeps_the_user_s_preload_and_finds_the_shim_beside_itself() {
+    let dir = TempDir::new();
+    // A harmless library the user preloads must stay preloaded.
+    let mut cmd = sim_command(gpuleak_bin());
+    cmd.current_dir(dir.path())
+        .env("LD_PRELOAD", "libm.so.6")
+        .args(["run", "--", "sh", "-c", "echo $LD_PRELOAD"]);
+    let out = cmd.output().unwrap();
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(seen.trim().ends_with("libgpuleak.so:libm.so.6"), "{seen}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("made no CUDA call; no trace written"));
+    // A wrong GPULEAK_LIB is an error of gpuleak's own: exit 2 with a clear line.
+    let mut bad = sim_command(gpuleak_bin());
+    bad.current_dir(dir.path())
+        .env("GPULEAK_LIB", "/nonexistent/libgpuleak.so")
+        .args(["run", "--", "true"]);
+    let out = bad.output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("GPULEAK_LIB=/nonexistent/libgpuleak.so is not a file"));
+}
