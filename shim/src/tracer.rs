@@ -28,6 +28,32 @@ static CURRENT: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
 /// Frames that belong to the shim itself sit on top of every captured stack.
 const OWN_FRAMES: usize = 16;
 
+/// Per-thread stack buffers, kept between captures so nothing is zeroed on the hot path.
+#[derive(Clone)]
+struct StackScratch {
+    /// The tracer the last stack was interned in (a forked child has a new one).
+    owner: usize,
+    id: u32,
+    len: usize,
+    last: [u64; MAX_DEPTH],
+    buf: [u64; MAX_DEPTH + OWN_FRAMES],
+}
+
+impl StackScratch {
+    const EMPTY: StackScratch = StackScratch {
+        owner: 0,
+        id: 0,
+        len: 0,
+        last: [0; MAX_DEPTH],
+        buf: [0; MAX_DEPTH + OWN_FRAMES],
+    };
+}
+
+thread_local! {
+    // Const-initialised, no destructor: safe from any context.
+    static SCRATCH: std::cell::RefCell<StackScratch> = const { std::cell::RefCell::new(StackScratch::EMPTY) };
+}
+
 /// A started trace.
 pub struct Tracer {
     writer: Writer,
@@ -327,25 +353,39 @@ impl Tracer {
         if self.depth == 0 {
             return StackId::NONE;
         }
-        let mut buf = [0u64; MAX_DEPTH + OWN_FRAMES];
-        let n = gpuleak_unwind::capture(0, &mut buf[..self.depth + OWN_FRAMES]);
+        let reused = SCRATCH.try_with(|s| s.try_borrow_mut().ok().map(|mut s| self.stack_in(&mut s)));
+        match reused {
+            Ok(Some(id)) => id,
+            // Thread-locals gone (thread exit) or busy: a one-off scratch on the stack.
+            _ => self.stack_in(&mut StackScratch::EMPTY.clone()),
+        }
+    }
+
+    #[inline(always)]
+    fn stack_in(&self, s: &mut StackScratch) -> StackId {
+        let n = gpuleak_unwind::capture(0, &mut s.buf[..self.depth + OWN_FRAMES]);
         // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
         // the program and the runtime) are never the program's: drop them all.
         let (lo, hi) = self.own_text;
         let mut kept = 0;
         for i in 0..n {
-            let a = buf[i];
+            let a = s.buf[i];
             if (a < lo || a >= hi) && kept < self.depth {
-                buf[kept] = a;
+                s.buf[kept] = a;
                 kept += 1;
             }
         }
-        let frames = &buf[..kept];
-        if frames.is_empty() {
+        if kept == 0 {
             return StackId::NONE;
         }
-        let h = stacks::hash(frames);
-        self.stacks.intern(h, |id| {
+        // A loop allocating from one place repeats this thread's last stack: no hash, no
+        // table lookup.
+        let owner = self as *const Tracer as usize;
+        if s.owner == owner && s.len == kept && s.last[..kept] == s.buf[..kept] {
+            return StackId(s.id);
+        }
+        let frames = &s.buf[..kept];
+        let id = self.stacks.intern(stacks::hash(frames), |id| {
             self.cover(frames);
             self.now(
                 Stack {
@@ -354,7 +394,12 @@ impl Tracer {
                 }
                 .into(),
             );
-        })
+        });
+        s.owner = owner;
+        s.len = kept;
+        s.id = id.0;
+        s.last[..kept].copy_from_slice(&s.buf[..kept]);
+        id
     }
 
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
