@@ -34,7 +34,7 @@
 use std::sync::atomic::{compiler_fence, Ordering};
 
 use crate::fields::BlockState;
-use crate::record::{NoRoom, Record};
+use crate::record::{NoRoom, Record, RecordRef};
 
 /// Magic bytes at the start of every trace.
 pub const MAGIC: [u8; 8] = *b"GPULEAK\0";
@@ -103,6 +103,12 @@ impl BlockCursor {
     /// Appends a committed record, or reports that the block is full.
     #[inline]
     pub fn append(&mut self, block: &mut [u8], rec: &Record<'_>) -> Result<(), NoRoom> {
+        self.append_ref(block, rec.as_ref())
+    }
+
+    /// [`append`](Self::append) for a borrowed record.
+    #[inline]
+    pub fn append_ref(&mut self, block: &mut [u8], rec: RecordRef<'_, '_>) -> Result<(), NoRoom> {
         let out = block.get_mut(self.pos..).ok_or(NoRoom)?;
         let n = rec.encode(&mut self.state, out)?;
         commit_bytes(&mut out[0..1], &[rec.body.kind()]);

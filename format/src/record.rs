@@ -489,7 +489,31 @@ records! {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct NoRoom;
 
+/// A record whose body is borrowed: what writers pass around, so that the (large) body is
+/// never moved on the way to the encoder.
+#[derive(Debug, Clone, Copy)]
+pub struct RecordRef<'r, 'a> {
+    /// Total order within the process.
+    pub seq: Seq,
+    /// Nanoseconds since the trace started.
+    pub time_ns: u64,
+    /// What happened.
+    pub body: &'r Body<'a>,
+}
+
 impl<'a> Record<'a> {
+    /// The same record, borrowed.
+    pub fn as_ref(&self) -> RecordRef<'_, 'a> {
+        RecordRef { seq: self.seq, time_ns: self.time_ns, body: &self.body }
+    }
+
+    /// Encodes into `out`; see [`RecordRef::encode`].
+    pub fn encode(&self, state: &mut BlockState, out: &mut [u8]) -> Result<usize, NoRoom> {
+        self.as_ref().encode(state, out)
+    }
+}
+
+impl RecordRef<'_, '_> {
     /// Encodes into `out`, updating `state`, and returns the number of bytes used. The kind
     /// byte `out[0]` is left 0 for the caller to commit; see [`crate::block::commit`].
     /// Returns `NoRoom` (and leaves `state` unchanged) if the record does not fit.
@@ -526,6 +550,9 @@ impl<'a> Record<'a> {
         Ok(total)
     }
 
+}
+
+impl<'a> Record<'a> {
     /// Decodes the record at the start of `data` (which begins at file offset `base`).
     /// Returns `Ok(None)` at a zero kind byte (the end of a block's records).
     pub fn decode(

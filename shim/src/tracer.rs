@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
-    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Free, Lost, Module, ProcessInfo, Ptr, Record, Seq, Stack, StackId,
+    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Free, Lost, Module, ProcessInfo, Ptr, RecordRef, Seq, Stack, StackId,
     Stream,
 };
 
@@ -233,14 +233,14 @@ extern "C" fn at_unload() {
     let unknown = crate::hooks::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
     if unknown > 0 {
         t.now(
-            Lost {
+            &Lost {
                 count: unknown as u64,
                 reason: 2,
             }
             .into(),
         );
     }
-    t.now(Exit { code: 0, how: 0 }.into());
+    t.now(&Exit { code: 0, how: 0 }.into());
     t.writer.close();
 }
 
@@ -254,15 +254,11 @@ impl Tracer {
     }
 
     #[inline]
-    fn at(&self, p: Pending, body: Body<'_>) {
-        self.writer.write(&Record {
-            seq: Seq(p.seq),
-            time_ns: p.time,
-            body,
-        });
+    fn at(&self, p: Pending, body: &Body<'_>) {
+        self.writer.write(RecordRef { seq: Seq(p.seq), time_ns: p.time, body });
     }
 
-    fn now(&self, body: Body<'_>) {
+    fn now(&self, body: &Body<'_>) {
         self.at(self.stamp(), body)
     }
 
@@ -292,7 +288,7 @@ impl Tracer {
             gpuleak_unwind::current_method().name()
         };
         self.now(
-            ProcessInfo {
+            &ProcessInfo {
                 pid,
                 ppid,
                 exe: exe.into(),
@@ -319,7 +315,7 @@ impl Tracer {
             set.ranges.retain(|&(s, e)| e <= m.start || s >= m.end);
             set.ranges.push((m.start, m.end));
             self.now(
-                Module {
+                &Module {
                     base: m.base,
                     start: m.start,
                     end: m.end,
@@ -388,7 +384,7 @@ impl Tracer {
         let id = self.stacks.intern(stacks::hash(frames), |id| {
             self.cover(frames);
             self.now(
-                Stack {
+                &Stack {
                     id,
                     frames: Addrs(frames.into()),
                 }
@@ -443,7 +439,7 @@ pub fn alloc(_g: &HookGuard, api: Api, result: u32, stream: Stream, ptr: u64, si
     let ctx = Ctx(t.current_ctx());
     let via = guard::via();
     t.now(
-        Alloc {
+        &Alloc {
             api,
             via,
             result: CuResult(result),
@@ -475,7 +471,7 @@ pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, str
     };
     t.at(
         p,
-        Free {
+        &Free {
             api,
             via: guard::via(),
             result: CuResult(result),
@@ -492,7 +488,7 @@ pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, str
 #[inline]
 pub fn event(_g: &HookGuard, body: Body<'_>) {
     if let Some(t) = get() {
-        t.now(body);
+        t.now(&body);
     }
 }
 
@@ -500,7 +496,7 @@ pub fn event(_g: &HookGuard, body: Body<'_>) {
 #[inline]
 pub fn event_at(_g: &HookGuard, pending: Option<Pending>, body: Body<'_>) {
     if let (Some(t), Some(p)) = (get(), pending) {
-        t.at(p, body);
+        t.at(p, &body);
     }
 }
 

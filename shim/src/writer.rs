@@ -12,7 +12,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use gpuleak_format::{BlockCursor, BlockState, FileHeader, Record, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE};
+use gpuleak_format::{BlockCursor, BlockState, FileHeader, RecordRef, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE};
 
 /// Bumped in every forked child: blocks mapped before the fork belong to the parent's file.
 pub static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -203,7 +203,7 @@ impl Writer {
 
     /// Appends a record from the calling thread. Returns false if it was lost.
     #[inline]
-    pub fn write(&self, rec: &Record<'_>) -> bool {
+    pub fn write(&self, rec: RecordRef<'_, '_>) -> bool {
         let ok = LOCAL
             .try_with(|tb| {
                 if (tb.generation.get() != self.generation || tb.ptr.get().is_null()) && !self.new_block(tb, rec) {
@@ -214,7 +214,7 @@ impl Writer {
                 // thread writes it.
                 let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
                 let mut cur = tb.cursor.get();
-                if cur.append(block, rec).is_ok() {
+                if cur.append_ref(block, rec).is_ok() {
                     tb.cursor.set(cur);
                     return true;
                 }
@@ -225,7 +225,7 @@ impl Writer {
                 // SAFETY: as above, the new block.
                 let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
                 let mut cur = tb.cursor.get();
-                let ok = cur.append(block, rec).is_ok();
+                let ok = cur.append_ref(block, rec).is_ok();
                 tb.cursor.set(cur);
                 ok
             })
@@ -238,13 +238,13 @@ impl Writer {
 
     /// Writes from a thread without thread-locals, into the shared detached block.
     #[cold]
-    fn write_detached(&self, rec: &Record<'_>) -> bool {
+    fn write_detached(&self, rec: RecordRef<'_, '_>) -> bool {
         let mut d = self.detached.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..2 {
             if !d.ptr.is_null() {
                 // SAFETY: the detached block is BLOCK_SIZE bytes, written only under this lock.
                 let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
-                if d.cursor.append(block, rec).is_ok() {
+                if d.cursor.append_ref(block, rec).is_ok() {
                     return true;
                 }
                 unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
@@ -296,7 +296,7 @@ impl Writer {
         Some(p.cast::<u8>())
     }
 
-    fn new_block(&self, tb: &ThreadBlock, first: &Record<'_>) -> bool {
+    fn new_block(&self, tb: &ThreadBlock, first: RecordRef<'_, '_>) -> bool {
         if tb.generation.get() != self.generation {
             // A fork child's first record, or a thread's first ever.
             tb.tid.set(gettid());
