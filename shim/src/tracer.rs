@@ -95,6 +95,10 @@ pub fn get() -> Option<&'static Tracer> {
         // SAFETY: a published tracer is leaked and never freed.
         return Some(unsafe { &*p });
     }
+    // Disabled (by setting or a failed start): a plain load, no compare-and-swap per call.
+    if STATE.load(Ordering::Relaxed) == DISABLED {
+        return None;
+    }
     start_slow()
 }
 
