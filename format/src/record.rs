@@ -196,9 +196,11 @@ records! {
 
     /// The process ended.
     4 Exit {
-        /// Exit status when known.
+        /// Exit status, when `how` is 1.
         code: i32,
-        /// 0: normal exit (exit(), return from main); other values reserved.
+        /// 0: the process exited normally (exit(), return from main) and `code` is unknown:
+        /// the shim writes this record when it is unloaded, where no exit status is known;
+        /// 1: `code` is the exit status. Other values reserved.
         how: u32,
     }
 

@@ -173,7 +173,9 @@ pub struct Counts {
 pub struct Replay {
     /// From the `ProcessInfo` record.
     pub process: Option<Process>,
-    /// Exit code, if the trace has an `Exit` record.
+    /// Whether the trace has an `Exit` record (the process exited normally).
+    pub exited: bool,
+    /// Exit status, when the `Exit` record knows it.
     pub exit_code: Option<i32>,
     /// Calls.
     pub counts: Counts,

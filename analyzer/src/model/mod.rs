@@ -133,7 +133,10 @@ impl Model {
             Body::Stack(s) => {
                 self.replay.stacks.insert(s.id, s.frames.0.to_vec());
             }
-            Body::Exit(e) => self.replay.exit_code = Some(e.code),
+            Body::Exit(e) => {
+                self.replay.exited = true;
+                self.replay.exit_code = (e.how == 1).then_some(e.code);
+            }
             Body::Lost(l) => self.replay.lost_events += l.count,
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record.seq, f),

@@ -110,7 +110,7 @@ fn process(p: &ProcessReport) -> J {
             J::A(info.map_or(Vec::new(), |i| i.args.iter().map(|a| J::S(a.clone())).collect())),
         ),
         ("trace", J::S(p.trace.display().to_string())),
-        ("exited", J::Bool(p.exit_code.is_some())),
+        ("exited", J::Bool(p.exited)),
         ("exit_code", p.exit_code.map_or(J::Null, |c| J::I(i64::from(c)))),
         ("summary", summary(&p.summary)),
         ("omitted", omitted(p)),

@@ -182,7 +182,9 @@ pub struct ProcessReport {
     pub trace: PathBuf,
     /// Who the process was (from its `ProcessInfo` record).
     pub process: Option<Process>,
-    /// Exit code, when the trace has an `Exit` record.
+    /// Whether the trace has an `Exit` record.
+    pub exited: bool,
+    /// Exit status, when the `Exit` record knows it.
     pub exit_code: Option<i32>,
     /// Totals.
     pub summary: Summary,
@@ -286,6 +288,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
     let mut report = ProcessReport {
         trace,
         process: replay.process.clone(),
+        exited: replay.exited,
         exit_code: replay.exit_code,
         summary,
         leaks,
@@ -469,7 +472,7 @@ fn notes(replay: &Replay) -> Vec<String> {
             replay.lost_events
         ));
     }
-    if replay.exit_code.is_none() && replay.counts.records > 0 {
+    if !replay.exited && replay.counts.records > 0 {
         notes.push("the trace has no exit record (the process was killed or is still running): \"at exit\" means at the end of the trace".into());
     }
     if replay.counts.missed_frees > 0 {

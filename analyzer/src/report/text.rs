@@ -68,9 +68,10 @@ fn plural(n: u64, one: &str, many: &str) -> String {
 }
 
 fn process(p: &ProcessReport, style: Style, s: &mut String) {
-    let ended = match p.exit_code {
-        Some(code) => format!("exited with {code}"),
-        None => "no exit record".to_string(),
+    let ended = match (p.exited, p.exit_code) {
+        (_, Some(code)) => format!("exited with {code}"),
+        (true, None) => "exited".to_string(),
+        (false, None) => "no exit record".to_string(),
     };
     match &p.process {
         Some(info) => {
