@@ -506,7 +506,11 @@ pub struct RecordRef<'r, 'a> {
 impl<'a> Record<'a> {
     /// The same record, borrowed.
     pub fn as_ref(&self) -> RecordRef<'_, 'a> {
-        RecordRef { seq: self.seq, time_ns: self.time_ns, body: &self.body }
+        RecordRef {
+            seq: self.seq,
+            time_ns: self.time_ns,
+            body: &self.body,
+        }
     }
 
     /// Encodes into `out`; see [`RecordRef::encode`].
@@ -551,7 +555,6 @@ impl RecordRef<'_, '_> {
         *state = next;
         Ok(total)
     }
-
 }
 
 impl<'a> Record<'a> {

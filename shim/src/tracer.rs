@@ -259,7 +259,11 @@ impl Tracer {
 
     #[inline]
     fn at(&self, p: Pending, body: &Body<'_>) {
-        self.writer.write(RecordRef { seq: Seq(p.seq), time_ns: p.time, body });
+        self.writer.write(RecordRef {
+            seq: Seq(p.seq),
+            time_ns: p.time,
+            body,
+        });
     }
 
     fn now(&self, body: &Body<'_>) {

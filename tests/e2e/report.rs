@@ -150,7 +150,11 @@ fn two_leak_sites_are_reported_with_sizes_counts_kinds_and_functions() {
     assert_eq!(r["findings"], serde_json::json!([]));
     assert_eq!(r["process"]["exe"], client("report_leaks").display().to_string());
     assert_eq!(r["process"]["exited"], true);
-    assert_eq!(r["process"]["exit_code"], Value::Null, "the shim cannot know the status at unload");
+    assert_eq!(
+        r["process"]["exit_code"],
+        Value::Null,
+        "the shim cannot know the status at unload"
+    );
 }
 
 #[test]
