@@ -28,6 +28,8 @@ enum Command {
     },
     /// Report leaks (live at exit or at context teardown) and bad frees.
     Report(ReportArgs),
+    /// Gate CI: exit 1 on leaks over the limits, new or grown leak sites, or findings.
+    Check(CheckArgs),
     /// Run a command with libgpuleak.so preloaded (one trace per process), then summarize.
     Run(RunArgs),
 }
@@ -70,6 +72,45 @@ struct ReportArgs {
     traces: Vec<PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct CheckArgs {
+    /// Fail a process that leaks more bytes than this, after suppressions (4096, 64K, 1.5MiB).
+    #[arg(long, value_name = "SIZE", value_parser = gpuleak_analyzer::check::size::parse_size)]
+    max_leaked_bytes: Option<u64>,
+    /// Fail a process with more leaked allocations than this, after suppressions.
+    #[arg(long, value_name = "N")]
+    max_leaks: Option<u64>,
+    /// Suppressions file, one `leak:PATTERN` or `bad-free:PATTERN` a line; repeatable.
+    #[arg(long = "suppressions", value_name = "FILE")]
+    suppressions: Vec<std::path::PathBuf>,
+    /// JSON report of an earlier run (`gpuleak report --format json`): fail on new leak sites
+    /// and on sites that grew, instead of on every leak.
+    #[arg(long, value_name = "REPORT.json")]
+    baseline: Option<std::path::PathBuf>,
+    /// How much a site may grow over the baseline: bytes (4096, 64K) or a percentage (10%).
+    #[arg(long, value_name = "BYTES_OR_PERCENT", requires = "baseline",
+          value_parser = gpuleak_analyzer::check::size::parse_tolerance)]
+    tolerance: Option<gpuleak_analyzer::check::Tolerance>,
+    /// Findings of this severity or worse fail.
+    #[arg(long, value_name = "SEVERITY", value_parser = ["error", "warning", "note"], default_value = "error")]
+    fail_on: String,
+    /// Output format.
+    #[arg(long, value_parser = ["text", "json", "junit", "sarif"], default_value = "text")]
+    format: String,
+    /// Write the output to FILE; with json, junit or sarif, the text still goes to stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<std::path::PathBuf>,
+    /// Count memory still held by caching allocators (PyTorch, XLA, CuPy, RMM) as leaks.
+    #[arg(long)]
+    pool_as_leak: bool,
+    /// Directory with separate debug files (searched by build id, then by name); repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<std::path::PathBuf>,
+    /// Trace files written by libgpuleak.so, one per process.
+    #[arg(required = true, value_name = "TRACE")]
+    traces: Vec<std::path::PathBuf>,
+}
+
 #[derive(Clone, Copy, clap::ValueEnum)]
 enum Format {
     Text,
@@ -90,6 +131,7 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report(args) => report(args),
+        Command::Check(args) => check(args),
         Command::Run(args) => run_command(args),
         Command::Dump { trace } => {
             let file = gpuleak_analyzer::TraceFile::open(&trace)?;
@@ -223,4 +265,66 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         _ => code,
     };
     Ok(ExitCode::from(code.clamp(0, 255) as u8))
+}
+
+/// `gpuleak check`: exit 0 when nothing fails, 1 on violations, 2 on errors (never 77, which
+/// test runners read as "skipped").
+fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
+    use anyhow::Context;
+    use gpuleak_analyzer::check::{self, Baseline, Config, Suppressions};
+    use gpuleak_analyzer::report::{self, Options, Report, Severity};
+
+    // Everything is read before anything is written, so an error leaves no half output.
+    let mut suppressions = Suppressions::default();
+    for path in &args.suppressions {
+        suppressions.read(path)?;
+    }
+    let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
+    let files = args
+        .traces
+        .iter()
+        .map(|t| gpuleak_analyzer::TraceFile::open(t))
+        .collect::<Result<Vec<_>, _>>()?;
+    let options = Options {
+        top: None,
+        pool_as_leak: args.pool_as_leak,
+        debug_dirs: args.debug_dirs,
+    };
+    let report = Report::new(files.iter().map(|f| report::from_file(f, &options)).collect());
+    let config = Config {
+        max_leaked_bytes: args.max_leaked_bytes,
+        max_leaks: args.max_leaks,
+        fail_on: match args.fail_on.as_str() {
+            "note" => Severity::Note,
+            "warning" => Severity::Warning,
+            _ => Severity::Error,
+        },
+        suppressions,
+        baseline,
+        tolerance: args.tolerance.unwrap_or_default(),
+    };
+    let outcome = check::evaluate(report, &config);
+
+    let mut text = Vec::new();
+    check::text::write(&outcome, &mut text)?;
+    let mut machine = Vec::new();
+    match args.format.as_str() {
+        "json" => check::json::write(&outcome, &mut machine)?,
+        "junit" => check::junit::write(&outcome, &mut machine)?,
+        "sarif" => check::sarif::write(&outcome, &mut machine)?,
+        _ => machine = std::mem::take(&mut text),
+    }
+    let stdout = match &args.output {
+        Some(path) => {
+            std::fs::write(path, &machine).with_context(|| format!("{}: cannot write the output", path.display()))?;
+            text
+        }
+        None => machine,
+    };
+    let mut out = std::io::stdout().lock();
+    match out.write_all(&stdout).and_then(|()| out.flush()) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+        _ => {}
+    }
+    Ok(ExitCode::from(outcome.exit_code()))
 }

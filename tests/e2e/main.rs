@@ -8,8 +8,10 @@
 //! - `report`: `gpuleak report` on traces of C clients (JSON field by field, text against
 //!   golden files);
 //! - `third_party`: cudarc, cuda-bindings and cuda-core, alone and under the shim;
+//! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
 //! - `trace`: reading traces and client output in tests.
 
+mod check;
 mod report;
 mod run;
 mod shim;

@@ -1,0 +1,299 @@
+//! Suppressions in the manner of LeakSanitizer: a file of `TYPE:PATTERN` lines.
+//!
+//! ```text
+//! # third-party code we cannot fix
+//! leak:libfoo.so
+//! leak:^cache_init$
+//! bad-free:legacy_*_release
+//! ```
+//!
+//! `leak:` lines silence leak groups, `bad-free:` lines silence bad-free findings. A pattern
+//! is matched against the function, the source file and the module of every frame of the
+//! stack (a finding's own stack, not its allocation's); `*` matches any run of characters, and
+//! the pattern may match anywhere in the name unless it starts with `^` (then it must match
+//! at the start) or ends with `$` (at the end). Blank lines and lines starting with `#` are
+//! skipped; surrounding spaces are trimmed. The first pattern that matches a group is the one
+//! credited with it.
+
+use std::fmt;
+use std::path::Path;
+
+use crate::report::Frame;
+
+/// The types a suppression may have: `leak` and each finding's check.
+pub const TYPES: [&str; 2] = ["leak", "bad-free"];
+
+/// Why a suppressions file could not be used.
+#[derive(Debug)]
+pub enum SuppressionError {
+    /// The file could not be read.
+    Io(String, std::io::Error),
+    /// A line is not a suppression.
+    Syntax {
+        /// The file.
+        source: String,
+        /// Line number, from 1.
+        line: usize,
+        /// What is wrong with it.
+        why: String,
+    },
+}
+
+impl fmt::Display for SuppressionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SuppressionError::Io(source, e) => write!(f, "{source}: cannot read the suppressions: {e}"),
+            SuppressionError::Syntax { source, line, why } => write!(f, "{source}:{line}: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for SuppressionError {}
+
+/// One `TYPE:PATTERN` line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Suppression {
+    /// `leak`, or the check of the findings it silences (`bad-free`).
+    pub kind: &'static str,
+    /// The pattern as written, anchors included.
+    pub pattern: String,
+    /// The file it came from.
+    pub source: String,
+    /// Its line number there, from 1.
+    pub line: usize,
+    glob: Glob,
+}
+
+impl Suppression {
+    /// `TYPE:PATTERN`, as written in the file.
+    pub fn text(&self) -> String {
+        format!("{}:{}", self.kind, self.pattern)
+    }
+
+    /// Whether the pattern matches a function, file or module name of any frame.
+    pub fn matches_stack(&self, stack: &[Frame]) -> bool {
+        stack.iter().any(|f| {
+            [f.function.as_deref(), f.file.as_deref(), f.module.as_deref()]
+                .into_iter()
+                .flatten()
+                .any(|name| self.glob.matches(name))
+        })
+    }
+}
+
+/// Every suppression given, in order.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Suppressions {
+    /// The suppressions, files in command-line order, lines in file order.
+    pub list: Vec<Suppression>,
+}
+
+impl Suppressions {
+    /// Reads and adds a suppressions file.
+    pub fn read(&mut self, path: &Path) -> Result<(), SuppressionError> {
+        let source = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|e| SuppressionError::Io(source.clone(), e))?;
+        self.parse(&text, &source)
+    }
+
+    /// Adds the suppressions in `text`, read from `source` (named in errors and output).
+    pub fn parse(&mut self, text: &str, source: &str) -> Result<(), SuppressionError> {
+        for (i, raw) in text.lines().enumerate() {
+            let line = raw.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            let syntax = |why: String| SuppressionError::Syntax {
+                source: source.to_string(),
+                line: i + 1,
+                why,
+            };
+            let Some((kind, pattern)) = line.split_once(':') else {
+                return Err(syntax(format!(
+                    "expected TYPE:PATTERN (leak:... or bad-free:...), found {line:?}"
+                )));
+            };
+            let kind = kind.trim();
+            let Some(&kind) = TYPES.iter().find(|t| **t == kind) else {
+                return Err(syntax(format!(
+                    "unknown suppression type {kind:?} (known: {})",
+                    TYPES.join(", ")
+                )));
+            };
+            let pattern = pattern.trim();
+            let glob = Glob::new(pattern);
+            if glob.is_empty() {
+                return Err(syntax(format!("empty pattern in {line:?}")));
+            }
+            self.list.push(Suppression {
+                kind,
+                pattern: pattern.to_string(),
+                source: source.to_string(),
+                line: i + 1,
+                glob,
+            });
+        }
+        Ok(())
+    }
+
+    /// The index of the first suppression of `kind` (`leak`, or a finding's check) matching
+    /// `stack`.
+    pub fn find(&self, kind: &str, stack: &[Frame]) -> Option<usize> {
+        self.list.iter().position(|s| s.kind == kind && s.matches_stack(stack))
+    }
+}
+
+/// A pattern with `*` wildcards, optionally anchored.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Glob {
+    /// The literal pieces between the `*`s.
+    pieces: Vec<String>,
+    /// Whether the text must start with the first piece.
+    start: bool,
+    /// Whether the text must end with the last piece.
+    end: bool,
+}
+
+impl Glob {
+    fn new(pattern: &str) -> Glob {
+        let (start, rest) = match pattern.strip_prefix('^') {
+            Some(rest) => (true, rest),
+            None => (false, pattern),
+        };
+        let (end, rest) = match rest.strip_suffix('$') {
+            Some(rest) => (true, rest),
+            None => (false, rest),
+        };
+        Glob {
+            pieces: rest.split('*').map(str::to_string).collect(),
+            start,
+            end,
+        }
+    }
+
+    /// A pattern of nothing but anchors (`*` alone matches everything and is not empty).
+    fn is_empty(&self) -> bool {
+        self.pieces.len() == 1 && self.pieces[0].is_empty()
+    }
+
+    fn matches(&self, text: &str) -> bool {
+        let n = self.pieces.len();
+        let mut rest = text;
+        for (i, piece) in self.pieces.iter().enumerate() {
+            let first = i == 0;
+            let last = i + 1 == n;
+            if first && self.start {
+                match rest.strip_prefix(piece.as_str()) {
+                    Some(r) => rest = r,
+                    None => return false,
+                }
+                if last && self.end {
+                    return rest.is_empty();
+                }
+            } else if last && self.end {
+                // The last piece must end the text; pieces before it were matched as early as
+                // possible, which leaves it the most room.
+                return rest.ends_with(piece.as_str());
+            } else {
+                match rest.find(piece.as_str()) {
+                    Some(at) => rest = &rest[at + piece.len()..],
+                    None => return false,
+                }
+            }
+        }
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::check::site::tests::frame;
+
+    fn parsed(text: &str) -> Suppressions {
+        let mut s = Suppressions::default();
+        s.parse(text, "supp.txt").unwrap();
+        s
+    }
+
+    fn syntax_error(text: &str) -> String {
+        let mut s = Suppressions::default();
+        s.parse(text, "supp.txt").unwrap_err().to_string()
+    }
+
+    #[test]
+    fn lines_comments_and_blanks() {
+        let s = parsed("# a comment\n\n  leak:make_scratch  \nbad-free: legacy_release\n\t# another\nleak:^x$\n");
+        let got: Vec<(&str, &str, usize)> = s.list.iter().map(|s| (s.kind, s.pattern.as_str(), s.line)).collect();
+        assert_eq!(
+            got,
+            [
+                ("leak", "make_scratch", 3),
+                ("bad-free", "legacy_release", 4),
+                ("leak", "^x$", 6)
+            ]
+        );
+        assert_eq!(s.list[0].text(), "leak:make_scratch");
+        assert_eq!(s.list[0].source, "supp.txt");
+        assert!(parsed("").list.is_empty());
+    }
+
+    #[test]
+    fn bad_lines_are_errors_with_their_line_number() {
+        assert_eq!(
+            syntax_error("leak:ok\n\nrace:foo\n"),
+            "supp.txt:3: unknown suppression type \"race\" (known: leak, bad-free)"
+        );
+        assert!(syntax_error("leak:a\njust_a_name\n").starts_with("supp.txt:2: expected TYPE:PATTERN"));
+        assert!(syntax_error("leak:\n").starts_with("supp.txt:1: empty pattern"));
+        assert!(syntax_error("leak:^$\n").starts_with("supp.txt:1: empty pattern"));
+        // LSan's types for heap races or signed overflow are not gpuleak's.
+        assert!(syntax_error("called_from_lib:libfoo.so").contains("unknown suppression type"));
+    }
+
+    #[test]
+    fn patterns_match_anywhere_unless_anchored() {
+        let m = |pattern: &str, text: &str| Glob::new(pattern).matches(text);
+        assert!(m("scratch", "make_scratch"));
+        assert!(m("make", "make_scratch"));
+        assert!(!m("scratchy", "make_scratch"));
+        assert!(m("^make", "make_scratch"));
+        assert!(!m("^scratch", "make_scratch"));
+        assert!(m("scratch$", "make_scratch"));
+        assert!(!m("make$", "make_scratch"));
+        assert!(m("^make_scratch$", "make_scratch"));
+        assert!(!m("^make_scratch$", "make_scratch2"));
+        assert!(m("make*ch", "make_scratch"));
+        assert!(m("^m*h$", "make_scratch"));
+        assert!(!m("^m*k$", "make_scratch"));
+        assert!(m("*", ""));
+        assert!(m("^*$", "anything"));
+        assert!(m("a*a$", "aXa"));
+        assert!(m("a$", "aXa"), "LSan's first-occurrence search gets this one wrong");
+        assert!(m("ns::Cache<*>::grow", "ns::Cache<int>::grow"));
+        assert!(!m("^a*b*c$", "acb"));
+        assert!(m("^a*b*c$", "abbc"));
+    }
+
+    #[test]
+    fn a_leak_pattern_matches_function_file_or_module_of_any_frame() {
+        let stack = [
+            frame("make_scratch", "/src/app/scratch.c", 21, "libscratch.so"),
+            frame("main", "/src/app/main.c", 49, "app"),
+        ];
+        let s = parsed("leak:nothing_here\nleak:^main$\nleak:scratch.c\nbad-free:make_scratch\n");
+        // `^main$` is the first match, on frame 1's function.
+        assert_eq!(s.find("leak", &stack), Some(1));
+        let by = |p: &str| parsed(&format!("leak:{p}")).find("leak", &stack).is_some();
+        assert!(by("make_scratch"), "function");
+        assert!(by("/src/app/main.c"), "file");
+        assert!(by("libscratch.so"), "module");
+        assert!(by("^app$"), "module of frame 1");
+        assert!(!by("^scratch"), "anchored against no name");
+        assert!(!by("libother.so"));
+        // A leak suppression silences no finding, and the other way round.
+        assert_eq!(s.find("bad-free", &stack), Some(3));
+        assert_eq!(parsed("leak:main").find("bad-free", &stack), None);
+        assert_eq!(s.find("leak", &[]), None);
+    }
+}

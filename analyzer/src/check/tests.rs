@@ -1,0 +1,458 @@
+//! The check of reports built from synthetic records: defaults, limits, suppressions, warnings,
+//! a baseline read back from the check's own JSON, and the four outputs.
+
+use std::borrow::Cow;
+use std::path::{Path, PathBuf};
+
+use gpuleak_format::{
+    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Free, Module as ModuleRecord, Ptr, Record, Seq, Stack, StackId,
+    Stream,
+};
+use serde_json::Value;
+
+use super::*;
+use crate::model::Model;
+use crate::report::{self, FrameSource, Options};
+
+const PROGRAM: u64 = 0x5555_0000_0000;
+
+/// Stack ids, each one line of the program (`app.c`), called from `main`.
+const SCRATCH: u32 = 1;
+const STAGING: u32 = 2;
+const FREE_SITE: u32 = 3;
+const WARM_FREE: u32 = 4;
+
+/// Names the program's addresses: 0x100 + 0x100·n is the site, 0x1000 + 0x100·n its caller.
+struct Named;
+
+impl FrameSource for Named {
+    fn frames(&self, address: u64) -> Vec<Frame> {
+        let offset = address - PROGRAM;
+        let (function, line) = match offset {
+            0x100 => ("make_scratch", 21),
+            0x200 => ("pin_staging", 27),
+            0x300 => ("release", 33),
+            0x400 => ("warm_release", 40),
+            o if o >= 0x1000 => ("main", 40 + (o - 0x1000) as u32 / 0x100),
+            _ => ("unknown", 0),
+        };
+        vec![Frame {
+            function: Some(function.into()),
+            file: Some("/src/app.c".into()),
+            line: Some(line),
+            module: Some("app".into()),
+            address: offset,
+            inlined: false,
+        }]
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// Records of one process.
+struct Script(Vec<Record<'static>>);
+
+impl Script {
+    fn new() -> Script {
+        let mut s = Script(Vec::new());
+        s.push(ModuleRecord {
+            base: PROGRAM,
+            start: PROGRAM,
+            end: PROGRAM + 0x10_0000,
+            path: "/usr/bin/app".into(),
+            build_id: Cow::Borrowed(&[]),
+        });
+        for id in [SCRATCH, STAGING, FREE_SITE, WARM_FREE] {
+            let site = PROGRAM + 0x100 * u64::from(id);
+            let caller = PROGRAM + 0x1000 + 0x100 * u64::from(id);
+            s.push(Stack {
+                id: StackId(id),
+                frames: Addrs(Cow::Owned(vec![site, caller])),
+            });
+        }
+        s
+    }
+
+    fn push(&mut self, body: impl Into<Body<'static>>) -> &mut Self {
+        let seq = self.0.len() as u64 + 1;
+        self.0.push(Record {
+            seq: Seq(seq),
+            time_ns: seq,
+            body: body.into(),
+        });
+        self
+    }
+
+    fn alloc(&mut self, ptr: u64, size: u64, stack: u32) -> &mut Self {
+        self.push(Alloc {
+            api: Api::cuMemAlloc_v2,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            ctx: Ctx(1),
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size,
+            stack: StackId(stack),
+            aux: 0,
+        })
+    }
+
+    /// A free of a pointer never allocated: an error when the driver rejects it, else a warning.
+    fn bad_free(&mut self, ptr: u64, rejected: bool, stack: u32) -> &mut Self {
+        self.push(Free {
+            api: Api::cuMemFree_v2,
+            via: Api::NONE,
+            result: if rejected { CuResult(1) } else { CuResult::SUCCESS },
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size: 0,
+            stack: StackId(stack),
+        })
+    }
+
+    fn process(&mut self, trace: &str) -> ProcessReport {
+        self.push(Exit { code: 0, how: 0 });
+        let mut model = Model::new();
+        for r in &self.0 {
+            model.apply(1, r);
+        }
+        report::build(model.finish(), PathBuf::from(trace), &Named, &Options::default())
+    }
+}
+
+/// Leaks 3000 bytes twice from `make_scratch` and 10000 from `pin_staging`.
+fn leaky() -> Report {
+    let p = Script::new()
+        .alloc(0x7000_0000, 3000, SCRATCH)
+        .alloc(0x7100_0000, 3000, SCRATCH)
+        .alloc(0x7200_0000, 10000, STAGING)
+        .process("leaky.trace");
+    Report::new(vec![p])
+}
+
+fn clean() -> Report {
+    Report::new(vec![Script::new().process("clean.trace")])
+}
+
+fn checks(o: &Outcome) -> Vec<&'static str> {
+    o.violations.iter().map(|v| v.check).collect()
+}
+
+fn suppressions(text: &str) -> Suppressions {
+    let mut s = Suppressions::default();
+    s.parse(text, "supp.txt").unwrap();
+    s
+}
+
+#[test]
+fn every_leak_site_fails_by_default_and_a_clean_run_passes() {
+    let o = evaluate(leaky(), &Config::default());
+    assert_eq!(checks(&o), ["leak", "leak"]);
+    assert_eq!(o.exit_code(), EXIT_FINDINGS);
+    assert_eq!(o.violations[0].bytes, 10000);
+    assert_eq!(o.violations[1].count, 2);
+    assert_eq!(
+        o.violations[0].site.as_ref().unwrap().as_str(),
+        "pin_staging@app.c:27|main@app.c:42"
+    );
+    assert_eq!(o.reason(), "failed: 2 leak sites");
+
+    let o = evaluate(clean(), &Config::default());
+    assert!(o.passed());
+    assert_eq!(o.exit_code(), EXIT_CLEAN);
+    assert_eq!(o.reason(), "passed");
+}
+
+#[test]
+fn limits_pass_at_the_limit_and_fail_past_it() {
+    let with = |bytes: Option<u64>, leaks: Option<u64>| {
+        evaluate(
+            leaky(),
+            &Config {
+                max_leaked_bytes: bytes,
+                max_leaks: leaks,
+                ..Config::default()
+            },
+        )
+    };
+    assert!(with(Some(16000), None).passed());
+    assert!(with(None, Some(3)).passed());
+    assert!(with(Some(16000), Some(3)).passed());
+    let o = with(Some(15999), None);
+    assert_eq!(checks(&o), ["leak-limit"]);
+    let v = &o.violations[0];
+    assert!(
+        v.message.starts_with("16000 bytes leaked, over the limit of 15999"),
+        "{}",
+        v.message
+    );
+    assert_eq!(v.stack[0].function.as_deref(), Some("pin_staging"), "the largest site");
+    assert_eq!((v.bytes, v.count, v.site.as_ref()), (16000, 3, None));
+    assert_eq!(checks(&with(None, Some(2))), ["leak-limit"]);
+    assert_eq!(checks(&with(Some(0), Some(0))), ["leak-limit", "leak-limit"]);
+    assert!(with(Some(0), Some(0))
+        .reason()
+        .contains("2 processes over a leak limit"));
+}
+
+#[test]
+fn suppressions_silence_leaks_and_count_what_they_silenced() {
+    let config = |text: &str| Config {
+        suppressions: suppressions(text),
+        ..Config::default()
+    };
+    let o = evaluate(leaky(), &config("leak:make_scratch\nleak:^pin_*$\nleak:unused\n"));
+    assert!(o.passed(), "{:?}", o.violations);
+    assert_eq!(
+        o.usage,
+        [
+            Usage {
+                groups: 1,
+                allocations: 2,
+                bytes: 6000
+            },
+            Usage {
+                groups: 1,
+                allocations: 1,
+                bytes: 10000
+            },
+            Usage::default()
+        ]
+    );
+    assert_eq!((o.total.suppressed_bytes, o.total.leaked_bytes), (16000, 0));
+    assert_eq!(
+        o.leaks[0].iter().filter_map(|s| s.suppressed_by).collect::<Vec<_>>(),
+        [1, 0]
+    );
+
+    let o = evaluate(leaky(), &config("leak:make_scratch"));
+    assert_eq!(checks(&o), ["leak"]);
+    assert_eq!(o.violations[0].bytes, 10000);
+    // Limits count what is left.
+    let o = evaluate(
+        leaky(),
+        &Config {
+            max_leaked_bytes: Some(10000),
+            ..config("leak:scratch")
+        },
+    );
+    assert!(o.passed());
+}
+
+#[test]
+fn error_findings_fail_warnings_only_with_fail_on_warning() {
+    let report = || {
+        Report::new(vec![Script::new()
+            .bad_free(0xdead, true, FREE_SITE)
+            .bad_free(0xbeef, false, WARM_FREE)
+            .process("frees.trace")])
+    };
+    let o = evaluate(report(), &Config::default());
+    assert_eq!(checks(&o), ["bad-free"]);
+    assert_eq!(o.violations[0].severity, Severity::Error);
+    assert_eq!(o.violations[0].finding, Some(0));
+    let o = evaluate(
+        report(),
+        &Config {
+            fail_on: Severity::Warning,
+            ..Config::default()
+        },
+    );
+    assert_eq!(checks(&o), ["bad-free", "bad-free"]);
+    assert_eq!(o.violations[1].severity, Severity::Warning);
+    let o = evaluate(
+        report(),
+        &Config {
+            suppressions: suppressions("bad-free:^release$"),
+            ..Config::default()
+        },
+    );
+    assert!(o.passed());
+    assert_eq!((o.usage[0].groups, o.total.suppressed_findings), (1, 1));
+}
+
+/// The check's JSON of `report`, read back as a baseline.
+fn baseline_of(report: Report) -> Baseline {
+    let mut out = Vec::new();
+    json::write(&evaluate(report, &Config::default()), &mut out).unwrap();
+    let doc: Value = serde_json::from_slice(&out).unwrap();
+    Baseline::from_json(&doc, Path::new("base.json")).unwrap()
+}
+
+fn against(report: Report, baseline: Baseline, tolerance: Tolerance) -> Outcome {
+    evaluate(
+        report,
+        &Config {
+            baseline: Some(baseline),
+            tolerance,
+            ..Config::default()
+        },
+    )
+}
+
+#[test]
+fn a_run_passes_against_its_own_baseline_and_fails_on_new_or_grown_sites() {
+    assert!(against(leaky(), baseline_of(leaky()), Tolerance::None).passed());
+
+    let o = against(leaky(), baseline_of(clean()), Tolerance::None);
+    assert_eq!(checks(&o), ["leak", "leak"]);
+    assert!(o.violations.iter().all(|v| v.change == Some(Change::New)));
+    assert_eq!(o.reason(), "failed: 2 new leak sites");
+
+    let grown = || {
+        Report::new(vec![Script::new()
+            .alloc(0x7000_0000, 3000, SCRATCH)
+            .alloc(0x7100_0000, 3000, SCRATCH)
+            .alloc(0x7150_0000, 3000, SCRATCH)
+            .alloc(0x7200_0000, 10000, STAGING)
+            .process("grown.trace")])
+    };
+    let o = against(grown(), baseline_of(leaky()), Tolerance::None);
+    assert_eq!(checks(&o), ["leak-growth"]);
+    let v = &o.violations[0];
+    assert_eq!(
+        v.change,
+        Some(Change::Grew {
+            was: Totals {
+                bytes: 6000,
+                allocations: 2
+            }
+        })
+    );
+    assert!(
+        v.message.contains("was 6000 bytes in 2 allocations (+3000 bytes"),
+        "{}",
+        v.message
+    );
+    assert!(against(grown(), baseline_of(leaky()), Tolerance::Bytes(3000)).passed());
+    assert!(against(grown(), baseline_of(leaky()), Tolerance::Percent(50.0)).passed());
+    assert!(!against(grown(), baseline_of(leaky()), Tolerance::Percent(49.0)).passed());
+
+    // Gone sites are improvements.
+    let o = against(clean(), baseline_of(leaky()), Tolerance::None);
+    assert!(o.passed());
+    let gone: Vec<u64> = o
+        .improvements
+        .iter()
+        .map(|i| match i.change {
+            Change::Gone { was } => was.bytes,
+            c => panic!("{c:?}"),
+        })
+        .collect();
+    assert_eq!(gone, [10000, 6000]);
+}
+
+#[test]
+fn against_a_baseline_only_new_findings_fail() {
+    let frees = |extra: bool| {
+        let mut s = Script::new();
+        s.bad_free(0xdead, true, FREE_SITE);
+        if extra {
+            s.bad_free(0xbeef, true, WARM_FREE);
+        }
+        Report::new(vec![s.process("frees.trace")])
+    };
+    assert!(against(frees(false), baseline_of(frees(false)), Tolerance::None).passed());
+    let o = against(frees(true), baseline_of(frees(false)), Tolerance::None);
+    assert_eq!(checks(&o), ["bad-free"]);
+    assert_eq!(o.violations[0].stack[0].function.as_deref(), Some("warm_release"));
+}
+
+#[test]
+fn text_has_a_line_per_violation_then_suppressions_and_the_result() {
+    let o = evaluate(
+        leaky(),
+        &Config {
+            suppressions: suppressions("leak:make_scratch\nleak:nothing_at_all\n"),
+            ..Config::default()
+        },
+    );
+    let mut out = Vec::new();
+    text::write(&o, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "error[leak] leaky.trace: 10000 bytes in 1 allocation (device) leaked at exit, allocated by \
+         cuMemAlloc_v2; at pin_staging app.c:27 (app)"
+    );
+    assert!(
+        text.contains("Suppressions used:\n  groups       bytes  suppression\n       1        6000  leak:make_scratch (supp.txt:1)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Suppressions that matched nothing:\n  leak:nothing_at_all (supp.txt:2)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "1 trace: 10000 bytes leaked in 1 allocation (1 site), 6000 bytes in 1 site suppressed, 0 findings\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("gpuleak check: failed: 1 leak site (exit 1); every leak fails, error findings fail\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn junit_has_a_case_per_process_and_a_failure_per_violation() {
+    let mut report = leaky();
+    report.processes.push(clean().processes.remove(0));
+    // A name that needs escaping.
+    report.processes[0].trace = PathBuf::from("a<b>&\"c\".trace");
+    let o = evaluate(report, &Config::default());
+    let mut out = Vec::new();
+    junit::write(&o, &mut out).unwrap();
+    let xml = String::from_utf8(out).unwrap();
+    assert!(
+        xml.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuleak check\" tests=\"2\" failures=\"1\""
+        ),
+        "{xml}"
+    );
+    assert_eq!(xml.matches("<testcase ").count(), 2);
+    assert_eq!(xml.matches("<failure type=\"leak\"").count(), 2);
+    assert!(
+        xml.contains("name=\"a&lt;b&gt;&amp;&quot;c&quot;.trace: a&lt;b&gt;&amp;&quot;c&quot;.trace\""),
+        "{xml}"
+    );
+    assert!(!xml.contains("a<b"), "{xml}");
+}
+
+#[test]
+fn sarif_has_rules_and_located_results() {
+    let o = against(leaky(), baseline_of(clean()), Tolerance::None);
+    let doc = sarif::document(&o, Some(Path::new("/src")));
+    assert_eq!(doc["version"], "2.1.0");
+    let run = &doc["runs"][0];
+    assert_eq!(run["tool"]["driver"]["name"], "gpuleak");
+    let rules: Vec<&str> = run["tool"]["driver"]["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["leak", "leak-growth", "leak-limit", "bad-free"]);
+    let results = run["results"].as_array().unwrap();
+    assert_eq!(results.len(), 2);
+    let r = &results[0];
+    assert_eq!(
+        (&r["ruleId"], &r["ruleIndex"], &r["level"]),
+        (&"leak".into(), &0.into(), &"error".into())
+    );
+    assert_eq!(r["baselineState"], "new");
+    let physical = &r["locations"][0]["physicalLocation"];
+    assert_eq!(
+        physical["artifactLocation"],
+        serde_json::json!({"uri": "app.c", "uriBaseId": "SRCROOT"})
+    );
+    assert_eq!(physical["region"]["startLine"], 27);
+    assert_eq!(r["stacks"][0]["frames"].as_array().unwrap().len(), 2);
+    assert!(r["message"]["text"].as_str().unwrap().contains("10000 bytes"));
+    assert_eq!(run["originalUriBaseIds"]["SRCROOT"]["uri"], "file:///src/");
+    assert_eq!(run["invocations"][0]["exitCode"], 1);
+}

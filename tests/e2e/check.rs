@@ -1,0 +1,613 @@
+//! `gpuleak check` on traces of real C programs: limits, suppressions and baselines, each with a
+//! run that must pass and one that must fail; JUnit XML and SARIF read back; exit 2 on errors.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use serde_json::Value;
+
+use crate::trace::assert_ok;
+
+/// Traces of report_leaks, report_clean and shim_families, in a directory of their own.
+struct Traces {
+    _dir: TempDir,
+    leaks: PathBuf,
+    clean: PathBuf,
+    families: PathBuf,
+}
+
+fn traces() -> Traces {
+    let dir = TempDir::new();
+    let traced = |name: &str| {
+        let trace = dir.path().join(format!("{name}.trace"));
+        assert_ok(&shim_command(client(name), &trace).output().unwrap());
+        trace
+    };
+    Traces {
+        leaks: traced("report_leaks"),
+        clean: traced("report_clean"),
+        families: traced("shim_families"),
+        _dir: dir,
+    }
+}
+
+fn check(args: &[&str], traces: &[&Path]) -> Output {
+    Command::new(gpuleak_bin())
+        .arg("check")
+        .args(args)
+        .args(traces)
+        .output()
+        .expect("run gpuleak check")
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Asserts the exit code, showing the output when it differs.
+#[track_caller]
+fn assert_exit(out: &Output, code: i32) {
+    assert_eq!(
+        out.status.code(),
+        Some(code),
+        "--- stdout\n{}--- stderr\n{}",
+        stdout(out),
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn check_json(args: &[&str], traces: &[&Path]) -> (i32, Value) {
+    let out = check(&[&["--format", "json"], args].concat(), traces);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON: {e}\n{}", stdout(&out)));
+    (out.status.code().unwrap(), doc)
+}
+
+fn u(v: &Value) -> u64 {
+    v.as_u64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+#[test]
+fn every_leak_fails_by_default_and_the_clean_twin_passes() {
+    let t = &traces();
+    let out = check(&[], &[&t.leaks]);
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    let failures: Vec<&str> = text.lines().filter(|l| l.starts_with("error[leak]")).collect();
+    assert_eq!(failures.len(), 2, "{text}");
+    assert!(
+        failures[0].ends_with("; at pin_staging report_leaks.c:27 (report_leaks)"),
+        "{text}"
+    );
+    assert!(failures[1].contains("6000 bytes in 2 allocations (device)"), "{text}");
+    assert!(
+        failures[1].ends_with("; at make_scratch report_leaks.c:21 (report_leaks)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("\ngpuleak check: failed: 2 leak sites (exit 1);"),
+        "{text}"
+    );
+
+    let out = check(&[], &[&t.clean]);
+    assert_exit(&out, 0);
+    assert!(stdout(&out).contains("gpuleak check: passed (exit 0)"));
+}
+
+#[test]
+fn limits_pass_at_the_limit_and_fail_past_it() {
+    let t = &traces();
+    for (args, code) in [
+        (&["--max-leaked-bytes", "16000"][..], 0),
+        (&["--max-leaked-bytes", "16K"], 0),
+        (&["--max-leaked-bytes", "15999"], 1),
+        (&["--max-leaked-bytes", "15.9K"], 1),
+        (&["--max-leaks", "3"], 0),
+        (&["--max-leaks", "2"], 1),
+        (&["--max-leaks", "3", "--max-leaked-bytes", "1MiB"], 0),
+    ] {
+        let out = check(args, &[&t.leaks]);
+        assert_exit(&out, code);
+        assert_exit(&check(args, &[&t.clean]), 0);
+        if code == 1 {
+            let text = stdout(&out);
+            assert_eq!(
+                text.lines().filter(|l| l.starts_with("error[leak-limit]")).count(),
+                1,
+                "{text}"
+            );
+        }
+    }
+    let (code, doc) = check_json(&["--max-leaked-bytes", "15999"], &[&t.leaks]);
+    assert_eq!(code, 1);
+    let v = &doc["violations"][0];
+    assert_eq!(v["check"], "leak-limit");
+    assert_eq!((u(&v["bytes"]), u(&v["count"])), (16000, 3));
+    assert_eq!(v["stack"][0]["function"], "pin_staging", "the largest site");
+}
+
+#[test]
+fn suppressions_silencing_both_sites_pass_with_counts_and_one_site_fails() {
+    let t = &traces();
+    let dir = TempDir::new();
+    let both = dir.path().join("both.supp");
+    fs::write(
+        &both,
+        "# report_leaks' two sites\nleak:make_scratch\n\nleak:^pin_stag*$\nleak:no_such_function\n",
+    )
+    .unwrap();
+    let out = check(&["--suppressions", both.to_str().unwrap()], &[&t.leaks]);
+    assert_exit(&out, 0);
+    let text = stdout(&out);
+    let supp = both.display();
+    assert!(
+        text.contains(&format!(
+            "Suppressions used:\n  groups       bytes  suppression\n       1        6000  leak:make_scratch ({supp}:2)\n       1       10000  leak:^pin_stag*$ ({supp}:4)\n"
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "Suppressions that matched nothing:\n  leak:no_such_function ({supp}:5)\n"
+        )),
+        "{text}"
+    );
+    assert!(text.contains("16000 bytes in 2 sites suppressed"), "{text}");
+
+    let (code, doc) = check_json(&["--suppressions", both.to_str().unwrap()], &[&t.leaks]);
+    assert_eq!(code, 0);
+    let counts: Vec<(u64, u64)> = doc["suppressions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (u(&s["groups"]), u(&s["bytes"])))
+        .collect();
+    assert_eq!(counts, [(1, 6000), (1, 10000), (0, 0)]);
+    assert_eq!(doc["leaks"][0]["suppressed_by"], "leak:^pin_stag*$");
+
+    // A file name matches too; one site silenced leaves the other failing.
+    let one = dir.path().join("one.supp");
+    fs::write(&one, "leak:make_scratch\n").unwrap();
+    let out = check(&["--suppressions", one.to_str().unwrap()], &[&t.leaks]);
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("error[leak]")).count(),
+        1,
+        "{text}"
+    );
+    assert!(text.contains("at pin_staging"), "{text}");
+
+    // bad-free suppressions silence shim_families' findings, not its leaks.
+    let frees = dir.path().join("frees.supp");
+    fs::write(&frees, "bad-free:shim_families.c\n").unwrap();
+    let (code, doc) = check_json(
+        &["--suppressions", frees.to_str().unwrap(), "--max-leaked-bytes", "1077"],
+        &[&t.families],
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(u(&doc["suppressions"][0]["groups"]), 2);
+    assert_exit(&check(&["--max-leaked-bytes", "1077"], &[&t.families]), 1);
+}
+
+#[test]
+fn a_baseline_of_the_same_program_passes_and_of_its_clean_twin_fails_on_new_sites() {
+    let t = &traces();
+    let dir = TempDir::new();
+    let report_json = |trace: &Path, name: &str| {
+        let out = Command::new(gpuleak_bin())
+            .args(["report", "--format", "json"])
+            .arg(trace)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let path = dir.path().join(name);
+        fs::write(&path, &out.stdout).unwrap();
+        path
+    };
+    let leaks_base = report_json(&t.leaks, "leaks.json");
+    let clean_base = report_json(&t.clean, "clean.json");
+
+    let out = check(&["--baseline", leaks_base.to_str().unwrap()], &[&t.leaks]);
+    assert_exit(&out, 0);
+
+    let out = check(&["--baseline", clean_base.to_str().unwrap()], &[&t.leaks]);
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    assert_eq!(text.matches("error[leak] report_leaks (pid ").count(), 2, "{text}");
+    assert_eq!(text.matches("new leak site: ").count(), 2, "{text}");
+    assert!(text.contains("failed: 2 new leak sites (exit 1)"), "{text}");
+
+    let (code, doc) = check_json(&["--baseline", clean_base.to_str().unwrap()], &[&t.leaks]);
+    assert_eq!(code, 1);
+    let sites: Vec<(&str, &str)> = doc["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| (v["change"].as_str().unwrap(), v["site"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        sites,
+        [
+            ("new", "pin_staging@report_leaks.c:27|main@report_leaks.c:51"),
+            ("new", "make_scratch@report_leaks.c:21|main@report_leaks.c:49")
+        ]
+    );
+
+    // The other way round, the sites are gone: improvements, not failures.
+    let out = check(&["--baseline", leaks_base.to_str().unwrap()], &[&t.clean]);
+    assert_exit(&out, 0);
+    assert_eq!(stdout(&out).matches("\n  gone: ").count(), 2, "{}", stdout(&out));
+
+    // The check's own JSON is a baseline too.
+    let check_base = dir.path().join("check.json");
+    fs::write(&check_base, check(&["--format", "json"], &[&t.leaks]).stdout).unwrap();
+    assert_exit(&check(&["--baseline", check_base.to_str().unwrap()], &[&t.leaks]), 0);
+    assert_exit(
+        &check(&["--baseline", check_base.to_str().unwrap()], &[&t.leaks, &t.families]),
+        1,
+    );
+}
+
+#[test]
+fn junit_xml_has_a_case_per_trace_and_a_failure_per_violation() {
+    let t = &traces();
+    let dir = TempDir::new();
+    let xml_path = dir.path().join("junit.xml");
+    let out = check(
+        &["--format", "junit", "-o", xml_path.to_str().unwrap()],
+        &[&t.leaks, &t.clean, &t.families],
+    );
+    assert_exit(&out, 1);
+    assert!(
+        stdout(&out).contains("gpuleak check: failed"),
+        "the text goes to stdout"
+    );
+    let xml = fs::read_to_string(&xml_path).unwrap();
+    let root = xml::parse(&xml).unwrap_or_else(|e| panic!("not well-formed: {e}\n{xml}"));
+    assert_eq!(root.name, "testsuites");
+    assert_eq!((root.attr("tests"), root.attr("failures")), (Some("3"), Some("2")));
+    let suites = root.children("testsuite");
+    assert_eq!(suites.len(), 1);
+    let cases = suites[0].children("testcase");
+    assert_eq!(cases.len(), 3);
+    let failures: Vec<usize> = cases.iter().map(|c| c.children("failure").len()).collect();
+    assert_eq!(failures, [2, 0, 4], "two leaks; none; two leaks and two bad frees");
+    assert!(cases[0].attr("name").unwrap().starts_with("report_leaks (pid "));
+    let f = cases[2].children("failure");
+    let types: Vec<&str> = f.iter().map(|f| f.attr("type").unwrap()).collect();
+    assert_eq!(types, ["leak", "leak", "bad-free", "bad-free"]);
+    assert!(f[2].text().contains("shim_families.c:114"), "{}", f[2].text());
+    assert_eq!(cases[1].children("system-out").len(), 1);
+
+    // A passing run is a suite with no failures.
+    let out = check(&["--format", "junit"], &[&t.clean]);
+    assert_exit(&out, 0);
+    let root = xml::parse(&stdout(&out)).unwrap();
+    assert_eq!(root.attr("failures"), Some("0"));
+}
+
+#[test]
+fn sarif_has_a_gpuleak_driver_rules_and_a_located_result_per_violation() {
+    let t = &traces();
+    let out = check(&["--format", "sarif", "--max-leaks", "0"], &[&t.families, &t.clean]);
+    assert_exit(&out, 1);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(doc["version"], "2.1.0");
+    assert!(doc["$schema"].as_str().unwrap().contains("sarif-2.1.0"));
+    let run = &doc["runs"][0];
+    let driver = &run["tool"]["driver"];
+    assert_eq!(driver["name"], "gpuleak");
+    let rules: Vec<&str> = driver["rules"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["id"].as_str().unwrap())
+        .collect();
+    for id in ["leak", "leak-growth", "bad-free"] {
+        assert!(rules.contains(&id), "{rules:?}");
+    }
+    let results = run["results"].as_array().unwrap();
+    let ids: Vec<&str> = results.iter().map(|r| r["ruleId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["leak-limit", "bad-free", "bad-free"]);
+    for r in results {
+        assert_eq!(rules[u(&r["ruleIndex"]) as usize], r["ruleId"]);
+        assert_eq!(r["level"], "error");
+        let physical = &r["locations"][0]["physicalLocation"];
+        // Under the current directory (the tests' package directory), relative to SRCROOT.
+        let artifact = &physical["artifactLocation"];
+        assert_eq!(artifact["uriBaseId"], "SRCROOT", "{artifact}");
+        let base = run["originalUriBaseIds"]["SRCROOT"]["uri"].as_str().unwrap();
+        let uri = format!("{base}{}", artifact["uri"].as_str().unwrap());
+        assert!(uri.starts_with("file:///"), "{uri}");
+        assert!(uri.ends_with("/tests/clients/shim_families.c"), "{uri}");
+        assert!(u(&physical["region"]["startLine"]) > 0);
+    }
+    let limit = results[0]["message"]["text"].as_str().unwrap();
+    assert!(limit.contains("2 allocations leaked, over the limit of 0"), "{limit}");
+    assert_eq!(u(&results[0]["properties"]["bytes"]), 1077);
+    assert_eq!(
+        results[1]["locations"][0]["physicalLocation"]["region"]["startLine"],
+        114
+    );
+    assert_eq!(u(&run["invocations"][0]["exitCode"]), 1);
+}
+
+#[test]
+fn errors_exit_2_with_a_message_saying_where() {
+    let t = &traces();
+    let dir = TempDir::new();
+    // A corrupted trace.
+    let bogus = dir.path().join("bogus.trace");
+    let mut bytes = fs::read(&t.leaks).unwrap();
+    bytes[..8].copy_from_slice(b"NOTATRCE");
+    fs::write(&bogus, bytes).unwrap();
+    let out = check(&[], &[&t.leaks, &bogus]);
+    assert_exit(&out, 2);
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!("gpuleak: {}: ", bogus.display())),
+        "{stderr}"
+    );
+
+    // A bad suppressions line.
+    let supp = dir.path().join("bad.supp");
+    fs::write(&supp, "leak:make_scratch\nleek:pin_staging\n").unwrap();
+    let out = check(&["--suppressions", supp.to_str().unwrap()], &[&t.leaks]);
+    assert_exit(&out, 2);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        format!(
+            "gpuleak: {}:2: unknown suppression type \"leek\" (known: leak, bad-free)\n",
+            supp.display()
+        )
+    );
+
+    // A baseline that is missing, not JSON, or not a report.
+    let missing = dir.path().join("missing.json");
+    let not_json = dir.path().join("not.json");
+    fs::write(&not_json, "{ nope").unwrap();
+    let not_report = dir.path().join("other.json");
+    fs::write(&not_report, "{\"version\": 2}").unwrap();
+    for b in [&missing, &not_json, &not_report] {
+        let out = check(&["--baseline", b.to_str().unwrap()], &[&t.leaks]);
+        assert_exit(&out, 2);
+        assert!(String::from_utf8_lossy(&out.stderr).starts_with(&format!("gpuleak: {}: ", b.display())));
+    }
+
+    // Bad arguments: a size, a tolerance without a baseline, no trace.
+    assert_exit(&check(&["--max-leaked-bytes", "12X"], &[&t.leaks]), 2);
+    assert_exit(&check(&["--tolerance", "10%"], &[&t.leaks]), 2);
+    assert_exit(&check(&["--format", "xml"], &[&t.leaks]), 2);
+    assert_exit(&check(&[], &[]), 2);
+}
+
+/// Just enough of an XML parser to tell a well-formed document and walk it: elements,
+/// attributes, character data and references, comments and the declaration.
+mod xml {
+    #[derive(Debug)]
+    pub struct Element {
+        pub name: String,
+        attrs: Vec<(String, String)>,
+        nodes: Vec<Node>,
+    }
+
+    #[derive(Debug)]
+    enum Node {
+        Element(Element),
+        Text(String),
+    }
+
+    impl Element {
+        pub fn attr(&self, name: &str) -> Option<&str> {
+            self.attrs.iter().find(|(n, _)| n == name).map(|(_, v)| v.as_str())
+        }
+
+        pub fn children(&self, name: &str) -> Vec<&Element> {
+            self.nodes
+                .iter()
+                .filter_map(|n| match n {
+                    Node::Element(e) if e.name == name => Some(e),
+                    _ => None,
+                })
+                .collect()
+        }
+
+        pub fn text(&self) -> String {
+            self.nodes
+                .iter()
+                .filter_map(|n| match n {
+                    Node::Text(t) => Some(t.as_str()),
+                    Node::Element(_) => None,
+                })
+                .collect()
+        }
+    }
+
+    struct Parser<'a> {
+        s: &'a str,
+        at: usize,
+    }
+
+    pub fn parse(s: &str) -> Result<Element, String> {
+        let mut p = Parser { s, at: 0 };
+        if p.rest().starts_with("<?xml") {
+            p.at += p.rest().find("?>").ok_or("unterminated declaration")? + 2;
+        }
+        p.misc()?;
+        let root = p.element()?;
+        p.misc()?;
+        if p.at != s.len() {
+            return Err(format!("content after the root element at {}", p.at));
+        }
+        Ok(root)
+    }
+
+    impl Parser<'_> {
+        fn rest(&self) -> &str {
+            &self.s[self.at..]
+        }
+
+        fn skip_space(&mut self) {
+            let n = self.rest().len() - self.rest().trim_start().len();
+            self.at += n;
+        }
+
+        fn misc(&mut self) -> Result<(), String> {
+            loop {
+                self.skip_space();
+                if self.rest().starts_with("<!--") {
+                    self.at += self.rest().find("-->").ok_or("unterminated comment")? + 3;
+                } else {
+                    return Ok(());
+                }
+            }
+        }
+
+        fn name(&mut self) -> Result<String, String> {
+            let n = self
+                .rest()
+                .find(|c: char| !(c.is_alphanumeric() || matches!(c, '-' | '_' | ':' | '.')))
+                .unwrap_or(self.rest().len());
+            if n == 0 {
+                return Err(format!("expected a name at {}", self.at));
+            }
+            let name = self.rest()[..n].to_string();
+            self.at += n;
+            Ok(name)
+        }
+
+        fn expect(&mut self, token: &str) -> Result<(), String> {
+            if self.rest().starts_with(token) {
+                self.at += token.len();
+                Ok(())
+            } else {
+                Err(format!(
+                    "expected {token:?} at {}: {:?}",
+                    self.at,
+                    &self.rest()[..self.rest().len().min(30)]
+                ))
+            }
+        }
+
+        fn element(&mut self) -> Result<Element, String> {
+            self.expect("<")?;
+            let name = self.name()?;
+            let mut attrs: Vec<(String, String)> = Vec::new();
+            loop {
+                let before = self.at;
+                self.skip_space();
+                if self.rest().starts_with("/>") {
+                    self.at += 2;
+                    return Ok(Element {
+                        name,
+                        attrs,
+                        nodes: Vec::new(),
+                    });
+                }
+                if self.rest().starts_with('>') {
+                    self.at += 1;
+                    break;
+                }
+                if self.at == before {
+                    return Err(format!("expected a space before an attribute at {}", self.at));
+                }
+                let attr = self.name()?;
+                self.expect("=\"")?;
+                let end = self.rest().find('"').ok_or("unterminated attribute")?;
+                let raw = &self.rest()[..end];
+                if raw.contains('<') {
+                    return Err(format!("'<' in attribute {attr}"));
+                }
+                let value = unescape(raw)?;
+                self.at += end + 1;
+                if attrs.iter().any(|(n, _)| *n == attr) {
+                    return Err(format!("duplicate attribute {attr}"));
+                }
+                attrs.push((attr, value));
+            }
+            let mut nodes = Vec::new();
+            loop {
+                if self.rest().starts_with("</") {
+                    self.at += 2;
+                    let end = self.name()?;
+                    if end != name {
+                        return Err(format!("</{end}> closes <{name}>"));
+                    }
+                    self.skip_space();
+                    self.expect(">")?;
+                    return Ok(Element { name, attrs, nodes });
+                }
+                if self.rest().starts_with("<!--") {
+                    self.misc()?;
+                } else if self.rest().starts_with('<') {
+                    nodes.push(Node::Element(self.element()?));
+                } else {
+                    let end = self.rest().find('<').ok_or(format!("<{name}> is not closed"))?;
+                    let raw = &self.rest()[..end];
+                    if raw.contains("]]>") {
+                        return Err("']]>' in character data".into());
+                    }
+                    nodes.push(Node::Text(unescape(raw)?));
+                    self.at += end;
+                }
+            }
+        }
+    }
+
+    fn unescape(raw: &str) -> Result<String, String> {
+        let mut out = String::new();
+        let mut rest = raw;
+        while let Some(amp) = rest.find('&') {
+            out.push_str(&rest[..amp]);
+            let end = rest[amp..].find(';').ok_or("unterminated reference")? + amp;
+            let entity = &rest[amp + 1..end];
+            let c = match entity {
+                "amp" => '&',
+                "lt" => '<',
+                "gt" => '>',
+                "quot" => '"',
+                "apos" => '\'',
+                e => {
+                    let code = match e.strip_prefix("#x") {
+                        Some(hex) => u32::from_str_radix(hex, 16),
+                        None => e.strip_prefix('#').ok_or(format!("unknown entity &{e};"))?.parse(),
+                    }
+                    .map_err(|_| format!("bad reference &{e};"))?;
+                    char::from_u32(code).ok_or(format!("bad character &{e};"))?
+                }
+            };
+            out.push(c);
+            rest = &rest[end + 1..];
+        }
+        out.push_str(rest);
+        if out
+            .chars()
+            .any(|c| (c as u32) < 0x20 && !matches!(c, '\t' | '\n' | '\r'))
+        {
+            return Err("a control character XML does not allow".into());
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn the_parser_tells_well_formed_from_broken() {
+        let root = parse("<?xml version=\"1.0\"?>\n<a x=\"1 &amp; &lt;2&gt;\"><b/><b>t&#38;&#x3c;</b></a>\n").unwrap();
+        assert_eq!(root.attr("x"), Some("1 & <2>"));
+        assert_eq!(root.children("b").len(), 2);
+        assert_eq!(root.children("b")[1].text(), "t&<");
+        for bad in [
+            "<a>",
+            "<a></b>",
+            "<a x=\"<\"/>",
+            "<a>&bogus;</a>",
+            "<a/><b/>",
+            "<a x=\"1\" x=\"2\"/>",
+            "<a>\u{1}</a>",
+        ] {
+            assert!(parse(bad).is_err(), "{bad}");
+        }
+    }
+}
