@@ -8,24 +8,9 @@ use crate::symbolize::{ModuleInfo, Symbolizer};
 
 use super::owner::is_runtime_library;
 
-/// One frame of a reported stack (the symbolizer's frame: an address can expand to several,
+/// One frame of a reported stack: the symbolizer's frame (an address can expand to several,
 /// inlined calls first).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct Frame {
-    /// Function name, demangled; `None` when unknown.
-    pub function: Option<String>,
-    /// Source file.
-    pub file: Option<String>,
-    /// Line of the call.
-    pub line: Option<u32>,
-    /// File name of the module; `None` when the address is in no recorded module.
-    pub module: Option<String>,
-    /// Return address relative to the module's load bias when `module` is known, else the
-    /// absolute return address.
-    pub address: u64,
-    /// Whether this frame is a call inlined into the next one.
-    pub inlined: bool,
-}
+pub use crate::symbolize::Frame;
 
 /// Where frames come from: the symbolizer, or module+offset when there are no symbols.
 pub trait FrameSource {
@@ -72,16 +57,6 @@ impl FrameSource for ModuleOffsets {
 impl FrameSource for Symbolizer {
     fn frames(&self, address: u64) -> Vec<Frame> {
         self.symbolize(address)
-            .into_iter()
-            .map(|f| Frame {
-                function: f.function,
-                file: f.file,
-                line: f.line,
-                module: f.module,
-                address: f.address,
-                inlined: f.inlined,
-            })
-            .collect()
     }
 
     fn warnings(&self) -> Vec<String> {
