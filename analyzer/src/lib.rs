@@ -14,6 +14,7 @@ pub mod file;
 pub mod model;
 pub mod report;
 pub mod run;
+pub mod streams;
 pub mod symbolize;
 
 pub use file::TraceFile;

@@ -7,6 +7,7 @@
 //! | `GPULEAK_STACK_DEPTH` | 64 | frames per allocation stack, 0 to 256 (0: no stacks) |
 //! | `GPULEAK_UNWIND` | `dwarf` | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` |
 //! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
+//! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
 
 use std::ffi::OsString;
@@ -25,6 +26,11 @@ pub struct Config {
     pub unwind: Method,
     /// Capture stacks for successful frees too.
     pub free_stacks: bool,
+    /// Stacks on the hot stream-ordering calls: 0 never, 1 always, N one call in N per
+    /// thread. Off by default: those calls must cost at most tens of nanoseconds, and the
+    /// analyzer explains their findings with the stacks of the allocations, streams and
+    /// events involved.
+    pub sync_stacks: u32,
     /// Record nothing.
     pub disabled: bool,
 }
@@ -100,11 +106,22 @@ impl Config {
                 Method::Dwarf
             }
         };
+        let sync_stacks = match var("GPULEAK_SYNC_STACKS") {
+            None => 0,
+            Some(v) => match v.trim() {
+                "" => 0,
+                t => t.parse::<u32>().unwrap_or_else(|_| {
+                    warn("GPULEAK_SYNC_STACKS", &v, "0, 1 or a sampling period N", "0");
+                    0
+                }),
+            },
+        };
         Config {
             output,
             stack_depth,
             unwind,
             free_stacks: flag("GPULEAK_FREE_STACKS"),
+            sync_stacks,
             disabled: flag("GPULEAK_DISABLE"),
         }
     }

@@ -20,6 +20,7 @@ mod exports;
 mod guard;
 mod hooks;
 mod modules;
+mod params;
 mod stacks;
 mod tracer;
 mod writer;

@@ -61,6 +61,7 @@ pub struct Tracer {
     start_ns: u64,
     depth: usize,
     free_stacks: bool,
+    sync_stacks: u32,
     stacks: Stacks,
     modules: Mutex<ModuleSet>,
     own_text: (u64, u64),
@@ -184,6 +185,7 @@ fn start() -> Option<Tracer> {
         start_ns,
         depth,
         free_stacks: config.free_stacks,
+        sync_stacks: config.sync_stacks,
         stacks: Stacks::new(),
         modules: Mutex::new(ModuleSet::default()),
         own_text,
@@ -511,4 +513,36 @@ pub fn event_at(_g: &HookGuard, pending: Option<Pending>, body: Body<'_>) {
 /// Creation stack for streams and events.
 pub fn object_stack(_g: &HookGuard) -> StackId {
     get().map_or(StackId::NONE, Tracer::stack)
+}
+
+thread_local! {
+    // Calls left until the next sampled stack on this thread (const, no destructor).
+    static SYNC_SAMPLE: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+}
+
+/// Records a hot stream-ordering call now (synchronize, wait, record, copy, launch...), with
+/// a stack only as `GPULEAK_SYNC_STACKS` asks: never by default, every call, or one call in
+/// N on each thread.
+#[inline]
+pub fn hot_event<'b>(_g: &HookGuard, make: impl FnOnce(StackId) -> Body<'b>) {
+    let Some(t) = get() else { return };
+    let stack = match t.sync_stacks {
+        0 => StackId::NONE,
+        1 => t.stack(),
+        n => {
+            let due = SYNC_SAMPLE
+                .try_with(|c| {
+                    let left = c.get();
+                    c.set(if left == 0 { n - 1 } else { left - 1 });
+                    left == 0
+                })
+                .unwrap_or(false);
+            if due {
+                t.stack()
+            } else {
+                StackId::NONE
+            }
+        }
+    };
+    t.now(&make(stack));
 }

@@ -12,6 +12,7 @@
 //! - `trace`: reading traces and client output in tests.
 
 mod check;
+mod ordering;
 mod report;
 mod run;
 mod shim;

@@ -187,6 +187,8 @@ pub struct Replay {
     pub leaks: Vec<LeakGroup>,
     /// Bad frees, in order of first occurrence.
     pub bad_frees: Vec<BadFree>,
+    /// Stream-ordering findings ([`crate::streams`]), in order of first occurrence.
+    pub ordering: Vec<crate::streams::StreamFinding>,
     /// Every stack, by id (return addresses, innermost first).
     pub stacks: HashMap<StackId, Vec<u64>>,
     /// Loaded objects.

@@ -85,6 +85,7 @@ pub struct Model {
     leaks: HashMap<LeakKey, LeakGroup>,
     bad_frees: Vec<BadFree>,
     bad_free_index: HashMap<BadFreeKey, usize>,
+    ordering: crate::streams::Streams,
     replay: Replay,
 }
 
@@ -107,6 +108,7 @@ impl Model {
             leaks: HashMap::new(),
             bad_frees: Vec::new(),
             bad_free_index: HashMap::new(),
+            ordering: crate::streams::Streams::new(),
             replay: Replay::default(),
         }
     }
@@ -114,6 +116,7 @@ impl Model {
     /// Replays one record (records must come in sequence order).
     pub fn apply(&mut self, tid: u32, record: &Record<'_>) {
         self.replay.counts.records += 1;
+        self.ordering.apply(tid, record);
         match &record.body {
             Body::ProcessInfo(p) => {
                 self.replay.process = Some(Process {
@@ -143,7 +146,7 @@ impl Model {
             Body::Map(m) => self.map(m),
             Body::Unmap(u) => self.unmap(u),
             Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
-            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(d),
+            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(tid, d),
             Body::Capture(c) if c.result.is_success() => {
                 if c.begin != 0 {
                     self.capturing.insert(c.stream);
@@ -184,6 +187,7 @@ impl Model {
         leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
         self.replay.leaks = leaks;
         self.replay.bad_frees = self.bad_frees;
+        self.replay.ordering = self.ordering.finish();
         self.replay
     }
 
@@ -362,8 +366,9 @@ impl Model {
         }
     }
 
-    fn destroy_context(&mut self, d: &CtxDestroy) {
+    fn destroy_context(&mut self, tid: u32, d: &CtxDestroy) {
         let Some(ctx) = self.contexts.destroy(d) else { return };
+        self.ordering.teardown(tid, d.api);
         let mut gone: Vec<(Space, u64)> = self
             .live
             .iter()

@@ -166,6 +166,16 @@ fn finding(f: &Finding, pid: Option<u32>) -> J {
         ("allocation_stack", f.allocation_stack.as_deref().map_or(J::Null, stack)),
         ("first_free_stack", f.first_free_stack.as_deref().map_or(J::Null, stack)),
         ("pid", pid.map_or(J::Null, |p| J::U(u64::from(p)))),
+        ("stack_role", opt_str(f.stack_role)),
+        (
+            "related_stacks",
+            J::A(
+                f.related
+                    .iter()
+                    .map(|r| J::O(vec![("role", J::S(r.role.to_string())), ("stack", stack(&r.stack))]))
+                    .collect(),
+            ),
+        ),
     ])
 }
 

@@ -1,5 +1,6 @@
 //! `gpuleak report`: leaks grouped by allocation stack, memory held by caching allocators,
-//! unreleased memory the program does not own, and bad frees, as text or JSON.
+//! unreleased memory the program does not own, bad frees and stream-ordering findings, as
+//! text or JSON.
 //!
 //! A report is built per trace ([`build`]) from the model's replay, then the processes are
 //! combined ([`Report::new`]) and written by [`text`] or [`json`]. The JSON document follows
@@ -18,6 +19,7 @@
 
 pub mod frames;
 pub mod json;
+mod ordering;
 pub mod owner;
 pub mod text;
 
@@ -160,6 +162,10 @@ pub struct Finding {
     pub message: String,
     /// Where it happened (empty when no stack was captured).
     pub stack: Vec<Frame>,
+    /// What `stack` shows when it is not the stack of the call at fault (a stream-ordering
+    /// finding whose call had no stack captured shows the allocation's, or the stream's or
+    /// event's creation): `allocated at`, `stream created at`, `event created at`.
+    pub stack_role: Option<&'static str>,
     /// Occurrences folded into this finding.
     pub count: u64,
     /// The call.
@@ -170,9 +176,22 @@ pub struct Finding {
     pub result: u32,
     /// Stack of the allocation involved, when known.
     pub allocation_stack: Option<Vec<Frame>>,
-    /// Stack of the earlier free of a double free, when captured.
+    /// Stack of the earlier free of a double free (of the free, for a use after free), when
+    /// captured.
     pub first_free_stack: Option<Vec<Frame>>,
+    /// Other stacks that explain the finding (stream-ordering findings: the other access,
+    /// the last use, the stream's or event's creation).
+    pub related: Vec<RelatedStack>,
     seq: u64,
+}
+
+/// A stack that helps explain a finding, with what it is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RelatedStack {
+    /// What the stack shows (`other access at`, `last used at`, `stream created at`...).
+    pub role: &'static str,
+    /// The frames.
+    pub stack: Vec<Frame>,
 }
 
 /// The report on one trace.
@@ -279,6 +298,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         .iter()
         .map(|b| bad_free(b, &replay, &mut stacks))
         .collect();
+    findings.extend(ordering::findings(&replay, &mut stacks));
     findings.sort_by_key(|f| (f.severity, f.seq));
     summary.findings = findings.len() as u64;
 
@@ -453,6 +473,8 @@ fn bad_free(b: &model::BadFree, replay: &Replay, stacks: &mut Stacks<'_>) -> Fin
         result: b.result.0,
         allocation_stack,
         first_free_stack,
+        related: Vec::new(),
+        stack_role: None,
         seq: b.seq.0,
     }
 }

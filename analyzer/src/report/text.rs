@@ -212,14 +212,26 @@ fn finding(f: &Finding, style: Style, s: &mut String) {
     if f.stack.is_empty() {
         s.push_str("    (no stack captured)\n");
     }
+    if let Some(role) = f.stack_role {
+        s.push_str(&format!("  {role} (no stack of the call itself):\n"));
+    }
     frames(&f.stack, s);
     if let Some(stack) = &f.first_free_stack {
-        s.push_str("  first freed at:\n");
+        s.push_str(if f.check == "use-after-free" {
+            "  freed at:\n"
+        } else {
+            "  first freed at:\n"
+        });
         frames(stack, s);
     }
-    if let Some(stack) = &f.allocation_stack {
+    // A stream-ordering finding without a stack of its own shows the allocation's.
+    if let Some(stack) = f.allocation_stack.as_ref().filter(|a| **a != f.stack) {
         s.push_str("  allocated at:\n");
         frames(stack, s);
+    }
+    for r in &f.related {
+        s.push_str(&format!("  {}:\n", r.role));
+        frames(&r.stack, s);
     }
 }
 

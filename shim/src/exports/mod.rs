@@ -9,6 +9,7 @@
 
 pub mod memory;
 pub mod objects;
+pub mod ordering;
 pub mod resolver;
 pub mod runtime;
 
@@ -135,6 +136,62 @@ hooks! {
         cuStreamDestroy_v2(stream: CUstream) => objects::stream_destroy;
         cuEventCreate(event: *mut CUevent, flags: u32) => objects::event_create;
         cuEventDestroy_v2(event: CUevent) => objects::event_destroy;
+        cuStreamDestroy(stream: CUstream) => objects::stream_destroy;
+        cuEventDestroy(event: CUevent) => objects::event_destroy;
+
+        cuStreamSynchronize(stream: CUstream) => ordering::stream_sync;
+        cuStreamSynchronize_ptsz(stream: CUstream) => ordering::stream_sync;
+        cuStreamQuery(stream: CUstream) => ordering::stream_query;
+        cuStreamQuery_ptsz(stream: CUstream) => ordering::stream_query;
+        cuStreamWaitEvent(stream: CUstream, event: CUevent, flags: u32) => ordering::stream_wait;
+        cuStreamWaitEvent_ptsz(stream: CUstream, event: CUevent, flags: u32) => ordering::stream_wait;
+        cuEventRecord(event: CUevent, stream: CUstream) => ordering::event_record;
+        cuEventRecord_ptsz(event: CUevent, stream: CUstream) => ordering::event_record;
+        cuEventRecordWithFlags(event: CUevent, stream: CUstream, flags: u32) => ordering::event_record_flags;
+        cuEventRecordWithFlags_ptsz(event: CUevent, stream: CUstream, flags: u32) => ordering::event_record_flags;
+        cuEventSynchronize(event: CUevent) => ordering::event_sync;
+        cuEventQuery(event: CUevent) => ordering::event_query;
+        cuCtxSynchronize() => ordering::ctx_sync;
+        cuCtxSynchronize_v2(ctx: CUcontext) => ordering::ctx_sync_v2;
+        cuStreamAddCallback(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
+        cuStreamAddCallback_ptsz(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
+        cuStreamBeginCapture(stream: CUstream) => ordering::begin_capture_v1;
+        cuStreamBeginCapture_ptsz(stream: CUstream) => ordering::begin_capture_v1;
+        cuStreamBeginCapture_v2(stream: CUstream, mode: u32) => ordering::begin_capture;
+        cuStreamBeginCapture_v2_ptsz(stream: CUstream, mode: u32) => ordering::begin_capture;
+        cuStreamEndCapture(stream: CUstream, graph: Pptr) => ordering::end_capture;
+        cuStreamEndCapture_ptsz(stream: CUstream, graph: Pptr) => ordering::end_capture;
+
+        cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => ordering::copy_sync;
+        cuMemcpy_ptds(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => ordering::copy_sync;
+        cuMemcpyAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => ordering::copy_async;
+        cuMemcpyAsync_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => ordering::copy_async;
+        cuMemcpyHtoD_v2(dst: CUdeviceptr, src: *const c_void, n: usize) => ordering::copy_htod;
+        cuMemcpyHtoD_v2_ptds(dst: CUdeviceptr, src: *const c_void, n: usize) => ordering::copy_htod;
+        cuMemcpyDtoH_v2(dst: *mut c_void, src: CUdeviceptr, n: usize) => ordering::copy_dtoh;
+        cuMemcpyDtoH_v2_ptds(dst: *mut c_void, src: CUdeviceptr, n: usize) => ordering::copy_dtoh;
+        cuMemcpyDtoD_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => ordering::copy_sync;
+        cuMemcpyDtoD_v2_ptds(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => ordering::copy_sync;
+        cuMemcpyHtoDAsync_v2(dst: CUdeviceptr, src: *const c_void, n: usize, stream: CUstream) => ordering::copy_htod_async;
+        cuMemcpyHtoDAsync_v2_ptsz(dst: CUdeviceptr, src: *const c_void, n: usize, stream: CUstream) => ordering::copy_htod_async;
+        cuMemcpyDtoHAsync_v2(dst: *mut c_void, src: CUdeviceptr, n: usize, stream: CUstream) => ordering::copy_dtoh_async;
+        cuMemcpyDtoHAsync_v2_ptsz(dst: *mut c_void, src: CUdeviceptr, n: usize, stream: CUstream) => ordering::copy_dtoh_async;
+        cuMemcpyDtoDAsync_v2(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => ordering::copy_async;
+        cuMemcpyDtoDAsync_v2_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize, stream: CUstream) => ordering::copy_async;
+        cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) => ordering::memset8;
+        cuMemsetD8_v2_ptds(dst: CUdeviceptr, value: u8, n: usize) => ordering::memset8;
+        cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) => ordering::memset16;
+        cuMemsetD16_v2_ptds(dst: CUdeviceptr, value: u16, n: usize) => ordering::memset16;
+        cuMemsetD32_v2(dst: CUdeviceptr, value: u32, n: usize) => ordering::memset32;
+        cuMemsetD32_v2_ptds(dst: CUdeviceptr, value: u32, n: usize) => ordering::memset32;
+        cuMemsetD8Async(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream) => ordering::memset8_async;
+        cuMemsetD8Async_ptsz(dst: CUdeviceptr, value: u8, n: usize, stream: CUstream) => ordering::memset8_async;
+        cuMemsetD16Async(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream) => ordering::memset16_async;
+        cuMemsetD16Async_ptsz(dst: CUdeviceptr, value: u16, n: usize, stream: CUstream) => ordering::memset16_async;
+        cuMemsetD32Async(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream) => ordering::memset32_async;
+        cuMemsetD32Async_ptsz(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream) => ordering::memset32_async;
+        cuLaunchKernel(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr, extra: Pptr) => ordering::launch;
+        cuLaunchKernel_ptsz(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr, extra: Pptr) => ordering::launch;
 
         cuGetProcAddress(symbol: *const i8, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
         cuGetProcAddress_v2(symbol: *const i8, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;

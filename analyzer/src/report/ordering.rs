@@ -1,0 +1,192 @@
+//! Stream-ordering findings ([`crate::streams`]) as report findings: a message that names the
+//! calls and streams, and the stacks that explain it.
+//!
+//! The finding's `stack` is the stack of the call at fault when the shim captured it
+//! (`GPULEAK_SYNC_STACKS`; frees with `GPULEAK_FREE_STACKS`), else the stack of the
+//! allocation involved, else the creation stack of the stream or event. `allocation_stack`,
+//! `first_free_stack` (the free, for a use after free) and `related_stacks` carry the others.
+
+use gpuleak_format::{Api, StackId};
+
+use crate::model::Replay;
+use crate::streams::{AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
+
+use super::frames::Stacks;
+use super::{Finding, Frame, RelatedStack, Severity};
+
+/// Every stream-ordering finding of a replay.
+pub(super) fn findings(replay: &Replay, stacks: &mut Stacks<'_>) -> Vec<Finding> {
+    replay.ordering.iter().map(|f| finding(f, replay, stacks)).collect()
+}
+
+fn stream(name: StreamName) -> String {
+    match name {
+        StreamName::Legacy => "the legacy default stream".into(),
+        StreamName::PerThread(tid) => format!("the per-thread default stream of thread {tid}"),
+        StreamName::Handle(h) => format!("stream {h:#x}"),
+        StreamName::Host => "the host".into(),
+    }
+}
+
+fn allocation(a: &AllocInfo) -> String {
+    format!(
+        "the {}-byte {} allocation at {:#x} (from {})",
+        a.size,
+        a.kind.name(),
+        a.ptr,
+        a.api
+    )
+}
+
+fn on(op: &Op) -> String {
+    match op.stream {
+        StreamName::Host => op.api.to_string(),
+        s => format!("{} on {}", op.api, stream(s)),
+    }
+}
+
+fn message(f: &StreamFinding) -> String {
+    let alloc = f.allocation.as_ref().map(allocation).unwrap_or_default();
+    let mut m = match (f.check, &f.other) {
+        (Check::UnorderedFree, Some(last)) => format!(
+            "{} frees {alloc} with no ordering after its last use, {}: the memory can be reused \
+             while that work still runs; record an event after the use and make the freeing stream \
+             wait for it, or synchronize first",
+            on(&f.op),
+            on(last)
+        ),
+        (Check::UseAfterFree, Some(free)) => format!(
+            "{} touches {:#x}, inside {alloc} already freed by {}",
+            on(&f.op),
+            f.ptr,
+            on(free)
+        ),
+        (Check::CrossStreamRace, Some(other)) => {
+            let kernels = if f.op.api == Api::cuLaunchKernel
+                || f.op.api == Api::cuLaunchKernel_ptsz
+                || other.api == Api::cuLaunchKernel
+                || other.api == Api::cuLaunchKernel_ptsz
+            {
+                " (a kernel is taken to write the memory it is given)"
+            } else {
+                ""
+            };
+            format!(
+                "{} and the earlier {} touch {:#x} in {alloc}, at least one writing{kernels}, with \
+                 no ordering between them (no event wait, synchronization or legacy-stream edge)",
+                on(&f.op),
+                on(other),
+                f.ptr
+            )
+        }
+        (Check::WaitOnUnrecordedEvent, _) => format!(
+            "{} waits for event {:#x}, which was never recorded: the wait returns at once and \
+             orders nothing",
+            on(&f.op),
+            f.created.map_or(0, |c| c.handle)
+        ),
+        (Check::StreamLeak, _) => format!("{} created by {} was never destroyed", stream(f.op.stream), f.op.api),
+        (Check::EventLeak, _) => format!("event {:#x} created by {} was never destroyed", f.ptr, f.op.api),
+        (Check::UnsynchronizedAtExit, _) => {
+            let when = match f.moment {
+                Some(Moment::Teardown(api)) => format!("before the context was torn down ({api})"),
+                _ => "before exit".to_string(),
+            };
+            let last = match &f.allocation {
+                Some(_) => format!("{} of {alloc}", f.op.api),
+                None => f.op.api.to_string(),
+            };
+            format!(
+                "work queued on {} was never waited for {when}; the last of it: {last}",
+                stream(f.op.stream)
+            )
+        }
+        (_, None) => format!("{} on {:#x}", on(&f.op), f.ptr),
+    };
+    if f.count > 1 {
+        let what = match f.check {
+            Check::StreamLeak => "streams",
+            Check::EventLeak => "events",
+            Check::UnsynchronizedAtExit => "streams",
+            _ => "times",
+        };
+        m.push_str(&format!(" ({} {what})", f.count));
+    }
+    m
+}
+
+fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
+    let mut stack_of = |id: StackId| -> Option<Vec<Frame>> {
+        replay
+            .stacks
+            .get(&id)
+            .filter(|_| id != StackId::NONE)
+            .map(|a| stacks.frames(a))
+    };
+    let own = stack_of(f.op.stack);
+    let allocation_stack = f.allocation.and_then(|a| stack_of(a.stack));
+    let created: Option<(&'static str, Created)> = f.created.map(|c| {
+        let role = if f.check == Check::EventLeak || f.check == Check::WaitOnUnrecordedEvent {
+            "event created at"
+        } else {
+            "stream created at"
+        };
+        (role, c)
+    });
+    let creation_stack = created.and_then(|(role, c)| stack_of(c.stack).map(|s| (role, s)));
+    let mut related = Vec::new();
+    let mut first_free_stack = None;
+    if let Some(other) = &f.other {
+        if let Some(s) = stack_of(other.stack) {
+            match f.check {
+                Check::UseAfterFree => first_free_stack = Some(s),
+                Check::UnorderedFree => related.push(RelatedStack {
+                    role: "last used at",
+                    stack: s,
+                }),
+                _ => related.push(RelatedStack {
+                    role: "other access at",
+                    stack: s,
+                }),
+            }
+        }
+    }
+    let is_leak = matches!(f.check, Check::StreamLeak | Check::EventLeak);
+    let (stack, stack_role) = match (own, &allocation_stack, &creation_stack) {
+        (Some(s), _, _) => {
+            if !is_leak {
+                if let Some((role, c)) = &creation_stack {
+                    related.push(RelatedStack { role, stack: c.clone() });
+                }
+            }
+            (s, None)
+        }
+        (None, Some(a), _) => {
+            if let Some((role, c)) = &creation_stack {
+                related.push(RelatedStack { role, stack: c.clone() });
+            }
+            (a.clone(), Some("allocated at"))
+        }
+        (None, None, Some((role, c))) => (c.clone(), Some(*role)),
+        (None, None, None) => (Vec::new(), None),
+    };
+    Finding {
+        check: f.check.name(),
+        severity: if f.check.is_error() {
+            Severity::Error
+        } else {
+            Severity::Warning
+        },
+        message: message(f),
+        stack,
+        stack_role,
+        count: f.count,
+        api: f.op.api,
+        ptr: f.ptr,
+        result: 0,
+        allocation_stack,
+        first_free_stack,
+        related,
+        seq: f.op.seq.0,
+    }
+}

@@ -1,0 +1,112 @@
+//! What each stream-ordering API means for the order of work: which default stream a NULL
+//! stream names, and what a copy or memset does to the host.
+
+use gpuleak_format::Api;
+
+/// Whether stream handle 0 means the calling thread's per-thread default stream (the
+/// `_ptsz` / `_ptds` variants that `--default-stream per-thread` programs call).
+pub fn per_thread(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuStreamSynchronize_ptsz
+            | Api::cuStreamQuery_ptsz
+            | Api::cuStreamWaitEvent_ptsz
+            | Api::cuEventRecord_ptsz
+            | Api::cuEventRecordWithFlags_ptsz
+            | Api::cuStreamAddCallback_ptsz
+            | Api::cuLaunchHostFunc_ptsz
+            | Api::cuStreamBeginCapture_v2_ptsz
+            | Api::cuStreamBeginCapture_ptsz
+            | Api::cuStreamEndCapture_ptsz
+            | Api::cuMemAllocAsync_ptsz
+            | Api::cuMemAllocFromPoolAsync_ptsz
+            | Api::cuMemFreeAsync_ptsz
+            | Api::cuLaunchKernel_ptsz
+            | Api::cuMemcpy_ptds
+            | Api::cuMemcpyAsync_ptsz
+            | Api::cuMemcpyHtoD_v2_ptds
+            | Api::cuMemcpyDtoH_v2_ptds
+            | Api::cuMemcpyDtoD_v2_ptds
+            | Api::cuMemcpyHtoDAsync_v2_ptsz
+            | Api::cuMemcpyDtoHAsync_v2_ptsz
+            | Api::cuMemcpyDtoDAsync_v2_ptsz
+            | Api::cuMemsetD8_v2_ptds
+            | Api::cuMemsetD16_v2_ptds
+            | Api::cuMemsetD32_v2_ptds
+            | Api::cuMemsetD8Async_ptsz
+            | Api::cuMemsetD16Async_ptsz
+            | Api::cuMemsetD32Async_ptsz
+    )
+}
+
+/// How a copy or memset relates to the host.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HostSide {
+    /// Asynchronous: the host goes on at once.
+    Async,
+    /// Synchronous API on the default stream, but the host does not wait for the work
+    /// (device-to-device copies and memsets of device memory, per the CUDA documentation's
+    /// "API synchronization behavior").
+    Enqueue,
+    /// The host waits until the copy is complete (copies to or from host memory).
+    Blocking,
+}
+
+/// For a `Copy` record's API: how it relates to the host, and whether it is a memset.
+pub fn copy_kind(api: Api) -> (HostSide, bool) {
+    use HostSide::*;
+    match api {
+        Api::cuMemcpy
+        | Api::cuMemcpy_ptds
+        | Api::cuMemcpyHtoD_v2
+        | Api::cuMemcpyHtoD_v2_ptds
+        | Api::cuMemcpyDtoH_v2
+        | Api::cuMemcpyDtoH_v2_ptds => (Blocking, false),
+        Api::cuMemcpyDtoD_v2 | Api::cuMemcpyDtoD_v2_ptds => (Enqueue, false),
+        Api::cuMemsetD8_v2
+        | Api::cuMemsetD8_v2_ptds
+        | Api::cuMemsetD16_v2
+        | Api::cuMemsetD16_v2_ptds
+        | Api::cuMemsetD32_v2
+        | Api::cuMemsetD32_v2_ptds => (Enqueue, true),
+        Api::cuMemsetD8Async
+        | Api::cuMemsetD8Async_ptsz
+        | Api::cuMemsetD16Async
+        | Api::cuMemsetD16Async_ptsz
+        | Api::cuMemsetD32Async
+        | Api::cuMemsetD32Async_ptsz => (Async, true),
+        _ => (Async, false),
+    }
+}
+
+/// A stream-ordered free (`cuMemFreeAsync`), as opposed to a synchronous one.
+pub fn is_async_free(api: Api) -> bool {
+    matches!(api, Api::cuMemFreeAsync | Api::cuMemFreeAsync_ptsz)
+}
+
+/// A synchronous free that waits for the device first (`cudaFree` and `cudaFreeHost` are
+/// documented to synchronize; their driver calls are these).
+pub fn is_synchronizing_free(api: Api) -> bool {
+    matches!(api, Api::cuMemFree_v2 | Api::cuMemFreeHost)
+}
+
+/// Waits that block the host (a query only counts when it succeeded).
+pub fn is_event_wait(api: Api) -> bool {
+    matches!(api, Api::cuEventSynchronize)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_per_thread_api_is_named_so_and_every_such_name_is_listed() {
+        for (api, name) in Api::ALL {
+            let named = name.ends_with("_ptsz") || name.ends_with("_ptds");
+            let is_resolver = name.starts_with("cuGetProcAddress");
+            if !is_resolver {
+                assert_eq!(per_thread(*api), named, "{name}");
+            }
+        }
+    }
+}

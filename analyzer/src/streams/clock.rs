@@ -1,0 +1,91 @@
+//! Vector clocks indexed by stream slot.
+//!
+//! Only streams are dimensions: every check asks "was this stream's operation number `e`
+//! complete, as far as this stream, host thread or event knows?". Host threads and events
+//! carry clocks but never need a dimension of their own.
+
+/// A stream's place in every clock, reused after the stream is gone (see `Slots`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Slot(pub u32);
+
+/// A stream operation: the `epoch`-th operation counted on `slot` (counts continue across
+/// the streams that occupy a slot in turn, so a stale entry never claims a newer stream's
+/// work).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Epoch {
+    /// The stream's slot.
+    pub slot: Slot,
+    /// The operation's number on it.
+    pub n: u64,
+}
+
+/// For each stream slot, how many of its operations are known complete.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Clock(Vec<u64>);
+
+impl Clock {
+    /// Knows nothing.
+    pub fn new() -> Clock {
+        Clock(Vec::new())
+    }
+
+    /// Operations of `slot` known complete.
+    #[inline]
+    pub fn get(&self, slot: Slot) -> u64 {
+        self.0.get(slot.0 as usize).copied().unwrap_or(0)
+    }
+
+    /// Sets the count of `slot` (a stream ticking its own entry).
+    pub fn set(&mut self, slot: Slot, n: u64) {
+        let i = slot.0 as usize;
+        if self.0.len() <= i {
+            self.0.resize(i + 1, 0);
+        }
+        self.0[i] = n;
+    }
+
+    /// Whether operation `e` is known complete.
+    #[inline]
+    pub fn covers(&self, e: Epoch) -> bool {
+        self.get(e.slot) >= e.n
+    }
+
+    /// Learns everything `other` knows (element-wise maximum).
+    #[inline]
+    pub fn join(&mut self, other: &Clock) {
+        if self.0.len() < other.0.len() {
+            self.0.resize(other.0.len(), 0);
+        }
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            if *b > *a {
+                *a = *b;
+            }
+        }
+    }
+
+    /// Whether `self` knows at least everything `other` knows.
+    pub fn includes(&self, other: &Clock) -> bool {
+        other.0.iter().enumerate().all(|(i, &n)| self.get(Slot(i as u32)) >= n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn join_is_the_elementwise_maximum_and_grows_as_needed() {
+        let mut a = Clock::new();
+        a.set(Slot(0), 3);
+        let mut b = Clock::new();
+        b.set(Slot(2), 5);
+        b.set(Slot(0), 1);
+        a.join(&b);
+        assert_eq!((a.get(Slot(0)), a.get(Slot(1)), a.get(Slot(2))), (3, 0, 5));
+        assert!(a.covers(Epoch { slot: Slot(2), n: 5 }));
+        assert!(!a.covers(Epoch { slot: Slot(2), n: 6 }));
+        assert!(a.includes(&b));
+        assert!(!b.includes(&a));
+        assert_eq!(a.get(Slot(40)), 0);
+    }
+}

@@ -1,0 +1,172 @@
+//! What the stream-ordering analysis finds, folded to one finding per root cause.
+
+use std::collections::HashMap;
+
+use gpuleak_format::{Api, Seq, StackId};
+
+use super::memory::{AllocInfo, Op};
+use super::StreamName;
+
+/// The stream-ordering checks, named after the findings they produce.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Check {
+    /// Memory freed on a stream with no happens-before edge from its last use.
+    UnorderedFree,
+    /// A copy, memset or launch touched memory already freed.
+    UseAfterFree,
+    /// Two streams touched one allocation, at least one writing, with no ordering.
+    CrossStreamRace,
+    /// A wait or synchronize on an event that was never recorded.
+    WaitOnUnrecordedEvent,
+    /// A stream created and never destroyed.
+    StreamLeak,
+    /// An event created and never destroyed.
+    EventLeak,
+    /// Work queued on a stream that the host never waited for before exit or teardown.
+    UnsynchronizedAtExit,
+}
+
+impl Check {
+    /// Every check.
+    pub const ALL: [Check; 7] = [
+        Check::UnorderedFree,
+        Check::UseAfterFree,
+        Check::CrossStreamRace,
+        Check::WaitOnUnrecordedEvent,
+        Check::StreamLeak,
+        Check::EventLeak,
+        Check::UnsynchronizedAtExit,
+    ];
+
+    /// The `check` name in reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Check::UnorderedFree => "unordered-free",
+            Check::UseAfterFree => "use-after-free",
+            Check::CrossStreamRace => "cross-stream-race",
+            Check::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
+            Check::StreamLeak => "stream-leak",
+            Check::EventLeak => "event-leak",
+            Check::UnsynchronizedAtExit => "unsynchronized-at-exit",
+        }
+    }
+
+    /// Errors are bugs whatever the timing; warnings are very likely bugs.
+    pub fn is_error(self) -> bool {
+        matches!(
+            self,
+            Check::UnorderedFree | Check::UseAfterFree | Check::CrossStreamRace
+        )
+    }
+}
+
+/// A stream or event, created by a call with a stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Created {
+    /// The creating call.
+    pub api: Api,
+    /// Its stack.
+    pub stack: StackId,
+    /// The handle.
+    pub handle: u64,
+    /// Creation flags.
+    pub flags: u32,
+    /// When.
+    pub seq: Seq,
+    /// Calling thread.
+    pub tid: u32,
+}
+
+/// When unsynchronized work was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Moment {
+    /// At the end of the trace.
+    Exit,
+    /// At a context teardown by this call.
+    Teardown(Api),
+}
+
+/// One stream-ordering finding (several occurrences of one root cause folded together).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamFinding {
+    /// Which check.
+    pub check: Check,
+    /// The call at fault: the free, the access, the wait, or (leaks) the creation; for
+    /// unsynchronized work, the last operation queued.
+    pub op: Op,
+    /// Address involved (0 when none).
+    pub ptr: u64,
+    /// The other side: the last use (unordered free), the earlier access (race), the free
+    /// (use after free).
+    pub other: Option<Op>,
+    /// The allocation involved.
+    pub allocation: Option<AllocInfo>,
+    /// The stream or event involved, and its creation.
+    pub created: Option<Created>,
+    /// For unsynchronized work: exit or teardown.
+    pub moment: Option<Moment>,
+    /// Occurrences folded in.
+    pub count: u64,
+}
+
+type Key = (Check, Api, StackId, Api, StackId, StackId, u64);
+
+/// Findings as they are met, folded by root cause.
+#[derive(Debug, Default)]
+pub struct Found {
+    list: Vec<StreamFinding>,
+    index: HashMap<Key, usize>,
+}
+
+impl Found {
+    /// Adds an occurrence; folds it into an earlier one with the same root cause: the same
+    /// check, calls and stacks (the stacks of the calls when captured, of the allocation,
+    /// stream or event otherwise).
+    pub fn add(&mut self, f: StreamFinding) {
+        let (a, b) = match f.other {
+            // A race is the same whichever side came first.
+            Some(o) if f.check == Check::CrossStreamRace && (o.api, o.stack) > (f.op.api, f.op.stack) => {
+                ((f.op.api, f.op.stack), (o.api, o.stack))
+            }
+            Some(o) if f.check == Check::CrossStreamRace => ((o.api, o.stack), (f.op.api, f.op.stack)),
+            Some(o) => ((f.op.api, f.op.stack), (o.api, o.stack)),
+            None => ((f.op.api, f.op.stack), (Api::NONE, StackId::NONE)),
+        };
+        let site = f
+            .allocation
+            .map(|a| a.stack)
+            .or(f.created.map(|c| c.stack))
+            .unwrap_or(StackId::NONE);
+        let moment = match f.moment {
+            None => 0,
+            Some(Moment::Exit) => 1,
+            Some(Moment::Teardown(api)) => 2 + u64::from(api.0),
+        };
+        // Unsynchronized work: the root cause is the stream (its creation site, or which
+        // default stream), whatever was queued last.
+        let (a, b, site) = if f.check == Check::UnsynchronizedAtExit {
+            let kind = match f.op.stream {
+                StreamName::Legacy => Api(1),
+                StreamName::PerThread(_) => Api(2),
+                StreamName::Handle(_) | StreamName::Host => Api(3),
+            };
+            let created = f.created.map_or(StackId::NONE, |c| c.stack);
+            ((kind, StackId::NONE), (Api::NONE, StackId::NONE), created)
+        } else {
+            (a, b, site)
+        };
+        let key = (f.check, a.0, a.1, b.0, b.1, site, moment);
+        match self.index.get(&key) {
+            Some(&i) => self.list[i].count += f.count,
+            None => {
+                self.index.insert(key, self.list.len());
+                self.list.push(f);
+            }
+        }
+    }
+
+    /// Everything found, in order of first occurrence.
+    pub fn into_list(self) -> Vec<StreamFinding> {
+        self.list
+    }
+}

@@ -1,0 +1,282 @@
+//! Which address ranges are live allocations, who touched them on which stream, and which
+//! ranges were freed recently (for use-after-free).
+//!
+//! Only memory that device work can touch is tracked: device, pitched, managed and
+//! stream-ordered allocations, and pinned host memory (a copy's host end). Freed pinned host
+//! ranges are not remembered: the C library may hand the same addresses out again as
+//! ordinary memory, which copies then legitimately name.
+//!
+//! Each allocation keeps a short history of accesses, in the manner of FastTrack: an access
+//! that is ordered after an earlier one and covers its range makes it redundant (anything
+//! unordered with the old access is unordered with the new one too, or was reported), and a
+//! newer access of the same stream, mode and range replaces an older one. At most
+//! [`HISTORY`] accesses are kept per allocation; past that the oldest is dropped (a race
+//! with it may then go unreported, never the reverse).
+
+use std::collections::{BTreeMap, VecDeque};
+
+use gpuleak_format::{Api, MemKind, Seq, StackId};
+
+use super::clock::{Clock, Epoch};
+use super::StreamName;
+
+/// Accesses kept per allocation.
+pub const HISTORY: usize = 16;
+/// Freed ranges remembered for use-after-free.
+pub const FREED: usize = 65_536;
+
+/// How an operation touches memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// A copy's source.
+    Read,
+    /// A copy's destination, a memset, a stream-ordered allocation.
+    Write,
+    /// A kernel parameter: the driver cannot tell reads from writes, so a kernel is taken to
+    /// write what it is given.
+    Kernel,
+}
+
+impl Mode {
+    fn writes(self) -> bool {
+        self != Mode::Read
+    }
+}
+
+/// One call, as findings name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Op {
+    /// Exact entry point.
+    pub api: Api,
+    /// Its stack, when the shim captured one.
+    pub stack: StackId,
+    /// The stream it was queued on.
+    pub stream: StreamName,
+    /// Where in the trace.
+    pub seq: Seq,
+    /// Calling thread.
+    pub tid: u32,
+}
+
+/// An allocation, as findings name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AllocInfo {
+    /// Start address.
+    pub ptr: u64,
+    /// Bytes asked for.
+    pub size: u64,
+    /// Family.
+    pub kind: MemKind,
+    /// Entry point that allocated it.
+    pub api: Api,
+    /// Allocation stack.
+    pub stack: StackId,
+}
+
+/// One remembered access.
+#[derive(Debug, Clone, Copy)]
+pub struct Access {
+    /// The operation's place in its stream.
+    pub epoch: Epoch,
+    /// The slot's generation then (a recycled slot's old accesses count as ordered).
+    pub generation: u32,
+    /// Read, write or kernel.
+    pub mode: Mode,
+    /// Range touched: [lo, hi).
+    pub lo: u64,
+    /// End of the range.
+    pub hi: u64,
+    /// The call.
+    pub op: Op,
+}
+
+impl Access {
+    /// Whether an operation that knows `clock` comes after this access.
+    pub fn ordered_before(&self, clock: &Clock, generations: &[u32]) -> bool {
+        generations.get(self.epoch.slot.0 as usize) != Some(&self.generation) || clock.covers(self.epoch)
+    }
+
+    fn overlaps(&self, lo: u64, hi: u64) -> bool {
+        self.lo < hi && lo < self.hi
+    }
+
+    /// Whether the two conflict: overlapping, at least one writing.
+    fn conflicts(&self, mode: Mode, lo: u64, hi: u64) -> bool {
+        (self.mode.writes() || mode.writes()) && self.overlaps(lo, hi)
+    }
+}
+
+/// A live allocation and its recent accesses.
+#[derive(Debug)]
+pub struct Live {
+    end: u64,
+    /// What it is.
+    pub info: AllocInfo,
+    /// Recent accesses, oldest first.
+    pub accesses: Vec<Access>,
+}
+
+/// A freed range.
+#[derive(Debug, Clone, Copy)]
+pub struct Freed {
+    end: u64,
+    serial: u64,
+    /// What it was.
+    pub info: AllocInfo,
+    /// The free.
+    pub free: Op,
+}
+
+/// What an access met.
+#[derive(Debug)]
+pub enum Touch {
+    /// No tracked memory (pageable host memory, VMM mappings, another process's memory).
+    Untracked,
+    /// A live allocation; with the earlier access it races with, if any.
+    Live(AllocInfo, Option<Access>),
+    /// A range freed before.
+    Freed(Freed),
+}
+
+/// The tracked address space.
+#[derive(Debug, Default)]
+pub struct Memory {
+    live: BTreeMap<u64, Live>,
+    freed: BTreeMap<u64, Freed>,
+    freed_order: VecDeque<(u64, u64)>,
+    serial: u64,
+}
+
+/// Families whose memory device work touches.
+pub fn tracked(kind: MemKind) -> bool {
+    matches!(
+        kind,
+        MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Host
+    )
+}
+
+impl Memory {
+    /// Live allocations.
+    pub fn live_count(&self) -> usize {
+        self.live.len()
+    }
+
+    /// A new allocation: it replaces any live or freed range it overlaps (a free the trace
+    /// missed, or an address handed out again).
+    pub fn insert(&mut self, info: AllocInfo) {
+        let lo = info.ptr;
+        let hi = lo.saturating_add(info.size.max(1));
+        let stale: Vec<u64> = self
+            .live
+            .range(..hi)
+            .rev()
+            .take_while(|(_, l)| l.end > lo)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in stale {
+            self.live.remove(&k);
+        }
+        let gone: Vec<u64> = self
+            .freed
+            .range(..hi)
+            .rev()
+            .take_while(|(_, f)| f.end > lo)
+            .map(|(k, _)| *k)
+            .collect();
+        for k in gone {
+            self.freed.remove(&k);
+        }
+        self.live.insert(
+            lo,
+            Live {
+                end: hi,
+                info,
+                accesses: Vec::new(),
+            },
+        );
+    }
+
+    /// The live allocation starting exactly at `ptr`.
+    pub fn at(&self, ptr: u64) -> Option<&Live> {
+        self.live.get(&ptr)
+    }
+
+    /// Removes the allocation starting at `ptr`, remembering its range as freed by `free`.
+    pub fn remove(&mut self, ptr: u64, free: Op) -> Option<Live> {
+        let live = self.live.remove(&ptr)?;
+        if live.info.kind != MemKind::Host {
+            self.serial += 1;
+            self.freed.insert(
+                ptr,
+                Freed {
+                    end: live.end,
+                    serial: self.serial,
+                    info: live.info,
+                    free,
+                },
+            );
+            self.freed_order.push_back((ptr, self.serial));
+            while self.freed_order.len() > FREED {
+                if let Some((k, serial)) = self.freed_order.pop_front() {
+                    if self.freed.get(&k).is_some_and(|f| f.serial == serial) {
+                        self.freed.remove(&k);
+                    }
+                }
+            }
+        }
+        Some(live)
+    }
+
+    /// An operation that knows `clock` touches [lo, lo + len) in `mode`: finds the memory,
+    /// the earlier access it races with (if any), and remembers this access.
+    pub fn touch(
+        &mut self,
+        lo: u64,
+        len: u64,
+        mode: Mode,
+        access: Access,
+        clock: &Clock,
+        generations: &[u32],
+    ) -> Touch {
+        let Some((_, live)) = self.live.range_mut(..=lo).next_back() else {
+            return self.freed_at(lo);
+        };
+        if lo >= live.end {
+            return self.freed_at(lo);
+        }
+        let hi = lo.saturating_add(len.max(1)).min(live.end);
+        let racing = live
+            .accesses
+            .iter()
+            .rev()
+            .find(|a| a.conflicts(mode, lo, hi) && !a.ordered_before(clock, generations))
+            .copied();
+        let new = Access { lo, hi, mode, ..access };
+        live.accesses.retain(|a| {
+            let same = a.epoch.slot == new.epoch.slot && a.mode == new.mode && a.lo == lo && a.hi == hi;
+            let covered = new.mode.writes() && lo <= a.lo && a.hi <= hi && a.ordered_before(clock, generations);
+            !(same || covered)
+        });
+        if live.accesses.len() == HISTORY {
+            live.accesses.remove(0);
+        }
+        live.accesses.push(new);
+        Touch::Live(live.info, racing)
+    }
+
+    /// The freed range holding `addr`, unless a live allocation holds it.
+    pub fn freed_only(&self, addr: u64) -> Option<Freed> {
+        let live = self.live.range(..=addr).next_back().is_some_and(|(_, l)| addr < l.end);
+        match self.freed_at(addr) {
+            Touch::Freed(f) if !live => Some(f),
+            _ => None,
+        }
+    }
+
+    fn freed_at(&self, addr: u64) -> Touch {
+        match self.freed.range(..=addr).next_back() {
+            Some((_, f)) if addr < f.end => Touch::Freed(*f),
+            _ => Touch::Untracked,
+        }
+    }
+}

@@ -1,0 +1,522 @@
+//! Handlers of the stream-ordering calls: synchronizations and successful queries, event
+//! records and stream waits, copies, memsets, kernel launches, host callbacks and stream
+//! capture.
+//!
+//! These are the hot calls of a GPU program (a training step makes thousands), so each
+//! handler does the least that lets the analyzer rebuild the happens-before order: one fixed
+//! record, no allocation, no lock, and no stack unless `GPULEAK_SYNC_STACKS` asks for one.
+//! Every record is numbered after the driver returned: the edge or the work it describes
+//! exists from then on.
+
+use std::ffi::c_void;
+
+use gpuleak_format::{
+    Addrs, Api, Body, Capture, Copy, Ctx, CuResult, Event, EventRecord, HostFn, Launch, Ptr, StackId, Stream,
+    StreamWait, Sync,
+};
+
+use crate::cuda::*;
+use crate::guard;
+use crate::{params, tracer};
+
+/// Runs the real call, then records what `make` builds from its result (a record kind
+/// without a stack field).
+#[inline(always)]
+fn plain<'b>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult) -> Body<'b>) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let r = call();
+    tracer::event(&g, make(CuResult(r)));
+    r
+}
+
+/// Like [`plain`], for the kinds with a stack field (copies, memsets): the stack is captured
+/// only as `GPULEAK_SYNC_STACKS` asks.
+#[inline(always)]
+fn sampled<'b>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult, StackId) -> Body<'b>) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let r = call();
+    tracer::hot_event(&g, |stack| make(CuResult(r), stack));
+    r
+}
+
+fn sync_body<'b>(api: Api, r: CuResult, stream: u64, event: u64, ctx: u64) -> Body<'b> {
+    Sync {
+        api,
+        result: r,
+        stream: Stream(stream),
+        event: Event(event),
+        ctx: Ctx(ctx),
+    }
+    .into()
+}
+
+/// `cuStreamSynchronize[_ptsz]`.
+pub unsafe fn stream_sync(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
+    plain(
+        // SAFETY: the program's own arguments, passed through.
+        || unsafe { real(stream) },
+        |r| sync_body(api, r, stream as u64, 0, 0),
+    )
+}
+
+/// `cuStreamQuery[_ptsz]`: only a successful query is an edge (and is recorded); a stream
+/// still busy (`CUDA_ERROR_NOT_READY`) tells the program nothing, and polling loops would
+/// fill the trace.
+pub unsafe fn stream_query(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(stream) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(stream) };
+    if r == CUDA_SUCCESS {
+        tracer::event(&g, sync_body(api, CuResult(r), stream as u64, 0, 0));
+    }
+    r
+}
+
+/// `cuEventSynchronize`.
+pub unsafe fn event_sync(api: Api, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(event) },
+        |r| sync_body(api, r, 0, event as u64, 0),
+    )
+}
+
+/// `cuEventQuery`: recorded only when it succeeds, as for streams.
+pub unsafe fn event_query(api: Api, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(event) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(event) };
+    if r == CUDA_SUCCESS {
+        tracer::event(&g, sync_body(api, CuResult(r), 0, event as u64, 0));
+    }
+    r
+}
+
+/// `cuCtxSynchronize`: the current context (recorded as context 0).
+pub unsafe fn ctx_sync(api: Api, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
+    plain(
+        // SAFETY: no arguments.
+        || unsafe { real() },
+        |r| sync_body(api, r, 0, 0, 0),
+    )
+}
+
+/// `cuCtxSynchronize_v2`: a named context (NULL: the current one).
+pub unsafe fn ctx_sync_v2(api: Api, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(ctx) },
+        |r| sync_body(api, r, 0, 0, ctx as u64),
+    )
+}
+
+/// `cuStreamWaitEvent[_ptsz]`.
+pub unsafe fn stream_wait(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream, CUevent, u32) -> CUresult,
+    stream: CUstream,
+    event: CUevent,
+    flags: u32,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(stream, event, flags) },
+        |r| {
+            StreamWait {
+                api,
+                result: r,
+                stream: Stream(stream as u64),
+                event: Event(event as u64),
+                flags,
+            }
+            .into()
+        },
+    )
+}
+
+fn record_body<'b>(api: Api, r: CuResult, event: CUevent, stream: CUstream, flags: u32) -> Body<'b> {
+    EventRecord {
+        api,
+        result: r,
+        event: Event(event as u64),
+        stream: Stream(stream as u64),
+        flags,
+    }
+    .into()
+}
+
+/// `cuEventRecord[_ptsz]`.
+pub unsafe fn event_record(
+    api: Api,
+    real: unsafe extern "C" fn(CUevent, CUstream) -> CUresult,
+    event: CUevent,
+    stream: CUstream,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(event, stream) },
+        |r| record_body(api, r, event, stream, 0),
+    )
+}
+
+/// `cuEventRecordWithFlags[_ptsz]`.
+pub unsafe fn event_record_flags(
+    api: Api,
+    real: unsafe extern "C" fn(CUevent, CUstream, u32) -> CUresult,
+    event: CUevent,
+    stream: CUstream,
+    flags: u32,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(event, stream, flags) },
+        |r| record_body(api, r, event, stream, flags),
+    )
+}
+
+/// `cuStreamAddCallback[_ptsz]`.
+pub unsafe fn add_callback(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream, *mut c_void, *mut c_void, u32) -> CUresult,
+    stream: CUstream,
+    callback: *mut c_void,
+    user: *mut c_void,
+    flags: u32,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through (the callback pointer is only forwarded).
+        || unsafe { real(stream, callback, user, flags) },
+        |r| {
+            HostFn {
+                api,
+                result: r,
+                stream: Stream(stream as u64),
+            }
+            .into()
+        },
+    )
+}
+
+fn capture_body<'b>(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u64) -> Body<'b> {
+    Capture {
+        api,
+        result: r,
+        stream: Stream(stream as u64),
+        begin: u32::from(begin),
+        aux,
+    }
+    .into()
+}
+
+/// `cuStreamBeginCapture_v2[_ptsz]` (`aux` = mode).
+pub unsafe fn begin_capture(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream, u32) -> CUresult,
+    stream: CUstream,
+    mode: u32,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(stream, mode) },
+        |r| capture_body(api, r, stream, true, u64::from(mode)),
+    )
+}
+
+/// `cuStreamBeginCapture[_ptsz]`, the first ABI (global mode).
+pub unsafe fn begin_capture_v1(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream) -> CUresult,
+    stream: CUstream,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(stream) },
+        |r| capture_body(api, r, stream, true, 0),
+    )
+}
+
+/// `cuStreamEndCapture[_ptsz]` (`aux` = the graph, on success).
+pub unsafe fn end_capture(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream, *mut *mut c_void) -> CUresult,
+    stream: CUstream,
+    graph: *mut *mut c_void,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(stream, graph) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(stream, graph) };
+    let aux = if r == CUDA_SUCCESS && !graph.is_null() {
+        // SAFETY: on success the driver wrote the caller's out-parameter.
+        unsafe { graph.read() as u64 }
+    } else {
+        0
+    };
+    tracer::event(&g, capture_body(api, CuResult(r), stream, false, aux));
+    r
+}
+
+/// A copy or memset (`src` 0 for a memset); synchronous APIs record stream 0, which the
+/// analyzer reads as the legacy default stream, or the per-thread one for `_ptds` variants.
+#[inline(always)]
+fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl FnOnce() -> CUresult) -> CUresult {
+    sampled(call, |r, stack| {
+        Copy {
+            api,
+            result: r,
+            stream: Stream(stream as u64),
+            dst: Ptr(dst),
+            src,
+            bytes,
+            stack,
+        }
+        .into()
+    })
+}
+
+const NO_STREAM: CUstream = std::ptr::null_mut();
+
+/// `cuMemcpy[_ptds]`, `cuMemcpyDtoD_v2[_ptds]`.
+pub unsafe fn copy_sync(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n) }
+    })
+}
+
+/// `cuMemcpyAsync[_ptsz]`, `cuMemcpyDtoDAsync_v2[_ptsz]`.
+pub unsafe fn copy_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, stream) }
+    })
+}
+
+/// `cuMemcpyHtoD_v2[_ptds]`.
+pub unsafe fn copy_htod(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, src as u64, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n) }
+    })
+}
+
+/// `cuMemcpyHtoDAsync_v2[_ptsz]`.
+pub unsafe fn copy_htod_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, src as u64, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, stream) }
+    })
+}
+
+/// `cuMemcpyDtoH_v2[_ptds]`.
+pub unsafe fn copy_dtoh(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst as u64, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n) }
+    })
+}
+
+/// `cuMemcpyDtoHAsync_v2[_ptsz]`.
+pub unsafe fn copy_dtoh_async(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst as u64, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, stream) }
+    })
+}
+
+/// `cuMemsetD8_v2[_ptds]` (`bytes` = N).
+pub unsafe fn memset8(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u8, usize) -> CUresult,
+    dst: CUdeviceptr,
+    value: u8,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, 0, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n) }
+    })
+}
+
+/// `cuMemsetD16_v2[_ptds]` (`bytes` = 2N).
+pub unsafe fn memset16(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u16, usize) -> CUresult,
+    dst: CUdeviceptr,
+    value: u16,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(2), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n) }
+    })
+}
+
+/// `cuMemsetD32_v2[_ptds]` (`bytes` = 4N).
+pub unsafe fn memset32(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u32, usize) -> CUresult,
+    dst: CUdeviceptr,
+    value: u32,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(4), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n) }
+    })
+}
+
+/// `cuMemsetD8Async[_ptsz]`.
+pub unsafe fn memset8_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u8, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    value: u8,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, 0, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n, stream) }
+    })
+}
+
+/// `cuMemsetD16Async[_ptsz]`.
+pub unsafe fn memset16_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u16, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    value: u16,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, 0, (n as u64).saturating_mul(2), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n, stream) }
+    })
+}
+
+/// `cuMemsetD32Async[_ptsz]`.
+pub unsafe fn memset32_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u32, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    value: u32,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, 0, (n as u64).saturating_mul(4), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n, stream) }
+    })
+}
+
+/// `cuLaunchKernel[_ptsz]`: the 8-byte parameters (possible device pointers) are read after
+/// a successful launch, when the driver has validated the parameter arrays.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *mut c_void,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        CUstream,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CUresult,
+    f: *mut c_void,
+    gx: u32,
+    gy: u32,
+    gz: u32,
+    bx: u32,
+    by: u32,
+    bz: u32,
+    shared: u32,
+    stream: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
+    let mut ptrs = [0u64; params::MAX_PTRS];
+    let n = if r == CUDA_SUCCESS {
+        let layout = params::layout(f);
+        // SAFETY: the launch succeeded, so the driver read every parameter through `params`
+        // or `extra`, as the layout it gave describes them.
+        unsafe { params::pointers(&layout, params, extra, &mut ptrs) }
+    } else {
+        0
+    };
+    tracer::hot_event(&g, |stack| {
+        Launch {
+            api,
+            result: CuResult(r),
+            stream: Stream(stream as u64),
+            function: f as u64,
+            ptrs: Addrs(std::borrow::Cow::Borrowed(&ptrs[..n])),
+            stack,
+        }
+        .into()
+    });
+    r
+}

@@ -1,0 +1,232 @@
+// link: driver
+// One stream-ordering mistake per check named by the first argument, each with correctly
+// ordered twins named by the second: ordered by an event ("event"), by host synchronization
+// ("host"), or by the legacy default stream's implicit ordering ("legacy"); leaks have a
+// "destroyed" twin, and unsynchronized work a "teardown" variant (the context torn down
+// instead of exit). Every subcommand otherwise cleans up after itself (streams
+// and events destroyed, memory freed, work waited for), so a mistake is the only finding in
+// its report and a twin's report has none.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "simcuda.h"
+
+#define CHECK(x)                                                                       \
+    do {                                                                               \
+        CUresult rc_ = (x);                                                            \
+        if (rc_ != CUDA_SUCCESS) {                                                     \
+            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
+            exit(3);                                                                   \
+        }                                                                              \
+    } while (0)
+
+#define N 1024
+
+static CUdevice dev;
+static CUfunction fill;
+static unsigned host_buf[N];
+
+static void setup(void) {
+    CUcontext ctx;
+    CUmodule mod;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
+    CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
+}
+
+__attribute__((noinline)) static CUstream make_stream(unsigned flags) {
+    CUstream s;
+    CHECK(cuStreamCreate(&s, flags));
+    return s;
+}
+
+__attribute__((noinline)) static CUevent make_event(void) {
+    CUevent e;
+    CHECK(cuEventCreate(&e, CU_EVENT_DISABLE_TIMING));
+    return e;
+}
+
+__attribute__((noinline)) static CUdeviceptr make_buffer(void) {
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, N * sizeof(unsigned)));
+    return d;
+}
+
+/* fill_u32(d, value, N) on stream s: a kernel that writes d. */
+static void produce(CUdeviceptr d, unsigned value, CUstream s) {
+    unsigned n = N;
+    void *params[] = {&d, &value, &n};
+    CHECK(cuLaunchKernel(fill, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+}
+
+static void finish(CUstream a, CUstream b) {
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    CHECK(cuStreamDestroy_v2(a));
+    CHECK(cuStreamDestroy_v2(b));
+}
+
+/* A kernel on stream a writes a buffer; a copy on stream b reads it. */
+static int race(const char *how) {
+    int legacy = !strcmp(how, "legacy");
+    unsigned flags = legacy ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
+    CUstream a = make_stream(flags), b = make_stream(flags);
+    CUevent e = make_event();
+    CUdeviceptr d = make_buffer();
+    produce(d, 7, a);
+    if (!strcmp(how, "event")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    } else if (!strcmp(how, "host")) {
+        CHECK(cuStreamSynchronize(a));
+    }
+    /* The legacy twin reads on the legacy default stream, which waits for blocking a. */
+    CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, sizeof host_buf, legacy ? NULL : b));
+    finish(a, b);
+    CHECK(cuStreamSynchronize(NULL));
+    CHECK(cuEventDestroy_v2(e));
+    CHECK(cuMemFree_v2(d));
+    return host_buf[N - 1] == 7 ? 0 : 4;
+}
+
+/* A kernel on stream a uses memory that stream b frees. */
+static int unordered_free(const char *how) {
+    int legacy = !strcmp(how, "legacy");
+    unsigned flags = legacy ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
+    CUstream a = make_stream(flags), b = make_stream(flags);
+    CUevent e = make_event();
+    CUdeviceptr d;
+    CHECK(cuMemAllocAsync(&d, N * sizeof(unsigned), a));
+    produce(d, 1, a);
+    if (!strcmp(how, "event")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    } else if (!strcmp(how, "host")) {
+        CHECK(cuStreamSynchronize(a));
+    }
+    /* The legacy twin frees on the legacy default stream, which waits for blocking a. */
+    CHECK(cuMemFreeAsync(d, legacy ? NULL : b));
+    finish(a, b);
+    CHECK(cuStreamSynchronize(NULL));
+    CHECK(cuEventDestroy_v2(e));
+    return 0;
+}
+
+/* Work queued on a stream after the stream freed the memory it uses. The twins free last,
+ * ordered after the use in each of the three ways. */
+static int use_after_free(const char *how) {
+    int legacy = !strcmp(how, "legacy");
+    int mistake = !strcmp(how, "");
+    unsigned flags = legacy ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING;
+    CUstream a = make_stream(flags), b = make_stream(flags);
+    CUevent e = make_event();
+    CUdeviceptr d;
+    CHECK(cuMemAllocAsync(&d, N * sizeof(unsigned), a));
+    produce(d, 1, a);
+    if (mistake) {
+        CHECK(cuMemFreeAsync(d, a));
+        /* The simulator checks every range at once and refuses this (a real driver accepts it
+         * and the memset runs on memory the pool may have handed out again). */
+        CUresult r = cuMemsetD32Async(d, 0, N, a);
+        printf("memset_after_free %d\n", (int)r);
+    } else {
+        produce(d, 2, a);
+        if (!strcmp(how, "event")) {
+            CHECK(cuEventRecord(e, a));
+            CHECK(cuStreamWaitEvent(b, e, 0));
+            CHECK(cuMemFreeAsync(d, b));
+        } else if (!strcmp(how, "host")) {
+            CHECK(cuStreamSynchronize(a));
+            CHECK(cuMemFree_v2(d));
+        } else {
+            CHECK(cuMemFreeAsync(d, NULL));
+        }
+    }
+    finish(a, b);
+    CHECK(cuStreamSynchronize(NULL));
+    CHECK(cuEventDestroy_v2(e));
+    return 0;
+}
+
+/* A stream waits for an event that nobody recorded. */
+static int unrecorded(const char *how) {
+    CUstream a = make_stream(CU_STREAM_NON_BLOCKING), b = make_stream(CU_STREAM_NON_BLOCKING);
+    CUevent e = make_event();
+    if (!strcmp(how, "event")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    } else if (!strcmp(how, "host")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuEventSynchronize(e));
+    } else if (!strcmp(how, "legacy")) {
+        CHECK(cuEventRecord(e, NULL));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    } else {
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    }
+    finish(a, b);
+    CHECK(cuEventDestroy_v2(e));
+    return 0;
+}
+
+/* A stream (or an event) never destroyed. */
+static int stream_leak(const char *how) {
+    CUstream s = make_stream(CU_STREAM_NON_BLOCKING);
+    if (strcmp(how, "")) CHECK(cuStreamDestroy_v2(s));
+    return 0;
+}
+
+static int event_leak(const char *how) {
+    CUevent e = make_event();
+    if (strcmp(how, "")) CHECK(cuEventDestroy_v2(e));
+    return 0;
+}
+
+/* Work queued on a stream that the host never waits for. */
+static int unsynchronized(const char *how) {
+    int legacy = !strcmp(how, "legacy");
+    CUstream a = make_stream(legacy ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING);
+    CUevent e = make_event();
+    CUdeviceptr d;
+    CHECK(cuMemAllocAsync(&d, N * sizeof(unsigned), a));
+    produce(d, 3, a);
+    CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, sizeof host_buf, a));
+    CHECK(cuMemFreeAsync(d, a));
+    if (!strcmp(how, "event")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuEventSynchronize(e));
+    } else if (!strcmp(how, "host")) {
+        CHECK(cuStreamSynchronize(a));
+    } else if (legacy) {
+        /* A blocking copy on the legacy default stream waits for blocking a. */
+        CUdeviceptr small = make_buffer();
+        CHECK(cuMemcpyDtoH_v2(host_buf, small, 4));
+        CHECK(cuMemFree_v2(small));
+    }
+    CHECK(cuStreamDestroy_v2(a));
+    CHECK(cuEventDestroy_v2(e));
+    if (!strcmp(how, "teardown")) CHECK(cuDevicePrimaryCtxRelease_v2(dev));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s CHECK [event|host|legacy|destroyed|teardown]\n", argv[0]);
+        return 2;
+    }
+    setup();
+    const char *check = argv[1];
+    const char *how = argc > 2 ? argv[2] : "";
+    if (!strcmp(check, "cross-stream-race")) return race(how);
+    if (!strcmp(check, "unordered-free")) return unordered_free(how);
+    if (!strcmp(check, "use-after-free")) return use_after_free(how);
+    if (!strcmp(check, "wait-on-unrecorded-event")) return unrecorded(how);
+    if (!strcmp(check, "stream-leak")) return stream_leak(how);
+    if (!strcmp(check, "event-leak")) return event_leak(how);
+    if (!strcmp(check, "unsynchronized-at-exit")) return unsynchronized(how);
+    fprintf(stderr, "unknown check %s\n", check);
+    return 2;
+}

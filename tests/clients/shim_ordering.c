@@ -1,0 +1,135 @@
+// link: driver
+// Calls every stream-ordering entry point the shim hooks, each exact variant once (legacy,
+// _ptsz and _ptds), through exported symbols, and prints "ptr <hex>" for the buffer its
+// kernels get. The test compares the trace's records with this list of calls.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "simcuda.h"
+
+#define CHECK(x)                                                                       \
+    do {                                                                               \
+        CUresult rc_ = (x);                                                            \
+        if (rc_ != CUDA_SUCCESS) {                                                     \
+            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
+            exit(3);                                                                   \
+        }                                                                              \
+    } while (0)
+
+static void callback(CUstream s, CUresult status, void *user) {
+    (void)s;
+    (void)status;
+    (*(int *)user)++;
+}
+
+int main(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CUfunction fill, add;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
+    CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
+    CHECK(cuModuleGetFunction(&add, mod, "add_u32"));
+
+    CUstream s, s2;
+    CUevent e;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreateWithPriority(&s2, 0, -1));
+    CHECK(cuEventCreate(&e, 0));
+    CUdeviceptr d, d2;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    CHECK(cuMemAlloc_v2(&d2, 4096));
+    printf("ptr 0x%llx\n", (unsigned long long)d);
+    unsigned host[1024] = {0};
+
+    CHECK(cuMemcpy(d, d2, 64));
+    CHECK(cuMemcpy_ptds(d, d2, 64));
+    CHECK(cuMemcpyAsync(d, d2, 64, s));
+    CHECK(cuMemcpyAsync_ptsz(d, d2, 64, s));
+    CHECK(cuMemcpyHtoD_v2(d, host, 64));
+    CHECK(cuMemcpyHtoD_v2_ptds(d, host, 64));
+    CHECK(cuMemcpyDtoH_v2(host, d, 64));
+    CHECK(cuMemcpyDtoH_v2_ptds(host, d, 64));
+    CHECK(cuMemcpyDtoD_v2(d2, d, 64));
+    CHECK(cuMemcpyDtoD_v2_ptds(d2, d, 64));
+    CHECK(cuMemcpyHtoDAsync_v2(d, host, 64, s));
+    CHECK(cuMemcpyHtoDAsync_v2_ptsz(d, host, 64, s));
+    CHECK(cuMemcpyDtoHAsync_v2(host, d, 64, s));
+    CHECK(cuMemcpyDtoHAsync_v2_ptsz(host, d, 64, s));
+    CHECK(cuMemcpyDtoDAsync_v2(d2, d, 64, s));
+    CHECK(cuMemcpyDtoDAsync_v2_ptsz(d2, d, 64, s));
+    CHECK(cuMemsetD8_v2(d, 1, 64));
+    CHECK(cuMemsetD8_v2_ptds(d, 1, 64));
+    CHECK(cuMemsetD16_v2(d, 1, 32));
+    CHECK(cuMemsetD16_v2_ptds(d, 1, 32));
+    CHECK(cuMemsetD32_v2(d, 1, 16));
+    CHECK(cuMemsetD32_v2_ptds(d, 1, 16));
+    CHECK(cuMemsetD8Async(d, 1, 64, s));
+    CHECK(cuMemsetD8Async_ptsz(d, 1, 64, s));
+    CHECK(cuMemsetD16Async(d, 1, 32, s));
+    CHECK(cuMemsetD16Async_ptsz(d, 1, 32, s));
+    CHECK(cuMemsetD32Async(d, 1, 16, s));
+    CHECK(cuMemsetD32Async_ptsz(d, 1, 16, s));
+
+    // fill_u32(d, 5, 1024) through kernelParams; add_u32 through the extra buffer.
+    unsigned value = 5, n = 1024;
+    void *params[] = {&d, &value, &n};
+    CHECK(cuLaunchKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params, NULL));
+    char buf[16];
+    unsigned delta = 1;
+    memcpy(buf, &d, 8);
+    memcpy(buf + 8, &delta, 4);
+    memcpy(buf + 12, &n, 4);
+    size_t size = sizeof buf;
+    void *extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
+                     CU_LAUNCH_PARAM_END};
+    CHECK(cuLaunchKernel_ptsz(add, 8, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+    // The same functions again (their parameter layouts come from the shim's cache).
+    CHECK(cuLaunchKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params, NULL));
+    CHECK(cuLaunchKernel_ptsz(add, 8, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+
+    int calls = 0;
+    CHECK(cuStreamAddCallback(s, callback, &calls, 0));
+    CHECK(cuStreamAddCallback_ptsz(NULL, callback, &calls, 0));
+    CHECK(cuEventRecord(e, s));
+    CHECK(cuEventRecord_ptsz(e, NULL));
+    CHECK(cuEventRecordWithFlags(e, s, 0));
+    CHECK(cuEventRecordWithFlags_ptsz(e, NULL, 0));
+    CHECK(cuStreamWaitEvent(s2, e, 0));
+    CHECK(cuStreamWaitEvent_ptsz(NULL, e, 0));
+    CHECK(cuEventSynchronize(e));
+    CHECK(cuEventQuery(e));
+    CHECK(cuStreamQuery(s));
+    CHECK(cuStreamQuery_ptsz(NULL));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuStreamSynchronize_ptsz(NULL));
+    CHECK(cuCtxSynchronize());
+    CHECK(cuCtxSynchronize_v2(ctx));
+
+    CUgraph g;
+    CHECK(cuStreamBeginCapture_v2(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuStreamEndCapture(s2, &g));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuStreamBeginCapture(s2));
+    CHECK(cuStreamEndCapture(s2, &g));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuStreamBeginCapture_v2_ptsz(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuStreamEndCapture_ptsz(s, &g));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuStreamBeginCapture_ptsz(s));
+    CHECK(cuStreamEndCapture_ptsz(s, &g));
+    CHECK(cuGraphDestroy(g));
+
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuMemFree_v2(d2));
+    CHECK(cuEventDestroy(e));
+    CHECK(cuStreamDestroy(s2));
+    CHECK(cuStreamDestroy_v2(s));
+    printf("callbacks %d\n", calls);
+    CHECK(cuDevicePrimaryCtxRelease_v2(dev));
+    return 0;
+}

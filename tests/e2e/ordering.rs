@@ -1,0 +1,305 @@
+//! The stream-ordering checks end to end: C programs on the simulated driver under the shim,
+//! then `gpuleak report`. Every check has a program that must produce it exactly once and
+//! correctly ordered twins that must produce nothing; a realistic two-stream pipeline must
+//! produce no finding at all; and every hooked stream-ordering entry point is recorded under
+//! its exact name.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use serde_json::Value;
+
+use crate::trace::{assert_ok, dump, hex, of_type};
+
+/// Runs `name args...` under the shim (with extra environment) and returns its trace.
+fn traced(dir: &TempDir, name: &str, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
+    let trace = dir.path().join(format!("{name}-{}.trace", args.join("-")));
+    let out = shim_command(client(name), &trace)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    trace
+}
+
+fn report_json(trace: &Path) -> Value {
+    let out = Command::new(gpuleak_bin())
+        .args(["report", "--format", "json"])
+        .arg(trace)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+fn findings_of(args: &[&str], env: &[(&str, &str)]) -> (Vec<Value>, Value) {
+    let dir = TempDir::new();
+    let r = report_json(&traced(&dir, "report_ordering", args, env));
+    (r["findings"].as_array().unwrap().clone(), r)
+}
+
+/// Function names of a stack.
+fn functions(stack: &Value) -> Vec<String> {
+    stack
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["function"].as_str().unwrap_or("?").to_string())
+        .collect()
+}
+
+fn related<'a>(f: &'a Value, role: &str) -> Option<&'a Value> {
+    f["related_stacks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["role"] == role)
+        .map(|r| &r["stack"])
+}
+
+const CHECKS: [(&str, &str); 7] = [
+    ("cross-stream-race", "error"),
+    ("unordered-free", "error"),
+    ("use-after-free", "error"),
+    ("wait-on-unrecorded-event", "warning"),
+    ("stream-leak", "warning"),
+    ("event-leak", "warning"),
+    ("unsynchronized-at-exit", "warning"),
+];
+
+#[test]
+fn every_stream_ordering_mistake_is_found_exactly_once_with_its_stacks() {
+    for (check, severity) in CHECKS {
+        let (findings, report) = findings_of(&[check], &[]);
+        assert_eq!(findings.len(), 1, "{check}: {findings:#?}");
+        let f = &findings[0];
+        assert_eq!(f["check"], check);
+        assert_eq!(f["severity"], severity, "{check}");
+        assert_eq!(f["count"], 1, "{check}");
+        assert!(report["leaks"].as_array().unwrap().is_empty(), "{check}: {report:#}");
+        // Without GPULEAK_SYNC_STACKS the stack is the one of the allocation, stream or
+        // event involved.
+        let top = functions(&f["stack"])[0].clone();
+        let expected = match check {
+            "cross-stream-race" => "make_buffer",
+            "unordered-free" | "use-after-free" => "unordered_free|use_after_free",
+            "wait-on-unrecorded-event" | "event-leak" => "make_event",
+            "stream-leak" => "make_stream",
+            _ => "unsynchronized",
+        };
+        assert!(
+            expected.split('|').any(|e| e == top),
+            "{check}: stack starts in {top}: {f:#}"
+        );
+        let message = f["message"].as_str().unwrap();
+        match check {
+            "cross-stream-race" => {
+                assert!(message.contains("cuMemcpyDtoHAsync_v2 on stream"), "{message}");
+                assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+            }
+            "unordered-free" => {
+                assert!(message.contains("cuMemFreeAsync on stream"), "{message}");
+                assert!(message.contains("last use, cuLaunchKernel"), "{message}");
+            }
+            "use-after-free" => {
+                assert!(message.contains("cuMemsetD32Async on stream"), "{message}");
+                assert!(message.contains("already freed by cuMemFreeAsync"), "{message}");
+            }
+            "unsynchronized-at-exit" => {
+                assert!(
+                    message.contains("the last of it: cuMemFreeAsync of the 4096-byte"),
+                    "{message}"
+                );
+                assert!(message.contains("never waited for before exit;"), "{message}");
+                assert_eq!(f["stack_role"], "allocated at");
+                let created = related(f, "stream created at").expect("stream creation stack");
+                assert_eq!(functions(created)[0], "make_stream");
+            }
+            _ => {}
+        }
+        if check == "use-after-free" || check == "unordered-free" || check == "cross-stream-race" {
+            assert!(f["allocation_stack"].is_array(), "{check}");
+        }
+    }
+}
+
+#[test]
+fn correctly_ordered_twins_report_nothing() {
+    let twins: [(&str, &[&str]); 7] = [
+        ("cross-stream-race", &["event", "host", "legacy"]),
+        ("unordered-free", &["event", "host", "legacy"]),
+        ("use-after-free", &["event", "host", "legacy"]),
+        ("wait-on-unrecorded-event", &["event", "host", "legacy"]),
+        ("stream-leak", &["destroyed"]),
+        ("event-leak", &["destroyed"]),
+        ("unsynchronized-at-exit", &["event", "host", "legacy"]),
+    ];
+    for (check, hows) in twins {
+        for how in hows {
+            let arg = format!("{check} {how}");
+            let (findings, report) = findings_of(&[check, how], &[]);
+            assert!(findings.is_empty(), "{arg}: {findings:#?}");
+            assert!(report["leaks"].as_array().unwrap().is_empty(), "{arg}");
+        }
+    }
+}
+
+#[test]
+fn work_never_waited_for_before_a_teardown_is_found_at_the_teardown() {
+    let (findings, _) = findings_of(&["unsynchronized-at-exit", "teardown"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(
+        message.contains("before the context was torn down (cuDevicePrimaryCtxRelease_v2);"),
+        "{message}"
+    );
+}
+
+#[test]
+fn sampled_stacks_name_the_calls_themselves() {
+    let (findings, _) = findings_of(&["cross-stream-race"], &[("GPULEAK_SYNC_STACKS", "1")]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    // The copy's own stack, the kernel's beside it, and the buffer's allocation.
+    assert_eq!(functions(&f["stack"])[0], "race");
+    let other = related(f, "other access at").expect("the kernel's stack");
+    assert_eq!(functions(other)[0], "produce");
+    assert_eq!(functions(&f["allocation_stack"])[0], "make_buffer");
+    assert_eq!(f["stack_role"], serde_json::Value::Null);
+}
+
+#[test]
+fn the_text_report_shows_the_finding_and_its_stacks() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "report_ordering", &["unsynchronized-at-exit"], &[]);
+    let out = Command::new(gpuleak_bin()).arg("report").arg(&trace).output().unwrap();
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("warning: unsynchronized-at-exit: work queued on stream"),
+        "{text}"
+    );
+    assert!(text.contains("  stream created at:"), "{text}");
+    assert!(text.contains("  allocated at (no stack of the call itself):"), "{text}");
+}
+
+#[test]
+fn a_two_stream_pipeline_with_events_and_pools_reports_nothing() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "report_pipeline", &["200"], &[]);
+    let r = report_json(&trace);
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["leaks"], serde_json::json!([]));
+    let records = dump(&trace);
+    assert!(of_type(&records, "Launch").len() >= 400);
+    assert!(of_type(&records, "StreamWait").len() >= 400);
+    assert!(of_type(&records, "Copy").len() >= 600);
+}
+
+/// Every hooked stream-ordering variant reaches the trace once per call, under its exact
+/// name, with what the analysis needs.
+#[test]
+fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    let out = shim_command(client("shim_ordering"), &trace).output().unwrap();
+    assert_ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("callbacks 2"), "{stdout}");
+    let ptr = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ptr 0x"))
+        .map(|h| u64::from_str_radix(h, 16).unwrap())
+        .unwrap();
+    let records = dump(&trace);
+    let count = |api: &str| records.iter().filter(|r| r["api"] == api).count();
+    let once = [
+        "cuMemcpy",
+        "cuMemcpy_ptds",
+        "cuMemcpyAsync",
+        "cuMemcpyAsync_ptsz",
+        "cuMemcpyHtoD_v2",
+        "cuMemcpyHtoD_v2_ptds",
+        "cuMemcpyDtoH_v2",
+        "cuMemcpyDtoH_v2_ptds",
+        "cuMemcpyDtoD_v2",
+        "cuMemcpyDtoD_v2_ptds",
+        "cuMemcpyHtoDAsync_v2",
+        "cuMemcpyHtoDAsync_v2_ptsz",
+        "cuMemcpyDtoHAsync_v2",
+        "cuMemcpyDtoHAsync_v2_ptsz",
+        "cuMemcpyDtoDAsync_v2",
+        "cuMemcpyDtoDAsync_v2_ptsz",
+        "cuMemsetD8_v2",
+        "cuMemsetD8_v2_ptds",
+        "cuMemsetD16_v2",
+        "cuMemsetD16_v2_ptds",
+        "cuMemsetD32_v2",
+        "cuMemsetD32_v2_ptds",
+        "cuMemsetD8Async",
+        "cuMemsetD8Async_ptsz",
+        "cuMemsetD16Async",
+        "cuMemsetD16Async_ptsz",
+        "cuMemsetD32Async",
+        "cuMemsetD32Async_ptsz",
+        "cuStreamAddCallback",
+        "cuStreamAddCallback_ptsz",
+        "cuEventRecord",
+        "cuEventRecord_ptsz",
+        "cuEventRecordWithFlags",
+        "cuEventRecordWithFlags_ptsz",
+        "cuStreamWaitEvent",
+        "cuStreamWaitEvent_ptsz",
+        "cuEventSynchronize",
+        "cuEventQuery",
+        "cuStreamQuery",
+        "cuStreamQuery_ptsz",
+        "cuStreamSynchronize",
+        "cuStreamSynchronize_ptsz",
+        "cuCtxSynchronize",
+        "cuCtxSynchronize_v2",
+        "cuStreamBeginCapture_v2",
+        "cuStreamBeginCapture",
+        "cuStreamBeginCapture_v2_ptsz",
+        "cuStreamBeginCapture_ptsz",
+        "cuEventDestroy",
+        "cuStreamDestroy",
+        "cuStreamDestroy_v2",
+    ];
+    for api in once {
+        assert_eq!(count(api), 1, "{api}");
+    }
+    assert_eq!(count("cuStreamEndCapture"), 2);
+    assert_eq!(count("cuStreamEndCapture_ptsz"), 2);
+    assert_eq!(count("cuLaunchKernel"), 2);
+    assert_eq!(count("cuLaunchKernel_ptsz"), 2);
+    // Kernel parameters: the buffer, through kernelParams and through the extra buffer, and
+    // nothing else (the 4-byte value and count are not recorded).
+    for l in of_type(&records, "Launch") {
+        let ptrs: Vec<u64> = l["ptrs"].as_array().unwrap().iter().map(hex).collect();
+        assert_eq!(ptrs, vec![ptr], "{l}");
+    }
+    // Copies carry their ranges; memsets their bytes; synchronous calls stream 0.
+    let memset16 = records.iter().find(|r| r["api"] == "cuMemsetD16_v2").unwrap();
+    assert_eq!((hex(&memset16["dst"]), memset16["bytes"].as_u64()), (ptr, Some(64)));
+    assert_eq!(hex(&memset16["stream"]), 0);
+    // No stacks on these calls by default.
+    for c in of_type(&records, "Copy") {
+        assert_eq!(c["stack"], 0, "{c}");
+    }
+    // The program mixes a non-blocking stream with the default streams on one buffer
+    // without ever waiting: races, and nothing else.
+    let r = report_json(&trace);
+    let checks: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert!(
+        !checks.is_empty() && checks.iter().all(|c| *c == "cross-stream-race"),
+        "{checks:?}"
+    );
+}
