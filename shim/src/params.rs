@@ -25,15 +25,45 @@ const PROBES: usize = 16;
 /// Values below this are never addresses (null, small integers, sizes).
 const MIN_ADDRESS: u64 = 0x1_0000;
 
-/// Where one function's 8-byte parameters are.
+/// Where one function's 8-byte parameters are, as asked of the driver.
 #[derive(Clone, Copy)]
-pub struct Layout {
+pub struct Asked {
     count: usize,
     /// (parameter index, byte offset in a packed buffer).
     at: [(u16, u16); MAX_PTRS],
 }
 
-struct Slot {
+/// A function's layout: read in place from the table (the common case), or just asked.
+pub enum Layout {
+    /// A published table entry (never written again).
+    Cached(&'static Slot),
+    /// Asked now (the table had no room, or another thread was filling the entry).
+    Asked(Asked),
+}
+
+impl Layout {
+    fn len(&self) -> usize {
+        match self {
+            Layout::Cached(slot) => (slot.count.load(Ordering::Relaxed) as usize).min(MAX_PTRS),
+            Layout::Asked(a) => a.count,
+        }
+    }
+
+    /// The `i`-th 8-byte parameter: (index, offset).
+    #[inline]
+    fn at(&self, i: usize) -> (u16, u16) {
+        match self {
+            Layout::Cached(slot) => {
+                let v = slot.at[i].load(Ordering::Relaxed);
+                ((v >> 16) as u16, v as u16)
+            }
+            Layout::Asked(a) => a.at[i],
+        }
+    }
+}
+
+/// One function's entry in the table.
+pub struct Slot {
     func: AtomicU64,
     ready: AtomicU32,
     count: AtomicU32,
@@ -76,8 +106,8 @@ fn get_info() -> Option<GetInfo> {
 
 /// Asks the driver (drivers before CUDA 12.4 have no `cuFuncGetParamInfo`: no pointers).
 #[cold]
-fn ask(func: *mut c_void) -> Layout {
-    let mut layout = Layout {
+fn ask(func: *mut c_void) -> Asked {
+    let mut layout = Asked {
         count: 0,
         at: [(0, 0); MAX_PTRS],
     };
@@ -109,7 +139,7 @@ fn hash(func: u64) -> usize {
 pub fn layout(func: *mut c_void) -> Layout {
     let key = func as u64;
     if key == 0 {
-        return ask(func);
+        return Layout::Asked(ask(func));
     }
     let start = hash(key);
     for probe in 0..PROBES {
@@ -124,7 +154,7 @@ pub fn layout(func: *mut c_void) -> Layout {
                     }
                     slot.count.store(l.count as u32, Ordering::Relaxed);
                     slot.ready.store(1, Ordering::Release);
-                    return l;
+                    return Layout::Asked(l);
                 }
                 Err(now) => seen = now,
             }
@@ -132,21 +162,13 @@ pub fn layout(func: *mut c_void) -> Layout {
         if seen == key {
             if slot.ready.load(Ordering::Acquire) == 0 {
                 // Another thread is asking right now.
-                return ask(func);
+                return Layout::Asked(ask(func));
             }
-            let mut l = Layout {
-                count: (slot.count.load(Ordering::Relaxed) as usize).min(MAX_PTRS),
-                at: [(0, 0); MAX_PTRS],
-            };
-            for i in 0..l.count {
-                let v = slot.at[i].load(Ordering::Relaxed);
-                l.at[i] = ((v >> 16) as u16, v as u16);
-            }
-            return l;
+            return Layout::Cached(slot);
         }
     }
     // The table is full around this function: ask every time (correct, slower).
-    ask(func)
+    Layout::Asked(ask(func))
 }
 
 /// Collects the 8-byte parameter values of a successful launch that could be addresses into
@@ -164,7 +186,8 @@ pub unsafe fn pointers(layout: &Layout, params: *mut *mut c_void, extra: *mut *m
         }
     };
     if !params.is_null() {
-        for &(index, _) in &layout.at[..layout.count] {
+        for i in 0..layout.len() {
+            let (index, _) = layout.at(i);
             // SAFETY: see the function's contract: `params[index]` points at 8 bytes.
             let v = unsafe { (*params.add(usize::from(index))).cast::<u64>().read_unaligned() };
             keep(v);
@@ -203,8 +226,8 @@ pub unsafe fn pointers(layout: &Layout, params: *mut *mut c_void, extra: *mut *m
     if buf.is_null() {
         return 0;
     }
-    for &(_, offset) in &layout.at[..layout.count] {
-        let offset = usize::from(offset);
+    for i in 0..layout.len() {
+        let offset = usize::from(layout.at(i).1);
         if offset + 8 <= size {
             // SAFETY: inside the `size` bytes of the buffer the driver read.
             keep(unsafe { buf.add(offset).cast::<u64>().read_unaligned() });

@@ -1,0 +1,293 @@
+//! What each record does to the happens-before model: copies, launches, host functions,
+//! capture, allocations and frees, events, waits and synchronizations.
+
+use gpuleak_format::{
+    Alloc, Api, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, Seq, StackId, StreamWait, Sync,
+};
+
+use super::apis::{self, HostSide};
+use super::memory::{self, AllocInfo, Mode, Op};
+use super::{leak, Check, Created, EventState, Moment, StreamFinding, StreamName, Streams, Work};
+
+impl Streams {
+    /// A refused call named `addr`: a use after free if the address was freed.
+    pub(super) fn refused(&mut self, op: Op, addr: u64) {
+        if let Some(f) = self.memory.freed_only(addr) {
+            self.found.add(StreamFinding {
+                check: Check::UseAfterFree,
+                op,
+                ptr: addr,
+                other: Some(f.free),
+                allocation: Some(f.info),
+                created: None,
+                moment: None,
+                count: 1,
+            });
+        }
+    }
+
+    pub(super) fn copy(&mut self, tid: u32, seq: Seq, c: &Copy) {
+        let (side, memset) = apis::copy_kind(c.api);
+        let name = Self::name_of(c.api, c.stream.0, tid);
+        let mut accesses = [(c.dst.0, c.bytes, Mode::Write), (0, 0, Mode::Read)];
+        let n = if !memset && c.src != 0 {
+            accesses[1] = (c.src, c.bytes, Mode::Read);
+            2
+        } else {
+            1
+        };
+        let Some(slot) = self.work(tid, seq, c.api, c.stack, name, &accesses[..n]) else {
+            return;
+        };
+        if side == HostSide::Blocking {
+            let clock = self.state(slot).clock.clone();
+            self.host_learns(tid, &clock);
+        }
+    }
+
+    pub(super) fn launch(&mut self, tid: u32, seq: Seq, l: &Launch<'_>) {
+        let name = Self::name_of(l.api, l.stream.0, tid);
+        let accesses: Vec<(u64, u64, Mode)> = l.ptrs.0.iter().map(|&p| (p, 1, Mode::Kernel)).collect();
+        self.work(tid, seq, l.api, l.stack, name, &accesses);
+    }
+
+    pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {
+        let name = Self::name_of(h.api, h.stream.0, tid);
+        self.work(tid, seq, h.api, StackId::NONE, name, &[]);
+    }
+
+    pub(super) fn capture(&mut self, tid: u32, c: &Capture) {
+        let slot = self.slot_for(Self::name_of(c.api, c.stream.0, tid));
+        self.state(slot).capturing = c.begin != 0;
+    }
+
+    pub(super) fn alloc(&mut self, tid: u32, seq: Seq, a: &Alloc) {
+        let Some(kind) = a.api.mem_kind() else { return };
+        if !memory::tracked(kind) {
+            return;
+        }
+        let info = AllocInfo {
+            ptr: a.ptr.0,
+            size: a.size,
+            kind,
+            api: a.api,
+            stack: a.stack,
+        };
+        if kind != MemKind::Async {
+            self.memory.insert(info);
+            return;
+        }
+        let name = Self::name_of(a.api, a.stream.0, tid);
+        let slot = self.slot_for(name);
+        if self.capturing(slot) {
+            // A graph node's address, not memory.
+            return;
+        }
+        self.memory.insert(info);
+        // The memory becomes usable in the allocating stream's order: using it elsewhere
+        // needs an edge from here.
+        self.work(tid, seq, a.api, a.stack, name, &[(a.ptr.0, a.size, Mode::Write)]);
+    }
+
+    pub(super) fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
+        let ptr = f.ptr.0;
+        if apis::is_async_free(f.api) {
+            let name = Self::name_of(f.api, f.stream.0, tid);
+            let slot = self.slot_for(name);
+            if self.capturing(slot) || self.memory.at(ptr).is_none() {
+                return;
+            }
+            let op = Op {
+                api: f.api,
+                stack: f.stack,
+                stream: name,
+                seq,
+                tid,
+            };
+            self.enqueue(tid, slot);
+            let epoch = self.tick(slot);
+            let Some(st) = self.states[slot.0 as usize].as_ref() else {
+                return;
+            };
+            let Some(live) = self.memory.at(ptr) else { return };
+            let info = live.info;
+            let unordered = live
+                .accesses
+                .iter()
+                .rev()
+                .find(|a| !a.ordered_before(&st.clock, &self.generations))
+                .map(|a| a.op);
+            if let Some(last) = unordered {
+                self.found.add(StreamFinding {
+                    check: Check::UnorderedFree,
+                    op,
+                    ptr,
+                    other: Some(last),
+                    allocation: Some(info),
+                    created: None,
+                    moment: None,
+                    count: 1,
+                });
+            }
+            self.memory.remove(ptr, op);
+            self.state(slot).last_work = Some(Work {
+                epoch,
+                op,
+                ptr,
+                allocation: Some(info),
+            });
+            self.publish(slot);
+            return;
+        }
+        if apis::is_synchronizing_free(f.api) {
+            let all = self.all.clone();
+            self.host_learns(tid, &all);
+        }
+        let op = Op {
+            api: f.api,
+            stack: f.stack,
+            stream: StreamName::Host,
+            seq,
+            tid,
+        };
+        self.memory.remove(ptr, op);
+    }
+
+    pub(super) fn create_event(&mut self, tid: u32, seq: Seq, e: &EventCreate) {
+        let created = Created {
+            api: e.api,
+            stack: e.stack,
+            handle: e.event.0,
+            flags: e.flags,
+            seq,
+            tid,
+        };
+        let old = self.events.insert(
+            e.event.0,
+            EventState {
+                clock: None,
+                created: Some(created),
+            },
+        );
+        // The same handle again without a destroy: the old event went with its context.
+        if let Some(c) = old.and_then(|o| o.created) {
+            self.found.add(leak(Check::EventLeak, c, StreamName::Handle(e.event.0)));
+        }
+    }
+
+    pub(super) fn record_event(&mut self, tid: u32, r: &EventRecord) {
+        let slot = self.slot_for(Self::name_of(r.api, r.stream.0, tid));
+        if self.capturing(slot) {
+            return;
+        }
+        self.enqueue(tid, slot);
+        let clock = self.state(slot).clock.clone();
+        self.events.entry(r.event.0).or_default().clock = Some(clock);
+        self.publish(slot);
+    }
+
+    /// A wait on an event never recorded: a no-op for the driver, a bug in the program.
+    pub(super) fn unrecorded(&mut self, op: Op, event: u64) {
+        let created = self.events.get(&event).and_then(|e| e.created);
+        if created.is_none() {
+            // An event the trace never saw created: nothing is known about it.
+            return;
+        }
+        self.found.add(StreamFinding {
+            check: Check::WaitOnUnrecordedEvent,
+            op,
+            ptr: 0,
+            other: None,
+            allocation: None,
+            created,
+            moment: None,
+            count: 1,
+        });
+    }
+
+    pub(super) fn stream_wait(&mut self, tid: u32, seq: Seq, w: &StreamWait) {
+        let name = Self::name_of(w.api, w.stream.0, tid);
+        let slot = self.slot_for(name);
+        if self.capturing(slot) {
+            return;
+        }
+        self.enqueue(tid, slot);
+        match self.events.get(&w.event.0).and_then(|e| e.clock.as_ref()) {
+            Some(clock) => {
+                let clock = clock.clone();
+                self.state(slot).clock.join(&clock);
+            }
+            None => {
+                let op = Op {
+                    api: w.api,
+                    stack: StackId::NONE,
+                    stream: name,
+                    seq,
+                    tid,
+                };
+                self.unrecorded(op, w.event.0);
+            }
+        }
+        self.publish(slot);
+    }
+
+    pub(super) fn sync(&mut self, tid: u32, seq: Seq, s: &Sync) {
+        match s.api {
+            Api::cuStreamSynchronize | Api::cuStreamSynchronize_ptsz | Api::cuStreamQuery | Api::cuStreamQuery_ptsz => {
+                let slot = self.slot_for(Self::name_of(s.api, s.stream.0, tid));
+                let clock = self.state(slot).clock.clone();
+                self.host_learns(tid, &clock);
+            }
+            Api::cuEventSynchronize | Api::cuEventQuery => {
+                match self.events.get(&s.event.0).and_then(|e| e.clock.as_ref()) {
+                    Some(clock) => {
+                        let clock = clock.clone();
+                        self.host_learns(tid, &clock);
+                    }
+                    // A query of an unrecorded event is a poll, not a wait.
+                    None if apis::is_event_wait(s.api) => {
+                        let op = Op {
+                            api: s.api,
+                            stack: StackId::NONE,
+                            stream: StreamName::Host,
+                            seq,
+                            tid,
+                        };
+                        self.unrecorded(op, s.event.0);
+                    }
+                    None => {}
+                }
+            }
+            // Context (and so device) synchronization: every stream. With several contexts,
+            // this is more than the driver promises (a known limit of the model).
+            Api::cuCtxSynchronize | Api::cuCtxSynchronize_v2 => {
+                let all = self.all.clone();
+                self.host_learns(tid, &all);
+            }
+            _ => {}
+        }
+    }
+
+    pub(super) fn report_unsynchronized(&mut self, moment: Moment) {
+        let mut pending: Vec<(Work, Option<Created>)> = self
+            .states
+            .iter()
+            .flatten()
+            .filter(|st| !Self::settled(&self.host, st))
+            .filter_map(|st| st.last_work.map(|w| (w, st.created)))
+            .collect();
+        pending.sort_by_key(|(w, _)| w.op.seq);
+        for (w, created) in pending {
+            self.found.add(StreamFinding {
+                check: Check::UnsynchronizedAtExit,
+                op: w.op,
+                ptr: w.ptr,
+                other: None,
+                allocation: w.allocation,
+                created,
+                moment: Some(moment),
+                count: 1,
+            });
+        }
+    }
+}
