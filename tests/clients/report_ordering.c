@@ -151,24 +151,28 @@ static int use_after_free(const char *how) {
     return 0;
 }
 
-/* A stream waits for an event that nobody recorded. */
+/* A stream waits for an event that nobody recorded, while a kernel is pending on another
+ * stream, then queues work (on another buffer) that the wait was meant to order after it. */
 static int unrecorded(const char *how) {
+    int legacy = !strcmp(how, "legacy");
     CUstream a = make_stream(CU_STREAM_NON_BLOCKING), b = make_stream(CU_STREAM_NON_BLOCKING);
     CUevent e = make_event();
-    if (!strcmp(how, "event")) {
-        CHECK(cuEventRecord(e, a));
-        CHECK(cuStreamWaitEvent(b, e, 0));
-    } else if (!strcmp(how, "host")) {
-        CHECK(cuEventRecord(e, a));
+    CUdeviceptr d = make_buffer();
+    CUstream producer = legacy ? NULL : a;
+    produce(d, 5, producer);
+    if (strcmp(how, "")) CHECK(cuEventRecord(e, producer));
+    CUdeviceptr next = make_buffer();
+    if (!strcmp(how, "host")) {
         CHECK(cuEventSynchronize(e));
-    } else if (!strcmp(how, "legacy")) {
-        CHECK(cuEventRecord(e, NULL));
-        CHECK(cuStreamWaitEvent(b, e, 0));
     } else {
         CHECK(cuStreamWaitEvent(b, e, 0));
     }
+    produce(next, 6, b);
     finish(a, b);
+    CHECK(cuStreamSynchronize(NULL));
     CHECK(cuEventDestroy_v2(e));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuMemFree_v2(next));
     return 0;
 }
 

@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use gpuleak_e2e::{client, gpuleak_bin, shim_command, target_dir, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, hex, of_type};
@@ -196,6 +196,38 @@ fn a_two_stream_pipeline_with_events_and_pools_reports_nothing() {
     assert!(of_type(&records, "Launch").len() >= 400);
     assert!(of_type(&records, "StreamWait").len() >= 400);
     assert!(of_type(&records, "Copy").len() >= 600);
+}
+
+/// cudarc (through `dlopen` + `dlsym`) orders two streams' uses of a buffer with events of
+/// its own, waiting on fresh events before a buffer's first use: no finding. With its event
+/// tracking turned off, the same program races, once.
+#[test]
+fn cudarc_s_event_tracking_orders_streams_and_turning_it_off_races_once() {
+    let exe = target_dir().join("gpuleak-example-cudarc-streams");
+    assert!(
+        exe.is_file(),
+        "{} is missing: cargo build --release --workspace",
+        exe.display()
+    );
+    for (mode, expected) in [("tracked", vec![]), ("untracked", vec!["cross-stream-race"])] {
+        let dir = TempDir::new();
+        let trace = dir.path().join("t.trace");
+        let out = shim_command(&exe, &trace).arg(mode).output().unwrap();
+        assert_ok(&out);
+        let r = report_json(&trace);
+        let checks: Vec<&str> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["check"].as_str().unwrap())
+            .collect();
+        assert_eq!(checks, expected, "{mode}: {r:#}");
+        if mode == "untracked" {
+            let message = r["findings"][0]["message"].as_str().unwrap();
+            assert!(message.starts_with("cuMemcpyHtoDAsync_v2 on stream"), "{message}");
+            assert!(message.contains("the earlier cuMemsetD8Async on stream"), "{message}");
+        }
+    }
 }
 
 /// Every hooked stream-ordering variant reaches the trace once per call, under its exact

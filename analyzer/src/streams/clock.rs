@@ -63,6 +63,15 @@ impl Clock {
         }
     }
 
+    /// Whether `self` knows of operations of some stream other than `except` that `other`
+    /// does not.
+    pub fn knows_more_than(&self, other: &Clock, except: Option<Slot>) -> bool {
+        self.0
+            .iter()
+            .enumerate()
+            .any(|(i, &n)| Some(Slot(i as u32)) != except && n > other.get(Slot(i as u32)))
+    }
+
     /// Whether `self` knows at least everything `other` knows.
     pub fn includes(&self, other: &Clock) -> bool {
         other.0.iter().enumerate().all(|(i, &n)| self.get(Slot(i as u32)) >= n)
@@ -87,5 +96,8 @@ mod tests {
         assert!(a.includes(&b));
         assert!(!b.includes(&a));
         assert_eq!(a.get(Slot(40)), 0);
+        assert!(a.knows_more_than(&b, None));
+        assert!(!a.knows_more_than(&b, Some(Slot(0))));
+        assert!(!b.knows_more_than(&a, None));
     }
 }

@@ -88,6 +88,9 @@ pub struct Access {
     pub hi: u64,
     /// The call.
     pub op: Op,
+    /// Streams (slot numbers modulo 64) a race with this access was already reported for:
+    /// one missing edge is one finding, not one per later operation of the other stream.
+    pub reported: u64,
 }
 
 impl Access {
@@ -245,12 +248,16 @@ impl Memory {
             return self.freed_at(lo);
         }
         let hi = lo.saturating_add(len.max(1)).min(live.end);
+        let bit = 1u64 << (access.epoch.slot.0 % 64);
         let racing = live
             .accesses
-            .iter()
+            .iter_mut()
             .rev()
-            .find(|a| a.conflicts(mode, lo, hi) && !a.ordered_before(clock, generations))
-            .copied();
+            .find(|a| a.reported & bit == 0 && a.conflicts(mode, lo, hi) && !a.ordered_before(clock, generations))
+            .map(|a| {
+                a.reported |= bit;
+                *a
+            });
         let new = Access { lo, hi, mode, ..access };
         live.accesses.retain(|a| {
             let same = a.epoch.slot == new.epoch.slot && a.mode == new.mode && a.lo == lo && a.hi == hi;

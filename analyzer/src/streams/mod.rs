@@ -107,6 +107,21 @@ struct StreamState {
     destroyed: bool,
     capturing: bool,
     last_work: Option<Work>,
+    /// A wait on an event not recorded, judged at this stream's next work.
+    unrecorded_wait: Option<UnrecordedWait>,
+}
+
+/// A stream's wait on an event not recorded: a no-op. It is a finding only if it mattered:
+/// when the stream next queues work, some other stream's work that was pending at the wait
+/// is still not known complete to it. Libraries that keep an event per buffer and wait on
+/// it before the buffer's first use (cudarc does), or wait on several events of which the
+/// next covers the work, wait on unrecorded events harmlessly.
+#[derive(Debug, Clone)]
+struct UnrecordedWait {
+    op: Op,
+    event: Option<Created>,
+    /// What was pending anywhere at the wait (every stream's work then).
+    pending: Clock,
 }
 
 #[derive(Debug, Default)]
@@ -289,6 +304,7 @@ impl Streams {
             destroyed: false,
             capturing: false,
             last_work: None,
+            unrecorded_wait: None,
         });
         self.by_name.insert(name, slot);
         slot
@@ -415,6 +431,7 @@ impl Streams {
             return None;
         }
         self.enqueue(tid, slot);
+        self.judge_unrecorded_wait(slot);
         let epoch = self.tick(slot);
         let op = Op {
             api,
@@ -434,6 +451,7 @@ impl Streams {
                 lo: addr,
                 hi: addr,
                 op,
+                reported: 0,
             };
             let Some(st) = self.states[slot.0 as usize].as_ref() else {
                 break;

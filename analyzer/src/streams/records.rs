@@ -7,7 +7,9 @@ use gpuleak_format::{
 
 use super::apis::{self, HostSide};
 use super::memory::{self, AllocInfo, Mode, Op};
-use super::{leak, Check, Created, EventState, Moment, StreamFinding, StreamName, Streams, Work};
+use super::{
+    leak, Check, Clock, Created, EventState, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait, Work,
+};
 
 impl Streams {
     /// A refused call named `addr`: a use after free if the address was freed.
@@ -105,6 +107,7 @@ impl Streams {
                 tid,
             };
             self.enqueue(tid, slot);
+            self.judge_unrecorded_wait(slot);
             let epoch = self.tick(slot);
             let Some(st) = self.states[slot.0 as usize].as_ref() else {
                 return;
@@ -186,13 +189,42 @@ impl Streams {
         self.publish(slot);
     }
 
-    /// A wait on an event never recorded: a no-op for the driver, a bug in the program.
-    pub(super) fn unrecorded(&mut self, op: Op, event: u64) {
-        let created = self.events.get(&event).and_then(|e| e.created);
-        if created.is_none() {
+    /// A wait on event `event`, which was never recorded, by stream `waiter` (or the host,
+    /// knowing `knows`, when `None`); see [`UnrecordedWait`].
+    pub(super) fn unrecorded(&mut self, op: Op, event: u64, waiter: Option<Slot>, knows: &Clock) {
+        let Some(created) = self.events.get(&event).and_then(|e| e.created) else {
             // An event the trace never saw created: nothing is known about it.
             return;
+        };
+        match waiter {
+            Some(slot) => {
+                let pending = self.all.clone();
+                let st = self.state(slot);
+                if st.unrecorded_wait.is_none() {
+                    st.unrecorded_wait = Some(UnrecordedWait {
+                        op,
+                        event: Some(created),
+                        pending,
+                    });
+                }
+            }
+            // The host goes on at once: it mattered if anything was pending then.
+            None if self.all.knows_more_than(knows, None) => self.unrecorded_found(op, Some(created)),
+            None => {}
         }
+    }
+
+    /// Judges a stream's earlier wait on an unrecorded event, now that it queues work
+    /// knowing what its clock says.
+    pub(super) fn judge_unrecorded_wait(&mut self, slot: Slot) {
+        let st = self.state(slot);
+        let Some(w) = st.unrecorded_wait.take() else { return };
+        if w.pending.knows_more_than(&st.clock, Some(slot)) {
+            self.unrecorded_found(w.op, w.event);
+        }
+    }
+
+    fn unrecorded_found(&mut self, op: Op, created: Option<Created>) {
         self.found.add(StreamFinding {
             check: Check::WaitOnUnrecordedEvent,
             op,
@@ -225,7 +257,8 @@ impl Streams {
                     seq,
                     tid,
                 };
-                self.unrecorded(op, w.event.0);
+                let knows = self.state(slot).clock.clone();
+                self.unrecorded(op, w.event.0, Some(slot), &knows);
             }
         }
         self.publish(slot);
@@ -253,7 +286,8 @@ impl Streams {
                             seq,
                             tid,
                         };
-                        self.unrecorded(op, s.event.0);
+                        let knows = self.threads.get(&tid).cloned().unwrap_or_else(|| self.host.clone());
+                        self.unrecorded(op, s.event.0, None, &knows);
                     }
                     None => {}
                 }

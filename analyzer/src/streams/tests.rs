@@ -451,12 +451,14 @@ fn work_queued_after_a_stream_ordered_free_is_a_use_after_free() {
 }
 
 #[test]
-fn waiting_for_an_event_never_recorded_is_found_once_per_site() {
-    let mut r = two_streams(0);
-    r.event(E);
-    for _ in 0..3 {
-        r.wait(B, E);
+fn waiting_for_an_event_never_recorded_is_found_once_per_site_when_it_mattered() {
+    let mut r = two_streams(1);
+    r.event(E).launch(A, P);
+    // B waits three times, each before work that therefore does not follow A's kernel.
+    for i in 0..3 {
+        r.wait(B, E).launch(B, P + 64 + i);
     }
+    // The host waits while A's kernel is pending.
     r.sync_on(MAIN, Api::cuEventSynchronize, 0, E);
     // A query is a poll, not a wait.
     r.sync_on(MAIN, Api::cuEventQuery, 0, E);
@@ -468,6 +470,27 @@ fn waiting_for_an_event_never_recorded_is_found_once_per_site() {
     assert_eq!((found[0].op.api, found[0].count), (Api::cuStreamWaitEvent, 3));
     assert_eq!((found[1].op.api, found[1].count), (Api::cuEventSynchronize, 1));
     assert_eq!(found[0].created.unwrap().stack, StackId(20));
+}
+
+#[test]
+fn a_wait_on_an_unrecorded_event_that_changed_nothing_is_no_finding() {
+    // cudarc's way: an event per buffer, waited on before the buffer's first use.
+    let mut r = two_streams(1);
+    r.event(E).wait(A, E).launch(A, P).record(E, A).sync(A);
+    // A wait with nothing pending elsewhere, then work.
+    r.event(E + 1)
+        .launch(B, P + 8)
+        .wait(B, E + 1)
+        .launch(B, P + 8)
+        .event_destroy(E + 1);
+    // A wait on an unrecorded event followed by one that covers the pending work.
+    r.event(E + 2).launch(A, P + 16).record(E, A);
+    r.wait(B, E + 2).wait(B, E).launch(B, P + 16).event_destroy(E + 2);
+    // A wait with no work after it.
+    r.event(E + 3).launch(A, P + 24).wait(B, E + 3).event_destroy(E + 3);
+    r.event_destroy(E);
+    tidy(&mut r);
+    assert_eq!(r.checks(), Vec::<&str>::new());
 }
 
 #[test]
@@ -542,6 +565,19 @@ fn one_race_in_a_loop_is_one_finding_with_a_count() {
     let found = r.finish();
     assert_eq!(found.len(), 1);
     assert_eq!(found[0].count, 100);
+}
+
+#[test]
+fn one_missing_edge_is_one_race_however_many_operations_follow_it() {
+    let mut r = two_streams(1);
+    r.copy(Api::cuMemsetD8Async, A, P, 0, 4096);
+    r.copy(Api::cuMemcpyHtoDAsync_v2, B, P, 0x1000, 4096)
+        .read_back(B)
+        .launch(B, P);
+    tidy(&mut r);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!((found[0].op.api, found[0].count), (Api::cuMemcpyHtoDAsync_v2, 1));
 }
 
 #[test]
