@@ -151,6 +151,8 @@ pub struct Streams {
     /// The last legacy-stream operation (what later blocking-stream work waits for).
     barrier: Clock,
     events: HashMap<u64, EventState>,
+    /// Contexts the trace has shown (created, retained, or current at an allocation).
+    contexts: std::collections::HashSet<u64>,
     memory: Memory,
     found: Found,
 }
@@ -212,7 +214,15 @@ impl Streams {
             }
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
-            Body::Alloc(a) if success(a.result) => self.alloc(tid, seq, a),
+            Body::Alloc(a) if success(a.result) => {
+                if a.ctx.0 != 0 {
+                    self.contexts.insert(a.ctx.0);
+                }
+                self.alloc(tid, seq, a)
+            }
+            Body::CtxCreate(c) if success(c.result) => {
+                self.contexts.insert(c.ctx.0);
+            }
             Body::Free(f) if success(f.result) => self.free(tid, seq, f),
             _ => {}
         }
@@ -221,7 +231,14 @@ impl Streams {
     /// A context was torn down by `api` on thread `tid` (successfully, and for a primary
     /// context, the last release or a reset): work the host never waited for is reported,
     /// then the driver has finished (or dropped) all of it.
+    ///
+    /// Records do not say which context a stream belongs to, so in a program that has used
+    /// several contexts (several devices, say) a teardown is not judged: work left on the
+    /// streams of the one torn down is reported at exit instead.
     pub fn teardown(&mut self, tid: u32, api: Api) {
+        if self.contexts.len() > 1 {
+            return;
+        }
         self.report_unsynchronized(Moment::Teardown(api));
         let all = self.all.clone();
         self.host_learns(tid, &all);

@@ -541,6 +541,23 @@ fn a_teardown_reports_unwaited_work_once_and_settles_it() {
 }
 
 #[test]
+fn with_several_contexts_a_teardown_is_not_judged() {
+    let mut r = two_streams(1);
+    r.r(CtxCreate {
+        api: Api::cuCtxCreate_v2,
+        result: CuResult::SUCCESS,
+        ctx: Ctx(2),
+        device: 1,
+        flags: 0,
+    });
+    r.launch(A, P).destroy(A).destroy(B);
+    r.s.teardown(MAIN, Api::cuCtxDestroy_v2);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].moment, Some(Moment::Exit));
+}
+
+#[test]
 fn work_on_a_capturing_stream_builds_a_graph_and_is_left_out() {
     let mut r = two_streams(1);
     let capture = |begin| Capture {
