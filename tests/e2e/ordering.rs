@@ -198,6 +198,37 @@ fn a_two_stream_pipeline_with_events_and_pools_reports_nothing() {
     assert!(of_type(&records, "Copy").len() >= 600);
 }
 
+/// `GPULEAK_SYNC_STACKS=N` samples one call in N per thread; a bad value is one line on
+/// stderr and the default (no stacks).
+#[test]
+fn sync_stacks_can_be_sampled() {
+    let copies_with_stacks = |value: &str| {
+        let dir = TempDir::new();
+        let trace = dir.path().join("t.trace");
+        let out = shim_command(client("shim_ordering"), &trace)
+            .env("GPULEAK_SYNC_STACKS", value)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let records = dump(&trace);
+        let copies = of_type(&records, "Copy");
+        assert_eq!(copies.len(), 28);
+        let sampled = copies.iter().filter(|c| c["stack"] != 0).count();
+        (sampled, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    assert_eq!(copies_with_stacks("1").0, 28);
+    // The 28 copies are this thread's first calls of the kind: the 1st, 3rd, ... 27th.
+    assert_eq!(copies_with_stacks("2").0, 14);
+    assert_eq!(copies_with_stacks("0").0, 0);
+    let (sampled, stderr) = copies_with_stacks("often");
+    assert_eq!(sampled, 0);
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("GPULEAK_SYNC_STACKS")).count(),
+        1,
+        "{stderr}"
+    );
+}
+
 /// cudarc (through `dlopen` + `dlsym`) orders two streams' uses of a buffer with events of
 /// its own, waiting on fresh events before a buffer's first use: no finding. With its event
 /// tracking turned off, the same program races, once.
