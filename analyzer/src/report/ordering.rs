@@ -12,6 +12,7 @@ use crate::model::Replay;
 use crate::streams::{AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
 
 use super::frames::Stacks;
+use super::owner;
 use super::{Finding, Frame, RelatedStack, Severity};
 
 /// Every stream-ordering finding of a replay.
@@ -170,14 +171,28 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
         (None, None, Some((role, c))) => (c.clone(), Some(*role)),
         (None, None, None) => (Vec::new(), None),
     };
+    let mut message = message(f);
+    let mut severity = if f.check.is_error() {
+        Severity::Error
+    } else {
+        Severity::Warning
+    };
+    // Streams and events a caching allocator or framework creates are kept for the life of
+    // the process on purpose (PyTorch's stream pool): a note, as memory held by a pool is.
+    if is_leak {
+        let frames: &[u64] = replay.stacks.get(&f.op.stack).map_or(&[], Vec::as_slice);
+        if let Some(pool) = owner::owner(frames, &replay.modules).and_then(owner::pool_of) {
+            message.push_str(&format!(
+                "; created by the {} runtime, which keeps its streams and events for the life of the process",
+                pool.name()
+            ));
+            severity = Severity::Note;
+        }
+    }
     Finding {
         check: f.check.name(),
-        severity: if f.check.is_error() {
-            Severity::Error
-        } else {
-            Severity::Warning
-        },
-        message: message(f),
+        severity,
+        message,
         stack,
         stack_role,
         count: f.count,

@@ -326,3 +326,37 @@ fn several_processes_add_up() {
         "{text}"
     );
 }
+
+#[test]
+fn streams_a_framework_keeps_are_a_note_and_the_program_s_a_warning() {
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200])
+        .stack(2, &[CUDART + 0x10, C10 + 0x300, PROGRAM + 0x400]);
+    for (handle, stack) in [(0x50, 1), (0x60, 2), (0x70, 2)] {
+        s.push(gpuleak_format::StreamCreate {
+            api: Api::cuStreamCreate,
+            result: CuResult::SUCCESS,
+            stream: Stream(handle),
+            flags: 1,
+            priority: 0,
+            stack: StackId(stack),
+        });
+    }
+    s.push(Exit { code: 0, how: 0 });
+    let r = s.report(&Options::default());
+    let found: Vec<(&str, Severity, u64)> = r.findings.iter().map(|f| (f.check, f.severity, f.count)).collect();
+    assert_eq!(
+        found,
+        vec![
+            ("stream-leak", Severity::Warning, 1),
+            ("stream-leak", Severity::Note, 2)
+        ]
+    );
+    assert!(
+        r.findings[1].message.contains("created by the pytorch runtime"),
+        "{}",
+        r.findings[1].message
+    );
+    assert_eq!(r.findings[0].stack_role, None);
+    assert!(!r.findings[0].stack.is_empty());
+}
