@@ -52,6 +52,12 @@ impl TraceFile {
         Ok(t)
     }
 
+    /// Opens every trace before anything is printed, so that an unreadable one stops a
+    /// command with nothing half-written.
+    pub fn open_all(paths: &[PathBuf]) -> Result<Vec<TraceFile>, OpenError> {
+        paths.iter().map(|p| TraceFile::open(p)).collect()
+    }
+
     /// The file's path.
     pub fn path(&self) -> &Path {
         &self.path

@@ -160,13 +160,7 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     use gpuleak_analyzer::report::{self, text, Options, Report};
     use std::io::IsTerminal;
 
-    // Every trace is opened before anything is printed, so an unreadable one stops the
-    // command with nothing half-written.
-    let files = args
-        .traces
-        .iter()
-        .map(|t| gpuleak_analyzer::TraceFile::open(t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let files = gpuleak_analyzer::TraceFile::open_all(&args.traces)?;
     let options = Options {
         top: args.top,
         pool_as_leak: args.pool_as_leak,
@@ -280,11 +274,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         suppressions.read(path)?;
     }
     let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
-    let files = args
-        .traces
-        .iter()
-        .map(|t| gpuleak_analyzer::TraceFile::open(t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let files = gpuleak_analyzer::TraceFile::open_all(&args.traces)?;
     let options = Options {
         top: None,
         pool_as_leak: args.pool_as_leak,
