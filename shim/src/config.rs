@@ -8,6 +8,8 @@
 //! | `GPULEAK_UNWIND` | `dwarf` | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` |
 //! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
 //! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
+//! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
+//! | `GPULEAK_OBJECT_STACKS` | 1 | 0: no creation stacks for streams and events (stream-leak and event-leak findings then have no stack) |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
 
 use std::ffi::OsString;
@@ -31,6 +33,10 @@ pub struct Config {
     /// analyzer explains their findings with the stacks of the allocations, streams and
     /// events involved.
     pub sync_stacks: u32,
+    /// Clock of the record times (`CLOCK_MONOTONIC_COARSE` or `CLOCK_MONOTONIC`).
+    pub clock: libc::clockid_t,
+    /// Creation stacks for streams and events.
+    pub object_stacks: bool,
     /// Record nothing.
     pub disabled: bool,
 }
@@ -46,13 +52,14 @@ fn var(name: &str) -> Option<String> {
     std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
 }
 
-fn flag(name: &str) -> bool {
+fn flag(name: &str, default: bool) -> bool {
     match var(name).as_deref() {
-        None | Some("") | Some("0") | Some("false") | Some("no") | Some("off") => false,
+        None | Some("") => default,
+        Some("0") | Some("false") | Some("no") | Some("off") => false,
         Some("1") | Some("true") | Some("yes") | Some("on") => true,
         Some(other) => {
-            warn(name, other, "0 or 1", "0");
-            false
+            warn(name, other, "0 or 1", if default { "1" } else { "0" });
+            default
         }
     }
 }
@@ -116,13 +123,23 @@ impl Config {
                 }),
             },
         };
+        let clock = match var("GPULEAK_CLOCK").as_deref() {
+            None | Some("") | Some("coarse") => libc::CLOCK_MONOTONIC_COARSE,
+            Some("precise") => libc::CLOCK_MONOTONIC,
+            Some(other) => {
+                warn("GPULEAK_CLOCK", other, "coarse or precise", "coarse");
+                libc::CLOCK_MONOTONIC_COARSE
+            }
+        };
         Config {
             output,
             stack_depth,
             unwind,
-            free_stacks: flag("GPULEAK_FREE_STACKS"),
+            free_stacks: flag("GPULEAK_FREE_STACKS", false),
             sync_stacks,
-            disabled: flag("GPULEAK_DISABLE"),
+            clock,
+            object_stacks: flag("GPULEAK_OBJECT_STACKS", true),
+            disabled: flag("GPULEAK_DISABLE", false),
         }
     }
 }

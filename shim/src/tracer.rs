@@ -34,6 +34,8 @@ struct StackScratch {
     /// The tracer the last stack was interned in (a forked child has a new one).
     owner: usize,
     id: u32,
+    /// The unwinder's key of the capture that produced `last` (0: none).
+    key: u64,
     len: usize,
     last: [u64; MAX_DEPTH],
     buf: [u64; MAX_DEPTH + OWN_FRAMES],
@@ -43,6 +45,7 @@ impl StackScratch {
     const EMPTY: StackScratch = StackScratch {
         owner: 0,
         id: 0,
+        key: 0,
         len: 0,
         last: [0; MAX_DEPTH],
         buf: [0; MAX_DEPTH + OWN_FRAMES],
@@ -59,6 +62,8 @@ pub struct Tracer {
     writer: Writer,
     seq: AtomicU64,
     start_ns: u64,
+    clock: libc::clockid_t,
+    object_stacks: bool,
     depth: usize,
     free_stacks: bool,
     sync_stacks: u32,
@@ -81,10 +86,11 @@ pub struct Pending {
     time: u64,
 }
 
-fn monotonic_ns() -> u64 {
+#[inline]
+fn clock_ns(clock: libc::clockid_t) -> u64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    unsafe { libc::clock_gettime(clock, &mut ts) };
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
@@ -158,7 +164,9 @@ fn start() -> Option<Tracer> {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_nanos() as u64)
         .unwrap_or(0);
-    let start_ns = monotonic_ns();
+    // Both clocks count from the same origin; the coarse one lags by up to one tick, which
+    // the saturating subtraction in `stamp` absorbs.
+    let start_ns = clock_ns(libc::CLOCK_MONOTONIC_COARSE);
     let path = config
         .output
         .clone()
@@ -183,6 +191,8 @@ fn start() -> Option<Tracer> {
         writer,
         seq: AtomicU64::new(1),
         start_ns,
+        clock: config.clock,
+        object_stacks: config.object_stacks,
         depth,
         free_stacks: config.free_stacks,
         sync_stacks: config.sync_stacks,
@@ -255,7 +265,7 @@ impl Tracer {
     fn stamp(&self) -> Pending {
         Pending {
             seq: self.seq.fetch_add(1, Ordering::AcqRel),
-            time: monotonic_ns().saturating_sub(self.start_ns),
+            time: clock_ns(self.clock).saturating_sub(self.start_ns),
         }
     }
 
@@ -369,7 +379,13 @@ impl Tracer {
 
     #[inline(always)]
     fn stack_in(&self, s: &mut StackScratch) -> StackId {
-        let n = gpuleak_unwind::capture(0, &mut s.buf[..self.depth + OWN_FRAMES]);
+        let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
+        let owner = self as *const Tracer as usize;
+        // The unwinder copied the frames of this thread's last capture, which made `s.id`:
+        // nothing to filter, compare or look up.
+        if key != 0 && key == s.key && s.owner == owner {
+            return StackId(s.id);
+        }
         // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
         // the program and the runtime) are never the program's: drop them all.
         let (lo, hi) = self.own_text;
@@ -382,12 +398,13 @@ impl Tracer {
             }
         }
         if kept == 0 {
+            s.key = 0;
             return StackId::NONE;
         }
         // A loop allocating from one place repeats this thread's last stack: no hash, no
         // table lookup.
-        let owner = self as *const Tracer as usize;
         if s.owner == owner && s.len == kept && s.last[..kept] == s.buf[..kept] {
+            s.key = key;
             return StackId(s.id);
         }
         let frames = &s.buf[..kept];
@@ -404,6 +421,7 @@ impl Tracer {
         s.owner = owner;
         s.len = kept;
         s.id = id.0;
+        s.key = key;
         s.last[..kept].copy_from_slice(&s.buf[..kept]);
         id
     }
@@ -510,9 +528,12 @@ pub fn event_at(_g: &HookGuard, pending: Option<Pending>, body: Body<'_>) {
     }
 }
 
-/// Creation stack for streams and events.
+/// Creation stack for streams and events (unless `GPULEAK_OBJECT_STACKS=0`).
 pub fn object_stack(_g: &HookGuard) -> StackId {
-    get().map_or(StackId::NONE, Tracer::stack)
+    match get() {
+        Some(t) if t.object_stacks => t.stack(),
+        _ => StackId::NONE,
+    }
 }
 
 thread_local! {

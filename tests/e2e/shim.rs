@@ -591,3 +591,74 @@ fn a_library_loaded_after_tracing_started_gets_its_module_record() {
         );
     }
 }
+
+#[test]
+fn object_stacks_and_the_clock_follow_their_settings() {
+    let dir = TempDir::new();
+    let run = |name: &str, env: &[(&str, &str)]| {
+        let trace = dir.path().join(name);
+        let mut cmd = shim_command(client("shim_families"), &trace);
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let out = cmd.output().unwrap();
+        assert_ok(&out);
+        (dump(&trace), String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let creates = |records: &[serde_json::Value]| {
+        let mut c = of_type(records, "StreamCreate");
+        c.extend(of_type(records, "EventCreate"));
+        assert!(c.len() >= 2, "a stream and an event are created");
+        c.into_iter().map(|r| r["stack"].as_u64().unwrap()).collect::<Vec<_>>()
+    };
+    // By default streams and events carry their creation stack (what stream-leak and
+    // event-leak findings show); GPULEAK_OBJECT_STACKS=0 drops it.
+    let (default, _) = run("default.trace", &[]);
+    assert!(creates(&default).iter().all(|&s| s != 0));
+    let (off, err) = run("off.trace", &[("GPULEAK_OBJECT_STACKS", "0")]);
+    assert!(err.is_empty(), "{err}");
+    assert!(creates(&off).iter().all(|&s| s == 0));
+    assert!(
+        of_type(&off, "Alloc").iter().all(|r| r["stack"] != 0),
+        "allocations keep theirs"
+    );
+
+    // The precise clock gives every record of the thread its own time; the default coarse one
+    // moves by timer ticks (records within one tick share a time). In sequence order, times
+    // never go back.
+    let (precise, _) = run("precise.trace", &[("GPULEAK_CLOCK", "precise")]);
+    for records in [&default, &precise] {
+        let mut times: Vec<(u64, u64)> = records
+            .iter()
+            .map(|r| (r["seq"].as_u64().unwrap(), r["time_ns"].as_u64().unwrap()))
+            .collect();
+        times.sort_unstable();
+        assert!(times.windows(2).all(|w| w[0].1 <= w[1].1), "{times:?}");
+    }
+    let distinct = |records: &[serde_json::Value]| {
+        let mut t: Vec<u64> = records.iter().map(|r| r["time_ns"].as_u64().unwrap()).collect();
+        t.dedup();
+        t.len()
+    };
+    assert!(
+        distinct(&precise) > precise.len() / 2,
+        "precise times: {}",
+        distinct(&precise)
+    );
+
+    // A bad value is one line on stderr and the default.
+    let (bad, err) = run(
+        "bad.trace",
+        &[("GPULEAK_CLOCK", "sundial"), ("GPULEAK_OBJECT_STACKS", "maybe")],
+    );
+    assert_eq!(err.lines().count(), 2, "{err}");
+    assert!(
+        err.contains("GPULEAK_CLOCK=\"sundial\" is not coarse or precise; using coarse"),
+        "{err}"
+    );
+    assert!(
+        err.contains("GPULEAK_OBJECT_STACKS=\"maybe\" is not 0 or 1; using 1"),
+        "{err}"
+    );
+    assert!(creates(&bad).iter().all(|&s| s != 0));
+}

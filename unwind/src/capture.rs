@@ -121,6 +121,18 @@ pub fn capture(skip: usize, out: &mut [u64]) -> usize {
     let method = Method::from_code(METHOD.load(Ordering::Relaxed));
     // black_box keeps the call out of tail position, so this frame stays on the stack while
     // the walkers read it and `skip` counts the same frames whatever the optimiser does.
+    black_box(capture_here(method, skip, out)).0
+}
+
+/// [`capture`], also returning a key: `(count, key)`. Two captures of one thread that return the
+/// same nonzero key wrote the same frames (the later one copied them from the earlier: it started
+/// from the same registers, asked for the same `skip` and output length, and found every stack
+/// word the earlier one's frames were computed from unchanged). A caller that keeps what it made
+/// of the frames of key K can reuse it when K comes back, without looking at the frames. 0 means
+/// no key (a method other than `Dwarf`, or a capture nested in another one by a signal handler).
+#[inline(never)]
+pub fn capture_keyed(skip: usize, out: &mut [u64]) -> (usize, u64) {
+    let method = Method::from_code(METHOD.load(Ordering::Relaxed));
     black_box(capture_here(method, skip, out))
 }
 
@@ -128,28 +140,29 @@ pub fn capture(skip: usize, out: &mut [u64]) -> usize {
 /// `LibUnwind` returns 0 unless [`init`] loaded it at some point).
 #[inline(never)]
 pub fn capture_with(method: Method, skip: usize, out: &mut [u64]) -> usize {
-    black_box(capture_here(method, skip, out))
+    black_box(capture_here(method, skip, out)).0
 }
 
 #[inline(always)]
-fn capture_here(method: Method, skip: usize, out: &mut [u64]) -> usize {
+fn capture_here(method: Method, skip: usize, out: &mut [u64]) -> (usize, u64) {
     #[cfg(target_arch = "x86_64")]
     {
         let regs = walk::registers();
         match method {
             Method::Dwarf => walk::walk(regs, walk::Mode::Cfi, skip, out),
             Method::FramePointer => walk::walk(regs, walk::Mode::FramePointer, skip, out),
-            Method::LibUnwind => libunwind::capture(skip, out),
-            Method::Gcc => crate::libgcc::capture(regs.sp, skip, out),
+            Method::LibUnwind => (libunwind::capture(skip, out), 0),
+            Method::Gcc => (crate::libgcc::capture(regs.sp, skip, out), 0),
         }
     }
     #[cfg(target_arch = "aarch64")]
     {
         let (sp, fp) = crate::frame_pointer::registers();
-        match method {
+        let n = match method {
             Method::FramePointer => crate::frame_pointer::walk(sp, fp, skip, out),
             _ => crate::libgcc::capture(sp, skip, out),
-        }
+        };
+        (n, 0)
     }
     #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
     {
@@ -157,7 +170,7 @@ fn capture_here(method: Method, skip: usize, out: &mut [u64]) -> usize {
         // Any address inside this frame separates our callees' frames from our own.
         let marker = 0u8;
         let sp = black_box(&marker) as *const u8 as u64;
-        crate::libgcc::capture(sp, skip, out)
+        (crate::libgcc::capture(sp, skip, out), 0)
     }
 }
 

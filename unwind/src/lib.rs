@@ -91,6 +91,6 @@ mod walk;
 mod capture;
 mod error;
 
-pub use capture::{cache_stats, capture, capture_with, init, modules_changed, set_memo};
+pub use capture::{cache_stats, capture, capture_keyed, capture_with, init, modules_changed, set_memo};
 pub use capture::{current_method, init_fallback_reason, CacheStats, Method};
 pub use error::InitError;

@@ -61,12 +61,35 @@ impl Entry {
     };
 }
 
+/// How the last capture began and ended, for [`Memo::replay`]: a capture that starts from the same
+/// registers, with the same `skip` and output length, and finds every word the last capture read
+/// unchanged, produces the same frames, so they are copied instead of walked.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Last {
+    /// Registers of the capture's own frame.
+    pub(crate) ip: u64,
+    pub(crate) sp: u64,
+    pub(crate) bp: u64,
+    pub(crate) skip: usize,
+    pub(crate) out_len: usize,
+    /// States the capture stepped through (skipped and emitted): `entries[..consumed]`.
+    pub(crate) consumed: usize,
+    /// The output filled up; otherwise the walk ended with a step from the last state failing.
+    pub(crate) full: bool,
+    /// The capture's key (see [`crate::capture_keyed`]).
+    pub(crate) key: u64,
+}
+
 /// The states of the last capture, innermost first.
 pub(crate) struct Memo {
     entries: [Entry; CAPACITY],
     len: usize,
     /// The cache flush count when it was recorded: any flush since drops it.
     generation: u64,
+    /// The last capture, when its states can be replayed.
+    last: Option<Last>,
+    /// The key of the last full walk; keys of one thread never repeat (until 2^64 walks).
+    keys: u64,
 }
 
 impl Memo {
@@ -76,7 +99,50 @@ impl Memo {
             entries: [Entry::EMPTY; CAPACITY],
             len: 0,
             generation: 0,
+            last: None,
+            keys: 0,
         }
+    }
+
+    /// The states the last capture went through, if a capture from `regs` with `skip` and
+    /// `out_len` that finds the words they were read from unchanged may copy them: (the states,
+    /// whether the output filled up, the key).
+    #[inline(always)]
+    pub(crate) fn replayable(
+        &self,
+        generation: u64,
+        (ip, sp, bp): (u64, u64, u64),
+        skip: usize,
+        out_len: usize,
+    ) -> Option<(&[Entry], bool, u64)> {
+        let last = self.last.as_ref()?;
+        let same = last.ip == ip
+            && last.sp == sp
+            && last.bp == bp
+            && last.skip == skip
+            && last.out_len == out_len
+            && self.generation == generation;
+        (same && last.consumed <= self.len).then(|| (&self.entries[..last.consumed], last.full, last.key))
+    }
+
+    /// Records how the capture that just replaced the memo began and ended, and gives it a new
+    /// key. `readable(address)` tells whether a word lies inside the capture's stack bounds; the
+    /// capture may be replayed only if every word its states were read from does (a replay reads
+    /// them without checking) and every state was confirmable.
+    pub(crate) fn finish(&mut self, mut last: Last, readable: impl Fn(u64) -> bool) -> u64 {
+        self.keys = self.keys.wrapping_add(1).max(1);
+        last.key = self.keys;
+        let ok = last.consumed > 0
+            && last.consumed <= self.len
+            && self.entries[..last.consumed].iter().all(|e| {
+                let r = e.reads;
+                !r.unverifiable()
+                    && readable(r.ip & !1)
+                    && (r.sp == 0 || readable(r.sp))
+                    && (r.bp == 0 || readable(r.bp))
+            });
+        self.last = ok.then_some(last);
+        last.key
     }
 
     /// The recorded states, empty if the cache was flushed since.
@@ -111,6 +177,7 @@ impl Memo {
         self.entries[tail_start..tail_start + tail_len].copy_from_slice(&tail[..tail_len]);
         self.len = tail_start + tail_len;
         self.generation = generation;
+        self.last = None;
     }
 }
 

@@ -99,11 +99,11 @@ thread_local! {
 
 /// Runs `walk` with the bounds of the calling thread's stack above `sp` and, unless a capture
 /// of this thread is already using it, the thread's memo; then adds the walk's counters to the
-/// thread's totals. Returns 0 without walking when the bounds are unknown or `sp` is not on the
+/// thread's totals. Returns `R::default()` (no frames) without walking when the bounds are unknown or `sp` is not on the
 /// thread's stack (an alternate signal stack, a coroutine stack): then no read could be proven
 /// safe.
 #[inline(always)]
-pub(crate) fn with_bounds(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memo>) -> usize) -> usize {
+pub(crate) fn with_bounds<R: Default>(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memo>) -> R) -> R {
     STATE.with(|state| {
         if state.top.get() == 0 {
             let (bottom, top) = stack_extent().unwrap_or((0, 1));
@@ -112,7 +112,7 @@ pub(crate) fn with_bounds(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Opti
         }
         let (bottom, top) = (state.bottom.get(), state.top.get());
         if sp < bottom || sp >= top.saturating_sub(8) {
-            return 0;
+            return R::default();
         }
         let mut counters = Counters::default();
         let bounds = Bounds { low: sp, high: top };

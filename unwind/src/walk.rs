@@ -54,12 +54,13 @@ pub(crate) enum Mode {
 }
 
 /// Unwinds from `regs` (captured inside `capture`), skipping the capturing function's own frame
-/// and `skip` more, writing return addresses to `out`.
+/// and `skip` more, writing return addresses to `out`: (frames written, key). Equal nonzero keys
+/// from one thread mean equal frames (see [`crate::capture_keyed`]); 0 is no key.
 #[inline(always)]
-pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> usize {
+pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> (usize, u64) {
     if out.is_empty() || regs.sp & 7 != 0 {
         // RSP is always 8-aligned on x86-64; `step` relies on it.
-        return 0;
+        return (0, 0);
     }
     thread::with_bounds(regs.sp, |bounds, counters, memo| {
         let frame = Frame {
@@ -76,6 +77,7 @@ pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> usiz
             hits: 0,
             misses: 0,
             memo_frames: 0,
+            key: 0,
         };
         match (mode, memo) {
             (Mode::Cfi, Some(memo)) if MEMO_ENABLED.load(Ordering::Relaxed) => walk.with_memo(frame, memo),
@@ -92,7 +94,7 @@ pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> usiz
         counters.hits += walk.hits;
         counters.misses += walk.misses;
         counters.memo += walk.memo_frames;
-        walk.n
+        (walk.n, walk.key)
     })
 }
 
@@ -108,6 +110,8 @@ struct Walk<'a> {
     hits: u64,
     misses: u64,
     memo_frames: u64,
+    /// The capture's key; 0 unless it went through the memo.
+    key: u64,
 }
 
 impl Walk<'_> {
@@ -216,9 +220,96 @@ impl Walk<'_> {
         }
     }
 
-    /// Walks with the thread's memo (see `memo.rs`), then stores this capture's states in it.
+    /// Walks with the thread's memo: a replay of the last capture when nothing it read changed,
+    /// otherwise a walk that confirms the unchanged part (see `memo.rs`); the states of a walk
+    /// are stored in the memo.
     fn with_memo(&mut self, frame: Frame, memo: &mut Memo) {
         let generation = cfi::FLUSHES.load(Ordering::Relaxed);
+        let (skip, out_len) = (self.skip, self.out.len());
+        if self.replay(frame, memo, generation) {
+            return;
+        }
+        self.walk_memo(frame, memo, generation);
+        let consumed = (skip - self.skip) + self.n;
+        let last = memo::Last {
+            ip: frame.ip,
+            sp: frame.sp,
+            bp: frame.bp,
+            skip,
+            out_len,
+            consumed,
+            full: self.n >= out_len,
+            key: 0,
+        };
+        let bounds = self.bounds;
+        self.key = memo.finish(last, |address| bounds.read(address).is_some());
+    }
+
+    /// Copies the last capture's frames if this capture starts from the same registers (so with
+    /// the same stack bounds), asks for the same frames, and every stack word the last capture's
+    /// states were computed from still holds the value they were computed from: then each step
+    /// would produce the same state again, so the walk would produce the same frames. Independent
+    /// loads, no rule lookups, no bounds checks (done when the memo was recorded).
+    #[inline(always)]
+    fn replay(&mut self, frame: Frame, memo: &Memo, generation: u64) -> bool {
+        if frame.exact {
+            return false;
+        }
+        let Some((entries, full, key)) =
+            memo.replayable(generation, (frame.ip, frame.sp, frame.bp), self.skip, self.out.len())
+        else {
+            return false;
+        };
+        let mut diff = 0u64;
+        for e in entries {
+            let r = e.reads;
+            // SAFETY: `Memo::finish` kept this replay only because every one of these addresses
+            // lay inside the bounds of the capture that recorded it, which began at the same
+            // stack pointer on the same thread: the same bounds as this capture's.
+            unsafe {
+                diff |= self.bounds.read_unchecked(r.ip & !1) ^ e.ip;
+                if r.sp != 0 {
+                    diff |= self.bounds.read_unchecked(r.sp) ^ e.sp;
+                }
+                if r.bp != 0 {
+                    diff |= self.bounds.read_unchecked(r.bp) ^ e.bp;
+                }
+            }
+        }
+        if diff != 0 {
+            return false;
+        }
+        let Some(last) = entries.last() else {
+            return false;
+        };
+        if !full {
+            // The last walk ended because no step led on from its last state: check it still
+            // does not (it may depend on words no state was computed from).
+            let end = Frame {
+                ip: last.ip,
+                sp: last.sp,
+                bp: last.bp,
+                exact: last.reads.exact(),
+            };
+            if self.step_cfi(end).is_some() {
+                return false;
+            }
+        }
+        let skip = self.skip.min(entries.len());
+        let emitted = &entries[skip..];
+        let n = emitted.len().min(self.out.len());
+        for (slot, e) in self.out[..n].iter_mut().zip(emitted) {
+            *slot = e.ip;
+        }
+        self.skip -= skip;
+        self.n = n;
+        self.memo_frames += entries.len() as u64;
+        self.key = key;
+        true
+    }
+
+    /// Walks with the thread's memo (see `memo.rs`), then stores this capture's states in it.
+    fn walk_memo(&mut self, frame: Frame, memo: &mut Memo, generation: u64) {
         let old = memo.entries(generation);
         // Uninitialised: zeroing 4.5 KiB per capture would cost more than the memo saves.
         let mut fresh = [MaybeUninit::<memo::Entry>::uninit(); memo::CAPACITY];

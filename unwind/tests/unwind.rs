@@ -7,7 +7,7 @@ use std::hint::black_box;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Barrier, Mutex, MutexGuard};
 
-use gpuleak_unwind::{cache_stats, capture, capture_with, init, modules_changed, Method};
+use gpuleak_unwind::{cache_stats, capture, capture_keyed, capture_with, init, modules_changed, Method};
 
 type Callback = extern "C" fn(ctx: *mut c_void);
 type Recurse = unsafe extern "C" fn(depth: c_int, cb: Callback, ctx: *mut c_void) -> c_int;
@@ -414,4 +414,58 @@ fn the_memo_confirms_unchanged_frames_and_notices_a_changed_caller() {
         assert_eq!(result[1], result[0], "round {round}");
     }
     assert!(memo_frames > 0, "repeated captures never used the memo");
+}
+
+/// A keyed capture and libgcc's frames from the same frame (`skip = 1` drops this one).
+#[inline(never)]
+fn grab_keyed(len: usize) -> (Vec<u64>, u64, Vec<u64>) {
+    let mut out = vec![0u64; len];
+    let (n, key) = capture_keyed(1, &mut out);
+    out.truncate(n);
+    let mut gcc = vec![0u64; len];
+    let m = capture_with(Method::Gcc, 1, &mut gcc);
+    gcc.truncate(m);
+    black_box((out, key, gcc))
+}
+
+#[test]
+fn keyed_captures_repeat_a_key_only_for_the_same_frames() {
+    let _lock = init_lock();
+    init(Method::Dwarf).expect("init");
+    let mut seen: Vec<(u64, Vec<u64>)> = Vec::new();
+    for round in 0..30 {
+        // Three captures from one site, then three from the other, and so on: only a return
+        // address 20 frames up tells the sites apart.
+        fixture_from_site(round % 2 == 0, &mut || {
+            // An opaque count, so that the loop is not unrolled into three call sites.
+            for _ in 0..black_box(3) {
+                let (frames, key, gcc) = grab_keyed(512);
+                assert_eq!(frames, gcc, "round {round}");
+                assert_ne!(key, 0, "a Dwarf capture always has a key");
+                seen.push((key, frames));
+            }
+        });
+        // Output lengths are part of the key: a shorter capture is not a repeat.
+        fixture_from_site(round % 2 == 0, &mut || {
+            let mut short = [0u64; 5];
+            let (n, key) = capture_keyed(1, &mut short);
+            assert_eq!(n, 5);
+            seen.push((key, short.to_vec()));
+        });
+    }
+    let mut repeats = 0;
+    for (i, (key, frames)) in seen.iter().enumerate() {
+        for (other_key, other) in &seen[..i] {
+            if key == other_key {
+                assert_eq!(frames, other, "capture {i} repeats a key with different frames");
+            }
+        }
+        repeats += usize::from(i > 0 && seen[i - 1].0 == *key);
+    }
+    // The second and third capture of each group repeat the first.
+    assert!(repeats >= 40, "only {repeats} of {} captures were replayed", seen.len());
+    // A changed caller 20 frames up is never replayed: each group starts with a new key.
+    for group in seen.chunks(4).collect::<Vec<_>>().windows(2) {
+        assert_ne!(group[0][0].0, group[1][0].0);
+    }
 }
