@@ -64,6 +64,7 @@ pub enum Value<'v> {
 }
 
 impl<'a> Field<'a> for u64 {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.u(*self)
     }
@@ -76,6 +77,7 @@ impl<'a> Field<'a> for u64 {
 }
 
 impl<'a> Field<'a> for u32 {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.u(u64::from(*self))
     }
@@ -88,6 +90,7 @@ impl<'a> Field<'a> for u32 {
 }
 
 impl<'a> Field<'a> for i32 {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.i(i64::from(*self))
     }
@@ -102,6 +105,7 @@ impl<'a> Field<'a> for i32 {
 }
 
 impl<'a> Field<'a> for Api {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.u(u64::from(self.0))
     }
@@ -118,6 +122,7 @@ impl<'a> Field<'a> for Api {
 }
 
 impl<'a> Field<'a> for Cow<'a, str> {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.bytes(self.as_bytes())
     }
@@ -130,6 +135,7 @@ impl<'a> Field<'a> for Cow<'a, str> {
 }
 
 impl<'a> Field<'a> for Cow<'a, [u8]> {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.bytes(self)
     }
@@ -143,6 +149,7 @@ impl<'a> Field<'a> for Cow<'a, [u8]> {
 
 /// A list of strings (program arguments).
 impl<'a> Field<'a> for Vec<Cow<'a, str>> {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.u(self.len() as u64);
         for s in self {
@@ -168,6 +175,7 @@ impl<'a> Field<'a> for Vec<Cow<'a, str>> {
 pub struct Addrs<'a>(pub Cow<'a, [u64]>);
 
 impl<'a> Field<'a> for Addrs<'a> {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.u(self.0.len() as u64);
         let mut prev = 0u64;
@@ -203,6 +211,7 @@ macro_rules! newtype_field {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
         pub struct $name(pub $inner);
         impl<'a> Field<'a> for $name {
+            #[inline]
             fn put(&self, e: &mut Enc<'_>, s: &mut BlockState) {
                 self.0.put(e, s)
             }
@@ -219,6 +228,7 @@ macro_rules! newtype_field {
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
         pub struct $name(pub u64);
         impl<'a> Field<'a> for $name {
+            #[inline]
             fn put(&self, e: &mut Enc<'_>, s: &mut BlockState) {
                 e.i(self.0.wrapping_sub(s.$reg) as i64);
                 s.$reg = self.0;
@@ -332,6 +342,7 @@ impl MemKind {
 }
 
 impl<'a> Field<'a> for MemKind {
+    #[inline]
     fn put(&self, e: &mut Enc<'_>, _: &mut BlockState) {
         e.byte(*self as u8)
     }

@@ -103,6 +103,7 @@ macro_rules! records {
 
         impl<'a> Body<'a> {
             /// The kind byte.
+            #[inline]
             pub fn kind(&self) -> u8 {
                 match self {
                     $( Body::$name(_) => $kind, )*
@@ -126,6 +127,7 @@ macro_rules! records {
                 }
             }
 
+            #[inline]
             fn put_fields(&self, e: &mut Enc<'_>, s: &mut BlockState) {
                 match self {
                     $( Body::$name(r) => r.put(e, s), )*
@@ -523,6 +525,7 @@ impl RecordRef<'_, '_> {
     /// Encodes into `out`, updating `state`, and returns the number of bytes used. The kind
     /// byte `out[0]` is left 0 for the caller to commit; see [`crate::block::commit`].
     /// Returns `NoRoom` (and leaves `state` unchanged) if the record does not fit.
+    #[inline]
     pub fn encode(&self, state: &mut BlockState, out: &mut [u8]) -> Result<usize, NoRoom> {
         // The payload goes at offset 2, after the kind and a one-byte length; a longer
         // length shifts the payload once (rare: only stacks and module records get long).
