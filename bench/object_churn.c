@@ -6,8 +6,11 @@
  *   stream_destroy  cuStreamDestroy_v2        (hooked: recorded, no stack)
  *   event_create    cuEventCreate             (hooked: creation stack)
  *   event_destroy   cuEventDestroy_v2         (hooked: recorded, no stack)
- *   record_sync     cuEventRecord + cuStreamSynchronize, per call (not hooked: the floor of a
- *                   driver call made by a program that runs under the preload)
+ *   record_sync     cuEventRecord + cuStreamSynchronize, per call (hooked: recorded, no stack)
+ *   copy_async      cuMemcpyHtoDAsync_v2 of 4 bytes (hooked: recorded with its range, no stack)
+ *   launch          cuLaunchKernel of the simulator's fill_u32 over one element, three
+ *                   parameters (hooked: recorded with the parameters that may be device
+ *                   pointers, no stack)
  *
  *     object_churn [FRAMES=25] [CALLS=100000]
  *
@@ -79,6 +82,27 @@ static struct spent record_sync(CUevent ev, CUstream st, long n) {
     return s;
 }
 
+static struct spent copy_async(CUdeviceptr d, CUstream st, long n) {
+    static uint32_t host = 7;
+    struct spent s = {0, 0};
+    struct stamp t0 = stamp();
+    for (long i = 0; i < n; i++)
+        if (cuMemcpyHtoDAsync_v2(d, &host, sizeof host, st) != CUDA_SUCCESS) failures++;
+    add(&s, t0, stamp());
+    return s;
+}
+
+static struct spent launch(CUfunction f, CUdeviceptr d, CUstream st, long n) {
+    unsigned value = 1, count = 1;
+    void *params[] = {&d, &value, &count};
+    struct spent s = {0, 0};
+    struct stamp t0 = stamp();
+    for (long i = 0; i < n; i++)
+        if (cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, st, params, NULL) != CUDA_SUCCESS) failures++;
+    add(&s, t0, stamp());
+    return s;
+}
+
 __attribute__((noinline)) static long churn(void) {
     long batches = calls / BATCH;
     if (batches < 1) batches = 1;
@@ -101,6 +125,20 @@ __attribute__((noinline)) static long churn(void) {
     if (cuStreamCreate(&st, 0) || cuEventCreate(&ev, 0)) return 1;
     record_sync(ev, st, 1000);
     report("record_sync", 2 * n, record_sync(ev, st, n));
+
+    CUdeviceptr buf;
+    CUmodule mod;
+    CUfunction fill;
+    if (cuMemAlloc_v2(&buf, 4096) || cuModuleLoadData(&mod, "simcuda kernels") ||
+        cuModuleGetFunction(&fill, mod, "fill_u32"))
+        return 1;
+    copy_async(buf, st, 1000);
+    report("copy_async", n, copy_async(buf, st, n));
+    launch(fill, buf, st, 1000);
+    report("launch", n, launch(fill, buf, st, n));
+    cuStreamSynchronize(st);
+    cuModuleUnload(mod);
+    cuMemFree_v2(buf);
     cuEventDestroy_v2(ev);
     cuStreamDestroy_v2(st);
     return failures;

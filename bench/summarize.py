@@ -125,18 +125,19 @@ def main():
     table(["frames", "workload", "variant", "median", "spread", "rounds"], rows)
 
     print("## 2. Streams and events: ns per call, CPU / wall\n")
-    ops = ["stream_create", "stream_destroy", "event_create", "event_destroy", "record_sync"]
+    ops = ["stream_create", "stream_destroy", "event_create", "event_destroy", "record_sync", "copy_async", "launch"]
     rows = []
     for f in frames_list:
         for op in ops:
             if (f, "object_churn", "dwarf", op, "wall") not in runs:
                 continue
-            rows.append([f, op + (" (not hooked)" if op == "record_sync" else ""),
+            rows.append([f, op + (" (creation stack)" if op.endswith("_create") else ""),
                          both(s.med(f, "object_churn", "base", op), s.med(f, "object_churn", "base", op, "cpu"), 1),
                          both(s.over(f, "object_churn", "dwarf", op), s.over(f, "object_churn", "dwarf", op, "cpu"), 1),
                          both(s.over(f, "object_churn", "nostack", op), s.over(f, "object_churn", "nostack", op, "cpu"), 1),
                          both(s.spread(f, "object_churn", "dwarf", op), s.spread(f, "object_churn", "dwarf", op, "cpu"), 1)])
-    table(["frames", "call", "untraced", "overhead, gpuleak dwarf", "overhead, depth 0", "spread (dwarf)"], rows)
+    table(["frames", "call", "untraced", "overhead, gpuleak dwarf", "overhead, depth 0 (no creation stack either)",
+           "spread (dwarf)"], rows)
 
     print("## 3. Trace bytes per record (round-1 traces)\n")
     rows = []
@@ -175,9 +176,13 @@ def main():
           f" wall {num(g)} / {num(h)} = {ratio(g, h)}")
     for op in ops:
         o = s.over(f, "object_churn", "dwarf", op, "cpu")
-        what = "not hooked: the floor" if op == "record_sync" else "hooked"
-        print(f"- {op} ({what}) overhead <= {CALL_TARGET_NS} ns per call: "
-              f"{both(s.over(f, 'object_churn', 'dwarf', op), o, 1)} ns: {verdict(o, CALL_TARGET_NS)}")
+        line = (f"- {op} overhead <= {CALL_TARGET_NS} ns per call: "
+                f"{both(s.over(f, 'object_churn', 'dwarf', op), o, 1)} ns: {verdict(o, CALL_TARGET_NS)}")
+        if op.endswith("_create"):
+            n = s.over(f, "object_churn", "nostack", op, "cpu")
+            line += (f" with its creation stack (GPULEAK_OBJECT_STACKS=1, the default); without: "
+                     f"{both(s.over(f, 'object_churn', 'nostack', op), n, 1)} ns: {verdict(n, CALL_TARGET_NS)}")
+        print(line)
     z = sizes.get((f, "alloc_churn", "dwarf"))
     if z:
         used = z["used_bytes"] / z["records"]
