@@ -154,6 +154,21 @@ apis! {
     210 cudaDeviceReset,
     211 cudaGetDriverEntryPoint,
     212 cudaGetDriverEntryPointByVersion,
+    // Stream-ordering entry points added after the first release (Copy, Launch records).
+    213 cuLaunchKernelEx,
+    214 cuLaunchKernelEx_ptsz,
+    215 cuGraphLaunch,
+    216 cuGraphLaunch_ptsz,
+    217 cuMemcpy2D_v2,
+    218 cuMemcpy2D_v2_ptds,
+    219 cuMemcpy2DUnaligned_v2,
+    220 cuMemcpy2DUnaligned_v2_ptds,
+    221 cuMemcpy2DAsync_v2,
+    222 cuMemcpy2DAsync_v2_ptsz,
+    223 cuMemcpy3D_v2,
+    224 cuMemcpy3D_v2_ptds,
+    225 cuMemcpy3DAsync_v2,
+    226 cuMemcpy3DAsync_v2_ptsz,
 }
 
 impl Api {

@@ -83,3 +83,131 @@ pub fn array_bytes(width: usize, height: usize, depth: usize, format: u32, chann
         .saturating_mul(depth.max(1) as u64)
         .saturating_mul(elem)
 }
+
+/// `CUlaunchConfig`, the first argument of `cuLaunchKernelEx`.
+#[repr(C)]
+pub struct CUlaunchConfig {
+    /// Grid width in blocks.
+    pub grid_dim_x: u32,
+    /// Grid height in blocks.
+    pub grid_dim_y: u32,
+    /// Grid depth in blocks.
+    pub grid_dim_z: u32,
+    /// Block width in threads.
+    pub block_dim_x: u32,
+    /// Block height in threads.
+    pub block_dim_y: u32,
+    /// Block depth in threads.
+    pub block_dim_z: u32,
+    /// Dynamic shared memory per block.
+    pub shared_mem_bytes: u32,
+    /// The stream the kernel is launched on.
+    pub stream: CUstream,
+    /// `CUlaunchAttribute` array (never read by the shim).
+    pub attrs: *mut c_void,
+    /// Number of attributes.
+    pub num_attrs: u32,
+}
+
+/// `CU_MEMORYTYPE_HOST`.
+pub const CU_MEMORYTYPE_HOST: u32 = 1;
+/// `CU_MEMORYTYPE_DEVICE`.
+pub const CU_MEMORYTYPE_DEVICE: u32 = 2;
+/// `CU_MEMORYTYPE_ARRAY`.
+pub const CU_MEMORYTYPE_ARRAY: u32 = 3;
+/// `CU_MEMORYTYPE_UNIFIED`.
+pub const CU_MEMORYTYPE_UNIFIED: u32 = 4;
+
+/// `CUDA_MEMCPY2D` (the `_v2` ABI, with `size_t` extents).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUDA_MEMCPY2D {
+    /// Source column in bytes.
+    pub src_x_in_bytes: usize,
+    /// Source row.
+    pub src_y: usize,
+    /// `CUmemorytype` of the source.
+    pub src_memory_type: u32,
+    /// Source, for host memory.
+    pub src_host: *const c_void,
+    /// Source, for device and unified memory.
+    pub src_device: CUdeviceptr,
+    /// Source, for arrays.
+    pub src_array: CUarray,
+    /// Bytes per source row.
+    pub src_pitch: usize,
+    /// Destination column in bytes.
+    pub dst_x_in_bytes: usize,
+    /// Destination row.
+    pub dst_y: usize,
+    /// `CUmemorytype` of the destination.
+    pub dst_memory_type: u32,
+    /// Destination, for host memory.
+    pub dst_host: *mut c_void,
+    /// Destination, for device and unified memory.
+    pub dst_device: CUdeviceptr,
+    /// Destination, for arrays.
+    pub dst_array: CUarray,
+    /// Bytes per destination row.
+    pub dst_pitch: usize,
+    /// Bytes copied per row.
+    pub width_in_bytes: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+/// `CUDA_MEMCPY3D` (the `_v2` ABI).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUDA_MEMCPY3D {
+    /// Source column in bytes.
+    pub src_x_in_bytes: usize,
+    /// Source row.
+    pub src_y: usize,
+    /// Source slice.
+    pub src_z: usize,
+    /// Source mipmap level (arrays).
+    pub src_lod: usize,
+    /// `CUmemorytype` of the source.
+    pub src_memory_type: u32,
+    /// Source, for host memory.
+    pub src_host: *const c_void,
+    /// Source, for device and unified memory.
+    pub src_device: CUdeviceptr,
+    /// Source, for arrays.
+    pub src_array: CUarray,
+    /// Reserved.
+    pub reserved0: *mut c_void,
+    /// Bytes per source row.
+    pub src_pitch: usize,
+    /// Rows per source slice.
+    pub src_height: usize,
+    /// Destination column in bytes.
+    pub dst_x_in_bytes: usize,
+    /// Destination row.
+    pub dst_y: usize,
+    /// Destination slice.
+    pub dst_z: usize,
+    /// Destination mipmap level (arrays).
+    pub dst_lod: usize,
+    /// `CUmemorytype` of the destination.
+    pub dst_memory_type: u32,
+    /// Destination, for host memory.
+    pub dst_host: *mut c_void,
+    /// Destination, for device and unified memory.
+    pub dst_device: CUdeviceptr,
+    /// Destination, for arrays.
+    pub dst_array: CUarray,
+    /// Reserved.
+    pub reserved1: *mut c_void,
+    /// Bytes per destination row.
+    pub dst_pitch: usize,
+    /// Rows per destination slice.
+    pub dst_height: usize,
+    /// Bytes copied per row.
+    pub width_in_bytes: usize,
+    /// Rows per slice.
+    pub height: usize,
+    /// Slices.
+    pub depth: usize,
+}

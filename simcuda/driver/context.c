@@ -48,6 +48,7 @@ void ctx_teardown(struct ctx *c) {
     mem_ctx_teardown(c);
     host_ctx_teardown(c);
     stream_ctx_teardown(c);
+    graph_ctx_teardown(c);
     module_ctx_teardown(c);
     ipc_ctx_teardown(c);
 }

@@ -1,24 +1,69 @@
 /*
- * copy.c: memcpy and memset entry points. Work runs synchronously at enqueue time; an
- * operation enqueued on a capturing stream is recorded nowhere and not executed (the captured
- * graph is never launched by the simulator).
+ * copy.c: memcpy and memset entry points, 1D, 2D and 3D. Work runs synchronously at enqueue
+ * time; an operation enqueued on a capturing stream is not executed but appended to the graph
+ * being captured, and runs at each launch of it (graph.c).
+ *
+ * 2D and 3D copies take each side's memory type from the descriptor: host and unified sides
+ * may be any host memory, device sides must lie in device memory; array sides are refused with
+ * CUDA_ERROR_NOT_SUPPORTED (array contents are not reachable in the simulator). Every row is
+ * checked before any byte is copied.
  */
+#include <string.h>
+
 #include "internal.h"
 
-static CUresult copy_sync(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+/* A 1D copy as a transfer of one row. */
+static struct xfer linear(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
                           size_t n) {
+    return (struct xfer){.dst = dst, .src = src, .dmode = dmode, .smode = smode, .dpitch = n,
+                         .spitch = n, .drows = 1, .srows = 1, .width = n, .height = 1,
+                         .depth = 1};
+}
+
+static uint64_t row_at(uint64_t base, size_t pitch, size_t rows, size_t y, size_t z) {
+    return base + ((uint64_t)z * rows + y) * pitch;
+}
+
+CUresult xfer_run_locked(const struct xfer *x) {
+    for (int pass = 0; pass < 2; pass++) {
+        for (size_t z = 0; z < x->depth; z++) {
+            for (size_t y = 0; y < x->height; y++) {
+                uint64_t d = row_at(x->dst, x->dpitch, x->drows, y, z);
+                uint64_t s = row_at(x->src, x->spitch, x->srows, y, z);
+                CUresult r = pass == 0 ? mem_copy_valid(d, x->dmode, s, x->smode, x->width)
+                                       : mem_copy_locked(d, x->dmode, s, x->smode, x->width);
+                if (r != CUDA_SUCCESS) return r;
+            }
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult xfer_sync(const struct xfer *x) {
     struct ctx *c;
     CUresult r = ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
-    return mem_copy_locked(dst, dmode, src, smode, n);
+    return xfer_run_locked(x);
+}
+
+static CUresult xfer_async(const struct xfer *x, CUstream s, bool ptsz) {
+    struct sref ref;
+    CUresult r = stream_ref(s, ptsz, &ref);
+    if (r != CUDA_SUCCESS) return r;
+    if (ref.capturing) return stream_capture_node(&ref, &(struct node){.kind = N_COPY, .copy = *x});
+    return xfer_run_locked(x);
+}
+
+static CUresult copy_sync(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+                          size_t n) {
+    struct xfer x = linear(dst, dmode, src, smode, n);
+    return xfer_sync(&x);
 }
 
 static CUresult copy_async(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
                            size_t n, CUstream s, bool ptsz) {
-    struct sref ref;
-    CUresult r = stream_ref(s, ptsz, &ref);
-    if (r != CUDA_SUCCESS || ref.capturing) return r;
-    return mem_copy_locked(dst, dmode, src, smode, n);
+    struct xfer x = linear(dst, dmode, src, smode, n);
+    return xfer_async(&x, s, ptsz);
 }
 
 static CUresult set_sync(uint64_t dst, const void *pattern, size_t elem, size_t count) {
@@ -32,8 +77,97 @@ static CUresult set_async(uint64_t dst, const void *pattern, size_t elem, size_t
                           CUstream s, bool ptsz) {
     struct sref ref;
     CUresult r = stream_ref(s, ptsz, &ref);
-    if (r != CUDA_SUCCESS || ref.capturing) return r;
+    if (r != CUDA_SUCCESS) return r;
+    if (ref.capturing) {
+        struct node n = {.kind = N_SET, .dst = dst, .elem = elem, .count = count};
+        memcpy(n.pattern, pattern, elem);
+        return stream_capture_node(&ref, &n);
+    }
     return mem_set_locked(dst, pattern, elem, count);
+}
+
+/* ---- 2D and 3D descriptors ---------------------------------------------------------------- */
+
+/* One side of a 2D or 3D copy: its first byte and how it may be addressed. */
+static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
+                     size_t z, size_t pitch, size_t rows, bool write, uint64_t *addr,
+                     enum xmode *mode) {
+    uint64_t base;
+    switch (type) {
+    case CU_MEMORYTYPE_HOST:
+        base = (uint64_t)(uintptr_t)host;
+        *mode = write ? X_ANY_WRITE : X_ANY_READ;
+        break;
+    case CU_MEMORYTYPE_DEVICE:
+        base = dev;
+        *mode = write ? X_DEV_WRITE : X_DEV_READ;
+        break;
+    case CU_MEMORYTYPE_UNIFIED:
+        base = dev;
+        *mode = write ? X_ANY_WRITE : X_ANY_READ;
+        break;
+    case CU_MEMORYTYPE_ARRAY: return CUDA_ERROR_NOT_SUPPORTED;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    *addr = row_at(base + x, pitch, rows, y, z);
+    return CUDA_SUCCESS;
+}
+
+/* A 3D descriptor as a transfer (2D ones are converted to 3D first). */
+static CUresult from_3d(const CUDA_MEMCPY3D *p, struct xfer *x) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    *x = (struct xfer){.dpitch = p->dstPitch, .spitch = p->srcPitch, .drows = p->dstHeight,
+                       .srows = p->srcHeight, .width = p->WidthInBytes, .height = p->Height,
+                       .depth = p->Depth};
+    CUresult r = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
+                      p->srcZ, p->srcPitch, p->srcHeight, false, &x->src, &x->smode);
+    if (r == CUDA_SUCCESS)
+        r = side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
+                 p->dstPitch, p->dstHeight, true, &x->dst, &x->dmode);
+    if (r != CUDA_SUCCESS) return r;
+    /* Rows must not overlap their neighbours; slices must hold Height rows. */
+    if (x->height > 1 && (x->dpitch < x->width || x->spitch < x->width))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (x->depth > 1 && (x->drows < x->height || x->srows < x->height))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult from_2d(const CUDA_MEMCPY2D *p, struct xfer *x) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY3D d = {
+        .srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcMemoryType = p->srcMemoryType,
+        .srcHost = p->srcHost, .srcDevice = p->srcDevice, .srcArray = p->srcArray,
+        .srcPitch = p->srcPitch, .srcHeight = p->Height,
+        .dstXInBytes = p->dstXInBytes, .dstY = p->dstY, .dstMemoryType = p->dstMemoryType,
+        .dstHost = p->dstHost, .dstDevice = p->dstDevice, .dstArray = p->dstArray,
+        .dstPitch = p->dstPitch, .dstHeight = p->Height,
+        .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = 1};
+    return from_3d(&d, x);
+}
+
+static CUresult copy2d_sync(const CUDA_MEMCPY2D *p) {
+    struct xfer x;
+    CUresult r = from_2d(p, &x);
+    return r == CUDA_SUCCESS ? xfer_sync(&x) : r;
+}
+
+static CUresult copy2d_async(const CUDA_MEMCPY2D *p, CUstream s, bool ptsz) {
+    struct xfer x;
+    CUresult r = from_2d(p, &x);
+    return r == CUDA_SUCCESS ? xfer_async(&x, s, ptsz) : r;
+}
+
+static CUresult copy3d_sync(const CUDA_MEMCPY3D *p) {
+    struct xfer x;
+    CUresult r = from_3d(p, &x);
+    return r == CUDA_SUCCESS ? xfer_sync(&x) : r;
+}
+
+static CUresult copy3d_async(const CUDA_MEMCPY3D *p, CUstream s, bool ptsz) {
+    struct xfer x;
+    CUresult r = from_3d(p, &x);
+    return r == CUDA_SUCCESS ? xfer_async(&x, s, ptsz) : r;
 }
 
 #define HOST(p) ((uint64_t)(uintptr_t)(p))
@@ -207,4 +341,56 @@ SIMCUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int u
                                            CUstream hStream) {
     API_ENTER();
     API_LOCKED(set_async(dstDevice, &ui, 4, N, hStream, true));
+}
+
+/* ---- 2D and 3D copies --------------------------------------------------------------------- */
+
+SIMCUDA_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy2d_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy2d_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy2d_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy2d_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy2d_async(pCopy, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *pCopy, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy2d_async(pCopy, hStream, true));
+}
+
+SIMCUDA_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy3d_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy3d_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy3d_async(pCopy, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy3d_async(pCopy, hStream, true));
 }

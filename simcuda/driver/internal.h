@@ -80,6 +80,7 @@ enum hkind {
     HK_ARRAY,
     HK_GRAPH,
     HK_PHYS,
+    HK_GRAPH_EXEC,
     HK_COUNT
 };
 
@@ -205,6 +206,9 @@ enum xmode { X_DEV_READ, X_DEV_WRITE, X_ANY_READ, X_ANY_WRITE };
 HIDDEN CUresult xlate(uint64_t addr, size_t n, enum xmode mode, char **host, size_t *contig);
 HIDDEN CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
                                 size_t n);
+/* mem_copy_locked's checks alone: whether the copy would succeed, touching nothing. */
+HIDDEN CUresult mem_copy_valid(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+                               size_t n);
 HIDDEN CUresult mem_set_locked(uint64_t dst, const void *pattern, size_t elem, size_t count);
 
 /* Host ranges known to the driver: pinned allocations, registrations, managed memory. */
@@ -244,9 +248,43 @@ HIDDEN void pool_drop_alloc(struct alloc *a);
 HIDDEN void pools_sync(int dev);
 HIDDEN void pools_release_cached(int dev);
 
-/* ---- streams, events, capture (stream.c) ------------------------------------------------- */
+/* ---- copies (copy.c) --------------------------------------------------------------------- */
+
+/* A copy of `height` rows of `width` bytes in each of `depth` slices (1D copies: 1 x 1). Row y
+ * of slice z starts at base + (z * slice_rows + y) * pitch on each side. */
+struct xfer {
+    uint64_t dst, src;
+    enum xmode dmode, smode;
+    size_t dpitch, spitch;
+    size_t drows, srows;  /* rows per slice (3D copies) */
+    size_t width, height, depth;
+};
+
+/* Runs a copy under the lock: every row is checked before any byte moves. */
+HIDDEN CUresult xfer_run_locked(const struct xfer *x);
+
+/* ---- streams, events, capture (stream.c), graphs and host functions (graph.c) ------------ */
 
 struct stream;
+struct graph;
+
+/* One operation captured into a graph, replayed by cuGraphLaunch. */
+enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST };
+
+typedef void (*sim_host_fn)(void *userData);
+
+struct node {
+    enum node_kind kind;
+    struct xfer copy;               /* N_COPY */
+    uint64_t dst;                   /* N_SET */
+    unsigned char pattern[4];       /* N_SET */
+    size_t elem, count;             /* N_SET */
+    int kernel;                     /* N_KERNEL: a built-in kernel (module.c) */
+    uint64_t kparams[3];            /* N_KERNEL: pointer, value, n */
+    uint64_t threads;               /* N_KERNEL: gridDimX * blockDimX */
+    sim_host_fn fn;                 /* N_HOST */
+    void *data;                     /* N_HOST */
+};
 
 /* What an operation on a stream argument resolved to. */
 struct sref {
@@ -256,10 +294,20 @@ struct sref {
 };
 
 HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
+/* Appends an operation to the graph a capturing stream builds. */
+HIDDEN CUresult stream_capture_node(struct sref *r, const struct node *n);
 HIDDEN void stream_capture_alloc(struct sref *r, uint64_t addr);
 HIDDEN bool stream_capture_free(struct sref *r, uint64_t addr);
 HIDDEN uint64_t graph_next_address(size_t size);
 HIDDEN void stream_ctx_teardown(struct ctx *c);
+/* The graph a capture ended with (a live HK_GRAPH handle), or NULL. */
+HIDDEN struct graph *graph_get(CUgraph h);
+HIDDEN struct ctx *graph_ctx(const struct graph *g);
+HIDDEN bool graph_has_alloc_nodes(const struct graph *g);
+HIDDEN const struct node *graph_nodes(const struct graph *g, size_t *n);
+HIDDEN void graph_ctx_teardown(struct ctx *c);
+/* Runs one kernel node (module.c); lock held. */
+HIDDEN CUresult kernel_run_node(const struct node *n);
 
 /* ---- modules, VMM, IPC, arrays ----------------------------------------------------------- */
 

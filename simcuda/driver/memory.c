@@ -128,11 +128,12 @@ CUresult xlate(uint64_t addr, size_t n, enum xmode mode, char **host, size_t *co
     return CUDA_ERROR_INVALID_VALUE;
 }
 
-CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode, size_t n) {
+/* Pass 0 only validates, so a bad range copies nothing; pass 1 copies. */
+static CUresult copy_passes(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+                            size_t n, int passes) {
     if (n == 0) return CUDA_SUCCESS;
     if (dst + n < dst || src + n < src) return CUDA_ERROR_INVALID_VALUE;
-    /* The first pass only validates, so a bad range copies nothing. */
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < passes; pass++) {
         for (size_t off = 0; off < n;) {
             char *dh, *sh;
             size_t dc, sc;
@@ -145,6 +146,14 @@ CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, enum xmod
         }
     }
     return CUDA_SUCCESS;
+}
+
+CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode, size_t n) {
+    return copy_passes(dst, dmode, src, smode, n, 2);
+}
+
+CUresult mem_copy_valid(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode, size_t n) {
+    return copy_passes(dst, dmode, src, smode, n, 1);
 }
 
 CUresult mem_set_locked(uint64_t dst, const void *pattern, size_t elem, size_t count) {

@@ -8,7 +8,10 @@
  * for i < min(n, gridDimX * blockDimX), as a one-dimensional kernel with a bounds check would.
  * Parameters arrive either as kernelParams or packed in the `extra` buffer at offsets 0, 8, 12.
  * A launch that would touch memory outside a live allocation returns CUDA_ERROR_ILLEGAL_ADDRESS
- * at once (the real driver reports it asynchronously and makes it sticky).
+ * at once (the real driver reports it asynchronously and makes it sticky). A launch on a
+ * capturing stream becomes a kernel node of the graph, which runs it at each graph launch.
+ * cuLaunchKernelEx takes the same launch from a CUlaunchConfig; its attributes are accepted
+ * and ignored.
  */
 #include <string.h>
 
@@ -267,9 +270,26 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
     r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     if (owner && owner != ref.ctx) return CUDA_ERROR_INVALID_HANDLE;
-    if (ref.capturing) return CUDA_SUCCESS;
     uint64_t threads = (uint64_t)gx * bx;
+    if (ref.capturing) {
+        struct node n = {.kind = N_KERNEL, .kernel = k, .kparams = {a.p, a.value, a.n},
+                         .threads = threads};
+        return stream_capture_node(&ref, &n);
+    }
     return run_kernel((enum builtin)k, &a, a.n < threads ? a.n : threads);
+}
+
+CUresult kernel_run_node(const struct node *n) {
+    struct launch_args a = {.p = n->kparams[0], .value = (unsigned int)n->kparams[1],
+                            .n = (unsigned int)n->kparams[2]};
+    return run_kernel((enum builtin)n->kernel, &a, a.n < n->threads ? a.n : n->threads);
+}
+
+static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
+                          bool ptsz) {
+    if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
+                  c->blockDimZ, c->hStream, params, extra, ptsz);
 }
 
 SIMCUDA_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
@@ -371,4 +391,16 @@ SIMCUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
     (void)sharedMemBytes;
     API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
                       kernelParams, extra, true));
+}
+
+SIMCUDA_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
+                                      void **kernelParams, void **extra) {
+    API_ENTER();
+    API_LOCKED(launch_ex(config, f, kernelParams, extra, false));
+}
+
+SIMCUDA_API CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
+                                           void **kernelParams, void **extra) {
+    API_ENTER();
+    API_LOCKED(launch_ex(config, f, kernelParams, extra, true));
 }

@@ -150,6 +150,16 @@ static const struct entry table[] = {
     PTROW("cuMemsetD16Async", 7000, cuMemsetD16Async_ptsz),
     ROW("cuMemsetD32Async", 3020, cuMemsetD32Async),
     PTROW("cuMemsetD32Async", 7000, cuMemsetD32Async_ptsz),
+    ROW("cuMemcpy2D", 3020, cuMemcpy2D_v2),
+    PTROW("cuMemcpy2D", 7000, cuMemcpy2D_v2_ptds),
+    ROW("cuMemcpy2DUnaligned", 3020, cuMemcpy2DUnaligned_v2),
+    PTROW("cuMemcpy2DUnaligned", 7000, cuMemcpy2DUnaligned_v2_ptds),
+    ROW("cuMemcpy2DAsync", 3020, cuMemcpy2DAsync_v2),
+    PTROW("cuMemcpy2DAsync", 7000, cuMemcpy2DAsync_v2_ptsz),
+    ROW("cuMemcpy3D", 3020, cuMemcpy3D_v2),
+    PTROW("cuMemcpy3D", 7000, cuMemcpy3D_v2_ptds),
+    ROW("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2),
+    PTROW("cuMemcpy3DAsync", 7000, cuMemcpy3DAsync_v2_ptsz),
 
     /* stream-ordered allocation and pools */
     ROW("cuMemAllocAsync", 11020, cuMemAllocAsync),
@@ -226,6 +236,14 @@ static const struct entry table[] = {
     ROW("cuStreamEndCapture", 10000, cuStreamEndCapture),
     PTROW("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
     ROW("cuGraphDestroy", 10000, cuGraphDestroy),
+    ROW("cuGraphInstantiate", 10000, cuGraphInstantiate),
+    ROW("cuGraphInstantiate", 11000, cuGraphInstantiate_v2),
+    ROW("cuGraphInstantiateWithFlags", 11040, cuGraphInstantiateWithFlags),
+    ROW("cuGraphExecDestroy", 10000, cuGraphExecDestroy),
+    ROW("cuGraphLaunch", 10000, cuGraphLaunch),
+    PTROW("cuGraphLaunch", 10000, cuGraphLaunch_ptsz),
+    ROW("cuLaunchHostFunc", 10000, cuLaunchHostFunc),
+    PTROW("cuLaunchHostFunc", 10000, cuLaunchHostFunc_ptsz),
 
     /* events */
     ROW("cuEventCreate", 2000, cuEventCreate),
@@ -256,6 +274,8 @@ static const struct entry table[] = {
     ROW("cuKernelGetName", 12030, cuKernelGetName),
     ROW("cuLaunchKernel", 4000, cuLaunchKernel),
     PTROW("cuLaunchKernel", 7000, cuLaunchKernel_ptsz),
+    ROW("cuLaunchKernelEx", 11060, cuLaunchKernelEx),
+    PTROW("cuLaunchKernelEx", 11060, cuLaunchKernelEx_ptsz),
 };
 
 #define NROWS (sizeof table / sizeof table[0])

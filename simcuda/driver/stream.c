@@ -6,10 +6,12 @@
  * which context owns them, and whether a stream is capturing. NULL, CU_STREAM_LEGACY and
  * CU_STREAM_PER_THREAD are valid streams of the calling thread's current context.
  *
- * Capture: cuStreamBeginCapture(_v2) on a created stream starts it; work enqueued while
- * capturing is neither executed nor recorded except stream-ordered allocations (see pool.c);
- * synchronising or querying a capturing stream fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED
- * and invalidates the capture; cuStreamEndCapture returns a CUgraph that can only be destroyed.
+ * Capture: cuStreamBeginCapture(_v2) on a created stream starts it; copies, memsets, kernels
+ * and host functions enqueued while capturing are not executed but appended, in order, to the
+ * graph being built (graph.c instantiates and launches it); stream-ordered allocations return
+ * graph addresses (see pool.c); synchronising or querying a capturing stream, or adding a
+ * stream callback to it, fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
+ * capture; cuStreamEndCapture returns the CUgraph.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,8 +24,12 @@
 
 struct graph {
     struct hdr h;
+    struct ctx *ctx;
     uint64_t *allocs; /* live graph allocations made during the capture */
     size_t n, cap;
+    bool had_allocs;  /* memory allocation nodes, which the simulator cannot launch */
+    struct node *nodes;
+    size_t nnodes, capnodes;
 };
 
 struct stream {
@@ -73,8 +79,33 @@ uint64_t graph_next_address(size_t size) {
     return addr;
 }
 
+CUresult stream_capture_node(struct sref *r, const struct node *n) {
+    struct graph *g = r->st->graph;
+    if (g->nnodes == g->capnodes) {
+        size_t cap = g->capnodes ? g->capnodes * 2 : 8;
+        struct node *v = realloc(g->nodes, cap * sizeof *v);
+        if (!v) return CUDA_ERROR_OUT_OF_MEMORY;
+        g->nodes = v;
+        g->capnodes = cap;
+    }
+    g->nodes[g->nnodes++] = *n;
+    return CUDA_SUCCESS;
+}
+
+struct graph *graph_get(CUgraph h) { return obj_get(HK_GRAPH, (uint64_t)(uintptr_t)h); }
+
+struct ctx *graph_ctx(const struct graph *g) { return g->ctx; }
+
+bool graph_has_alloc_nodes(const struct graph *g) { return g->had_allocs; }
+
+const struct node *graph_nodes(const struct graph *g, size_t *n) {
+    *n = g->nnodes;
+    return g->nodes;
+}
+
 void stream_capture_alloc(struct sref *r, uint64_t addr) {
     struct graph *g = r->st->graph;
+    g->had_allocs = true;
     if (g->n == g->cap) {
         size_t cap = g->cap ? g->cap * 2 : 8;
         uint64_t *v = realloc(g->allocs, cap * sizeof *v);
@@ -222,6 +253,7 @@ static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
     if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
     struct graph *g = obj_new(HK_GRAPH, sizeof *g);
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    g->ctx = s->ctx;
     s->graph = g;
     s->mode = mode;
     s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;

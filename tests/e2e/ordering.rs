@@ -12,6 +12,8 @@ use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, hex, of_type};
 
+mod later_calls;
+
 /// Runs `name args...` under the shim (with extra environment) and returns its trace.
 fn traced(dir: &TempDir, name: &str, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
     let trace = dir.path().join(format!("{name}-{}.trace", args.join("-")));

@@ -36,6 +36,13 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemsetD8Async_ptsz
             | Api::cuMemsetD16Async_ptsz
             | Api::cuMemsetD32Async_ptsz
+            | Api::cuLaunchKernelEx_ptsz
+            | Api::cuGraphLaunch_ptsz
+            | Api::cuMemcpy2D_v2_ptds
+            | Api::cuMemcpy2DUnaligned_v2_ptds
+            | Api::cuMemcpy2DAsync_v2_ptsz
+            | Api::cuMemcpy3D_v2_ptds
+            | Api::cuMemcpy3DAsync_v2_ptsz
     )
 }
 
@@ -50,6 +57,11 @@ pub enum HostSide {
     Enqueue,
     /// The host waits until the copy is complete (copies to or from host memory).
     Blocking,
+    /// Synchronous 2D and 3D copies: `Blocking` when a side is host memory, `Enqueue` when
+    /// both are device memory (or arrays). Which it is follows from the descriptor's memory
+    /// types, which the record carries as its addresses: a host side is a host address, an
+    /// array side 0 (see [`super::Streams`]'s copy handling).
+    BySides,
 }
 
 /// For a `Copy` record's API: how it relates to the host, and whether it is a memset.
@@ -75,6 +87,12 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
         | Api::cuMemsetD16Async_ptsz
         | Api::cuMemsetD32Async
         | Api::cuMemsetD32Async_ptsz => (Async, true),
+        Api::cuMemcpy2D_v2
+        | Api::cuMemcpy2D_v2_ptds
+        | Api::cuMemcpy2DUnaligned_v2
+        | Api::cuMemcpy2DUnaligned_v2_ptds
+        | Api::cuMemcpy3D_v2
+        | Api::cuMemcpy3D_v2_ptds => (BySides, false),
         _ => (Async, false),
     }
 }

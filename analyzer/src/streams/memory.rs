@@ -199,6 +199,16 @@ impl Memory {
         );
     }
 
+    /// Whether `addr` lies in device memory this model knows: a live device, managed or
+    /// stream-ordered allocation, or one freed since (pinned host memory is host memory, and
+    /// an address in no allocation is taken to be host memory too).
+    pub fn is_device_memory(&self, addr: u64) -> bool {
+        match self.live.range(..=addr).next_back() {
+            Some((_, l)) if addr < l.end => l.info.kind != MemKind::Host,
+            _ => matches!(self.freed_at(addr), Touch::Freed(_)),
+        }
+    }
+
     /// The live allocation starting exactly at `ptr`.
     pub fn at(&self, ptr: u64) -> Option<&Live> {
         self.live.get(&ptr)

@@ -18,7 +18,8 @@
 //!   the device) count as a context synchronize;
 //! - **blocking copies**: synchronous copies are operations of the legacy default stream (of
 //!   the per-thread default stream for `_ptds` variants); those to or from host memory
-//!   (`cuMemcpy`, `HtoD`, `DtoH`) also make the host wait for them. Synchronous
+//!   (`cuMemcpy`, `HtoD`, `DtoH`, and 2D/3D copies with a side in host memory: an address
+//!   outside the device memory the model tracks) also make the host wait for them. Synchronous
 //!   device-to-device copies and memsets do not (CUDA's "API synchronization behavior");
 //! - **legacy default stream**: an operation on it waits for all earlier work of every
 //!   blocking stream, and every later operation of a blocking stream waits for it.
@@ -27,7 +28,10 @@
 //! Stream handle 0 names the legacy default stream, or the calling thread's per-thread
 //! default stream for `_ptsz`/`_ptds` APIs; handles 1 and 2 are `CU_STREAM_LEGACY` and
 //! `CU_STREAM_PER_THREAD`. Operations on a stream under capture build a graph and are left
-//! out.
+//! out; a graph launch is an operation of its stream that touches no memory the model knows
+//! (what a graph touches is not recorded), so it orders and is ordered, and counts as work
+//! to wait for, but never races. Host functions (`cuLaunchHostFunc`) and callbacks are
+//! operations with no memory too.
 //!
 //! Host threads synchronize with each other in ways the trace cannot see (mutexes, joins), so
 //! a thread's clock starts, at its first call, with everything any thread had waited for by

@@ -38,10 +38,17 @@ impl Streams {
         } else {
             1
         };
+        // A 2D/3D copy's host side is a host address; an array side is 0.
+        let blocking = match side {
+            HostSide::BySides => [c.dst.0, c.src]
+                .iter()
+                .any(|&a| a != 0 && !self.memory.is_device_memory(a)),
+            s => s == HostSide::Blocking,
+        };
         let Some(slot) = self.work(tid, seq, c.api, c.stack, name, &accesses[..n]) else {
             return;
         };
-        if side == HostSide::Blocking {
+        if blocking {
             let clock = self.state(slot).clock.clone();
             self.host_learns(tid, &clock);
         }

@@ -6,6 +6,8 @@ use gpuleak_format::*;
 
 use super::*;
 
+mod later_apis;
+
 const A: u64 = 0xa0;
 const B: u64 = 0xb0;
 const E: u64 = 0xe0;

@@ -155,6 +155,8 @@ hooks! {
         cuCtxSynchronize_v2(ctx: CUcontext) => ordering::ctx_sync_v2;
         cuStreamAddCallback(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
         cuStreamAddCallback_ptsz(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
+        cuLaunchHostFunc(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;
+        cuLaunchHostFunc_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;
         cuStreamBeginCapture(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_ptsz(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_v2(stream: CUstream, mode: u32) => ordering::begin_capture;
@@ -192,6 +194,20 @@ hooks! {
         cuMemsetD32Async_ptsz(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream) => ordering::memset32_async;
         cuLaunchKernel(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr, extra: Pptr) => ordering::launch;
         cuLaunchKernel_ptsz(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr, extra: Pptr) => ordering::launch;
+        cuLaunchKernelEx(config: *const CUlaunchConfig, f: *mut c_void, params: Pptr, extra: Pptr) => ordering::launch_ex;
+        cuLaunchKernelEx_ptsz(config: *const CUlaunchConfig, f: *mut c_void, params: Pptr, extra: Pptr) => ordering::launch_ex;
+        cuGraphLaunch(exec: *mut c_void, stream: CUstream) => ordering::graph_launch;
+        cuGraphLaunch_ptsz(exec: *mut c_void, stream: CUstream) => ordering::graph_launch;
+        cuMemcpy2D_v2(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
+        cuMemcpy2D_v2_ptds(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
+        cuMemcpy2DUnaligned_v2(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
+        cuMemcpy2DUnaligned_v2_ptds(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
+        cuMemcpy2DAsync_v2(p: *const CUDA_MEMCPY2D, stream: CUstream) => ordering::copy_2d_async;
+        cuMemcpy2DAsync_v2_ptsz(p: *const CUDA_MEMCPY2D, stream: CUstream) => ordering::copy_2d_async;
+        cuMemcpy3D_v2(p: *const CUDA_MEMCPY3D) => ordering::copy_3d;
+        cuMemcpy3D_v2_ptds(p: *const CUDA_MEMCPY3D) => ordering::copy_3d;
+        cuMemcpy3DAsync_v2(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_3d_async;
+        cuMemcpy3DAsync_v2_ptsz(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_3d_async;
 
         cuGetProcAddress(symbol: *const i8, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
         cuGetProcAddress_v2(symbol: *const i8, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;

@@ -7,17 +7,29 @@
 //! record, no allocation, no lock, and no stack unless `GPULEAK_SYNC_STACKS` asks for one.
 //! Every record is numbered after the driver returned: the edge or the work it describes
 //! exists from then on.
+//!
+//! Later entry points reuse the same record kinds: `cuLaunchHostFunc` is a `HostFn` like a
+//! stream callback; `cuLaunchKernelEx` a `Launch` with the stream of its `CUlaunchConfig`;
+//! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what a graph touches is
+//! not known at its launch); 2D and 3D copies a `Copy` whose addresses and length come from
+//! their descriptor ([`regions`]).
+
+mod copies;
+mod launches;
+mod regions;
+
+pub use copies::*;
+pub use launches::*;
 
 use std::ffi::c_void;
 
 use gpuleak_format::{
-    Addrs, Api, Body, Capture, Copy, Ctx, CuResult, Event, EventRecord, HostFn, Launch, Ptr, StackId, Stream,
-    StreamWait, Sync,
+    Api, Body, Capture, Ctx, CuResult, Event, EventRecord, HostFn, StackId, Stream, StreamWait, Sync,
 };
 
 use crate::cuda::*;
 use crate::guard;
-use crate::{params, tracer};
+use crate::tracer;
 
 /// Runs the real call, then records what `make` builds from its result (a record kind
 /// without a stack field).
@@ -268,255 +280,24 @@ pub unsafe fn end_capture(
     r
 }
 
-/// A copy or memset (`src` 0 for a memset); synchronous APIs record stream 0, which the
-/// analyzer reads as the legacy default stream, or the per-thread one for `_ptds` variants.
-#[inline(always)]
-fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl FnOnce() -> CUresult) -> CUresult {
-    sampled(call, |r, stack| {
-        Copy {
-            api,
-            result: r,
-            stream: Stream(stream as u64),
-            dst: Ptr(dst),
-            src,
-            bytes,
-            stack,
-        }
-        .into()
-    })
-}
-
-const NO_STREAM: CUstream = std::ptr::null_mut();
-
-/// `cuMemcpy[_ptds]`, `cuMemcpyDtoD_v2[_ptds]`.
-pub unsafe fn copy_sync(
+/// `cuLaunchHostFunc[_ptsz]`: a host function queued on a stream, recorded as a callback is.
+pub unsafe fn launch_host_func(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n) }
-    })
-}
-
-/// `cuMemcpyAsync[_ptsz]`, `cuMemcpyDtoDAsync_v2[_ptsz]`.
-pub unsafe fn copy_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    n: usize,
+    real: unsafe extern "C" fn(CUstream, *mut c_void, *mut c_void) -> CUresult,
     stream: CUstream,
+    func: *mut c_void,
+    user: *mut c_void,
 ) -> CUresult {
-    copy(api, stream, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, stream) }
-    })
-}
-
-/// `cuMemcpyHtoD_v2[_ptds]`.
-pub unsafe fn copy_htod(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult,
-    dst: CUdeviceptr,
-    src: *const c_void,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, src as u64, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n) }
-    })
-}
-
-/// `cuMemcpyHtoDAsync_v2[_ptsz]`.
-pub unsafe fn copy_htod_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    src: *const c_void,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst, src as u64, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, stream) }
-    })
-}
-
-/// `cuMemcpyDtoH_v2[_ptds]`.
-pub unsafe fn copy_dtoh(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult,
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst as u64, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n) }
-    })
-}
-
-/// `cuMemcpyDtoHAsync_v2[_ptsz]`.
-pub unsafe fn copy_dtoh_async(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult,
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst as u64, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, stream) }
-    })
-}
-
-/// `cuMemsetD8_v2[_ptds]` (`bytes` = N).
-pub unsafe fn memset8(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u8, usize) -> CUresult,
-    dst: CUdeviceptr,
-    value: u8,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, 0, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n) }
-    })
-}
-
-/// `cuMemsetD16_v2[_ptds]` (`bytes` = 2N).
-pub unsafe fn memset16(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u16, usize) -> CUresult,
-    dst: CUdeviceptr,
-    value: u16,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(2), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n) }
-    })
-}
-
-/// `cuMemsetD32_v2[_ptds]` (`bytes` = 4N).
-pub unsafe fn memset32(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u32, usize) -> CUresult,
-    dst: CUdeviceptr,
-    value: u32,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(4), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n) }
-    })
-}
-
-/// `cuMemsetD8Async[_ptsz]`.
-pub unsafe fn memset8_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u8, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    value: u8,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst, 0, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n, stream) }
-    })
-}
-
-/// `cuMemsetD16Async[_ptsz]`.
-pub unsafe fn memset16_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u16, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    value: u16,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst, 0, (n as u64).saturating_mul(2), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n, stream) }
-    })
-}
-
-/// `cuMemsetD32Async[_ptsz]`.
-pub unsafe fn memset32_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u32, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    value: u32,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst, 0, (n as u64).saturating_mul(4), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n, stream) }
-    })
-}
-
-/// `cuLaunchKernel[_ptsz]`: the 8-byte parameters (possible device pointers) are read after
-/// a successful launch, when the driver has validated the parameter arrays.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn launch(
-    api: Api,
-    real: unsafe extern "C" fn(
-        *mut c_void,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        CUstream,
-        *mut *mut c_void,
-        *mut *mut c_void,
-    ) -> CUresult,
-    f: *mut c_void,
-    gx: u32,
-    gy: u32,
-    gz: u32,
-    bx: u32,
-    by: u32,
-    bz: u32,
-    shared: u32,
-    stream: CUstream,
-    params: *mut *mut c_void,
-    extra: *mut *mut c_void,
-) -> CUresult {
-    let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
-    };
-    // SAFETY: passed through.
-    let r = unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
-    let mut ptrs = [0u64; params::MAX_PTRS];
-    let n = if r == CUDA_SUCCESS {
-        let layout = params::layout(f);
-        // SAFETY: the launch succeeded, so the driver read every parameter through `params`
-        // or `extra`, as the layout it gave describes them.
-        unsafe { params::pointers(&layout, params, extra, &mut ptrs) }
-    } else {
-        0
-    };
-    tracer::hot_event(&g, |stack| {
-        Launch {
-            api,
-            result: CuResult(r),
-            stream: Stream(stream as u64),
-            function: f as u64,
-            ptrs: Addrs(std::borrow::Cow::Borrowed(&ptrs[..n])),
-            stack,
-        }
-        .into()
-    });
-    r
+    plain(
+        // SAFETY: passed through (the function pointer is only forwarded).
+        || unsafe { real(stream, func, user) },
+        |r| {
+            HostFn {
+                api,
+                result: r,
+                stream: Stream(stream as u64),
+            }
+            .into()
+        },
+    )
 }

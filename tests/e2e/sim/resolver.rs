@@ -205,7 +205,7 @@ fn named_requests_get_the_exact_variant() {
         ("cuMemAlloc", 3020, 2, 0, "0", "cuMemAlloc_v2"),
         ("cuGetExportTable", 3000, 0, 0, "0", "cuGetExportTable"),
         ("cuNoSuchFunction", 12000, 0, 500, "1", "-"),
-        ("cuGraphLaunch", 10000, 0, 500, "1", "-"),
+        ("cuGraphAddKernelNode", 10000, 0, 500, "1", "-"),
         ("(empty)", 0, 0, 500, "1", "-"),
         ("cuMemAlloc", 99990, 0, 1, "99", "-"),
         ("cuMemAlloc", 3020, 4, 1, "99", "-"),

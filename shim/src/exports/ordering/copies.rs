@@ -1,0 +1,317 @@
+//! Copies and memsets, 1D, 2D and 3D, as `Copy` records (`src` 0 for a memset).
+
+use std::ffi::c_void;
+
+use gpuleak_format::{Api, Copy, CuResult, Ptr, Stream};
+
+use super::{regions, sampled};
+use crate::cuda::*;
+use crate::{guard, tracer};
+
+/// A copy or memset (`src` 0 for a memset); synchronous APIs record stream 0, which the
+/// analyzer reads as the legacy default stream, or the per-thread one for `_ptds` variants.
+#[inline(always)]
+fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl FnOnce() -> CUresult) -> CUresult {
+    sampled(call, |r, stack| {
+        Copy {
+            api,
+            result: r,
+            stream: Stream(stream as u64),
+            dst: Ptr(dst),
+            src,
+            bytes,
+            stack,
+        }
+        .into()
+    })
+}
+
+const NO_STREAM: CUstream = std::ptr::null_mut();
+
+/// `cuMemcpy[_ptds]`, `cuMemcpyDtoD_v2[_ptds]`.
+pub unsafe fn copy_sync(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n) }
+    })
+}
+
+/// `cuMemcpyAsync[_ptsz]`, `cuMemcpyDtoDAsync_v2[_ptsz]`.
+pub unsafe fn copy_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, stream) }
+    })
+}
+
+/// `cuMemcpyHtoD_v2[_ptds]`.
+pub unsafe fn copy_htod(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, src as u64, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n) }
+    })
+}
+
+/// `cuMemcpyHtoDAsync_v2[_ptsz]`.
+pub unsafe fn copy_htod_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    src: *const c_void,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, src as u64, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, stream) }
+    })
+}
+
+/// `cuMemcpyDtoH_v2[_ptds]`.
+pub unsafe fn copy_dtoh(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst as u64, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n) }
+    })
+}
+
+/// `cuMemcpyDtoHAsync_v2[_ptsz]`.
+pub unsafe fn copy_dtoh_async(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult,
+    dst: *mut c_void,
+    src: CUdeviceptr,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst as u64, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, stream) }
+    })
+}
+
+/// `cuMemsetD8_v2[_ptds]` (`bytes` = N).
+pub unsafe fn memset8(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u8, usize) -> CUresult,
+    dst: CUdeviceptr,
+    value: u8,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, 0, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n) }
+    })
+}
+
+/// `cuMemsetD16_v2[_ptds]` (`bytes` = 2N).
+pub unsafe fn memset16(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u16, usize) -> CUresult,
+    dst: CUdeviceptr,
+    value: u16,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(2), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n) }
+    })
+}
+
+/// `cuMemsetD32_v2[_ptds]` (`bytes` = 4N).
+pub unsafe fn memset32(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u32, usize) -> CUresult,
+    dst: CUdeviceptr,
+    value: u32,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(4), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n) }
+    })
+}
+
+/// `cuMemsetD8Async[_ptsz]`.
+pub unsafe fn memset8_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u8, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    value: u8,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, 0, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n, stream) }
+    })
+}
+
+/// `cuMemsetD16Async[_ptsz]`.
+pub unsafe fn memset16_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u16, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    value: u16,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, 0, (n as u64).saturating_mul(2), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n, stream) }
+    })
+}
+
+/// `cuMemsetD32Async[_ptsz]`.
+pub unsafe fn memset32_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, u32, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    value: u32,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, 0, (n as u64).saturating_mul(4), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, value, n, stream) }
+    })
+}
+
+/// A 2D or 3D copy: like [`copy`], with the addresses and length read from the descriptor
+/// after the call, and only when it succeeded (the driver has then read and validated it; a
+/// refused copy is recorded with no addresses).
+#[inline(always)]
+fn copy_described(
+    api: Api,
+    stream: CUstream,
+    call: impl FnOnce() -> CUresult,
+    region: impl FnOnce() -> regions::Region,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let r = call();
+    let at = if r == CUDA_SUCCESS {
+        region()
+    } else {
+        regions::Region::default()
+    };
+    tracer::hot_event(&g, |stack| {
+        Copy {
+            api,
+            result: CuResult(r),
+            stream: Stream(stream as u64),
+            dst: Ptr(at.dst),
+            src: at.src,
+            bytes: at.bytes,
+            stack,
+        }
+        .into()
+    });
+    r
+}
+
+/// The region of the descriptor at `p` (nothing for NULL).
+///
+/// # Safety
+/// Called only after the driver succeeded with `p`: a non-null `p` points at a descriptor
+/// it has just read.
+unsafe fn described<T: std::marker::Copy>(p: *const T, region: fn(&T) -> regions::Region) -> regions::Region {
+    if p.is_null() {
+        return regions::Region::default();
+    }
+    // SAFETY: the caller's contract; read unaligned, as a program's struct may be packed.
+    region(&unsafe { p.read_unaligned() })
+}
+
+/// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]` (the default stream, as for
+/// `cuMemcpy`).
+pub unsafe fn copy_2d(
+    api: Api,
+    real: unsafe extern "C" fn(*const CUDA_MEMCPY2D) -> CUresult,
+    p: *const CUDA_MEMCPY2D,
+) -> CUresult {
+    copy_described(
+        api,
+        NO_STREAM,
+        // SAFETY: passed through.
+        || unsafe { real(p) },
+        // SAFETY: `copy_described` asks for the region only after a successful copy.
+        || unsafe { described(p, regions::of_2d) },
+    )
+}
+
+/// `cuMemcpy2DAsync_v2[_ptsz]`.
+pub unsafe fn copy_2d_async(
+    api: Api,
+    real: unsafe extern "C" fn(*const CUDA_MEMCPY2D, CUstream) -> CUresult,
+    p: *const CUDA_MEMCPY2D,
+    stream: CUstream,
+) -> CUresult {
+    copy_described(
+        api,
+        stream,
+        // SAFETY: passed through.
+        || unsafe { real(p, stream) },
+        // SAFETY: as in `copy_2d`.
+        || unsafe { described(p, regions::of_2d) },
+    )
+}
+
+/// `cuMemcpy3D_v2[_ptds]`.
+pub unsafe fn copy_3d(
+    api: Api,
+    real: unsafe extern "C" fn(*const CUDA_MEMCPY3D) -> CUresult,
+    p: *const CUDA_MEMCPY3D,
+) -> CUresult {
+    copy_described(
+        api,
+        NO_STREAM,
+        // SAFETY: passed through.
+        || unsafe { real(p) },
+        // SAFETY: as in `copy_2d`.
+        || unsafe { described(p, regions::of_3d) },
+    )
+}
+
+/// `cuMemcpy3DAsync_v2[_ptsz]`.
+pub unsafe fn copy_3d_async(
+    api: Api,
+    real: unsafe extern "C" fn(*const CUDA_MEMCPY3D, CUstream) -> CUresult,
+    p: *const CUDA_MEMCPY3D,
+    stream: CUstream,
+) -> CUresult {
+    copy_described(
+        api,
+        stream,
+        // SAFETY: passed through.
+        || unsafe { real(p, stream) },
+        // SAFETY: as in `copy_2d`.
+        || unsafe { described(p, regions::of_3d) },
+    )
+}

@@ -1,0 +1,141 @@
+//! Kernel launches (`cuLaunchKernel`, `cuLaunchKernelEx`) and graph launches, as `Launch`
+//! records.
+
+use std::ffi::c_void;
+
+use gpuleak_format::{Addrs, Api, CuResult, Launch, Stream};
+
+use crate::cuda::*;
+use crate::{guard, params, tracer};
+
+const NO_STREAM: CUstream = std::ptr::null_mut();
+
+/// Records a kernel launch of `f` on `stream`: the 8-byte parameters (possible device
+/// pointers) are read after a successful launch, when the driver has validated the
+/// parameter arrays.
+#[inline(always)]
+fn record_launch(
+    g: &guard::HookGuard,
+    api: Api,
+    r: CUresult,
+    stream: CUstream,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) {
+    let mut ptrs = [0u64; params::MAX_PTRS];
+    let n = if r == CUDA_SUCCESS {
+        let layout = params::layout(f);
+        // SAFETY: the launch succeeded, so the driver read every parameter through `params`
+        // or `extra`, as the layout it gave describes them.
+        unsafe { params::pointers(&layout, params, extra, &mut ptrs) }
+    } else {
+        0
+    };
+    tracer::hot_event(g, |stack| {
+        Launch {
+            api,
+            result: CuResult(r),
+            stream: Stream(stream as u64),
+            function: f as u64,
+            ptrs: Addrs(std::borrow::Cow::Borrowed(&ptrs[..n])),
+            stack,
+        }
+        .into()
+    });
+}
+
+/// `cuLaunchKernel[_ptsz]`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *mut c_void,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        u32,
+        CUstream,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> CUresult,
+    f: *mut c_void,
+    gx: u32,
+    gy: u32,
+    gz: u32,
+    bx: u32,
+    by: u32,
+    bz: u32,
+    shared: u32,
+    stream: CUstream,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
+    record_launch(&g, api, r, stream, f, params, extra);
+    r
+}
+
+/// `cuLaunchKernelEx[_ptsz]`: the stream is the configuration's. It is read only after a
+/// successful launch (the driver has then read the configuration too); a refused launch is
+/// recorded with stream 0 and no pointers.
+pub unsafe fn launch_ex(
+    api: Api,
+    real: unsafe extern "C" fn(*const CUlaunchConfig, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    config: *const CUlaunchConfig,
+    f: *mut c_void,
+    params: *mut *mut c_void,
+    extra: *mut *mut c_void,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(config, f, params, extra) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(config, f, params, extra) };
+    let stream = if r == CUDA_SUCCESS && !config.is_null() {
+        // SAFETY: the launch succeeded, so `config` points at a configuration the driver read;
+        // only the stream field is read, in place.
+        unsafe { std::ptr::addr_of!((*config).stream).read_unaligned() }
+    } else {
+        NO_STREAM
+    };
+    record_launch(&g, api, r, stream, f, params, extra);
+    r
+}
+
+/// `cuGraphLaunch[_ptsz]`: work on `stream` whose memory accesses are unknown (a `Launch` of
+/// the executable graph handle with no pointers).
+pub unsafe fn graph_launch(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUstream) -> CUresult,
+    exec: *mut c_void,
+    stream: CUstream,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(exec, stream) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(exec, stream) };
+    tracer::hot_event(&g, |stack| {
+        Launch {
+            api,
+            result: CuResult(r),
+            stream: Stream(stream as u64),
+            function: exec as u64,
+            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
+            stack,
+        }
+        .into()
+    });
+    r
+}
