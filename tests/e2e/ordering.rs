@@ -13,6 +13,7 @@ use serde_json::Value;
 use crate::trace::{assert_ok, dump, hex, of_type};
 
 mod later_calls;
+mod suppressions;
 
 /// Runs `name args...` under the shim (with extra environment) and returns its trace.
 fn traced(dir: &TempDir, name: &str, args: &[&str], env: &[(&str, &str)]) -> PathBuf {

@@ -287,7 +287,7 @@ pub fn evaluate(report: Report, config: &Config) -> Outcome {
             .findings
             .iter()
             .map(|f| {
-                let suppressed_by = supp.find(f.check, &f.stack);
+                let suppressed_by = supp.find_finding(f);
                 match suppressed_by {
                     Some(i) => {
                         usage[i].groups += 1;
