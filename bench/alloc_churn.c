@@ -2,7 +2,11 @@
  * alloc_churn: N cuMemAlloc_v2 + cuMemFree_v2 pairs of a constant size at a call stack of F
  * frames, timed inside the program (start-up, context creation and a warm-up excluded).
  *
- *     alloc_churn [FRAMES=25] [PAIRS=200000] [SIZE=4096]
+ *     alloc_churn [FRAMES=25] [PAIRS=200000] [SIZE=4096] [SITES=1]
+ *
+ * SITES=2 allocates through two call sites in turn, so that no allocation stack repeats the one
+ * before it (the stacks differ in their innermost frame): the unwinder cannot copy the previous
+ * capture and walks, confirming only the shared outer frames from its memo.
  *
  * Prints one line: `alloc_churn frames=F pairs=N ns_per_pair=X`.
  */
@@ -11,13 +15,28 @@
 
 static long pairs = 200000;
 static size_t size = 4096;
+static long sites = 1;
 static const long warmup = 2000;
+
+/* Two call sites; the empty asm after each call keeps it from becoming a tail call. */
+__attribute__((noinline)) static CUresult alloc_a(CUdeviceptr *d) {
+    CUresult r = cuMemAlloc_v2(d, size);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
+
+__attribute__((noinline)) static CUresult alloc_b(CUdeviceptr *d) {
+    CUresult r = cuMemAlloc_v2(d, size);
+    __asm__ volatile("" ::: "memory");
+    return r;
+}
 
 static long run_pairs(long n) {
     long failures = 0;
     for (long i = 0; i < n; i++) {
         CUdeviceptr d;
-        if (cuMemAlloc_v2(&d, size) != CUDA_SUCCESS) failures++;
+        CUresult r = sites == 2 ? ((i & 1) ? alloc_b(&d) : alloc_a(&d)) : cuMemAlloc_v2(&d, size);
+        if (r != CUDA_SUCCESS) failures++;
         else if (cuMemFree_v2(d) != CUDA_SUCCESS) failures++;
     }
     return failures;
@@ -39,6 +58,7 @@ int main(int argc, char **argv) {
     int frames = (int)arg_long(argc, argv, 1, 25);
     pairs = arg_long(argc, argv, 2, pairs);
     size = (size_t)arg_long(argc, argv, 3, (long)size);
+    sites = arg_long(argc, argv, 4, sites);
     CUdevice dev;
     CUcontext ctx;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) {

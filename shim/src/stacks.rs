@@ -12,13 +12,27 @@ use std::sync::Mutex;
 
 use gpuleak_format::StackId;
 
-/// Hashes a stack.
+/// Hashes a stack: four independent multiply-rotate lanes over the frames (so that the CPU
+/// overlaps them instead of waiting on one dependent chain), combined, then avalanched.
 #[inline]
 pub fn hash(frames: &[u64]) -> u64 {
-    let mut h: u64 = 0x243f_6a88_85a3_08d3 ^ frames.len() as u64;
-    for &f in frames {
-        h = (h ^ f).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29);
+    const K: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut lanes: [u64; 4] = [
+        0x243f_6a88_85a3_08d3 ^ frames.len() as u64,
+        0x1319_8a2e_0370_7344,
+        0xa409_3822_299f_31d0,
+        0x082e_fa98_ec4e_6c89,
+    ];
+    let mut chunks = frames.chunks_exact(4);
+    for c in &mut chunks {
+        for (lane, &f) in lanes.iter_mut().zip(c) {
+            *lane = (*lane ^ f).wrapping_mul(K).rotate_left(29);
+        }
     }
+    for (lane, &f) in lanes.iter_mut().zip(chunks.remainder()) {
+        *lane = (*lane ^ f).wrapping_mul(K).rotate_left(29);
+    }
+    let mut h = lanes[0] ^ lanes[1].rotate_left(16) ^ lanes[2].rotate_left(32) ^ lanes[3].rotate_left(48);
     // Final avalanche (from MurmurHash3's fmix64).
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
@@ -123,5 +137,14 @@ mod tests {
         assert_ne!(a, b);
         assert_eq!(written, vec![a, b]);
         assert_ne!(hash(&[1, 2]), hash(&[2, 1]));
+        // Lanes are combined with different rotations: swapping whole lanes changes the hash,
+        // and so does a frame moving across the chunk boundary or a trailing zero frame.
+        assert_ne!(hash(&[1, 2, 3, 4, 5, 6, 7, 8]), hash(&[2, 1, 3, 4, 6, 5, 7, 8]));
+        assert_ne!(hash(&[1, 2, 3, 4, 5]), hash(&[5, 1, 2, 3, 4]));
+        assert_ne!(hash(&[1, 2, 3]), hash(&[1, 2, 3, 0]));
+        let distinct: std::collections::HashSet<u64> = (0..10_000u64)
+            .map(|i| hash(&[0x5555_0000_1000 + i * 16, 0x7f00_0000_2000, i]))
+            .collect();
+        assert_eq!(distinct.len(), 10_000);
     }
 }

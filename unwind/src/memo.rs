@@ -126,21 +126,16 @@ impl Memo {
     }
 
     /// Records how the capture that just replaced the memo began and ended, and gives it a new
-    /// key. `readable(address)` tells whether a word lies inside the capture's stack bounds; the
-    /// capture may be replayed only if every word its states were read from does (a replay reads
-    /// them without checking) and every state was confirmable.
-    pub(crate) fn finish(&mut self, mut last: Last, readable: impl Fn(u64) -> bool) -> u64 {
+    /// key. The memo holds exactly the states that capture computed or confirmed, each through
+    /// reads its stack bounds checked (`walk.rs`), so a replay may read the same words without
+    /// checking; it is allowed only if the capture's states all fit in the memo and all were
+    /// confirmable.
+    pub(crate) fn finish(&mut self, mut last: Last) -> u64 {
         self.keys = self.keys.wrapping_add(1).max(1);
         last.key = self.keys;
         let ok = last.consumed > 0
             && last.consumed <= self.len
-            && self.entries[..last.consumed].iter().all(|e| {
-                let r = e.reads;
-                !r.unverifiable()
-                    && readable(r.ip & !1)
-                    && (r.sp == 0 || readable(r.sp))
-                    && (r.bp == 0 || readable(r.bp))
-            });
+            && self.entries[..last.consumed].iter().all(|e| !e.reads.unverifiable());
         self.last = ok.then_some(last);
         last.key
     }
@@ -167,10 +162,7 @@ impl Memo {
         if reused_start != head {
             self.entries.copy_within(reused_start..reused_start + reused_len, head);
         }
-        // Usually the stack below the match did not change either.
-        if self.entries[..head] != fresh[..head] {
-            self.entries[..head].copy_from_slice(&fresh[..head]);
-        }
+        self.entries[..head].copy_from_slice(&fresh[..head]);
         let tail_start = head + reused_len;
         let tail = &fresh[head..];
         let tail_len = tail.len().min(CAPACITY - tail_start);

@@ -241,8 +241,7 @@ impl Walk<'_> {
             full: self.n >= out_len,
             key: 0,
         };
-        let bounds = self.bounds;
-        self.key = memo.finish(last, |address| bounds.read(address).is_some());
+        self.key = memo.finish(last);
     }
 
     /// Copies the last capture's frames if this capture starts from the same registers (so with
@@ -262,10 +261,14 @@ impl Walk<'_> {
         };
         let mut diff = 0u64;
         for e in entries {
+            if diff != 0 {
+                // A changed stack usually differs near the top: stop at the first difference.
+                return false;
+            }
             let r = e.reads;
-            // SAFETY: `Memo::finish` kept this replay only because every one of these addresses
-            // lay inside the bounds of the capture that recorded it, which began at the same
-            // stack pointer on the same thread: the same bounds as this capture's.
+            // SAFETY: every one of these addresses was read, through a bounds check, by the
+            // capture that recorded the memo (`walk_memo`, `Memo::finish`), which began at the
+            // same stack pointer on the same thread: its bounds are this capture's.
             unsafe {
                 diff |= self.bounds.read_unchecked(r.ip & !1) ^ e.ip;
                 if r.sp != 0 {
@@ -309,42 +312,48 @@ impl Walk<'_> {
     }
 
     /// Walks with the thread's memo (see `memo.rs`), then stores this capture's states in it.
-    fn walk_memo(&mut self, frame: Frame, memo: &mut Memo, generation: u64) {
+    /// Whenever a state equals one of the memo, the entries after it are confirmed instead of
+    /// computed; at the first that no longer holds, ordinary steps resume until the walk meets
+    /// the memo again (a stack that differs only in a few inner frames, as when a loop allocates
+    /// from alternating call sites, is confirmed everywhere else).
+    fn walk_memo(&mut self, start: Frame, memo: &mut Memo, generation: u64) {
         let old = memo.entries(generation);
         // Uninitialised: zeroing 4.5 KiB per capture would cost more than the memo saves.
         let mut fresh = [MaybeUninit::<memo::Entry>::uninit(); memo::CAPACITY];
         let mut recorded = 0;
-        let Some(matched) = self.record(frame, &mut fresh, &mut recorded, old) else {
-            memo.replace(generation, initialised(&fresh, recorded), recorded, 0..0);
-            return;
-        };
-        // Check the entries after the match instead of computing them.
-        let head = recorded;
-        let mut verified = matched + 1;
-        while let Some(entry) = old.get(verified) {
-            if !self.still_holds(entry) {
-                break;
+        let mut frame = start;
+        let mut cursor = 0;
+        // Every state this loop records was computed by a step or confirmed by `still_holds`
+        // in this capture, through reads that the bounds checked (what `Memo::finish` relies on).
+        while let Some(found) = self.record(frame, &mut fresh, &mut recorded, &old[cursor..]) {
+            let mut next = cursor + found + 1;
+            while let Some(entry) = old.get(next) {
+                if !self.still_holds(entry) {
+                    break;
+                }
+                self.memo_frames += 1;
+                if let Some(slot) = fresh.get_mut(recorded) {
+                    slot.write(*entry);
+                    recorded += 1;
+                }
+                next += 1;
+                if self.emit(entry.ip) {
+                    memo.replace(generation, initialised(&fresh, recorded), recorded, 0..0);
+                    return;
+                }
             }
-            self.memo_frames += 1;
-            verified += 1;
-            if self.emit(entry.ip) {
-                // The unchecked rest of the old memo stays: it is only ever a hint.
-                let end = old.len();
-                memo.replace(generation, initialised(&fresh, recorded), head, matched + 1..end);
-                return;
-            }
+            // From the last confirmed state on, ordinary steps again (the first one finds the
+            // end of the stack if the memo reached it).
+            let last = old[next - 1];
+            frame = Frame {
+                ip: last.ip,
+                sp: last.sp,
+                bp: last.bp,
+                exact: last.reads.exact(),
+            };
+            cursor = next;
         }
-        // From the last confirmed state on, ordinary steps again (the first one finds the end
-        // of the stack if the memo reached it).
-        let last = old[verified - 1];
-        let frame = Frame {
-            ip: last.ip,
-            sp: last.sp,
-            bp: last.bp,
-            exact: last.reads.exact(),
-        };
-        self.record(frame, &mut fresh, &mut recorded, &[]);
-        memo.replace(generation, initialised(&fresh, recorded), head, matched + 1..verified);
+        memo.replace(generation, initialised(&fresh, recorded), recorded, 0..0);
     }
 
     /// Whether `entry` is still what one step from its predecessor (a state equal to the
