@@ -1,10 +1,13 @@
-//! Opening a trace file: mapped, not read, so memory follows what is used, not the size.
+//! Opening traces: files mapped, not read, so memory follows what is used, not the size; and
+//! directories of traces (a multi-process or multi-rank run) expanded to the traces in them.
 
+use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use gpuleak_format::{DecodeError, Trace};
+use gpuleak_format::{DecodeError, Trace, MAGIC};
 
 /// A trace on disk, mapped read-only.
 pub struct TraceFile {
@@ -15,10 +18,12 @@ pub struct TraceFile {
 /// Why a trace could not be opened.
 #[derive(Debug)]
 pub enum OpenError {
-    /// The file could not be read.
+    /// The file (or directory) could not be read.
     Io(PathBuf, std::io::Error),
     /// The file is not a trace this version reads.
     Format(PathBuf, DecodeError),
+    /// A directory given as a trace holds no trace file.
+    NoTraces(PathBuf),
 }
 
 impl fmt::Display for OpenError {
@@ -26,6 +31,12 @@ impl fmt::Display for OpenError {
         match self {
             OpenError::Io(p, e) => write!(f, "{}: {e}", p.display()),
             OpenError::Format(p, e) => write!(f, "{}: {e}", p.display()),
+            OpenError::NoTraces(p) => write!(
+                f,
+                "{}: no gpuleak trace in this directory (a trace is a file that starts with \
+                 the bytes \"GPULEAK\\0\"; subdirectories are not searched)",
+                p.display()
+            ),
         }
     }
 }
@@ -52,10 +63,11 @@ impl TraceFile {
         Ok(t)
     }
 
-    /// Opens every trace before anything is printed, so that an unreadable one stops a
-    /// command with nothing half-written.
+    /// Opens every trace named by `paths` (each a trace, or a directory of traces, see
+    /// [`expand`]) before anything is printed, so that an unreadable one stops a command with
+    /// nothing half-written.
     pub fn open_all(paths: &[PathBuf]) -> Result<Vec<TraceFile>, OpenError> {
-        paths.iter().map(|p| TraceFile::open(p)).collect()
+        expand(paths)?.iter().map(|p| TraceFile::open(p)).collect()
     }
 
     /// The file's path.
@@ -68,8 +80,175 @@ impl TraceFile {
         self.map.as_deref().unwrap_or(&[])
     }
 
+    /// The file's length.
+    pub fn len(&self) -> u64 {
+        self.bytes().len() as u64
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.bytes().is_empty()
+    }
+
     /// A decoder over the file.
     pub fn trace(&self) -> Result<Trace<'_>, OpenError> {
         Trace::new(self.bytes()).map_err(|e| OpenError::Format(self.path.clone(), e))
+    }
+
+    /// Lets the kernel drop the mapped pages before `offset` from this process's memory, so
+    /// that reading a trace from start to end does not keep the whole file resident. Reading
+    /// those bytes again still works: the pages come back from the file.
+    pub fn release_before(&self, offset: u64) {
+        const PAGE: u64 = 4096;
+        let Some(map) = &self.map else { return };
+        let end = (offset.min(map.len() as u64) / PAGE * PAGE) as usize;
+        if end == 0 {
+            return;
+        }
+        // SAFETY: the mapping is private and read-only, never written through, so its pages
+        // are clean copies of the file: MADV_DONTNEED only unmaps them, and the next access
+        // faults the same bytes back in from the file. No reference sees changed contents
+        // (beyond what a file modified underneath a mapping shows anyway, as `open` says).
+        let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end) };
+    }
+}
+
+/// The trace files that `paths` name, in order: a file stands for itself; a directory for
+/// every trace file directly in it (recognised by the magic bytes at its start, whatever its
+/// name; other files, subdirectories and special files are passed over), sorted by name. A
+/// file named twice (itself and through its directory) is taken once, where first named.
+///
+/// A directory without any trace is an error, as is one that cannot be listed, or a file in
+/// it that cannot be read to tell whether it is a trace.
+pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, OpenError> {
+    let mut out = Vec::with_capacity(paths.len());
+    for path in paths {
+        if !path.is_dir() {
+            out.push(path.clone());
+            continue;
+        }
+        let io = |e| OpenError::Io(path.clone(), e);
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(path).map_err(io)? {
+            let entry = entry.map_err(io)?;
+            let file = entry.path();
+            // Follows symbolic links, as a trace named on the command line would be.
+            match std::fs::metadata(&file) {
+                Ok(m) if m.is_file() => {}
+                Ok(_) => continue,
+                // A dangling link is no trace.
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(OpenError::Io(file, e)),
+            }
+            if is_trace(&file)? {
+                found.push(file);
+            }
+        }
+        if found.is_empty() {
+            return Err(OpenError::NoTraces(path.clone()));
+        }
+        found.sort();
+        out.extend(found);
+    }
+    let mut seen = HashSet::new();
+    out.retain(|p| seen.insert(std::fs::canonicalize(p).unwrap_or_else(|_| p.clone())));
+    Ok(out)
+}
+
+/// Whether the regular file at `path` starts with a trace's magic bytes.
+fn is_trace(path: &Path) -> Result<bool, OpenError> {
+    let mut head = [0u8; MAGIC.len()];
+    let mut file = File::open(path).map_err(|e| OpenError::Io(path.to_owned(), e))?;
+    let mut filled = 0;
+    while filled < head.len() {
+        match file.read(&mut head[filled..]) {
+            Ok(0) => return Ok(false),
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(OpenError::Io(path.to_owned(), e)),
+        }
+    }
+    Ok(head == MAGIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A fresh directory under the system's temporary directory, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let path = std::env::temp_dir().join(format!("gpuleak-file-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir(&path).unwrap();
+            Dir(path)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn header() -> Vec<u8> {
+        let mut h = [0u8; gpuleak_format::HEADER_SIZE];
+        gpuleak_format::FileHeader {
+            version: gpuleak_format::FORMAT_VERSION,
+            block_size: gpuleak_format::BLOCK_SIZE as u32,
+            pid: 1,
+            start_unix_ns: 0,
+        }
+        .write(&mut h);
+        h.to_vec()
+    }
+
+    #[test]
+    fn a_directory_stands_for_its_traces_by_content_not_name_sorted() {
+        let d = Dir::new("expand");
+        std::fs::write(d.0.join("b.bin"), header()).unwrap();
+        std::fs::write(d.0.join("a.trace"), header()).unwrap();
+        std::fs::write(d.0.join("notes.trace"), b"not a trace, whatever its name").unwrap();
+        std::fs::write(d.0.join("short"), b"GPU").unwrap();
+        std::fs::write(d.0.join("empty"), b"").unwrap();
+        std::fs::create_dir(d.0.join("sub")).unwrap();
+        std::fs::write(d.0.join("sub").join("c.trace"), header()).unwrap();
+        std::os::unix::fs::symlink(d.0.join("gone"), d.0.join("dangling")).unwrap();
+
+        let all = expand(std::slice::from_ref(&d.0)).unwrap();
+        assert_eq!(all, [d.0.join("a.trace"), d.0.join("b.bin")]);
+        // Named again, by itself or through the directory: taken once, where first named.
+        let twice = expand(&[d.0.join("b.bin"), d.0.clone()]).unwrap();
+        assert_eq!(twice, [d.0.join("b.bin"), d.0.join("a.trace")]);
+        assert_eq!(TraceFile::open_all(std::slice::from_ref(&d.0)).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_directory_without_traces_is_an_error_naming_it() {
+        let d = Dir::new("empty");
+        std::fs::write(d.0.join("README"), b"hello").unwrap();
+        let e = expand(std::slice::from_ref(&d.0)).unwrap_err();
+        assert!(matches!(e, OpenError::NoTraces(_)));
+        assert!(
+            e.to_string()
+                .starts_with(&format!("{}: no gpuleak trace", d.0.display())),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn released_pages_read_back_the_same_bytes() {
+        let d = Dir::new("release");
+        let path = d.0.join("t");
+        let mut bytes = header();
+        bytes.extend((0..3 * 4096u32).map(|i| i as u8));
+        std::fs::write(&path, &bytes).unwrap();
+        let t = TraceFile::open(&path).unwrap();
+        let before = t.bytes().to_vec();
+        t.release_before(t.len());
+        t.release_before(5000);
+        assert_eq!(t.bytes(), &before[..]);
     }
 }

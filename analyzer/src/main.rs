@@ -67,9 +67,52 @@ struct ReportArgs {
     /// Count memory still held by caching allocators (PyTorch, XLA, CuPy, RMM) as leaks.
     #[arg(long)]
     pool_as_leak: bool,
-    /// Trace files written by libgpuleak.so, one per process.
+    #[command(flatten)]
+    reading: Reading,
+    /// Trace files written by libgpuleak.so (one per process), or directories of them.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
+}
+
+/// How traces are read, for `report` and `check`.
+#[derive(clap::Args)]
+struct Reading {
+    /// Read up to N traces at once (default: one per CPU); 1 reads them one after another on
+    /// one thread. The output is the same either way.
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Print nothing on stderr but errors (no progress bar).
+    #[arg(short = 'q', long)]
+    quiet: bool,
+}
+
+impl Reading {
+    /// Opens every trace (a directory stands for the traces in it) and reports on each, in
+    /// order, on up to `--jobs` threads, with a progress bar on stderr when `bar` allows one,
+    /// stderr is a terminal and `--quiet` was not given.
+    fn reports(
+        &self,
+        traces: &[PathBuf],
+        options: &gpuleak_analyzer::report::Options,
+        bar: bool,
+    ) -> anyhow::Result<Vec<gpuleak_analyzer::report::ProcessReport>> {
+        use gpuleak_analyzer::report::{self, progress, Progress};
+        use std::io::IsTerminal;
+
+        let files = gpuleak_analyzer::TraceFile::open_all(traces)?;
+        let jobs = match self.jobs {
+            Some(n) => usize::from(n),
+            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        };
+        if bar && !self.quiet && std::io::stderr().is_terminal() {
+            let p = Progress::new(files.iter().map(|f| f.len()).sum(), files.len());
+            Ok(progress::show(&p, || {
+                report::from_files(&files, options, jobs, Some(&p))
+            }))
+        } else {
+            Ok(report::from_files(&files, options, jobs, None))
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -106,7 +149,9 @@ struct CheckArgs {
     /// Directory with separate debug files (searched by build id, then by name); repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<std::path::PathBuf>,
-    /// Trace files written by libgpuleak.so, one per process.
+    #[command(flatten)]
+    reading: Reading,
+    /// Trace files written by libgpuleak.so (one per process), or directories of them.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<std::path::PathBuf>,
 }
@@ -160,13 +205,17 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     use gpuleak_analyzer::report::{self, text, Options, Report};
     use std::io::IsTerminal;
 
-    let files = gpuleak_analyzer::TraceFile::open_all(&args.traces)?;
+    // --top applies once the merged view has summed every group.
     let options = Options {
-        top: args.top,
+        top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
     };
-    let report = Report::new(files.iter().map(|f| report::from_file(f, &options)).collect());
+    let bar = matches!(args.format, Format::Text);
+    let mut report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    if let Some(top) = args.top {
+        report.limit(top);
+    }
     let stdout = std::io::stdout();
     let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let mut out = std::io::BufWriter::new(stdout.lock());
@@ -266,7 +315,7 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
 fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     use anyhow::Context;
     use gpuleak_analyzer::check::{self, Baseline, Config, Suppressions};
-    use gpuleak_analyzer::report::{self, Options, Report, Severity};
+    use gpuleak_analyzer::report::{Options, Report, Severity};
 
     // Everything is read before anything is written, so an error leaves no half output.
     let mut suppressions = Suppressions::default();
@@ -274,13 +323,13 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         suppressions.read(path)?;
     }
     let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
-    let files = gpuleak_analyzer::TraceFile::open_all(&args.traces)?;
     let options = Options {
         top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
     };
-    let report = Report::new(files.iter().map(|f| report::from_file(f, &options)).collect());
+    let bar = args.format == "text" || args.output.is_some();
+    let report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
     let config = Config {
         max_leaked_bytes: args.max_leaked_bytes,
         max_leaks: args.max_leaks,

@@ -384,6 +384,57 @@ fn errors_exit_2_with_a_message_saying_where() {
     assert_exit(&check(&[], &[]), 2);
 }
 
+#[test]
+fn a_directory_is_checked_trace_by_trace_on_any_number_of_threads() {
+    let dir = TempDir::new();
+    for (name, client_name) in [
+        ("a.trace", "report_leaks"),
+        ("b.trace", "report_clean"),
+        ("c.trace", "report_leaks"),
+    ] {
+        let trace = dir.path().join(name);
+        assert_ok(&shim_command(client(client_name), &trace).output().unwrap());
+    }
+    fs::write(dir.path().join("run.log"), "not a trace\n").unwrap();
+
+    let out = check(&[], &[dir.path()]);
+    assert_exit(&out, 1);
+    let text = stdout(&out);
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("error[leak]")).count(),
+        4,
+        "{text}"
+    );
+    let processes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.contains(" (pid "))
+        .filter(|l| !l.starts_with("error"))
+        .collect();
+    assert_eq!(processes.len(), 3, "{text}");
+    assert!(processes[0].starts_with("report_leaks (pid ") && processes[0].ends_with("failed (2 violations)"));
+    assert!(processes[1].starts_with("report_clean (pid ") && processes[1].ends_with("; passed"));
+    assert!(
+        text.contains("\n3 traces: 32000 bytes leaked in 6 allocations (4 sites)"),
+        "{text}"
+    );
+    assert!(out.stderr.is_empty(), "no progress bar when stderr is not a terminal");
+    assert_eq!(check(&["-j", "1"], &[dir.path()]).stdout, out.stdout);
+
+    // Limits hold per process, in every trace of the directory.
+    assert_exit(&check(&["--max-leaked-bytes", "16000"], &[dir.path()]), 0);
+    let (code, doc) = check_json(&["--max-leaked-bytes", "15999", "--jobs", "3"], &[dir.path()]);
+    assert_eq!(code, 1);
+    assert_eq!(doc["violations"].as_array().unwrap().len(), 2);
+    assert_eq!(doc["processes"].as_array().unwrap().len(), 3);
+
+    // A directory with no trace is an error.
+    let empty = TempDir::new();
+    let out = check(&[], &[empty.path()]);
+    assert_exit(&out, 2);
+    assert!(out.stdout.is_empty());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no gpuleak trace in this directory"));
+}
+
 /// Just enough of an XML parser to tell a well-formed document and walk it: elements,
 /// attributes, character data and references, comments and the declaration.
 mod xml {

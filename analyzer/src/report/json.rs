@@ -10,7 +10,7 @@ use gpuleak_format::Api;
 use crate::dump::json_str;
 use crate::model::LeakAt;
 
-use super::{Finding, Frame, Held, ProcessReport, Report, Summary};
+use super::{Finding, Frame, Held, MergedSite, ProcessReport, Report, Summary};
 
 /// The report's schema version.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -78,7 +78,46 @@ fn document(report: &Report) -> J {
         doc.push(("process", process(only)));
     }
     doc.push(("processes", J::A(report.processes.iter().map(process).collect())));
+    if report.processes.len() > 1 {
+        doc.push((
+            "merged_leaks",
+            J::A(report.merged.iter().map(|m| merged(m, report)).collect()),
+        ));
+        let (sites, bytes) = report.merged_omitted;
+        doc.push((
+            "merged_omitted",
+            J::O(vec![("sites", J::U(sites)), ("bytes", J::U(bytes))]),
+        ));
+    }
     J::O(doc)
+}
+
+/// A merged leak site: the contract's group fields first, then who leaks from it.
+fn merged(m: &MergedSite, report: &Report) -> J {
+    let per_process = m
+        .processes
+        .iter()
+        .map(|p| {
+            let r = &report.processes[p.process];
+            J::O(vec![
+                ("pid", r.process.as_ref().map_or(J::Null, |i| J::U(u64::from(i.pid)))),
+                ("trace", J::S(r.trace.display().to_string())),
+                ("bytes", J::U(p.bytes)),
+                ("allocations", J::U(p.allocations)),
+            ])
+        })
+        .collect();
+    J::O(vec![
+        ("bytes", J::U(m.bytes)),
+        ("allocations", J::U(m.allocations)),
+        ("kind", J::S(m.kind.name().to_string())),
+        ("stack", stack(&m.stack)),
+        ("site", J::S(m.site.as_str().to_string())),
+        ("process_count", J::U(m.processes.len() as u64)),
+        ("api", api(m.api)),
+        ("via", api(m.via)),
+        ("per_process", J::A(per_process)),
+    ])
 }
 
 fn summary(s: &Summary) -> J {

@@ -2,25 +2,30 @@
 //! unreleased memory the program does not own, bad frees and stream-ordering findings, as
 //! text or JSON.
 //!
-//! A report is built per trace ([`build`]) from the model's replay, then the processes are
-//! combined ([`Report::new`]) and written by [`text`] or [`json`]. The JSON document follows
-//! DESIGN.md §6 (fields are only ever added); `docs/report.md` describes every field.
+//! A report is built per trace ([`build`]) from the model's replay, on every core when there
+//! are several traces ([`load`]), then the processes are combined ([`Report::new`], with the
+//! [`merged`] view of their leak sites) and written by [`text`] or [`json`]. The JSON document
+//! follows DESIGN.md §6 (fields are only ever added); `docs/report.md` describes every field.
 //!
 //! ```no_run
 //! use gpuleak_analyzer::report::{self, Options, Report};
 //! use gpuleak_analyzer::TraceFile;
 //!
-//! let file = TraceFile::open("app.trace".as_ref()).unwrap();
-//! let process = report::from_file(&file, &Options::default());
-//! let report = Report::new(vec![process]);
+//! // Every trace in a directory, read on two threads.
+//! let files = TraceFile::open_all(&["traces/".into()]).unwrap();
+//! let mut report = Report::new(report::from_files(&files, &Options::default(), 2, None));
+//! report.limit(10);
 //! let mut out = Vec::new();
 //! report::json::write(&report, &mut out).unwrap();
 //! ```
 
 pub mod frames;
 pub mod json;
+pub mod load;
+pub mod merged;
 mod ordering;
 pub mod owner;
+pub mod progress;
 pub mod text;
 
 #[cfg(test)]
@@ -35,7 +40,10 @@ use crate::file::TraceFile;
 use crate::model::{self, is_owned_memory, BadFreeCause, LeakAt, LeakGroup, Process, Replay};
 
 pub use frames::{Frame, FrameSource, ModuleOffsets};
+pub use load::from_files;
+pub use merged::{MergedSite, SiteInProcess};
 pub use owner::Pool;
+pub use progress::Progress;
 
 use frames::Stacks;
 
@@ -221,13 +229,34 @@ pub struct ProcessReport {
     pub notes: Vec<String>,
 }
 
+impl ProcessReport {
+    /// Keeps at most `top` groups in each list, counting what is left out in `omitted`.
+    pub fn limit(&mut self, top: usize) {
+        for (i, list) in [&mut self.leaks, &mut self.held_by_pool, &mut self.unreleased]
+            .into_iter()
+            .enumerate()
+        {
+            if list.len() > top {
+                let cut = list.split_off(top);
+                self.omitted[i].0 += cut.len() as u64;
+                self.omitted[i].1 += cut.iter().map(|h| h.bytes).sum::<u64>();
+            }
+        }
+    }
+}
+
 /// The reports on every trace, with combined totals.
 #[derive(Debug, Clone)]
 pub struct Report {
-    /// One per trace, in command-line order.
+    /// One per trace, in command-line order (a directory's traces sorted by name).
     pub processes: Vec<ProcessReport>,
     /// Sum over the processes (peak: the sum of their peaks).
     pub summary: Summary,
+    /// With more than one process: every leak site once, summed over the processes, largest
+    /// first; empty for one process.
+    pub merged: Vec<MergedSite>,
+    /// Sites left out of `merged` by [`Report::limit`]: (sites, bytes).
+    pub merged_omitted: (u64, u64),
 }
 
 impl Report {
@@ -237,16 +266,36 @@ impl Report {
         for p in &processes {
             summary.add(&p.summary);
         }
-        Report { processes, summary }
+        let merged = if processes.len() > 1 {
+            merged::sites(&processes)
+        } else {
+            Vec::new()
+        };
+        Report {
+            processes,
+            summary,
+            merged,
+            merged_omitted: (0, 0),
+        }
+    }
+
+    /// Keeps at most `top` groups in each list of each process, and `top` merged sites (the
+    /// merged view still sums every group of every process).
+    pub fn limit(&mut self, top: usize) {
+        for p in &mut self.processes {
+            p.limit(top);
+        }
+        if self.merged.len() > top {
+            let cut = self.merged.split_off(top);
+            self.merged_omitted.0 += cut.len() as u64;
+            self.merged_omitted.1 += cut.iter().map(|m| m.bytes).sum::<u64>();
+        }
     }
 }
 
-/// Replays and reports on one opened trace.
+/// Replays and reports on one opened trace, on the calling thread.
 pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
-    let replay = match file.trace() {
-        Ok(trace) => model::replay(&trace),
-        Err(_) => Replay::default(),
-    };
+    let replay = load::replay(file, false, None);
     let source = frames::source_for(&replay.modules, &options.debug_dirs);
     build(replay, file.path().to_path_buf(), source.as_ref(), options)
 }
@@ -319,15 +368,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         notes,
     };
     if let Some(top) = options.top {
-        for (i, list) in [&mut report.leaks, &mut report.held_by_pool, &mut report.unreleased]
-            .into_iter()
-            .enumerate()
-        {
-            if list.len() > top {
-                let cut = list.split_off(top);
-                report.omitted[i] = (cut.len() as u64, cut.iter().map(|h| h.bytes).sum());
-            }
-        }
+        report.limit(top);
     }
     report
 }

@@ -360,3 +360,118 @@ fn streams_a_framework_keeps_are_a_note_and_the_program_s_a_warning() {
     assert_eq!(r.findings[0].stack_role, None);
     assert!(!r.findings[0].stack.is_empty());
 }
+
+/// `s`'s report as the process `pid`, from the trace `trace`.
+fn as_process(s: &Script, pid: u32, trace: &str) -> ProcessReport {
+    let mut r = build(s.replay(), PathBuf::from(trace), &OneLine, &Options::default());
+    r.process = Some(Process {
+        pid,
+        ppid: 1,
+        exe: "/usr/bin/train".into(),
+        args: Vec::new(),
+    });
+    r
+}
+
+/// Three ranks: each leaks from `leaky` (one source line, reached through different
+/// addresses in each), rank 2 twice as much; rank 3 also leaks from an unnamed frame.
+fn ranks() -> Vec<ProcessReport> {
+    (1..=3u32)
+        .map(|rank| {
+            let mut s = Script::new();
+            s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100 + u64::from(rank)]).alloc(
+                Api::cuMemAlloc_v2,
+                0x7000_0000,
+                1000,
+                1,
+            );
+            if rank == 2 {
+                s.alloc(Api::cuMemAlloc_v2, 0x7100_0000, 1000, 1);
+            }
+            if rank == 3 {
+                s.stack(2, &[PROGRAM + 0x2000])
+                    .alloc(Api::cuMemAllocHost_v2, 0x9000, 5000, 2);
+            }
+            s.push(Exit { code: 0, how: 0 });
+            as_process(&s, 100 + rank, &format!("rank{rank}.trace"))
+        })
+        .collect()
+}
+
+#[test]
+fn the_merged_view_shows_a_site_leaking_in_several_processes_once() {
+    let report = Report::new(ranks());
+    let sites: Vec<(&str, u64, u64, usize)> = report
+        .merged
+        .iter()
+        .map(|m| (m.site.as_str(), m.bytes, m.allocations, m.processes.len()))
+        .collect();
+    assert_eq!(
+        sites,
+        [("train+0x2000", 5000, 1, 1), ("leaky@leaky.c:7", 4000, 4, 3)],
+        "largest first"
+    );
+    let leaky = &report.merged[1];
+    assert_eq!(leaky.kind, MemKind::Device);
+    assert_eq!(leaky.api, Api::cuMemAlloc_v2);
+    let per: Vec<(usize, u64, u64)> = leaky
+        .processes
+        .iter()
+        .map(|p| (p.process, p.bytes, p.allocations))
+        .collect();
+    assert_eq!(per, [(0, 1000, 1), (1, 2000, 2), (2, 1000, 1)]);
+    assert_eq!(report.merged_omitted, (0, 0));
+
+    // One process has no merged view.
+    assert!(Report::new(ranks().split_off(2)).merged.is_empty());
+}
+
+#[test]
+fn top_cuts_the_merged_view_after_it_summed_every_group() {
+    let mut report = Report::new(ranks());
+    report.limit(1);
+    assert_eq!(report.merged.len(), 1);
+    assert_eq!(report.merged_omitted, (1, 4000));
+    assert_eq!(report.processes[2].leaks.len(), 1);
+    assert_eq!(report.processes[2].omitted[0], (1, 1000));
+    assert_eq!(report.summary.leaked_bytes, 9000, "totals count everything");
+}
+
+#[test]
+fn the_merged_view_is_in_the_text_and_the_json_only_for_several_processes() {
+    let report = Report::new(ranks());
+    let mut out = Vec::new();
+    text::write(&report, text::Style::PLAIN, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    let merged = text
+        .split("\nMerged over 3 processes: each leak site once, largest first:\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no merged view:\n{text}"));
+    assert!(
+        merged.contains(
+            "\n4000 bytes in 4 allocations (device) in 3 of 3 processes,\n  allocated by cuMemAlloc_v2 via cudaMalloc:\n  in pid 102 (2000 bytes), pid 101 (1000 bytes), pid 103 (1000 bytes)\n    #0 leaky leaky.c:7 (train)\n"
+        ),
+        "{merged}"
+    );
+    assert!(merged.find("Total over 3 processes").unwrap() > merged.find("leaky.c").unwrap());
+    assert!(text.lines().all(|l| l.chars().count() <= 80), "{text}");
+
+    let mut out = Vec::new();
+    json::write(&report, &mut out).unwrap();
+    let doc = String::from_utf8(out).unwrap();
+    assert!(doc.contains("\n  \"merged_leaks\": [\n"), "{doc}");
+    assert!(
+        doc.contains("\"site\": \"leaky@leaky.c:7\",\n      \"process_count\": 3,"),
+        "{doc}"
+    );
+    assert!(doc.contains("{\"pid\": 102, \"trace\": \"rank2.trace\", \"bytes\": 2000, \"allocations\": 2}"));
+    assert!(doc.contains("\"merged_omitted\": {\"sites\": 0, \"bytes\": 0}"));
+
+    let one = Report::new(ranks().split_off(2));
+    let mut out = Vec::new();
+    json::write(&one, &mut out).unwrap();
+    assert!(!String::from_utf8(out).unwrap().contains("merged"));
+    let mut out = Vec::new();
+    text::write(&one, text::Style::PLAIN, &mut out).unwrap();
+    assert!(!String::from_utf8(out).unwrap().contains("Merged"));
+}

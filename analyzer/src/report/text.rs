@@ -1,15 +1,17 @@
 //! The report as text for a terminal, readable in 80 columns (in the manner of heaptrack and
 //! AddressSanitizer): a header per process, each leak group with its stack, then findings and
-//! notes.
+//! notes; for several processes, then the merged view of their leak sites and the totals.
 
 use std::io::{self, Write};
 
 use crate::model::{file_name, LeakAt};
 
-use super::{Finding, Frame, Held, ProcessReport, Report, Severity, Summary};
+use super::{Finding, Frame, Held, MergedSite, ProcessReport, Report, Severity, Summary};
 
 /// Width the text is laid out for.
 const WIDTH: usize = 80;
+/// Processes named for a merged site; the others are counted.
+const NAMED_PROCESSES: usize = 6;
 
 /// ANSI colours, or none.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +57,10 @@ pub fn write(report: &Report, style: Style, out: &mut impl Write) -> io::Result<
         process(p, style, &mut s);
     }
     if report.processes.len() > 1 {
+        if !report.merged.is_empty() {
+            s.push('\n');
+            merged(report, style, &mut s);
+        }
         s.push('\n');
         s.push_str(&style.bold(&format!("Total over {} processes:", report.processes.len())));
         s.push('\n');
@@ -192,15 +198,85 @@ fn held(h: &Held, style: Style, s: &mut String) {
         ));
     }
     by.push(':');
-    // The headline breaks before "allocated by" rather than anywhere.
+    headline(&what, &by, style, s);
+    frames(&h.stack, s);
+}
+
+/// A group's first line, `what` then `by`: broken before `by` rather than anywhere when it
+/// does not fit.
+fn headline(what: &str, by: &str, style: Style, s: &mut String) {
     if what.chars().count() + 1 + by.chars().count() <= WIDTH {
         s.push_str(&style.bold(&format!("{what} {by}")));
         s.push('\n');
     } else {
-        wrap(&style.bold(&what), "  ", s);
+        wrap(&style.bold(what), "  ", s);
         wrap(&style.bold(&format!("  {by}")), "    ", s);
     }
-    frames(&h.stack, s);
+}
+
+/// The merged view: each leak site once, with the processes that leak from it (the largest
+/// few by name, the rest counted).
+fn merged(report: &Report, style: Style, s: &mut String) {
+    let n = report.processes.len() as u64;
+    wrap(
+        &style.bold(&format!(
+            "Merged over {n} processes: each leak site once, largest first:"
+        )),
+        "",
+        s,
+    );
+    for m in &report.merged {
+        s.push('\n');
+        site(m, report, style, s);
+    }
+    let (sites, bytes) = report.merged_omitted;
+    if sites > 0 {
+        s.push_str(&format!(
+            "\n... and {} more ({}), left out by --top\n",
+            plural(sites, "leak site", "leak sites"),
+            plural(bytes, "byte", "bytes")
+        ));
+    }
+}
+
+fn site(m: &MergedSite, report: &Report, style: Style, s: &mut String) {
+    let what = format!(
+        "{} in {} ({}) in {} of {},",
+        plural(m.bytes, "byte", "bytes"),
+        plural(m.allocations, "allocation", "allocations"),
+        m.kind.name(),
+        m.processes.len(),
+        plural(report.processes.len() as u64, "process", "processes"),
+    );
+    let mut by = format!("allocated by {}", m.api);
+    if m.via != gpuleak_format::Api::NONE {
+        by.push_str(&format!(" via {}", m.via));
+    }
+    by.push(':');
+    headline(&what, &by, style, s);
+    let mut largest: Vec<_> = m.processes.iter().collect();
+    largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.process.cmp(&b.process)));
+    let named: Vec<String> = largest
+        .iter()
+        .take(NAMED_PROCESSES)
+        .map(|p| {
+            let who = match &report.processes[p.process].process {
+                Some(info) => format!("pid {}", info.pid),
+                None => report.processes[p.process].trace.display().to_string(),
+            };
+            format!("{who} ({})", plural(p.bytes, "byte", "bytes"))
+        })
+        .collect();
+    let mut line = format!("  in {}", named.join(", "));
+    if let Some(rest) = largest.get(NAMED_PROCESSES..).filter(|r| !r.is_empty()) {
+        line.push_str(&format!(
+            " and {} more ({})",
+            plural(rest.len() as u64, "process", "processes"),
+            plural(rest.iter().map(|p| p.bytes).sum(), "byte", "bytes")
+        ));
+    }
+    wrap(&line, "    ", s);
+    frames(&m.stack, s);
 }
 
 fn finding(f: &Finding, style: Style, s: &mut String) {

@@ -1,0 +1,338 @@
+//! Reading traces into reports on every core.
+//!
+//! Several traces are read by a pool of scoped threads (the standard library's
+//! `std::thread::scope`: no dependency, and the traces' mappings are simply borrowed), each
+//! thread taking the next trace in turn; the reports come back in the order of the traces,
+//! so the output is the same whatever the number of threads. A trace read while a thread is
+//! spare (one trace on two cores) is decoded on one thread and replayed on another, in
+//! batches, in order.
+//!
+//! Memory follows the live set of each trace being read, never its length: the mapped pages
+//! already read are handed back to the kernel as the replay goes
+//! ([`TraceFile::release_before`]).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use gpuleak_format::{DecodeError, Entry};
+
+use crate::file::TraceFile;
+use crate::model::{Model, Replay};
+
+use super::progress::Progress;
+use super::{build, frames, Options, ProcessReport};
+
+/// Records decoded ahead of the replay in one batch.
+const BATCH: usize = 4096;
+/// Batches decoded ahead of the replay at most.
+const AHEAD: usize = 4;
+/// Pages are handed back every time the replay has gone this far...
+const RELEASE_EVERY: u64 = 32 << 20;
+/// ...up to this far behind it, so that the blocks still being merged stay mapped.
+const RELEASE_LAG: u64 = 8 << 20;
+
+/// Builds the report on every trace of `files`, in order, with up to `jobs` threads (at least
+/// one), advancing `progress` as the bytes are read.
+pub fn from_files(
+    files: &[TraceFile],
+    options: &Options,
+    jobs: usize,
+    progress: Option<&Progress>,
+) -> Vec<ProcessReport> {
+    let jobs = jobs.max(1);
+    let workers = jobs.min(files.len()).max(1);
+    // A thread left over for each trace being read decodes it.
+    let pipelined = jobs >= 2 * workers;
+    if workers == 1 {
+        return files.iter().map(|f| one(f, options, pipelined, progress)).collect();
+    }
+    let next = AtomicUsize::new(0);
+    let mut reports: Vec<Option<ProcessReport>> = files.iter().map(|_| None).collect();
+    std::thread::scope(|s| {
+        let threads: Vec<_> = (0..workers)
+            .map(|_| {
+                s.spawn(|| {
+                    let mut done = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(f) = files.get(i) else { break };
+                        done.push((i, one(f, options, pipelined, progress)));
+                    }
+                    done
+                })
+            })
+            .collect();
+        for t in threads {
+            match t.join() {
+                Ok(done) => {
+                    for (i, r) in done {
+                        reports[i] = Some(r);
+                    }
+                }
+                // A bug, not bad input: show it as the serial run would have.
+                Err(panic) => std::panic::resume_unwind(panic),
+            }
+        }
+    });
+    // Every index below `files.len()` was taken by exactly one thread.
+    reports.into_iter().flatten().collect()
+}
+
+/// Replays and reports on one trace.
+fn one(file: &TraceFile, options: &Options, pipelined: bool, progress: Option<&Progress>) -> ProcessReport {
+    let replay = replay(file, pipelined, progress);
+    let source = frames::source_for(&replay.modules, &options.debug_dirs);
+    let report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
+    if let Some(p) = progress {
+        p.trace_done();
+    }
+    report
+}
+
+/// Replays every readable record of `file` (decoding errors are kept in the result, and the
+/// records around them still replayed), decoding on a thread of its own when `pipelined`.
+pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) -> Replay {
+    let mut model = Model::new();
+    let mut read = Read {
+        file,
+        progress,
+        reported: 0,
+        released: 0,
+        at: 0,
+    };
+    // `TraceFile::open` checked the header; a file that fails now replays as empty.
+    let Ok(trace) = file.trace() else {
+        return model.finish();
+    };
+    if pipelined {
+        std::thread::scope(|s| {
+            let (batches, decoded) = mpsc::sync_channel::<Vec<Result<Entry<'_>, DecodeError>>>(AHEAD);
+            let (recycle, empty) = mpsc::channel();
+            s.spawn(move || {
+                let mut records = trace.records();
+                // Finding the blocks touched a page of each, and the kernel maps whole blocks
+                // around such a touch: none of it is needed yet.
+                file.release_before(file.len());
+                loop {
+                    let mut batch = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                    batch.extend(records.by_ref().take(BATCH));
+                    // Stops at the end, or when the replay is gone.
+                    if batch.is_empty() || batches.send(batch).is_err() {
+                        break;
+                    }
+                }
+            });
+            for mut batch in decoded {
+                for r in batch.drain(..) {
+                    read.apply(&mut model, r);
+                }
+                read.advanced();
+                // The decoder may be gone already: the batch is then simply dropped.
+                let _ = recycle.send(batch);
+            }
+        });
+    } else {
+        let records = trace.records();
+        file.release_before(file.len());
+        for (i, r) in records.enumerate() {
+            read.apply(&mut model, r);
+            if i % BATCH == 0 {
+                read.advanced();
+            }
+        }
+    }
+    read.finish();
+    model.finish()
+}
+
+/// Where the replay of one file is.
+struct Read<'f> {
+    file: &'f TraceFile,
+    progress: Option<&'f Progress>,
+    /// Bytes reported to `progress`.
+    reported: u64,
+    /// Offset before which the pages were handed back.
+    released: u64,
+    /// Highest record offset replayed (blocks are read in about file order).
+    at: u64,
+}
+
+impl Read<'_> {
+    fn apply(&mut self, model: &mut Model, r: Result<Entry<'_>, DecodeError>) {
+        match r {
+            Ok(Entry { tid, offset, record }) => {
+                self.at = self.at.max(offset);
+                model.apply(tid, &record);
+            }
+            Err(e) => model.decode_error(e),
+        }
+    }
+
+    fn advanced(&mut self) {
+        if let Some(p) = self.progress {
+            p.advance(self.at.saturating_sub(self.reported));
+            self.reported = self.reported.max(self.at);
+        }
+        if self.at >= self.released + RELEASE_EVERY + RELEASE_LAG {
+            self.released = self.at - RELEASE_LAG;
+            self.file.release_before(self.released);
+        }
+    }
+
+    fn finish(&mut self) {
+        if let Some(p) = self.progress {
+            p.advance(self.file.len().saturating_sub(self.reported));
+        }
+        self.file.release_before(self.file.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use gpuleak_format::{
+        Addrs, Alloc, Api, BlockCursor, Ctx, CuResult, Exit, FileHeader, Free, ProcessInfo, Ptr, Record, Seq, Stack,
+        StackId, Stream, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    };
+
+    use super::*;
+    use crate::report::{json, Report};
+
+    /// Writes a trace of process `pid`: `events` allocations and frees on three threads (a
+    /// block each, as many as they fill), leaving every hundredth allocation live.
+    fn write_trace(path: &Path, pid: u32, events: u64) {
+        let mut file = vec![0u8; HEADER_SIZE];
+        FileHeader {
+            version: FORMAT_VERSION,
+            block_size: BLOCK_SIZE as u32,
+            pid,
+            start_unix_ns: 0,
+        }
+        .write((&mut file[..]).try_into().unwrap());
+        let mut threads: Vec<Option<(usize, BlockCursor)>> = vec![None; 3];
+        let mut seq = 0;
+        let mut append = |file: &mut Vec<u8>, t: usize, body: gpuleak_format::Body<'_>| {
+            seq += 1;
+            let record = Record {
+                seq: Seq(seq),
+                time_ns: seq,
+                body,
+            };
+            loop {
+                let (at, cursor) = threads[t].get_or_insert_with(|| {
+                    let at = file.len();
+                    file.resize(at + BLOCK_SIZE, 0);
+                    (at, BlockCursor::start(&mut file[at..], pid + t as u32, seq, seq))
+                });
+                if cursor.append(&mut file[*at..*at + BLOCK_SIZE], &record).is_ok() {
+                    return;
+                }
+                threads[t] = None;
+            }
+        };
+        let info = ProcessInfo {
+            pid,
+            ppid: 1,
+            exe: "/bin/app".into(),
+            args: Vec::new(),
+            hostname: "h".into(),
+            shim_version: "t".into(),
+            unwinder: "fp".into(),
+            stack_depth: 4,
+            start_unix_ns: 0,
+        };
+        append(&mut file, 0, info.into());
+        for id in 1..=7u32 {
+            let frames = Addrs(vec![0x1000 * u64::from(id), 0x40_0000].into());
+            append(
+                &mut file,
+                0,
+                Stack {
+                    id: StackId(id),
+                    frames,
+                }
+                .into(),
+            );
+        }
+        for i in 0..events {
+            let t = (i % 3) as usize;
+            let ptr = Ptr(0x7000_0000 + (i / 2) * 0x1000);
+            let body = if i % 2 == 0 {
+                Alloc {
+                    api: Api::cuMemAlloc_v2,
+                    via: Api::NONE,
+                    result: CuResult::SUCCESS,
+                    ctx: Ctx(1),
+                    stream: Stream(0),
+                    ptr,
+                    size: 64 + i % 1000,
+                    stack: StackId(1 + (i % 7) as u32),
+                    aux: 0,
+                }
+                .into()
+            } else if i % 200 == 1 {
+                continue;
+            } else {
+                Free {
+                    api: Api::cuMemFree_v2,
+                    via: Api::NONE,
+                    result: CuResult::SUCCESS,
+                    stream: Stream(0),
+                    ptr,
+                    size: 0,
+                    stack: StackId::NONE,
+                }
+                .into()
+            };
+            append(&mut file, t, body);
+        }
+        append(&mut file, 0, Exit { code: 0, how: 0 }.into());
+        std::fs::write(path, file).unwrap();
+    }
+
+    fn json_of(files: &[TraceFile], jobs: usize) -> String {
+        let progress = Progress::new(files.iter().map(|f| f.len()).sum(), files.len());
+        let mut report = Report::new(from_files(files, &Options::default(), jobs, Some(&progress)));
+        let done = progress.line();
+        let n = files.len();
+        assert!(
+            done.contains("100%") && done.contains(&format!(" {n}/{n} trace")),
+            "{done}"
+        );
+        report.limit(3);
+        let mut out = Vec::new();
+        json::write(&report, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn every_number_of_threads_gives_the_serial_report() {
+        let dir = std::env::temp_dir().join(format!("gpuleak-load-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let paths: Vec<PathBuf> = (0..5u32)
+            .map(|i| {
+                let path = dir.join(format!("t{i}"));
+                write_trace(&path, 100 + i, 20_000 + u64::from(i) * 7_000);
+                path
+            })
+            .collect();
+        // The last one damaged in its middle: its note must be the same too.
+        let mut bytes = std::fs::read(&paths[4]).unwrap();
+        let middle = HEADER_SIZE + BLOCK_SIZE + 3000;
+        bytes[middle..middle + 64].fill(0xff);
+        std::fs::write(&paths[4], bytes).unwrap();
+        let files = TraceFile::open_all(std::slice::from_ref(&dir)).unwrap();
+        let serial = json_of(&files, 1);
+        assert!(serial.contains("\"merged_leaks\""));
+        assert!(serial.contains("unreadable records"), "{serial}");
+        for jobs in [2, 3, 8] {
+            assert_eq!(json_of(&files, jobs), serial, "{jobs} threads");
+        }
+        // One trace alone, decoded beside its replay.
+        let one = &files[..1];
+        assert_eq!(json_of(one, 2), json_of(one, 1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
