@@ -20,8 +20,19 @@ pub struct Epoch {
 }
 
 /// For each stream slot, how many of its operations are known complete.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Clock(Vec<u64>);
+
+impl Clone for Clock {
+    fn clone(&self) -> Clock {
+        Clock(self.0.clone())
+    }
+
+    /// Reuses this clock's allocation (event records copy a stream's clock every time).
+    fn clone_from(&mut self, source: &Clock) {
+        self.0.clone_from(&source.0);
+    }
+}
 
 impl Clock {
     /// Knows nothing.

@@ -1,9 +1,8 @@
 //! What the stream-ordering analysis finds, folded to one finding per root cause.
 
-use std::collections::HashMap;
-
 use gpuleak_format::{Api, Seq, StackId};
 
+use super::fast_hash::FastMap;
 use super::memory::{AllocInfo, Op};
 use super::StreamName;
 
@@ -115,7 +114,7 @@ type Key = (Check, Api, StackId, Api, StackId, StackId, u64);
 #[derive(Debug, Default)]
 pub struct Found {
     list: Vec<StreamFinding>,
-    index: HashMap<Key, usize>,
+    index: FastMap<Key, usize>,
 }
 
 impl Found {

@@ -61,6 +61,7 @@
 
 mod apis;
 pub mod clock;
+mod fast_hash;
 mod found;
 pub mod memory;
 mod records;
@@ -68,14 +69,13 @@ mod records;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
-
 use gpuleak_format::{Api, Body, Record, Seq, StackId, StreamCreate};
 
 pub use clock::{Clock, Epoch, Slot};
 pub use found::{Check, Created, Moment, StreamFinding};
 pub use memory::{AllocInfo, Mode, Op};
 
+use fast_hash::{FastMap, FastSet};
 use found::Found;
 use memory::{Access, Memory, Touch};
 
@@ -91,6 +91,17 @@ pub enum StreamName {
     Handle(u64),
     /// No stream: the host itself (event synchronization, synchronous frees).
     Host,
+}
+
+/// Whose clock a host thread learns when it waits.
+#[derive(Debug, Clone, Copy)]
+enum Known {
+    /// A stream's (a stream synchronize or successful query, a blocking copy).
+    Stream(Slot),
+    /// A recorded event's (an event synchronize or successful query).
+    Event(u64),
+    /// Every stream's (a context synchronize, a synchronizing free, a teardown).
+    All,
 }
 
 /// The last work queued on a stream.
@@ -144,8 +155,8 @@ pub struct Streams {
     /// Times each slot was reused.
     generations: Vec<u32>,
     free_slots: Vec<Slot>,
-    by_name: HashMap<StreamName, Slot>,
-    threads: HashMap<u32, Clock>,
+    by_name: FastMap<StreamName, Slot>,
+    threads: FastMap<u32, Clock>,
     /// What any host thread has waited for.
     host: Clock,
     /// Every stream's work.
@@ -154,9 +165,9 @@ pub struct Streams {
     blocking: Clock,
     /// The last legacy-stream operation (what later blocking-stream work waits for).
     barrier: Clock,
-    events: HashMap<u64, EventState>,
+    events: FastMap<u64, EventState>,
     /// Contexts the trace has shown (created, retained, or current at an allocation).
-    contexts: std::collections::HashSet<u64>,
+    contexts: FastSet<u64>,
     memory: Memory,
     found: Found,
 }
@@ -244,8 +255,7 @@ impl Streams {
             return;
         }
         self.report_unsynchronized(Moment::Teardown(api));
-        let all = self.all.clone();
-        self.host_learns(tid, &all);
+        self.host_learns(tid, Known::All);
         self.sweep();
     }
 
@@ -379,11 +389,26 @@ impl Streams {
         }
     }
 
-    /// Thread `tid` now knows `clock` complete.
-    fn host_learns(&mut self, tid: u32, clock: &Clock) {
-        let t = self.threads.entry(tid).or_insert_with(|| self.host.clone());
+    /// Thread `tid` now knows complete what `what` knows (nothing for an event never
+    /// recorded or a slot no longer in use).
+    fn host_learns(&mut self, tid: u32, what: Known) {
+        let Streams {
+            states,
+            threads,
+            host,
+            all,
+            events,
+            ..
+        } = self;
+        let clock = match what {
+            Known::Stream(slot) => states[slot.0 as usize].as_ref().map(|st| &st.clock),
+            Known::Event(handle) => events.get(&handle).and_then(|e| e.clock.as_ref()),
+            Known::All => Some(&*all),
+        };
+        let Some(clock) = clock else { return };
+        let t = threads.entry(tid).or_insert_with(|| host.clone());
         t.join(clock);
-        self.host.join(t);
+        host.join(t);
     }
 
     /// Thread `tid` queues an operation on `slot`: the stream learns what the thread knows,

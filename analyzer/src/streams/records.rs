@@ -8,7 +8,8 @@ use gpuleak_format::{
 use super::apis::{self, HostSide};
 use super::memory::{self, AllocInfo, Mode, Op};
 use super::{
-    leak, Check, Clock, Created, EventState, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait, Work,
+    leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
+    Work,
 };
 
 impl Streams {
@@ -49,15 +50,25 @@ impl Streams {
             return;
         };
         if blocking {
-            let clock = self.state(slot).clock.clone();
-            self.host_learns(tid, &clock);
+            self.host_learns(tid, Known::Stream(slot));
         }
     }
 
     pub(super) fn launch(&mut self, tid: u32, seq: Seq, l: &Launch<'_>) {
         let name = Self::name_of(l.api, l.stream.0, tid);
-        let accesses: Vec<(u64, u64, Mode)> = l.ptrs.0.iter().map(|&p| (p, 1, Mode::Kernel)).collect();
-        self.work(tid, seq, l.api, l.stack, name, &accesses);
+        // The shim records at most 16 pointers; a longer list (another writer) goes to the heap.
+        let mut fixed = [(0, 1, Mode::Kernel); 16];
+        let heap: Vec<(u64, u64, Mode)>;
+        let accesses = if l.ptrs.0.len() <= fixed.len() {
+            for (a, &p) in fixed.iter_mut().zip(l.ptrs.0.iter()) {
+                a.0 = p;
+            }
+            &fixed[..l.ptrs.0.len()]
+        } else {
+            heap = l.ptrs.0.iter().map(|&p| (p, 1, Mode::Kernel)).collect();
+            &heap[..]
+        };
+        self.work(tid, seq, l.api, l.stack, name, accesses);
     }
 
     pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {
@@ -150,8 +161,7 @@ impl Streams {
             return;
         }
         if apis::is_synchronizing_free(f.api) {
-            let all = self.all.clone();
-            self.host_learns(tid, &all);
+            self.host_learns(tid, Known::All);
         }
         let op = Op {
             api: f.api,
@@ -191,8 +201,15 @@ impl Streams {
             return;
         }
         self.enqueue(tid, slot);
-        let clock = self.state(slot).clock.clone();
-        self.events.entry(r.event.0).or_default().clock = Some(clock);
+        let Streams { states, events, .. } = self;
+        let Some(st) = states[slot.0 as usize].as_ref() else {
+            return;
+        };
+        let event = events.entry(r.event.0).or_default();
+        match &mut event.clock {
+            Some(c) => c.clone_from(&st.clock),
+            None => event.clock = Some(st.clock.clone()),
+        }
         self.publish(slot);
     }
 
@@ -251,12 +268,14 @@ impl Streams {
             return;
         }
         self.enqueue(tid, slot);
-        match self.events.get(&w.event.0).and_then(|e| e.clock.as_ref()) {
-            Some(clock) => {
-                let clock = clock.clone();
-                self.state(slot).clock.join(&clock);
-            }
-            None => {
+        let Streams { states, events, .. } = self;
+        match (
+            events.get(&w.event.0).and_then(|e| e.clock.as_ref()),
+            states[slot.0 as usize].as_mut(),
+        ) {
+            (Some(clock), Some(st)) => st.clock.join(clock),
+            (Some(_), None) => {}
+            (None, _) => {
                 let op = Op {
                     api: w.api,
                     stack: StackId::NONE,
@@ -275,15 +294,11 @@ impl Streams {
         match s.api {
             Api::cuStreamSynchronize | Api::cuStreamSynchronize_ptsz | Api::cuStreamQuery | Api::cuStreamQuery_ptsz => {
                 let slot = self.slot_for(Self::name_of(s.api, s.stream.0, tid));
-                let clock = self.state(slot).clock.clone();
-                self.host_learns(tid, &clock);
+                self.host_learns(tid, Known::Stream(slot));
             }
             Api::cuEventSynchronize | Api::cuEventQuery => {
                 match self.events.get(&s.event.0).and_then(|e| e.clock.as_ref()) {
-                    Some(clock) => {
-                        let clock = clock.clone();
-                        self.host_learns(tid, &clock);
-                    }
+                    Some(_) => self.host_learns(tid, Known::Event(s.event.0)),
                     // A query of an unrecorded event is a poll, not a wait.
                     None if apis::is_event_wait(s.api) => {
                         let op = Op {
@@ -301,10 +316,7 @@ impl Streams {
             }
             // Context (and so device) synchronization: every stream. With several contexts,
             // this is more than the driver promises (a known limit of the model).
-            Api::cuCtxSynchronize | Api::cuCtxSynchronize_v2 => {
-                let all = self.all.clone();
-                self.host_learns(tid, &all);
-            }
+            Api::cuCtxSynchronize | Api::cuCtxSynchronize_v2 => self.host_learns(tid, Known::All),
             _ => {}
         }
     }
