@@ -10,8 +10,9 @@
  * steps the host waits for an event and polls a stream; every 256 steps the compute stream also
  * runs cuLaunchKernelEx, a 2D copy, a host function and a graph launch; every 4096 steps a
  * short-lived stream and event are made and destroyed. Everything is waited for and destroyed
- * at the end, so a correct analysis finds nothing. Prints "events N": the driver calls made
- * after set-up, all of them recorded but the graph's instantiation and destruction.
+ * at the end, so a correct analysis finds nothing. Prints "events N", the driver calls made
+ * after set-up (all of them recorded but the graph's instantiation and destruction), and
+ * "allocations N", which the report's summary must count too (it read the whole trace).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,7 +35,7 @@
         events++;                                                                          \
     } while (0)
 
-static unsigned long long events;
+static unsigned long long events, allocations;
 static CUfunction fill, add;
 
 static void noop(void *data) { (void)data; }
@@ -67,9 +68,11 @@ int main(int argc, char **argv) {
         CHECK(cuEventCreate(&out[r], CU_EVENT_DISABLE_TIMING));
         CHECK(cuEventCreate(&done[r], CU_EVENT_DISABLE_TIMING));
         CHECK(cuMemAlloc_v2(&buf[r], BUF));
+        allocations++;
     }
     char *pinned;
     CHECK(cuMemAllocHost_v2((void **)&pinned, R * BUF));
+    allocations++;
     memset(pinned, 1, R * BUF);
 
     /* A graph of one host function, captured on a stream of its own. */
@@ -92,6 +95,7 @@ int main(int argc, char **argv) {
         CHECK(cuStreamWaitEvent(compute, in[r], 0));
         CUdeviceptr tmp;
         CHECK(cuMemAllocAsync(&tmp, BUF, compute));
+        allocations++;
         kernel(fill, tmp, (unsigned)step, compute);
         kernel(add, buf[r], 1, compute);
         CHECK(cuMemcpyDtoDAsync_v2(buf[r], tmp, 256, compute));
@@ -149,6 +153,6 @@ int main(int argc, char **argv) {
     CHECK(cuStreamDestroy_v2(compute));
     CHECK(cuStreamDestroy_v2(down));
     CHECK(cuStreamDestroy_v2(cap));
-    printf("events %llu\n", events);
+    printf("events %llu\nallocations %llu\n", events, allocations);
     return 0;
 }
