@@ -1,13 +1,20 @@
 //! Opening traces: files mapped, not read, so memory follows what is used, not the size; and
 //! directories of traces (a multi-process or multi-rank run) expanded to the traces in them.
+//!
+//! [`TraceFile::records`] merges a trace's blocks by sequence number exactly as
+//! [`gpuleak_format::Trace::records`] does, record for record and error for error, with one
+//! difference: the mapped pages it has finished with go back to the kernel as it goes (the
+//! format's reader, which only sees bytes, finds every block's header first, and that alone
+//! maps the whole file: the kernel maps a block around each header it touches).
 
-use std::collections::HashSet;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashSet};
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use gpuleak_format::{DecodeError, Trace, MAGIC};
+use gpuleak_format::{BlockReader, DecodeError, Entry, Trace, MAGIC};
 
 /// A trace on disk, mapped read-only.
 pub struct TraceFile {
@@ -95,6 +102,50 @@ impl TraceFile {
         Trace::new(self.bytes()).map_err(|e| OpenError::Format(self.path.clone(), e))
     }
 
+    /// Every record of the trace, ordered by `seq`, as [`Trace::records`] gives them (a
+    /// corrupted block yields one error and is dropped; the other blocks go on), handing the
+    /// pages of the file back to the kernel every `release_every` bytes of progress (pages up
+    /// to `lag` bytes behind the furthest record read stay, for the blocks still open).
+    pub fn records(&self, release_every: u64, lag: u64) -> Result<Records<'_>, OpenError> {
+        let trace = self.trace()?;
+        let mut order = Vec::new();
+        let mut header_errors = Vec::new();
+        let block = u64::from(trace.header().block_size);
+        let mut released = 0;
+        for i in 0..trace.block_count() {
+            match trace.block(i) {
+                Ok(Some(b)) => order.push((b.base_seq(), i)),
+                Ok(None) => {}
+                Err(e) => header_errors.push(e),
+            }
+            let at = i as u64 * block;
+            if at >= released + release_every {
+                self.release_before(at);
+                released = at;
+            }
+        }
+        self.release_before(self.len());
+        // Admitted by the seq of their first record, as the format's reader does.
+        order.sort_unstable();
+        header_errors.reverse();
+        Ok(Records {
+            file: self,
+            trace,
+            order,
+            next_block: 0,
+            header_errors,
+            pending: None,
+            heap: BinaryHeap::new(),
+            cursors: Vec::new(),
+            free: Vec::new(),
+            error: None,
+            release_every,
+            lag,
+            furthest: 0,
+            released: 0,
+        })
+    }
+
     /// Lets the kernel drop the mapped pages before `offset` from this process's memory, so
     /// that reading a trace from start to end does not keep the whole file resident. Reading
     /// those bytes again still works: the pages come back from the file.
@@ -110,6 +161,114 @@ impl TraceFile {
         // faults the same bytes back in from the file. No reference sees changed contents
         // (beyond what a file modified underneath a mapping shows anyway, as `open` says).
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end) };
+    }
+}
+
+/// The records of a trace in `seq` order; see [`TraceFile::records`]. The merge is the format
+/// reader's, step for step (blocks admitted by base seq, the smallest seq first, ties by slot,
+/// a block's error after its last good record), so that both give the same stream.
+pub struct Records<'a> {
+    file: &'a TraceFile,
+    trace: Trace<'a>,
+    order: Vec<(u64, usize)>,
+    next_block: usize,
+    header_errors: Vec<DecodeError>,
+    pending: Option<BlockReader<'a>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    cursors: Vec<Option<(BlockReader<'a>, Entry<'a>)>>,
+    free: Vec<usize>,
+    error: Option<DecodeError>,
+    release_every: u64,
+    lag: u64,
+    furthest: u64,
+    released: u64,
+}
+
+impl<'a> Records<'a> {
+    fn fill_pending(&mut self) -> Option<DecodeError> {
+        if let Some(e) = self.header_errors.pop() {
+            return Some(e);
+        }
+        while self.pending.is_none() && self.next_block < self.order.len() {
+            let (_, i) = self.order[self.next_block];
+            self.next_block += 1;
+            match self.trace.block(i) {
+                Ok(Some(b)) => self.pending = Some(b),
+                Ok(None) => {}
+                Err(e) => return Some(e),
+            }
+        }
+        None
+    }
+
+    fn admit(&mut self, mut block: BlockReader<'a>) -> Option<DecodeError> {
+        match block.next() {
+            Some(Ok(entry)) => {
+                let key = entry.record.seq.0;
+                let slot = match self.free.pop() {
+                    Some(s) => {
+                        self.cursors[s] = Some((block, entry));
+                        s
+                    }
+                    None => {
+                        self.cursors.push(Some((block, entry)));
+                        self.cursors.len() - 1
+                    }
+                };
+                self.heap.push(Reverse((key, slot)));
+                None
+            }
+            Some(Err(e)) => Some(e),
+            None => None,
+        }
+    }
+
+    fn next_entry(&mut self) -> Option<Result<Entry<'a>, DecodeError>> {
+        if let Some(e) = self.error.take() {
+            return Some(Err(e));
+        }
+        loop {
+            if let Some(e) = self.fill_pending() {
+                return Some(Err(e));
+            }
+            let admit = match (&self.pending, self.heap.peek()) {
+                (Some(p), Some(Reverse((min, _)))) => p.base_seq() <= *min,
+                (Some(_), None) => true,
+                (None, _) => false,
+            };
+            if admit {
+                let block = self.pending.take()?;
+                if let Some(e) = self.admit(block) {
+                    return Some(Err(e));
+                }
+                continue;
+            }
+            let Reverse((_, slot)) = self.heap.pop()?;
+            let (block, entry) = self.cursors[slot].take()?;
+            self.free.push(slot);
+            self.error = self.admit(block);
+            return Some(Ok(entry));
+        }
+    }
+}
+
+impl<'a> Iterator for Records<'a> {
+    type Item = Result<Entry<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let next = self.next_entry();
+        match &next {
+            Some(Ok(e)) => {
+                self.furthest = self.furthest.max(e.offset);
+                if self.furthest >= self.released + self.release_every + self.lag {
+                    self.released = self.furthest - self.lag;
+                    self.file.release_before(self.released);
+                }
+            }
+            Some(Err(_)) => {}
+            None => self.file.release_before(self.file.len()),
+        }
+        next
     }
 }
 
@@ -236,6 +395,32 @@ mod tests {
                 .starts_with(&format!("{}: no gpuleak trace", d.0.display())),
             "{e}"
         );
+    }
+
+    #[test]
+    fn records_are_the_format_reader_s_record_for_record_and_error_for_error() {
+        let d = Dir::new("records");
+        let path = d.0.join("t");
+        crate::report::load::tests::write_trace(&path, 7, 60_000);
+        let mut bytes = std::fs::read(&path).unwrap();
+        let block = gpuleak_format::BLOCK_SIZE;
+        let blocks = (bytes.len() - gpuleak_format::HEADER_SIZE) / block;
+        assert!(blocks >= 8, "{blocks} blocks");
+        // A block's header, and the middle of another's records.
+        let at = gpuleak_format::HEADER_SIZE + 2 * block;
+        bytes[at..at + 4].copy_from_slice(b"XXXX");
+        let at = gpuleak_format::HEADER_SIZE + 5 * block + 20_000;
+        bytes[at..at + 40].fill(0xfe);
+        std::fs::write(&path, &bytes).unwrap();
+
+        let t = TraceFile::open(&path).unwrap();
+        let expected: Vec<_> = t.trace().unwrap().records().collect();
+        assert!(expected.iter().filter(|r| r.is_err()).count() >= 2);
+        // Handing pages back at every block changes nothing.
+        let got: Vec<_> = t.records(block as u64, 0).unwrap().collect();
+        assert!(got == expected, "{} records against {}", got.len(), expected.len());
+        let got: Vec<_> = t.records(32 << 20, 8 << 20).unwrap().collect();
+        assert!(got == expected);
     }
 
     #[test]

@@ -85,7 +85,10 @@ pub struct Model {
     leaks: HashMap<LeakKey, LeakGroup>,
     bad_frees: Vec<BadFree>,
     bad_free_index: HashMap<BadFreeKey, usize>,
-    ordering: crate::streams::Streams,
+    /// The stream-ordering model, unless the caller runs it ([`Model::without_ordering`]).
+    ordering: Option<crate::streams::Streams>,
+    /// The context teardown the last record made, for a caller that runs the ordering model.
+    teardown: Option<(u32, Api)>,
     replay: Replay,
 }
 
@@ -108,15 +111,34 @@ impl Model {
             leaks: HashMap::new(),
             bad_frees: Vec::new(),
             bad_free_index: HashMap::new(),
-            ordering: crate::streams::Streams::new(),
+            ordering: Some(crate::streams::Streams::new()),
+            teardown: None,
             replay: Replay::default(),
         }
+    }
+
+    /// A model without the stream-ordering model, for a caller that replays the same records
+    /// through [`crate::streams::Streams`] itself (on another thread): after each record it
+    /// passes on [`Model::take_teardown`]'s answer, and it fills the replay's `ordering`.
+    pub fn without_ordering() -> Model {
+        Model {
+            ordering: None,
+            ..Model::new()
+        }
+    }
+
+    /// The context teardown made by the record just applied, as `(tid, api)` for
+    /// [`crate::streams::Streams::teardown`], which must follow that record's `apply`.
+    pub fn take_teardown(&mut self) -> Option<(u32, Api)> {
+        self.teardown.take()
     }
 
     /// Replays one record (records must come in sequence order).
     pub fn apply(&mut self, tid: u32, record: &Record<'_>) {
         self.replay.counts.records += 1;
-        self.ordering.apply(tid, record);
+        if let Some(ordering) = &mut self.ordering {
+            ordering.apply(tid, record);
+        }
         match &record.body {
             Body::ProcessInfo(p) => {
                 self.replay.process = Some(Process {
@@ -187,7 +209,9 @@ impl Model {
         leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
         self.replay.leaks = leaks;
         self.replay.bad_frees = self.bad_frees;
-        self.replay.ordering = self.ordering.finish();
+        if let Some(ordering) = self.ordering {
+            self.replay.ordering = ordering.finish();
+        }
         self.replay
     }
 
@@ -368,7 +392,10 @@ impl Model {
 
     fn destroy_context(&mut self, tid: u32, d: &CtxDestroy) {
         let Some(ctx) = self.contexts.destroy(d) else { return };
-        self.ordering.teardown(tid, d.api);
+        match &mut self.ordering {
+            Some(ordering) => ordering.teardown(tid, d.api),
+            None => self.teardown = Some((tid, d.api)),
+        }
         let mut gone: Vec<(Space, u64)> = self
             .live
             .iter()

@@ -4,20 +4,20 @@
 //! `std::thread::scope`: no dependency, and the traces' mappings are simply borrowed), each
 //! thread taking the next trace in turn; the reports come back in the order of the traces,
 //! so the output is the same whatever the number of threads. A trace read while a thread is
-//! spare (one trace on two cores) is decoded on one thread and replayed on another, in
+//! spare (one trace on two cores) goes through a pipeline of three threads ([`replay`]), in
 //! batches, in order.
 //!
 //! Memory follows the live set of each trace being read, never its length: the mapped pages
-//! already read are handed back to the kernel as the replay goes
-//! ([`TraceFile::release_before`]).
+//! already read are handed back to the kernel as the reading goes ([`TraceFile::records`]).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
-use gpuleak_format::{DecodeError, Entry};
+use gpuleak_format::{Api, DecodeError, Entry};
 
 use crate::file::TraceFile;
 use crate::model::{Model, Replay};
+use crate::streams::Streams;
 
 use super::progress::Progress;
 use super::{build, frames, Options, ProcessReport};
@@ -27,9 +27,9 @@ const BATCH: usize = 4096;
 /// Batches decoded ahead of the replay at most.
 const AHEAD: usize = 4;
 /// Pages are handed back every time the replay has gone this far...
-const RELEASE_EVERY: u64 = 32 << 20;
+const RELEASE_EVERY: u64 = 8 << 20;
 /// ...up to this far behind it, so that the blocks still being merged stay mapped.
-const RELEASE_LAG: u64 = 8 << 20;
+const RELEASE_LAG: u64 = 4 << 20;
 
 /// Builds the report on every trace of `files`, in order, with up to `jobs` threads (at least
 /// one), advancing `progress` as the bytes are read.
@@ -89,82 +89,113 @@ fn one(file: &TraceFile, options: &Options, pipelined: bool, progress: Option<&P
     report
 }
 
+/// A batch of decoded records, passed from stage to stage.
+type Batch<'a> = Vec<Result<Entry<'a>, DecodeError>>;
+/// Context teardowns in a batch: (index of the record that made it, tid, api).
+type Teardowns = Vec<(usize, u32, Api)>;
+
 /// Replays every readable record of `file` (decoding errors are kept in the result, and the
-/// records around them still replayed), decoding on a thread of its own when `pipelined`.
+/// records around them still replayed). When `pipelined`, three threads share the work, each
+/// record passing through them in order: one decodes, one replays the leak model, and one the
+/// stream-ordering model (the costliest), which learns the context teardowns from the second.
 pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) -> Replay {
-    let mut model = Model::new();
     let mut read = Read {
         file,
         progress,
         reported: 0,
-        released: 0,
         at: 0,
     };
     // `TraceFile::open` checked the header; a file that fails now replays as empty.
-    let Ok(trace) = file.trace() else {
-        return model.finish();
+    let Ok(records) = file.records(RELEASE_EVERY, RELEASE_LAG) else {
+        return Model::new().finish();
     };
-    if pipelined {
-        std::thread::scope(|s| {
-            let (batches, decoded) = mpsc::sync_channel::<Vec<Result<Entry<'_>, DecodeError>>>(AHEAD);
-            let (recycle, empty) = mpsc::channel();
-            s.spawn(move || {
-                let mut records = trace.records();
-                // Finding the blocks touched a page of each, and the kernel maps whole blocks
-                // around such a touch: none of it is needed yet.
-                file.release_before(file.len());
-                loop {
-                    let mut batch = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                    batch.extend(records.by_ref().take(BATCH));
-                    // Stops at the end, or when the replay is gone.
-                    if batch.is_empty() || batches.send(batch).is_err() {
-                        break;
-                    }
-                }
-            });
-            for mut batch in decoded {
-                for r in batch.drain(..) {
-                    read.apply(&mut model, r);
-                }
-                read.advanced();
-                // The decoder may be gone already: the batch is then simply dropped.
-                let _ = recycle.send(batch);
-            }
-        });
-    } else {
-        let records = trace.records();
-        file.release_before(file.len());
+    if !pipelined {
+        let mut model = Model::new();
         for (i, r) in records.enumerate() {
-            read.apply(&mut model, r);
+            read.apply(&mut model, &r);
             if i % BATCH == 0 {
                 read.advanced();
             }
         }
+        read.finish();
+        return model.finish();
     }
-    read.finish();
-    model.finish()
+    std::thread::scope(|s| {
+        let (to_model, decoded) = mpsc::sync_channel::<Batch<'_>>(AHEAD);
+        let (to_streams, modelled) = mpsc::sync_channel::<(Batch<'_>, Teardowns)>(AHEAD);
+        let (recycle, empty) = mpsc::channel::<Batch<'_>>();
+        s.spawn(move || {
+            let mut records = records;
+            loop {
+                let mut batch = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                batch.extend(records.by_ref().take(BATCH));
+                // Stops at the end, or when the replay is gone.
+                if batch.is_empty() || to_model.send(batch).is_err() {
+                    break;
+                }
+            }
+        });
+        let ordering = s.spawn(move || {
+            let mut streams = Streams::new();
+            for (mut batch, teardowns) in modelled {
+                let mut teardowns = teardowns.into_iter().peekable();
+                for (i, r) in batch.drain(..).enumerate() {
+                    if let Ok(e) = r {
+                        streams.apply(e.tid, &e.record);
+                    }
+                    while let Some((_, tid, api)) = teardowns.next_if(|t| t.0 == i) {
+                        streams.teardown(tid, api);
+                    }
+                }
+                // The decoder may be gone already: the batch is then simply dropped.
+                let _ = recycle.send(batch);
+            }
+            streams.finish()
+        });
+        let mut model = Model::without_ordering();
+        for batch in decoded {
+            let mut teardowns = Teardowns::new();
+            for (i, r) in batch.iter().enumerate() {
+                read.apply(&mut model, r);
+                if let Some((tid, api)) = model.take_teardown() {
+                    teardowns.push((i, tid, api));
+                }
+            }
+            read.advanced();
+            if to_streams.send((batch, teardowns)).is_err() {
+                break;
+            }
+        }
+        drop(to_streams);
+        read.finish();
+        let mut replay = model.finish();
+        replay.ordering = match ordering.join() {
+            Ok(findings) => findings,
+            // A bug, not bad input: show it as the serial replay would have.
+            Err(panic) => std::panic::resume_unwind(panic),
+        };
+        replay
+    })
 }
 
-/// Where the replay of one file is.
+/// Where the replay of one file is, for the progress bar.
 struct Read<'f> {
     file: &'f TraceFile,
     progress: Option<&'f Progress>,
     /// Bytes reported to `progress`.
     reported: u64,
-    /// Offset before which the pages were handed back.
-    released: u64,
     /// Highest record offset replayed (blocks are read in about file order).
     at: u64,
 }
 
 impl Read<'_> {
-    fn apply(&mut self, model: &mut Model, r: Result<Entry<'_>, DecodeError>) {
+    fn apply(&mut self, model: &mut Model, r: &Result<Entry<'_>, DecodeError>) {
         match r {
-            Ok(Entry { tid, offset, record }) => {
-                self.at = self.at.max(offset);
-                model.apply(tid, &record);
+            Ok(e) => {
+                self.at = self.at.max(e.offset);
+                model.apply(e.tid, &e.record);
             }
-            Err(e) => model.decode_error(e),
+            Err(e) => model.decode_error(e.clone()),
         }
     }
 
@@ -173,35 +204,32 @@ impl Read<'_> {
             p.advance(self.at.saturating_sub(self.reported));
             self.reported = self.reported.max(self.at);
         }
-        if self.at >= self.released + RELEASE_EVERY + RELEASE_LAG {
-            self.released = self.at - RELEASE_LAG;
-            self.file.release_before(self.released);
-        }
     }
 
     fn finish(&mut self) {
         if let Some(p) = self.progress {
             p.advance(self.file.len().saturating_sub(self.reported));
         }
-        self.file.release_before(self.file.len());
     }
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::path::{Path, PathBuf};
 
     use gpuleak_format::{
-        Addrs, Alloc, Api, BlockCursor, Ctx, CuResult, Exit, FileHeader, Free, ProcessInfo, Ptr, Record, Seq, Stack,
-        StackId, Stream, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+        Addrs, Alloc, Api, BlockCursor, Ctx, CtxCreate, CtxDestroy, CuResult, Exit, FileHeader, Free, Launch,
+        ProcessInfo, Ptr, Record, Seq, Stack, StackId, Stream, StreamCreate, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
     };
 
     use super::*;
     use crate::report::{json, Report};
 
     /// Writes a trace of process `pid`: `events` allocations and frees on three threads (a
-    /// block each, as many as they fill), leaving every hundredth allocation live.
-    fn write_trace(path: &Path, pid: u32, events: u64) {
+    /// block each, as many as they fill), leaving every hundredth allocation live, with
+    /// kernels on a stream never synchronized or destroyed, and the context destroyed two
+    /// thirds of the way (what is live then leaks at teardown).
+    pub(crate) fn write_trace(path: &Path, pid: u32, events: u64) {
         let mut file = vec![0u8; HEADER_SIZE];
         FileHeader {
             version: FORMAT_VERSION,
@@ -255,8 +283,55 @@ mod tests {
                 .into(),
             );
         }
+        let ctx = CtxCreate {
+            api: Api::cuCtxCreate_v2,
+            result: CuResult::SUCCESS,
+            ctx: Ctx(1),
+            device: 0,
+            flags: 0,
+        };
+        append(&mut file, 0, ctx.into());
+        let stream = StreamCreate {
+            api: Api::cuStreamCreate,
+            result: CuResult::SUCCESS,
+            stream: Stream(0x50),
+            flags: 1,
+            priority: 0,
+            stack: StackId(1),
+        };
+        append(&mut file, 1, stream.into());
         for i in 0..events {
             let t = (i % 3) as usize;
+            if i == events / 3 * 2 {
+                // Work left on the stream when the context goes.
+                let launch = Launch {
+                    api: Api::cuLaunchKernel,
+                    result: CuResult::SUCCESS,
+                    stream: Stream(0x50),
+                    function: 0x98,
+                    ptrs: Addrs(Vec::new().into()),
+                    stack: StackId::NONE,
+                };
+                append(&mut file, t, launch.into());
+                let destroy = CtxDestroy {
+                    api: Api::cuCtxDestroy_v2,
+                    result: CuResult::SUCCESS,
+                    ctx: Ctx(1),
+                    device: -1,
+                };
+                append(&mut file, t, destroy.into());
+            }
+            if i % 50 == 0 {
+                let launch = Launch {
+                    api: Api::cuLaunchKernel,
+                    result: CuResult::SUCCESS,
+                    stream: Stream(0x50),
+                    function: 0x99,
+                    ptrs: Addrs(vec![0x7000_0000 + (i / 2) * 0x1000].into()),
+                    stack: StackId::NONE,
+                };
+                append(&mut file, t, launch.into());
+            }
             let ptr = Ptr(0x7000_0000 + (i / 2) * 0x1000);
             let body = if i % 2 == 0 {
                 Alloc {
@@ -327,6 +402,9 @@ mod tests {
         let serial = json_of(&files, 1);
         assert!(serial.contains("\"merged_leaks\""));
         assert!(serial.contains("unreadable records"), "{serial}");
+        for found in ["\"teardown\"", "\"stream-leak\"", "\"unsynchronized-at-exit\""] {
+            assert!(serial.contains(found), "no {found} in {serial}");
+        }
         for jobs in [2, 3, 8] {
             assert_eq!(json_of(&files, jobs), serial, "{jobs} threads");
         }
