@@ -86,6 +86,11 @@ struct Reading {
     quiet: bool,
 }
 
+/// One thread per CPU this process may run on.
+fn every_cpu() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
 impl Reading {
     /// Opens every trace (a directory stands for the traces in it) and reports on each, in
     /// order, on up to `--jobs` threads, with a progress bar on stderr when `bar` allows one,
@@ -100,10 +105,7 @@ impl Reading {
         use std::io::IsTerminal;
 
         let files = gpuleak_analyzer::TraceFile::open_all(traces)?;
-        let jobs = match self.jobs {
-            Some(n) => usize::from(n),
-            None => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        };
+        let jobs = self.jobs.map_or_else(every_cpu, usize::from);
         if bar && !self.quiet && std::io::stderr().is_terminal() {
             let p = Progress::new(files.iter().map(|f| f.len()).sum(), files.len());
             Ok(progress::show(&p, || {
@@ -279,15 +281,14 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("gpuleak: {program} made no CUDA call; no trace written");
         return Ok(ExitCode::from(code.clamp(0, 255) as u8));
     }
-    let options = Options::default();
-    let mut processes = Vec::new();
+    let mut files = Vec::new();
     for t in &traces {
         match gpuleak_analyzer::TraceFile::open(t) {
-            Ok(f) => processes.push(report::from_file(&f, &options)),
+            Ok(f) => files.push(f),
             Err(e) => eprintln!("gpuleak: {e}"),
         }
     }
-    let summary = Report::new(processes).summary;
+    let summary = Report::new(report::from_files(&files, &Options::default(), every_cpu(), None)).summary;
     let sites = summary.leaked_allocations;
     eprintln!(
         "gpuleak: {} process{} traced: {} leaked allocation{} ({}), {} finding{}, peak {}",

@@ -139,7 +139,8 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) ->
             let mut streams = Streams::new();
             for (mut batch, teardowns) in modelled {
                 let mut teardowns = teardowns.into_iter().peekable();
-                for (i, r) in batch.drain(..).enumerate() {
+                // By reference: moving each record out would copy it on the busiest thread.
+                for (i, r) in batch.iter().enumerate() {
                     if let Ok(e) = r {
                         streams.apply(e.tid, &e.record);
                     }
@@ -147,6 +148,7 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) ->
                         streams.teardown(tid, api);
                     }
                 }
+                batch.clear();
                 // The decoder may be gone already: the batch is then simply dropped.
                 let _ = recycle.send(batch);
             }
