@@ -432,6 +432,13 @@ fn top_cuts_the_merged_view_after_it_summed_every_group() {
     report.limit(1);
     assert_eq!(report.merged.len(), 1);
     assert_eq!(report.merged_omitted, (1, 4000));
+    let mut out = Vec::new();
+    text::write(&report, text::Style::PLAIN, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains("\n... and 1 more leak site (4000 bytes), left out by --top\n"),
+        "{text}"
+    );
     assert_eq!(report.processes[2].leaks.len(), 1);
     assert_eq!(report.processes[2].omitted[0], (1, 1000));
     assert_eq!(report.summary.leaked_bytes, 9000, "totals count everything");
@@ -474,4 +481,25 @@ fn the_merged_view_is_in_the_text_and_the_json_only_for_several_processes() {
     let mut out = Vec::new();
     text::write(&one, text::Style::PLAIN, &mut out).unwrap();
     assert!(!String::from_utf8(out).unwrap().contains("Merged"));
+}
+
+#[test]
+fn a_site_in_many_processes_names_the_largest_few_and_counts_the_rest() {
+    let processes: Vec<ProcessReport> = (1..=9u32)
+        .map(|rank| {
+            let mut s = Script::new();
+            s.stack(1, &[PROGRAM + 0x100])
+                .alloc(Api::cuMemAlloc_v2, 0x7000_0000, u64::from(rank) * 100, 1);
+            as_process(&s, 100 + rank, &format!("rank{rank}.trace"))
+        })
+        .collect();
+    let mut out = Vec::new();
+    text::write(&Report::new(processes), text::Style::PLAIN, &mut out).unwrap();
+    let text = String::from_utf8(out).unwrap();
+    assert!(
+        text.contains(
+            "\n  in pid 109 (900 bytes), pid 108 (800 bytes), pid 107 (700 bytes),\n    pid 106 (600 bytes), pid 105 (500 bytes), pid 104 (400 bytes)\n    and 3 more processes (600 bytes)\n    #0 leaky leaky.c:7 (train)\n"
+        ),
+        "{text}"
+    );
 }

@@ -232,8 +232,8 @@ fn merged(report: &Report, style: Style, s: &mut String) {
     let (sites, bytes) = report.merged_omitted;
     if sites > 0 {
         s.push_str(&format!(
-            "\n... and {} more ({}), left out by --top\n",
-            plural(sites, "leak site", "leak sites"),
+            "\n... and {sites} more leak {} ({}), left out by --top\n",
+            if sites == 1 { "site" } else { "sites" },
             plural(bytes, "byte", "bytes")
         ));
     }
@@ -256,7 +256,7 @@ fn site(m: &MergedSite, report: &Report, style: Style, s: &mut String) {
     headline(&what, &by, style, s);
     let mut largest: Vec<_> = m.processes.iter().collect();
     largest.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.process.cmp(&b.process)));
-    let named: Vec<String> = largest
+    let mut items: Vec<String> = largest
         .iter()
         .take(NAMED_PROCESSES)
         .map(|p| {
@@ -267,15 +267,30 @@ fn site(m: &MergedSite, report: &Report, style: Style, s: &mut String) {
             format!("{who} ({})", plural(p.bytes, "byte", "bytes"))
         })
         .collect();
-    let mut line = format!("  in {}", named.join(", "));
     if let Some(rest) = largest.get(NAMED_PROCESSES..).filter(|r| !r.is_empty()) {
-        line.push_str(&format!(
-            " and {} more ({})",
-            plural(rest.len() as u64, "process", "processes"),
+        items.push(format!(
+            "and {} more {} ({})",
+            rest.len(),
+            if rest.len() == 1 { "process" } else { "processes" },
             plural(rest.iter().map(|p| p.bytes).sum(), "byte", "bytes")
         ));
     }
-    wrap(&line, "    ", s);
+    // Lines break between processes, never inside one.
+    let mut line = String::from("  in");
+    for (i, item) in items.iter().enumerate() {
+        let comma = items.get(i + 1).is_some_and(|next| !next.starts_with("and "));
+        let piece = if comma { format!("{item},") } else { item.clone() };
+        if i > 0 && line.chars().count() + 1 + piece.chars().count() > WIDTH {
+            s.push_str(&line);
+            s.push('\n');
+            line = format!("    {piece}");
+        } else {
+            line.push(' ');
+            line.push_str(&piece);
+        }
+    }
+    s.push_str(&line);
+    s.push('\n');
     frames(&m.stack, s);
 }
 
