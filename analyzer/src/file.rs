@@ -7,14 +7,13 @@
 //! format's reader, which only sees bytes, finds every block's header first, and that alone
 //! maps the whole file: the kernel maps a block around each header it touches).
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use gpuleak_format::{BlockReader, DecodeError, Entry, Trace, MAGIC};
+use gpuleak_format::{DecodeError, Entry, Merged, Trace, MAGIC};
 
 /// A trace on disk, mapped read-only.
 pub struct TraceFile {
@@ -108,37 +107,19 @@ impl TraceFile {
     /// to `lag` bytes behind the furthest record read stay, for the blocks still open).
     pub fn records(&self, release_every: u64, lag: u64) -> Result<Records<'_>, OpenError> {
         let trace = self.trace()?;
-        let mut order = Vec::new();
-        let mut header_errors = Vec::new();
-        let block = u64::from(trace.header().block_size);
         let mut released = 0;
-        for i in 0..trace.block_count() {
-            match trace.block(i) {
-                Ok(Some(b)) => order.push((b.base_seq(), i)),
-                Ok(None) => {}
-                Err(e) => header_errors.push(e),
-            }
-            let at = i as u64 * block;
+        // The merge reads every block header first: without releasing as it goes, that scan
+        // alone would keep the whole file resident.
+        let merged = trace.records_with(|at| {
             if at >= released + release_every {
                 self.release_before(at);
                 released = at;
             }
-        }
+        });
         self.release_before(self.len());
-        // Admitted by the seq of their first record, as the format's reader does.
-        order.sort_unstable();
-        header_errors.reverse();
         Ok(Records {
             file: self,
-            trace,
-            order,
-            next_block: 0,
-            header_errors,
-            pending: None,
-            heap: BinaryHeap::new(),
-            cursors: Vec::new(),
-            free: Vec::new(),
-            error: None,
+            merged,
             release_every,
             lag,
             furthest: 0,
@@ -164,99 +145,22 @@ impl TraceFile {
     }
 }
 
-/// The records of a trace in `seq` order; see [`TraceFile::records`]. The merge is the format
-/// reader's, step for step (blocks admitted by base seq, the smallest seq first, ties by slot,
-/// a block's error after its last good record), so that both give the same stream.
+/// The records of a trace in `seq` order; see [`TraceFile::records`]: the format reader's merge,
+/// handing pages back behind it.
 pub struct Records<'a> {
     file: &'a TraceFile,
-    trace: Trace<'a>,
-    order: Vec<(u64, usize)>,
-    next_block: usize,
-    header_errors: Vec<DecodeError>,
-    pending: Option<BlockReader<'a>>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    cursors: Vec<Option<(BlockReader<'a>, Entry<'a>)>>,
-    free: Vec<usize>,
-    error: Option<DecodeError>,
+    merged: Merged<'a>,
     release_every: u64,
     lag: u64,
     furthest: u64,
     released: u64,
 }
 
-impl<'a> Records<'a> {
-    fn fill_pending(&mut self) -> Option<DecodeError> {
-        if let Some(e) = self.header_errors.pop() {
-            return Some(e);
-        }
-        while self.pending.is_none() && self.next_block < self.order.len() {
-            let (_, i) = self.order[self.next_block];
-            self.next_block += 1;
-            match self.trace.block(i) {
-                Ok(Some(b)) => self.pending = Some(b),
-                Ok(None) => {}
-                Err(e) => return Some(e),
-            }
-        }
-        None
-    }
-
-    fn admit(&mut self, mut block: BlockReader<'a>) -> Option<DecodeError> {
-        match block.next() {
-            Some(Ok(entry)) => {
-                let key = entry.record.seq.0;
-                let slot = match self.free.pop() {
-                    Some(s) => {
-                        self.cursors[s] = Some((block, entry));
-                        s
-                    }
-                    None => {
-                        self.cursors.push(Some((block, entry)));
-                        self.cursors.len() - 1
-                    }
-                };
-                self.heap.push(Reverse((key, slot)));
-                None
-            }
-            Some(Err(e)) => Some(e),
-            None => None,
-        }
-    }
-
-    fn next_entry(&mut self) -> Option<Result<Entry<'a>, DecodeError>> {
-        if let Some(e) = self.error.take() {
-            return Some(Err(e));
-        }
-        loop {
-            if let Some(e) = self.fill_pending() {
-                return Some(Err(e));
-            }
-            let admit = match (&self.pending, self.heap.peek()) {
-                (Some(p), Some(Reverse((min, _)))) => p.base_seq() <= *min,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            if admit {
-                let block = self.pending.take()?;
-                if let Some(e) = self.admit(block) {
-                    return Some(Err(e));
-                }
-                continue;
-            }
-            let Reverse((_, slot)) = self.heap.pop()?;
-            let (block, entry) = self.cursors[slot].take()?;
-            self.free.push(slot);
-            self.error = self.admit(block);
-            return Some(Ok(entry));
-        }
-    }
-}
-
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.next_entry();
+        let next = self.merged.next();
         match &next {
             Some(Ok(e)) => {
                 self.furthest = self.furthest.max(e.offset);

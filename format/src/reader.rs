@@ -13,6 +13,7 @@ use crate::record::Record;
 use crate::{FORMAT_VERSION, MIN_READ_VERSION};
 
 /// A whole trace held in memory (or mapped).
+#[derive(Clone)]
 pub struct Trace<'a> {
     data: &'a [u8],
     header: FileHeader,
@@ -121,23 +122,32 @@ impl<'a> Trace<'a> {
 
     /// Every record, ordered by `seq`. A corrupted block yields one error and is dropped;
     /// the other blocks go on.
-    pub fn records(&self) -> Merged<'a, '_> {
+    pub fn records(&self) -> Merged<'a> {
+        self.records_with(|_| {})
+    }
+
+    /// [`records`](Self::records), calling `scanned(offset)` with the file offset of each block
+    /// after its header has been read (the merge first reads every block header), so that a
+    /// reader of a large mapped file can hand the pages behind it back as the scan goes.
+    pub fn records_with(&self, mut scanned: impl FnMut(u64)) -> Merged<'a> {
         // Blocks are claimed in file order but stamped with the seq of their first record, so
         // a thread that lost a race can start a block with a smaller seq than the one before.
         // Admitting blocks by base seq keeps the merge exact; a header costs 16 bytes here.
         let mut order = Vec::new();
         let mut header_errors = Vec::new();
+        let block_size = u64::from(self.header.block_size);
         for i in 0..self.block_count() {
             match self.block(i) {
                 Ok(Some(b)) => order.push((b.base_seq, i)),
                 Ok(None) => {}
                 Err(e) => header_errors.push(e),
             }
+            scanned(HEADER_SIZE as u64 + i as u64 * block_size);
         }
         order.sort_unstable();
         header_errors.reverse();
         Merged {
-            trace: self,
+            trace: self.clone(),
             order,
             next_block: 0,
             header_errors,
@@ -203,8 +213,8 @@ impl<'a> Iterator for BlockReader<'a> {
 }
 
 /// Blocks merged by `seq`; see [`Trace::records`].
-pub struct Merged<'a, 't> {
-    trace: &'t Trace<'a>,
+pub struct Merged<'a> {
+    trace: Trace<'a>,
     /// Started blocks as (base seq, index), in admission order.
     order: Vec<(u64, usize)>,
     next_block: usize,
@@ -218,7 +228,7 @@ pub struct Merged<'a, 't> {
     error: Option<DecodeError>,
 }
 
-impl<'a, 't> Merged<'a, 't> {
+impl<'a> Merged<'a> {
     /// Opens the next block in admission order.
     fn fill_pending(&mut self) -> Option<DecodeError> {
         if let Some(e) = self.header_errors.pop() {
@@ -260,7 +270,7 @@ impl<'a, 't> Merged<'a, 't> {
     }
 }
 
-impl<'a, 't> Iterator for Merged<'a, 't> {
+impl<'a> Iterator for Merged<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
