@@ -150,24 +150,12 @@ impl Memo {
         }
     }
 
-    /// Replaces the memo with the states of the capture that just ended: `fresh[..head]` (walked
-    /// before the match, the matched state last), then the old entries `reused` (verified, or
-    /// left unchecked when the output filled up), then `fresh[head..]` (walked after a failed
-    /// check). Everything is clipped to [`CAPACITY`].
-    pub(crate) fn replace(&mut self, generation: u64, fresh: &[Entry], head: usize, reused: std::ops::Range<usize>) {
-        let head = head.min(fresh.len());
-        let reused_start = reused.start.min(self.len);
-        let reused_end = reused.end.clamp(reused_start, self.len);
-        let reused_len = (reused_end - reused_start).min(CAPACITY.saturating_sub(head));
-        if reused_start != head {
-            self.entries.copy_within(reused_start..reused_start + reused_len, head);
-        }
-        self.entries[..head].copy_from_slice(&fresh[..head]);
-        let tail_start = head + reused_len;
-        let tail = &fresh[head..];
-        let tail_len = tail.len().min(CAPACITY - tail_start);
-        self.entries[tail_start..tail_start + tail_len].copy_from_slice(&tail[..tail_len]);
-        self.len = tail_start + tail_len;
+    /// Replaces the memo with the states of the capture that just ended (`fresh` holds them
+    /// all, computed or confirmed by it: see `Walk::walk_memo`), clipped to [`CAPACITY`].
+    pub(crate) fn replace(&mut self, generation: u64, fresh: &[Entry]) {
+        let len = fresh.len().min(CAPACITY);
+        self.entries[..len].copy_from_slice(&fresh[..len]);
+        self.len = len;
         self.generation = generation;
         self.last = None;
     }
@@ -192,28 +180,18 @@ mod tests {
     }
 
     #[test]
-    fn replace_splices_fresh_reused_and_tail() {
+    fn replace_keeps_the_capture_until_a_flush_and_clips_to_capacity() {
         let mut memo = Memo::new();
         let old: Vec<Entry> = (10..20).map(|i| entry(i * 8)).collect();
-        memo.replace(1, &old, old.len(), 0..0);
+        memo.replace(1, &old);
         assert_eq!(memo.entries(1), &old[..]);
         assert!(memo.entries(2).is_empty(), "a flush drops the memo");
+        let fresh = [entry(8), entry(99 * 8)];
+        memo.replace(1, &fresh);
+        assert_eq!(memo.entries(1), &fresh[..]);
 
-        // Two fresh states, the second equal to old entry 3; old 4..7 verified; one new state.
-        let fresh = [entry(8), entry(13 * 8), entry(99 * 8)];
-        memo.replace(1, &fresh, 2, 4..7);
-        let expected = [1, 13, 14, 15, 16, 99].map(|i| entry(i * 8));
-        assert_eq!(memo.entries(1), &expected[..]);
-    }
-
-    #[test]
-    fn replace_clips_to_capacity() {
-        let mut memo = Memo::new();
         let many: Vec<Entry> = (1..CAPACITY as u64 + 10).map(|i| entry(i * 8)).collect();
-        memo.replace(0, &many[..CAPACITY], CAPACITY, 0..0);
-        assert_eq!(memo.entries(0).len(), CAPACITY);
-        memo.replace(0, &many[..5], 5, 0..CAPACITY);
-        assert_eq!(memo.entries(0).len(), CAPACITY);
-        assert_eq!(memo.entries(0)[5], entry(8));
+        memo.replace(0, &many);
+        assert_eq!(memo.entries(0), &many[..CAPACITY]);
     }
 }

@@ -338,7 +338,7 @@ impl Walk<'_> {
                 }
                 next += 1;
                 if self.emit(entry.ip) {
-                    memo.replace(generation, initialised(&fresh, recorded), recorded, 0..0);
+                    memo.replace(generation, initialised(&fresh, recorded));
                     return;
                 }
             }
@@ -353,7 +353,7 @@ impl Walk<'_> {
             };
             cursor = next;
         }
-        memo.replace(generation, initialised(&fresh, recorded), recorded, 0..0);
+        memo.replace(generation, initialised(&fresh, recorded));
     }
 
     /// Whether `entry` is still what one step from its predecessor (a state equal to the
