@@ -9,9 +9,13 @@
 //!   golden files);
 //! - `third_party`: cudarc, cuda-bindings and cuda-core, alone and under the shim;
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
-//! - `trace`: reading traces and client output in tests.
+//! - `trace`: reading traces and client output in tests;
+//! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
+//! - `ops`: metrics endpoint, snapshots, OOM dumps, budgets and fault injection.
 
 mod check;
+mod memory;
+mod ops;
 mod ordering;
 mod report;
 mod run;
