@@ -459,10 +459,11 @@ impl Tracer {
     }
 }
 
-/// Records an allocation (or a failed attempt) after the driver returned.
+/// Records an allocation (or a failed attempt) after the driver returned; returns the stack
+/// id it recorded (the operations features attribute live bytes to it).
 #[inline]
-pub fn alloc(_g: &HookGuard, api: Api, result: u32, stream: Stream, ptr: u64, size: u64, aux: u64) {
-    let Some(t) = get() else { return };
+pub fn alloc(_g: &HookGuard, api: Api, result: u32, stream: Stream, ptr: u64, size: u64, aux: u64) -> StackId {
+    let Some(t) = get() else { return StackId::NONE };
     let stack = t.stack();
     let ctx = Ctx(t.current_ctx());
     let via = guard::via();
@@ -480,6 +481,7 @@ pub fn alloc(_g: &HookGuard, api: Api, result: u32, stream: Stream, ptr: u64, si
         }
         .into(),
     );
+    stack
 }
 
 /// Takes a sequence number before a driver call that releases something.
