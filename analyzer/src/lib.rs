@@ -11,6 +11,7 @@
 pub mod check;
 pub mod dump;
 pub mod file;
+pub mod memory;
 pub mod model;
 pub mod report;
 pub mod run;

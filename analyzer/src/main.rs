@@ -67,11 +67,31 @@ struct ReportArgs {
     /// Count memory still held by caching allocators (PyTorch, XLA, CuPy, RMM) as leaks.
     #[arg(long)]
     pool_as_leak: bool,
+    /// Also show where the memory went: timeline, peak, growth, fragmentation, failed
+    /// allocations (always on with --format html or collapsed, and with --at).
+    #[arg(long)]
+    memory: bool,
+    /// Show the live state at the Snapshot record with id N, or what changed from N to M
+    /// (N..M).
+    #[arg(long, value_name = "N|N..M", value_parser = gpuleak_analyzer::report::memory::At::parse)]
+    at: Option<gpuleak_analyzer::report::memory::At>,
+    /// With --format collapsed: weigh stacks by leaked bytes or by bytes live at the peak.
+    #[arg(long, value_enum, default_value_t = Weight::Leaked)]
+    weight: Weight,
+    /// Write the report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
     #[command(flatten)]
     reading: Reading,
     /// Trace files written by libgpuleak.so (one per process), or directories of them.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Weight {
+    Leaked,
+    Peak,
 }
 
 /// How traces are read, for `report` and `check`.
@@ -158,10 +178,14 @@ struct CheckArgs {
     traces: Vec<std::path::PathBuf>,
 }
 
-#[derive(Clone, Copy, clap::ValueEnum)]
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     Text,
     Json,
+    /// One self-contained HTML page (charts, flame graphs, tables).
+    Html,
+    /// Stacks for flame graph tools, one line each (`--weight`).
+    Collapsed,
 }
 
 fn main() -> ExitCode {
@@ -204,6 +228,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 
 /// `gpuleak report`: exit 0 whenever the report was written; findings are `check`'s business.
 fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
+    use gpuleak_analyzer::report::memory::{collapsed, html};
     use gpuleak_analyzer::report::{self, text, Options, Report};
     use std::io::IsTerminal;
 
@@ -212,31 +237,80 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
+        memory: args.memory || args.at.is_some() || matches!(args.format, Format::Html | Format::Collapsed),
+        at: args.at,
     };
     let bar = matches!(args.format, Format::Text);
     let mut report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    if let Some(at) = args.at {
+        check_snapshots(&report, at)?;
+    }
     if let Some(top) = args.top {
         report.limit(top);
     }
-    let stdout = std::io::stdout();
-    let colour = stdout.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    let written = match args.format {
-        Format::Json => report::json::write(&report, &mut out),
+    let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
+    let colour = to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+    let mut bytes = Vec::new();
+    match args.format {
+        Format::Json => report::json::write(&report, &mut bytes)?,
         Format::Text => {
             let style = if colour {
                 text::Style::COLOUR
             } else {
                 text::Style::PLAIN
             };
-            text::write(&report, style, &mut out)
+            text::write(&report, style, &mut bytes)?
+        }
+        Format::Html => bytes = html::write(&report).into_bytes(),
+        Format::Collapsed => {
+            let weight = match args.weight {
+                Weight::Leaked => collapsed::Weight::Leaked,
+                Weight::Peak => collapsed::Weight::Peak,
+            };
+            bytes = collapsed::write(&report, weight).into_bytes()
         }
     }
-    .and_then(|()| out.flush());
-    match written {
+    if let Some(path) = &args.output {
+        std::fs::write(path, &bytes)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write the report: {e}", path.display()))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    match out.write_all(&bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(e.into()),
         _ => Ok(ExitCode::SUCCESS),
     }
+}
+
+/// `--at`: every snapshot asked for must be in at least one trace.
+fn check_snapshots(
+    report: &gpuleak_analyzer::report::Report,
+    at: gpuleak_analyzer::report::memory::At,
+) -> anyhow::Result<()> {
+    if report
+        .processes
+        .iter()
+        .any(|p| p.memory.as_ref().is_some_and(|m| m.snapshot.is_some()))
+    {
+        return Ok(());
+    }
+    let mut seen: Vec<u64> = report
+        .processes
+        .iter()
+        .filter_map(|p| p.memory.as_ref())
+        .flat_map(|m| m.replay.snapshot_ids.iter().copied())
+        .collect();
+    seen.sort_unstable();
+    seen.dedup();
+    let wanted: Vec<String> = at.ids().iter().map(u64::to_string).collect();
+    let has = if seen.is_empty() {
+        "the trace has no Snapshot record".to_string()
+    } else {
+        let ids: Vec<String> = seen.iter().map(u64::to_string).collect();
+        format!("snapshots in the trace: {}", ids.join(", "))
+    };
+    anyhow::bail!("no trace has snapshot {} ({has})", wanted.join(" and "))
 }
 
 /// `gpuleak run`: the command's own exit code passes through (128 + signal when killed), unless
@@ -328,6 +402,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
+        ..Options::default()
     };
     let bar = args.format == "text" || args.output.is_some();
     let report = Report::new(args.reading.reports(&args.traces, &options, bar)?);

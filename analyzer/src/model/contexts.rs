@@ -69,6 +69,11 @@ impl Contexts {
         }
     }
 
+    /// The device of a live context.
+    pub fn device(&self, ctx: Ctx) -> Option<i32> {
+        self.device_of.get(&ctx).copied()
+    }
+
     /// The device a device-level record names (its own field, else its context's device).
     fn device_for(&self, r: &CtxDestroy) -> Option<i32> {
         if r.device >= 0 {

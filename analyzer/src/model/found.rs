@@ -199,4 +199,6 @@ pub struct Replay {
     pub errors: Vec<DecodeError>,
     /// Number of decoding errors in all.
     pub error_count: u64,
+    /// The memory pass's findings, when it ran.
+    pub memory: Option<Box<crate::memory::MemoryReplay>>,
 }

@@ -33,6 +33,7 @@
 mod contexts;
 mod found;
 mod modules;
+mod pools;
 mod recent;
 mod space;
 mod vmm;
@@ -51,7 +52,9 @@ pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
 pub use space::{is_owned_memory, Space};
 
+use crate::memory::{Tracker, TrackerOptions};
 use contexts::Contexts;
+use pools::Pools;
 use recent::RecentFrees;
 use vmm::{Mapping, Mappings};
 
@@ -68,6 +71,8 @@ struct Live {
     released: bool,
     /// Live mappings of a VMM handle.
     mappings: u64,
+    /// Device of its context (only worked out for the memory pass).
+    device: i32,
 }
 
 type LeakKey = (StackId, MemKind, bool);
@@ -89,6 +94,10 @@ pub struct Model {
     ordering: Option<crate::streams::Streams>,
     /// The context teardown the last record made, for a caller that runs the ordering model.
     teardown: Option<(u32, Api)>,
+    /// Which stacks belong to caching allocators (memory pass only).
+    pools: Pools,
+    /// The memory pass, when asked for ([`Model::with_memory`]).
+    memory: Option<Box<Tracker>>,
     replay: Replay,
 }
 
@@ -113,8 +122,17 @@ impl Model {
             bad_free_index: HashMap::new(),
             ordering: Some(crate::streams::Streams::new()),
             teardown: None,
+            memory: None,
+            pools: Pools::default(),
             replay: Replay::default(),
         }
+    }
+
+    /// The same model, also running the memory pass ([`crate::memory`]): timelines, growth,
+    /// fragmentation, failed allocations and snapshots, in [`Replay::memory`].
+    pub fn with_memory(mut self, options: TrackerOptions) -> Model {
+        self.memory = Some(Box::new(Tracker::new(options)));
+        self
     }
 
     /// A model without the stream-ordering model, for a caller that replays the same records
@@ -138,6 +156,14 @@ impl Model {
         self.replay.counts.records += 1;
         if let Some(ordering) = &mut self.ordering {
             ordering.apply(tid, record);
+        }
+        if let Some(m) = &mut self.memory {
+            m.at(record.seq.0, record.time_ns);
+            match &record.body {
+                Body::Mark(k) => m.mark(&k.name),
+                Body::Snapshot(k) => m.snapshot(k.id, &k.reason),
+                _ => {}
+            }
         }
         match &record.body {
             Body::ProcessInfo(p) => {
@@ -212,12 +238,19 @@ impl Model {
         if let Some(ordering) = self.ordering {
             self.replay.ordering = ordering.finish();
         }
+        self.replay.memory = self.memory.map(|m| Box::new(m.finish()));
         self.replay
     }
 
     fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
         if !a.result.is_success() {
             self.replay.counts.failed_allocations += 1;
+            if let (Some(m), Some(kind)) = (&mut self.memory, a.api.mem_kind()) {
+                if is_owned_memory(kind) {
+                    let device = device_of(&self.contexts, kind, a.ctx);
+                    m.failed(a.api, a.result, a.size, a.stack, device);
+                }
+            }
             return;
         }
         let Some(kind) = a.api.mem_kind() else { return };
@@ -245,12 +278,23 @@ impl Model {
             stream: a.stream,
             tid,
         };
+        let device = match &mut self.memory {
+            Some(m) => {
+                let device = device_of(&self.contexts, kind, a.ctx);
+                let owned = is_owned_memory(kind);
+                let pool = owned && self.pools.is_pool(a.stack, &self.replay.stacks, &self.replay.modules);
+                m.alloc(&alloc, device, owned, pool);
+                device
+            }
+            None => 0,
+        };
         self.live.insert(
             key,
             Live {
                 alloc,
                 released: false,
                 mappings: 0,
+                device,
             },
         );
         if is_owned_memory(kind) {
@@ -360,6 +404,10 @@ impl Model {
         if let Some(l) = self.live.get_mut(&(Space::Physical, m.handle)) {
             l.mappings += 1;
         }
+        if let Some(t) = &mut self.memory {
+            let device = self.live.get(&(Space::Physical, m.handle)).map_or(0, |l| l.device);
+            t.mapping(device, i128::from(m.size));
+        }
     }
 
     fn unmap(&mut self, u: &Unmap) {
@@ -374,6 +422,10 @@ impl Model {
     /// A mapping is gone: a released handle with no mappings left is freed.
     fn unmapped(&mut self, gone: Mapping) {
         let key = (Space::Physical, gone.handle);
+        if let Some(t) = &mut self.memory {
+            let device = self.live.get(&key).map_or(0, |l| l.device);
+            t.mapping(device, -i128::from(gone.size));
+        }
         let Some(l) = self.live.get_mut(&key) else { return };
         l.mappings = l.mappings.saturating_sub(1);
         if l.released && l.mappings == 0 {
@@ -420,6 +472,9 @@ impl Model {
         if is_owned_memory(l.alloc.kind) {
             self.live_bytes -= l.alloc.size.min(self.live_bytes);
         }
+        if let Some(m) = &mut self.memory {
+            m.free(&l.alloc, l.device, is_owned_memory(l.alloc.kind));
+        }
     }
 
     fn leak(&mut self, l: &Live, at: LeakAt) {
@@ -443,6 +498,15 @@ impl Model {
             g.first = *a;
         }
     }
+}
+
+/// The device an allocation's memory is on: its context's ([`crate::memory::HOST`] for pinned
+/// host memory, [`crate::memory::UNKNOWN_DEVICE`] for a context the trace never named).
+fn device_of(contexts: &Contexts, kind: MemKind, ctx: gpuleak_format::Ctx) -> i32 {
+    if matches!(kind, MemKind::Host | MemKind::HostRegistered) {
+        return crate::memory::HOST;
+    }
+    contexts.device(ctx).unwrap_or(crate::memory::UNKNOWN_DEVICE)
 }
 
 /// Replays every readable record of `trace`; decoding errors are kept in the result and the

@@ -10,17 +10,19 @@ use gpuleak_format::Api;
 use crate::dump::json_str;
 use crate::model::LeakAt;
 
-use super::{Finding, Frame, Held, MergedSite, ProcessReport, Report, Summary};
+use super::{Extra, Finding, Frame, Held, MergedSite, ProcessReport, Report, Summary};
 
 /// The report's schema version.
 pub const SCHEMA_VERSION: u64 = 1;
 
 /// A JSON value, just enough to build the report.
-enum J {
+pub(crate) enum J {
     Null,
     Bool(bool),
     U(u64),
     I(i64),
+    /// A finite number (others print as null).
+    F(f64),
     S(String),
     A(Vec<J>),
     O(Vec<(&'static str, J)>),
@@ -154,6 +156,10 @@ fn process(p: &ProcessReport) -> J {
         ("summary", summary(&p.summary)),
         ("omitted", omitted(p)),
         ("notes", J::A(p.notes.iter().map(|n| J::S(n.clone())).collect())),
+        (
+            "memory",
+            p.memory.as_deref().map_or(J::Null, super::memory::json::memory),
+        ),
     ])
 }
 
@@ -193,7 +199,7 @@ fn held(h: &Held, pid: Option<u32>) -> J {
 }
 
 fn finding(f: &Finding, pid: Option<u32>) -> J {
-    J::O(vec![
+    let mut fields = vec![
         ("check", J::S(f.check.to_string())),
         ("severity", J::S(f.severity.name().to_string())),
         ("message", J::S(f.message.clone())),
@@ -215,10 +221,22 @@ fn finding(f: &Finding, pid: Option<u32>) -> J {
                     .collect(),
             ),
         ),
-    ])
+    ];
+    for (name, value) in &f.extra {
+        fields.push((
+            name,
+            match value {
+                Extra::Null => J::Null,
+                Extra::U(n) => J::U(*n),
+                Extra::F(x) => J::F(*x),
+                Extra::S(t) => J::S(t.clone()),
+            },
+        ));
+    }
+    J::O(fields)
 }
 
-fn stack(frames: &[Frame]) -> J {
+pub(crate) fn stack(frames: &[Frame]) -> J {
     J::A(frames.iter().map(frame).collect())
 }
 
@@ -244,7 +262,7 @@ fn is_flat(v: &J) -> bool {
 }
 
 /// Pretty-prints with two-space indentation; flat objects (frames) stay on one line.
-fn render(v: &J, indent: usize, s: &mut String) {
+pub(crate) fn render(v: &J, indent: usize, s: &mut String) {
     use std::fmt::Write as _;
     let pad = |s: &mut String, n: usize| s.extend(std::iter::repeat_n(' ', n));
     match v {
@@ -256,6 +274,11 @@ fn render(v: &J, indent: usize, s: &mut String) {
         J::I(n) => {
             let _ = write!(s, "{n}");
         }
+        J::F(x) if x.is_finite() => {
+            // Six significant digits are plenty for ratios and rates.
+            let _ = write!(s, "{}", (x * 1e6).round() / 1e6);
+        }
+        J::F(_) => s.push_str("null"),
         J::S(t) => json_str(t, s),
         J::A(items) if items.is_empty() => s.push_str("[]"),
         J::O(fields) if fields.is_empty() => s.push_str("{}"),

@@ -16,6 +16,7 @@ use std::sync::mpsc;
 use gpuleak_format::{Api, DecodeError, Entry};
 
 use crate::file::TraceFile;
+use crate::memory::TrackerOptions;
 use crate::model::{Model, Replay};
 use crate::streams::Streams;
 
@@ -80,7 +81,7 @@ pub fn from_files(
 
 /// Replays and reports on one trace.
 fn one(file: &TraceFile, options: &Options, pipelined: bool, progress: Option<&Progress>) -> ProcessReport {
-    let replay = replay(file, pipelined, progress);
+    let replay = replay(file, pipelined, progress, options);
     let source = frames::source_for(&replay.modules, &options.debug_dirs);
     let report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
     if let Some(p) = progress {
@@ -98,7 +99,17 @@ type Teardowns = Vec<(usize, u32, Api)>;
 /// records around them still replayed). When `pipelined`, three threads share the work, each
 /// record passing through them in order: one decodes, one replays the leak model, and one the
 /// stream-ordering model (the costliest), which learns the context teardowns from the second.
-pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) -> Replay {
+pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, options: &Options) -> Replay {
+    // The memory pass runs beside the leak model, on its thread, only when asked for.
+    let with_memory = |model: Model| {
+        if options.memory {
+            model.with_memory(TrackerOptions {
+                snapshots: options.at.map(|a| a.ids()).unwrap_or_default(),
+            })
+        } else {
+            model
+        }
+    };
     let mut read = Read {
         file,
         progress,
@@ -110,7 +121,7 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) ->
         return Model::new().finish();
     };
     if !pipelined {
-        let mut model = Model::new();
+        let mut model = with_memory(Model::new());
         for (i, r) in records.enumerate() {
             read.apply(&mut model, &r);
             if i % BATCH == 0 {
@@ -154,7 +165,7 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>) ->
             }
             streams.finish()
         });
-        let mut model = Model::without_ordering();
+        let mut model = with_memory(Model::without_ordering());
         for batch in decoded {
             let mut teardowns = Teardowns::new();
             for (i, r) in batch.iter().enumerate() {

@@ -22,6 +22,7 @@
 pub mod frames;
 pub mod json;
 pub mod load;
+pub mod memory;
 pub mod merged;
 mod ordering;
 pub mod owner;
@@ -56,6 +57,11 @@ pub struct Options {
     pub pool_as_leak: bool,
     /// Directories searched for separate debug files.
     pub debug_dirs: Vec<PathBuf>,
+    /// Run the memory pass (timeline, peak, growth, fragmentation, failed allocations):
+    /// [`ProcessReport::memory`] and the `growth` and `fragmentation` findings.
+    pub memory: bool,
+    /// With `memory`: the snapshots to show (`--at`).
+    pub at: Option<memory::At>,
 }
 
 /// Totals of one process, or of all.
@@ -190,8 +196,26 @@ pub struct Finding {
     /// Other stacks that explain the finding (stream-ordering findings: the other access,
     /// the last use, the stream's or event's creation).
     pub related: Vec<RelatedStack>,
+    /// Fields of this check only (a growth's slope, a fragmentation failure's holes), added to
+    /// the JSON finding after the common ones.
+    pub extra: Vec<(&'static str, Extra)>,
     seq: u64,
 }
+
+/// A value of a finding's own field.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Extra {
+    /// No value.
+    Null,
+    /// A count of bytes or steps.
+    U(u64),
+    /// A ratio or rate.
+    F(f64),
+    /// Text.
+    S(String),
+}
+
+impl Eq for Extra {}
 
 /// A stack that helps explain a finding, with what it is.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -227,6 +251,8 @@ pub struct ProcessReport {
     pub findings: Vec<Finding>,
     /// What the reader should know about the trace itself (truncation, lost events...).
     pub notes: Vec<String>,
+    /// Where the memory went, when the memory pass ran.
+    pub memory: Option<Box<memory::MemoryView>>,
 }
 
 impl ProcessReport {
@@ -295,7 +321,7 @@ impl Report {
 
 /// Replays and reports on one opened trace, on the calling thread.
 pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
-    let replay = load::replay(file, false, None);
+    let replay = load::replay(file, false, None, options);
     let source = frames::source_for(&replay.modules, &options.debug_dirs);
     build(replay, file.path().to_path_buf(), source.as_ref(), options)
 }
@@ -348,6 +374,10 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         .map(|b| bad_free(b, &replay, &mut stacks))
         .collect();
     findings.extend(ordering::findings(&replay, &mut stacks));
+    let memory = memory::view(&replay, &mut stacks, options.at).map(|(view, found)| {
+        findings.extend(found);
+        Box::new(view)
+    });
     findings.sort_by_key(|f| (f.severity, f.seq));
     summary.findings = findings.len() as u64;
 
@@ -366,6 +396,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         omitted: [(0, 0); 3],
         findings,
         notes,
+        memory,
     };
     if let Some(top) = options.top {
         report.limit(top);
@@ -516,6 +547,7 @@ fn bad_free(b: &model::BadFree, replay: &Replay, stacks: &mut Stacks<'_>) -> Fin
         first_free_stack,
         related: Vec::new(),
         stack_role: None,
+        extra: Vec::new(),
         seq: b.seq.0,
     }
 }

@@ -202,6 +202,7 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
         allocation_stack,
         first_free_stack,
         related,
+        extra: Vec::new(),
         seq: f.op.seq.0,
     }
 }

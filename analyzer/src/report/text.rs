@@ -133,6 +133,9 @@ fn process(p: &ProcessReport, style: Style, s: &mut String) {
         s.push('\n');
         finding(f, style, s);
     }
+    if let Some(m) = &p.memory {
+        super::memory::text::write(m, s);
+    }
     if !p.notes.is_empty() {
         s.push('\n');
         for n in &p.notes {

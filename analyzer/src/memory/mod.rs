@@ -1,0 +1,775 @@
+//! Where the memory went: a pass over the leak model's decisions that keeps, in bounded memory,
+//! per-device timelines, per-site live bytes over time (for growth), the peak's breakdown by
+//! site, each device's address space (holes, fragmentation, pinning allocations), the state at
+//! each failed allocation, and the live state at chosen `Snapshot` records.
+//!
+//! The [`crate::model::Model`] calls the [`Tracker`] for each allocation it accepts and each
+//! one it forgets (free, teardown, last unmap), so the two always agree on what is live. Series
+//! are bucketed ([`series`]) and never hold more than a fixed number of points; the rest
+//! follows the live allocations and distinct sites.
+
+pub mod growth;
+pub mod series;
+pub mod space;
+
+use std::collections::{BTreeMap, HashMap};
+
+use gpuleak_format::{Api, CuResult, MemKind, StackId};
+
+use crate::model::Allocation;
+use growth::Growth;
+use series::{Axis, Series, Span};
+use space::{AddressSpace, Pin};
+
+/// Pinning allocations of one site at one moment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PinSite {
+    /// The site.
+    pub stack: StackId,
+    /// Its pinning allocations (live with a hole on each side).
+    pub allocations: u64,
+    /// Their bytes.
+    pub bytes: u64,
+    /// The largest hole freeing one of them would make (its holes and itself).
+    pub largest_joined: u64,
+    /// Sequence number of the oldest.
+    pub oldest_seq: u64,
+}
+
+/// Pins folded by site, largest joined hole first, at most [`PINS_KEPT`] sites.
+pub fn pin_sites(pins: &[Pin]) -> Vec<PinSite> {
+    let mut by: HashMap<StackId, PinSite> = HashMap::new();
+    for p in pins {
+        let s = by.entry(p.stack).or_insert(PinSite {
+            stack: p.stack,
+            allocations: 0,
+            bytes: 0,
+            largest_joined: 0,
+            oldest_seq: p.seq,
+        });
+        s.allocations += 1;
+        s.bytes += p.size;
+        s.largest_joined = s.largest_joined.max(p.joined);
+        s.oldest_seq = s.oldest_seq.min(p.seq);
+    }
+    let mut v: Vec<PinSite> = by.into_values().collect();
+    v.sort_by(|a, b| {
+        b.bytes
+            .cmp(&a.bytes)
+            .then(b.largest_joined.cmp(&a.largest_joined))
+            .then(a.stack.0.cmp(&b.stack.0))
+    });
+    v.truncate(PINS_KEPT);
+    v
+}
+
+/// Points of each device timeline, at most.
+pub const TIMELINE_POINTS: u64 = 512;
+/// Points of each site's series, at most.
+pub const SITE_POINTS: u64 = 128;
+/// Failed allocations examined in detail (the rest are counted).
+pub const OOM_DETAILS: usize = 32;
+/// Sites kept per failed allocation, snapshot of the peak, and so on.
+pub const SITES_KEPT: usize = 12;
+/// Pinning allocations kept per moment.
+pub const PINS_KEPT: usize = 16;
+/// Device number of pinned host memory.
+pub const HOST: i32 = -1;
+/// Device number of memory whose context the trace never named.
+pub const UNKNOWN_DEVICE: i32 = -2;
+
+/// What to keep beyond the defaults.
+#[derive(Debug, Clone, Default)]
+pub struct TrackerOptions {
+    /// `Snapshot` ids whose live state is kept.
+    pub snapshots: Vec<u64>,
+}
+
+/// Live bytes of one site at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SiteBytes {
+    /// Allocation stack.
+    pub stack: StackId,
+    /// Live bytes.
+    pub bytes: u64,
+    /// Live allocations.
+    pub allocations: u64,
+}
+
+/// One device's memory over the run.
+#[derive(Debug, Clone)]
+pub struct DeviceTimeline {
+    /// Device ordinal ([`HOST`] for pinned host memory, [`UNKNOWN_DEVICE`]).
+    pub device: i32,
+    /// Live requested bytes per bucket.
+    pub live: Vec<Span>,
+    /// Allocations made up to each bucket's end (cumulative).
+    pub allocations: Vec<u64>,
+    /// Frees made up to each bucket's end (cumulative).
+    pub frees: Vec<u64>,
+    /// Live VMM address reservations (bytes of address space) at each bucket's end.
+    pub vmm_reserved: Vec<u64>,
+    /// Live VMM mappings (bytes) at each bucket's end.
+    pub vmm_mapped: Vec<u64>,
+    /// Live memory allocated by known caching allocators at each bucket's end.
+    pub pool: Vec<u64>,
+    /// Fragmentation of the address space, in millionths, highest in each bucket.
+    pub fragmentation_ppm: Vec<u64>,
+    /// Largest hole at each bucket's end.
+    pub largest_hole: Vec<u64>,
+    /// Free bytes in the used span at each bucket's end.
+    pub free_in_span: Vec<u64>,
+    /// Highest live bytes, and when (seq, ns).
+    pub peak: (u64, u64, u64),
+    /// The moment the most free memory was unusable by one allocation, if any.
+    pub worst: Option<Worst>,
+    /// Sites of the allocations that split free memory at (about) the worst moment.
+    pub pins: Vec<PinSite>,
+    /// Allocations overlapping live ones, left out of the address space.
+    pub overlaps: u64,
+    /// Whether any allocation of this device has an address (not only handles).
+    pub has_addresses: bool,
+}
+
+/// The moment of a device's worst fragmentation.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Worst {
+    /// Free bytes no allocation larger than the largest hole could use.
+    pub stranded: u64,
+    /// 1 - largest hole / free.
+    pub fragmentation: f64,
+    /// Free bytes in the used span.
+    pub free: u64,
+    /// Largest hole.
+    pub largest_hole: u64,
+    /// Holes.
+    pub holes: u64,
+    /// When.
+    pub seq: u64,
+    /// When, ns.
+    pub time_ns: u64,
+    /// Live bytes on the device then.
+    pub live: u64,
+}
+
+/// What one allocation site did over the run.
+#[derive(Debug, Clone)]
+pub struct SiteSummary {
+    /// Allocation stack.
+    pub stack: StackId,
+    /// Family of its first allocation.
+    pub kind: MemKind,
+    /// Entry point of its first allocation.
+    pub api: Api,
+    /// Device of its first allocation.
+    pub device: i32,
+    /// Allocations.
+    pub allocations: u64,
+    /// Frees (of every kind: free, teardown).
+    pub frees: u64,
+    /// Bytes allocated in all.
+    pub bytes: u64,
+    /// Highest live bytes.
+    pub high: u64,
+    /// Live bytes at the process's peak.
+    pub at_peak: u64,
+    /// Live bytes at the end.
+    pub live: u64,
+    /// Mean lifetime of its freed allocations, in sequence numbers.
+    pub mean_lifetime: u64,
+    /// Live bytes per site-axis bucket.
+    pub series: Vec<Span>,
+    /// Whether its stack's owner is a known caching allocator.
+    pub pool: bool,
+}
+
+/// The state at a failed allocation.
+#[derive(Debug, Clone)]
+pub struct Oom {
+    /// The call.
+    pub api: Api,
+    /// Its result.
+    pub result: CuResult,
+    /// Bytes asked for.
+    pub size: u64,
+    /// Its stack.
+    pub stack: StackId,
+    /// Device.
+    pub device: i32,
+    /// When.
+    pub seq: u64,
+    /// When, ns.
+    pub time_ns: u64,
+    /// Live bytes on the device.
+    pub live: u64,
+    /// Free bytes in the device's used span.
+    pub free_in_span: u64,
+    /// Largest hole.
+    pub largest_hole: u64,
+    /// Fragmentation.
+    pub fragmentation: f64,
+    /// Largest sites on the device then.
+    pub sites: Vec<SiteBytes>,
+    /// Sites of the allocations splitting the free memory then.
+    pub pins: Vec<PinSite>,
+}
+
+/// The live state at a `Snapshot` record.
+#[derive(Debug, Clone)]
+pub struct SnapshotState {
+    /// Its id.
+    pub id: u64,
+    /// Why it was taken.
+    pub reason: String,
+    /// When.
+    pub seq: u64,
+    /// When, ns.
+    pub time_ns: u64,
+    /// Live bytes.
+    pub live: u64,
+    /// Every site with live bytes then, largest first.
+    pub sites: Vec<SiteBytes>,
+}
+
+/// Sizes of the allocations, by power of two: `counts[i]` allocations of `2^(i-1) < size <= 2^i`.
+#[derive(Debug, Clone, Default)]
+pub struct Histogram {
+    /// Allocations per size class.
+    pub counts: Vec<u64>,
+    /// Bytes per size class.
+    pub bytes: Vec<u64>,
+}
+
+impl Histogram {
+    fn add(&mut self, size: u64) {
+        let class = (64 - size.saturating_sub(1).leading_zeros()) as usize;
+        if self.counts.len() <= class {
+            self.counts.resize(class + 1, 0);
+            self.bytes.resize(class + 1, 0);
+        }
+        self.counts[class] += 1;
+        self.bytes[class] += size;
+    }
+}
+
+/// What the pass found.
+#[derive(Debug, Clone, Default)]
+pub struct MemoryReplay {
+    /// Memory events (allocations, frees, failed allocations) in the run.
+    pub events: u64,
+    /// Memory events per timeline bucket.
+    pub bucket_events: u64,
+    /// Time at each timeline bucket's end (ns).
+    pub times: Vec<u64>,
+    /// Sequence number at each timeline bucket's end.
+    pub seqs: Vec<u64>,
+    /// Per device, in device order (host and unknown first).
+    pub devices: Vec<DeviceTimeline>,
+    /// Highest live bytes of the process, when (seq, ns), and each site's live bytes then.
+    pub peak: (u64, u64, u64),
+    /// Sites live at the peak, largest first.
+    pub peak_sites: Vec<SiteBytes>,
+    /// Every site, largest high first.
+    pub sites: Vec<SiteSummary>,
+    /// Time at each site-axis bucket's end.
+    pub site_times: Vec<u64>,
+    /// Memory events per site-axis bucket.
+    pub site_bucket_events: u64,
+    /// Sites whose live bytes kept rising.
+    pub growth: Vec<Growth>,
+    /// Mark records and the most frequent names.
+    pub marks: u64,
+    /// Names of the marks, with counts (first 16 names).
+    pub mark_names: Vec<(String, u64)>,
+    /// Failed allocations, first [`OOM_DETAILS`].
+    pub ooms: Vec<Oom>,
+    /// Failed allocations in all.
+    pub failed: u64,
+    /// Allocation sizes.
+    pub histogram: Histogram,
+    /// States at the requested snapshots.
+    pub snapshots: Vec<SnapshotState>,
+    /// Ids of every `Snapshot` record met (the first 1000).
+    pub snapshot_ids: Vec<u64>,
+    /// First and last sequence numbers of the run.
+    pub seq_range: (u64, u64),
+}
+
+#[derive(Debug)]
+struct Device {
+    live: Series,
+    allocations: Series,
+    frees: Series,
+    vmm_reserved: Series,
+    vmm_mapped: Series,
+    pool: Series,
+    fragmentation: Series,
+    largest_hole: Series,
+    free_in_span: Series,
+    peak: (u64, u64, u64),
+    space: AddressSpace,
+    worst: Option<Worst>,
+    pins: Vec<PinSite>,
+    pins_at: u64,
+    has_addresses: bool,
+}
+
+impl Device {
+    fn new(axis: &Axis) -> Device {
+        Device {
+            live: Series::new(axis),
+            allocations: Series::new(axis),
+            frees: Series::new(axis),
+            vmm_reserved: Series::new(axis),
+            vmm_mapped: Series::new(axis),
+            pool: Series::new(axis),
+            fragmentation: Series::new(axis),
+            largest_hole: Series::new(axis),
+            free_in_span: Series::new(axis),
+            peak: (0, 0, 0),
+            space: AddressSpace::default(),
+            worst: None,
+            pins: Vec::new(),
+            pins_at: 0,
+            has_addresses: false,
+        }
+    }
+
+    fn add(axis: &Axis, s: &mut Series, delta: i128) {
+        let v = (i128::from(s.value()) + delta).clamp(0, i128::from(u64::MAX)) as u64;
+        s.set(axis, v);
+    }
+
+    /// The address space changed: its series, and the worst moment.
+    fn space_changed(&mut self, axis: &Axis, seq: u64, time_ns: u64) {
+        let frag = self.space.fragmentation();
+        self.fragmentation.set(axis, (frag * 1e6) as u64);
+        self.largest_hole.set(axis, self.space.largest_hole());
+        self.free_in_span.set(axis, self.space.free());
+        let stranded = self.space.stranded();
+        if stranded > 0 && self.worst.is_none_or(|w| stranded > w.stranded) {
+            self.worst = Some(Worst {
+                stranded,
+                fragmentation: frag,
+                free: self.space.free(),
+                largest_hole: self.space.largest_hole(),
+                holes: self.space.hole_count(),
+                seq,
+                time_ns,
+                live: self.live.value(),
+            });
+            // Listing the pins walks every live allocation: only when the worst grew by a
+            // tenth since the last list, so a steady climb costs a logarithmic number of walks.
+            if stranded > self.pins_at + self.pins_at / 10 {
+                self.pins = pin_sites(&self.space.pins());
+                self.pins_at = stranded;
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct Site {
+    kind: MemKind,
+    api: Api,
+    device: i32,
+    pool: bool,
+    live: u64,
+    live_count: u64,
+    allocations: u64,
+    frees: u64,
+    bytes: u64,
+    lifetimes: u128,
+    high: u64,
+    at_peak: u64,
+    stamp: u64,
+    series: Series,
+    marks: Option<Series>,
+}
+
+/// The pass; see the module documentation.
+#[derive(Debug)]
+pub struct Tracker {
+    options: TrackerOptions,
+    events: u64,
+    axis: Axis,
+    times: Series,
+    seqs: Series,
+    site_axis: Axis,
+    site_times: Series,
+    mark_axis: Axis,
+    mark_times: Series,
+    marks: u64,
+    mark_names: Vec<(String, u64)>,
+    devices: BTreeMap<i32, Device>,
+    sites: HashMap<StackId, Site>,
+    live: u64,
+    peak: (u64, u64, u64),
+    peak_version: u64,
+    histogram: Histogram,
+    ooms: Vec<Oom>,
+    failed: u64,
+    snapshots: Vec<SnapshotState>,
+    snapshot_ids: Vec<u64>,
+    seq_range: (u64, u64),
+    now: (u64, u64),
+}
+
+impl Tracker {
+    /// An empty pass.
+    pub fn new(options: TrackerOptions) -> Tracker {
+        let axis = Axis::new(TIMELINE_POINTS);
+        let site_axis = Axis::new(SITE_POINTS);
+        let mark_axis = Axis::new(SITE_POINTS);
+        Tracker {
+            options,
+            events: 0,
+            times: Series::new(&axis),
+            seqs: Series::new(&axis),
+            axis,
+            site_times: Series::new(&site_axis),
+            site_axis,
+            mark_times: Series::new(&mark_axis),
+            mark_axis,
+            marks: 0,
+            mark_names: Vec::new(),
+            devices: BTreeMap::new(),
+            sites: HashMap::new(),
+            live: 0,
+            peak: (0, 0, 0),
+            peak_version: 0,
+            histogram: Histogram::default(),
+            ooms: Vec::new(),
+            failed: 0,
+            snapshots: Vec::new(),
+            snapshot_ids: Vec::new(),
+            seq_range: (0, 0),
+            now: (0, 0),
+        }
+    }
+
+    /// Every record passes here first: its sequence number and time.
+    pub fn at(&mut self, seq: u64, time_ns: u64) {
+        if self.seq_range == (0, 0) {
+            self.seq_range.0 = seq;
+        }
+        self.seq_range.1 = seq;
+        self.now = (seq, time_ns);
+    }
+
+    fn event(&mut self) {
+        self.events += 1;
+        self.axis.advance(self.events);
+        self.site_axis.advance(self.events);
+        let (seq, time) = self.now;
+        self.times.set(&self.axis, time);
+        self.seqs.set(&self.axis, seq);
+        self.site_times.set(&self.site_axis, time);
+    }
+
+    fn device(&mut self, device: i32) -> &mut Device {
+        let axis = &self.axis;
+        self.devices.entry(device).or_insert_with(|| Device::new(axis))
+    }
+
+    /// A successful allocation the model accepted, of a family that is memory (`owned`) or
+    /// address space (a VMM reservation); `pool` when its owner is a caching allocator.
+    pub fn alloc(&mut self, a: &Allocation, device: i32, owned: bool, pool: bool) {
+        self.event();
+        let (seq, time) = self.now;
+        let axis = self.axis.clone();
+        if !owned {
+            if a.kind == MemKind::VmmReserve {
+                let d = self.device(device);
+                Device::add(&axis, &mut d.vmm_reserved, i128::from(a.size));
+            }
+            return;
+        }
+        self.histogram.add(a.size);
+        self.site_change(a, device, pool, i128::from(a.size));
+        self.live += a.size;
+        if self.live > self.peak.0 {
+            self.peak = (self.live, seq, time);
+            self.peak_version += 1;
+        }
+        let d = self.device(device);
+        Device::add(&axis, &mut d.live, i128::from(a.size));
+        Device::add(&axis, &mut d.allocations, 1);
+        if pool {
+            Device::add(&axis, &mut d.pool, i128::from(a.size));
+        }
+        if d.live.value() > d.peak.0 {
+            d.peak = (d.live.value(), seq, time);
+        }
+        if has_address(a.kind) {
+            d.has_addresses = true;
+            d.space.insert(a.ptr.0, a.size, a.stack, a.seq.0);
+            d.space_changed(&axis, seq, time);
+        }
+    }
+
+    /// An allocation the model no longer holds live (freed, torn down, last mapping gone).
+    pub fn free(&mut self, a: &Allocation, device: i32, owned: bool) {
+        self.event();
+        let (seq, time) = self.now;
+        let axis = self.axis.clone();
+        if !owned {
+            if a.kind == MemKind::VmmReserve {
+                let d = self.device(device);
+                Device::add(&axis, &mut d.vmm_reserved, -i128::from(a.size));
+            }
+            return;
+        }
+        let pool = self.sites.get(&a.stack).is_some_and(|s| s.pool);
+        self.site_change(a, device, pool, -i128::from(a.size));
+        if let Some(s) = self.sites.get_mut(&a.stack) {
+            s.lifetimes += u128::from(seq.saturating_sub(a.seq.0));
+        }
+        self.live -= a.size.min(self.live);
+        let d = self.device(device);
+        Device::add(&axis, &mut d.live, -i128::from(a.size));
+        Device::add(&axis, &mut d.frees, 1);
+        if pool {
+            Device::add(&axis, &mut d.pool, -i128::from(a.size));
+        }
+        if has_address(a.kind) {
+            d.space.remove(a.ptr.0);
+            d.space_changed(&axis, seq, time);
+        }
+    }
+
+    /// A VMM mapping made (`size` > 0) or removed, on the device of its handle.
+    pub fn mapping(&mut self, device: i32, size: i128) {
+        let axis = self.axis.clone();
+        let d = self.device(device);
+        Device::add(&axis, &mut d.vmm_mapped, size);
+    }
+
+    fn site_change(&mut self, a: &Allocation, device: i32, pool: bool, delta: i128) {
+        let version = self.peak_version;
+        let (axis, mark_axis) = (&self.site_axis, &self.mark_axis);
+        let marking = self.marks > 0;
+        let s = self.sites.entry(a.stack).or_insert_with(|| Site {
+            kind: a.kind,
+            api: a.api,
+            device,
+            pool,
+            live: 0,
+            live_count: 0,
+            allocations: 0,
+            frees: 0,
+            bytes: 0,
+            lifetimes: 0,
+            high: 0,
+            at_peak: 0,
+            stamp: version,
+            series: Series::new(axis),
+            marks: marking.then(|| Series::new(mark_axis)),
+        });
+        if s.stamp != version {
+            s.at_peak = s.live;
+            s.stamp = version;
+        }
+        if delta >= 0 {
+            s.live += delta as u64;
+            s.live_count += 1;
+            s.allocations += 1;
+            s.bytes += delta as u64;
+            s.high = s.high.max(s.live);
+        } else {
+            s.live -= (delta.unsigned_abs() as u64).min(s.live);
+            s.live_count = s.live_count.saturating_sub(1);
+            s.frees += 1;
+        }
+        s.series.set(axis, s.live);
+        if let Some(m) = &mut s.marks {
+            m.set(mark_axis, s.live);
+        }
+    }
+
+    /// A failed allocation of a memory family.
+    pub fn failed(&mut self, api: Api, result: CuResult, size: u64, stack: StackId, device: i32) {
+        self.event();
+        self.failed += 1;
+        if self.ooms.len() >= OOM_DETAILS {
+            return;
+        }
+        let (seq, time_ns) = self.now;
+        let sites = self.sites_now(|s| s.device == device);
+        let d = self.device(device);
+        let oom = Oom {
+            api,
+            result,
+            size,
+            stack,
+            device,
+            seq,
+            time_ns,
+            live: d.live.value(),
+            free_in_span: d.space.free(),
+            largest_hole: d.space.largest_hole(),
+            fragmentation: d.space.fragmentation(),
+            sites: sites.into_iter().take(SITES_KEPT).collect(),
+            pins: pin_sites(&d.space.pins()),
+        };
+        self.ooms.push(oom);
+    }
+
+    fn sites_now(&self, keep: impl Fn(&Site) -> bool) -> Vec<SiteBytes> {
+        let mut v: Vec<SiteBytes> = self
+            .sites
+            .iter()
+            .filter(|(_, s)| s.live > 0 && keep(s))
+            .map(|(k, s)| SiteBytes {
+                stack: *k,
+                bytes: s.live,
+                allocations: s.live_count,
+            })
+            .collect();
+        v.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.0.cmp(&b.stack.0)));
+        v
+    }
+
+    /// A `Mark` record: a step of the program.
+    pub fn mark(&mut self, name: &str) {
+        if self.marks == 0 {
+            // Sites made before the first mark start their mark series with what they hold.
+            let axis = &self.mark_axis;
+            for s in self.sites.values_mut() {
+                let mut m = Series::new(axis);
+                m.set(axis, s.live);
+                s.marks = Some(m);
+            }
+        }
+        self.marks += 1;
+        self.mark_axis.advance(self.marks);
+        self.mark_times.set(&self.mark_axis, self.now.1);
+        if let Some((_, n)) = self.mark_names.iter_mut().find(|(n, _)| n == name) {
+            *n += 1;
+        } else if self.mark_names.len() < 16 {
+            self.mark_names.push((name.to_string(), 1));
+        }
+    }
+
+    /// A `Snapshot` record.
+    pub fn snapshot(&mut self, id: u64, reason: &str) {
+        if self.snapshot_ids.len() < 1000 {
+            self.snapshot_ids.push(id);
+        }
+        if !self.options.snapshots.contains(&id) || self.snapshots.iter().any(|s| s.id == id) {
+            return;
+        }
+        let sites = self.sites_now(|_| true);
+        self.snapshots.push(SnapshotState {
+            id,
+            reason: reason.to_string(),
+            seq: self.now.0,
+            time_ns: self.now.1,
+            live: self.live,
+            sites,
+        });
+    }
+
+    /// Ends the pass.
+    pub fn finish(mut self) -> MemoryReplay {
+        let axis = self.axis.clone();
+        let mut devices = Vec::new();
+        for (device, mut d) in std::mem::take(&mut self.devices) {
+            let last = |s: &mut Series| s.points(&axis).iter().map(|p| p.last).collect::<Vec<u64>>();
+            devices.push(DeviceTimeline {
+                device,
+                live: d.live.points(&axis),
+                allocations: last(&mut d.allocations),
+                frees: last(&mut d.frees),
+                vmm_reserved: last(&mut d.vmm_reserved),
+                vmm_mapped: last(&mut d.vmm_mapped),
+                pool: last(&mut d.pool),
+                fragmentation_ppm: d.fragmentation.points(&axis).iter().map(|p| p.max).collect(),
+                largest_hole: last(&mut d.largest_hole),
+                free_in_span: last(&mut d.free_in_span),
+                peak: d.peak,
+                worst: d.worst,
+                pins: d.pins,
+                overlaps: d.space.overlaps,
+                has_addresses: d.has_addresses,
+            });
+        }
+        let version = self.peak_version;
+        let use_marks = self.marks >= growth::MIN_POINTS as u64;
+        let site_times: Vec<u64> = self.site_times.points(&self.site_axis).iter().map(|p| p.last).collect();
+        let mark_times: Vec<u64> = self.mark_times.points(&self.mark_axis).iter().map(|p| p.last).collect();
+        let mut peak_sites = Vec::new();
+        let mut sites = Vec::new();
+        let mut grown = Vec::new();
+        for (stack, mut s) in self.sites {
+            if s.stamp != version {
+                s.at_peak = s.live;
+            }
+            if s.at_peak > 0 {
+                peak_sites.push(SiteBytes {
+                    stack,
+                    bytes: s.at_peak,
+                    allocations: 0,
+                });
+            }
+            let series = s.series.points(&self.site_axis);
+            let found = match (&mut s.marks, use_marks) {
+                (Some(m), true) => {
+                    let points = m.points(&self.mark_axis);
+                    growth::detect(stack, &points, &mark_times, self.mark_axis.width(), true)
+                }
+                _ => growth::detect(stack, &series, &site_times, self.site_axis.width(), false),
+            };
+            grown.extend(found);
+            let mean_lifetime = if s.frees > 0 {
+                (s.lifetimes / u128::from(s.frees)) as u64
+            } else {
+                0
+            };
+            sites.push(SiteSummary {
+                stack,
+                kind: s.kind,
+                api: s.api,
+                device: s.device,
+                allocations: s.allocations,
+                frees: s.frees,
+                bytes: s.bytes,
+                high: s.high,
+                at_peak: s.at_peak,
+                live: s.live,
+                mean_lifetime,
+                series,
+                pool: s.pool,
+            });
+        }
+        peak_sites.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.0.cmp(&b.stack.0)));
+        sites.sort_by(|a, b| b.high.cmp(&a.high).then(a.stack.0.cmp(&b.stack.0)));
+        grown.sort_by(|a, b| b.growth_bytes.cmp(&a.growth_bytes).then(a.stack.0.cmp(&b.stack.0)));
+        MemoryReplay {
+            events: self.events,
+            bucket_events: axis.width(),
+            times: self.times.points(&axis).iter().map(|p| p.last).collect(),
+            seqs: self.seqs.points(&axis).iter().map(|p| p.last).collect(),
+            devices,
+            peak: self.peak,
+            peak_sites,
+            sites,
+            site_times,
+            site_bucket_events: self.site_axis.width(),
+            growth: grown,
+            marks: self.marks,
+            mark_names: self.mark_names,
+            ooms: self.ooms,
+            failed: self.failed,
+            histogram: self.histogram,
+            snapshots: self.snapshots,
+            snapshot_ids: self.snapshot_ids,
+            seq_range: self.seq_range,
+        }
+    }
+}
+
+/// Whether a family's pointers are addresses in the device's heap (not handles, not host).
+fn has_address(kind: MemKind) -> bool {
+    matches!(kind, MemKind::Device | MemKind::Async)
+}

@@ -1,0 +1,210 @@
+//! Bounded time series: a fixed number of buckets over an axis whose bucket width doubles as
+//! the run goes on, so a series never holds more than `cap` points however long the trace.
+//!
+//! Every series on one [`Axis`] shares its buckets; a series touched after the axis doubled
+//! merges its own points pairwise then (lazily), so a doubling costs nothing for series that
+//! are not touched again.
+
+/// Positions along a run (memory events, or marks), cut into at most `cap` buckets.
+#[derive(Debug, Clone)]
+pub struct Axis {
+    /// Positions per bucket (a power of two).
+    width: u64,
+    /// How many times the width doubled.
+    generation: u32,
+    cap: u64,
+    /// Position of the latest event.
+    at: u64,
+}
+
+impl Axis {
+    /// An axis of at most `cap` buckets (at least 2).
+    pub fn new(cap: u64) -> Axis {
+        Axis {
+            width: 1,
+            generation: 0,
+            cap: cap.max(2),
+            at: 0,
+        }
+    }
+
+    /// Moves to position `at` (never backwards), doubling the width while it would need more
+    /// than `cap` buckets.
+    pub fn advance(&mut self, at: u64) {
+        self.at = self.at.max(at);
+        while self.at / self.width >= self.cap {
+            self.width *= 2;
+            self.generation += 1;
+        }
+    }
+
+    /// The current bucket.
+    pub fn bucket(&self) -> u64 {
+        self.at / self.width
+    }
+
+    /// Positions per bucket.
+    pub fn width(&self) -> u64 {
+        self.width
+    }
+}
+
+/// What one bucket of a value holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Span {
+    /// Lowest value in the bucket (the floor a leak raises and churn does not).
+    pub min: u64,
+    /// Highest value in the bucket.
+    pub max: u64,
+    /// Value at the bucket's end.
+    pub last: u64,
+}
+
+impl Span {
+    fn flat(v: u64) -> Span {
+        Span {
+            min: v,
+            max: v,
+            last: v,
+        }
+    }
+
+    fn merge(self, later: Span) -> Span {
+        Span {
+            min: self.min.min(later.min),
+            max: self.max.max(later.max),
+            last: later.last,
+        }
+    }
+}
+
+/// A value observed along an axis: one [`Span`] per bucket.
+#[derive(Debug, Clone)]
+pub struct Series {
+    generation: u32,
+    /// Bucket of `open`, at `generation`'s width.
+    index: u64,
+    open: Span,
+    closed: Vec<Span>,
+}
+
+impl Series {
+    /// A series that was 0 from the start of the axis up to now.
+    pub fn new(axis: &Axis) -> Series {
+        let mut s = Series {
+            generation: axis.generation,
+            index: 0,
+            open: Span::default(),
+            closed: Vec::new(),
+        };
+        s.catch_up(axis);
+        s
+    }
+
+    /// The value now.
+    pub fn value(&self) -> u64 {
+        self.open.last
+    }
+
+    /// Sets the value now.
+    pub fn set(&mut self, axis: &Axis, value: u64) {
+        self.catch_up(axis);
+        self.open.min = self.open.min.min(value);
+        self.open.max = self.open.max.max(value);
+        self.open.last = value;
+    }
+
+    /// Brings the series to the axis's current bucket (merging after doublings, carrying the
+    /// last value over the buckets it was not touched in).
+    pub fn catch_up(&mut self, axis: &Axis) {
+        if self.generation != axis.generation {
+            let shift = axis.generation - self.generation;
+            let factor = 1usize << shift.min(63);
+            let merged: Vec<Span> = self
+                .closed
+                .chunks(factor)
+                .map(|c| c.iter().copied().reduce(Span::merge).unwrap_or_default())
+                .collect();
+            self.closed = merged;
+            self.index >>= shift;
+            self.generation = axis.generation;
+            // The last merged point and the open bucket may now be one bucket.
+            if self.closed.len() as u64 > self.index {
+                if let Some(p) = self.closed.pop() {
+                    self.open = p.merge(self.open);
+                }
+            }
+        }
+        let now = axis.bucket();
+        if now > self.index {
+            self.closed.push(self.open);
+            let carried = Span::flat(self.open.last);
+            while (self.closed.len() as u64) < now {
+                self.closed.push(carried);
+            }
+            self.open = carried;
+            self.index = now;
+        }
+    }
+
+    /// Every bucket up to the axis's current one (the open one last).
+    pub fn points(&mut self, axis: &Axis) -> Vec<Span> {
+        self.catch_up(axis);
+        let mut all = self.closed.clone();
+        all.push(self.open);
+        all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_run_keeps_at_most_cap_points_with_min_max_and_last() {
+        let mut axis = Axis::new(8);
+        let mut s = Series::new(&axis);
+        for i in 0..1000u64 {
+            axis.advance(i);
+            s.set(&axis, i);
+        }
+        let points = s.points(&axis);
+        assert!(points.len() <= 8 && points.len() > 4, "{}", points.len());
+        assert_eq!(points[0].min, 0);
+        assert_eq!(points.last().map(|p| p.last), Some(999));
+        // A bucket starts from the value the one before ended with.
+        for w in points.windows(2) {
+            assert_eq!(w[0].last, w[0].max);
+            assert_eq!(w[1].min, w[0].last);
+        }
+    }
+
+    #[test]
+    fn a_series_untouched_through_doublings_carries_its_value() {
+        let mut axis = Axis::new(4);
+        let mut early = Series::new(&axis);
+        early.set(&axis, 5);
+        let mut busy = Series::new(&axis);
+        for i in 0..100u64 {
+            axis.advance(i);
+            busy.set(&axis, i % 3);
+        }
+        let e = early.points(&axis);
+        let b = busy.points(&axis);
+        assert_eq!(e.len(), b.len());
+        assert!(e.iter().all(|p| p.last == 5 && p.max == 5));
+        assert_eq!(e[0].min, 0, "it was 0 before it was set");
+    }
+
+    #[test]
+    fn a_series_made_late_starts_at_zero() {
+        let mut axis = Axis::new(16);
+        axis.advance(40);
+        let mut s = Series::new(&axis);
+        s.set(&axis, 7);
+        let p = s.points(&axis);
+        assert_eq!(p.len() as u64, axis.bucket() + 1);
+        assert!(p[..p.len() - 1].iter().all(|p| p.max == 0));
+        assert_eq!(p.last().map(|p| p.last), Some(7));
+    }
+}

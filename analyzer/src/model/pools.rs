@@ -1,0 +1,25 @@
+//! Which allocation stacks belong to a known caching allocator, by the module that owns them
+//! (the memory pass shows their memory as reserved by a pool).
+
+use std::collections::HashMap;
+
+use gpuleak_format::StackId;
+
+use super::Modules;
+use crate::report::owner;
+
+/// Answers per stack, worked out once.
+#[derive(Debug, Default)]
+pub struct Pools {
+    known: HashMap<StackId, bool>,
+}
+
+impl Pools {
+    /// Whether `stack`'s owner module is a caching allocator (PyTorch, XLA, CuPy, RMM).
+    pub fn is_pool(&mut self, stack: StackId, stacks: &HashMap<StackId, Vec<u64>>, modules: &Modules) -> bool {
+        *self.known.entry(stack).or_insert_with(|| {
+            let frames = stacks.get(&stack).map_or(&[][..], Vec::as_slice);
+            owner::owner(frames, modules).and_then(owner::pool_of).is_some()
+        })
+    }
+}
