@@ -34,7 +34,7 @@
 use std::sync::atomic::{compiler_fence, Ordering};
 
 use crate::fields::BlockState;
-use crate::record::{NoRoom, Record, RecordRef};
+use crate::record::{encode_in_place, Fields, NoRoom, Record, RecordRef, Seq};
 
 /// Magic bytes at the start of every trace.
 pub const MAGIC: [u8; 8] = *b"GPULEAK\0";
@@ -106,12 +106,30 @@ impl BlockCursor {
         self.append_ref(block, rec.as_ref())
     }
 
+    /// [`append`](Self::append) for a body known by its type: the same bytes, without
+    /// building a [`crate::Body`]. After `NoRoom` the cursor must not be used again (start a
+    /// new block).
+    #[inline]
+    pub fn append_fields<'a, F: Fields<'a>>(
+        &mut self,
+        block: &mut [u8],
+        seq: Seq,
+        time_ns: u64,
+        body: &F,
+    ) -> Result<(), NoRoom> {
+        let out = block.get_mut(self.pos..).ok_or(NoRoom)?;
+        let n = encode_in_place(seq, time_ns, &mut self.state, out, |e, s| body.put(e, s))?;
+        commit_byte(&mut out[0], F::KIND);
+        self.pos += n;
+        Ok(())
+    }
+
     /// [`append`](Self::append) for a borrowed record.
     #[inline]
     pub fn append_ref(&mut self, block: &mut [u8], rec: RecordRef<'_, '_>) -> Result<(), NoRoom> {
         let out = block.get_mut(self.pos..).ok_or(NoRoom)?;
         let n = rec.encode(&mut self.state, out)?;
-        commit_bytes(&mut out[0..1], &[rec.body.kind()]);
+        commit_byte(&mut out[0], rec.body.kind());
         self.pos += n;
         Ok(())
     }
@@ -120,10 +138,16 @@ impl BlockCursor {
 /// Stores `value` into `slot` only after every earlier store of this thread, so that a
 /// reader of a crashed process's file never sees the marker without what it guards.
 fn commit_bytes(slot: &mut [u8], value: &[u8]) {
-    compiler_fence(Ordering::Release);
     for (dst, src) in slot.iter_mut().zip(value) {
-        // SAFETY: `dst` is a valid, exclusive reference; the volatile store only keeps the
-        // compiler from moving or merging it with the stores the fence above orders.
-        unsafe { std::ptr::write_volatile(dst, *src) };
+        commit_byte(dst, *src);
     }
+}
+
+/// [`commit_bytes`] for one byte (a record's kind).
+#[inline(always)]
+fn commit_byte(slot: &mut u8, value: u8) {
+    compiler_fence(Ordering::Release);
+    // SAFETY: `slot` is a valid, exclusive reference; the volatile store only keeps the
+    // compiler from moving or merging it with the stores the fence above orders.
+    unsafe { std::ptr::write_volatile(slot, value) };
 }

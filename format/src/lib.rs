@@ -40,8 +40,8 @@ pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, Ptr, StackId, Stream, Value};
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
-    Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, Free, HostFn,
-    Launch, Lost, Map, Mark, Module, NoRoom, ProcessInfo, Record, RecordRef, Region, Seq, Snapshot, Stack,
+    Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, Fields, Free,
+    HostFn, Launch, Lost, Map, Mark, Module, NoRoom, ProcessInfo, Record, RecordRef, Region, Seq, Snapshot, Stack,
     StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
 };
 

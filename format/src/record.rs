@@ -42,6 +42,8 @@ pub struct Record<'a> {
 
 /// How to encode and decode one record kind's fields.
 pub trait Fields<'a>: Sized {
+    /// The record kind byte of this body.
+    const KIND: u8;
     /// Appends every field.
     fn put(&self, e: &mut Enc<'_>, s: &mut BlockState);
     /// Reads every field.
@@ -66,7 +68,9 @@ macro_rules! records {
             }
 
             impl<'a> Fields<'a> for $name $(<$lt>)? {
+                const KIND: u8 = $kind;
                 #[allow(unused_variables)]
+                #[inline]
                 fn put(&self, e: &mut Enc<'_>, s: &mut BlockState) {
                     $( self.$field.put(e, s); )*
                 }
@@ -527,21 +531,48 @@ impl RecordRef<'_, '_> {
     /// Returns `NoRoom` (and leaves `state` unchanged) if the record does not fit.
     #[inline]
     pub fn encode(&self, state: &mut BlockState, out: &mut [u8]) -> Result<usize, NoRoom> {
+        let mut next = *state;
+        let n = encode_in_place(self.seq, self.time_ns, &mut next, out, |e, s| {
+            self.body.put_fields(e, s)
+        })?;
+        *state = next;
+        Ok(n)
+    }
+}
+
+/// Encodes a record whose fields `put` writes into `out` (kind byte left 0), updating `state`
+/// in place, and returns the bytes used. After `NoRoom`, `state` is unspecified: the block
+/// is full and its cursor is not used again. The one encoder behind [`RecordRef::encode`]
+/// and the typed path of the writers ([`crate::block::BlockCursor::append_fields`]).
+#[inline(always)]
+pub(crate) fn encode_in_place(
+    seq: Seq,
+    time_ns: u64,
+    next: &mut BlockState,
+    out: &mut [u8],
+    put: impl FnOnce(&mut Enc<'_>, &mut BlockState),
+) -> Result<usize, NoRoom> {
+    {
         // The payload goes at offset 2, after the kind and a one-byte length; a longer
         // length shifts the payload once (rare: only stacks and module records get long).
-        let mut next = *state;
         let n = {
             let Some(payload_buf) = out.get_mut(2..) else {
                 return Err(NoRoom);
             };
             let mut e = Enc::new(payload_buf);
-            e.u(self.seq.0.wrapping_sub(next.seq));
-            e.u(self.time_ns.wrapping_sub(next.time));
-            next.seq = self.seq.0;
-            next.time = self.time_ns;
-            self.body.put_fields(&mut e, &mut next);
+            e.u(seq.0.wrapping_sub(next.seq));
+            e.u(time_ns.wrapping_sub(next.time));
+            next.seq = seq.0;
+            next.time = time_ns;
+            put(&mut e, next);
             e.finish().ok_or(NoRoom)?
         };
+        if n < 0x80 {
+            // The common case: a one-byte length, the payload already in place (and it fit).
+            out[0] = 0;
+            out[1] = n as u8;
+            return Ok(2 + n);
+        }
         let mut len_buf = [0u8; MAX_VARINT_LEN];
         let mut le = Enc::new(&mut len_buf);
         le.u(n as u64);
@@ -555,7 +586,6 @@ impl RecordRef<'_, '_> {
         }
         out[0] = 0;
         out[1..1 + len_len].copy_from_slice(&len_buf[..len_len]);
-        *state = next;
         Ok(total)
     }
 }
@@ -707,6 +737,57 @@ mod tests {
                 body,
             })
             .collect()
+    }
+
+    /// Appends `r` through the typed path where its body type is one the test names.
+    fn append_typed(c: &mut crate::BlockCursor, block: &mut [u8], r: &Record<'_>) -> Result<(), NoRoom> {
+        match &r.body {
+            Body::Launch(b) => c.append_fields(block, r.seq, r.time_ns, b),
+            Body::Mark(b) => c.append_fields(block, r.seq, r.time_ns, b),
+            Body::Stack(b) => c.append_fields(block, r.seq, r.time_ns, b),
+            Body::Sync(b) => c.append_fields(block, r.seq, r.time_ns, b),
+            Body::ProcessInfo(b) => c.append_fields(block, r.seq, r.time_ns, b),
+            other => panic!("no typed case for {}", other.name()),
+        }
+    }
+
+    #[test]
+    fn typed_appends_write_the_bytes_of_body_appends_up_to_a_full_block() {
+        let typed: Vec<Record<'static>> = sample_records()
+            .into_iter()
+            .filter(|r| {
+                matches!(
+                    r.body,
+                    Body::Launch(_) | Body::Mark(_) | Body::Stack(_) | Body::Sync(_) | Body::ProcessInfo(_)
+                )
+            })
+            .collect();
+        assert!(
+            typed.iter().any(|r| matches!(r.body, Body::Stack(_))),
+            "a record with a multi-byte length"
+        );
+        let mut a = vec![0u8; crate::BLOCK_SIZE];
+        let mut b = vec![0u8; crate::BLOCK_SIZE];
+        let mut ca = crate::BlockCursor::start(&mut a, 7, 0, 0);
+        let mut cb = crate::BlockCursor::start(&mut b, 7, 0, 0);
+        let mut appended = 0;
+        for (i, r) in typed.iter().cycle().enumerate() {
+            let r = Record {
+                seq: Seq(i as u64 + 1),
+                time_ns: i as u64 * 7,
+                body: r.body.clone(),
+            };
+            let ra = ca.append(&mut a, &r);
+            let rb = append_typed(&mut cb, &mut b, &r);
+            assert_eq!(ra, rb, "record {i}");
+            if ra.is_err() {
+                break;
+            }
+            appended += 1;
+        }
+        assert!(appended > 100, "{appended}");
+        assert_eq!(ca.pos, cb.pos);
+        assert!(a == b, "the two blocks differ");
     }
 
     #[test]

@@ -49,8 +49,29 @@ impl<'a> Enc<'a> {
     }
 
     /// Appends an unsigned LEB128 varint.
-    #[inline]
+    #[inline(always)]
     pub fn u(&mut self, mut v: u64) {
+        if v < 0x80 {
+            self.byte(v as u8);
+            return;
+        }
+        // Away from the end of the buffer (always, but for a record's last bytes in a block),
+        // one bounds check serves the whole varint. `pos <= buf.len()` always holds: `pos`
+        // only moves over bytes written.
+        if let Some(dst) = self.buf[self.pos..].first_chunk_mut::<MAX_VARINT_LEN>() {
+            let mut n = 0;
+            for slot in dst.iter_mut() {
+                n += 1;
+                if v < 0x80 {
+                    *slot = v as u8;
+                    break;
+                }
+                *slot = (v as u8) | 0x80;
+                v >>= 7;
+            }
+            self.pos += n;
+            return;
+        }
         loop {
             let low = (v & 0x7f) as u8;
             v >>= 7;

@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
-    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Free, Lost, Module, ProcessInfo, Ptr, RecordRef, Seq, Stack, StackId,
-    Stream,
+    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, Lost, Module, ProcessInfo, Ptr, RecordRef, Seq, Stack,
+    StackId, Stream,
 };
 
 use crate::config::{Config, MAX_DEPTH};
@@ -282,6 +282,18 @@ impl Tracer {
         self.at(self.stamp(), body)
     }
 
+    /// [`now`](Self::now) for a body known by its type (no `Body` built: the hot hooks).
+    #[inline]
+    fn now_fields<'b, F: Fields<'b>>(&self, body: &F) {
+        self.at_fields(self.stamp(), body)
+    }
+
+    /// [`at`](Self::at) for a body known by its type.
+    #[inline]
+    fn at_fields<'b, F: Fields<'b>>(&self, p: Pending, body: &F) {
+        self.writer.write_fields(Seq(p.seq), p.time, body);
+    }
+
     fn write_preamble(&self) {
         // SAFETY: getpid/getppid cannot fail.
         let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
@@ -467,20 +479,17 @@ pub fn alloc(_g: &HookGuard, api: Api, result: u32, stream: Stream, ptr: u64, si
     let stack = t.stack();
     let ctx = Ctx(t.current_ctx());
     let via = guard::via();
-    t.now(
-        &Alloc {
-            api,
-            via,
-            result: CuResult(result),
-            ctx,
-            stream,
-            ptr: Ptr(ptr),
-            size,
-            stack,
-            aux,
-        }
-        .into(),
-    );
+    t.now_fields(&Alloc {
+        api,
+        via,
+        result: CuResult(result),
+        ctx,
+        stream,
+        ptr: Ptr(ptr),
+        size,
+        stack,
+        aux,
+    });
     stack
 }
 
@@ -499,7 +508,7 @@ pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, str
     } else {
         StackId::NONE
     };
-    t.at(
+    t.at_fields(
         p,
         &Free {
             api,
@@ -509,8 +518,7 @@ pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, str
             ptr: Ptr(ptr),
             size,
             stack,
-        }
-        .into(),
+        },
     );
 }
 
@@ -519,6 +527,14 @@ pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, str
 pub fn event(_g: &HookGuard, body: Body<'_>) {
     if let Some(t) = get() {
         t.now(&body);
+    }
+}
+
+/// [`event`] for a body known by its type (the hot stream-ordering hooks).
+#[inline]
+pub fn event_fields<'b, F: Fields<'b>>(_g: &HookGuard, body: &F) {
+    if let Some(t) = get() {
+        t.now_fields(body);
     }
 }
 
@@ -547,7 +563,7 @@ thread_local! {
 /// a stack only as `GPULEAK_SYNC_STACKS` asks: never by default, every call, or one call in
 /// N on each thread.
 #[inline]
-pub fn hot_event<'b>(_g: &HookGuard, make: impl FnOnce(StackId) -> Body<'b>) {
+pub fn hot_event<'b, F: Fields<'b>>(_g: &HookGuard, make: impl FnOnce(StackId) -> F) {
     let Some(t) = get() else { return };
     let stack = match t.sync_stacks {
         0 => StackId::NONE,
@@ -567,5 +583,5 @@ pub fn hot_event<'b>(_g: &HookGuard, make: impl FnOnce(StackId) -> Body<'b>) {
             }
         }
     };
-    t.now(&make(stack));
+    t.now_fields(&make(stack));
 }

@@ -12,7 +12,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
-use gpuleak_format::{BlockCursor, BlockState, FileHeader, RecordRef, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE};
+use gpuleak_format::{
+    BlockCursor, BlockState, Fields, FileHeader, NoRoom, RecordRef, Seq, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+};
 
 /// Bumped in every forked child: blocks mapped before the fork belong to the parent's file.
 pub static GENERATION: AtomicU64 = AtomicU64::new(0);
@@ -41,6 +43,9 @@ struct DetachedBlock {
 
 // SAFETY: the raw block pointer is only used under the mutex that owns it.
 unsafe impl Send for DetachedBlock {}
+
+/// Encodes one record into a block through its cursor (`NoRoom`: the block is full).
+type Append<'f> = dyn Fn(&mut BlockCursor, &mut [u8]) -> Result<(), NoRoom> + 'f;
 
 struct ThreadBlock {
     ptr: Cell<*mut u8>,
@@ -204,32 +209,56 @@ impl Writer {
     /// Appends a record from the calling thread. Returns false if it was lost.
     #[inline]
     pub fn write(&self, rec: RecordRef<'_, '_>) -> bool {
+        self.write_with(rec.seq, rec.time_ns, |cur, block| cur.append_ref(block, rec))
+    }
+
+    /// [`write`](Self::write) for a body known by its type (the hot hooks: no `Body` built).
+    #[inline(always)]
+    pub fn write_fields<'a, F: Fields<'a>>(&self, seq: Seq, time_ns: u64, body: &F) -> bool {
+        self.write_with(seq, time_ns, |cur, block| cur.append_fields(block, seq, time_ns, body))
+    }
+
+    /// Appends with `append` (which encodes one record into a block through its cursor) into
+    /// this thread's block, starting a new block when it is full.
+    #[inline(always)]
+    fn write_with(
+        &self,
+        seq: Seq,
+        time_ns: u64,
+        append: impl Fn(&mut BlockCursor, &mut [u8]) -> Result<(), NoRoom>,
+    ) -> bool {
         let ok = LOCAL
             .try_with(|tb| {
-                if (tb.generation.get() != self.generation || tb.ptr.get().is_null()) && !self.new_block(tb, rec) {
+                if (tb.generation.get() != self.generation || tb.ptr.get().is_null())
+                    && !self.new_block(tb, seq, time_ns)
+                {
                     return false;
                 }
                 let p = tb.ptr.get();
                 // SAFETY: `p` is this thread's own mapping of BLOCK_SIZE bytes; no other
                 // thread writes it.
                 let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
-                let mut cur = tb.cursor.get();
-                if cur.append_ref(block, rec).is_ok() {
-                    tb.cursor.set(cur);
+                // SAFETY: this thread's own cursor, borrowed for this call only: records are
+                // written inside a hook (which a nested driver call or a signal handler's
+                // CUDA call passes through without recording) or at thread or process exit,
+                // so a write never runs twice at once on one thread. In place, because the
+                // cursor is 56 bytes and this is the hot path of every record.
+                let cur = unsafe { &mut *tb.cursor.as_ptr() };
+                if append(cur, block).is_ok() {
                     return true;
                 }
-                if !self.new_block(tb, rec) {
+                // The block is full (its cursor is replaced, never used again).
+                if !self.new_block(tb, seq, time_ns) {
                     return false;
                 }
                 let p = tb.ptr.get();
                 // SAFETY: as above, the new block.
                 let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
-                let mut cur = tb.cursor.get();
-                let ok = cur.append_ref(block, rec).is_ok();
-                tb.cursor.set(cur);
-                ok
+                // SAFETY: as above.
+                let cur = unsafe { &mut *tb.cursor.as_ptr() };
+                append(cur, block).is_ok()
             })
-            .unwrap_or_else(|_| self.write_detached(rec));
+            .unwrap_or_else(|_| self.write_detached(seq, time_ns, &append));
         if !ok {
             self.lost.fetch_add(1, Ordering::Relaxed);
         }
@@ -238,13 +267,18 @@ impl Writer {
 
     /// Writes from a thread without thread-locals, into the shared detached block.
     #[cold]
-    fn write_detached(&self, rec: RecordRef<'_, '_>) -> bool {
+    fn write_detached(
+        &self,
+        seq: Seq,
+        time_ns: u64,
+        append: &Append<'_>,
+    ) -> bool {
         let mut d = self.detached.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..2 {
             if !d.ptr.is_null() {
                 // SAFETY: the detached block is BLOCK_SIZE bytes, written only under this lock.
                 let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
-                if d.cursor.append_ref(block, rec).is_ok() {
+                if append(&mut d.cursor, block).is_ok() {
                     return true;
                 }
                 unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
@@ -253,7 +287,7 @@ impl Writer {
                 Some(p) => {
                     // SAFETY: a fresh zeroed BLOCK_SIZE mapping.
                     let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
-                    d.cursor = BlockCursor::start(block, gettid(), rec.seq.0, rec.time_ns);
+                    d.cursor = BlockCursor::start(block, gettid(), seq.0, time_ns);
                     d.ptr = p;
                 }
                 None => return false,
@@ -296,7 +330,7 @@ impl Writer {
         Some(p.cast::<u8>())
     }
 
-    fn new_block(&self, tb: &ThreadBlock, first: RecordRef<'_, '_>) -> bool {
+    fn new_block(&self, tb: &ThreadBlock, first_seq: Seq, first_time_ns: u64) -> bool {
         if tb.generation.get() != self.generation {
             // A fork child's first record, or a thread's first ever.
             tb.tid.set(gettid());
@@ -309,7 +343,7 @@ impl Writer {
         // SAFETY: the fresh mapping is BLOCK_SIZE bytes, zero-filled by fallocate.
         let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
         tb.cursor
-            .set(BlockCursor::start(block, tb.tid.get(), first.seq.0, first.time_ns));
+            .set(BlockCursor::start(block, tb.tid.get(), first_seq.0, first_time_ns));
         tb.ptr.set(p);
         true
     }

@@ -24,7 +24,7 @@ pub use launches::*;
 use std::ffi::c_void;
 
 use gpuleak_format::{
-    Api, Body, Capture, Ctx, CuResult, Event, EventRecord, HostFn, StackId, Stream, StreamWait, Sync,
+    Api, Capture, Ctx, CuResult, Event, EventRecord, Fields, HostFn, StackId, Stream, StreamWait, Sync,
 };
 
 use crate::cuda::*;
@@ -34,19 +34,19 @@ use crate::tracer;
 /// Runs the real call, then records what `make` builds from its result (a record kind
 /// without a stack field).
 #[inline(always)]
-fn plain<'b>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult) -> Body<'b>) -> CUresult {
+fn plain<'b, F: Fields<'b>>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult) -> F) -> CUresult {
     let Some(g) = guard::enter() else {
         return call();
     };
     let r = call();
-    tracer::event(&g, make(CuResult(r)));
+    tracer::event_fields(&g, &make(CuResult(r)));
     r
 }
 
 /// Like [`plain`], for the kinds with a stack field (copies, memsets): the stack is captured
 /// only as `GPULEAK_SYNC_STACKS` asks.
 #[inline(always)]
-fn sampled<'b>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult, StackId) -> Body<'b>) -> CUresult {
+fn sampled<'b, F: Fields<'b>>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult, StackId) -> F) -> CUresult {
     let Some(g) = guard::enter() else {
         return call();
     };
@@ -55,7 +55,7 @@ fn sampled<'b>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult, Stac
     r
 }
 
-fn sync_body<'b>(api: Api, r: CuResult, stream: u64, event: u64, ctx: u64) -> Body<'b> {
+fn sync_body(api: Api, r: CuResult, stream: u64, event: u64, ctx: u64) -> Sync {
     Sync {
         api,
         result: r,
@@ -63,7 +63,6 @@ fn sync_body<'b>(api: Api, r: CuResult, stream: u64, event: u64, ctx: u64) -> Bo
         event: Event(event),
         ctx: Ctx(ctx),
     }
-    .into()
 }
 
 /// `cuStreamSynchronize[_ptsz]`.
@@ -86,7 +85,7 @@ pub unsafe fn stream_query(api: Api, real: unsafe extern "C" fn(CUstream) -> CUr
     // SAFETY: passed through.
     let r = unsafe { real(stream) };
     if r == CUDA_SUCCESS {
-        tracer::event(&g, sync_body(api, CuResult(r), stream as u64, 0, 0));
+        tracer::event_fields(&g, &sync_body(api, CuResult(r), stream as u64, 0, 0));
     }
     r
 }
@@ -109,7 +108,7 @@ pub unsafe fn event_query(api: Api, real: unsafe extern "C" fn(CUevent) -> CUres
     // SAFETY: passed through.
     let r = unsafe { real(event) };
     if r == CUDA_SUCCESS {
-        tracer::event(&g, sync_body(api, CuResult(r), 0, event as u64, 0));
+        tracer::event_fields(&g, &sync_body(api, CuResult(r), 0, event as u64, 0));
     }
     r
 }
@@ -143,20 +142,17 @@ pub unsafe fn stream_wait(
     plain(
         // SAFETY: passed through.
         || unsafe { real(stream, event, flags) },
-        |r| {
-            StreamWait {
-                api,
-                result: r,
-                stream: Stream(stream as u64),
-                event: Event(event as u64),
-                flags,
-            }
-            .into()
+        |r| StreamWait {
+            api,
+            result: r,
+            stream: Stream(stream as u64),
+            event: Event(event as u64),
+            flags,
         },
     )
 }
 
-fn record_body<'b>(api: Api, r: CuResult, event: CUevent, stream: CUstream, flags: u32) -> Body<'b> {
+fn record_body(api: Api, r: CuResult, event: CUevent, stream: CUstream, flags: u32) -> EventRecord {
     EventRecord {
         api,
         result: r,
@@ -164,7 +160,6 @@ fn record_body<'b>(api: Api, r: CuResult, event: CUevent, stream: CUstream, flag
         stream: Stream(stream as u64),
         flags,
     }
-    .into()
 }
 
 /// `cuEventRecord[_ptsz]`.
@@ -208,18 +203,15 @@ pub unsafe fn add_callback(
     plain(
         // SAFETY: passed through (the callback pointer is only forwarded).
         || unsafe { real(stream, callback, user, flags) },
-        |r| {
-            HostFn {
-                api,
-                result: r,
-                stream: Stream(stream as u64),
-            }
-            .into()
+        |r| HostFn {
+            api,
+            result: r,
+            stream: Stream(stream as u64),
         },
     )
 }
 
-fn capture_body<'b>(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u64) -> Body<'b> {
+fn capture_body(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u64) -> Capture {
     Capture {
         api,
         result: r,
@@ -227,7 +219,6 @@ fn capture_body<'b>(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u
         begin: u32::from(begin),
         aux,
     }
-    .into()
 }
 
 /// `cuStreamBeginCapture_v2[_ptsz]` (`aux` = mode).
@@ -276,7 +267,7 @@ pub unsafe fn end_capture(
     } else {
         0
     };
-    tracer::event(&g, capture_body(api, CuResult(r), stream, false, aux));
+    tracer::event_fields(&g, &capture_body(api, CuResult(r), stream, false, aux));
     r
 }
 
@@ -291,13 +282,10 @@ pub unsafe fn launch_host_func(
     plain(
         // SAFETY: passed through (the function pointer is only forwarded).
         || unsafe { real(stream, func, user) },
-        |r| {
-            HostFn {
-                api,
-                result: r,
-                stream: Stream(stream as u64),
-            }
-            .into()
+        |r| HostFn {
+            api,
+            result: r,
+            stream: Stream(stream as u64),
         },
     )
 }

@@ -12,17 +12,14 @@ use crate::{guard, tracer};
 /// analyzer reads as the legacy default stream, or the per-thread one for `_ptds` variants.
 #[inline(always)]
 fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl FnOnce() -> CUresult) -> CUresult {
-    sampled(call, |r, stack| {
-        Copy {
-            api,
-            result: r,
-            stream: Stream(stream as u64),
-            dst: Ptr(dst),
-            src,
-            bytes,
-            stack,
-        }
-        .into()
+    sampled(call, |r, stack| Copy {
+        api,
+        result: r,
+        stream: Stream(stream as u64),
+        dst: Ptr(dst),
+        src,
+        bytes,
+        stack,
     })
 }
 
@@ -221,17 +218,14 @@ fn copy_described(
     } else {
         regions::Region::default()
     };
-    tracer::hot_event(&g, |stack| {
-        Copy {
-            api,
-            result: CuResult(r),
-            stream: Stream(stream as u64),
-            dst: Ptr(at.dst),
-            src: at.src,
-            bytes: at.bytes,
-            stack,
-        }
-        .into()
+    tracer::hot_event(&g, |stack| Copy {
+        api,
+        result: CuResult(r),
+        stream: Stream(stream as u64),
+        dst: Ptr(at.dst),
+        src: at.src,
+        bytes: at.bytes,
+        stack,
     });
     r
 }

@@ -32,16 +32,13 @@ fn record_launch(
     } else {
         0
     };
-    tracer::hot_event(g, |stack| {
-        Launch {
-            api,
-            result: CuResult(r),
-            stream: Stream(stream as u64),
-            function: f as u64,
-            ptrs: Addrs(std::borrow::Cow::Borrowed(&ptrs[..n])),
-            stack,
-        }
-        .into()
+    tracer::hot_event(g, |stack| Launch {
+        api,
+        result: CuResult(r),
+        stream: Stream(stream as u64),
+        function: f as u64,
+        ptrs: Addrs(std::borrow::Cow::Borrowed(&ptrs[..n])),
+        stack,
     });
 }
 
@@ -126,16 +123,13 @@ pub unsafe fn graph_launch(
     };
     // SAFETY: passed through.
     let r = unsafe { real(exec, stream) };
-    tracer::hot_event(&g, |stack| {
-        Launch {
-            api,
-            result: CuResult(r),
-            stream: Stream(stream as u64),
-            function: exec as u64,
-            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
-            stack,
-        }
-        .into()
+    tracer::hot_event(&g, |stack| Launch {
+        api,
+        result: CuResult(r),
+        stream: Stream(stream as u64),
+        function: exec as u64,
+        ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
+        stack,
     });
     r
 }
