@@ -17,6 +17,7 @@ use std::collections::{BTreeMap, HashMap};
 use gpuleak_format::{Api, CuResult, MemKind, StackId};
 
 use crate::model::Allocation;
+use crate::streams::fast_hash::FastMap;
 use growth::Growth;
 use series::{Axis, Series, Span};
 use space::{AddressSpace, Pin};
@@ -113,7 +114,7 @@ pub struct DeviceTimeline {
     pub vmm_mapped: Vec<u64>,
     /// Live memory allocated by known caching allocators at each bucket's end.
     pub pool: Vec<u64>,
-    /// Fragmentation of the address space, in millionths, highest in each bucket.
+    /// Fragmentation of the address space, in millionths, at each bucket's end.
     pub fragmentation_ppm: Vec<u64>,
     /// Largest hole at each bucket's end.
     pub largest_hole: Vec<u64>,
@@ -125,8 +126,6 @@ pub struct DeviceTimeline {
     pub worst: Option<Worst>,
     /// Sites of the allocations that split free memory at (about) the worst moment.
     pub pins: Vec<PinSite>,
-    /// Allocations overlapping live ones, left out of the address space.
-    pub overlaps: u64,
     /// Whether any allocation of this device has an address (not only handles).
     pub has_addresses: bool,
 }
@@ -310,7 +309,6 @@ struct Device {
     space: AddressSpace,
     worst: Option<Worst>,
     pins: Vec<PinSite>,
-    pins_at: u64,
     has_addresses: bool,
 }
 
@@ -330,7 +328,6 @@ impl Device {
             space: AddressSpace::default(),
             worst: None,
             pins: Vec::new(),
-            pins_at: 0,
             has_addresses: false,
         }
     }
@@ -340,30 +337,30 @@ impl Device {
         s.set(axis, v);
     }
 
-    /// The address space changed: its series, and the worst moment.
-    fn space_changed(&mut self, axis: &Axis, seq: u64, time_ns: u64) {
-        let frag = self.space.fragmentation();
+    /// Looks at the address space's holes (at a bucket's end): its series, and the worst
+    /// moment so far.
+    fn sample(&mut self, axis: &Axis, seq: u64, time_ns: u64) {
+        if !self.has_addresses {
+            return;
+        }
+        let holes = self.space.holes();
+        let frag = holes.fragmentation();
         self.fragmentation.set(axis, (frag * 1e6) as u64);
-        self.largest_hole.set(axis, self.space.largest_hole());
-        self.free_in_span.set(axis, self.space.free());
-        let stranded = self.space.stranded();
+        self.largest_hole.set(axis, holes.largest);
+        self.free_in_span.set(axis, holes.free);
+        let stranded = holes.stranded();
         if stranded > 0 && self.worst.is_none_or(|w| stranded > w.stranded) {
             self.worst = Some(Worst {
                 stranded,
                 fragmentation: frag,
-                free: self.space.free(),
-                largest_hole: self.space.largest_hole(),
-                holes: self.space.hole_count(),
+                free: holes.free,
+                largest_hole: holes.largest,
+                holes: holes.count,
                 seq,
                 time_ns,
                 live: self.live.value(),
             });
-            // Listing the pins walks every live allocation: only when the worst grew by a
-            // tenth since the last list, so a steady climb costs a logarithmic number of walks.
-            if stranded > self.pins_at + self.pins_at / 10 {
-                self.pins = pin_sites(&self.space.pins());
-                self.pins_at = stranded;
-            }
+            self.pins = pin_sites(&self.space.pins());
         }
     }
 }
@@ -402,7 +399,7 @@ pub struct Tracker {
     marks: u64,
     mark_names: Vec<(String, u64)>,
     devices: BTreeMap<i32, Device>,
-    sites: HashMap<StackId, Site>,
+    sites: FastMap<StackId, Site>,
     live: u64,
     peak: (u64, u64, u64),
     peak_version: u64,
@@ -413,6 +410,8 @@ pub struct Tracker {
     snapshot_ids: Vec<u64>,
     seq_range: (u64, u64),
     now: (u64, u64),
+    /// Sequence number and time of the last memory event.
+    last: (u64, u64),
 }
 
 impl Tracker {
@@ -434,7 +433,7 @@ impl Tracker {
             marks: 0,
             mark_names: Vec::new(),
             devices: BTreeMap::new(),
-            sites: HashMap::new(),
+            sites: FastMap::default(),
             live: 0,
             peak: (0, 0, 0),
             peak_version: 0,
@@ -445,6 +444,7 @@ impl Tracker {
             snapshot_ids: Vec::new(),
             seq_range: (0, 0),
             now: (0, 0),
+            last: (0, 0),
         }
     }
 
@@ -458,13 +458,26 @@ impl Tracker {
     }
 
     fn event(&mut self) {
+        // The last event of a bucket is done: the address spaces are looked at once per
+        // bucket, at its end, before the axis moves on.
+        if self.events > 0 && (self.events + 1) % self.axis.width() == 0 {
+            self.sample_spaces();
+        }
         self.events += 1;
         self.axis.advance(self.events);
         self.site_axis.advance(self.events);
         let (seq, time) = self.now;
+        self.last = self.now;
         self.times.set(&self.axis, time);
         self.seqs.set(&self.axis, seq);
         self.site_times.set(&self.site_axis, time);
+    }
+
+    fn sample_spaces(&mut self) {
+        let (seq, time) = self.last;
+        for d in self.devices.values_mut() {
+            d.sample(&self.axis, seq, time);
+        }
     }
 
     fn device(&mut self, device: i32) -> &mut Device {
@@ -477,7 +490,7 @@ impl Tracker {
     pub fn alloc(&mut self, a: &Allocation, device: i32, owned: bool, pool: bool) {
         self.event();
         let (seq, time) = self.now;
-        let axis = self.axis.clone();
+        let axis = self.axis;
         if !owned {
             if a.kind == MemKind::VmmReserve {
                 let d = self.device(device);
@@ -486,7 +499,7 @@ impl Tracker {
             return;
         }
         self.histogram.add(a.size);
-        self.site_change(a, device, pool, i128::from(a.size));
+        self.site_change(a, device, pool, i128::from(a.size), 0);
         self.live += a.size;
         if self.live > self.peak.0 {
             self.peak = (self.live, seq, time);
@@ -504,15 +517,14 @@ impl Tracker {
         if has_address(a.kind) {
             d.has_addresses = true;
             d.space.insert(a.ptr.0, a.size, a.stack, a.seq.0);
-            d.space_changed(&axis, seq, time);
         }
     }
 
     /// An allocation the model no longer holds live (freed, torn down, last mapping gone).
     pub fn free(&mut self, a: &Allocation, device: i32, owned: bool) {
         self.event();
-        let (seq, time) = self.now;
-        let axis = self.axis.clone();
+        let seq = self.now.0;
+        let axis = self.axis;
         if !owned {
             if a.kind == MemKind::VmmReserve {
                 let d = self.device(device);
@@ -520,11 +532,7 @@ impl Tracker {
             }
             return;
         }
-        let pool = self.sites.get(&a.stack).is_some_and(|s| s.pool);
-        self.site_change(a, device, pool, -i128::from(a.size));
-        if let Some(s) = self.sites.get_mut(&a.stack) {
-            s.lifetimes += u128::from(seq.saturating_sub(a.seq.0));
-        }
+        let pool = self.site_change(a, device, false, -i128::from(a.size), seq.saturating_sub(a.seq.0));
         self.live -= a.size.min(self.live);
         let d = self.device(device);
         Device::add(&axis, &mut d.live, -i128::from(a.size));
@@ -534,18 +542,19 @@ impl Tracker {
         }
         if has_address(a.kind) {
             d.space.remove(a.ptr.0);
-            d.space_changed(&axis, seq, time);
         }
     }
 
     /// A VMM mapping made (`size` > 0) or removed, on the device of its handle.
     pub fn mapping(&mut self, device: i32, size: i128) {
-        let axis = self.axis.clone();
+        let axis = self.axis;
         let d = self.device(device);
         Device::add(&axis, &mut d.vmm_mapped, size);
     }
 
-    fn site_change(&mut self, a: &Allocation, device: i32, pool: bool, delta: i128) {
+    /// Applies a change of `delta` bytes to the allocation's site (made with `pool` if new);
+    /// a free adds `lifetime`. Returns whether the site belongs to a caching allocator.
+    fn site_change(&mut self, a: &Allocation, device: i32, pool: bool, delta: i128, lifetime: u64) -> bool {
         let version = self.peak_version;
         let (axis, mark_axis) = (&self.site_axis, &self.mark_axis);
         let marking = self.marks > 0;
@@ -580,11 +589,13 @@ impl Tracker {
             s.live -= (delta.unsigned_abs() as u64).min(s.live);
             s.live_count = s.live_count.saturating_sub(1);
             s.frees += 1;
+            s.lifetimes += u128::from(lifetime);
         }
         s.series.set(axis, s.live);
         if let Some(m) = &mut s.marks {
             m.set(mark_axis, s.live);
         }
+        s.pool
     }
 
     /// A failed allocation of a memory family.
@@ -597,6 +608,7 @@ impl Tracker {
         let (seq, time_ns) = self.now;
         let sites = self.sites_now(|s| s.device == device);
         let d = self.device(device);
+        let holes = d.space.holes();
         let oom = Oom {
             api,
             result,
@@ -606,9 +618,9 @@ impl Tracker {
             seq,
             time_ns,
             live: d.live.value(),
-            free_in_span: d.space.free(),
-            largest_hole: d.space.largest_hole(),
-            fragmentation: d.space.fragmentation(),
+            free_in_span: holes.free,
+            largest_hole: holes.largest,
+            fragmentation: holes.fragmentation(),
             sites: sites.into_iter().take(SITES_KEPT).collect(),
             pins: pin_sites(&d.space.pins()),
         };
@@ -672,7 +684,8 @@ impl Tracker {
 
     /// Ends the pass.
     pub fn finish(mut self) -> MemoryReplay {
-        let axis = self.axis.clone();
+        self.sample_spaces();
+        let axis = self.axis;
         let mut devices = Vec::new();
         for (device, mut d) in std::mem::take(&mut self.devices) {
             let last = |s: &mut Series| s.points(&axis).iter().map(|p| p.last).collect::<Vec<u64>>();
@@ -690,7 +703,6 @@ impl Tracker {
                 peak: d.peak,
                 worst: d.worst,
                 pins: d.pins,
-                overlaps: d.space.overlaps,
                 has_addresses: d.has_addresses,
             });
         }

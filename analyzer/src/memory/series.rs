@@ -6,7 +6,7 @@
 //! are not touched again.
 
 /// Positions along a run (memory events, or marks), cut into at most `cap` buckets.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Copy)]
 pub struct Axis {
     /// Positions per bucket (a power of two).
     width: u64,

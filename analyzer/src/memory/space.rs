@@ -39,107 +39,76 @@ pub struct Pin {
     pub joined: u64,
 }
 
-/// Live ranges and the holes between them.
-#[derive(Debug, Default)]
-pub struct AddressSpace {
-    live: BTreeMap<u64, Range>,
-    /// Hole sizes (at least [`MIN_HOLE`]) and how many holes have each.
-    holes: BTreeMap<u64, u32>,
-    /// Sum of the holes.
-    free: u64,
-    /// Allocations overlapping a live one (a free the trace missed), left out.
-    pub overlaps: u64,
+/// What the holes of the used span are at one moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Holes {
+    /// Free bytes in the used span (holes of at least [`MIN_HOLE`]).
+    pub free: u64,
+    /// The largest hole.
+    pub largest: u64,
+    /// Number of holes.
+    pub count: u64,
 }
 
-impl AddressSpace {
-    /// Adds a live allocation; an allocation overlapping a live one is left out.
-    pub fn insert(&mut self, ptr: u64, size: u64, stack: StackId, seq: u64) {
-        let end = ptr.saturating_add(size.max(1));
-        let prev = self.live.range(..=ptr).next_back().map(|(s, r)| (*s, r.end));
-        let next = self.live.range(ptr..).next().map(|(s, _)| *s);
-        if prev.is_some_and(|(_, e)| e > ptr) || next.is_some_and(|n| n < end) {
-            self.overlaps += 1;
-            return;
-        }
-        match (prev, next) {
-            (Some((_, pe)), Some(n)) => {
-                self.remove_hole(pe, n);
-                self.add_hole(pe, ptr);
-                self.add_hole(end, n);
-            }
-            (Some((_, pe)), None) => self.add_hole(pe, ptr),
-            (None, Some(n)) => self.add_hole(end, n),
-            (None, None) => {}
-        }
-        self.live.insert(ptr, Range { end, stack, seq });
-    }
-
-    /// Removes a live allocation (nothing if it is not there).
-    pub fn remove(&mut self, ptr: u64) {
-        let Some(r) = self.live.remove(&ptr) else { return };
-        let prev = self.live.range(..ptr).next_back().map(|(_, r)| r.end);
-        let next = self.live.range(ptr..).next().map(|(s, _)| *s);
-        match (prev, next) {
-            (Some(pe), Some(n)) => {
-                self.remove_hole(pe, ptr);
-                self.remove_hole(r.end, n);
-                self.add_hole(pe, n);
-            }
-            (Some(pe), None) => self.remove_hole(pe, ptr),
-            (None, Some(n)) => self.remove_hole(r.end, n),
-            (None, None) => {}
-        }
-    }
-
-    fn add_hole(&mut self, from: u64, to: u64) {
-        let size = to.saturating_sub(from);
-        if size >= MIN_HOLE {
-            *self.holes.entry(size).or_insert(0) += 1;
-            self.free += size;
-        }
-    }
-
-    fn remove_hole(&mut self, from: u64, to: u64) {
-        let size = to.saturating_sub(from);
-        if size < MIN_HOLE {
-            return;
-        }
-        if let Some(n) = self.holes.get_mut(&size) {
-            *n -= 1;
-            if *n == 0 {
-                self.holes.remove(&size);
-            }
-            self.free -= size.min(self.free);
-        }
-    }
-
-    /// Free bytes in the used span (holes only).
-    pub fn free(&self) -> u64 {
-        self.free
-    }
-
-    /// The largest hole.
-    pub fn largest_hole(&self) -> u64 {
-        self.holes.keys().next_back().copied().unwrap_or(0)
-    }
-
-    /// Number of holes.
-    pub fn hole_count(&self) -> u64 {
-        self.holes.values().map(|n| u64::from(*n)).sum()
-    }
-
+impl Holes {
     /// 1 - largest hole / free in the span (0 with no free memory).
     pub fn fragmentation(&self) -> f64 {
         if self.free == 0 {
             0.0
         } else {
-            1.0 - self.largest_hole() as f64 / self.free as f64
+            1.0 - self.largest as f64 / self.free as f64
         }
     }
 
     /// Free bytes that no allocation bigger than the largest hole can use.
     pub fn stranded(&self) -> u64 {
-        self.free - self.largest_hole()
+        self.free - self.largest
+    }
+}
+
+/// Live ranges by address. Keeping only them makes each allocation and free one tree
+/// operation; the holes are found by walking the ranges in address order when they are asked
+/// for ([`AddressSpace::holes`]), which the memory pass does once per timeline bucket and at
+/// each failed allocation.
+#[derive(Debug, Default)]
+pub struct AddressSpace {
+    live: BTreeMap<u64, Range>,
+}
+
+impl AddressSpace {
+    /// Adds a live allocation (one at the same address is replaced).
+    pub fn insert(&mut self, ptr: u64, size: u64, stack: StackId, seq: u64) {
+        let end = ptr.saturating_add(size.max(1));
+        self.live.insert(ptr, Range { end, stack, seq });
+    }
+
+    /// Removes a live allocation (nothing if it is not there).
+    pub fn remove(&mut self, ptr: u64) {
+        self.live.remove(&ptr);
+    }
+
+    /// Whether nothing is live.
+    pub fn is_empty(&self) -> bool {
+        self.live.is_empty()
+    }
+
+    /// The holes between live allocations now. Overlapping ranges (a free the trace missed)
+    /// count as one.
+    pub fn holes(&self) -> Holes {
+        let mut h = Holes::default();
+        let mut end: Option<u64> = None;
+        for (&ptr, r) in &self.live {
+            if let Some(e) = end {
+                let gap = ptr.saturating_sub(e);
+                if gap >= MIN_HOLE {
+                    h.free += gap;
+                    h.largest = h.largest.max(gap);
+                    h.count += 1;
+                }
+            }
+            end = Some(end.map_or(r.end, |e| e.max(r.end)));
+        }
+        h
     }
 
     /// The used span: lowest live address and highest live end.
@@ -166,7 +135,7 @@ impl AddressSpace {
                     joined: left + (r.end - ptr) + right,
                 });
             }
-            prev_end = Some(r.end);
+            prev_end = Some(prev_end.map_or(r.end, |e| e.max(r.end)));
         }
         pins.sort_by(|a, b| b.joined.cmp(&a.joined).then(a.seq.cmp(&b.seq)));
         pins
@@ -190,15 +159,15 @@ mod tests {
     #[test]
     fn freeing_every_other_block_leaves_holes_pinned_by_the_others() {
         let mut s = filled(8);
-        assert_eq!((s.free(), s.fragmentation()), (0, 0.0));
+        assert_eq!(s.holes(), Holes::default());
         for i in (1..8).step_by(2) {
             s.remove(i * MIB);
         }
         // Blocks 0, 2, 4, 6 live: holes at 1, 3, 5 (7 is past the span's end).
-        assert_eq!(s.free(), 3 * MIB);
-        assert_eq!(s.largest_hole(), MIB);
-        assert!((s.fragmentation() - 2.0 / 3.0).abs() < 1e-9);
-        assert_eq!(s.stranded(), 2 * MIB);
+        let h = s.holes();
+        assert_eq!((h.free, h.largest, h.count), (3 * MIB, MIB, 3));
+        assert!((h.fragmentation() - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!(h.stranded(), 2 * MIB);
         assert_eq!(s.span(), Some((0, 7 * MIB)));
         let pins = s.pins();
         assert_eq!(pins.len(), 2, "{pins:?}");
@@ -210,26 +179,29 @@ mod tests {
         let mut s = filled(4);
         s.remove(MIB);
         s.remove(2 * MIB);
-        assert_eq!((s.free(), s.largest_hole(), s.hole_count()), (2 * MIB, 2 * MIB, 1));
-        assert_eq!(s.fragmentation(), 0.0);
+        let h = s.holes();
+        assert_eq!((h.free, h.largest, h.count), (2 * MIB, 2 * MIB, 1));
+        assert_eq!(h.fragmentation(), 0.0);
         s.remove(3 * MIB);
-        assert_eq!((s.free(), s.hole_count()), (0, 0));
+        assert_eq!(s.holes(), Holes::default());
         s.remove(0);
+        assert!(s.is_empty());
         assert_eq!(s.span(), None);
         s.insert(5 * MIB, 100, StackId(1), 9);
         s.insert(0, 100, StackId(1), 10);
-        assert_eq!(s.free(), 5 * MIB - 100);
+        assert_eq!(s.holes().free, 5 * MIB - 100);
     }
 
     #[test]
-    fn padding_is_no_hole_and_overlaps_are_left_out() {
+    fn padding_is_no_hole_and_overlaps_count_once() {
         let mut s = AddressSpace::default();
         s.insert(0, 1000, StackId(1), 1);
         s.insert(1024, 1000, StackId(1), 2);
-        assert_eq!(s.free(), 0);
-        s.insert(512, 1000, StackId(1), 3);
-        assert_eq!(s.overlaps, 1);
-        s.remove(512);
-        assert_eq!(s.span(), Some((0, 2024)));
+        assert_eq!(s.holes().free, 0);
+        // Overlapping what is live (a free the trace missed): no negative hole.
+        s.insert(512, 4000, StackId(1), 3);
+        s.insert(8192, 10, StackId(1), 4);
+        assert_eq!(s.holes().free, 8192 - 4512);
+        assert_eq!(s.span(), Some((0, 8202)));
     }
 }

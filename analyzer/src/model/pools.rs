@@ -7,11 +7,12 @@ use gpuleak_format::StackId;
 
 use super::Modules;
 use crate::report::owner;
+use crate::streams::fast_hash::FastMap;
 
 /// Answers per stack, worked out once.
 #[derive(Debug, Default)]
 pub struct Pools {
-    known: HashMap<StackId, bool>,
+    known: FastMap<StackId, bool>,
 }
 
 impl Pools {

@@ -61,7 +61,7 @@
 
 mod apis;
 pub mod clock;
-mod fast_hash;
+pub(crate) mod fast_hash;
 mod found;
 pub mod memory;
 mod records;
