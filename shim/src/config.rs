@@ -11,10 +11,28 @@
 //! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
 //! | `GPULEAK_OBJECT_STACKS` | 1 | 0: no creation stacks for streams and events (stream-leak and event-leak findings then have no stack) |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
+//!
+//! Operations settings ([`Ops`], read by `ops` at the first intercepted memory, stream or
+//! event call; every one off by default):
+//!
+//! | variable | default | meaning |
+//! |---|---|---|
+//! | `GPULEAK_METRICS` | off | `HOST:PORT` (or a bare port, on 127.0.0.1) to serve Prometheus metrics on, from a background thread started at the first CUDA call; loopback only unless `GPULEAK_METRICS_ALLOW_REMOTE=1` |
+//! | `GPULEAK_METRICS_ALLOW_REMOTE` | 0 | 1: let `GPULEAK_METRICS` bind a non-loopback address |
+//! | `GPULEAK_LIMIT` | off | per-device budget of device memory (`8GiB`, `512MB`, `4096`; units B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; KB = 1000, KiB = 1024): an allocation beyond it fails with `CUDA_ERROR_OUT_OF_MEMORY` without reaching the driver |
+//! | `GPULEAK_FAIL` | off | fault injection: comma-separated `API:N` (the Nth call) or `API:every=N`, each optionally `:err=CODE` (a number or a `CUDA_ERROR_*` name; default 2, out of memory); `API` is an allocation function as the trace names it (`cuMemAlloc_v2`) |
+//! | `GPULEAK_SNAPSHOT_SIGNAL` | off | a signal (`USR1`, `USR2`, `HUP`, `WINCH`, `RTMIN+N` or a number) that writes a snapshot record; a handler the program installed first is chained to |
+//! | `GPULEAK_SNAPSHOT_PERIOD` | off | write a snapshot record this often (`500ms`, `10s`, `5m`, `1h`; a bare number is seconds) |
+//! | `GPULEAK_OOM_SNAPSHOT` | 1 | 0: no snapshot record (reason `oom`) when an allocation fails with out of memory |
+//! | `GPULEAK_OOM_SUMMARY` | 0 | 1: on out of memory, also print who holds the memory (top sites by live bytes) on stderr |
+//! | `GPULEAK_LIVE` | 0 | 1: keep live bytes per device, kind and site from the start even when no other setting needs them (`gpuleak_live_bytes`) |
 
 use std::ffi::OsString;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::os::unix::ffi::OsStringExt;
+use std::time::Duration;
 
+use gpuleak_format::Api;
 use gpuleak_unwind::Method;
 
 /// Parsed settings.
@@ -144,9 +162,406 @@ impl Config {
     }
 }
 
+/// Which calls of a function a fault rule fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Nth {
+    /// Only the Nth call (from 1).
+    At(u64),
+    /// Calls N, 2N, 3N, ...
+    Every(u64),
+}
+
+/// One `GPULEAK_FAIL` rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FaultRule {
+    /// The exact entry point whose calls are counted.
+    pub api: Api,
+    /// Which of its calls fail.
+    pub nth: Nth,
+    /// The error they return.
+    pub error: u32,
+}
+
+/// The most `GPULEAK_FAIL` rules.
+pub const MAX_FAULT_RULES: usize = 16;
+
+/// `CUDA_ERROR_OUT_OF_MEMORY`: what a budget and, by default, a fault rule return.
+pub const CUDA_ERROR_OUT_OF_MEMORY: u32 = 2;
+
+/// The allocation entry points that fault rules may name (each handled by `exports::memory`).
+pub const FAILABLE: &[Api] = &[
+    Api::cuMemAlloc_v2,
+    Api::cuMemAllocPitch_v2,
+    Api::cuMemAllocManaged,
+    Api::cuMemAllocHost_v2,
+    Api::cuMemHostAlloc,
+    Api::cuMemHostRegister_v2,
+    Api::cuMemAllocAsync,
+    Api::cuMemAllocAsync_ptsz,
+    Api::cuMemAllocFromPoolAsync,
+    Api::cuMemAllocFromPoolAsync_ptsz,
+    Api::cuMemAddressReserve,
+    Api::cuMemCreate,
+    Api::cuArrayCreate_v2,
+    Api::cuArray3DCreate_v2,
+    Api::cuIpcOpenMemHandle_v2,
+    Api::cuIpcOpenMemHandle,
+];
+
+/// Operations settings: metrics, snapshots, OOM dumps, budget, fault injection.
+#[derive(Debug, Clone, Default)]
+pub struct Ops {
+    /// Address of the metrics endpoint.
+    pub metrics: Option<SocketAddr>,
+    /// Per-device budget in bytes.
+    pub limit: Option<u64>,
+    /// Fault injection rules.
+    pub faults: Vec<FaultRule>,
+    /// Signal that asks for a snapshot.
+    pub snapshot_signal: Option<i32>,
+    /// Period of automatic snapshots.
+    pub snapshot_period: Option<Duration>,
+    /// A snapshot record on out of memory.
+    pub oom_snapshot: bool,
+    /// A summary on stderr on out of memory.
+    pub oom_summary: bool,
+    /// Keep the live map from the start.
+    pub live: bool,
+    /// `GPULEAK_DISABLE=1`: everything off.
+    pub disabled: bool,
+}
+
+/// Parses a byte size: plain bytes, or a number with B, KB/KiB, MB/MiB, GB/GiB, TB/TiB
+/// (also K/M/G/T, binary), case-insensitive, spaces allowed before the unit.
+pub fn parse_bytes(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "kb" => 1000,
+        "mb" => 1_000_000,
+        "gb" => 1_000_000_000,
+        "tb" => 1_000_000_000_000,
+        "k" | "kib" => 1 << 10,
+        "m" | "mib" => 1 << 20,
+        "g" | "gib" => 1 << 30,
+        "t" | "tib" => 1 << 40,
+        _ => return None,
+    };
+    if num.is_empty() {
+        return None;
+    }
+    if let Ok(n) = num.parse::<u64>() {
+        return n.checked_mul(mult);
+    }
+    // Fractions (`1.5GiB`) only with a unit, rounded down to a byte.
+    let f: f64 = num.parse().ok()?;
+    let bytes = f * mult as f64;
+    (mult > 1 && f.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
+}
+
+/// Parses a duration: `500ms`, `10s`, `5m`, `1h`, or a bare number of seconds; never zero.
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let t = text.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let n: u64 = t[..split].parse().ok()?;
+    let d = match t[split..].trim() {
+        "ms" => Duration::from_millis(n),
+        "" | "s" => Duration::from_secs(n),
+        "m" | "min" => Duration::from_secs(n.checked_mul(60)?),
+        "h" => Duration::from_secs(n.checked_mul(3600)?),
+        _ => return None,
+    };
+    (!d.is_zero()).then_some(d)
+}
+
+/// Parses a signal name or number; only signals a program can spare (never KILL, STOP or
+/// the fault signals).
+pub fn parse_signal(text: &str) -> Option<i32> {
+    let t = text.trim();
+    let name = t.strip_prefix("SIG").unwrap_or(t);
+    let sig = match name {
+        "USR1" => libc::SIGUSR1,
+        "USR2" => libc::SIGUSR2,
+        "HUP" => libc::SIGHUP,
+        "WINCH" => libc::SIGWINCH,
+        "URG" => libc::SIGURG,
+        _ => {
+            if let Some(off) = name.strip_prefix("RTMIN+") {
+                libc::SIGRTMIN() + off.parse::<i32>().ok()?
+            } else if name == "RTMIN" {
+                libc::SIGRTMIN()
+            } else {
+                name.parse::<i32>().ok()?
+            }
+        }
+    };
+    let forbidden = [
+        libc::SIGKILL,
+        libc::SIGSTOP,
+        libc::SIGSEGV,
+        libc::SIGBUS,
+        libc::SIGFPE,
+        libc::SIGILL,
+        libc::SIGABRT,
+        libc::SIGTRAP,
+        libc::SIGSYS,
+    ];
+    (sig >= 1 && sig <= libc::SIGRTMAX() && !forbidden.contains(&sig)).then_some(sig)
+}
+
+/// A CUDA error code by number or by `CUDA_ERROR_*` name (the common ones).
+pub fn parse_error_code(text: &str) -> Option<u32> {
+    let t = text.trim();
+    if let Ok(n) = t.parse::<u32>() {
+        return (n != 0).then_some(n);
+    }
+    const NAMES: &[(&str, u32)] = &[
+        ("CUDA_ERROR_INVALID_VALUE", 1),
+        ("CUDA_ERROR_OUT_OF_MEMORY", 2),
+        ("CUDA_ERROR_NOT_INITIALIZED", 3),
+        ("CUDA_ERROR_DEINITIALIZED", 4),
+        ("CUDA_ERROR_NO_DEVICE", 100),
+        ("CUDA_ERROR_INVALID_DEVICE", 101),
+        ("CUDA_ERROR_INVALID_CONTEXT", 201),
+        ("CUDA_ERROR_MAP_FAILED", 205),
+        ("CUDA_ERROR_ALREADY_MAPPED", 208),
+        ("CUDA_ERROR_ECC_UNCORRECTABLE", 214),
+        ("CUDA_ERROR_OPERATING_SYSTEM", 304),
+        ("CUDA_ERROR_INVALID_HANDLE", 400),
+        ("CUDA_ERROR_ILLEGAL_ADDRESS", 700),
+        ("CUDA_ERROR_LAUNCH_FAILED", 719),
+        ("CUDA_ERROR_NOT_PERMITTED", 800),
+        ("CUDA_ERROR_NOT_SUPPORTED", 801),
+        ("CUDA_ERROR_UNKNOWN", 999),
+    ];
+    NAMES.iter().find(|(n, _)| *n == t).map(|&(_, c)| c)
+}
+
+/// Parses `GPULEAK_FAIL`; the error says what is wrong with which rule.
+pub fn parse_fail_rules(text: &str) -> Result<Vec<FaultRule>, String> {
+    let mut rules = Vec::new();
+    for rule in text.split(',').map(str::trim).filter(|r| !r.is_empty()) {
+        let mut parts = rule.split(':').map(str::trim);
+        let name = parts.next().unwrap_or_default();
+        let api = Api::from_name(name)
+            .filter(|a| FAILABLE.contains(a))
+            .ok_or_else(|| format!("rule {rule:?}: {name:?} is not an allocation function the shim intercepts"))?;
+        let mut nth = None;
+        let mut error = CUDA_ERROR_OUT_OF_MEMORY;
+        for part in parts {
+            if let Some(code) = part.strip_prefix("err=") {
+                error = parse_error_code(code)
+                    .ok_or_else(|| format!("rule {rule:?}: {code:?} is not a CUDA error number or name"))?;
+            } else if let Some(n) = part.strip_prefix("every=") {
+                nth = Some(Nth::Every(
+                    n.parse()
+                        .ok()
+                        .filter(|&n| n > 0)
+                        .ok_or_else(|| format!("rule {rule:?}: every= needs a number from 1"))?,
+                ));
+            } else {
+                nth = Some(Nth::At(part.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                    format!("rule {rule:?}: {part:?} is not a call number from 1, every=N or err=CODE")
+                })?));
+            }
+        }
+        let nth = nth.ok_or_else(|| format!("rule {rule:?}: which call? add :N or :every=N"))?;
+        rules.push(FaultRule { api, nth, error });
+    }
+    if rules.len() > MAX_FAULT_RULES {
+        return Err(format!("{} rules, at most {MAX_FAULT_RULES}", rules.len()));
+    }
+    Ok(rules)
+}
+
+/// Parses `GPULEAK_METRICS`: `HOST:PORT`, `localhost:PORT` or a bare port (on 127.0.0.1);
+/// a non-loopback address only with `allow_remote`.
+pub fn parse_metrics_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, String> {
+    let t = text.trim();
+    let addr = if let Ok(port) = t.parse::<u16>() {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+    } else if let Some(port) = t.strip_prefix("localhost:") {
+        let port = port.parse::<u16>().map_err(|_| "not HOST:PORT".to_string())?;
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
+    } else {
+        t.parse::<SocketAddr>().map_err(|_| "not HOST:PORT".to_string())?
+    };
+    if !addr.ip().is_loopback() && !allow_remote {
+        return Err("not a loopback address (set GPULEAK_METRICS_ALLOW_REMOTE=1 to serve beyond this machine)".into());
+    }
+    Ok(addr)
+}
+
+impl Ops {
+    /// Reads the environment; each bad value prints one line and leaves its feature off.
+    pub fn from_env() -> Ops {
+        let allow_remote = flag("GPULEAK_METRICS_ALLOW_REMOTE", false);
+        let metrics = var("GPULEAK_METRICS").filter(|v| !v.trim().is_empty()).and_then(|v| {
+            parse_metrics_addr(&v, allow_remote)
+                .map_err(|why| crate::diag::line(format_args!("GPULEAK_METRICS={v:?}: {why}; metrics are off")))
+                .ok()
+        });
+        let limit = var("GPULEAK_LIMIT").filter(|v| !v.trim().is_empty()).and_then(|v| {
+            let n = parse_bytes(&v).filter(|&n| n > 0);
+            if n.is_none() {
+                warn("GPULEAK_LIMIT", &v, "a size such as 8GiB, 512MB or 4096", "no limit");
+            }
+            n
+        });
+        let faults = var("GPULEAK_FAIL")
+            .filter(|v| !v.trim().is_empty())
+            .map(|v| {
+                parse_fail_rules(&v).unwrap_or_else(|why| {
+                    crate::diag::line(format_args!("GPULEAK_FAIL={v:?}: {why}; no faults are injected"));
+                    Vec::new()
+                })
+            })
+            .unwrap_or_default();
+        let snapshot_signal = var("GPULEAK_SNAPSHOT_SIGNAL")
+            .filter(|v| !v.trim().is_empty())
+            .and_then(|v| {
+                let s = parse_signal(&v);
+                if s.is_none() {
+                    warn(
+                        "GPULEAK_SNAPSHOT_SIGNAL",
+                        &v,
+                        "a signal such as USR2, HUP or RTMIN+3",
+                        "no signal",
+                    );
+                }
+                s
+            });
+        let snapshot_period = var("GPULEAK_SNAPSHOT_PERIOD")
+            .filter(|v| !v.trim().is_empty())
+            .and_then(|v| {
+                let d = parse_duration(&v);
+                if d.is_none() {
+                    warn(
+                        "GPULEAK_SNAPSHOT_PERIOD",
+                        &v,
+                        "a duration such as 500ms, 10s, 5m or 1h",
+                        "no periodic snapshots",
+                    );
+                }
+                d
+            });
+        Ops {
+            metrics,
+            limit,
+            faults,
+            snapshot_signal,
+            snapshot_period,
+            oom_snapshot: flag("GPULEAK_OOM_SNAPSHOT", true),
+            oom_summary: flag("GPULEAK_OOM_SUMMARY", false),
+            live: flag("GPULEAK_LIVE", false),
+            disabled: flag("GPULEAK_DISABLE", false),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_sizes_take_decimal_and_binary_units() {
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes("8GiB"), Some(8 << 30));
+        assert_eq!(parse_bytes("8 GiB"), Some(8 << 30));
+        assert_eq!(parse_bytes("512MB"), Some(512_000_000));
+        assert_eq!(parse_bytes("512mib"), Some(512 << 20));
+        assert_eq!(parse_bytes("1KB"), Some(1000));
+        assert_eq!(parse_bytes("1KiB"), Some(1024));
+        assert_eq!(parse_bytes("2G"), Some(2 << 30));
+        assert_eq!(parse_bytes("10B"), Some(10));
+        assert_eq!(parse_bytes("1.5GiB"), Some(3 << 29));
+        assert_eq!(parse_bytes("1.5"), None);
+        assert_eq!(parse_bytes("GiB"), None);
+        assert_eq!(parse_bytes("8 gigs"), None);
+        assert_eq!(parse_bytes("-1"), None);
+        assert_eq!(parse_bytes("99999999999TiB"), None);
+    }
+
+    #[test]
+    fn durations_need_a_known_unit_and_are_never_zero() {
+        assert_eq!(parse_duration("10s"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("10"), Some(Duration::from_secs(10)));
+        assert_eq!(parse_duration("500ms"), Some(Duration::from_millis(500)));
+        assert_eq!(parse_duration("5m"), Some(Duration::from_secs(300)));
+        assert_eq!(parse_duration("1h"), Some(Duration::from_secs(3600)));
+        assert_eq!(parse_duration("0s"), None);
+        assert_eq!(parse_duration("10 parsecs"), None);
+        assert_eq!(parse_duration("s"), None);
+    }
+
+    #[test]
+    fn signals_by_name_or_number_but_never_the_fatal_ones() {
+        assert_eq!(parse_signal("USR2"), Some(libc::SIGUSR2));
+        assert_eq!(parse_signal("SIGUSR1"), Some(libc::SIGUSR1));
+        assert_eq!(parse_signal("HUP"), Some(libc::SIGHUP));
+        assert_eq!(parse_signal("RTMIN+2"), Some(libc::SIGRTMIN() + 2));
+        assert_eq!(parse_signal("12"), Some(12));
+        assert_eq!(parse_signal("KILL"), None);
+        assert_eq!(parse_signal("9"), None);
+        assert_eq!(parse_signal("11"), None);
+        assert_eq!(parse_signal("0"), None);
+        assert_eq!(parse_signal("USR3"), None);
+    }
+
+    #[test]
+    fn fault_rules_name_the_call_and_the_error() {
+        assert_eq!(
+            parse_fail_rules("cuMemAlloc_v2:3").unwrap(),
+            vec![FaultRule {
+                api: Api::cuMemAlloc_v2,
+                nth: Nth::At(3),
+                error: 2
+            }]
+        );
+        assert_eq!(
+            parse_fail_rules("cuMemAlloc_v2:every=5:err=CUDA_ERROR_INVALID_VALUE, cuMemHostAlloc:1:err=999").unwrap(),
+            vec![
+                FaultRule {
+                    api: Api::cuMemAlloc_v2,
+                    nth: Nth::Every(5),
+                    error: 1
+                },
+                FaultRule {
+                    api: Api::cuMemHostAlloc,
+                    nth: Nth::At(1),
+                    error: 999
+                }
+            ]
+        );
+        assert!(parse_fail_rules("cuMemAlloc:3").unwrap_err().contains("cuMemAlloc"));
+        assert!(
+            parse_fail_rules("cuMemFree_v2:3").is_err(),
+            "frees are not allocation functions"
+        );
+        assert!(parse_fail_rules("cuMemAlloc_v2").is_err());
+        assert!(parse_fail_rules("cuMemAlloc_v2:0").is_err());
+        assert!(parse_fail_rules("cuMemAlloc_v2:every=0").is_err());
+        assert!(parse_fail_rules("cuMemAlloc_v2:2:err=0").is_err());
+        assert!(parse_fail_rules("cuMemAlloc_v2:2:err=CUDA_ERROR_NOPE").is_err());
+        assert_eq!(parse_fail_rules("").unwrap(), vec![]);
+    }
+
+    #[test]
+    fn metrics_bind_to_loopback_unless_remote_is_allowed() {
+        assert_eq!(parse_metrics_addr("127.0.0.1:9400", false).unwrap().port(), 9400);
+        assert_eq!(parse_metrics_addr("9400", false).unwrap().to_string(), "127.0.0.1:9400");
+        assert_eq!(
+            parse_metrics_addr("localhost:9", false).unwrap().to_string(),
+            "127.0.0.1:9"
+        );
+        assert!(parse_metrics_addr("[::1]:9400", false).is_ok());
+        assert!(parse_metrics_addr("0.0.0.0:9400", false).is_err());
+        assert!(parse_metrics_addr("0.0.0.0:9400", true).is_ok());
+        assert!(parse_metrics_addr("127.0.0.1", false).is_err());
+        assert!(parse_metrics_addr("host:port", false).is_err());
+    }
 
     #[test]
     fn placeholders_expand() {

@@ -20,6 +20,7 @@ mod exports;
 mod guard;
 mod hooks;
 mod modules;
+mod ops;
 mod params;
 mod stacks;
 mod tracer;

@@ -5,8 +5,9 @@ use std::ffi::c_void;
 
 use gpuleak_format::{Api, CuResult, Map, Ptr, Stream, Unmap};
 
+use crate::config::CUDA_ERROR_OUT_OF_MEMORY;
 use crate::cuda::*;
-use crate::{guard, tracer};
+use crate::{guard, ops, tracer};
 
 /// Reads an out-parameter the driver filled in, only when the call succeeded.
 #[inline]
@@ -29,15 +30,40 @@ unsafe fn out_ptr(result: CUresult, p: *mut *mut c_void) -> u64 {
     }
 }
 
-/// Allocation recorded after the driver returned; `call` makes the real call.
+/// Allocation recorded after the driver returned; `call` makes the real call and returns
+/// (result, pointer or handle, aux). With an operations feature on (budget, fault
+/// injection, live accounting: `ops::flags() != 0`) the call goes through `ops::alloc`,
+/// which may refuse it without calling the driver.
 #[inline]
-fn record_alloc(api: Api, stream: CUstream, size: u64, aux: u64, call: impl FnOnce() -> (CUresult, u64)) -> CUresult {
+fn record_alloc_with(
+    api: Api,
+    stream: CUstream,
+    size: u64,
+    aux: u64,
+    call: impl FnOnce() -> (CUresult, u64, u64),
+) -> CUresult {
     let Some(g) = guard::enter() else {
         return call().0;
     };
-    let (r, ptr) = call();
+    let f = ops::flags();
+    if f != 0 {
+        return ops::alloc(&g, f, api, Stream(stream as u64), size, aux, call);
+    }
+    let (r, ptr, aux) = call();
     tracer::alloc(&g, api, r, Stream(stream as u64), ptr, size, aux);
+    if r == CUDA_ERROR_OUT_OF_MEMORY {
+        ops::out_of_memory_plain(&g, api, size);
+    }
     r
+}
+
+/// [`record_alloc_with`] for calls whose aux is known before the call.
+#[inline]
+fn record_alloc(api: Api, stream: CUstream, size: u64, aux: u64, call: impl FnOnce() -> (CUresult, u64)) -> CUresult {
+    record_alloc_with(api, stream, size, aux, || {
+        let (r, ptr) = call();
+        (r, ptr, aux)
+    })
 }
 
 /// Free recorded with a sequence number taken before the driver call, so that it orders
@@ -47,8 +73,13 @@ fn record_free(api: Api, stream: CUstream, ptr: u64, size: u64, call: impl FnOnc
     let Some(g) = guard::enter() else {
         return call();
     };
+    let f = ops::flags();
     let pending = tracer::before(&g);
-    let r = call();
+    let r = if f != 0 {
+        ops::free(&g, f, api, ptr, call)
+    } else {
+        call()
+    };
     tracer::free(&g, pending, api, r, Stream(stream as u64), ptr, size);
     r
 }
@@ -80,24 +111,14 @@ pub unsafe fn alloc_pitch(
     height: usize,
     elem: u32,
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(dptr, pitch, width, height, elem) };
-    };
-    // SAFETY: passed through.
-    let r = unsafe { real(dptr, pitch, width, height, elem) };
-    // SAFETY: out-parameters read only on success.
-    let (ptr, p) = unsafe { (out(r, dptr), out(r, pitch)) };
-    tracer::alloc(
-        &g,
-        api,
-        r,
-        Stream(0),
-        ptr,
-        (width as u64).saturating_mul(height as u64),
-        p as u64,
-    );
-    r
+    let size = (width as u64).saturating_mul(height as u64);
+    record_alloc_with(api, std::ptr::null_mut(), size, 0, || {
+        // SAFETY: passed through; out-parameters read only on success.
+        unsafe {
+            let r = real(dptr, pitch, width, height, elem);
+            (r, out(r, dptr), out(r, pitch) as u64)
+        }
+    })
 }
 
 /// `cuMemAllocManaged` (`aux` = flags).

@@ -229,3 +229,55 @@ hooks! {
         cudaGetDriverEntryPointByVersion(symbol: *const i8, fp: Pptr, version: u32, flags: u64, status: *mut i32) => runtime::entry_point_by_version;
     }
 }
+
+// The control API of `shim/include/gpuleak.h`: functions a program calls on gpuleak itself
+// (through weak references, so that it also runs without the shim).
+
+/// `void gpuleak_mark(const char *name, uint64_t value)`: a Mark record (a step number, a
+/// phase change) in the trace.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_mark(name: *const std::ffi::c_char, value: u64) {
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::control::mark(name, value) }
+}
+
+/// `void gpuleak_region_begin(const char *name)`: a Region record that opens `name`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_region_begin(name: *const std::ffi::c_char) {
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::control::region(name, true) }
+}
+
+/// `void gpuleak_region_end(const char *name)`: a Region record that closes `name`.
+///
+/// # Safety
+/// `name` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_region_end(name: *const std::ffi::c_char) {
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::control::region(name, false) }
+}
+
+/// `uint64_t gpuleak_live_bytes(int device)`: device memory live on `device` (every device
+/// if negative), as counted by the shim.
+#[unsafe(no_mangle)]
+pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
+    crate::ops::control::live_bytes(device)
+}
+
+/// `uint64_t gpuleak_snapshot(const char *reason)`: a Snapshot record; its id (from 1), or
+/// 0 when nothing is traced.
+///
+/// # Safety
+/// `reason` is NULL or a NUL-terminated string.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_snapshot(reason: *const std::ffi::c_char) -> u64 {
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::control::snapshot(reason) }
+}

@@ -9,7 +9,8 @@ use gpuleak_format::{
 
 use crate::cuda::*;
 use crate::guard::{self, HookGuard};
-use crate::tracer;
+use crate::ops::live::ObjectChange;
+use crate::{ops, tracer};
 
 #[inline]
 unsafe fn out<T>(result: CUresult, p: *mut T) -> u64
@@ -130,6 +131,19 @@ fn destroy(api: Api, ctx: u64, device: i32, call: impl FnOnce() -> CUresult) -> 
     };
     let pending = tracer::before(&g);
     let r = call();
+    let f = ops::flags();
+    if f != 0 && r == CUDA_SUCCESS {
+        let change = match api {
+            Api::cuCtxDestroy_v2 => Some(ObjectChange::ContextDestroyed(ctx)),
+            Api::cuDevicePrimaryCtxReset | Api::cuDevicePrimaryCtxReset_v2 => Some(ObjectChange::DeviceReset(device)),
+            // A release frees the memory only with the last reference, which the shim
+            // cannot see.
+            _ => None,
+        };
+        if let Some(change) = change {
+            ops::object(&g, f, change);
+        }
+    }
     tracer::event_at(
         &g,
         pending,
@@ -160,8 +174,18 @@ pub unsafe fn primary_release(api: Api, real: unsafe extern "C" fn(CUdevice) -> 
     })
 }
 
+/// Tells the operations features about a successful stream or event change.
+#[inline]
+fn counted(g: &HookGuard, r: CUresult, change: ObjectChange) {
+    let f = ops::flags();
+    if f != 0 && r == CUDA_SUCCESS {
+        ops::object(g, f, change);
+    }
+}
+
 fn stream_created(g: &Option<HookGuard>, api: Api, r: CUresult, stream: u64, flags: u32, priority: i32) {
     if let Some(g) = g {
+        counted(g, r, ObjectChange::StreamCreated);
         let stack = tracer::object_stack(g);
         tracer::event(
             g,
@@ -222,6 +246,7 @@ pub unsafe fn stream_destroy(api: Api, real: unsafe extern "C" fn(CUstream) -> C
     let pending = tracer::before(&g);
     // SAFETY: passed through.
     let r = unsafe { real(stream) };
+    counted(&g, r, ObjectChange::StreamDestroyed);
     tracer::event_at(
         &g,
         pending,
@@ -249,6 +274,7 @@ pub unsafe fn event_create(
         (r, out(r, event))
     };
     if let Some(g) = &g {
+        counted(g, r, ObjectChange::EventCreated);
         let stack = tracer::object_stack(g);
         tracer::event(
             g,
@@ -274,6 +300,7 @@ pub unsafe fn event_destroy(api: Api, real: unsafe extern "C" fn(CUevent) -> CUr
     let pending = tracer::before(&g);
     // SAFETY: passed through.
     let r = unsafe { real(event) };
+    counted(&g, r, ObjectChange::EventDestroyed);
     tracer::event_at(
         &g,
         pending,

@@ -1,0 +1,70 @@
+/* gpuleak.h: the control API of libgpuleak.so, for programs that want to mark their trace,
+ * take snapshots or read live GPU memory while they run.
+ *
+ * Every function is declared weak: a program that includes this header links and runs
+ * without gpuleak (no -lgpuleak, nothing to ship). When libgpuleak.so is not preloaded the
+ * symbols are NULL, and the GPULEAK_* macros below do nothing (GPULEAK_LIVE_BYTES and
+ * GPULEAK_SNAPSHOT give 0). Under LD_PRELOAD=libgpuleak.so they resolve to the shim.
+ *
+ *     #include "gpuleak.h"
+ *
+ *     for (uint64_t step = 0; step < steps; step++) {
+ *         GPULEAK_MARK("step", step);
+ *         GPULEAK_REGION_BEGIN("forward");
+ *         forward();
+ *         GPULEAK_REGION_END("forward");
+ *         if (GPULEAK_LIVE_BYTES(0) > (8ull << 30)) GPULEAK_SNAPSHOT("over 8 GiB");
+ *     }
+ *
+ * Calling a function directly requires the NULL check yourself:
+ *
+ *     if (gpuleak_mark) gpuleak_mark("step", step);
+ *
+ * Build with any C99 or C++ compiler (gcc, clang); no library is needed at link time.
+ * All functions are thread-safe, never fail, and make no CUDA call; names may be NULL.
+ */
+#ifndef GPULEAK_H
+#define GPULEAK_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__) || defined(__clang__)
+#define GPULEAK_WEAK __attribute__((weak))
+#else
+#define GPULEAK_WEAK
+#endif
+
+/* Writes a Mark record (name and value, for example a training step) into the trace. */
+GPULEAK_WEAK void gpuleak_mark(const char *name, uint64_t value);
+
+/* Writes a Region record that begins (or ends) the named region of the program. */
+GPULEAK_WEAK void gpuleak_region_begin(const char *name);
+GPULEAK_WEAK void gpuleak_region_end(const char *name);
+
+/* Device memory (device, managed, stream-ordered, VMM physical, arrays; not host pinned
+ * memory) live on `device` now, in bytes the program asked for; all devices if `device`
+ * is negative. Counted from the start when GPULEAK_LIVE=1, GPULEAK_LIMIT, GPULEAK_METRICS
+ * or GPULEAK_OOM_SUMMARY=1 is set; otherwise from the first call of this function (memory
+ * allocated before it is not counted). */
+GPULEAK_WEAK uint64_t gpuleak_live_bytes(int device);
+
+/* Writes a Snapshot record (reason "api" if NULL or empty): `gpuleak report --at ID`
+ * shows the live state at that point. Returns the snapshot id (from 1), or 0 when nothing
+ * is traced. */
+GPULEAK_WEAK uint64_t gpuleak_snapshot(const char *reason);
+
+#define GPULEAK_MARK(name, value) ((gpuleak_mark) ? gpuleak_mark((name), (value)) : (void)0)
+#define GPULEAK_REGION_BEGIN(name) ((gpuleak_region_begin) ? gpuleak_region_begin(name) : (void)0)
+#define GPULEAK_REGION_END(name) ((gpuleak_region_end) ? gpuleak_region_end(name) : (void)0)
+#define GPULEAK_LIVE_BYTES(device) ((gpuleak_live_bytes) ? gpuleak_live_bytes(device) : (uint64_t)0)
+#define GPULEAK_SNAPSHOT(reason) ((gpuleak_snapshot) ? gpuleak_snapshot(reason) : (uint64_t)0)
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GPULEAK_H */

@@ -1,0 +1,534 @@
+//! Live accounting, kept only while a feature needs it (budget, metrics, OOM summary,
+//! `GPULEAK_LIVE`, `gpuleak_live_bytes`): a sharded map from pointer (or handle) to size,
+//! device, kind and allocation stack, and per-device, per-kind atomic counters.
+//!
+//! Counted as "live" from the successful allocation to the successful free (a physical VMM
+//! handle until `cuMemRelease`, whatever mappings remain; stream-ordered memory until
+//! `cuMemFreeAsync` is called). A destroyed context drops its allocations; a primary context
+//! reset drops every allocation of its device; a primary context release drops nothing (the
+//! shim does not know whether it was the last reference). Frees of pointers allocated
+//! before accounting was on are not counted.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use gpuleak_format::{Api, MemKind, StackId};
+
+use super::Failure;
+
+/// Device slots: devices 0 to 15, then one for "unknown" (no current context, or a device
+/// number past 15).
+pub const SLOTS: usize = 17;
+/// The slot of unknown devices.
+pub const UNKNOWN: usize = SLOTS - 1;
+/// Memory kinds, as numbered by the format.
+pub const KINDS: usize = MemKind::ALL.len();
+
+/// Counters by device slot and kind.
+pub type Grid = [[AtomicU64; KINDS]; SLOTS];
+
+#[allow(clippy::declare_interior_mutable_const)]
+const GRID: Grid = [const { [const { AtomicU64::new(0) }; KINDS] }; SLOTS];
+
+/// Live bytes by device slot and kind.
+pub static LIVE_BYTES: Grid = GRID;
+/// Live allocations by device slot and kind.
+pub static LIVE_COUNT: Grid = GRID;
+/// Successful allocations by device slot and kind.
+pub static ALLOCS: Grid = GRID;
+/// Successful frees by device slot and kind.
+pub static FREES: Grid = GRID;
+/// Failed allocations by kind and [`Failure`].
+pub static FAILED: [[AtomicU64; 3]; KINDS] = [const { [const { AtomicU64::new(0) }; 3] }; KINDS];
+/// Bytes counted against the budget, by device slot (reserved before the driver call).
+pub static BUDGET_USED: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
+/// Live streams and events (created minus destroyed since accounting began).
+pub static STREAMS: AtomicI64 = AtomicI64::new(0);
+/// See [`STREAMS`].
+pub static EVENTS: AtomicI64 = AtomicI64::new(0);
+
+/// Whether a kind is device memory: what the budget and `gpuleak_live_bytes` count (not
+/// host memory, address reservations or other processes' IPC memory).
+pub fn counts_toward_budget(kind: MemKind) -> bool {
+    matches!(
+        kind,
+        MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::VmmPhysical | MemKind::Array
+    )
+}
+
+/// The slot of a device number.
+pub fn slot(device: i32) -> usize {
+    if (0..UNKNOWN as i32).contains(&device) {
+        device as usize
+    } else {
+        UNKNOWN
+    }
+}
+
+/// Device memory live on a device (`device < 0`: on all devices).
+pub fn device_bytes(device: i32) -> u64 {
+    let sum = |s: usize| -> u64 {
+        MemKind::ALL
+            .iter()
+            .filter(|k| counts_toward_budget(**k))
+            .map(|&k| LIVE_BYTES[s][k as usize].load(Ordering::Relaxed))
+            .sum()
+    };
+    if device < 0 {
+        (0..SLOTS).map(sum).sum()
+    } else {
+        sum(slot(device))
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Where an allocation is made: the calling thread's context and its device.
+
+/// The context and device of the calling thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Place {
+    /// Current context (0: none or unknown).
+    pub ctx: u64,
+    /// Its device (-1: unknown).
+    pub device: i32,
+}
+
+static GET_CTX: AtomicUsize = AtomicUsize::new(0);
+static GET_DEVICE: AtomicUsize = AtomicUsize::new(0);
+/// Bumped when a context is destroyed: per-thread (context, device) caches start over.
+static CTX_GENERATION: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    // (generation, context, device) of this thread's last lookup; const, no destructor.
+    static PLACE_CACHE: Cell<(u64, u64, i32)> = const { Cell::new((0, 0, -1)) };
+}
+
+/// The driver's own function `name`, found once (1: not found).
+fn driver_fn(cache: &AtomicUsize, name: &std::ffi::CStr) -> Option<usize> {
+    let mut f = cache.load(Ordering::Relaxed);
+    if f == 0 {
+        let handle = crate::dl::libcuda();
+        let mut p = if handle.is_null() {
+            std::ptr::null_mut()
+        } else {
+            crate::dl::real_dlsym(handle, name)
+        };
+        if p.is_null() {
+            p = crate::dl::real_dlsym(-1isize as *mut _, name);
+        }
+        f = if p.is_null() { 1 } else { p as usize };
+        cache.store(f, Ordering::Relaxed);
+    }
+    (f != 1).then_some(f)
+}
+
+impl Place {
+    const UNKNOWN: Place = Place { ctx: 0, device: -1 };
+
+    /// The calling thread's place if `wanted`, asked of the driver's getters
+    /// `cuCtxGetCurrent` and `cuCtxGetDevice` (which change no state the program sees),
+    /// the device cached per thread and context.
+    pub fn here_if(wanted: bool) -> Place {
+        if !wanted {
+            return Place::UNKNOWN;
+        }
+        type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
+        type GetDevice = unsafe extern "C" fn(*mut i32) -> u32;
+        let Some(get_ctx) = driver_fn(&GET_CTX, c"cuCtxGetCurrent") else {
+            return Place::UNKNOWN;
+        };
+        // SAFETY: the driver's cuCtxGetCurrent, found by name; it writes one pointer.
+        let get_ctx: GetCurrent = unsafe { std::mem::transmute::<usize, GetCurrent>(get_ctx) };
+        let mut ctx = std::ptr::null_mut();
+        // SAFETY: `ctx` is a valid out-pointer.
+        if unsafe { get_ctx(&mut ctx) } != 0 || ctx.is_null() {
+            return Place::UNKNOWN;
+        }
+        let ctx = ctx as u64;
+        let generation = CTX_GENERATION.load(Ordering::Acquire);
+        if let Ok((g, c, d)) = PLACE_CACHE.try_with(Cell::get) {
+            if g == generation && c == ctx {
+                return Place { ctx, device: d };
+            }
+        }
+        let mut device = -1;
+        if let Some(get_dev) = driver_fn(&GET_DEVICE, c"cuCtxGetDevice") {
+            // SAFETY: the driver's cuCtxGetDevice, found by name; it writes one int.
+            let get_dev: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(get_dev) };
+            let mut d = -1;
+            // SAFETY: `d` is a valid out-pointer.
+            if unsafe { get_dev(&mut d) } == 0 {
+                device = d;
+            }
+        }
+        let _ = PLACE_CACHE.try_with(|c| c.set((generation, ctx, device)));
+        Place { ctx, device }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The budget.
+
+/// Reserves `size` bytes of `device`'s budget; false (and nothing reserved) if that would
+/// pass `limit`. Exact under concurrency: the reservation is one atomic add.
+pub fn reserve(device: i32, size: u64, limit: u64) -> bool {
+    let used = &BUDGET_USED[slot(device)];
+    let before = used.fetch_add(size, Ordering::AcqRel);
+    if before.saturating_add(size) > limit {
+        used.fetch_sub(size, Ordering::AcqRel);
+        return false;
+    }
+    true
+}
+
+/// Gives back a reservation.
+pub fn unreserve(device: i32, size: u64) {
+    BUDGET_USED[slot(device)].fetch_sub(size, Ordering::AcqRel);
+}
+
+// ---------------------------------------------------------------------------------------
+// The live map.
+
+/// One live allocation.
+#[derive(Clone, Copy, Debug)]
+pub struct Entry {
+    /// Bytes asked for.
+    pub size: u64,
+    /// Context it was made in.
+    pub ctx: u64,
+    /// Allocation stack.
+    pub stack: StackId,
+    /// Device slot.
+    pub slot: u8,
+    /// Memory kind.
+    pub kind: MemKind,
+    /// Counted against the budget.
+    pub reserved: bool,
+}
+
+/// Multiply-xorshift over the key's words (keys are addresses, not attacker-chosen).
+#[derive(Default)]
+pub struct Mix(u64);
+
+impl Hasher for Mix {
+    fn finish(&self) -> u64 {
+        self.0 ^ (self.0 >> 29)
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
+        }
+    }
+    fn write_u8(&mut self, v: u8) {
+        self.write_u64(u64::from(v));
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0 ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(31);
+    }
+}
+
+/// (namespace, pointer or handle): addresses and handles of different families never
+/// collide.
+type Key = (u8, u64);
+type Shard = Mutex<HashMap<Key, Entry, BuildHasherDefault<Mix>>>;
+
+const SHARDS: usize = 64;
+
+/// The live map.
+pub struct Table {
+    shards: Vec<Shard>,
+}
+
+static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The live map, created at first use (after a fork, a fresh one).
+pub fn table() -> &'static Table {
+    let p = TABLE.load(Ordering::Acquire);
+    if !p.is_null() {
+        // SAFETY: published tables are leaked, never freed.
+        return unsafe { &*p };
+    }
+    let fresh = Box::into_raw(Box::new(Table {
+        shards: (0..SHARDS).map(|_| Mutex::new(HashMap::default())).collect(),
+    }));
+    match TABLE.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        // SAFETY: just published, never freed.
+        Ok(_) => unsafe { &*fresh },
+        Err(other) => {
+            // SAFETY: `fresh` was never shared; `other` is published and never freed.
+            unsafe {
+                drop(Box::from_raw(fresh));
+                &*other
+            }
+        }
+    }
+}
+
+impl Table {
+    fn shard(&self, key: Key) -> std::sync::MutexGuard<'_, HashMap<Key, Entry, BuildHasherDefault<Mix>>> {
+        let h = (key.1 >> 8).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        let shard = &self.shards[(h >> 58) as usize % SHARDS];
+        shard.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Calls `f` on every live entry, one shard locked at a time.
+    pub fn for_each(&self, mut f: impl FnMut(u64, &Entry)) {
+        for s in &self.shards {
+            let map = s.lock().unwrap_or_else(|p| p.into_inner());
+            for (&(_, ptr), e) in map.iter() {
+                f(ptr, e);
+            }
+        }
+    }
+
+    fn remove_where(&self, pred: impl Fn(&Entry) -> bool) {
+        for s in &self.shards {
+            let mut map = s.lock().unwrap_or_else(|p| p.into_inner());
+            map.retain(|_, e| {
+                if pred(e) {
+                    gone(e, false);
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+    }
+}
+
+/// In a forked child: the parent's accounting is not the child's (its trace starts empty).
+/// Only atomic stores: a shard lock may have been held by a parent thread that is gone.
+pub fn forget_in_child() {
+    TABLE.store(std::ptr::null_mut(), Ordering::Release);
+    for grid in [&LIVE_BYTES, &LIVE_COUNT, &ALLOCS, &FREES] {
+        for row in grid.iter() {
+            for c in row {
+                c.store(0, Ordering::Relaxed);
+            }
+        }
+    }
+    for row in &FAILED {
+        for c in row {
+            c.store(0, Ordering::Relaxed);
+        }
+    }
+    for c in &BUDGET_USED {
+        c.store(0, Ordering::Relaxed);
+    }
+    STREAMS.store(0, Ordering::Relaxed);
+    EVENTS.store(0, Ordering::Relaxed);
+    CTX_GENERATION.fetch_add(1, Ordering::AcqRel);
+}
+
+/// The namespace of an allocation or free API's pointers.
+fn namespace(api: Api) -> u8 {
+    match api.mem_kind() {
+        Some(MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Ipc) | None => 0,
+        Some(MemKind::Host) => 1,
+        Some(MemKind::HostRegistered) => 2,
+        Some(MemKind::VmmReserve) => 3,
+        Some(MemKind::VmmPhysical) => 4,
+        Some(MemKind::Array) => 5,
+    }
+}
+
+/// A successful allocation.
+pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: StackId, reserved: bool) {
+    let s = slot(place.device);
+    let k = kind as usize;
+    ALLOCS[s][k].fetch_add(1, Ordering::Relaxed);
+    LIVE_COUNT[s][k].fetch_add(1, Ordering::Relaxed);
+    LIVE_BYTES[s][k].fetch_add(size, Ordering::Relaxed);
+    let entry = Entry {
+        size,
+        ctx: place.ctx,
+        stack,
+        slot: s as u8,
+        kind,
+        reserved,
+    };
+    let key = (namespace(api), ptr);
+    let old = table().shard(key).insert(key, entry);
+    if let Some(old) = old {
+        // The driver handed out an address we thought live: its free was not seen (made
+        // before accounting began, or by a path the shim does not intercept).
+        gone(&old, false);
+    }
+}
+
+/// Takes a pointer's entry out before its free is passed to the driver.
+pub fn take(api: Api, ptr: u64) -> Option<Entry> {
+    let key = (namespace(api), ptr);
+    table().shard(key).remove(&key)
+}
+
+/// After the free: counts it, or puts the entry back if the driver refused.
+pub fn freed(api: Api, ptr: u64, taken: Option<Entry>, ok: bool) {
+    let Some(e) = taken else { return };
+    if ok {
+        gone(&e, true);
+    } else {
+        let key = (namespace(api), ptr);
+        table().shard(key).insert(key, e);
+    }
+}
+
+fn gone(e: &Entry, count_free: bool) {
+    let (s, k) = (usize::from(e.slot), e.kind as usize);
+    if count_free {
+        FREES[s][k].fetch_add(1, Ordering::Relaxed);
+    }
+    LIVE_COUNT[s][k].fetch_sub(1, Ordering::Relaxed);
+    LIVE_BYTES[s][k].fetch_sub(e.size, Ordering::Relaxed);
+    if e.reserved {
+        BUDGET_USED[s].fetch_sub(e.size, Ordering::AcqRel);
+    }
+}
+
+/// A failed allocation.
+pub fn failed(kind: MemKind, why: Failure) {
+    FAILED[kind as usize][why as usize].fetch_add(1, Ordering::Relaxed);
+}
+
+/// A successful stream, event or context call that changes what is live.
+#[derive(Clone, Copy, Debug)]
+pub enum ObjectChange {
+    /// A stream was created.
+    StreamCreated,
+    /// A stream was destroyed.
+    StreamDestroyed,
+    /// An event was created.
+    EventCreated,
+    /// An event was destroyed.
+    EventDestroyed,
+    /// A context was destroyed, with the memory made in it.
+    ContextDestroyed(u64),
+    /// A device's primary context was reset, with all the memory made in it.
+    DeviceReset(i32),
+}
+
+/// Applies an object change.
+pub fn object(change: ObjectChange) {
+    match change {
+        ObjectChange::StreamCreated => {
+            STREAMS.fetch_add(1, Ordering::Relaxed);
+        }
+        ObjectChange::StreamDestroyed => {
+            STREAMS.fetch_sub(1, Ordering::Relaxed);
+        }
+        ObjectChange::EventCreated => {
+            EVENTS.fetch_add(1, Ordering::Relaxed);
+        }
+        ObjectChange::EventDestroyed => {
+            EVENTS.fetch_sub(1, Ordering::Relaxed);
+        }
+        ObjectChange::ContextDestroyed(ctx) => {
+            CTX_GENERATION.fetch_add(1, Ordering::AcqRel);
+            table().remove_where(|e| e.ctx == ctx && ctx != 0);
+        }
+        ObjectChange::DeviceReset(device) => {
+            CTX_GENERATION.fetch_add(1, Ordering::AcqRel);
+            let s = slot(device) as u8;
+            table().remove_where(|e| e.slot == s);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// Sites: live bytes per allocation stack.
+
+/// Live bytes and allocations of one stack.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SiteTotal {
+    /// Bytes.
+    pub bytes: u64,
+    /// Allocations.
+    pub count: u64,
+}
+
+/// Live device memory per stack (on one device slot, or all with `None`), largest first.
+pub fn sites(slot: Option<usize>) -> Vec<(StackId, SiteTotal)> {
+    let mut by: HashMap<u32, SiteTotal> = HashMap::new();
+    table().for_each(|_, e| {
+        if counts_toward_budget(e.kind) && slot.is_none_or(|s| s == usize::from(e.slot)) {
+            let t = by.entry(e.stack.0).or_default();
+            t.bytes += e.size;
+            t.count += 1;
+        }
+    });
+    let mut v: Vec<(StackId, SiteTotal)> = by.into_iter().map(|(id, t)| (StackId(id), t)).collect();
+    v.sort_by(|a, b| b.1.bytes.cmp(&a.1.bytes).then(a.0 .0.cmp(&b.0 .0)));
+    v
+}
+
+/// Bytes as a short human string (`1.5 GiB`).
+pub fn human(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
+    let mut v = bytes as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u + 1 < UNITS.len() {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{bytes} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// Prints who holds the memory after an out-of-memory failure: one screen on stderr, in
+/// one write.
+pub fn print_oom_summary(api: Api, size: u64, device: i32, why: Failure) {
+    let s = slot(device);
+    let dev_name = if s == UNKNOWN {
+        "an unknown device".to_string()
+    } else {
+        format!("device {s}")
+    };
+    let cause = match why {
+        Failure::Driver => "the driver is out of memory".to_string(),
+        Failure::Budget => format!(
+            "over the GPULEAK_LIMIT budget of {}",
+            human(super::settings().limit.unwrap_or(0))
+        ),
+        Failure::Injected => "injected by GPULEAK_FAIL".to_string(),
+    };
+    let mut lines = vec![format!(
+        "out of memory: {api} of {} on {dev_name} failed ({cause})",
+        human(size)
+    )];
+    let sites = sites(Some(s));
+    let total: u64 = sites.iter().map(|(_, t)| t.bytes).sum();
+    let count: u64 = sites.iter().map(|(_, t)| t.count).sum();
+    lines.push(format!(
+        "{} live on {dev_name} in {count} allocations ({} on all devices); top sites by live bytes:",
+        human(total),
+        human(device_bytes(-1))
+    ));
+    const SHOWN: usize = 10;
+    for (stack, t) in sites.iter().take(SHOWN) {
+        lines.push(format!(
+            "  {:>10} in {:>5} allocations  {} (stack {})",
+            human(t.bytes),
+            t.count,
+            super::sites::label(*stack),
+            stack.0
+        ));
+    }
+    if sites.len() > SHOWN {
+        let rest: u64 = sites[SHOWN..].iter().map(|(_, t)| t.bytes).sum();
+        lines.push(format!("  ... and {} more sites, {}", sites.len() - SHOWN, human(rest)));
+    }
+    let mut text = String::new();
+    for l in lines {
+        text.push_str("gpuleak: ");
+        text.push_str(&l);
+        text.push('\n');
+    }
+    // SAFETY: writes a buffer we own to fd 2.
+    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+}

@@ -1,0 +1,264 @@
+//! Operations features for programs that run for days: live accounting per device, kind and
+//! site ([`live`]), a per-device budget and fault injection on the allocation calls
+//! ([`faults`]), snapshot records on a signal, a period, an out-of-memory failure or a
+//! program's request ([`snapshot`]), a Prometheus endpoint ([`metrics`]) and the C control
+//! API behind `gpuleak.h` ([`control`]).
+//!
+//! Every feature is off by default, and off costs one relaxed load of [`FLAGS`] and a branch
+//! per intercepted memory, stream or event call (plus a compare of the result with
+//! out-of-memory, for the default snapshot on OOM). Settings are read at the first such call
+//! (never in a constructor or in `dlsym`); the background thread, its socket and the signal
+//! handler are set up then too.
+
+pub mod control;
+pub mod faults;
+pub mod live;
+pub mod metrics;
+pub mod sites;
+pub mod snapshot;
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+use gpuleak_format::{Api, MemKind, Stream};
+
+use crate::config::{self, CUDA_ERROR_OUT_OF_MEMORY};
+use crate::guard::HookGuard;
+use crate::tracer;
+
+/// Keep the live map and the counters.
+pub const LIVE: u32 = 1;
+/// Fault rules are set.
+pub const FAULTS: u32 = 1 << 1;
+/// A budget is set.
+pub const BUDGET: u32 = 1 << 2;
+/// A snapshot was asked for (by the signal handler or the period) and is not written yet.
+pub const SNAPSHOT_DUE: u32 = 1 << 3;
+/// In a forked child: the background thread must be started again.
+pub const RESTART: u32 = 1 << 4;
+/// Settings not read yet.
+const UNINIT: u32 = 1 << 31;
+
+/// The features on, as bits; 0 when everything is off (the hot paths test only that).
+pub static FLAGS: AtomicU32 = AtomicU32::new(UNINIT);
+
+/// The settings, once read.
+static SETTINGS: OnceLock<config::Ops> = OnceLock::new();
+
+/// The features on (reading the settings at the first call).
+#[inline(always)]
+pub fn flags() -> u32 {
+    let f = FLAGS.load(Ordering::Relaxed);
+    if f & UNINIT != 0 {
+        return init();
+    }
+    f
+}
+
+/// The settings (defaults before the first intercepted call).
+pub fn settings() -> &'static config::Ops {
+    SETTINGS.get_or_init(config::Ops::default)
+}
+
+#[cold]
+#[inline(never)]
+fn init() -> u32 {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let mut ops = config::Ops::from_env();
+        if ops.disabled {
+            ops = config::Ops {
+                disabled: true,
+                ..config::Ops::default()
+            };
+        }
+        let mut bits = 0;
+        if ops.live || ops.limit.is_some() || ops.metrics.is_some() || ops.oom_summary {
+            bits |= LIVE;
+        }
+        if ops.limit.is_some() {
+            bits |= BUDGET;
+        }
+        if !ops.faults.is_empty() {
+            faults::set_rules(&ops.faults);
+            bits |= FAULTS;
+        }
+        let signal = ops.snapshot_signal;
+        let background = ops.metrics.is_some() || ops.snapshot_period.is_some() || signal.is_some();
+        let _ = SETTINGS.set(ops);
+        register_fork_handler();
+        FLAGS.store(bits, Ordering::Release);
+        if let Some(sig) = signal {
+            snapshot::install_signal(sig);
+        }
+        if background {
+            metrics::start_background();
+        }
+    });
+    FLAGS.load(Ordering::Acquire) & !UNINIT
+}
+
+fn register_fork_handler() {
+    // SAFETY: registers a plain extern "C" function with no preconditions.
+    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+}
+
+/// In a forked child (single-threaded, async-signal-safe work only): the parent's live
+/// state and background thread are not the child's. Its own trace starts empty, so does
+/// its accounting; the thread is started again at the child's next intercepted call.
+extern "C" fn in_forked_child() {
+    live::forget_in_child();
+    sites::forget_in_child();
+    faults::forget_in_child();
+    snapshot::forget_in_child();
+    if metrics::forget_in_child() {
+        FLAGS.fetch_or(RESTART, Ordering::AcqRel);
+    }
+}
+
+/// Work that a hook does only when some feature is on: a due snapshot, a restart after fork.
+#[inline]
+fn housekeeping(g: &HookGuard, f: u32) {
+    if f & SNAPSHOT_DUE != 0 {
+        snapshot::write_due(g);
+    }
+    if f & RESTART != 0 && FLAGS.fetch_and(!RESTART, Ordering::AcqRel) & RESTART != 0 {
+        metrics::start_background();
+    }
+}
+
+/// Why an allocation failed, for the metrics.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Failure {
+    /// The driver said no.
+    Driver = 0,
+    /// `GPULEAK_LIMIT` said no.
+    Budget = 1,
+    /// `GPULEAK_FAIL` said no.
+    Injected = 2,
+}
+
+/// An allocation call with at least one feature on: fault rules, then the budget, then the
+/// driver, then the live map. `call` makes the real call and returns (result, pointer or
+/// handle, aux); `size` is what the program asked for.
+#[cold]
+#[inline(never)]
+pub fn alloc(
+    g: &HookGuard,
+    f: u32,
+    api: Api,
+    stream: Stream,
+    size: u64,
+    aux: u64,
+    call: impl FnOnce() -> (u32, u64, u64),
+) -> u32 {
+    housekeeping(g, f);
+    let kind = api.mem_kind().unwrap_or(MemKind::Device);
+    if f & FAULTS != 0 {
+        if let Some(error) = faults::hit(api) {
+            let place = live::Place::here_if(f & LIVE != 0);
+            return refused(g, api, stream, size, aux, kind, place, error, Failure::Injected);
+        }
+    }
+    let place = live::Place::here_if(f & (LIVE | BUDGET) != 0);
+    let mut reserved = false;
+    if f & BUDGET != 0 && live::counts_toward_budget(kind) {
+        let limit = settings().limit.unwrap_or(u64::MAX);
+        if !live::reserve(place.device, size, limit) {
+            return refused(
+                g,
+                api,
+                stream,
+                size,
+                aux,
+                kind,
+                place,
+                CUDA_ERROR_OUT_OF_MEMORY,
+                Failure::Budget,
+            );
+        }
+        reserved = true;
+    }
+    let (r, ptr, aux) = call();
+    let stack = tracer::alloc(g, api, r, stream, ptr, size, aux);
+    if r == 0 {
+        if f & LIVE != 0 {
+            sites::note(stack);
+            live::added(api, kind, ptr, size, place, stack, reserved);
+        }
+    } else {
+        if reserved {
+            live::unreserve(place.device, size);
+        }
+        live::failed(kind, Failure::Driver);
+        if r == CUDA_ERROR_OUT_OF_MEMORY {
+            out_of_memory(g, api, size, place.device, Failure::Driver);
+        }
+    }
+    r
+}
+
+/// A call that a budget or fault rule refuses: never reaches the driver, recorded as a
+/// failed allocation with the error returned.
+#[allow(clippy::too_many_arguments)]
+fn refused(
+    g: &HookGuard,
+    api: Api,
+    stream: Stream,
+    size: u64,
+    aux: u64,
+    kind: MemKind,
+    place: live::Place,
+    error: u32,
+    why: Failure,
+) -> u32 {
+    tracer::alloc(g, api, error, stream, 0, size, aux);
+    live::failed(kind, why);
+    if error == CUDA_ERROR_OUT_OF_MEMORY {
+        out_of_memory(g, api, size, place.device, why);
+    }
+    error
+}
+
+/// An allocation failed with out of memory while no feature was on (the default snapshot).
+#[cold]
+#[inline(never)]
+pub fn out_of_memory_plain(g: &HookGuard, api: Api, size: u64) {
+    out_of_memory(g, api, size, -1, Failure::Driver);
+}
+
+fn out_of_memory(g: &HookGuard, api: Api, size: u64, device: i32, why: Failure) {
+    let s = settings();
+    if s.oom_snapshot {
+        snapshot::write(g, "oom");
+    }
+    if s.oom_summary {
+        live::print_oom_summary(api, size, device, why);
+    }
+}
+
+/// A free call with at least one feature on: the live entry is taken out before the driver
+/// call (so that an allocation reusing the address on another thread cannot be removed by
+/// mistake) and put back if the free fails.
+#[cold]
+#[inline(never)]
+pub fn free(g: &HookGuard, f: u32, api: Api, ptr: u64, call: impl FnOnce() -> u32) -> u32 {
+    housekeeping(g, f);
+    if f & LIVE == 0 {
+        return call();
+    }
+    let taken = live::take(api, ptr);
+    let r = call();
+    live::freed(api, ptr, taken, r == 0);
+    r
+}
+
+/// A stream, event or context call with at least one feature on.
+#[cold]
+#[inline(never)]
+pub fn object(g: &HookGuard, f: u32, change: live::ObjectChange) {
+    housekeeping(g, f);
+    if f & LIVE != 0 {
+        live::object(change);
+    }
+}
