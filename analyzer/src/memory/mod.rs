@@ -12,6 +12,9 @@ pub mod growth;
 pub mod series;
 pub mod space;
 
+#[cfg(test)]
+mod tests;
+
 use std::collections::{BTreeMap, HashMap};
 
 use gpuleak_format::{Api, CuResult, MemKind, StackId};
@@ -108,11 +111,11 @@ pub struct DeviceTimeline {
     pub allocations: Vec<u64>,
     /// Frees made up to each bucket's end (cumulative).
     pub frees: Vec<u64>,
-    /// Live VMM address reservations (bytes of address space) at each bucket's end.
+    /// Live VMM address reservations (bytes of address space), highest in each bucket.
     pub vmm_reserved: Vec<u64>,
-    /// Live VMM mappings (bytes) at each bucket's end.
+    /// Live VMM mappings (bytes), highest in each bucket.
     pub vmm_mapped: Vec<u64>,
-    /// Live memory allocated by known caching allocators at each bucket's end.
+    /// Live memory allocated by known caching allocators, highest in each bucket.
     pub pool: Vec<u64>,
     /// Fragmentation of the address space, in millionths, at each bucket's end.
     pub fragmentation_ppm: Vec<u64>,
@@ -254,7 +257,7 @@ impl Histogram {
 /// What the pass found.
 #[derive(Debug, Clone, Default)]
 pub struct MemoryReplay {
-    /// Memory events (allocations, frees, failed allocations) in the run.
+    /// Memory events (allocations, frees, failed allocations, VMM maps and unmaps) in the run.
     pub events: u64,
     /// Memory events per timeline bucket.
     pub bucket_events: u64,
@@ -547,6 +550,7 @@ impl Tracker {
 
     /// A VMM mapping made (`size` > 0) or removed, on the device of its handle.
     pub fn mapping(&mut self, device: i32, size: i128) {
+        self.event();
         let axis = self.axis;
         let d = self.device(device);
         Device::add(&axis, &mut d.vmm_mapped, size);
@@ -689,14 +693,15 @@ impl Tracker {
         let mut devices = Vec::new();
         for (device, mut d) in std::mem::take(&mut self.devices) {
             let last = |s: &mut Series| s.points(&axis).iter().map(|p| p.last).collect::<Vec<u64>>();
+            let max = |s: &mut Series| s.points(&axis).iter().map(|p| p.max).collect::<Vec<u64>>();
             devices.push(DeviceTimeline {
                 device,
                 live: d.live.points(&axis),
                 allocations: last(&mut d.allocations),
                 frees: last(&mut d.frees),
-                vmm_reserved: last(&mut d.vmm_reserved),
-                vmm_mapped: last(&mut d.vmm_mapped),
-                pool: last(&mut d.pool),
+                vmm_reserved: max(&mut d.vmm_reserved),
+                vmm_mapped: max(&mut d.vmm_mapped),
+                pool: max(&mut d.pool),
                 fragmentation_ppm: d.fragmentation.points(&axis).iter().map(|p| p.max).collect(),
                 largest_hole: last(&mut d.largest_hole),
                 free_in_span: last(&mut d.free_in_span),

@@ -171,6 +171,7 @@ fn memory(m: &MemoryView) -> J {
         ("events", J::U(r.events)),
         ("bucket_events", J::U(r.bucket_events)),
         ("times", nums(&r.times)),
+        ("seqs", nums(&r.seqs)),
         ("site_bucket_events", J::U(r.site_bucket_events)),
         ("peak_time", J::U(r.peak.2)),
         ("peak_seq", J::U(r.peak.1)),
@@ -346,8 +347,8 @@ const SCRIPT: &str = r##""use strict";
       series.reverse();
       var peakX = undefined;
       if (m.events > 0) {
-        // Peak marker: the bucket whose end time first reaches the peak's time.
-        var idx = m.times.findIndex(function (t) { return t >= m.peak_time; });
+        // Peak marker: the first bucket that ends at or after the peak's record.
+        var idx = m.seqs.findIndex(function (q) { return q >= m.peak_seq; });
         if (idx >= 0) peakX = Math.min(1, (idx + 1) * m.bucket_events / m.events);
       }
       chart(sec, series, { events: m.events, fmt: bytes, cls: "timeline", mark: peakX });
@@ -362,7 +363,7 @@ const SCRIPT: &str = r##""use strict";
         chart(sec, [{ ys: d.frag, width: m.bucket_events, colour: "#f28e2b", label: "fragmentation (1 - largest hole / free)" }],
           { events: m.events, fmt: function (v) { return (v / 1e6).toFixed(2); }, cls: "fragmentation", height: 100, top: 1e6 });
         var rate = d.allocs.map(function (v, j) { return v - (j ? d.allocs[j - 1] : 0); });
-        chart(sec, [{ ys: rate, width: m.bucket_events, colour: "#76b7b2", label: "allocations per " + m.bucket_events + " events" }],
+        chart(sec, [{ ys: rate, width: m.bucket_events, colour: "#76b7b2", label: "allocations per bucket of " + m.bucket_events + " memory events" }],
           { events: m.events, fmt: function (v) { return String(Math.round(v)); }, cls: "rate", height: 80 });
         if (d.worst) el("p", {}, sec, d.worst);
         if (d.pins.length) table(sec, ["pinning site", "allocations", "bytes", "hole if one were freed"], d.pins);
@@ -400,6 +401,8 @@ const SCRIPT: &str = r##""use strict";
     root.textContent = "";
     data.forEach(function (p) { process(root, p); });
     document.body.setAttribute("data-rendered", "ok");
+    // Milliseconds from the start of navigation until everything was drawn (bench/memory).
+    document.body.setAttribute("data-render-ms", String(Math.round(performance.now())));
   } catch (e) {
     document.body.setAttribute("data-rendered", "error: " + e);
   }

@@ -222,7 +222,8 @@ pub fn view(replay: &Replay, stacks: &mut Stacks<'_>, at: Option<At>) -> Option<
     for s in &mut m.sites {
         s.series = Vec::new();
     }
-    let sites = names.sites;
+    let mut sites = names.sites;
+    disambiguate(&mut sites);
     Some((
         MemoryView {
             replay: m,
@@ -278,6 +279,34 @@ impl Namer<'_, '_, '_> {
             self.sites.insert(id, SiteView { summary, stack, label });
         }
         &self.sites[&id]
+    }
+}
+
+/// Sites whose labels are the same (one function called from several places) get their
+/// caller added, then their stack id if that is not enough.
+fn disambiguate(sites: &mut BTreeMap<StackId, SiteView>) {
+    let counts = |sites: &BTreeMap<StackId, SiteView>| {
+        let mut count: HashMap<String, usize> = HashMap::new();
+        for v in sites.values() {
+            *count.entry(v.label.clone()).or_insert(0) += 1;
+        }
+        count
+    };
+    let count = counts(sites);
+    for v in sites.values_mut() {
+        if count[&v.label] < 2 {
+            continue;
+        }
+        let caller = v.stack.iter().filter(|f| f.function.is_some()).nth(1).cloned();
+        if let Some(caller) = caller {
+            v.label = format!("{} < {}", v.label, label(&[caller], v.summary.stack));
+        }
+    }
+    let count = counts(sites);
+    for (id, v) in sites.iter_mut() {
+        if count[&v.label] > 1 {
+            v.label = format!("{} (stack {})", v.label, id.0);
+        }
     }
 }
 

@@ -1,0 +1,255 @@
+//! The memory pass from synthetic records, through the model (which decides what is live):
+//! each result has a case that must show it and a twin that must not.
+
+use gpuleak_format::{
+    Alloc, Api, Body, Ctx, CtxCreate, CtxDestroy, CuResult, Free, Map, Mark, Ptr, Record, Seq, Snapshot, StackId,
+    Stream, Unmap,
+};
+
+use super::*;
+use crate::model::Model;
+
+const CTX: Ctx = Ctx(0x5cf0_0000_0010);
+const MIB: u64 = 1 << 20;
+
+/// Records with increasing sequence numbers, replayed through a model with the memory pass.
+struct Run {
+    model: Model,
+    seq: u64,
+}
+
+impl Run {
+    fn new(snapshots: Vec<u64>) -> Run {
+        let mut run = Run {
+            model: Model::new().with_memory(TrackerOptions { snapshots }),
+            seq: 0,
+        };
+        run.push(CtxCreate {
+            api: Api::cuDevicePrimaryCtxRetain,
+            result: CuResult::SUCCESS,
+            ctx: CTX,
+            device: 3,
+            flags: 0,
+        });
+        run
+    }
+
+    fn push(&mut self, body: impl Into<Body<'static>>) -> &mut Self {
+        self.seq += 1;
+        let r = Record {
+            seq: Seq(self.seq),
+            time_ns: self.seq * 1000,
+            body: body.into(),
+        };
+        self.model.apply(1, &r);
+        self
+    }
+
+    fn alloc_with(&mut self, api: Api, ptr: u64, size: u64, stack: u32, result: u32) -> &mut Self {
+        self.push(Alloc {
+            api,
+            via: Api::NONE,
+            result: CuResult(result),
+            ctx: CTX,
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size,
+            stack: StackId(stack),
+            aux: 0,
+        })
+    }
+
+    fn alloc(&mut self, ptr: u64, size: u64, stack: u32) -> &mut Self {
+        self.alloc_with(Api::cuMemAlloc_v2, ptr, size, stack, 0)
+    }
+
+    fn free(&mut self, ptr: u64) -> &mut Self {
+        self.push(Free {
+            api: Api::cuMemFree_v2,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size: 0,
+            stack: StackId::NONE,
+        })
+    }
+
+    fn mark(&mut self, value: u64) -> &mut Self {
+        self.push(Mark {
+            name: "step".into(),
+            value,
+        })
+    }
+
+    fn finish(self) -> MemoryReplay {
+        *self.model.finish().memory.expect("the memory pass ran")
+    }
+}
+
+#[test]
+fn the_peak_breakdown_is_each_site_at_the_moment_of_the_peak() {
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000_0000, 100, 1).alloc(0x2000_0000, 300, 2);
+    // Peak 400 here; afterwards site 1 grows but site 2 shrinks more.
+    r.free(0x2000_0000).alloc(0x3000_0000, 50, 1);
+    let m = r.finish();
+    assert_eq!(m.peak.0, 400);
+    let at: Vec<(u32, u64)> = m.peak_sites.iter().map(|s| (s.stack.0, s.bytes)).collect();
+    assert_eq!(at, [(2, 300), (1, 100)]);
+    assert_eq!(m.devices.len(), 1);
+    assert_eq!(m.devices[0].device, 3, "the context's device");
+    assert_eq!(m.devices[0].peak.0, 400);
+}
+
+#[test]
+fn a_context_teardown_frees_the_memory_in_the_timeline() {
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000_0000, 100, 1).push(CtxDestroy {
+        api: Api::cuDevicePrimaryCtxReset_v2,
+        result: CuResult::SUCCESS,
+        ctx: CTX,
+        device: 3,
+    });
+    let m = r.finish();
+    let d = &m.devices[0];
+    assert_eq!(d.live.last().map(|p| p.last), Some(0));
+    assert_eq!(d.frees.last(), Some(&1));
+    assert_eq!(m.sites[0].live, 0);
+}
+
+#[test]
+fn growth_steps_come_from_marks_when_the_program_sets_them() {
+    // A leak of 1 MiB every marked step, among many unmarked events of churn.
+    let mut r = Run::new(Vec::new());
+    for step in 0..20u64 {
+        r.mark(step);
+        for i in 0..30u64 {
+            r.alloc(0x9000_0000, 4096, 9).free(0x9000_0000);
+            let _ = i;
+        }
+        r.alloc(0x1000_0000 + step * MIB, MIB, 1);
+    }
+    for step in 0..20u64 {
+        r.free(0x1000_0000 + step * MIB);
+    }
+    let m = r.finish();
+    assert_eq!(m.marks, 20);
+    assert_eq!(m.growth.len(), 1, "{:?}", m.growth);
+    let g = &m.growth[0];
+    assert!(g.from_marks);
+    assert_eq!(g.stack, StackId(1));
+    assert_eq!(g.bytes_per_step, MIB);
+}
+
+#[test]
+fn marks_around_a_warm_up_and_plateau_find_no_growth() {
+    let mut r = Run::new(Vec::new());
+    for step in 0..20u64 {
+        r.mark(step);
+        if step < 4 {
+            r.alloc(0x1000_0000 + step * MIB, MIB, 1);
+        }
+        r.alloc(0x9000_0000, 4096, 9).free(0x9000_0000);
+    }
+    for step in 0..4u64 {
+        r.free(0x1000_0000 + step * MIB);
+    }
+    assert_eq!(r.finish().growth, Vec::new());
+}
+
+#[test]
+fn a_failed_allocation_keeps_the_state_it_failed_in() {
+    let mut r = Run::new(Vec::new());
+    for i in 0..8u64 {
+        r.alloc(i * MIB, MIB, if i % 2 == 0 { 1 } else { 2 });
+    }
+    for i in (1..8u64).step_by(2) {
+        r.free(i * MIB);
+    }
+    r.alloc_with(Api::cuMemAlloc_v2, 0, 2 * MIB, 7, CuResult::OUT_OF_MEMORY.0);
+    let m = r.finish();
+    assert_eq!(m.failed, 1);
+    let o = &m.ooms[0];
+    assert_eq!(
+        (o.size, o.live, o.free_in_span, o.largest_hole),
+        (2 * MIB, 4 * MIB, 3 * MIB, MIB)
+    );
+    assert_eq!((o.stack, o.device), (StackId(7), 3));
+    assert_eq!(o.sites[0].stack, StackId(1));
+    assert_eq!(o.pins[0].stack, StackId(1));
+    assert_eq!(o.pins[0].allocations, 2);
+    // The worst moment of the device: after the frees.
+    let w = m.devices[0].worst.expect("fragmented");
+    assert_eq!((w.free, w.largest_hole, w.holes), (3 * MIB, MIB, 3));
+}
+
+#[test]
+fn vmm_reservations_and_mappings_are_reserved_not_live() {
+    let mut r = Run::new(Vec::new());
+    r.alloc_with(Api::cuMemAddressReserve, 0x7000_0000, 8 * MIB, 1, 0)
+        .alloc_with(Api::cuMemCreate, 0x42, 2 * MIB, 2, 0)
+        .push(Map {
+            api: Api::cuMemMap,
+            result: CuResult::SUCCESS,
+            ptr: Ptr(0x7000_0000),
+            size: 2 * MIB,
+            offset: 0,
+            handle: 0x42,
+        });
+    let m = {
+        let mut r = r;
+        r.push(Unmap {
+            api: Api::cuMemUnmap,
+            result: CuResult::SUCCESS,
+            ptr: Ptr(0x7000_0000),
+            size: 2 * MIB,
+        });
+        r.finish()
+    };
+    let d = &m.devices[0];
+    assert_eq!(d.vmm_reserved.iter().max(), Some(&(8 * MIB)));
+    assert_eq!(d.vmm_mapped.iter().max(), Some(&(2 * MIB)));
+    assert_eq!(d.peak.0, 2 * MIB, "only the physical handle is memory");
+}
+
+#[test]
+fn snapshots_keep_the_live_sites_of_the_ids_asked_for() {
+    let mut r = Run::new(vec![2]);
+    r.alloc(0x1000, 10, 1)
+        .push(Snapshot {
+            id: 1,
+            reason: "api".into(),
+        })
+        .alloc(0x2000, 20, 2)
+        .push(Snapshot {
+            id: 2,
+            reason: "signal".into(),
+        })
+        .free(0x1000);
+    let m = r.finish();
+    assert_eq!(m.snapshot_ids, [1, 2]);
+    assert_eq!(m.snapshots.len(), 1);
+    let s = &m.snapshots[0];
+    assert_eq!((s.id, s.reason.as_str(), s.live), (2, "signal", 30));
+    let sites: Vec<(u32, u64)> = s.sites.iter().map(|x| (x.stack.0, x.bytes)).collect();
+    assert_eq!(sites, [(2, 20), (1, 10)]);
+}
+
+#[test]
+fn the_timeline_stays_bounded_over_a_long_run() {
+    let mut r = Run::new(Vec::new());
+    for i in 0..50_000u64 {
+        r.alloc(0x1000_0000 + (i % 64) * MIB, 4096, 1 + (i % 3) as u32);
+        r.free(0x1000_0000 + (i % 64) * MIB);
+    }
+    let m = r.finish();
+    assert_eq!(m.events, 100_000);
+    let d = &m.devices[0];
+    assert!(d.live.len() <= TIMELINE_POINTS as usize && d.live.len() > TIMELINE_POINTS as usize / 2);
+    assert_eq!(d.allocations.len(), d.live.len());
+    assert_eq!(m.times.len(), d.live.len());
+    assert_eq!(d.allocations.last(), Some(&50_000));
+    assert!(m.sites.iter().all(|s| s.series.len() <= SITE_POINTS as usize));
+    assert_eq!(m.histogram.counts[12], 50_000, "4096-byte class");
+}
