@@ -34,22 +34,39 @@ struct StackScratch {
     /// The tracer the last stack was interned in (a forked child has a new one).
     owner: usize,
     id: u32,
-    /// The unwinder's key of the capture that produced `last` (0: none).
-    key: u64,
+    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), as
+    /// many as the unwinder keeps memos: a loop allocating from a few sites in turn replays
+    /// each site's capture, and finds its id here.
+    keyed: [(u64, u32); KEYED],
+    /// The slot of `keyed` to fill next.
+    next_keyed: usize,
     len: usize,
     last: [u64; MAX_DEPTH],
     buf: [u64; MAX_DEPTH + OWN_FRAMES],
 }
 
+/// Recent capture keys remembered per thread.
+const KEYED: usize = 4;
+
 impl StackScratch {
     const EMPTY: StackScratch = StackScratch {
         owner: 0,
         id: 0,
-        key: 0,
+        keyed: [(0, 0); KEYED],
+        next_keyed: 0,
         len: 0,
         last: [0; MAX_DEPTH],
         buf: [0; MAX_DEPTH + OWN_FRAMES],
     };
+
+    /// Keeps `id` as the stack of the capture with `key` (0: none).
+    #[inline(always)]
+    fn remember(&mut self, key: u64, id: u32) {
+        if key != 0 {
+            self.keyed[self.next_keyed] = (key, id);
+            self.next_keyed = (self.next_keyed + 1) % KEYED;
+        }
+    }
 }
 
 thread_local! {
@@ -393,10 +410,17 @@ impl Tracer {
     fn stack_in(&self, s: &mut StackScratch) -> StackId {
         let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
         let owner = self as *const Tracer as usize;
-        // The unwinder copied the frames of this thread's last capture, which made `s.id`:
-        // nothing to filter, compare or look up.
-        if key != 0 && key == s.key && s.owner == owner {
-            return StackId(s.id);
+        // The unwinder copied the frames of a recent capture of this thread, which made the
+        // id kept with its key: nothing to filter, compare or look up.
+        if key != 0 && s.owner == owner {
+            if let Some(&(_, id)) = s.keyed.iter().find(|&&(k, _)| k == key) {
+                return StackId(id);
+            }
+        }
+        if s.owner != owner {
+            // A forked child's new tracer: the parent's ids mean nothing in it.
+            s.keyed = [(0, 0); KEYED];
+            s.len = 0;
         }
         // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
         // the program and the runtime) are never the program's: drop them all.
@@ -410,13 +434,12 @@ impl Tracer {
             }
         }
         if kept == 0 {
-            s.key = 0;
             return StackId::NONE;
         }
         // A loop allocating from one place repeats this thread's last stack: no hash, no
         // table lookup.
         if s.owner == owner && s.len == kept && s.last[..kept] == s.buf[..kept] {
-            s.key = key;
+            s.remember(key, s.id);
             return StackId(s.id);
         }
         let frames = &s.buf[..kept];
@@ -433,7 +456,7 @@ impl Tracer {
         s.owner = owner;
         s.len = kept;
         s.id = id.0;
-        s.key = key;
+        s.remember(key, id.0);
         s.last[..kept].copy_from_slice(&s.buf[..kept]);
         id
     }

@@ -1,4 +1,4 @@
-//! The per-thread memo of the last capture: a shortcut through stack parts that did not change.
+//! The per-thread memos of the last captures: a shortcut through stack parts that did not change.
 //!
 //! The cached walk is one dependent chain per frame (return address → cache probe → CFA → next
 //! return address), about 6.5 ns a frame on the development machine. Consecutive captures of a
@@ -12,8 +12,14 @@
 //! are independent loads the CPU overlaps, under 3 ns a frame; the first mismatch hands
 //! back to the ordinary walk. Nothing is assumed that the ordinary walk does not: the reads stay
 //! within the bounds of the live stack, and the result equals what the walk would have produced.
+//!
+//! A thread keeps [`WAYS`] memos, most recently used first: a capture replays whichever one it
+//! matches whole (a loop allocating from a few call sites in turn replays each site's last
+//! capture), and a walked capture is confirmed against the most recent one and replaces the
+//! least recently used. Replay attempts that fail stop at the first changed word, which for
+//! another call site is a few frames up.
 
-/// Frame states kept per thread (48 bytes each, 4.5 KiB of TLS).
+/// Frame states kept per memo (48 bytes each, 4.5 KiB; [`WAYS`] memos per thread).
 pub(crate) const CAPACITY: usize = 96;
 
 /// One frame state, as produced by one step of the walk, with the addresses that step read.
@@ -88,8 +94,6 @@ pub(crate) struct Memo {
     generation: u64,
     /// The last capture, when its states can be replayed.
     last: Option<Last>,
-    /// The key of the last full walk; keys of one thread never repeat (until 2^64 walks).
-    keys: u64,
 }
 
 impl Memo {
@@ -100,7 +104,6 @@ impl Memo {
             len: 0,
             generation: 0,
             last: None,
-            keys: 0,
         }
     }
 
@@ -125,14 +128,12 @@ impl Memo {
         (same && last.consumed <= self.len).then(|| (&self.entries[..last.consumed], last.full, last.key))
     }
 
-    /// Records how the capture that just replaced the memo began and ended, and gives it a new
-    /// key. The memo holds exactly the states that capture computed or confirmed, each through
-    /// reads its stack bounds checked (`walk.rs`), so a replay may read the same words without
-    /// checking; it is allowed only if the capture's states all fit in the memo and all were
-    /// confirmable.
-    pub(crate) fn finish(&mut self, mut last: Last) -> u64 {
-        self.keys = self.keys.wrapping_add(1).max(1);
-        last.key = self.keys;
+    /// Records how the capture that just replaced the memo began and ended, with its key
+    /// (new, from [`Memos::next_key`]). The memo holds exactly the states that capture computed
+    /// or confirmed, each through reads its stack bounds checked (`walk.rs`), so a replay may
+    /// read the same words without checking; it is allowed only if the capture's states all fit
+    /// in the memo and all were confirmable.
+    pub(crate) fn finish(&mut self, last: Last) -> u64 {
         let ok = last.consumed > 0
             && last.consumed <= self.len
             && self.entries[..last.consumed].iter().all(|e| !e.reads.unverifiable());
@@ -161,6 +162,67 @@ impl Memo {
     }
 }
 
+/// Memos kept per thread: the last captures of the most recent distinct stacks, so that a loop
+/// allocating from a few call sites in turn replays each site's capture (one memo alone would
+/// hold only the other site's).
+pub(crate) const WAYS: usize = 4;
+
+/// A thread's memos, most recently used first, and the source of their keys.
+pub(crate) struct Memos {
+    ways: [Memo; WAYS],
+    /// Way indices, most recently used first.
+    order: [u8; WAYS],
+    /// The key of the last full walk; keys of one thread never repeat (until 2^64 walks).
+    keys: u64,
+}
+
+impl Memos {
+    /// Empty memos (const, for the thread-local).
+    pub(crate) const fn new() -> Memos {
+        Memos {
+            ways: [const { Memo::new() }; WAYS],
+            order: [0, 1, 2, 3],
+            keys: 0,
+        }
+    }
+
+    /// The memo of rank `rank` (0: most recently used).
+    #[inline(always)]
+    pub(crate) fn by_rank(&self, rank: usize) -> &Memo {
+        &self.ways[usize::from(self.order[rank])]
+    }
+
+    /// Makes the memo of rank `rank` the most recently used.
+    #[inline(always)]
+    pub(crate) fn touch(&mut self, rank: usize) {
+        let way = self.order[rank];
+        self.order.copy_within(0..rank, 1);
+        self.order[0] = way;
+    }
+
+    /// The most recently used memo (the old states of a new walk) and the least recently used
+    /// one (which the walk's states replace).
+    #[inline(always)]
+    pub(crate) fn recent_and_oldest(&mut self) -> (&Memo, &mut Memo) {
+        let (recent, oldest) = (usize::from(self.order[0]), usize::from(self.order[WAYS - 1]));
+        debug_assert_ne!(recent, oldest);
+        if recent < oldest {
+            let (a, b) = self.ways.split_at_mut(oldest);
+            (&a[recent], &mut b[0])
+        } else {
+            let (a, b) = self.ways.split_at_mut(recent);
+            (&b[0], &mut a[oldest])
+        }
+    }
+
+    /// A new key for a walked capture.
+    #[inline(always)]
+    pub(crate) fn next_key(&mut self) -> u64 {
+        self.keys = self.keys.wrapping_add(1).max(1);
+        self.keys
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -177,6 +239,26 @@ mod tests {
             bp: 0,
             reads,
         }
+    }
+
+    #[test]
+    fn memos_are_ranked_by_last_use_and_a_walk_replaces_the_oldest() {
+        let mut memos = Memos::new();
+        let way_of = |memos: &Memos, rank: usize| memos.by_rank(rank) as *const Memo;
+        let ways: Vec<*const Memo> = (0..WAYS).map(|r| way_of(&memos, r)).collect();
+        memos.touch(2);
+        assert_eq!(way_of(&memos, 0), ways[2]);
+        assert_eq!(way_of(&memos, 1), ways[0]);
+        assert_eq!(way_of(&memos, 2), ways[1]);
+        assert_eq!(way_of(&memos, 3), ways[3]);
+        let (recent, oldest) = memos.recent_and_oldest();
+        assert_eq!(recent as *const Memo, ways[2]);
+        assert_eq!(oldest as *const Memo, ways[3]);
+        memos.touch(WAYS - 1);
+        assert_eq!(way_of(&memos, 0), ways[3]);
+        assert_eq!(way_of(&memos, 3), ways[1]);
+        let keys: Vec<u64> = (0..3).map(|_| memos.next_key()).collect();
+        assert_eq!(keys, [1, 2, 3]);
     }
 
     #[test]

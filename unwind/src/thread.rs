@@ -7,7 +7,7 @@
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{compiler_fence, Ordering};
 
-use crate::memo::Memo;
+use crate::memo::Memos;
 
 /// The part of the calling thread's stack that is mapped and belongs to live frames: from the
 /// stack pointer of the capture up to the top of the stack.
@@ -80,7 +80,7 @@ struct ThreadState {
     /// Set while a capture uses `memo`, so that a capture from a signal handler interrupting it
     /// walks without one.
     memo_busy: Cell<bool>,
-    memo: UnsafeCell<Memo>,
+    memo: UnsafeCell<Memos>,
 }
 
 thread_local! {
@@ -92,7 +92,7 @@ thread_local! {
             misses: Cell::new(0),
             memo_frames: Cell::new(0),
             memo_busy: Cell::new(false),
-            memo: UnsafeCell::new(Memo::new()),
+            memo: UnsafeCell::new(Memos::new()),
         }
     };
 }
@@ -103,7 +103,7 @@ thread_local! {
 /// thread's stack (an alternate signal stack, a coroutine stack): then no read could be proven
 /// safe.
 #[inline(always)]
-pub(crate) fn with_bounds<R: Default>(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memo>) -> R) -> R {
+pub(crate) fn with_bounds<R: Default>(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memos>) -> R) -> R {
     STATE.with(|state| {
         if state.top.get() == 0 {
             let (bottom, top) = stack_extent().unwrap_or((0, 1));

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cache;
 use crate::cfi;
-use crate::memo::{self, Memo, Reads};
+use crate::memo::{self, Memo, Memos, Reads};
 use crate::rule::{Packed, Rule};
 use crate::thread::{self, Bounds};
 
@@ -223,13 +223,18 @@ impl Walk<'_> {
     /// Walks with the thread's memo: a replay of the last capture when nothing it read changed,
     /// otherwise a walk that confirms the unchanged part (see `memo.rs`); the states of a walk
     /// are stored in the memo.
-    fn with_memo(&mut self, frame: Frame, memo: &mut Memo) {
+    fn with_memo(&mut self, frame: Frame, memos: &mut Memos) {
         let generation = cfi::FLUSHES.load(Ordering::Relaxed);
         let (skip, out_len) = (self.skip, self.out.len());
-        if self.replay(frame, memo, generation) {
-            return;
+        for rank in 0..memo::WAYS {
+            if self.replay(frame, memos.by_rank(rank), generation) {
+                memos.touch(rank);
+                return;
+            }
         }
-        self.walk_memo(frame, memo, generation);
+        let key = memos.next_key();
+        let (recent, memo) = memos.recent_and_oldest();
+        self.walk_memo(frame, recent.entries(generation), memo, generation);
         let consumed = (skip - self.skip) + self.n;
         let last = memo::Last {
             ip: frame.ip,
@@ -239,9 +244,10 @@ impl Walk<'_> {
             out_len,
             consumed,
             full: self.n >= out_len,
-            key: 0,
+            key,
         };
         self.key = memo.finish(last);
+        memos.touch(memo::WAYS - 1);
     }
 
     /// Copies the last capture's frames if this capture starts from the same registers (so with
@@ -316,8 +322,7 @@ impl Walk<'_> {
     /// computed; at the first that no longer holds, ordinary steps resume until the walk meets
     /// the memo again (a stack that differs only in a few inner frames, as when a loop allocates
     /// from alternating call sites, is confirmed everywhere else).
-    fn walk_memo(&mut self, start: Frame, memo: &mut Memo, generation: u64) {
-        let old = memo.entries(generation);
+    fn walk_memo(&mut self, start: Frame, old: &[memo::Entry], memo: &mut Memo, generation: u64) {
         // Uninitialised: zeroing 4.5 KiB per capture would cost more than the memo saves.
         let mut fresh = [MaybeUninit::<memo::Entry>::uninit(); memo::CAPACITY];
         let mut recorded = 0;

@@ -17,7 +17,8 @@ extern "C" {
     fn fx_recurse(depth: c_int, cb: Callback, ctx: *mut c_void) -> c_int;
 }
 
-/// Serialises the tests that change the global method with `init`.
+/// Serialises the tests that change the global method with `init`, flush the cache, or count
+/// replayed captures.
 fn init_lock() -> MutexGuard<'static, ()> {
     static LOCK: Mutex<()> = Mutex::new(());
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
@@ -192,6 +193,8 @@ fn init_keeps_dwarf_and_capture_uses_it() {
 
 #[test]
 fn concurrent_captures_are_correct() {
+    // Flushes the cache, which drops every memo: not while a test counts replays.
+    let _lock = init_lock();
     const THREADS: usize = 8;
     const CAPTURES: usize = 10_000;
     let stop = Arc::new(AtomicBool::new(false));
@@ -246,6 +249,8 @@ fn capture_once(out: &mut [u64]) -> usize {
 
 #[test]
 fn a_module_loaded_after_the_first_capture_unwinds_correctly() {
+    // Flushes the cache, which drops every memo: not while a test counts replays.
+    let _lock = init_lock();
     let warm = captures_below_c(5, &[Method::Dwarf], 64);
     assert!(!warm[0].is_empty());
 
@@ -468,4 +473,61 @@ fn keyed_captures_repeat_a_key_only_for_the_same_frames() {
     for group in seen.chunks(4).collect::<Vec<_>>().windows(2) {
         assert_ne!(group[0][0].0, group[1][0].0);
     }
+}
+
+/// A keyed capture and libgcc's frames from the same frame, into arrays: no heap address that
+/// changes between calls lands in a register whose saved value the walk reads.
+#[inline(never)]
+fn grab_keyed_fixed() -> ([u64; 64], usize, u64, [u64; 64], usize) {
+    let mut out = [0u64; 64];
+    let (n, key) = capture_keyed(1, &mut out);
+    let mut gcc = [0u64; 64];
+    let m = capture_with(Method::Gcc, 1, &mut gcc);
+    black_box((out, n, key, gcc, m))
+}
+
+#[inline(never)]
+fn site_a() -> ([u64; 64], usize, u64, [u64; 64], usize) {
+    black_box(grab_keyed_fixed())
+}
+
+/// Another call site: one frame more than [`site_a`] (two bodies alike could be folded into one).
+#[inline(never)]
+fn site_b() -> ([u64; 64], usize, u64, [u64; 64], usize) {
+    black_box(site_a())
+}
+
+#[test]
+fn captures_alternating_between_two_sites_replay_each_sites_last_capture() {
+    let _lock = init_lock();
+    init(Method::Dwarf).expect("init");
+    let mut seen: Vec<(u64, [u64; 64], usize)> = Vec::with_capacity(64);
+    // A loop below 20 C frames capturing from two call sites in turn: no capture repeats the
+    // one before it, only the one before that.
+    with_c_frames(20, || {
+        for round in 0..black_box(40) {
+            let (frames, n, key, gcc, m) = if round % 2 == 0 { site_a() } else { site_b() };
+            assert_eq!(frames[..n], gcc[..m], "round {round}");
+            seen.push((key, frames, n));
+        }
+    });
+    let mut replays = 0;
+    for i in 2..seen.len() {
+        assert_ne!(seen[i].0, seen[i - 1].0, "capture {i} repeats the other site's key");
+        assert_ne!(seen[i].1[..seen[i].2], seen[i - 1].1[..seen[i - 1].2]);
+        if seen[i].0 == seen[i - 2].0 {
+            assert_eq!(
+                seen[i].1,
+                seen[i - 2].1,
+                "capture {i} repeats a key with different frames"
+            );
+            replays += 1;
+        }
+    }
+    // Each site's memo survives the other site's capture.
+    assert!(
+        replays >= 30,
+        "only {replays} of {} captures were replayed",
+        seen.len() - 2
+    );
 }
