@@ -20,6 +20,11 @@
  *
  *     if (gpuleak_mark) gpuleak_mark("step", step);
  *
+ * Weak references are resolved when the program starts in position-independent executables
+ * (gcc's and clang's default on current distributions) and in shared libraries. A non-PIE
+ * executable (-no-pie) resolves them to NULL at link time, so the API stays absent there:
+ * build it with -fPIE -pie, or look the functions up with dlsym(RTLD_DEFAULT, "gpuleak_mark").
+ *
  * Build with any C99 or C++ compiler (gcc, clang); no library is needed at link time.
  * All functions are thread-safe, never fail, and make no CUDA call; names may be NULL.
  */
