@@ -4,9 +4,10 @@
  *
  *     alloc_churn [FRAMES=25] [PAIRS=200000] [SIZE=4096] [SITES=1]
  *
- * SITES=2 allocates through two call sites in turn, so that no allocation stack repeats the one
- * before it (the stacks differ in their innermost frame): the unwinder cannot copy the previous
- * capture and walks, confirming only the shared outer frames from its memo.
+ * SITES=2 to 8 allocates through that many call sites in turn, so that no allocation stack repeats
+ * the one before it (the stacks differ in their innermost frames): the unwinder cannot copy the
+ * previous capture. It keeps the last captures of four stacks, so up to four sites replay their
+ * own; more walk, confirming only the shared outer frames.
  *
  * Prints one line: `alloc_churn frames=F pairs=N ns_per_pair=X`.
  */
@@ -18,24 +19,40 @@ static size_t size = 4096;
 static long sites = 1;
 static const long warmup = 2000;
 
-/* Two call sites; the empty asm after each call keeps it from becoming a tail call. */
-__attribute__((noinline)) static CUresult alloc_a(CUdeviceptr *d) {
-    CUresult r = cuMemAlloc_v2(d, size);
-    __asm__ volatile("" ::: "memory");
-    return r;
-}
+/* Eight call sites; the empty asm after each call keeps it from becoming a tail call. */
+#define SITE(name)                                                                                                     \
+    __attribute__((noinline)) static CUresult name(CUdeviceptr *d) {                                                  \
+        CUresult r = cuMemAlloc_v2(d, size);                                                                           \
+        __asm__ volatile("" ::: "memory");                                                                             \
+        return r;                                                                                                      \
+    }
+SITE(alloc_a)
+SITE(alloc_b)
+SITE(alloc_c)
+SITE(alloc_d)
+SITE(alloc_e)
+SITE(alloc_f)
+SITE(alloc_g)
+SITE(alloc_h)
 
-__attribute__((noinline)) static CUresult alloc_b(CUdeviceptr *d) {
-    CUresult r = cuMemAlloc_v2(d, size);
-    __asm__ volatile("" ::: "memory");
-    return r;
+static CUresult alloc_at(long site, CUdeviceptr *d) {
+    switch (site) {
+    case 0: return alloc_a(d);
+    case 1: return alloc_b(d);
+    case 2: return alloc_c(d);
+    case 3: return alloc_d(d);
+    case 4: return alloc_e(d);
+    case 5: return alloc_f(d);
+    case 6: return alloc_g(d);
+    default: return alloc_h(d);
+    }
 }
 
 static long run_pairs(long n) {
     long failures = 0;
     for (long i = 0; i < n; i++) {
         CUdeviceptr d;
-        CUresult r = sites == 2 ? ((i & 1) ? alloc_b(&d) : alloc_a(&d)) : cuMemAlloc_v2(&d, size);
+        CUresult r = sites > 1 ? alloc_at(i % sites, &d) : cuMemAlloc_v2(&d, size);
         if (r != CUDA_SUCCESS) failures++;
         else if (cuMemFree_v2(d) != CUDA_SUCCESS) failures++;
     }
@@ -59,6 +76,10 @@ int main(int argc, char **argv) {
     pairs = arg_long(argc, argv, 2, pairs);
     size = (size_t)arg_long(argc, argv, 3, (long)size);
     sites = arg_long(argc, argv, 4, sites);
+    if (sites < 1 || sites > 8) {
+        fprintf(stderr, "alloc_churn: SITES must be 1 to 8\n");
+        return 2;
+    }
     CUdevice dev;
     CUcontext ctx;
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) || cuCtxSetCurrent(ctx)) {
