@@ -4,9 +4,11 @@
 //   steps N MIB        N allocations of MIB MiB each, kept; exit 0 if all succeeded, 1 at
 //                      the first failure ("out of memory at step K")
 //   calls N            N calls of cuMemAlloc_v2 (4 KiB), each freed when it succeeded
-//   hold               a known live state (site A: 3 x 1 MiB with the middle one freed, plus
+//   hold [extra]       a known live state (site A: 3 x 1 MiB with the middle one freed, plus
 //                      2 MiB; site B: 4 MiB; 2 streams, 1 event), prints "ready", then
-//                      waits for stdin to close, frees site B and exits
+//                      waits for stdin to close, frees site B and exits; "extra" also tries
+//                      one more 1 MiB of device memory and 4 KiB of pinned host memory,
+//                      tolerating their failure (budget and fault tests)
 //   signal own|none    "own": installs its own SIGUSR2 handler first; one allocation,
 //                      "ready", waits for a line on stdin, one more allocation, prints how
 //                      often its handler ran
@@ -92,6 +94,14 @@ int main(int argc, char **argv) {
         CUstream s1, s2;
         CUevent e;
         if (cuStreamCreate(&s1, 0) || cuStreamCreate(&s2, 0) || cuEventCreate(&e, 0)) return 4;
+        if (argc > 2 && strcmp(argv[2], "extra") == 0) {
+            void *h = NULL;
+            CUdeviceptr x;
+            CUresult r = cuMemAlloc_v2(&x, 1 << 20);
+            out("cuMemAlloc_v2", r, r == CUDA_SUCCESS ? x : 0, 1 << 20);
+            r = cuMemAllocHost_v2(&h, 4096);
+            out("cuMemAllocHost_v2", r, (unsigned long long)(r == CUDA_SUCCESS ? (size_t)h : 0), 4096);
+        }
         printf("ready\n");
         fflush(stdout);
         char buf[64];

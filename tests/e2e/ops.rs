@@ -367,11 +367,16 @@ struct Held {
 
 impl Held {
     fn start(env: &[(&str, &str)]) -> Held {
+        Held::start_with(&[], env)
+    }
+
+    fn start_with(args: &[&str], env: &[(&str, &str)]) -> Held {
         let dir = TempDir::new();
         let port = free_port();
         let addr = format!("127.0.0.1:{port}");
         let mut child = shim_command(client("ops_workload"), &dir.path().join("t.trace"))
             .arg("hold")
+            .args(args)
             .env("GPULEAK_METRICS", &addr)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
@@ -476,6 +481,33 @@ fn the_metrics_endpoint_serves_the_live_state_in_prometheus_text_format() {
     // One background thread, and other paths are not found.
     assert_eq!(held.threads(), 2);
     assert!(http_get(held.port, "/").unwrap().0.starts_with("HTTP/1.1 404"));
+    assert_eq!(value("gpuleak_snapshots_total"), 0.0);
+}
+
+#[test]
+fn the_metrics_count_failed_allocations_by_reason() {
+    // 8 MiB live leaves no room for 1 MiB more under an 8 MiB budget; the pinned host
+    // allocation is failed by a rule. Both are refused without reaching the driver.
+    let held = Held::start_with(
+        &["extra"],
+        &[("GPULEAK_LIMIT", "8MiB"), ("GPULEAK_FAIL", "cuMemAllocHost_v2:1")],
+    );
+    let (_, page) = http_get(held.port, "/metrics").unwrap();
+    for series in [
+        "gpuleak_failed_allocations_total{kind=\"device\",reason=\"budget\"} 1",
+        "gpuleak_failed_allocations_total{kind=\"device\",reason=\"driver\"} 0",
+        "gpuleak_failed_allocations_total{kind=\"host\",reason=\"injected\"} 1",
+        "gpuleak_live_bytes{device=\"0\",kind=\"device\"} 8388608",
+        "gpuleak_budget_bytes 8388608",
+        "gpuleak_snapshots_total 2",
+    ] {
+        assert!(page.lines().any(|l| l == series), "no {series} in\n{page}");
+    }
+    assert!(
+        page.lines()
+            .any(|l| l == "gpuleak_failed_allocations_total{kind=\"host\",reason=\"budget\"} 0"),
+        "host memory is not budgeted: {page}"
+    );
 }
 
 #[test]
