@@ -157,6 +157,27 @@ fn fault_injection_counts_exactly_under_many_threads() {
     assert_eq!(failed, 1142);
 }
 
+#[test]
+fn live_accounting_stays_exact_under_many_threads() {
+    // 8 threads each hold at most one block of at most 4 KiB at a time: 32 KiB can never be
+    // exceeded unless a free is lost or counted twice (or the budget check races).
+    let dir = TempDir::new();
+    let out = shim_command(client("shim_threads"), &dir.path().join("t.trace"))
+        .args(["8", "3000"])
+        .env("GPULEAK_LIMIT", "32KiB")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert!(String::from_utf8_lossy(&out.stdout).contains("failures 0"));
+    // The twin: a budget below the largest block must refuse some calls.
+    let tight = shim_command(client("shim_threads"), &dir.path().join("u.trace"))
+        .args(["8", "3000"])
+        .env("GPULEAK_LIMIT", "2KiB")
+        .output()
+        .unwrap();
+    assert!(!tight.status.success(), "a 2 KiB budget refuses the larger blocks");
+}
+
 /// Runs `ops_workload signal MODE`, sends SIGUSR2 once it is ready, lets it finish.
 fn signal_run(mode: &str, env: &[(&str, &str)]) -> (String, Vec<Value>) {
     let dir = TempDir::new();
