@@ -6,8 +6,11 @@
 //!
 //! ```text
 //! cargo run --release -p gpuleak-analyzer --example synth_trace -- OUT EVENTS \
-//!     [--threads 4] [--live 10000] [--stacks 2000] [--depth 24] [--seed 1] [--pid 4242]
+//!     [--threads 4] [--live 10000] [--stacks 2000] [--depth 24] [--seed 1] [--pid 4242] [--marks 0]
 //! ```
+//!
+//! `--marks N` writes a `Mark` record (`gpuleak_mark("step", i)`) every N events, as a
+//! training loop that marks its steps would (0: none).
 //!
 //! EVENTS counts the records of the churn (allocations, frees, launches, copies, syncs); the
 //! process, module, stream and stack records come on top.
@@ -17,7 +20,7 @@ use std::os::unix::fs::FileExt;
 use std::process::ExitCode;
 
 use gpuleak_format::{
-    Addrs, Alloc, Api, BlockCursor, Body, Copy, Ctx, CtxCreate, CuResult, Exit, FileHeader, Free, Launch, Module,
+    Addrs, Alloc, Api, BlockCursor, Body, Copy, Ctx, CtxCreate, CuResult, Exit, FileHeader, Free, Launch, Mark, Module,
     ProcessInfo, Ptr, Record, Seq, Stack, StackId, Stream, StreamCreate, Sync, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
@@ -39,10 +42,11 @@ struct Options {
     depth: usize,
     seed: u64,
     pid: u32,
+    marks: u64,
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: synth_trace OUT EVENTS [--threads N] [--live N] [--stacks N] [--depth N] [--seed N] [--pid N]");
+    eprintln!("usage: synth_trace OUT EVENTS [--threads N] [--live N] [--stacks N] [--depth N] [--seed N] [--pid N] [--marks N]");
     ExitCode::from(2)
 }
 
@@ -59,6 +63,7 @@ fn parse() -> Option<Options> {
         depth: 24,
         seed: 1,
         pid: 4242,
+        marks: 0,
     };
     while let Some(flag) = args.next() {
         let value: u64 = args.next()?.parse().ok()?;
@@ -69,6 +74,7 @@ fn parse() -> Option<Options> {
             "--depth" => o.depth = (value as usize).clamp(1, 128),
             "--seed" => o.seed = value,
             "--pid" => o.pid = value as u32,
+            "--marks" => o.marks = value,
             _ => return None,
         }
     }
@@ -252,8 +258,15 @@ fn generate(o: &Options) -> std::io::Result<()> {
     let mut free_device: Vec<u64> = Vec::new();
     let mut free_host: Vec<u64> = Vec::new();
     let (mut next_device, mut next_host) = (DEVICE_BASE, HOST_BASE);
-    for _ in 0..o.events {
+    for event in 0..o.events {
         let t = &mut threads[rng.below(o.threads as u64) as usize];
+        if o.marks > 0 && event % o.marks == 0 {
+            let mark = Mark {
+                name: "step".into(),
+                value: event / o.marks,
+            };
+            w.append(t, mark.into())?;
+        }
         let roll = rng.below(100);
         let fill = t.live.len() as u64 * 100 / per_thread as u64;
         if roll < 8 && !t.live.is_empty() {

@@ -171,6 +171,10 @@ struct CheckArgs {
     /// Directory with separate debug files (searched by build id, then by name); repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<std::path::PathBuf>,
+    /// Also run the memory pass: growth and fragmentation findings (warnings: they fail with
+    /// --fail-on warning).
+    #[arg(long)]
+    memory: bool,
     #[command(flatten)]
     reading: Reading,
     /// Trace files written by libgpuleak.so (one per process), or directories of them.
@@ -402,7 +406,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
-        ..Options::default()
+        memory: args.memory,
+        at: None,
     };
     let bar = args.format == "text" || args.output.is_some();
     let report = Report::new(args.reading.reports(&args.traces, &options, bar)?);

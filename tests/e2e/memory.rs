@@ -408,3 +408,59 @@ fn the_html_page_renders_its_charts_flame_graphs_and_findings_in_chromium() {
     // No leaks: the page says so instead of drawing an empty flame graph.
     assert_eq!(dom.matches("<p>no leaks</p>").count(), 2);
 }
+
+fn check(args: &[&str], trace: &Path) -> Output {
+    Command::new(gpuleak_bin())
+        .arg("check")
+        .args(args)
+        .arg(trace)
+        .output()
+        .expect("run gpuleak check")
+}
+
+#[test]
+fn check_with_memory_fails_on_growth_and_fragmentation_unless_suppressed() {
+    let dir = TempDir::new();
+    let staircase = traced(&dir, "memory_steps", "staircase");
+    let fragment = traced(&dir, "memory_fragment", "interleaved");
+    // Without --memory there is nothing to fail: everything is freed.
+    assert_eq!(check(&["--fail-on", "warning"], &staircase).status.code(), Some(0));
+    let out = check(&["--memory", "--fail-on", "warning"], &staircase);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("warning[growth]"));
+    // Warnings fail only with --fail-on warning.
+    assert_eq!(check(&["--memory"], &staircase).status.code(), Some(0));
+    assert_eq!(
+        check(&["--memory", "--fail-on", "warning"], &fragment).status.code(),
+        Some(1)
+    );
+    // Twins pass.
+    let plateau = traced(&dir, "memory_steps", "plateau");
+    let grouped = traced(&dir, "memory_fragment", "grouped");
+    for twin in [&plateau, &grouped] {
+        let out = check(&["--memory", "--fail-on", "warning"], twin);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+    // Suppressed by the growing site, and the fragmentation by its pinning site.
+    let supp = dir.path().join("supp.txt");
+    std::fs::write(&supp, "growth:keep_history\nfragmentation:^load_weights$\n").unwrap();
+    let supp = supp.to_str().unwrap();
+    for trace in [&staircase, &fragment] {
+        let out = check(&["--memory", "--fail-on", "warning", "--suppressions", supp], trace);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    }
+    // A suppression of the other check leaves the finding failing.
+    std::fs::write(dir.path().join("other.txt"), "fragmentation:keep_history\n").unwrap();
+    let other = dir.path().join("other.txt");
+    let out = check(
+        &[
+            "--memory",
+            "--fail-on",
+            "warning",
+            "--suppressions",
+            other.to_str().unwrap(),
+        ],
+        &staircase,
+    );
+    assert_eq!(out.status.code(), Some(1));
+}

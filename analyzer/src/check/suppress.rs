@@ -15,7 +15,8 @@
 //! every stack that explains it (the call's, the allocation's, the other access's or last
 //! use's, the free's, the stream's or event's creation), because without
 //! `GPULEAK_SYNC_STACKS` the call itself has no stack and the code at fault may be on either
-//! side. `*` matches any run of characters, and the pattern may match anywhere in the name
+//! side; for a `fragmentation` finding, the failed call's stack and the pinning sites'
+//! (`growth:` matches the growing site's stack). `*` matches any run of characters, and the pattern may match anywhere in the name
 //! unless it starts with `^` (then it must match at the start) or ends with `$` (at the end).
 //! Blank lines and lines starting with `#` are skipped; surrounding spaces are trimmed. The
 //! first pattern that matches a group is the one credited with it.
@@ -27,9 +28,11 @@ use crate::report::{Finding, Frame};
 use crate::streams::Check;
 
 /// The types a suppression may have: `leak` and each finding's check.
-pub const TYPES: [&str; 9] = [
+pub const TYPES: [&str; 11] = [
     "leak",
     "bad-free",
+    "growth",
+    "fragmentation",
     "unordered-free",
     "use-after-free",
     "cross-stream-race",
@@ -163,9 +166,10 @@ impl Suppressions {
     }
 
     /// The index of the first suppression of a finding's check matching it: a stream-ordering
-    /// finding by any of the stacks that explain it, any other finding by its own stack.
+    /// finding by any of the stacks that explain it, a fragmentation failure by its own stack
+    /// or a pinning site's, any other finding by its own stack.
     pub fn find_finding(&self, f: &Finding) -> Option<usize> {
-        if !is_stream_check(f.check) {
+        if !is_stream_check(f.check) && f.check != "fragmentation" {
             return self.find(f.check, &f.stack);
         }
         let stacks = || {
