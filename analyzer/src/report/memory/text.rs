@@ -28,7 +28,7 @@ pub fn write(m: &MemoryView, s: &mut String) {
         let peak = d.peak.0;
         let _ = writeln!(
             s,
-            "\n{}: peak {} live (requested; granted sizes are not in the trace), at {}",
+            "\n{}: peak {} live at {} (sizes asked for; granted unknown)",
             device_name(d.device),
             human_bytes(peak),
             when(d.peak.2)
@@ -49,12 +49,12 @@ pub fn write(m: &MemoryView, s: &mut String) {
         if let Some(w) = &d.worst {
             let _ = writeln!(
                 s,
-                "  fragmentation: worst at {}: {} free between live allocations in {} holes, largest {} ({:.2})",
+                "  worst fragmentation {:.2} at {}: {} in {} holes, largest {}",
+                w.fragmentation,
                 when(w.time_ns),
                 human_bytes(w.free),
                 w.holes,
                 human_bytes(w.largest_hole),
-                w.fragmentation
             );
             let i = r.devices.iter().position(|x| x.device == d.device).unwrap_or(0);
             pins(m, &m.pins[i], "    ", s);
@@ -103,17 +103,17 @@ pub fn write(m: &MemoryView, s: &mut String) {
         for o in &m.ooms {
             let _ = writeln!(
                 s,
-                "  {} of {} on {} at {}: result {}; {} live, {} free between live allocations, largest hole {} (fragmentation {:.2}){}",
+                "  {} of {} on {} at {} failed ({}){}\n    {} live, {} in holes, largest hole {} (fragmentation {:.2})",
                 o.oom.api,
                 human_bytes(o.oom.size),
                 device_name(o.oom.device),
                 when(o.oom.time_ns),
                 o.oom.result.0,
+                if o.fragmented { ": fragmentation" } else { "" },
                 human_bytes(o.oom.live),
                 human_bytes(o.oom.free_in_span),
                 human_bytes(o.oom.largest_hole),
                 o.oom.fragmentation,
-                if o.fragmented { ": fragmentation" } else { "" }
             );
             for site in o.oom.sites.iter().take(3) {
                 let _ = writeln!(s, "    {:>10} live  {}", human_bytes(site.bytes), name(m, site.stack));
@@ -187,7 +187,7 @@ fn pins(m: &MemoryView, pins: &[PinSite], indent: &str, s: &mut String) {
     for p in pins.iter().take(3) {
         let _ = writeln!(
             s,
-            "{indent}pinned by {} allocation{} ({}) from {}; freeing one would make a {} hole",
+            "{indent}pinned by {} allocation{} ({}) from {};\n{indent}  freeing one would make a {} hole",
             p.allocations,
             if p.allocations == 1 { "" } else { "s" },
             human_bytes(p.bytes),
