@@ -17,7 +17,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `GPULEAK_METRICS` | off | `HOST:PORT` (or a bare port, on 127.0.0.1) to serve Prometheus metrics on, from a background thread started at the first CUDA call; loopback only unless `GPULEAK_METRICS_ALLOW_REMOTE=1` |
+//! | `GPULEAK_METRICS` | off | `HOST:PORT` (or a bare port, on 127.0.0.1) to serve Prometheus metrics on, from a background thread started at the first CUDA call; `PORT+`: the first free port from PORT to PORT + 63 (one per process); loopback only unless `GPULEAK_METRICS_ALLOW_REMOTE=1` |
 //! | `GPULEAK_METRICS_ALLOW_REMOTE` | 0 | 1: let `GPULEAK_METRICS` bind a non-loopback address |
 //! | `GPULEAK_LIMIT` | off | per-device budget of device memory (`8GiB`, `512MB`, `4096`; units B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; KB = 1000, KiB = 1024): an allocation beyond it fails with `CUDA_ERROR_OUT_OF_MEMORY` without reaching the driver |
 //! | `GPULEAK_FAIL` | off | fault injection: comma-separated `API:N` (the Nth call) or `API:every=N`, each optionally `:err=CODE` (a number or a `CUDA_ERROR_*` name; default 2, out of memory); `API` is an allocation function as the trace names it (`cuMemAlloc_v2`) |
@@ -213,6 +213,8 @@ pub const FAILABLE: &[Api] = &[
 pub struct Ops {
     /// Address of the metrics endpoint.
     pub metrics: Option<SocketAddr>,
+    /// Ports to try from `metrics`'s (1: exactly that one; `PORT+`: the first free of 64).
+    pub metrics_ports: u16,
     /// Per-device budget in bytes.
     pub limit: Option<u64>,
     /// Fault injection rules.
@@ -376,10 +378,19 @@ pub fn parse_fail_rules(text: &str) -> Result<Vec<FaultRule>, String> {
     Ok(rules)
 }
 
-/// Parses `GPULEAK_METRICS`: `HOST:PORT`, `localhost:PORT` or a bare port (on 127.0.0.1);
-/// a non-loopback address only with `allow_remote`.
-pub fn parse_metrics_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, String> {
+/// How many ports `PORT+` tries: the first free one of PORT to PORT + 63.
+pub const METRICS_PORT_SEARCH: u16 = 64;
+
+/// Parses `GPULEAK_METRICS`: `HOST:PORT`, `localhost:PORT` or a bare port (on 127.0.0.1),
+/// with an optional trailing `+` (the first free port from PORT on: one port per process of
+/// a multi-process job); a non-loopback address only with `allow_remote`. Returns the
+/// address and how many ports to try.
+pub fn parse_metrics_addr(text: &str, allow_remote: bool) -> Result<(SocketAddr, u16), String> {
     let t = text.trim();
+    let (t, ports) = match t.strip_suffix('+') {
+        Some(rest) => (rest, METRICS_PORT_SEARCH),
+        None => (t, 1),
+    };
     let addr = if let Ok(port) = t.parse::<u16>() {
         SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)
     } else if let Some(port) = t.strip_prefix("localhost:") {
@@ -391,18 +402,23 @@ pub fn parse_metrics_addr(text: &str, allow_remote: bool) -> Result<SocketAddr, 
     if !addr.ip().is_loopback() && !allow_remote {
         return Err("not a loopback address (set GPULEAK_METRICS_ALLOW_REMOTE=1 to serve beyond this machine)".into());
     }
-    Ok(addr)
+    if addr.port() == 0 {
+        return Err("port 0 would be a random port no scraper can find".into());
+    }
+    Ok((addr, ports))
 }
 
 impl Ops {
     /// Reads the environment; each bad value prints one line and leaves its feature off.
     pub fn from_env() -> Ops {
         let allow_remote = flag("GPULEAK_METRICS_ALLOW_REMOTE", false);
-        let metrics = var("GPULEAK_METRICS").filter(|v| !v.trim().is_empty()).and_then(|v| {
+        let metrics_and_ports = var("GPULEAK_METRICS").filter(|v| !v.trim().is_empty()).and_then(|v| {
             parse_metrics_addr(&v, allow_remote)
                 .map_err(|why| crate::diag::line(format_args!("GPULEAK_METRICS={v:?}: {why}; metrics are off")))
                 .ok()
         });
+        let metrics = metrics_and_ports.map(|(a, _)| a);
+        let metrics_ports = metrics_and_ports.map_or(1, |(_, n)| n);
         let limit = var("GPULEAK_LIMIT").filter(|v| !v.trim().is_empty()).and_then(|v| {
             let n = parse_bytes(&v).filter(|&n| n > 0);
             if n.is_none() {
@@ -449,6 +465,7 @@ impl Ops {
             });
         Ops {
             metrics,
+            metrics_ports,
             limit,
             faults,
             snapshot_signal,
@@ -550,10 +567,23 @@ mod tests {
 
     #[test]
     fn metrics_bind_to_loopback_unless_remote_is_allowed() {
-        assert_eq!(parse_metrics_addr("127.0.0.1:9400", false).unwrap().port(), 9400);
-        assert_eq!(parse_metrics_addr("9400", false).unwrap().to_string(), "127.0.0.1:9400");
+        assert_eq!(parse_metrics_addr("127.0.0.1:9400", false).unwrap().0.port(), 9400);
+        assert_eq!(parse_metrics_addr("127.0.0.1:9400", false).unwrap().1, 1);
         assert_eq!(
-            parse_metrics_addr("localhost:9", false).unwrap().to_string(),
+            parse_metrics_addr("127.0.0.1:9400+", false).unwrap().1,
+            METRICS_PORT_SEARCH
+        );
+        assert_eq!(
+            parse_metrics_addr("9400+", false).unwrap().0.to_string(),
+            "127.0.0.1:9400"
+        );
+        assert_eq!(
+            parse_metrics_addr("9400", false).unwrap().0.to_string(),
+            "127.0.0.1:9400"
+        );
+        assert!(parse_metrics_addr("127.0.0.1:0", false).is_err());
+        assert_eq!(
+            parse_metrics_addr("localhost:9", false).unwrap().0.to_string(),
             "127.0.0.1:9"
         );
         assert!(parse_metrics_addr("[::1]:9400", false).is_ok());

@@ -392,13 +392,17 @@ impl Held {
     }
 
     fn start_with(args: &[&str], env: &[(&str, &str)]) -> Held {
-        let dir = TempDir::new();
         let port = free_port();
-        let addr = format!("127.0.0.1:{port}");
+        Held::start_on(&format!("127.0.0.1:{port}"), port, args, env)
+    }
+
+    /// Serving on `addr` (a `GPULEAK_METRICS` value), expected at `port`.
+    fn start_on(addr: &str, port: u16, args: &[&str], env: &[(&str, &str)]) -> Held {
+        let dir = TempDir::new();
         let mut child = shim_command(client("ops_workload"), &dir.path().join("t.trace"))
             .arg("hold")
             .args(args)
-            .env("GPULEAK_METRICS", &addr)
+            .env("GPULEAK_METRICS", addr)
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -411,6 +415,10 @@ impl Held {
             assert!(stdout.read_line(&mut line).unwrap() > 0, "hold ended early");
         }
         Held { child, _dir: dir, port }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
     }
 
     fn threads(&self) -> usize {
@@ -503,6 +511,48 @@ fn the_metrics_endpoint_serves_the_live_state_in_prometheus_text_format() {
     assert_eq!(held.threads(), 2);
     assert!(http_get(held.port, "/").unwrap().0.starts_with("HTTP/1.1 404"));
     assert_eq!(value("gpuleak_snapshots_total"), 0.0);
+}
+
+#[test]
+fn with_port_plus_each_process_serves_on_the_first_free_port() {
+    let base = free_port();
+    let setting = format!("127.0.0.1:{base}+");
+    let first = Held::start_on(&setting, base, &[], &[]);
+    let second = Held::start_on(&setting, base, &[], &[]);
+    // Each process answers on its own port, named by its pid; the first took the base port.
+    // (Other programs may hold ports of the range: only our two pids count.)
+    let pids = [first.pid(), second.pid()];
+    let mut served = Vec::new();
+    for port in base..base.saturating_add(32) {
+        let Ok((_, page)) = http_get(port, "/metrics") else {
+            continue;
+        };
+        let pid = page
+            .lines()
+            .find_map(|l| l.strip_prefix("gpuleak_info{pid=\""))
+            .and_then(|l| l.split('"').next())
+            .and_then(|p| p.parse::<u32>().ok());
+        if let Some(pid) = pid.filter(|p| pids.contains(p)) {
+            served.push((port, pid));
+        }
+    }
+    assert_eq!(served.len(), 2, "{served:?}");
+    assert_eq!(served[0], (base, first.pid()));
+    assert_eq!(served[1].1, second.pid());
+    // Without the +, the second process says so in one line and serves nothing.
+    let dir = TempDir::new();
+    let out = shim_command(client("ops_workload"), &dir.path().join("t.trace"))
+        .args(["calls", "1"])
+        .env("GPULEAK_METRICS", format!("127.0.0.1:{base}"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let err = stderr(&out);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with(&format!("gpuleak: cannot serve metrics on 127.0.0.1:{base}: ")),
+        "{err}"
+    );
 }
 
 #[test]

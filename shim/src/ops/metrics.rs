@@ -7,7 +7,8 @@
 //! program's handlers keep running on the program's threads. In a forked child the thread
 //! does not exist: the inherited socket is closed and the thread started again at the
 //! child's next intercepted call (serving metrics only if the address is free: the parent
-//! usually still holds it, and the child then says so in one line and serves none).
+//! usually still holds it, and the child then says so in one line and serves none, unless
+//! the setting asked for the first free port, `PORT+`).
 
 use std::fmt::Write as _;
 use std::io::{Read, Write};
@@ -31,7 +32,7 @@ pub fn start_background() {
         return;
     }
     let s = settings();
-    let listener = s.metrics.and_then(|addr| match TcpListener::bind(addr) {
+    let listener = s.metrics.and_then(|addr| match bind(addr, s.metrics_ports) {
         Ok(l) => {
             if l.set_nonblocking(true).is_err() {
                 crate::diag::line(format_args!("cannot serve metrics on {addr}: socket setup failed"));
@@ -41,7 +42,18 @@ pub fn start_background() {
             Some(l)
         }
         Err(e) => {
-            crate::diag::line(format_args!("cannot serve metrics on {addr}: {e}; metrics are off"));
+            let tried = if s.metrics_ports > 1 {
+                format!(
+                    " (ports {} to {})",
+                    addr.port(),
+                    addr.port().saturating_add(s.metrics_ports - 1)
+                )
+            } else {
+                String::new()
+            };
+            crate::diag::line(format_args!(
+                "cannot serve metrics on {addr}{tried}: {e}; metrics are off"
+            ));
             None
         }
     });
@@ -54,6 +66,19 @@ pub fn start_background() {
             "cannot start the metrics and snapshot thread: {e}; it is off"
         ));
     }
+}
+
+/// Binds `addr`, or with `ports > 1` the first free port from `addr`'s on.
+fn bind(addr: std::net::SocketAddr, ports: u16) -> std::io::Result<TcpListener> {
+    let mut last = None;
+    for i in 0..ports {
+        let Some(port) = addr.port().checked_add(i) else { break };
+        match TcpListener::bind(std::net::SocketAddr::new(addr.ip(), port)) {
+            Ok(l) => return Ok(l),
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(last.unwrap_or_else(|| std::io::Error::from(std::io::ErrorKind::AddrInUse)))
 }
 
 /// In a forked child: closes the parent's socket; true if a thread must be started again.
@@ -403,6 +428,19 @@ pub fn render() -> String {
     }
     let rest: u64 = sites.iter().skip(TOP_SITES).map(|(_, t)| t.bytes).sum();
     let _ = writeln!(out, "gpuleak_site_live_bytes{{site=\"other\",stack=\"other\"}} {rest}");
+    header(
+        &mut out,
+        "gpuleak_info",
+        "gauge",
+        "Always 1: the traced process's id and the shim's version.",
+    );
+    // SAFETY: getpid cannot fail.
+    let pid = unsafe { libc::getpid() };
+    let _ = writeln!(
+        out,
+        "gpuleak_info{{pid=\"{pid}\",version=\"{}\"}} 1",
+        env!("CARGO_PKG_VERSION")
+    );
     header(
         &mut out,
         "gpuleak_snapshots_total",
