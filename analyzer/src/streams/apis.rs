@@ -15,6 +15,7 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuEventRecordWithFlags_ptsz
             | Api::cuStreamAddCallback_ptsz
             | Api::cuLaunchHostFunc_ptsz
+            | Api::cuLaunchHostFunc_v2_ptsz
             | Api::cuStreamBeginCapture_v2_ptsz
             | Api::cuStreamBeginCapture_ptsz
             | Api::cuStreamEndCapture_ptsz
