@@ -169,6 +169,8 @@ apis! {
     224 cuMemcpy3D_v2_ptds,
     225 cuMemcpy3DAsync_v2,
     226 cuMemcpy3DAsync_v2_ptsz,
+    227 cuLaunchHostFunc_v2,
+    228 cuLaunchHostFunc_v2_ptsz,
 }
 
 impl Api {

@@ -86,8 +86,16 @@ pub fn in_libcuda(addr: *const c_void) -> bool {
     let path = unsafe { CStr::from_ptr(info.dli_fname) }.to_bytes();
     let file = path.rsplit(|&c| c == b'/').next().unwrap_or(path);
     let is_cuda = file == b"libcuda.so" || file.starts_with(b"libcuda.so.");
-    if is_cuda && !map.is_null() {
-        let _ = LIBCUDA.compare_exchange(std::ptr::null_mut(), map, Ordering::AcqRel, Ordering::Acquire);
+    if is_cuda && !map.is_null() && LIBCUDA.load(Ordering::Acquire).is_null() {
+        // The link map itself is no handle for `dlsym` when the library came in as a
+        // dependency of the program (`-lcuda`): glibc fills its search list only for objects
+        // that were `dlopen`ed, and a lookup through the empty list crashes. Opening the
+        // loaded object again (RTLD_NOLOAD: never loads anything) gives a real handle.
+        // SAFETY: `dli_fname` names an object that is loaded; RTLD_NOLOAD only looks it up.
+        let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if !handle.is_null() {
+            let _ = LIBCUDA.compare_exchange(std::ptr::null_mut(), handle, Ordering::AcqRel, Ordering::Acquire);
+        }
     }
     is_cuda
 }

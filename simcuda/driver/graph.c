@@ -174,3 +174,19 @@ SIMCUDA_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *
     API_ENTER();
     return host_func(hStream, fn, userData, true);
 }
+
+/* CUDA 13.1: with the host task's sync mode (CU_HOST_TASK_BLOCKING 0, CU_HOST_TASK_SPINWAIT
+ * 1), which changes nothing here: the function runs at once or at its graph's launch. */
+SIMCUDA_API CUresult cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData,
+                                         unsigned int syncMode) {
+    API_ENTER();
+    if (syncMode > 1) return CUDA_ERROR_INVALID_VALUE;
+    return host_func(hStream, fn, userData, false);
+}
+
+SIMCUDA_API CUresult cuLaunchHostFunc_v2_ptsz(CUstream hStream, CUhostFn fn, void *userData,
+                                              unsigned int syncMode) {
+    API_ENTER();
+    if (syncMode > 1) return CUDA_ERROR_INVALID_VALUE;
+    return host_func(hStream, fn, userData, true);
+}

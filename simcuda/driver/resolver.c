@@ -244,6 +244,8 @@ static const struct entry table[] = {
     PTROW("cuGraphLaunch", 10000, cuGraphLaunch_ptsz),
     ROW("cuLaunchHostFunc", 10000, cuLaunchHostFunc),
     PTROW("cuLaunchHostFunc", 10000, cuLaunchHostFunc_ptsz),
+    ROW("cuLaunchHostFunc", 13010, cuLaunchHostFunc_v2),
+    PTROW("cuLaunchHostFunc", 13010, cuLaunchHostFunc_v2_ptsz),
 
     /* events */
     ROW("cuEventCreate", 2000, cuEventCreate),

@@ -683,6 +683,11 @@ SIMCUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream
  * launch of the graph they were captured into). */
 SIMCUDA_API CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);
 SIMCUDA_API CUresult cuLaunchHostFunc_ptsz(CUstream hStream, CUhostFn fn, void *userData);
+/* CUDA 13.1: the same with the host task's sync mode (0 blocking, 1 spin-wait). */
+SIMCUDA_API CUresult cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *userData,
+                                         unsigned int syncMode);
+SIMCUDA_API CUresult cuLaunchHostFunc_v2_ptsz(CUstream hStream, CUhostFn fn, void *userData,
+                                              unsigned int syncMode);
 
 /* Events. */
 SIMCUDA_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);

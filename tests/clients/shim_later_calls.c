@@ -67,6 +67,26 @@ int main(void) {
     CHECK(cuCtxSynchronize());
     put_u64("host_calls", (unsigned long long)host_calls);
 
+    /* (Also the regression test of a crash: a program linked with -lcuda that called the
+     * resolver made the shim use libcuda's link map as a dlsym handle.)
+     * CUDA 13.1's cuLaunchHostFunc_v2 (a fourth argument, the sync mode), which is what the
+     * 13.1+ runtime gets when it resolves cuLaunchHostFunc at 13010, plain and per-thread; a
+     * bad sync mode is refused. */
+    {
+        typedef CUresult (*host_v2_fn)(CUstream, CUhostFn, void *, unsigned);
+        void *p = NULL, *pt = NULL;
+        CHECK(cuGetProcAddress_v2("cuLaunchHostFunc", &p, 13010, CU_GET_PROC_ADDRESS_DEFAULT, NULL));
+        CHECK(cuGetProcAddress_v2("cuLaunchHostFunc", &pt, 13010,
+                                  CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, NULL));
+        put_u64("host_v2_resolved", p == (void *)cuLaunchHostFunc_v2 && pt == (void *)cuLaunchHostFunc_v2_ptsz);
+        static int v2_calls;
+        CHECK(((host_v2_fn)p)(s, bump, &v2_calls, 1));
+        CHECK(((host_v2_fn)pt)(NULL, bump, &v2_calls, 0));
+        put_u64("host_v2_bad_mode", (unsigned long long)((host_v2_fn)p)(s, bump, &v2_calls, 7));
+        CHECK(cuCtxSynchronize());
+        put_u64("host_v2_calls", (unsigned long long)v2_calls);
+    }
+
     /* 2D copies: 4 rows of 64 bytes between packed host rows and device rows 256 apart,
      * starting at device row 1. */
     for (int i = 0; i < N; i++) host[i] = (unsigned)i;

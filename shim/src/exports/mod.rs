@@ -157,6 +157,8 @@ hooks! {
         cuStreamAddCallback_ptsz(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
         cuLaunchHostFunc(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;
         cuLaunchHostFunc_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;
+        cuLaunchHostFunc_v2(stream: CUstream, func: *mut c_void, user: *mut c_void, sync_mode: u32) => ordering::launch_host_func_v2;
+        cuLaunchHostFunc_v2_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void, sync_mode: u32) => ordering::launch_host_func_v2;
         cuStreamBeginCapture(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_ptsz(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_v2(stream: CUstream, mode: u32) => ordering::begin_capture;

@@ -289,3 +289,24 @@ pub unsafe fn launch_host_func(
         },
     )
 }
+
+/// `cuLaunchHostFunc_v2[_ptsz]` (CUDA 13.1, what the runtime of 13.1 and later resolves
+/// `cuLaunchHostFunc` to): the same with the host task's sync mode, which is only forwarded.
+pub unsafe fn launch_host_func_v2(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream, *mut c_void, *mut c_void, u32) -> CUresult,
+    stream: CUstream,
+    func: *mut c_void,
+    user: *mut c_void,
+    sync_mode: u32,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through (the function pointer is only forwarded).
+        || unsafe { real(stream, func, user, sync_mode) },
+        |r| HostFn {
+            api,
+            result: r,
+            stream: Stream(stream as u64),
+        },
+    )
+}

@@ -39,6 +39,11 @@ fn the_simulator_runs_host_functions_graphs_and_2d_3d_copies_like_the_driver() {
     let expect = [
         ("launch_ex_value", "6"),
         ("host_calls", "2"),
+        // cuLaunchHostFunc at 13010 is cuLaunchHostFunc_v2 (and _v2_ptsz per thread).
+        ("host_v2_resolved", "1"),
+        ("host_v2_calls", "2"),
+        // CUDA_ERROR_INVALID_VALUE: sync modes are 0 and 1.
+        ("host_v2_bad_mode", "1"),
         ("roundtrip_2d", "1"),
         // CUDA_ERROR_NOT_SUPPORTED: array contents are not reachable in the simulator.
         ("copy_from_array", "801"),
@@ -102,6 +107,17 @@ fn each_later_entry_point_is_recorded_with_its_stream_and_pointers() {
     assert_eq!((hs[0]["type"].as_str(), hex(&hs[0]["stream"])), (Some("HostFn"), s));
     assert_ne!(hex(&hs[1]["stream"]), s);
     assert_eq!(hex(&one("cuLaunchHostFunc_ptsz")["stream"]), 0);
+    // CUDA 13.1's variant, reached through the resolver as the 13.1+ runtime reaches it: the
+    // refused call (bad sync mode) is recorded with its error.
+    let v2 = of_api(&records, "cuLaunchHostFunc_v2");
+    assert_eq!(v2.len(), 2, "{v2:#?}");
+    assert_eq!(
+        (v2[0]["type"].as_str(), hex(&v2[0]["stream"]), &v2[0]["result"]),
+        (Some("HostFn"), s, &Value::from(0))
+    );
+    assert_eq!((hex(&v2[1]["stream"]), &v2[1]["result"]), (s, &Value::from(1)));
+    let v2p = one("cuLaunchHostFunc_v2_ptsz");
+    assert_eq!((v2p["type"].as_str(), hex(&v2p["stream"])), (Some("HostFn"), 0));
 
     // Graph launches: work on their stream, the executable graph as the function, no pointers.
     let gl = of_api(&records, "cuGraphLaunch");
