@@ -547,9 +547,9 @@ pub fn free(_g: &HookGuard, pending: Option<Pending>, api: Api, result: u32, str
 
 /// Records an event now.
 #[inline]
-pub fn event(_g: &HookGuard, body: Body<'_>) {
+pub fn event<'b, F: Fields<'b>>(_g: &HookGuard, body: F) {
     if let Some(t) = get() {
-        t.now(&body);
+        t.now_fields(&body);
     }
 }
 
@@ -563,9 +563,9 @@ pub fn event_fields<'b, F: Fields<'b>>(_g: &HookGuard, body: &F) {
 
 /// Records an event numbered before its driver call.
 #[inline]
-pub fn event_at(_g: &HookGuard, pending: Option<Pending>, body: Body<'_>) {
+pub fn event_at<'b, F: Fields<'b>>(_g: &HookGuard, pending: Option<Pending>, body: F) {
     if let (Some(t), Some(p)) = (get(), pending) {
-        t.at(p, &body);
+        t.at_fields(p, &body);
     }
 }
 

@@ -352,7 +352,7 @@ pub unsafe fn map(
         offset: offset as u64,
         handle,
     };
-    tracer::event(&g, body.into());
+    tracer::event(&g, body);
     r
 }
 
@@ -378,8 +378,7 @@ pub unsafe fn unmap(
             result: CuResult(r),
             ptr: Ptr(ptr),
             size: size as u64,
-        }
-        .into(),
+        },
     );
     r
 }

@@ -44,8 +44,7 @@ fn created(g: &Option<HookGuard>, api: Api, r: CUresult, ctx: u64, device: i32, 
                 ctx: Ctx(ctx),
                 device,
                 flags,
-            }
-            .into(),
+            },
         );
     }
 }
@@ -152,8 +151,7 @@ fn destroy(api: Api, ctx: u64, device: i32, call: impl FnOnce() -> CUresult) -> 
             result: CuResult(r),
             ctx: Ctx(ctx),
             device,
-        }
-        .into(),
+        },
     );
     r
 }
@@ -196,8 +194,7 @@ fn stream_created(g: &Option<HookGuard>, api: Api, r: CUresult, stream: u64, fla
                 flags,
                 priority,
                 stack,
-            }
-            .into(),
+            },
         );
     }
 }
@@ -254,8 +251,7 @@ pub unsafe fn stream_destroy(api: Api, real: unsafe extern "C" fn(CUstream) -> C
             api,
             result: CuResult(r),
             stream: Stream(stream as u64),
-        }
-        .into(),
+        },
     );
     r
 }
@@ -284,8 +280,7 @@ pub unsafe fn event_create(
                 event: Event(e),
                 flags,
                 stack,
-            }
-            .into(),
+            },
         );
     }
     r
@@ -308,8 +303,7 @@ pub unsafe fn event_destroy(api: Api, real: unsafe extern "C" fn(CUevent) -> CUr
             api,
             result: CuResult(r),
             event: Event(event as u64),
-        }
-        .into(),
+        },
     );
     r
 }

@@ -32,7 +32,7 @@ pub unsafe fn mark(name: *const c_char, value: u64) {
     let Some(g) = guard::enter() else { return };
     // SAFETY: the caller's contract.
     let name = unsafe { name_of(name) };
-    tracer::event(&g, Mark { name, value }.into());
+    tracer::event(&g, Mark { name, value });
 }
 
 /// `gpuleak_region_begin` / `gpuleak_region_end`: a Region record.
@@ -48,8 +48,7 @@ pub unsafe fn region(name: *const c_char, begin: bool) {
         Region {
             name,
             begin: u32::from(begin),
-        }
-        .into(),
+        },
     );
 }
 

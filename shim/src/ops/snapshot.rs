@@ -34,8 +34,7 @@ pub fn write(g: &HookGuard, reason: &str) -> u64 {
         Snapshot {
             id,
             reason: reason.into(),
-        }
-        .into(),
+        },
     );
     id
 }
