@@ -52,6 +52,7 @@ fn process(p: &super::super::ProcessReport) -> J {
     let findings = J::A(p.findings.iter().map(finding).collect());
     let mut fields = vec![
         ("title", J::S(title)),
+        ("trace", J::S(p.trace.display().to_string())),
         ("leaked_bytes", J::U(p.summary.leaked_bytes)),
         ("peak_bytes", J::U(p.summary.peak_bytes)),
         ("allocations", J::U(p.summary.allocations)),
@@ -333,7 +334,7 @@ const SCRIPT: &str = r##""use strict";
   function process(parent, p) {
     var sec = el("section", { "class": "process" }, parent);
     el("h2", {}, sec, p.title);
-    el("p", {}, sec, "peak " + bytes(p.peak_bytes) + ", leaked " + bytes(p.leaked_bytes) + ", " + p.allocations + " allocations");
+    el("p", {}, sec, "trace " + p.trace + ": peak " + bytes(p.peak_bytes) + ", leaked " + bytes(p.leaked_bytes) + ", " + p.allocations + " allocations");
     var m = p.memory;
     if (m) {
       el("h3", {}, sec, "Live bytes by allocation site");
@@ -408,3 +409,40 @@ const SCRIPT: &str = r##""use strict";
   }
 })();
 "##;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::file::TraceFile;
+    use crate::report::load::tests::write_trace;
+    use crate::report::{from_files, Options};
+
+    #[test]
+    fn text_from_the_trace_cannot_close_the_script_that_carries_the_data() {
+        let dir = std::env::temp_dir().join(format!("gpuleak-html-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        // The trace's path is shown in the page: make it hold "</script>".
+        let odd = dir.join("a<");
+        std::fs::create_dir_all(&odd).unwrap();
+        let path = odd.join("script><b>x.trace");
+        write_trace(&path, 4321, 3000);
+        let files = TraceFile::open_all(std::slice::from_ref(&path)).unwrap();
+        let options = Options {
+            memory: true,
+            ..Options::default()
+        };
+        let report = Report::new(from_files(&files, &options, 1, None));
+        let page = write(&report);
+        // Two scripts: the data and the code, each closed once.
+        assert_eq!(page.matches("</script>").count(), 2, "{page}");
+        assert!(page.contains("a<\\/script><b>x.trace"));
+        assert!(!page.contains("https://"));
+        // The data is JSON that parses back, with the memory of the process.
+        let start = page.find("id=\"data\">").unwrap() + "id=\"data\">".len();
+        let end = start + page[start..].find("</script>").unwrap();
+        let data: serde_json::Value = serde_json::from_str(&page[start..end]).unwrap();
+        assert!(data[0]["title"].as_str().unwrap().starts_with("pid 4321"));
+        assert!(data[0]["memory"]["devices"].as_array().is_some_and(|d| !d.is_empty()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
