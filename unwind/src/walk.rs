@@ -265,27 +265,31 @@ impl Walk<'_> {
         else {
             return false;
         };
-        let mut diff = 0u64;
-        for e in entries {
-            if diff != 0 {
-                // A changed stack usually differs near the top: stop at the first difference.
-                return false;
-            }
+        // Checked four states at a time: the loads of a group are independent, and one
+        // branch per group stops at a changed stack (usually near the top).
+        let check = |e: &memo::Entry| {
             let r = e.reads;
             // SAFETY: every one of these addresses was read, through a bounds check, by the
             // capture that recorded the memo (`walk_memo`, `Memo::finish`), which began at the
             // same stack pointer on the same thread: its bounds are this capture's.
             unsafe {
-                diff |= self.bounds.read_unchecked(r.ip & !1) ^ e.ip;
+                let mut d = self.bounds.read_unchecked(r.ip & !1) ^ e.ip;
                 if r.sp != 0 {
-                    diff |= self.bounds.read_unchecked(r.sp) ^ e.sp;
+                    d |= self.bounds.read_unchecked(r.sp) ^ e.sp;
                 }
                 if r.bp != 0 {
-                    diff |= self.bounds.read_unchecked(r.bp) ^ e.bp;
+                    d |= self.bounds.read_unchecked(r.bp) ^ e.bp;
                 }
+                d
+            }
+        };
+        let mut groups = entries.chunks_exact(4);
+        for g in &mut groups {
+            if check(&g[0]) | check(&g[1]) | check(&g[2]) | check(&g[3]) != 0 {
+                return false;
             }
         }
-        if diff != 0 {
+        if groups.remainder().iter().fold(0, |d, e| d | check(e)) != 0 {
             return false;
         }
         let Some(last) = entries.last() else {
