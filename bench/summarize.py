@@ -112,11 +112,13 @@ def main():
         b = both(s.med("25", "alloc_churn", "base-256", "pair"), s.med("25", "alloc_churn", "base-256", "pair", "cpu"))
         print(f"Same pair at 256 bytes (no madvise in the simulator's free), 25 frames: untraced {b} ns,"
               f" gpuleak dwarf overhead {o} ns.\n")
-    if s.med("25", "alloc_churn", "dwarf-2sites", "pair") is not None:
-        o = both(s.over("25", "alloc_churn", "dwarf-2sites", "pair", base="base-2sites"),
-                 s.over("25", "alloc_churn", "dwarf-2sites", "pair", "cpu", base="base-2sites"))
-        print(f"Same pair from two call sites in turn (no stack repeats the previous one, so no capture is"
-              f" replayed), 25 frames: gpuleak dwarf overhead {o} ns.\n")
+    for n, why in (("2", "each site's last capture is replayed from its own memo"),
+                   ("8", "more sites than the unwinder's four memos: every capture walks")):
+        if s.med("25", "alloc_churn", f"dwarf-{n}sites", "pair") is not None:
+            o = both(s.over("25", "alloc_churn", f"dwarf-{n}sites", "pair", base=f"base-{n}sites"),
+                     s.over("25", "alloc_churn", f"dwarf-{n}sites", "pair", "cpu", base=f"base-{n}sites"))
+            print(f"Same pair from {n} call sites in turn (no stack repeats the previous one; {why}),"
+                  f" 25 frames: gpuleak dwarf overhead {o} ns.\n")
 
     print("Raw medians in ns per pair, CPU / wall, and the spread (max - min) over the rounds of each clock:\n")
     rows = []
