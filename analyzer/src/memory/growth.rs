@@ -45,8 +45,9 @@ pub struct Growth {
 /// Judges one site's series; `times` gives each bucket's end time, `width` the steps per
 /// bucket (marks per bucket when `from_marks`).
 pub fn detect(stack: StackId, points: &[Span], times: &[u64], width: u64, from_marks: bool) -> Option<Growth> {
-    let first = points.iter().position(|p| p.max > 0)?;
     let floors: Vec<u64> = points.iter().map(|p| p.min).collect();
+    // The rise starts in the step before the floor first left zero (churn before it is flat).
+    let first = floors.iter().position(|f| *f > 0)?.saturating_sub(1);
     let top = *floors.iter().max()?;
     if top == 0 {
         return None;
@@ -58,7 +59,8 @@ pub fn detect(stack: StackId, points: &[Span], times: &[u64], width: u64, from_m
     }
     let rise = &floors[first..=last_top];
     let n = rise.len();
-    if n < MIN_POINTS {
+    // Through the run: at least a quarter of it (a burst at the end is no trend).
+    if n < MIN_POINTS || n * 4 < points.len() {
         return None;
     }
     let quarter = |k: usize| rise[k * n / 4..(k + 1) * n / 4].iter().min().copied().unwrap_or(0);
@@ -160,6 +162,17 @@ mod tests {
         assert_eq!(run(&v), None);
         // Slow steps (every 4 buckets) with the last one held for a step are growth.
         let v: Vec<u64> = (0..40).map(|i| (i / 4 + 1) * 100).chain([0]).collect();
+        assert!(run(&v).is_some());
+    }
+
+    #[test]
+    fn a_burst_in_the_last_tenth_of_the_run_is_not_growth() {
+        let mut v = vec![0u64; 90];
+        v.extend((1..=10).map(|i| i * 100));
+        assert_eq!(run(&v), None);
+        // The same steps spread over the last half are.
+        let mut v = vec![0u64; 50];
+        v.extend((1..=50).map(|i| i / 5 * 100));
         assert!(run(&v).is_some());
     }
 
