@@ -395,6 +395,36 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn the_memory_pass_gives_the_same_report_serial_and_pipelined() {
+        let dir = std::env::temp_dir().join(format!("gpuleak-load-memory-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        for i in 0..3u32 {
+            write_trace(&dir.join(format!("t{i}")), 200 + i, 30_000 + u64::from(i) * 5_000);
+        }
+        let files = TraceFile::open_all(std::slice::from_ref(&dir)).unwrap();
+        let options = Options {
+            memory: true,
+            ..Options::default()
+        };
+        let json = |files: &[TraceFile], jobs: usize| {
+            let report = Report::new(from_files(files, &options, jobs, None));
+            let mut out = Vec::new();
+            json::write(&report, &mut out).unwrap();
+            String::from_utf8(out).unwrap()
+        };
+        let serial = json(&files, 1);
+        assert!(serial.contains("\"memory\": {"), "no memory object");
+        assert!(serial.contains("\"live_bytes_max\""));
+        for jobs in [2, 6] {
+            assert_eq!(json(&files, jobs), serial, "{jobs} threads");
+        }
+        // One trace alone, its memory pass beside a pipelined replay.
+        assert_eq!(json(&files[..1], 2), json(&files[..1], 1));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[test]
     fn every_number_of_threads_gives_the_serial_report() {
         let dir = std::env::temp_dir().join(format!("gpuleak-load-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -63,11 +63,13 @@ fn message(f: &StreamFinding) -> String {
             on(free)
         ),
         (Check::CrossStreamRace, Some(other)) => {
-            let kernels = if f.op.api == Api::cuLaunchKernel
-                || f.op.api == Api::cuLaunchKernel_ptsz
-                || other.api == Api::cuLaunchKernel
-                || other.api == Api::cuLaunchKernel_ptsz
-            {
+            let launch = |api: Api| {
+                matches!(
+                    api,
+                    Api::cuLaunchKernel | Api::cuLaunchKernel_ptsz | Api::cuLaunchKernelEx | Api::cuLaunchKernelEx_ptsz
+                )
+            };
+            let kernels = if launch(f.op.api) || launch(other.api) {
                 " (a kernel is taken to write the memory it is given)"
             } else {
                 ""
