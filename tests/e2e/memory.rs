@@ -464,3 +464,29 @@ fn check_with_memory_fails_on_growth_and_fragmentation_unless_suppressed() {
     );
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn vmm_reservations_and_mappings_show_as_reserved_beside_live_memory() {
+    // report_clean reserves two 2 MiB granules of address space, creates one 2 MiB physical
+    // handle and maps it, and pins 10000 bytes of host memory.
+    let dir = TempDir::new();
+    let trace = dir.path().join("report_clean.trace");
+    assert_ok(&shim_command(client("report_clean"), &trace).output().unwrap());
+    let doc = memory_json(&trace);
+    let devices = doc["process"]["memory"]["devices"].as_array().unwrap();
+    let by_name = |name: &str| {
+        devices
+            .iter()
+            .find(|d| d["device"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {devices:#?}"))
+    };
+    let max = |d: &Value, field: &str| d[field].as_array().unwrap().iter().map(u).max().unwrap_or(0);
+    let device = by_name("device 0");
+    assert_eq!(max(device, "vmm_reserved_bytes"), 4 * MIB);
+    assert_eq!(max(device, "vmm_mapped_bytes"), 2 * MIB);
+    // The handle is memory; the reservation is not.
+    assert_eq!(u(&device["peak_bytes"]), 2 * MIB);
+    let host = by_name("host");
+    assert_eq!(u(&host["peak_bytes"]), 10000);
+    assert_eq!(host["worst_fragmentation"], Value::Null);
+}
