@@ -490,3 +490,57 @@ fn vmm_reservations_and_mappings_show_as_reserved_beside_live_memory() {
     assert_eq!(u(&host["peak_bytes"]), 10000);
     assert_eq!(host["worst_fragmentation"], Value::Null);
 }
+
+/// Times (`0.004 s`) in the memory section become `T s`: the shim's clock moves in ticks.
+fn mask_times(text: &str) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(i) = rest.find(" s") {
+        let head = &rest[..i];
+        // A time is digits, a point and three digits just before " s".
+        let number = head
+            .rsplit(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .next()
+            .unwrap_or("");
+        let is_time = number.len() >= 5 && number.as_bytes()[number.len() - 4] == b'.';
+        if is_time {
+            out.push_str(&head[..head.len() - number.len()]);
+            out.push('T');
+        } else {
+            out.push_str(head);
+        }
+        out.push_str(" s");
+        rest = &rest[i + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn the_memory_text_of_a_fragmented_device_matches_its_golden_file() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "memory_fragment", "interleaved");
+    let out = report(&["--memory"], &[&trace]);
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let section = &text[text.find("Where the memory went").expect("a memory section")..];
+    let masked = mask_times(section);
+    for line in masked.lines() {
+        assert!(line.chars().count() <= 80, "longer than 80 columns: {line:?}");
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("golden")
+        .join("memory_fragment.txt");
+    if std::env::var_os("GPULEAK_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, &masked).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (GPULEAK_BLESS=1 writes it)", path.display()));
+    assert_eq!(
+        masked,
+        expected,
+        "differs from {} (GPULEAK_BLESS=1 rewrites it)",
+        path.display()
+    );
+}

@@ -46,6 +46,16 @@ fn on(op: &Op) -> String {
     }
 }
 
+/// For a stream or event leak whose creation was recorded without a stack (the default: stream
+/// and event calls capture none), how to get it.
+fn unrecorded_creation(f: &StreamFinding) -> &'static str {
+    if f.op.stack == StackId::NONE {
+        "; its creation stack was not recorded (GPULEAK_OBJECT_STACKS=1 records it)"
+    } else {
+        ""
+    }
+}
+
 fn message(f: &StreamFinding) -> String {
     let alloc = f.allocation.as_ref().map(allocation).unwrap_or_default();
     let mut m = match (f.check, &f.other) {
@@ -88,8 +98,18 @@ fn message(f: &StreamFinding) -> String {
             on(&f.op),
             f.created.map_or(0, |c| c.handle)
         ),
-        (Check::StreamLeak, _) => format!("{} created by {} was never destroyed", stream(f.op.stream), f.op.api),
-        (Check::EventLeak, _) => format!("event {:#x} created by {} was never destroyed", f.ptr, f.op.api),
+        (Check::StreamLeak, _) => format!(
+            "{} created by {} was never destroyed{}",
+            stream(f.op.stream),
+            f.op.api,
+            unrecorded_creation(f)
+        ),
+        (Check::EventLeak, _) => format!(
+            "event {:#x} created by {} was never destroyed{}",
+            f.ptr,
+            f.op.api,
+            unrecorded_creation(f)
+        ),
         (Check::UnsynchronizedAtExit, _) => {
             let when = match f.moment {
                 Some(Moment::Teardown(api)) => format!("before the context was torn down ({api})"),

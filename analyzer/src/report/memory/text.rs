@@ -252,13 +252,14 @@ fn chart(live: &[Span], s: &mut String) {
         } else {
             String::new()
         };
-        let _ = write!(s, "  {label:>10} |");
+        let mut line = format!("  {label:>10} |");
         for &v in &cols {
             // Eighths of a row filled in this column.
             let eighths = (v as u128 * (CHART_ROWS as u128 * 8)).div_ceil(top as u128) as usize;
             let here = eighths.saturating_sub(row * 8).min(8);
-            s.push(PARTS[here]);
+            line.push(PARTS[here]);
         }
+        s.push_str(line.trim_end());
         s.push('\n');
     }
     let _ = writeln!(s, "  {:>10} +{}", "0", "-".repeat(cols.len()));
@@ -282,6 +283,7 @@ mod tests {
         let lines: Vec<&str> = s.lines().collect();
         assert_eq!(lines.len(), CHART_ROWS + 1);
         assert!(lines[0].ends_with("|       ▂█"), "{s}");
+        assert!(lines[1].ends_with("|      ▄██"), "{s}");
         assert!(lines[CHART_ROWS - 1].ends_with("| ▆███████"), "{s}");
         assert_eq!(sparkline(&[0, 1, 2, 4], 10), "▁▃▅█");
     }
