@@ -321,6 +321,30 @@ fn at_shows_a_snapshot_and_the_difference_between_two() {
     let text = String::from_utf8(report(&["--at", "1..3"], &[&trace]).stdout).unwrap();
     assert!(text.contains("Snapshot 1 -> 3: live 1000 B -> 1.5 KiB"), "{text}");
 
+    // The page shows the difference as a table.
+    let page = dir.path().join("snap.html");
+    assert_ok(&report(
+        &["--at", "1..3", "--format", "html", "-o", page.to_str().unwrap()],
+        &[&trace],
+    ));
+    let profile = TempDir::new();
+    let dom = rendered_dom(&page, profile.path());
+    assert!(dom.contains("data-rendered=\"ok\""), "{dom}");
+    assert!(dom.contains("Snapshot 1 -&gt; 3: live 1000 B -&gt; 1.5 KiB"), "{dom}");
+    assert!(
+        dom.contains("<table class=\"snapshot\"><tr><th>site</th><th>bytes</th><th>then</th></tr><tr><td>"),
+        "{dom}"
+    );
+
+    // With several traces, one without the snapshot says so in its notes.
+    let other = traced(&dir, "memory_steps", "steady");
+    let out = report(&["--at", "2", "--format", "json"], &[&trace, &other]);
+    assert_ok(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(u(&doc["processes"][0]["memory"]["snapshot"]["id"]), 2);
+    assert_eq!(doc["processes"][1]["memory"]["snapshot"], Value::Null);
+    assert_eq!(doc["processes"][1]["notes"][0], "no Snapshot record 2 in this trace");
+
     // A snapshot the trace does not have is an error naming the ones it has.
     let out = report(&["--at", "9"], &[&trace]);
     assert_eq!(out.status.code(), Some(2));

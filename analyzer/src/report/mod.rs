@@ -383,6 +383,12 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
 
     let mut notes = notes(&replay);
     notes.extend(source.warnings());
+    if let (Some(at), Some(m)) = (options.at, &memory) {
+        if m.snapshot.is_none() {
+            let ids: Vec<String> = at.ids().iter().map(u64::to_string).collect();
+            notes.push(format!("no Snapshot record {} in this trace", ids.join(" or ")));
+        }
+    }
 
     let mut report = ProcessReport {
         trace,

@@ -168,7 +168,32 @@ fn memory(m: &MemoryView) -> J {
             })
             .collect(),
     );
+    let snapshot = m.snapshot.as_ref().map_or(J::Null, |snap| {
+        let title = match &snap.to {
+            Some(to) => format!(
+                "Snapshot {} -> {}: live {} -> {}",
+                snap.from.id,
+                to.id,
+                human_bytes(snap.from.live),
+                human_bytes(to.live)
+            ),
+            None => format!(
+                "Snapshot {} ({}): {} live",
+                snap.from.id,
+                snap.from.reason,
+                human_bytes(snap.from.live)
+            ),
+        };
+        let rows = snap
+            .rows
+            .iter()
+            .take(100)
+            .map(|(id, a, b)| J::A(vec![J::S(label(id)), J::S(human_bytes(*a)), J::S(human_bytes(*b))]))
+            .collect();
+        J::O(vec![("title", J::S(title)), ("rows", J::A(rows))])
+    });
     J::O(vec![
+        ("snapshot", snapshot),
         ("events", J::U(r.events)),
         ("bucket_events", J::U(r.bucket_events)),
         ("times", nums(&r.times)),
@@ -378,6 +403,10 @@ const SCRIPT: &str = r##""use strict";
       if (m.ooms.length) {
         el("h3", {}, sec, "Failed allocations");
         table(sec, ["call", "requested", "device", "live", "free in span", "largest hole", "fragmentation", "pinned by"], m.ooms);
+      }
+      if (m.snapshot) {
+        el("h3", {}, sec, m.snapshot.title);
+        table(sec, ["site", "bytes", "then"], m.snapshot.rows).setAttribute("class", "snapshot");
       }
       if (m.churn.length) {
         el("h3", {}, sec, "Churn (candidates for a pool)");
