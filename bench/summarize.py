@@ -138,13 +138,14 @@ def main():
         for op in ops:
             if (f, "object_churn", "dwarf", op, "wall") not in runs:
                 continue
-            rows.append([f, op + (" (creation stack)" if op.endswith("_create") else ""),
+            rows.append([f, op,
                          both(s.med(f, "object_churn", "base", op), s.med(f, "object_churn", "base", op, "cpu"), 1),
                          both(s.over(f, "object_churn", "dwarf", op), s.over(f, "object_churn", "dwarf", op, "cpu"), 1),
+                         both(s.over(f, "object_churn", "objstacks", op), s.over(f, "object_churn", "objstacks", op, "cpu"), 1),
                          both(s.over(f, "object_churn", "nostack", op), s.over(f, "object_churn", "nostack", op, "cpu"), 1),
                          both(s.spread(f, "object_churn", "dwarf", op), s.spread(f, "object_churn", "dwarf", op, "cpu"), 1)])
-    table(["frames", "call", "untraced", "overhead, gpuleak dwarf", "overhead, depth 0 (no creation stack either)",
-           "spread (dwarf)"], rows)
+    table(["frames", "call", "untraced", "overhead, gpuleak dwarf (defaults)",
+           "overhead, GPULEAK_OBJECT_STACKS=1 (creation stacks)", "overhead, depth 0", "spread (dwarf)"], rows)
 
     print("## 3. Trace bytes per record (round-1 traces)\n")
     rows = []
@@ -186,9 +187,9 @@ def main():
         line = (f"- {op} overhead <= {CALL_TARGET_NS} ns per call: "
                 f"{both(s.over(f, 'object_churn', 'dwarf', op), o, 1)} ns: {verdict(o, CALL_TARGET_NS)}")
         if op.endswith("_create"):
-            n = s.over(f, "object_churn", "nostack", op, "cpu")
-            line += (f" with its creation stack (GPULEAK_OBJECT_STACKS=1, the default); without: "
-                     f"{both(s.over(f, 'object_churn', 'nostack', op), n, 1)} ns: {verdict(n, CALL_TARGET_NS)}")
+            n = s.over(f, "object_churn", "objstacks", op, "cpu")
+            line += (f" (no stack, the default); with its creation stack (GPULEAK_OBJECT_STACKS=1): "
+                     f"{both(s.over(f, 'object_churn', 'objstacks', op), n, 1)} ns")
         print(line)
     z = sizes.get((f, "alloc_churn", "dwarf"))
     if z:

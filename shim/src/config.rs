@@ -9,7 +9,7 @@
 //! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
 //! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
 //! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
-//! | `GPULEAK_OBJECT_STACKS` | 1 | 0: no creation stacks for streams and events (stream-leak and event-leak findings then have no stack) |
+//! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event (what stream-leak and event-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
 //!
 //! Operations settings ([`Ops`], read by `ops` at the first intercepted memory, stream or
@@ -53,7 +53,8 @@ pub struct Config {
     pub sync_stacks: u32,
     /// Clock of the record times (`CLOCK_MONOTONIC_COARSE` or `CLOCK_MONOTONIC`).
     pub clock: libc::clockid_t,
-    /// Creation stacks for streams and events.
+    /// Creation stacks for streams and events (off by default: stream and event calls capture
+    /// no stack unless asked, like the other hot stream-ordering calls).
     pub object_stacks: bool,
     /// Record nothing.
     pub disabled: bool,
@@ -156,7 +157,7 @@ impl Config {
             free_stacks: flag("GPULEAK_FREE_STACKS", false),
             sync_stacks,
             clock,
-            object_stacks: flag("GPULEAK_OBJECT_STACKS", true),
+            object_stacks: flag("GPULEAK_OBJECT_STACKS", false),
             disabled: flag("GPULEAK_DISABLE", false),
         }
     }

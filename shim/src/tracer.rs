@@ -569,7 +569,7 @@ pub fn event_at<'b, F: Fields<'b>>(_g: &HookGuard, pending: Option<Pending>, bod
     }
 }
 
-/// Creation stack for streams and events (unless `GPULEAK_OBJECT_STACKS=0`).
+/// Creation stack for streams and events (with `GPULEAK_OBJECT_STACKS=1`).
 pub fn object_stack(_g: &HookGuard) -> StackId {
     match get() {
         Some(t) if t.object_stacks => t.stack(),

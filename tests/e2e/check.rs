@@ -360,7 +360,9 @@ fn errors_exit_2_with_a_message_saying_where() {
     assert_eq!(
         String::from_utf8_lossy(&out.stderr),
         format!(
-            "gpuleak: {}:2: unknown suppression type \"leek\" (known: leak, bad-free)\n",
+            "gpuleak: {}:2: unknown suppression type \"leek\" (known: leak, bad-free, growth, fragmentation, \
+             unordered-free, use-after-free, cross-stream-race, wait-on-unrecorded-event, stream-leak, event-leak, \
+             unsynchronized-at-exit)\n",
             supp.display()
         )
     );

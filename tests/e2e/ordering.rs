@@ -16,10 +16,13 @@ mod later_calls;
 mod suppressions;
 
 /// Runs `name args...` under the shim (with extra environment) and returns its trace.
+/// Traces `name` with creation stacks for streams and events (off by default), which the
+/// findings below show.
 fn traced(dir: &TempDir, name: &str, args: &[&str], env: &[(&str, &str)]) -> PathBuf {
     let trace = dir.path().join(format!("{name}-{}.trace", args.join("-")));
     let out = shim_command(client(name), &trace)
         .args(args)
+        .env("GPULEAK_OBJECT_STACKS", "1")
         .envs(env.iter().copied())
         .output()
         .unwrap();
@@ -126,6 +129,35 @@ fn every_stream_ordering_mistake_is_found_exactly_once_with_its_stacks() {
             assert!(f["allocation_stack"].is_array(), "{check}");
         }
     }
+}
+
+#[test]
+fn by_default_leaked_streams_and_events_are_found_without_a_stack_and_say_how_to_get_one() {
+    for check in ["stream-leak", "event-leak"] {
+        let dir = TempDir::new();
+        let trace = dir.path().join("default.trace");
+        let out = shim_command(client("report_ordering"), &trace)
+            .arg(check)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let r = report_json(&trace);
+        let findings = r["findings"].as_array().unwrap();
+        assert_eq!(findings.len(), 1, "{check}: {findings:#?}");
+        let f = &findings[0];
+        assert_eq!(f["check"], check);
+        assert!(
+            f["message"]
+                .as_str()
+                .unwrap()
+                .ends_with("; its creation stack was not recorded (GPULEAK_OBJECT_STACKS=1 records it)"),
+            "{f:#}"
+        );
+        assert_eq!(f["stack"], serde_json::json!([]), "{f:#}");
+    }
+    // With the setting the same findings have their stack and no hint.
+    let (findings, _) = findings_of(&["stream-leak"], &[]);
+    assert!(!findings[0]["message"].as_str().unwrap().contains("not recorded"));
 }
 
 #[test]

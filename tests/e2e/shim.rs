@@ -611,17 +611,18 @@ fn object_stacks_and_the_clock_follow_their_settings() {
         assert!(c.len() >= 2, "a stream and an event are created");
         c.into_iter().map(|r| r["stack"].as_u64().unwrap()).collect::<Vec<_>>()
     };
-    // By default streams and events carry their creation stack (what stream-leak and
-    // event-leak findings show); GPULEAK_OBJECT_STACKS=0 drops it.
+    // By default streams and events are created without a stack (stream and event calls
+    // capture none); GPULEAK_OBJECT_STACKS=1 records it (what stream-leak and event-leak
+    // findings then show).
     let (default, _) = run("default.trace", &[]);
-    assert!(creates(&default).iter().all(|&s| s != 0));
-    let (off, err) = run("off.trace", &[("GPULEAK_OBJECT_STACKS", "0")]);
-    assert!(err.is_empty(), "{err}");
-    assert!(creates(&off).iter().all(|&s| s == 0));
+    assert!(creates(&default).iter().all(|&s| s == 0));
     assert!(
-        of_type(&off, "Alloc").iter().all(|r| r["stack"] != 0),
+        of_type(&default, "Alloc").iter().all(|r| r["stack"] != 0),
         "allocations keep theirs"
     );
+    let (on, err) = run("on.trace", &[("GPULEAK_OBJECT_STACKS", "1")]);
+    assert!(err.is_empty(), "{err}");
+    assert!(creates(&on).iter().all(|&s| s != 0));
 
     // The precise clock gives every record of the thread its own time; the default coarse one
     // moves by timer ticks (records within one tick share a time). In sequence order, times
@@ -657,8 +658,8 @@ fn object_stacks_and_the_clock_follow_their_settings() {
         "{err}"
     );
     assert!(
-        err.contains("GPULEAK_OBJECT_STACKS=\"maybe\" is not 0 or 1; using 1"),
+        err.contains("GPULEAK_OBJECT_STACKS=\"maybe\" is not 0 or 1; using 0"),
         "{err}"
     );
-    assert!(creates(&bad).iter().all(|&s| s != 0));
+    assert!(creates(&bad).iter().all(|&s| s == 0));
 }
