@@ -99,6 +99,7 @@ fn memory(m: &MemoryView) -> J {
         .map(|(d, pins)| {
             J::O(vec![
                 ("name", J::S(device_name(d.device))),
+                ("addresses", J::Bool(d.has_addresses)),
                 ("peak", J::U(d.peak.0)),
                 ("live", nums(&d.live.iter().map(|p| p.max).collect::<Vec<_>>())),
                 ("free", nums(&d.free_in_span)),
@@ -379,15 +380,17 @@ const SCRIPT: &str = r##""use strict";
       }
       chart(sec, series, { events: m.events, fmt: bytes, cls: "timeline", mark: peakX });
       m.devices.forEach(function (d) {
-        el("h3", {}, sec, d.name + ": live, free between live allocations, fragmentation (peak " + bytes(d.peak) + ")");
-        chart(sec, [
-          { ys: d.live, width: m.bucket_events, colour: "#4e79a7", label: "live bytes (requested)" },
-          { ys: d.free, width: m.bucket_events, colour: "#e15759", label: "free in used span" },
-          { ys: d.reserved, width: m.bucket_events, colour: "#59a14f", label: "VMM reserved" },
-          { ys: d.pool, width: m.bucket_events, colour: "#b07aa1", label: "held by caching allocators" }
-        ], { events: m.events, fmt: bytes, cls: "device", height: 160 });
-        chart(sec, [{ ys: d.frag, width: m.bucket_events, colour: "#f28e2b", label: "fragmentation (1 - largest hole / free)" }],
-          { events: m.events, fmt: function (v) { return (v / 1e6).toFixed(2); }, cls: "fragmentation", height: 100, top: 1e6 });
+        el("h3", {}, sec, d.name + ": live bytes" + (d.addresses ? ", free between live allocations, fragmentation" : "") +
+          " (peak " + bytes(d.peak) + ")");
+        var lines = [{ ys: d.live, width: m.bucket_events, colour: "#4e79a7", label: "live bytes (requested)" }];
+        if (d.addresses) lines.push({ ys: d.free, width: m.bucket_events, colour: "#e15759", label: "free in used span" });
+        if (Math.max.apply(null, d.reserved) > 0) lines.push({ ys: d.reserved, width: m.bucket_events, colour: "#59a14f", label: "VMM reserved" });
+        if (Math.max.apply(null, d.pool) > 0) lines.push({ ys: d.pool, width: m.bucket_events, colour: "#b07aa1", label: "held by caching allocators" });
+        chart(sec, lines, { events: m.events, fmt: bytes, cls: "device", height: 160 });
+        if (d.addresses) {
+          chart(sec, [{ ys: d.frag, width: m.bucket_events, colour: "#f28e2b", label: "fragmentation (1 - largest hole / free)" }],
+            { events: m.events, fmt: function (v) { return (v / 1e6).toFixed(2); }, cls: "fragmentation", height: 100, top: 1e6 });
+        }
         var rate = d.allocs.map(function (v, j) { return v - (j ? d.allocs[j - 1] : 0); });
         chart(sec, [{ ys: rate, width: m.bucket_events, colour: "#76b7b2", label: "allocations per bucket of " + m.bucket_events + " memory events" }],
           { events: m.events, fmt: function (v) { return String(Math.round(v)); }, cls: "rate", height: 80 });
