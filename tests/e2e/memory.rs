@@ -3,8 +3,9 @@
 //!
 //! Clients: `memory_steps` (staircase: growth; plateau and steady: its twins) and
 //! `memory_fragment` (interleaved: an allocation fails from fragmentation, pinned by
-//! `load_weights`; grouped and full: its twins). Snapshots (`--at`) are tested on a trace
-//! written through the format crate, since no client writes `Snapshot` records.
+//! `load_weights`; grouped and full: its twins), `memory_marked` (marks and snapshots through
+//! the control API, shim/include/gpuleak.h). Snapshots (`--at`) are also tested on a trace
+//! written through the format crate.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -566,5 +567,34 @@ fn the_memory_text_of_a_fragmented_device_matches_its_golden_file() {
         expected,
         "differs from {} (GPULEAK_BLESS=1 rewrites it)",
         path.display()
+    );
+}
+
+#[test]
+fn marks_and_snapshots_written_through_the_control_api_give_the_steps_and_the_states() {
+    let dir = TempDir::new();
+    let leak = traced(&dir, "memory_marked", "leak");
+    let doc = memory_json(&leak);
+    let m = &doc["process"]["memory"];
+    assert_eq!(u(&m["marks"]), 40);
+    assert_eq!(m["snapshot_ids"], serde_json::json!([1, 2]));
+    let growth = findings(&doc, "growth");
+    assert_eq!(growth.len(), 1, "{:#}", doc["findings"]);
+    let g = growth[0];
+    assert_eq!(g["steps_from"], "marks");
+    assert_eq!(u(&g["slope_bytes_per_step"]), MIB);
+    assert_eq!(functions(&g["stack"])[0], "keep");
+    // The twin: a cache filled in the first 4 marked steps.
+    let plateau = memory_json(&traced(&dir, "memory_marked", "plateau"));
+    assert_eq!(plateau["findings"], serde_json::json!([]));
+    assert_eq!(u(&plateau["process"]["memory"]["marks"]), 40);
+    // Snapshots after steps 10 and 30: 20 more buffers from keep.
+    let out = report(&["--at", "1..2"], &[&leak]);
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Snapshot 1 -> 2: live 11.0 MiB -> 31.0 MiB"), "{text}");
+    assert!(
+        text.contains("+  20.0 MiB  (11.0 MiB -> 31.0 MiB)  keep memory_marked.c:"),
+        "{text}"
     );
 }
