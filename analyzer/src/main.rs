@@ -26,7 +26,8 @@ enum Command {
         /// Trace file written by libgpuleak.so.
         trace: PathBuf,
     },
-    /// Report leaks (live at exit or at context teardown) and bad frees.
+    /// Report leaks (live at exit or at context teardown), bad frees and stream-ordering
+    /// mistakes; with --memory, where the memory went (timeline, growth, fragmentation).
     Report(ReportArgs),
     /// Gate CI: exit 1 on leaks over the limits, new or grown leak sites, or findings.
     Check(CheckArgs),
