@@ -23,7 +23,7 @@
 //! | `GPULEAK_FAIL` | off | fault injection: comma-separated `API:N` (the Nth call) or `API:every=N`, each optionally `:err=CODE` (a number or a `CUDA_ERROR_*` name; default 2, out of memory); `API` is an allocation function as the trace names it (`cuMemAlloc_v2`) |
 //! | `GPULEAK_SNAPSHOT_SIGNAL` | off | a signal (`USR1`, `USR2`, `HUP`, `WINCH`, `RTMIN+N` or a number) that writes a snapshot record; a handler the program installed first is chained to |
 //! | `GPULEAK_SNAPSHOT_PERIOD` | off | write a snapshot record this often (`500ms`, `10s`, `5m`, `1h`; a bare number is seconds) |
-//! | `GPULEAK_OOM_SNAPSHOT` | 1 | 0: no snapshot record (reason `oom`) when an allocation fails with out of memory |
+//! | `GPULEAK_OOM_SNAPSHOT` | 0 | 1: a snapshot record (reason `oom`) right after an allocation fails with out of memory |
 //! | `GPULEAK_OOM_SUMMARY` | 0 | 1: on out of memory, also print who holds the memory (top sites by live bytes) on stderr |
 //! | `GPULEAK_LIVE` | 0 | 1: keep live bytes per device, kind and site from the start even when no other setting needs them (`gpuleak_live_bytes`) |
 
@@ -471,7 +471,7 @@ impl Ops {
             faults,
             snapshot_signal,
             snapshot_period,
-            oom_snapshot: flag("GPULEAK_OOM_SNAPSHOT", true),
+            oom_snapshot: flag("GPULEAK_OOM_SNAPSHOT", false),
             oom_summary: flag("GPULEAK_OOM_SUMMARY", false),
             live: flag("GPULEAK_LIVE", false),
             disabled: flag("GPULEAK_DISABLE", false),

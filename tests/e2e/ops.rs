@@ -51,7 +51,10 @@ fn a_budget_turns_a_passing_program_into_an_oom_without_calling_the_driver() {
     assert_ok(&plain);
     assert_eq!(results(&plain), vec![0; 5]);
     // ...but not a 200 MiB budget: the fourth fails as out of memory, as on a smaller card.
-    let (out, records) = run_workload(&["steps", "5", "64"], &[("GPULEAK_LIMIT", "200MiB")]);
+    let (out, records) = run_workload(
+        &["steps", "5", "64"],
+        &[("GPULEAK_LIMIT", "200MiB"), ("GPULEAK_OOM_SNAPSHOT", "1")],
+    );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     assert_eq!(results(&out), vec![0, 0, 0, 2]);
     assert!(String::from_utf8_lossy(&out.stdout).contains("out of memory at step 4"));
@@ -80,7 +83,11 @@ fn a_budget_turns_a_passing_program_into_an_oom_without_calling_the_driver() {
 
 #[test]
 fn an_oom_from_the_driver_writes_a_snapshot_and_on_request_a_summary_of_who_holds_memory() {
-    let env = [("SIMCUDA_MEM_BYTES", "160MiB"), ("GPULEAK_OOM_SUMMARY", "1")];
+    let env = [
+        ("SIMCUDA_MEM_BYTES", "160MiB"),
+        ("GPULEAK_OOM_SUMMARY", "1"),
+        ("GPULEAK_OOM_SNAPSHOT", "1"),
+    ];
     let (out, records) = run_workload(&["steps", "5", "64"], &env);
     assert_eq!(results(&out), vec![0, 0, 2], "the simulated card holds two");
     assert_eq!(sequence(&records), ["Alloc:0", "Alloc:0", "Alloc:2", "Snapshot:oom"]);
@@ -99,13 +106,14 @@ fn an_oom_from_the_driver_writes_a_snapshot_and_on_request_a_summary_of_who_hold
         "{err}"
     );
     assert_eq!(lines.len(), 3, "one screen: {err}");
-    // The snapshot alone is the default; it can be turned off.
+    // Each is asked for: by default neither (every operations feature is off by default).
     let (quiet, records) = run_workload(&["steps", "5", "64"], &[env[0]]);
     assert_eq!(stderr(&quiet), "");
-    assert_eq!(of_type(&records, "Snapshot").len(), 1);
-    let (none, records) = run_workload(&["steps", "5", "64"], &[env[0], ("GPULEAK_OOM_SNAPSHOT", "0")]);
-    assert_eq!(results(&none), vec![0, 0, 2]);
+    assert_eq!(results(&quiet), vec![0, 0, 2]);
     assert_eq!(of_type(&records, "Snapshot").len(), 0);
+    let (snapshot_only, records) = run_workload(&["steps", "5", "64"], &[env[0], env[2]]);
+    assert_eq!(stderr(&snapshot_only), "");
+    assert_eq!(of_type(&records, "Snapshot").len(), 1);
 }
 
 #[test]
@@ -561,7 +569,11 @@ fn the_metrics_count_failed_allocations_by_reason() {
     // allocation is failed by a rule. Both are refused without reaching the driver.
     let held = Held::start_with(
         &["extra"],
-        &[("GPULEAK_LIMIT", "8MiB"), ("GPULEAK_FAIL", "cuMemAllocHost_v2:1")],
+        &[
+            ("GPULEAK_LIMIT", "8MiB"),
+            ("GPULEAK_FAIL", "cuMemAllocHost_v2:1"),
+            ("GPULEAK_OOM_SNAPSHOT", "1"),
+        ],
     );
     let (_, page) = http_get(held.port, "/metrics").unwrap();
     for series in [
