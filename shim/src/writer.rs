@@ -8,7 +8,7 @@
 
 use std::cell::Cell;
 use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::OsStrExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Mutex;
 
@@ -89,6 +89,111 @@ fn errno_text() -> String {
     std::io::Error::last_os_error().to_string()
 }
 
+/// `path`, then `path.1`, `path.2`, ...: the names a trace may take, first free one wins.
+fn candidate(path: &OsStr, attempt: u32) -> Result<CString, String> {
+    let mut chosen = path.to_os_string();
+    if attempt > 0 {
+        chosen.push(format!(".{attempt}"));
+    }
+    CString::new(chosen.into_vec()).map_err(|_| "the trace path contains a NUL byte".to_string())
+}
+
+/// Writes the header at offset 0 of `fd`.
+fn write_header(fd: libc::c_int, header: &[u8; HEADER_SIZE]) -> bool {
+    // SAFETY: writes our header buffer to our own descriptor.
+    unsafe { libc::pwrite(fd, header.as_ptr().cast(), HEADER_SIZE, 0) == HEADER_SIZE as isize }
+}
+
+/// The preferred way: an unnamed file in the trace's directory (`O_TMPFILE`), header written,
+/// then linked under the first free name (`linkat` never replaces an existing name, link or
+/// not). `Ok(None)` when the file system or kernel cannot do it: the caller falls back to
+/// [`create_named`], which also reports why the directory cannot be used.
+fn create_unnamed_then_link(
+    path: &OsStr,
+    header: &[u8; HEADER_SIZE],
+) -> Result<Option<(libc::c_int, OsString)>, String> {
+    let bytes = path.as_bytes();
+    let dir: &[u8] = match bytes.iter().rposition(|&c| c == b'/') {
+        Some(0) => b"/",
+        Some(i) => &bytes[..i],
+        None => b".",
+    };
+    let Ok(dir) = CString::new(dir) else { return Ok(None) };
+    // SAFETY: `dir` is a valid C string; O_TMPFILE creates an unnamed file in it.
+    let fd = unsafe { libc::open(dir.as_ptr(), libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
+    if fd < 0 {
+        return Ok(None);
+    }
+    let close = |fd: libc::c_int| {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(fd) };
+    };
+    if !write_header(fd, header) {
+        let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
+        close(fd);
+        return Err(e);
+    }
+    let Ok(proc_path) = CString::new(format!("/proc/self/fd/{fd}")) else {
+        close(fd);
+        return Ok(None);
+    };
+    for attempt in 0..1000 {
+        let name = candidate(path, attempt)?;
+        // SAFETY: both paths are valid C strings; AT_SYMLINK_FOLLOW resolves the /proc link to
+        // the unnamed file, as open(2) documents for O_TMPFILE files.
+        let rc = unsafe {
+            libc::linkat(
+                libc::AT_FDCWD,
+                proc_path.as_ptr(),
+                libc::AT_FDCWD,
+                name.as_ptr(),
+                libc::AT_SYMLINK_FOLLOW,
+            )
+        };
+        if rc == 0 {
+            return Ok(Some((fd, OsString::from_vec(name.into_bytes()))));
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+            break;
+        }
+    }
+    close(fd);
+    Ok(None)
+}
+
+/// The fallback: the file created under its name (`O_EXCL | O_NOFOLLOW`), the header written
+/// at once (a kill between the two leaves an empty file).
+fn create_named(path: &OsStr, header: &[u8; HEADER_SIZE]) -> Result<(libc::c_int, OsString), String> {
+    for attempt in 0..1000 {
+        let name = candidate(path, attempt)?;
+        // SAFETY: `name` is a valid C string; flags make creation exclusive and refuse links.
+        let fd = unsafe {
+            libc::open(
+                name.as_ptr(),
+                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+                0o600,
+            )
+        };
+        if fd >= 0 {
+            if !write_header(fd, header) {
+                let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
+                // SAFETY: our own descriptor, closed once.
+                unsafe { libc::close(fd) };
+                return Err(e);
+            }
+            return Ok((fd, OsString::from_vec(name.into_bytes())));
+        }
+        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+            break;
+        }
+    }
+    Err(format!(
+        "cannot create trace {}: {}",
+        path.to_string_lossy(),
+        errno_text()
+    ))
+}
+
 /// How the default trace name is built: `gpuleak.<program>.<pid>.trace`.
 pub fn default_path(program: &OsStr, pid: u32) -> OsString {
     let mut p = OsString::from("gpuleak.");
@@ -99,35 +204,21 @@ pub fn default_path(program: &OsStr, pid: u32) -> OsString {
 
 impl Writer {
     /// Creates the file exclusively (never following a symlink, never overwriting: an
-    /// existing name gets a numeric suffix), mode 0600, and writes the header.
+    /// existing name gets a numeric suffix), mode 0600, with its header written before the
+    /// name appears (a process killed at any moment leaves no file, or one whose header reads).
     pub fn create(path: &OsStr, pid: u32, start_unix_ns: u64) -> Result<Writer, String> {
-        let mut chosen = path.to_os_string();
-        let mut fd = -1;
-        for attempt in 0..1000 {
-            if attempt > 0 {
-                chosen = path.to_os_string();
-                chosen.push(format!(".{attempt}"));
-            }
-            let c = CString::new(chosen.as_bytes()).map_err(|_| "the trace path contains a NUL byte".to_string())?;
-            // SAFETY: `c` is a valid C string; flags make creation exclusive and refuse links.
-            fd = unsafe {
-                libc::open(
-                    c.as_ptr(),
-                    libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                    0o600,
-                )
-            };
-            if fd >= 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
-                break;
-            }
+        let mut header = [0u8; HEADER_SIZE];
+        FileHeader {
+            version: FORMAT_VERSION,
+            block_size: BLOCK_SIZE as u32,
+            pid,
+            start_unix_ns,
         }
-        if fd < 0 {
-            return Err(format!(
-                "cannot create trace {}: {}",
-                path.to_string_lossy(),
-                errno_text()
-            ));
-        }
+        .write(&mut header);
+        let (fd, chosen) = match create_unnamed_then_link(path, &header)? {
+            Some(created) => created,
+            None => create_named(path, &header)?,
+        };
         // SAFETY: fstatfs fills the struct we pass for our own descriptor.
         let on_tmpfs = unsafe {
             let mut st: libc::statfs = std::mem::zeroed();
@@ -152,19 +243,7 @@ impl Writer {
                 },
             }),
         };
-        let mut header = [0u8; HEADER_SIZE];
-        FileHeader {
-            version: FORMAT_VERSION,
-            block_size: BLOCK_SIZE as u32,
-            pid,
-            start_unix_ns,
-        }
-        .write(&mut header);
-        w.ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64)?;
-        // SAFETY: writes our header buffer to our own descriptor.
-        let n = unsafe { libc::pwrite(w.fd, header.as_ptr().cast(), HEADER_SIZE, 0) };
-        if n != HEADER_SIZE as isize {
-            let e = format!("cannot write trace {}: {}", w.path.to_string_lossy(), errno_text());
+        if let Err(e) = w.ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64) {
             w.close_fd();
             return Err(e);
         }

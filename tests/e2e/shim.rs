@@ -1,6 +1,8 @@
 //! The shim under real C programs on the simulated driver: every door, every allocation
 //! family, transparency, threads, crashes, fork, and processes that never touch CUDA.
 
+mod stress;
+
 use std::io::{BufRead, BufReader};
 use std::process::Stdio;
 
