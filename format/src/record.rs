@@ -491,6 +491,38 @@ records! {
         /// Why (`signal`, `period`, `oom`, `api`).
         reason: Cow<'a, str>,
     }
+
+    /// A Python code object (a function, a module body, a class body), described once the
+    /// first time a stack holds one of its frames. `PyFrames` records name it by `id`.
+    /// Python frames are resolved offline: the analyzer computes a frame's line from its
+    /// instruction offset with `line_table`.
+    51 PyCode<'a> {
+        /// Its id within the process (never 0).
+        id: u32,
+        /// The interpreter's version as `major << 8 | minor` (`0x030b` for 3.11): the format of
+        /// `line_table` (3.10: PEP 626 line table; 3.11 and later: PEP 657 location table).
+        python: u32,
+        /// `co_firstlineno`: the line the line table counts from.
+        first_line: u32,
+        /// `co_filename`.
+        filename: Cow<'a, str>,
+        /// `co_qualname` (3.11+), `co_name` on 3.10.
+        qualname: Cow<'a, str>,
+        /// The bytes of `co_linetable`.
+        line_table: Cow<'a, [u8]>,
+    }
+
+    /// The Python frames of a stack written just before (a `Stack` with the same id), and
+    /// where they go among its native frames.
+    52 PyFrames<'a> {
+        /// The `Stack` these frames belong to.
+        stack: StackId,
+        /// Triples `(position, code id, instruction offset)`, innermost Python frame first:
+        /// the frame goes before native frame number `position` of the stack (the stack's
+        /// length: after the last one), its code is the `PyCode` with that id, and the offset
+        /// is in bytes from the start of the code's bytecode.
+        frames: Addrs<'a>,
+    }
 }
 
 /// Why a record could not be encoded.
@@ -726,6 +758,20 @@ mod tests {
                 value: 3,
             }
             .into(),
+            PyCode {
+                id: 1,
+                python: 0x030b,
+                first_line: 12,
+                filename: "/src/train.py".into(),
+                qualname: "Model.step".into(),
+                line_table: Cow::Owned(vec![0x80, 0x00, 0xd8, 0x04, 0x05]),
+            }
+            .into(),
+            PyFrames {
+                stack: StackId(1),
+                frames: Addrs(Cow::Owned(vec![3, 1, 24, 5, 1, 0])),
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -748,6 +794,30 @@ mod tests {
             Body::Sync(b) => c.append_fields(block, r.seq, r.time_ns, b),
             Body::ProcessInfo(b) => c.append_fields(block, r.seq, r.time_ns, b),
             other => panic!("no typed case for {}", other.name()),
+        }
+    }
+
+    #[test]
+    fn truncated_python_records_are_errors_with_an_offset_never_panics() {
+        for r in sample_records()
+            .into_iter()
+            .filter(|r| matches!(r.body, Body::PyCode(_) | Body::PyFrames(_)))
+        {
+            let mut buf = vec![0u8; 256];
+            let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();
+            buf[0] = r.body.kind();
+            // Every shorter payload length (the record's own length byte says less than the
+            // fields need) is an error, never a panic or a wrong record.
+            for cut in 0..(n - 2) {
+                assert!(n < 128 + 2, "one length byte");
+                let mut short = buf[..n].to_vec();
+                short[1] = cut as u8;
+                short.truncate(2 + cut);
+                short.push(0);
+                let got = Record::decode(&short, 100, &mut BlockState::default());
+                let err = got.expect_err(&format!("{} cut to {cut} bytes decoded", r.body.name()));
+                assert!(err.offset >= 100, "{err:?}");
+            }
         }
     }
 

@@ -10,6 +10,7 @@
 //! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
 //! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
 //! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event (what stream-leak and event-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
+//! | `GPULEAK_PYTHON` | 1 | 0: no Python frames in stacks (the interpreter is never looked up) |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
 //!
 //! Operations settings ([`Ops`], read by `ops` at the first intercepted memory, stream or
@@ -56,6 +57,9 @@ pub struct Config {
     /// Creation stacks for streams and events (off by default: stream and event calls capture
     /// no stack unless asked, like the other hot stream-ordering calls).
     pub object_stacks: bool,
+    /// Python frames in stacks (`GPULEAK_PYTHON`, on by default; only Python processes are
+    /// affected).
+    pub python: bool,
     /// Record nothing.
     pub disabled: bool,
 }
@@ -158,6 +162,7 @@ impl Config {
             sync_stacks,
             clock,
             object_stacks: flag("GPULEAK_OBJECT_STACKS", false),
+            python: flag("GPULEAK_PYTHON", true),
             disabled: flag("GPULEAK_DISABLE", false),
         }
     }

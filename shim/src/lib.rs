@@ -22,6 +22,7 @@ mod hooks;
 mod modules;
 mod ops;
 mod params;
+mod python;
 mod stacks;
 mod tracer;
 mod writer;

@@ -32,8 +32,12 @@ pub fn hash(frames: &[u64]) -> u64 {
     for (lane, &f) in lanes.iter_mut().zip(chunks.remainder()) {
         *lane = (*lane ^ f).wrapping_mul(K).rotate_left(29);
     }
-    let mut h = lanes[0] ^ lanes[1].rotate_left(16) ^ lanes[2].rotate_left(32) ^ lanes[3].rotate_left(48);
-    // Final avalanche (from MurmurHash3's fmix64).
+    finish_hash(lanes[0] ^ lanes[1].rotate_left(16) ^ lanes[2].rotate_left(32) ^ lanes[3].rotate_left(48))
+}
+
+/// The final avalanche of [`hash`] (MurmurHash3's fmix64), also used for Python frames.
+#[inline(always)]
+pub fn finish_hash(mut h: u64) -> u64 {
     h ^= h >> 33;
     h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
     h ^= h >> 33;

@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
-    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, Lost, Module, ProcessInfo, Ptr, RecordRef, Seq, Stack,
-    StackId, Stream,
+    Addrs, Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, Lost, Module, ProcessInfo, Ptr, PyFrames, RecordRef,
+    Seq, Stack, StackId, Stream,
 };
 
 use crate::config::{Config, MAX_DEPTH};
 use crate::guard::{self, HookGuard};
 use crate::modules;
+use crate::python::{self, Codes, PyFrame};
 use crate::stacks::{self, Stacks};
 use crate::writer::{self, Writer};
 
@@ -34,15 +35,20 @@ struct StackScratch {
     /// The tracer the last stack was interned in (a forked child has a new one).
     owner: usize,
     id: u32,
-    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), as
-    /// many as the unwinder keeps memos: a loop allocating from a few sites in turn replays
-    /// each site's capture, and finds its id here.
-    keyed: [(u64, u32); KEYED],
+    /// The unwinder's keys of recent captures with the hash of their Python frames (0: none)
+    /// and the stack ids they made (key 0: none), as many as the unwinder keeps memos: a loop
+    /// allocating from a few sites in turn replays each site's capture, and finds its id here.
+    /// The Python hash is part of the match: the same native frames often run different
+    /// Python code.
+    keyed: [(u64, u64, u32); KEYED],
     /// The slot of `keyed` to fill next.
     next_keyed: usize,
     len: usize,
+    /// The Python frames' hash of the last stack.
+    last_py: u64,
     last: [u64; MAX_DEPTH],
     buf: [u64; MAX_DEPTH + OWN_FRAMES],
+    py: [PyFrame; python::MAX_FRAMES],
 }
 
 /// Recent capture keys remembered per thread.
@@ -52,18 +58,25 @@ impl StackScratch {
     const EMPTY: StackScratch = StackScratch {
         owner: 0,
         id: 0,
-        keyed: [(0, 0); KEYED],
+        keyed: [(0, 0, 0); KEYED],
         next_keyed: 0,
         len: 0,
+        last_py: 0,
         last: [0; MAX_DEPTH],
         buf: [0; MAX_DEPTH + OWN_FRAMES],
+        py: [PyFrame {
+            code: 0,
+            table: 0,
+            offset: 0,
+            entry: false,
+        }; python::MAX_FRAMES],
     };
 
-    /// Keeps `id` as the stack of the capture with `key` (0: none).
+    /// Keeps `id` as the stack of the capture with `key` (0: none) and Python frames `py`.
     #[inline(always)]
-    fn remember(&mut self, key: u64, id: u32) {
+    fn remember(&mut self, key: u64, py: u64, id: u32) {
         if key != 0 {
-            self.keyed[self.next_keyed] = (key, id);
+            self.keyed[self.next_keyed] = (key, py, id);
             self.next_keyed = (self.next_keyed + 1) % KEYED;
         }
     }
@@ -88,6 +101,10 @@ pub struct Tracer {
     modules: Mutex<ModuleSet>,
     own_text: (u64, u64),
     ctx_getter: AtomicUsize,
+    /// Python frames wanted (`GPULEAK_PYTHON`); the interpreter is looked up at the first
+    /// capture.
+    python: bool,
+    codes: Codes,
 }
 
 #[derive(Default)]
@@ -217,6 +234,8 @@ fn start() -> Option<Tracer> {
         modules: Mutex::new(ModuleSet::default()),
         own_text,
         ctx_getter: AtomicUsize::new(0),
+        python: config.python,
+        codes: Codes::default(),
     })
 }
 
@@ -409,17 +428,22 @@ impl Tracer {
     #[inline(always)]
     fn stack_in(&self, s: &mut StackScratch) -> StackId {
         let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
+        let py = if self.python { python::runtime() } else { None };
+        let (py_n, py_hash) = match py {
+            Some(rt) => rt.capture(&mut s.py),
+            None => (0, 0),
+        };
         let owner = self as *const Tracer as usize;
         // The unwinder copied the frames of a recent capture of this thread, which made the
         // id kept with its key: nothing to filter, compare or look up.
         if key != 0 && s.owner == owner {
-            if let Some(&(_, id)) = s.keyed.iter().find(|&&(k, _)| k == key) {
+            if let Some(&(_, _, id)) = s.keyed.iter().find(|&&(k, p, _)| k == key && p == py_hash) {
                 return StackId(id);
             }
         }
         if s.owner != owner {
             // A forked child's new tracer: the parent's ids mean nothing in it.
-            s.keyed = [(0, 0); KEYED];
+            s.keyed = [(0, 0, 0); KEYED];
             s.len = 0;
         }
         // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
@@ -438,12 +462,13 @@ impl Tracer {
         }
         // A loop allocating from one place repeats this thread's last stack: no hash, no
         // table lookup.
-        if s.owner == owner && s.len == kept && s.last[..kept] == s.buf[..kept] {
-            s.remember(key, s.id);
+        if s.owner == owner && s.len == kept && s.last_py == py_hash && s.last[..kept] == s.buf[..kept] {
+            s.remember(key, py_hash, s.id);
             return StackId(s.id);
         }
         let frames = &s.buf[..kept];
-        let id = self.stacks.intern(stacks::hash(frames), |id| {
+        let pyframes = &s.py[..py_n];
+        let id = self.stacks.intern(stacks::hash(frames) ^ py_hash, |id| {
             self.cover(frames);
             self.now(
                 &Stack {
@@ -452,13 +477,54 @@ impl Tracer {
                 }
                 .into(),
             );
+            if let (Some(rt), false) = (py, pyframes.is_empty()) {
+                self.write_python(rt, id, frames, pyframes);
+            }
         });
         s.owner = owner;
         s.len = kept;
+        s.last_py = py_hash;
         s.id = id.0;
-        s.remember(key, id.0);
+        s.remember(key, py_hash, id.0);
         s.last[..kept].copy_from_slice(&s.buf[..kept]);
         id
+    }
+
+    /// Writes where the Python frames of a new stack go among its native frames, describing
+    /// their code objects first.
+    ///
+    /// The rule: each native frame inside `_PyEval_EvalFrameDefault` ran one group of Python
+    /// frames (those from an entry frame inwards), so the innermost group goes just before
+    /// (on the inner side of) the innermost eval-loop frame, the next group before the next
+    /// one, and so on; groups left over (native frames cut by the depth limit, or an eval loop
+    /// whose range is unknown) go after the last native frame, in order.
+    #[cold]
+    fn write_python(&self, rt: &python::Runtime, id: StackId, native: &[u64], py: &[PyFrame]) {
+        let mut triples = Vec::with_capacity(py.len() * 3);
+        let mut next = 0;
+        let mut i = 0;
+        while i < py.len() {
+            let end = (i..py.len()).find(|&j| py[j].entry).unwrap_or(py.len() - 1);
+            let at = (next..native.len())
+                .find(|&k| rt.in_eval_loop(native[k]))
+                .unwrap_or(native.len());
+            for f in &py[i..=end] {
+                if let Some(code) = self.codes.id(rt, f, |c| self.now(&c.into())) {
+                    triples.extend([at as u64, code as u64, f.offset as u64]);
+                }
+            }
+            next = (at + 1).min(native.len());
+            i = end + 1;
+        }
+        if !triples.is_empty() {
+            self.now(
+                &PyFrames {
+                    stack: id,
+                    frames: Addrs(triples.into()),
+                }
+                .into(),
+            );
+        }
     }
 
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that

@@ -11,12 +11,17 @@
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
 //! - `trace`: reading traces and client output in tests;
 //! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
-//! - `ops`: metrics endpoint, snapshots, OOM dumps, budgets and fault injection.
+//! - `ops`: metrics endpoint, snapshots, OOM dumps, budgets and fault injection;
+//! - `python_frames`: Python frames in the stacks of CPython programs;
+//! - `python_pkg`: the Python wheel in a fresh virtual environment, `gpuleak.check()`, the
+//!   pytest plugin (with pytest-xdist) and `gpuleak run --no-framework-cache`.
 
 mod check;
 mod memory;
 mod ops;
 mod ordering;
+mod python_frames;
+mod python_pkg;
 mod report;
 mod run;
 mod shim;

@@ -184,6 +184,22 @@ impl Model {
             Body::Stack(s) => {
                 self.replay.stacks.insert(s.id, s.frames.0.to_vec());
             }
+            Body::PyCode(c) => self.replay.modules.python.insert(
+                c.id,
+                crate::symbolize::python::PyCode {
+                    python: c.python,
+                    first_line: c.first_line,
+                    filename: c.filename.to_string(),
+                    qualname: c.qualname.to_string(),
+                    line_table: c.line_table.to_vec(),
+                },
+            ),
+            Body::PyFrames(p) => {
+                // Written right after the stack's own record; a stack never seen stays without.
+                if let Some(native) = self.replay.stacks.get_mut(&p.stack) {
+                    *native = crate::symbolize::python::interleave(native, &p.frames.0);
+                }
+            }
             Body::Exit(e) => {
                 self.replay.exited = true;
                 self.replay.exit_code = (e.how == 1).then_some(e.code);

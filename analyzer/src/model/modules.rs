@@ -34,6 +34,9 @@ pub fn file_name(path: &str) -> &str {
 #[derive(Debug, Default, Clone)]
 pub struct Modules {
     by_start: BTreeMap<u64, Module>,
+    /// The Python code objects the trace describes: what names the Python frames of stacks
+    /// (tagged pseudo-addresses, see [`crate::symbolize::python`]).
+    pub python: crate::symbolize::python::PyCodes,
 }
 
 impl Modules {

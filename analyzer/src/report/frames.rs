@@ -113,6 +113,11 @@ impl<'a> Stacks<'a> {
         };
         let mut out = Vec::with_capacity(shown.len());
         for &a in shown {
+            // Python frames (tagged by the model) are named from the trace's code objects.
+            if let Some(frame) = self.modules.python.frame(a) {
+                out.push(frame);
+                continue;
+            }
             let source = self.source;
             out.extend(self.cache.entry(a).or_insert_with(|| source.frames(a)).iter().cloned());
         }

@@ -31,6 +31,7 @@
 mod debug_info;
 mod files;
 mod names;
+pub mod python;
 mod symbol_table;
 
 use std::collections::HashMap;

@@ -1,0 +1,319 @@
+//! Python frames: the CPython frames of the allocating thread, read without the GIL.
+//!
+//! Nothing happens in a process that is not Python: the interpreter is looked up (through
+//! the real `dlsym`, never by linking libpython) at the first stack capture of a process that
+//! has `GPULEAK_PYTHON` on, and the answer is kept. In a Python process each capture then
+//! reads the calling thread's own frame chain:
+//!
+//! * the thread state comes from `PyGILState_GetThisThreadState()`, which reads a thread-local
+//!   and needs no GIL (PyTorch and cuda-bindings release the GIL before they allocate);
+//! * the thread is inside our hook, so its frames cannot change under us, and no other thread
+//!   changes them (the frames keep their code objects alive);
+//! * per frame, only a pair is kept: the code object's address and the instruction offset
+//!   (plus the address of its line table, which tells a reused code object address apart).
+//!   Each code object is described once in the trace (`PyCode`: file, qualified name, first
+//!   line, line table bytes), and the analyzer computes lines offline.
+//!
+//! Reads are defensive: every pointer must be aligned and in the user address range, every
+//! code object must have `PyCode_Type` as its type, offsets must fall inside the code, and a
+//! walk stops after [`MAX_FRAMES`] frames. The first walks of a process go through
+//! `process_vm_readv` (a failed read is an error, never a fault) until one walk has found a
+//! real code object: that proves the version's layout against the live interpreter; a failed
+//! read switches Python frames off with one line on stderr. Strings and line tables are always
+//! copied with `process_vm_readv` (once per code object).
+
+mod code;
+mod layout;
+mod read;
+
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::OnceLock;
+
+pub use code::Codes;
+use layout::{Chain, Entry, Instr, Layout, OB_SIZE, OB_TYPE};
+use read::Mem;
+
+/// The most Python frames kept per stack (the innermost ones).
+pub const MAX_FRAMES: usize = 128;
+
+/// Careful walks that found no code object before Python frames give up (a layout that does
+/// not match, for example a free-threaded or `Py_TRACE_REFS` build).
+const CAREFUL_TRIES: u32 = 256;
+
+/// One Python frame as captured: cheap to take, described later.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PyFrame {
+    /// The code object's address.
+    pub code: u64,
+    /// Its line table's address (with `code`, identifies the code object).
+    pub table: u64,
+    /// Bytes from the start of the bytecode.
+    pub offset: u32,
+    /// Whether this frame is the first one its eval-loop call ran (the outermost Python
+    /// frame of a native `_PyEval_EvalFrameDefault` frame).
+    pub entry: bool,
+}
+
+/// The interpreter found in this process.
+pub struct Runtime {
+    layout: &'static Layout,
+    this_thread_state: unsafe extern "C" fn() -> *mut c_void,
+    code_type: u64,
+    pub(crate) str_type: u64,
+    pub(crate) bytes_type: u64,
+    /// `_PyEval_EvalFrameDefault`'s code range (0, 0 when unknown).
+    eval: (u64, u64),
+    /// Set once a careful walk has proven the layout; direct reads after.
+    proven: AtomicBool,
+    careful_left: AtomicU32,
+    off: AtomicBool,
+}
+
+static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
+
+const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
+/// `RTLD_DL_SYMENT` for `dladdr1` (glibc's dlfcn.h).
+const RTLD_DL_SYMENT: libc::c_int = 1;
+
+fn sym(name: &CStr) -> u64 {
+    crate::dl::real_dlsym(RTLD_DEFAULT, name) as u64
+}
+
+/// The interpreter of this process, looked up on the first call.
+#[inline]
+pub fn runtime() -> Option<&'static Runtime> {
+    RUNTIME
+        .get_or_init(detect)
+        .as_ref()
+        .filter(|r| !r.off.load(Ordering::Relaxed))
+}
+
+fn version() -> Option<(u32, u32)> {
+    let v = sym(c"Py_Version");
+    if v != 0 {
+        // SAFETY: `Py_Version` is libpython's `const unsigned long` (3.11+).
+        let hex = unsafe { std::ptr::read_volatile(v as *const libc::c_ulong) } as u64;
+        return Some((((hex >> 24) & 0xff) as u32, ((hex >> 16) & 0xff) as u32));
+    }
+    let f = sym(c"Py_GetVersion");
+    if f == 0 {
+        return None;
+    }
+    type GetVersion = unsafe extern "C" fn() -> *const libc::c_char;
+    // SAFETY: `Py_GetVersion` takes nothing and returns a static string; it needs no GIL.
+    let s = unsafe { std::mem::transmute::<u64, GetVersion>(f)() };
+    if s.is_null() {
+        return None;
+    }
+    // SAFETY: a NUL-terminated static string.
+    let text = unsafe { CStr::from_ptr(s) }.to_bytes();
+    let mut parts = text
+        .split(|&c| c == b'.' || c == b' ')
+        .map(|p| std::str::from_utf8(p).ok().and_then(|p| p.parse::<u32>().ok()));
+    Some((parts.next()??, parts.next()??))
+}
+
+fn symbol_range(addr: u64) -> (u64, u64) {
+    if addr == 0 {
+        return (0, 0);
+    }
+    let mut info = std::mem::MaybeUninit::<libc::Dl_info>::zeroed();
+    let mut entry: *const libc::Elf64_Sym = std::ptr::null();
+    // SAFETY: dladdr1 only reads the loader's tables; both out-pointers are valid.
+    let ok = unsafe {
+        libc::dladdr1(
+            addr as *const c_void,
+            info.as_mut_ptr(),
+            (&raw mut entry).cast(),
+            RTLD_DL_SYMENT,
+        )
+    };
+    if ok == 0 || entry.is_null() {
+        return (0, 0);
+    }
+    // SAFETY: dladdr1 succeeded and pointed `entry` at the symbol's table entry.
+    let size = unsafe { (*entry).st_size };
+    if size == 0 {
+        return (0, 0);
+    }
+    (addr, addr + size)
+}
+
+fn detect() -> Option<Runtime> {
+    let state = sym(c"PyGILState_GetThisThreadState");
+    if state == 0 {
+        return None;
+    }
+    let (major, minor) = version()?;
+    let Some(layout) = layout::for_version(major, minor) else {
+        crate::diag::line(format_args!(
+            "Python {major}.{minor}: no Python frames in stacks (supported: 3.10 to 3.13)"
+        ));
+        return None;
+    };
+    // Builds whose object header is larger than the default one.
+    if sym(c"_Py_PrintReferenceAddresses") != 0 {
+        crate::diag::line(format_args!(
+            "Python {major}.{minor} built with Py_TRACE_REFS: no Python frames in stacks"
+        ));
+        return None;
+    }
+    let (code_type, str_type, bytes_type) = (sym(c"PyCode_Type"), sym(c"PyUnicode_Type"), sym(c"PyBytes_Type"));
+    if code_type == 0 || str_type == 0 || bytes_type == 0 {
+        return None;
+    }
+    Some(Runtime {
+        layout,
+        // SAFETY: the address of libpython's `PyGILState_GetThisThreadState`, found by name.
+        this_thread_state: unsafe { std::mem::transmute::<u64, unsafe extern "C" fn() -> *mut c_void>(state) },
+        code_type,
+        str_type,
+        bytes_type,
+        eval: symbol_range(sym(c"_PyEval_EvalFrameDefault")),
+        proven: AtomicBool::new(false),
+        careful_left: AtomicU32::new(CAREFUL_TRIES),
+        off: AtomicBool::new(false),
+    })
+}
+
+/// Mixes one value into a running hash of Python frames.
+#[inline(always)]
+fn mix(h: u64, v: u64) -> u64 {
+    (h ^ v).wrapping_mul(0x9e37_79b9_7f4a_7c15).rotate_left(29)
+}
+
+impl Runtime {
+    /// Whether a native return address lies in the interpreter's eval loop.
+    #[inline(always)]
+    pub fn in_eval_loop(&self, addr: u64) -> bool {
+        addr.wrapping_sub(self.eval.0) < self.eval.1 - self.eval.0
+    }
+
+    /// Writes the calling thread's Python frames into `out`, innermost first; returns how
+    /// many, and a hash of them (0 when there are none).
+    #[inline]
+    pub fn capture(&self, out: &mut [PyFrame]) -> (usize, u64) {
+        if self.proven.load(Ordering::Relaxed) {
+            return self.walk(Mem::Direct, out).unwrap_or((0, 0));
+        }
+        self.capture_careful(out)
+    }
+
+    #[cold]
+    fn capture_careful(&self, out: &mut [PyFrame]) -> (usize, u64) {
+        match self.walk(Mem::Careful, out) {
+            Some((n, h)) if n > 0 => {
+                self.proven.store(true, Ordering::Relaxed);
+                (n, h)
+            }
+            Some(_) => {
+                if self.careful_left.fetch_sub(1, Ordering::Relaxed) == 1 {
+                    self.off.store(true, Ordering::Relaxed);
+                }
+                (0, 0)
+            }
+            None => {
+                if !self.off.swap(true, Ordering::Relaxed) {
+                    crate::diag::line(format_args!(
+                        "the Python {}.{} interpreter's frames could not be read; no Python frames in stacks",
+                        self.layout.version >> 8,
+                        self.layout.version & 0xff
+                    ));
+                }
+                (0, 0)
+            }
+        }
+    }
+
+    /// The walk. `None`: a read failed (only in careful mode; direct reads never fail, they
+    /// are only made once the layout is proven and on pointers that pass the checks).
+    #[inline(always)]
+    fn walk(&self, mem: Mem, out: &mut [PyFrame]) -> Option<(usize, u64)> {
+        // SAFETY: `PyGILState_GetThisThreadState` reads a thread-local of the interpreter and
+        // needs no GIL; it returns NULL on threads that have no thread state.
+        let ts = unsafe { (self.this_thread_state)() } as u64;
+        if ts == 0 {
+            return Some((0, 0));
+        }
+        let l = self.layout;
+        let mut frame = match l.chain {
+            Chain::Frame(off) | Chain::Current(off) => mem.ptr(ts + off)?,
+            Chain::CFrame { cframe, current } => {
+                let c = mem.ptr(ts + cframe)?;
+                if c == 0 {
+                    return Some((0, 0));
+                }
+                mem.ptr(c + current)?
+            }
+        };
+        let mut n = 0;
+        let mut h = 0x243f_6a88_85a3_08d3u64;
+        let mut steps = 0;
+        while frame != 0 && n < out.len() && steps < 4 * MAX_FRAMES {
+            steps += 1;
+            if !read::plausible(frame) {
+                break;
+            }
+            let previous = mem.ptr(frame + l.frame_previous)?;
+            if let Entry::CStackOwner(owner, cstack) = l.entry {
+                if mem.u8(frame + owner)? == cstack {
+                    if n > 0 {
+                        out[n - 1].entry = true;
+                    }
+                    frame = previous;
+                    continue;
+                }
+            }
+            let code = mem.ptr(frame + l.frame_code)?;
+            if !read::plausible(code) || mem.ptr(code + OB_TYPE)? != self.code_type {
+                frame = previous;
+                continue;
+            }
+            let offset = match l.instr {
+                Instr::LastI { lasti, co_code } => {
+                    let units = mem.i32(frame + lasti)?;
+                    let bytes = mem.ptr(code + co_code)?;
+                    if units < 0 || !read::plausible(bytes) {
+                        None
+                    } else {
+                        let len = mem.ptr(bytes + OB_SIZE)?;
+                        let at = units as u64 * 2;
+                        (at < len).then_some(at)
+                    }
+                }
+                Instr::Pointer { ptr, code_start } => {
+                    let at = mem.ptr(frame + ptr)?.wrapping_sub(code + code_start);
+                    // Below the start: a frame that has not begun (CPython skips those too).
+                    let units = mem.ptr(code + OB_SIZE)?;
+                    (at < units.saturating_mul(2)).then_some(at)
+                }
+            };
+            let Some(offset) = offset else {
+                frame = previous;
+                continue;
+            };
+            let entry = match l.entry {
+                Entry::EveryFrame => true,
+                Entry::Flag(off) => mem.u8(frame + off)? != 0,
+                Entry::CStackOwner(..) => false,
+            };
+            let table = mem.ptr(code + l.code_linetable)?;
+            out[n] = PyFrame {
+                code,
+                table,
+                offset: offset as u32,
+                entry,
+            };
+            h = mix(mix(mix(h, code), table), offset << 1 | entry as u64);
+            n += 1;
+            frame = previous;
+        }
+        if n == 0 {
+            return Some((0, 0));
+        }
+        // The outermost frame always ends its group (a thread's first eval-loop call).
+        out[n - 1].entry = true;
+        Some((n, crate::stacks::finish_hash(h) | 1))
+    }
+}

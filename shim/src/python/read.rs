@@ -1,0 +1,108 @@
+//! Reading the interpreter's memory: directly once the layout is proven, through
+//! `process_vm_readv` (which reports a bad address as an error instead of faulting) before.
+
+/// Lowest address a heap or data pointer can have (the first pages are never mapped).
+const LOW: u64 = 0x10000;
+/// One past the highest user-space address on x86-64 with 4-level paging (5-level paging
+/// gives more, but glibc's allocator and the loader stay below this unless asked).
+const HIGH: u64 = 1 << 47;
+
+/// Whether `p` can be a pointer to an interpreter structure: aligned, in user space.
+#[inline(always)]
+pub fn plausible(p: u64) -> bool {
+    p & 7 == 0 && (LOW..HIGH).contains(&p)
+}
+
+/// How to read.
+#[derive(Debug, Clone, Copy)]
+pub enum Mem {
+    /// Plain loads: for a proven layout on pointers taken from the interpreter's own
+    /// structures of the calling thread.
+    Direct,
+    /// `process_vm_readv` on this process.
+    Careful,
+}
+
+/// Copies `buf.len()` bytes from `addr` with `process_vm_readv`; false when any is not
+/// readable.
+pub fn copy(addr: u64, buf: &mut [u8]) -> bool {
+    if buf.is_empty() {
+        return true;
+    }
+    if addr < LOW || addr.checked_add(buf.len() as u64).is_none_or(|end| end > HIGH) {
+        return false;
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: reads this process's memory into `buf`, which we own; the kernel checks the
+    // remote range and fails with EFAULT instead of faulting.
+    let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+    got == buf.len() as isize
+}
+
+impl Mem {
+    #[inline(always)]
+    fn word<const N: usize>(self, addr: u64) -> Option<[u8; N]> {
+        if addr < LOW || addr >= HIGH - N as u64 {
+            return None;
+        }
+        match self {
+            Mem::Direct => {
+                // SAFETY: `Direct` is used only after a careful walk proved this layout in
+                // this process, on addresses inside the calling thread's own thread state,
+                // frames and the code objects those frames hold alive (the thread is in our
+                // hook, so none of them can be freed or changed meanwhile); an unaligned read
+                // is allowed by `read_unaligned`.
+                Some(unsafe { std::ptr::read_unaligned(addr as *const [u8; N]) })
+            }
+            Mem::Careful => {
+                let mut b = [0u8; N];
+                copy(addr, &mut b).then_some(b)
+            }
+        }
+    }
+
+    /// A pointer-sized word.
+    #[inline(always)]
+    pub fn ptr(self, addr: u64) -> Option<u64> {
+        self.word::<8>(addr).map(u64::from_ne_bytes)
+    }
+
+    /// A C `int`.
+    #[inline(always)]
+    pub fn i32(self, addr: u64) -> Option<i32> {
+        self.word::<4>(addr).map(i32::from_ne_bytes)
+    }
+
+    /// A byte.
+    #[inline(always)]
+    pub fn u8(self, addr: u64) -> Option<u8> {
+        self.word::<1>(addr).map(|b| b[0])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn careful_reads_fail_on_unmapped_memory_and_read_mapped_memory() {
+        let x: u64 = 0x1122_3344_5566_7788;
+        let at = &x as *const u64 as u64;
+        assert_eq!(Mem::Careful.ptr(at), Some(x));
+        assert_eq!(Mem::Direct.ptr(at), Some(x));
+        assert_eq!(Mem::Careful.u8(at), Some(0x88));
+        assert_eq!(Mem::Careful.ptr(0x10_0000), None, "the first megabyte is not mapped");
+        assert_eq!(Mem::Careful.ptr(8), None);
+        assert_eq!(Mem::Careful.ptr(u64::MAX - 3), None);
+        assert!(!plausible(at + 1));
+        assert!(plausible(at));
+        assert!(!plausible(0));
+    }
+}

@@ -1,0 +1,258 @@
+//! Python frames in allocation stacks: real CPython 3.11 (`target/pyenv`) running NVIDIA's
+//! cuda-bindings and ctypes on the simulated driver, under the shim.
+//!
+//! `tests/python/python_frames_client.py` leaks from named functions at lines marked
+//! `# LEAK: NAME`; the report must name those lines, with the GIL released by the allocating
+//! thread (cuda-bindings, ctypes.CDLL, a second thread) and held (ctypes.PyDLL), with the
+//! Python frames where the interpreter's eval-loop frames are among the native ones.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use serde_json::Value;
+
+use crate::trace::{assert_ok, dump, of_type};
+
+const SCRIPT: &str = "python_frames_client.py";
+
+fn script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(SCRIPT)
+}
+
+/// The line of the script that contains `needle` (exactly one).
+fn line_of(needle: &str) -> u64 {
+    let text = std::fs::read_to_string(script()).expect("the script");
+    let hits: Vec<u64> = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains(needle))
+        .map(|(i, _)| i as u64 + 1)
+        .collect();
+    assert_eq!(hits.len(), 1, "{needle:?} in {SCRIPT}: {hits:?}");
+    hits[0]
+}
+
+/// Runs the client under the shim (extra environment `env`) and returns its trace.
+fn traced(dir: &TempDir, env: &[(&str, &str)]) -> PathBuf {
+    let trace = dir.path().join("python.trace");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
+    assert!(
+        python.is_file(),
+        "{} is missing: run scripts/python-env (the third_party tests check its packages)",
+        python.display()
+    );
+    let mut cmd = shim_command(&python, &trace);
+    cmd.arg("-I").arg(script());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("gpuleak:"), "the shim complained: {stderr}");
+    trace
+}
+
+fn report(trace: &Path) -> Value {
+    let out = Command::new(gpuleak_bin())
+        .args(["report", "--format", "json"])
+        .arg(trace)
+        .output()
+        .expect("gpuleak report");
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "report is not JSON ({e}): {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+/// The stack of the leak group of `bytes`.
+fn leak_stack(report: &Value, bytes: u64) -> Vec<Value> {
+    let leaks = report["leaks"].as_array().expect("leaks");
+    let leak = leaks
+        .iter()
+        .find(|l| l["bytes"] == bytes)
+        .unwrap_or_else(|| panic!("no leak of {bytes} bytes in {leaks:#?}"));
+    leak["stack"].as_array().expect("stack").clone()
+}
+
+fn is_python(f: &Value) -> bool {
+    f["module"] == "python"
+}
+
+/// `(function, line)` of the Python frames, innermost first.
+fn python_frames(stack: &[Value]) -> Vec<(String, u64)> {
+    stack
+        .iter()
+        .filter(|f| is_python(f))
+        .map(|f| {
+            assert!(
+                f["file"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with(SCRIPT) || p.ends_with("threading.py")),
+                "{f}"
+            );
+            (
+                f["function"].as_str().unwrap_or("?").to_string(),
+                f["line"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+fn function(f: &Value) -> &str {
+    f["function"].as_str().unwrap_or("")
+}
+
+#[test]
+fn python_frames_name_the_leaking_lines_with_and_without_the_gil_in_order_among_native_frames() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, &[]);
+    let report = report(&trace);
+    let (lambda, outer, module) = (
+        line_of("return list(map(lambda"),
+        line_of("        through_map(leak)"),
+        line_of("outer()  # the leaking calls"),
+    );
+    // (bytes, leaking function, its marker): cuda-bindings and CDLL release the GIL around
+    // the driver call, PyDLL keeps it.
+    for (bytes, leaking, marker) in [
+        (1u64 << 20, "leak_through_bindings", "# LEAK: bindings"),
+        (2 << 20, "leak_with_gil_held", "# LEAK: pydll"),
+        (3 << 20, "leak_with_gil_released", "# LEAK: cdll"),
+    ] {
+        let stack = leak_stack(&report, bytes);
+        let py = python_frames(&stack);
+        let want: Vec<(String, u64)> = [
+            (leaking, line_of(marker)),
+            ("through_map.<locals>.<lambda>", lambda),
+            ("through_map", lambda),
+            ("outer", outer),
+            ("<module>", module),
+        ]
+        .iter()
+        .map(|&(f, l)| (f.to_string(), l))
+        .collect();
+        assert_eq!(py, want, "Python frames of the {bytes}-byte leak");
+
+        // Interleaving: native frames (the binding's or ctypes' call path) are inside the
+        // innermost Python frame; each group of Python frames sits just inside the native
+        // eval-loop frame that ran it, and native frames (map's C code) separate the groups.
+        let at = |name: &str| {
+            stack
+                .iter()
+                .position(|f| is_python(f) && function(f) == name)
+                .unwrap_or_else(|| panic!("{name} missing"))
+        };
+        let first = at(leaking);
+        assert!(
+            first > 0 && !is_python(&stack[0]),
+            "native frames inside Python: {stack:#?}"
+        );
+        let lambda_at = at("through_map.<locals>.<lambda>");
+        assert_eq!(lambda_at, first + 1);
+        assert_eq!(
+            function(&stack[lambda_at + 1]),
+            "_PyEval_EvalFrameDefault",
+            "{stack:#?}"
+        );
+        let map_at = at("through_map");
+        assert!(
+            stack[lambda_at + 1..map_at].iter().any(|f| function(f) == "map_next"),
+            "map's C frames between the two groups: {stack:#?}"
+        );
+        assert_eq!(function(&stack[map_at - 1]), "PyObject_Vectorcall", "{stack:#?}");
+        let module_at = at("<module>");
+        assert_eq!(module_at, map_at + 2);
+        assert_eq!(function(&stack[module_at + 1]), "_PyEval_EvalFrameDefault");
+        assert!(stack[module_at + 1..].iter().all(|f| !is_python(f)));
+        if leaking == "leak_through_bindings" {
+            assert!(
+                stack[..first]
+                    .iter()
+                    .any(|f| f["module"].as_str().is_some_and(|m| m.starts_with("cydriver."))),
+                "cuda-bindings' own frames: {stack:#?}"
+            );
+        }
+    }
+}
+
+/// The same native frames with different Python frames must not share a stack: the shim's
+/// per-thread stack caches include the Python frames.
+#[test]
+fn python_frames_tell_apart_sites_whose_native_stacks_are_identical() {
+    let dir = TempDir::new();
+    let report = report(&traced(&dir, &[]));
+    let helper = line_of("# LEAK: helper");
+    for (bytes, site, marker) in [
+        (4 * 4096u64, "site_a", "# LEAK: site_a"),
+        (4 * 8192, "site_b", "# LEAK: site_b"),
+    ] {
+        let stack = leak_stack(&report, bytes);
+        let py = python_frames(&stack);
+        assert_eq!(
+            py[..2],
+            [
+                ("alloc_for_site".to_string(), helper),
+                (site.to_string(), line_of(marker))
+            ],
+            "{bytes}-byte group"
+        );
+        let leak = report["leaks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["bytes"] == bytes)
+            .unwrap();
+        assert_eq!(leak["allocations"], 4, "{leak:#}");
+    }
+}
+
+#[test]
+fn python_frames_of_a_second_thread() {
+    let dir = TempDir::new();
+    let report = report(&traced(&dir, &[]));
+    let py = python_frames(&leak_stack(&report, 5 << 20));
+    assert_eq!(py[0], ("leak_in_thread".to_string(), line_of("# LEAK: thread")));
+    assert_eq!(py[1].0, "Thread.run", "{py:?}");
+}
+
+#[test]
+fn gpuleak_python_0_records_no_python_frames() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, &[("GPULEAK_PYTHON", "0")]);
+    let records = dump(&trace);
+    assert!(of_type(&records, "PyCode").is_empty());
+    assert!(of_type(&records, "PyFrames").is_empty());
+    let report = report(&trace);
+    for leak in report["leaks"].as_array().expect("leaks") {
+        let stack = leak["stack"].as_array().expect("stack");
+        assert!(stack.iter().all(|f| !is_python(f)), "{stack:#?}");
+        assert!(stack.iter().any(|f| function(f) == "_PyEval_EvalFrameDefault"));
+    }
+    // Without Python frames the two sites' native stacks are one: what makes the twin test
+    // above meaningful.
+    leak_stack(&report, 4 * 4096 + 4 * 8192);
+    // On by default: the twin above has them.
+    let on = dump(&traced(&TempDir::new(), &[]));
+    assert!(!of_type(&on, "PyCode").is_empty());
+    assert!(!of_type(&on, "PyFrames").is_empty());
+}
+
+#[test]
+fn a_program_without_python_has_no_python_records() {
+    let dir = TempDir::new();
+    let trace = dir.path().join("native.trace");
+    let out = shim_command(client("report_leaks"), &trace)
+        .output()
+        .expect("report_leaks");
+    assert!(out.status.success(), "{out:?}");
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("Python"));
+    let records = dump(&trace);
+    assert!(!of_type(&records, "Stack").is_empty());
+    assert!(of_type(&records, "PyCode").is_empty());
+    assert!(of_type(&records, "PyFrames").is_empty());
+}
