@@ -44,6 +44,15 @@ struct RunArgs {
     /// Exit with N instead of the command's 0 when leaks or error findings exist.
     #[arg(long, value_name = "N")]
     error_exitcode: Option<u8>,
+    /// Turn off the caching allocators of PyTorch (PYTORCH_NO_CUDA_MEMORY_CACHING=1), JAX
+    /// (XLA_PYTHON_CLIENT_ALLOCATOR=platform, XLA_PYTHON_CLIENT_PREALLOCATE=false) and CuPy
+    /// (a sitecustomize on PYTHONPATH), so that each tensor is a real allocation; what their
+    /// modules hold then counts as leaked.
+    #[arg(long)]
+    no_framework_cache: bool,
+    /// Say which shim is preloaded, where the traces go and which variables are set.
+    #[arg(short = 'v', long)]
+    verbose: bool,
     /// The command and its arguments.
     #[arg(
         required = true,
@@ -336,8 +345,25 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     let preload = run::preload_value(&shim, std::env::var_os("LD_PRELOAD").as_deref());
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
-        .env("LD_PRELOAD", preload)
+        .env("LD_PRELOAD", &preload)
         .env("GPULEAK_OUTPUT", output.template());
+    if args.verbose {
+        eprintln!("gpuleak: preloading {}", shim.display());
+        eprintln!("gpuleak: GPULEAK_OUTPUT={}", output.template().to_string_lossy());
+    }
+    // Removed (with its directory) when the command has ended.
+    let mut _site = None;
+    if args.no_framework_cache {
+        let site = run::SiteDir::create()
+            .map_err(|e| anyhow::anyhow!("cannot create the sitecustomize directory for --no-framework-cache: {e}"))?;
+        for e in run::framework_cache_env(site.path(), std::env::var_os("PYTHONPATH").as_deref()) {
+            if args.verbose {
+                eprintln!("gpuleak: {}={} ({})", e.name, e.value.to_string_lossy(), e.why);
+            }
+            cmd.env(e.name, e.value);
+        }
+        _site = Some(site);
+    }
     // Like time(1): Ctrl-C and Ctrl-\ go to the command; gpuleak stays to summarize.
     // SAFETY: setting signal dispositions to SIG_IGN has no preconditions.
     let old = unsafe {
@@ -367,7 +393,12 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             Err(e) => eprintln!("gpuleak: {e}"),
         }
     }
-    let summary = Report::new(report::from_files(&files, &Options::default(), every_cpu(), None)).summary;
+    // Without the caches, what the frameworks' modules hold is tensors, not cached segments.
+    let options = Options {
+        pool_as_leak: args.no_framework_cache,
+        ..Options::default()
+    };
+    let summary = Report::new(report::from_files(&files, &options, every_cpu(), None)).summary;
     let sites = summary.leaked_allocations;
     eprintln!(
         "gpuleak: {} process{} traced: {} leaked allocation{} ({}), {} finding{}, peak {}",
@@ -381,7 +412,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         run::human_bytes(summary.peak_bytes),
     );
     let listed: Vec<String> = traces.iter().map(|t| run::shell_quote(&t.to_string_lossy())).collect();
-    eprintln!("gpuleak: next: gpuleak report {}", listed.join(" "));
+    let pool = if args.no_framework_cache { "--pool-as-leak " } else { "" };
+    eprintln!("gpuleak: next: gpuleak report {pool}{}", listed.join(" "));
     let found = summary.leaked_allocations > 0 || summary.findings > 0;
     let code = match args.error_exitcode {
         Some(n) if found && code == 0 => i32::from(n),

@@ -10,8 +10,11 @@ pub const LIB_VAR: &str = "GPULEAK_LIB";
 /// The shim's file name.
 pub const LIB_NAME: &str = "libgpuleak.so";
 
-/// Finds `libgpuleak.so`: `GPULEAK_LIB`, else beside this executable, else in `../lib`
-/// (an installed layout).
+/// Finds `libgpuleak.so`: `GPULEAK_LIB`, else beside this executable, else in `../lib` (an
+/// installed layout), else inside the `gpuleak` Python package installed with this executable
+/// by the wheel (`python/`): `../lib/python3.*/site-packages/gpuleak/` (a virtual environment,
+/// `pip install --user`, a system prefix; `dist-packages` on Debian) or `../gpuleak/`
+/// (`pip install --target DIR`, which puts scripts in `DIR/bin`).
 pub fn find_shim(exe: &Path) -> Result<PathBuf, String> {
     if let Some(p) = std::env::var_os(LIB_VAR).filter(|v| !v.is_empty()) {
         let p = PathBuf::from(p);
@@ -22,17 +25,152 @@ pub fn find_shim(exe: &Path) -> Result<PathBuf, String> {
         };
     }
     let dir = exe.parent().unwrap_or(Path::new("."));
-    let candidates = [dir.join(LIB_NAME), dir.join("../lib").join(LIB_NAME)];
-    candidates
+    shim_candidates(dir)
         .iter()
         .find(|p| p.is_file())
         .map(|p| p.canonicalize().unwrap_or_else(|_| p.clone()))
         .ok_or_else(|| {
             format!(
-                "cannot find {LIB_NAME} beside {} or in ../lib; set {LIB_VAR}",
+                "cannot find {LIB_NAME} beside {}, in ../lib or in an installed gpuleak Python \
+                 package; set {LIB_VAR}",
                 dir.display()
             )
         })
+}
+
+/// Where `libgpuleak.so` may be, in order, for an executable in `dir`.
+fn shim_candidates(dir: &Path) -> Vec<PathBuf> {
+    let mut candidates = vec![dir.join(LIB_NAME), dir.join("../lib").join(LIB_NAME)];
+    let prefix_lib = dir.join("../lib");
+    // Newest Python first, so that a prefix with several gives the same answer every time.
+    let mut pythons: Vec<PathBuf> = std::fs::read_dir(&prefix_lib)
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok())
+                .filter(|e| e.file_name().to_string_lossy().starts_with("python3"))
+                .map(|e| e.path())
+                .collect()
+        })
+        .unwrap_or_default();
+    pythons.sort_by_key(|p| python_version(p));
+    for python in pythons.iter().rev() {
+        for packages in ["site-packages", "dist-packages"] {
+            candidates.push(python.join(packages).join("gpuleak").join(LIB_NAME));
+        }
+    }
+    candidates.push(dir.join("../gpuleak").join(LIB_NAME));
+    candidates
+}
+
+/// `(3, 11)` from `.../python3.11`, for ordering.
+fn python_version(dir: &Path) -> (u32, u32) {
+    let name = dir
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut parts = name
+        .trim_start_matches("python")
+        .split('.')
+        .map(|n| n.parse().unwrap_or(0));
+    (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+}
+
+/// The `sitecustomize.py` that `--no-framework-cache` puts first on `PYTHONPATH`: it turns off
+/// CuPy's memory pools when the program imports cupy, then runs the one it hides.
+pub const SITECUSTOMIZE: &str = include_str!("run_sitecustomize.py");
+
+/// Set by `--no-framework-cache`, for the Python package: memory that the frameworks' modules
+/// hold is then real tensors, not a cache, and counts as leaked.
+pub const NO_CACHE_VAR: &str = "GPULEAK_NO_FRAMEWORK_CACHE";
+
+/// One variable `--no-framework-cache` sets, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnvSetting {
+    /// The variable.
+    pub name: &'static str,
+    /// Its value.
+    pub value: OsString,
+    /// What it does, for `-v`.
+    pub why: &'static str,
+}
+
+/// The environment of `--no-framework-cache`, so that each tensor is a real allocation:
+/// PyTorch's documented switch, JAX's (XLA's allocator on `cudaMalloc`/`cudaFree`, nothing
+/// preallocated) and, for CuPy, which has no such variable, `site_dir` (holding
+/// [`SITECUSTOMIZE`]) first on `PYTHONPATH`, before `pythonpath` (the caller's).
+pub fn framework_cache_env(site_dir: &Path, pythonpath: Option<&OsStr>) -> Vec<EnvSetting> {
+    let mut path = OsString::from(site_dir);
+    if let Some(p) = pythonpath.filter(|p| !p.is_empty()) {
+        path.push(":");
+        path.push(p);
+    }
+    let set = |name, value: &str, why| EnvSetting {
+        name,
+        value: value.into(),
+        why,
+    };
+    vec![
+        set(
+            "PYTORCH_NO_CUDA_MEMORY_CACHING",
+            "1",
+            "PyTorch: no caching allocator, each tensor is a cudaMalloc",
+        ),
+        set(
+            "XLA_PYTHON_CLIENT_ALLOCATOR",
+            "platform",
+            "JAX: allocate and free on demand (no BFC pool)",
+        ),
+        set(
+            "XLA_PYTHON_CLIENT_PREALLOCATE",
+            "false",
+            "JAX: no preallocation of most of the device",
+        ),
+        EnvSetting {
+            name: "PYTHONPATH",
+            value: path,
+            why: "CuPy: a sitecustomize calls cupy.cuda.set_allocator(None) and \
+                  set_pinned_memory_allocator(None) when cupy is imported",
+        },
+        set(
+            NO_CACHE_VAR,
+            "1",
+            "gpuleak's Python package: count what the frameworks hold as leaked",
+        ),
+    ]
+}
+
+/// A private directory holding [`SITECUSTOMIZE`], removed with its contents on drop (when the
+/// command has ended).
+#[derive(Debug)]
+pub struct SiteDir {
+    path: PathBuf,
+}
+
+impl SiteDir {
+    /// Creates it under the temporary directory, readable by this user only.
+    pub fn create() -> std::io::Result<SiteDir> {
+        use std::os::unix::fs::DirBuilderExt;
+        let base = std::env::temp_dir();
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let path = base.join(format!("gpuleak-run-{}-{nanos}", std::process::id()));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        let site = SiteDir { path };
+        std::fs::write(site.path.join("sitecustomize.py"), SITECUSTOMIZE)?;
+        Ok(site)
+    }
+
+    /// The directory.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for SiteDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
 }
 
 /// `LD_PRELOAD` with the shim first and whatever the user preloads kept after it.
@@ -199,6 +337,65 @@ mod tests {
             preload_value(Path::new("/l/s.so"), Some(OsStr::new(""))),
             OsString::from("/l/s.so")
         );
+    }
+
+    #[test]
+    fn no_framework_cache_turns_off_every_framework_s_cache_and_keeps_pythonpath() {
+        let env = framework_cache_env(Path::new("/tmp/site"), Some(OsStr::new("/mine:/other")));
+        let get = |name: &str| env.iter().find(|e| e.name == name).map(|e| e.value.clone());
+        assert_eq!(get("PYTORCH_NO_CUDA_MEMORY_CACHING"), Some("1".into()));
+        assert_eq!(get("XLA_PYTHON_CLIENT_ALLOCATOR"), Some("platform".into()));
+        assert_eq!(get("XLA_PYTHON_CLIENT_PREALLOCATE"), Some("false".into()));
+        assert_eq!(get("PYTHONPATH"), Some("/tmp/site:/mine:/other".into()));
+        assert_eq!(get(NO_CACHE_VAR), Some("1".into()));
+        let alone = framework_cache_env(Path::new("/tmp/site"), Some(OsStr::new("")));
+        assert_eq!(
+            alone.iter().find(|e| e.name == "PYTHONPATH").map(|e| e.value.clone()),
+            Some("/tmp/site".into())
+        );
+    }
+
+    #[test]
+    fn the_site_directory_holds_the_hook_and_goes_away() {
+        let site = SiteDir::create().unwrap();
+        let file = site.path().join("sitecustomize.py");
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), SITECUSTOMIZE);
+        assert!(SITECUSTOMIZE.contains("set_allocator(None)"));
+        let dir = site.path().to_path_buf();
+        drop(site);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_wheel_s_shim_is_found_inside_the_package() {
+        let root = std::env::temp_dir().join(format!("gpuleak-run-test-{}", std::process::id()));
+        let bin = root.join("bin");
+        let old = root.join("lib/python3.9/site-packages/gpuleak");
+        let new = root.join("lib/python3.11/site-packages/gpuleak");
+        for d in [&bin, &old, &new] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        let found = |dir: &Path| {
+            shim_candidates(dir)
+                .into_iter()
+                .find(|p| p.is_file())
+                .map(|p| p.canonicalize().unwrap())
+        };
+        std::fs::write(old.join(LIB_NAME), b"").unwrap();
+        assert_eq!(found(&bin), Some(old.join(LIB_NAME).canonicalize().unwrap()));
+        std::fs::write(new.join(LIB_NAME), b"").unwrap();
+        // The newest Python's copy first.
+        assert_eq!(found(&bin), Some(new.join(LIB_NAME).canonicalize().unwrap()));
+        // `pip install --target DIR`: DIR/bin and DIR/gpuleak.
+        let target = root.join("t");
+        std::fs::create_dir_all(target.join("bin")).unwrap();
+        std::fs::create_dir_all(target.join("gpuleak")).unwrap();
+        std::fs::write(target.join("gpuleak").join(LIB_NAME), b"").unwrap();
+        assert_eq!(
+            found(&target.join("bin")),
+            Some(target.join("gpuleak").join(LIB_NAME).canonicalize().unwrap())
+        );
+        std::fs::remove_dir_all(&root).unwrap();
     }
 
     #[test]

@@ -62,11 +62,19 @@ GPULEAK_WEAK uint64_t gpuleak_live_bytes(int device);
  * is traced. */
 GPULEAK_WEAK uint64_t gpuleak_snapshot(const char *reason);
 
+/* The path of this process's trace file, valid until the process exits, or NULL when
+ * nothing is traced (GPULEAK_DISABLE=1, or the file could not be created). Like
+ * gpuleak_snapshot it starts the trace if no CUDA call has yet. The trace can be read while
+ * the program runs: `gpuleak report --at A..B PATH` on two snapshots of this process shows
+ * what changed between them (the Python package's gpuleak.check() does exactly that). */
+GPULEAK_WEAK const char *gpuleak_trace_path(void);
+
 #define GPULEAK_MARK(name, value) ((gpuleak_mark) ? gpuleak_mark((name), (value)) : (void)0)
 #define GPULEAK_REGION_BEGIN(name) ((gpuleak_region_begin) ? gpuleak_region_begin(name) : (void)0)
 #define GPULEAK_REGION_END(name) ((gpuleak_region_end) ? gpuleak_region_end(name) : (void)0)
 #define GPULEAK_LIVE_BYTES(device) ((gpuleak_live_bytes) ? gpuleak_live_bytes(device) : (uint64_t)0)
 #define GPULEAK_SNAPSHOT(reason) ((gpuleak_snapshot) ? gpuleak_snapshot(reason) : (uint64_t)0)
+#define GPULEAK_TRACE_PATH() ((gpuleak_trace_path) ? gpuleak_trace_path() : (const char *)0)
 
 #ifdef __cplusplus
 }

@@ -191,6 +191,9 @@ pub struct SnapshotState {
     pub time_ns: u64,
     /// Live bytes.
     pub live: u64,
+    /// The highest live bytes from the first snapshot asked for (in trace order) to this one:
+    /// the peak between the two snapshots of `--at N..M`.
+    pub high_since_first: u64,
     /// Every site with live bytes then, largest first.
     pub sites: Vec<SiteBytes>,
 }

@@ -164,6 +164,8 @@ pub struct Tracker {
     failed: u64,
     snapshots: Vec<SnapshotState>,
     snapshot_ids: Vec<u64>,
+    /// The highest live bytes since the first snapshot asked for (none met yet: `None`).
+    high_since_snapshot: Option<u64>,
     seq_range: (u64, u64),
     now: (u64, u64),
     /// Sequence number and time of the last memory event.
@@ -198,6 +200,7 @@ impl Tracker {
             failed: 0,
             snapshots: Vec::new(),
             snapshot_ids: Vec::new(),
+            high_since_snapshot: None,
             seq_range: (0, 0),
             now: (0, 0),
             last: (0, 0),
@@ -257,6 +260,9 @@ impl Tracker {
         self.histogram.add(a.size);
         self.site_change(a, device, pool, i128::from(a.size), 0);
         self.live += a.size;
+        if let Some(high) = &mut self.high_since_snapshot {
+            *high = (*high).max(self.live);
+        }
         if self.live > self.peak.0 {
             self.peak = (self.live, seq, time);
             self.peak_version += 1;
@@ -429,12 +435,14 @@ impl Tracker {
             return;
         }
         let sites = self.sites_now(|_| true);
+        let high = *self.high_since_snapshot.get_or_insert(self.live);
         self.snapshots.push(SnapshotState {
             id,
             reason: reason.to_string(),
             seq: self.now.0,
             time_ns: self.now.1,
             live: self.live,
+            high_since_first: high,
             sites,
         });
     }

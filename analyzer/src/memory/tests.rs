@@ -237,6 +237,40 @@ fn snapshots_keep_the_live_sites_of_the_ids_asked_for() {
 }
 
 #[test]
+fn the_peak_between_two_snapshots_counts_only_what_happened_between_them() {
+    let snap = |id| Snapshot {
+        id,
+        reason: "api".into(),
+    };
+    let mut r = Run::new(vec![2, 3]);
+    // 100 bytes live and gone before snapshot 2: not part of the window.
+    r.alloc(0x1000, 100, 1)
+        .free(0x1000)
+        .push(snap(1))
+        .alloc(0x2000, 10, 2)
+        .push(snap(2));
+    // Inside: a 50-byte spike on top of 10, then back down.
+    r.alloc(0x3000, 50, 3)
+        .free(0x3000)
+        .alloc(0x4000, 5, 3)
+        .push(snap(3))
+        .alloc(0x5000, 1000, 4);
+    let m = r.finish();
+    let highs: Vec<(u64, u64, u64)> = m.snapshots.iter().map(|s| (s.id, s.live, s.high_since_first)).collect();
+    assert_eq!(highs, [(2, 10, 10), (3, 15, 60)]);
+    // Its twin: nothing above the live bytes at the first snapshot.
+    let mut twin = Run::new(vec![1, 2]);
+    twin.alloc(0x1000, 100, 1)
+        .push(snap(1))
+        .free(0x1000)
+        .alloc(0x2000, 10, 2)
+        .push(snap(2));
+    let m = twin.finish();
+    let highs: Vec<u64> = m.snapshots.iter().map(|s| s.high_since_first).collect();
+    assert_eq!(highs, [100, 100]);
+}
+
+#[test]
 fn the_timeline_stays_bounded_over_a_long_run() {
     let mut r = Run::new(Vec::new());
     for i in 0..50_000u64 {

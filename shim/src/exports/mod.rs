@@ -283,3 +283,10 @@ pub unsafe extern "C" fn gpuleak_snapshot(reason: *const std::ffi::c_char) -> u6
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::snapshot(reason) }
 }
+
+/// `const char *gpuleak_trace_path(void)`: the path of this process's trace file (valid until
+/// the process exits), or NULL when nothing is traced.
+#[unsafe(no_mangle)]
+pub extern "C" fn gpuleak_trace_path() -> *const std::ffi::c_char {
+    crate::ops::control::trace_path()
+}

@@ -228,6 +228,12 @@ pub(crate) fn memory(m: &MemoryView) -> J {
                 ("live_bytes", u(s.from.live)),
                 ("to_id", s.to.as_ref().map_or(J::Null, |t| u(t.id))),
                 ("to_live_bytes", s.to.as_ref().map_or(J::Null, |t| u(t.live))),
+                (
+                    "peak_bytes_between",
+                    s.to.as_ref().map_or(J::Null, |t| {
+                        u(if t.seq >= s.from.seq { t } else { &s.from }.high_since_first)
+                    }),
+                ),
                 ("sites", J::A(rows)),
             ]),
         ));

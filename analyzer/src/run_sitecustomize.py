@@ -1,0 +1,61 @@
+# gpuleak run --no-framework-cache puts this file first on PYTHONPATH as sitecustomize.py (in a
+# directory of its own, removed when the command ends). CuPy has no environment variable that
+# turns its memory pools off; its documented way is cupy.cuda.set_allocator(None) and
+# cupy.cuda.set_pinned_memory_allocator(None), so this runs them as soon as the program has
+# imported cupy. Then it runs the sitecustomize that it hides, if there is one.
+import sys
+
+
+def _gpuleak_cupy_hook():
+    import importlib.abc
+    import importlib.machinery
+
+    class _CupyLoader:
+        """cupy's own loader, with a step after it runs (everything else is delegated, so
+        that resource readers and the like still work)."""
+
+        def __init__(self, loader):
+            self.loader = loader
+
+        def __getattr__(self, name):
+            return getattr(self.loader, name)
+
+        def create_module(self, spec):
+            return self.loader.create_module(spec)
+
+        def exec_module(self, module):
+            self.loader.exec_module(module)
+            try:
+                module.cuda.set_allocator(None)
+                module.cuda.set_pinned_memory_allocator(None)
+            except Exception as e:  # noqa: BLE001 - never break the program's import
+                sys.stderr.write(f"gpuleak: cannot turn off CuPy's memory pools: {e!r}\n")
+
+    class _CupyFinder(importlib.abc.MetaPathFinder):
+        def find_spec(self, name, path, target=None):
+            if name != "cupy":
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _CupyLoader(spec.loader)
+            return spec
+
+    sys.meta_path.insert(0, _CupyFinder())
+
+
+def _gpuleak_chain():
+    import importlib.machinery
+    import importlib.util
+    import os
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    rest = [p for p in sys.path if os.path.abspath(p or ".") != here]
+    spec = importlib.machinery.PathFinder.find_spec("sitecustomize", rest)
+    if spec is None or spec.loader is None:
+        return
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+
+_gpuleak_cupy_hook()
+_gpuleak_chain()

@@ -1,0 +1,83 @@
+"""The shim's control API (shim/include/gpuleak.h), reached through ctypes.
+
+Under `gpuleak run` (or `LD_PRELOAD=libgpuleak.so`) the shim is already loaded into the
+process and its functions are in the global symbol scope, so they are looked up there
+(`ctypes.CDLL(None)`, which is `dlopen(NULL)`); nothing is loaded here. Without the shim every
+function is absent and the Python API does nothing.
+"""
+
+import ctypes
+import os
+
+_FUNCTIONS = {
+    # name: (restype, argtypes)
+    "gpuleak_mark": (None, [ctypes.c_char_p, ctypes.c_uint64]),
+    "gpuleak_region_begin": (None, [ctypes.c_char_p]),
+    "gpuleak_region_end": (None, [ctypes.c_char_p]),
+    "gpuleak_live_bytes": (ctypes.c_uint64, [ctypes.c_int]),
+    "gpuleak_snapshot": (ctypes.c_uint64, [ctypes.c_char_p]),
+    "gpuleak_trace_path": (ctypes.c_char_p, []),
+}
+
+
+class Shim:
+    """The control functions found in this process (each `None` when absent)."""
+
+    def __init__(self, handle=None):
+        self.functions = {}
+        if handle is None:
+            try:
+                handle = ctypes.CDLL(None)
+            except OSError:
+                handle = None
+        for name, (restype, argtypes) in _FUNCTIONS.items():
+            try:
+                f = getattr(handle, name) if handle is not None else None
+            except AttributeError:
+                f = None
+            if f is not None:
+                f.restype = restype
+                f.argtypes = argtypes
+            self.functions[name] = f
+
+    @property
+    def loaded(self):
+        """Whether the shim is in this process (its oldest control function is found)."""
+        return self.functions["gpuleak_mark"] is not None
+
+    def call(self, name, *args, default=None):
+        f = self.functions.get(name)
+        return default if f is None else f(*args)
+
+
+_SHIM = None
+
+
+def shim():
+    """The shim of this process, looked up once."""
+    global _SHIM
+    if _SHIM is None:
+        _SHIM = Shim()
+    return _SHIM
+
+
+def encode(name):
+    """A name for the C API: None stays NULL, str is UTF-8."""
+    if name is None:
+        return None
+    if isinstance(name, bytes):
+        return name
+    return str(name).encode("utf-8", "replace")
+
+
+def loaded_library_path():
+    """The path of the libgpuleak.so mapped into this process, or None."""
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                parts = line.split(None, 5)
+                if len(parts) == 6 and os.path.basename(parts[5].strip()) == "libgpuleak.so":
+                    return parts[5].strip()
+    except OSError:
+        pass
+    return None

@@ -1,0 +1,490 @@
+//! The Python package (`python/`): the wheel that `scripts/build-wheel` builds with maturin
+//! (the `gpuleak` command, `libgpuleak.so` inside the package, the Python API and the pytest
+//! plugin), installed into a fresh virtual environment and run; `gpuleak.check()` and the
+//! pytest plugin on real cuda-bindings allocations on the simulated driver, each leak with its
+//! fixed twin; `gpuleak run --no-framework-cache`.
+//!
+//! `target/pkgenv` is the environment `scripts/build-wheel` installs the wheel into, beside
+//! pytest, pytest-xdist and cuda-bindings from PyPI; the tests first check that it holds the
+//! package as it is in `python/` now (a stale wheel fails with the command that rebuilds it).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use gpuleak_e2e::{gpuleak_bin, output_of, shim_lib, sim_command, target_dir, TempDir};
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+fn script(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(name)
+}
+
+const REBUILD: &str = "run scripts/build-wheel (after cargo build --release --workspace)";
+
+/// The wheel in `target/wheels`.
+fn wheel() -> PathBuf {
+    let dir = target_dir().join("../wheels");
+    let wheels: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}: {REBUILD}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
+        .collect();
+    assert_eq!(wheels.len(), 1, "one gpuleak wheel in {}: {REBUILD}", dir.display());
+    wheels[0].clone()
+}
+
+/// `target/pkgenv/bin/python`, checked to hold the package as `python/gpuleak/` has it and the
+/// shim as `target/release` has it.
+fn pkgenv_python() -> PathBuf {
+    let python = repo_root().join("target/pkgenv/bin/python");
+    assert!(python.is_file(), "{} is missing: {REBUILD}", python.display());
+    let out = output_of(Command::new(&python).args([
+        "-I",
+        "-c",
+        "import gpuleak, os; print(os.path.dirname(gpuleak.__file__))",
+    ]));
+    assert!(
+        out.status.success(),
+        "no gpuleak in {}: {REBUILD}: {out:?}",
+        python.display()
+    );
+    let installed = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let sources = repo_root().join("python/gpuleak");
+    for entry in std::fs::read_dir(&sources).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_some_and(|x| x == "py") {
+            let name = path.file_name().unwrap();
+            assert!(
+                std::fs::read(&path).ok() == std::fs::read(installed.join(name)).ok(),
+                "{} in target/pkgenv differs from python/gpuleak: {REBUILD}",
+                name.to_string_lossy()
+            );
+        }
+    }
+    assert!(
+        std::fs::read(installed.join("libgpuleak.so")).ok() == std::fs::read(shim_lib()).ok(),
+        "the libgpuleak.so in target/pkgenv is not target/release's: {REBUILD}"
+    );
+    python
+}
+
+/// `cmd` on the simulator, without the caller's Python and pytest settings.
+fn python_clean(mut cmd: Command) -> Command {
+    for key in [
+        "PYTHONPATH",
+        "PYTHONHOME",
+        "PYTHONSTARTUP",
+        "PYTEST_ADDOPTS",
+        "PYTEST_PLUGINS",
+        "PYTEST_DISABLE_PLUGIN_AUTOLOAD",
+        "PYTORCH_NO_CUDA_MEMORY_CACHING",
+        "XLA_PYTHON_CLIENT_ALLOCATOR",
+        "XLA_PYTHON_CLIENT_PREALLOCATE",
+    ] {
+        cmd.env_remove(key);
+    }
+    cmd.env("PYTHONDONTWRITEBYTECODE", "1");
+    cmd
+}
+
+/// `gpuleak run ARGS` (the workspace's build) in `dir`.
+fn gpuleak_run(dir: &Path, args: &[&std::ffi::OsStr]) -> Output {
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir).arg("run").args(args);
+    output_of(&mut cmd)
+}
+
+fn text(out: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn traces_in(dir: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "trace"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn the_wheel_installs_into_a_fresh_venv_and_gpuleak_run_traces_python_from_it() {
+    let dir = TempDir::new();
+    let venv = dir.path().join("venv");
+    let host = pkgenv_python();
+    let made = output_of(Command::new(&host).args(["-m", "venv", "--without-pip"]).arg(&venv));
+    assert!(made.status.success(), "{made:?}");
+    let vpython = venv.join("bin/python");
+    // pip of target/pkgenv installs into the new environment; nothing comes from an index.
+    let installed = output_of(
+        Command::new(&host)
+            .args(["-m", "pip", "--disable-pip-version-check", "--python"])
+            .arg(&vpython)
+            .args(["install", "--quiet", "--no-index", "--no-deps"])
+            .arg(wheel()),
+    );
+    assert!(installed.status.success(), "{installed:?}");
+    let vgpuleak = venv.join("bin/gpuleak");
+    assert!(vgpuleak.is_file(), "the wheel installs the gpuleak command");
+
+    // The installed command finds the shim inside the installed package by itself.
+    let mut cmd = python_clean(sim_command(&vgpuleak));
+    cmd.current_dir(dir.path())
+        .args(["run", "-v", "--"])
+        .arg(&vpython)
+        .arg(script("pkg_train.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let package = venv.join("lib").canonicalize().unwrap();
+    let shim_line = stderr
+        .lines()
+        .find(|l| l.starts_with("gpuleak: preloading "))
+        .unwrap_or("");
+    assert!(
+        shim_line.contains(&*package.to_string_lossy()) && shim_line.ends_with("/site-packages/gpuleak/libgpuleak.so"),
+        "the venv's own shim is preloaded: {stderr}"
+    );
+    assert!(stdout.contains(&format!("gpuleak from {}", venv.display())), "{stdout}");
+    assert!(stdout.contains("active True"), "{stdout}");
+    // gpuleak.check(): the fixed step passes, the leaking one raises with its bytes.
+    assert!(stdout.contains("step 1 ok\n"), "{stdout}");
+    assert!(stdout.contains("step 2 leaked 262144\n"), "{stdout}");
+    assert!(
+        stderr.contains("1 process traced: 1 leaked allocation (256.0 KiB)"),
+        "{stderr}"
+    );
+    let traces = traces_in(dir.path());
+    assert_eq!(traces.len(), 1, "{traces:?}");
+
+    // python -m gpuleak runs the packaged command: report, and run itself.
+    let mut report = python_clean(sim_command(&vpython));
+    report.args(["-m", "gpuleak", "report"]).arg(&traces[0]);
+    let out = output_of(&mut report);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stdout.contains("leaked: 262144 bytes in 1 allocation"), "{stdout}");
+
+    let second = dir.path().join("again");
+    std::fs::create_dir(&second).unwrap();
+    let mut run = python_clean(sim_command(&vpython));
+    run.current_dir(&second)
+        .args(["-m", "gpuleak", "run", "-v", "--"])
+        .arg(&vpython)
+        .arg(script("pkg_train.py"));
+    let out = output_of(&mut run);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("step 2 leaked 262144\n"), "{stdout}");
+    assert!(stderr.contains("/site-packages/gpuleak/libgpuleak.so"), "{stderr}");
+    assert_eq!(traces_in(&second).len(), 1);
+}
+
+#[test]
+fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_says_how_to_run_it() {
+    let python = pkgenv_python();
+    let mut no_shim = python_clean(sim_command(&python));
+    let out = output_of(no_shim.arg(script("pkg_no_shim.py")));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    assert_eq!(stdout, "ok no_shim\n");
+
+    let dir = TempDir::new();
+    let mut pytest = python_clean(sim_command(&python));
+    pytest
+        .current_dir(dir.path())
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "--gpuleak"])
+        .arg(script("pkg_pytest_leaks.py"));
+    let out = output_of(&mut pytest);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(4), "a usage error: {stdout}\n{stderr}");
+    assert!(
+        stderr.contains("libgpuleak.so is not loaded") && stderr.contains("gpuleak run -- pytest --gpuleak"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn check_raises_on_a_leaking_block_and_not_on_its_fixed_twin() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let out = gpuleak_run(
+        dir.path(),
+        &["--".as_ref(), python.as_os_str(), script("pkg_check.py").as_os_str()],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    for case in [
+        "ok api trace=",
+        "ok leak_raises frames=",
+        "ok fixed_twin\n",
+        "ok under_the_limit\n",
+        "ok frees_older_memory\n",
+        "ok exception_passes_through\n",
+        "ok decorator\n",
+        "done\n",
+    ] {
+        assert!(stdout.contains(case), "missing {case:?} in:\n{stdout}\n{stderr}");
+    }
+    // The trace the API named is the one gpuleak run wrote.
+    let traces = traces_in(dir.path());
+    assert_eq!(traces.len(), 1);
+    let named = stdout.lines().find_map(|l| l.strip_prefix("ok api trace=")).unwrap();
+    assert_eq!(
+        Path::new(named).canonicalize().unwrap(),
+        traces[0].canonicalize().unwrap()
+    );
+    // The message names the leak's size and the call that made it.
+    assert!(
+        stdout.contains("1048576 bytes (1.0 MiB) still live (device, allocated by cuMemAlloc_v2):\n    #0 "),
+        "{stdout}"
+    );
+}
+
+/// One pytest run's outcome per test name, from `-rA`'s summary lines.
+fn outcomes(stdout: &str) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = stdout
+        .lines()
+        .filter_map(|l| {
+            let (status, rest) = l.split_once(' ')?;
+            if !matches!(status, "PASSED" | "FAILED" | "ERROR") {
+                return None;
+            }
+            let test = rest.split(" - ").next()?.rsplit("::").next()?.to_string();
+            Some((test, status.to_string()))
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+fn pytest_under_gpuleak(dir: &Path, extra: &[&str]) -> Output {
+    let python = pkgenv_python();
+    let mut args: Vec<&std::ffi::OsStr> = vec!["--".as_ref(), python.as_os_str()];
+    args.extend(["-m", "pytest", "-p", "no:cacheprovider", "-rA", "--gpuleak"].map(std::ffi::OsStr::new));
+    args.extend(extra.iter().map(std::ffi::OsStr::new));
+    // Test ids (the baseline's keys) are relative to the root directory: the same in every run.
+    let file = script("pkg_pytest_leaks.py");
+    let rootdir = format!("--rootdir={}", file.parent().unwrap().display());
+    args.push(rootdir.as_ref());
+    args.push(file.as_os_str());
+    gpuleak_run(dir, &args)
+}
+
+fn expected(failed: &[&str]) -> Vec<(String, String)> {
+    let mut v: Vec<(String, String)> = [
+        "test_leaks_2_mib",
+        "test_leaks_2_mib_fixed",
+        "test_leaks_512_kib_under_the_limit",
+        "test_peak_8_mib",
+        "test_peak_8_mib_fixed",
+        "test_unmarked_leak",
+    ]
+    .iter()
+    .map(|t| {
+        let status = if failed.contains(t) { "FAILED" } else { "PASSED" };
+        (t.to_string(), status.to_string())
+    })
+    .collect();
+    v.sort();
+    v
+}
+
+fn assert_plugin_verdicts(out: &Output, workers: usize, dir: &Path) {
+    let (stdout, stderr) = text(out);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "pytest's exit code passes through:\n{stdout}\n{stderr}"
+    );
+    assert_eq!(
+        outcomes(&stdout),
+        expected(&["test_leaks_2_mib", "test_peak_8_mib"]),
+        "\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("gpuleak: 2097152 bytes (2.0 MiB) allocated in the test outlived it (limit 1000000 bytes)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("allocated by cuMemAlloc_v2):\n    #0 "),
+        "the leak's stack: {stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "gpuleak: the test had 8388608 bytes (8.0 MiB) of GPU memory allocated at once, over its limit of 4000000 bytes"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("gpuleak: 6 tests measured, 3 left GPU memory allocated (2.8 MiB)"),
+        "{stdout}"
+    );
+    // One trace per process that ran tests (the xdist controller runs none and makes no CUDA
+    // call, so it writes none).
+    assert_eq!(traces_in(dir).len(), workers, "{stderr}");
+}
+
+#[test]
+fn the_pytest_plugin_fails_the_leaking_tests_and_passes_their_fixed_twins() {
+    let dir = TempDir::new();
+    let out = pytest_under_gpuleak(dir.path(), &[]);
+    assert_plugin_verdicts(&out, 1, dir.path());
+}
+
+#[test]
+fn the_pytest_plugin_works_with_xdist_workers() {
+    let dir = TempDir::new();
+    let out = pytest_under_gpuleak(dir.path(), &["-n", "2"]);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("created: 2/2 workers"), "{stdout}");
+    assert_plugin_verdicts(&out, 2, dir.path());
+}
+
+#[test]
+fn the_pytest_baseline_fails_a_test_whose_leak_grew_and_passes_the_others() {
+    let dir = TempDir::new();
+    let baseline = dir.path().join("baseline.json");
+    let b = baseline.to_str().unwrap();
+    // Written with xdist: the controller gathers the workers' numbers.
+    let out = pytest_under_gpuleak(
+        dir.path(),
+        &["-n", "2", "--gpuleak-baseline", b, "--gpuleak-update-baseline"],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(
+        stdout.contains(&format!("gpuleak: baseline written to {b}")),
+        "{stdout}\n{stderr}"
+    );
+    let written = std::fs::read_to_string(&baseline).unwrap();
+    let doc: serde_json::Value = serde_json::from_str(&written).unwrap();
+    let leaked = |t: &str| doc["tests"][format!("pkg_pytest_leaks.py::{t}")]["leaked_bytes"].as_u64();
+    assert_eq!(leaked("test_unmarked_leak"), Some(262_144), "{written}");
+    assert_eq!(leaked("test_leaks_2_mib_fixed"), Some(0), "{written}");
+    assert_eq!(leaked("test_leaks_512_kib_under_the_limit"), Some(524_288), "{written}");
+    assert_eq!(
+        doc["tests"]["pkg_pytest_leaks.py::test_peak_8_mib"]["peak_bytes"].as_u64(),
+        Some(8 << 20)
+    );
+
+    // The baseline as recorded passes every test it lists (the markers still fail theirs)...
+    let out = pytest_under_gpuleak(dir.path(), &["--gpuleak-baseline", b]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        outcomes(&stdout),
+        expected(&["test_leaks_2_mib", "test_peak_8_mib"]),
+        "\n{stdout}\n{stderr}"
+    );
+    // ...and one whose entry is lower than the leak now fails, naming the file.
+    let lowered = written.replacen("\"leaked_bytes\": 262144", "\"leaked_bytes\": 1000", 1);
+    assert_ne!(lowered, written);
+    std::fs::write(&baseline, lowered).unwrap();
+    let out = pytest_under_gpuleak(dir.path(), &["--gpuleak-baseline", b]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(
+        outcomes(&stdout),
+        expected(&["test_leaks_2_mib", "test_peak_8_mib", "test_unmarked_leak"]),
+        "\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains(&format!(
+            "gpuleak: the test leaked 262144 bytes, more than the 1000 of its baseline in {b}"
+        )),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
+    let dir = TempDir::new();
+    // A stand-in cupy that records the allocator calls, and a sitecustomize of the user's,
+    // which must still run.
+    let site = dir.path().join("site");
+    std::fs::create_dir_all(site.join("cupy")).unwrap();
+    std::fs::write(site.join("cupy/__init__.py"), "from . import cuda\n").unwrap();
+    std::fs::write(
+        site.join("cupy/cuda.py"),
+        "calls = []\n\
+         def set_allocator(allocator=0):\n    calls.append(('set_allocator', allocator))\n\
+         def set_pinned_memory_allocator(allocator=0):\n    calls.append(('set_pinned_memory_allocator', allocator))\n",
+    )
+    .unwrap();
+    std::fs::write(
+        site.join("sitecustomize.py"),
+        "import os\nos.environ['PKG_USER_SITECUSTOMIZE'] = 'ran'\n",
+    )
+    .unwrap();
+    let python = pkgenv_python();
+    let run = |flags: &[&str]| {
+        let mut cmd = python_clean(sim_command(gpuleak_bin()));
+        cmd.current_dir(dir.path())
+            .env("PYTHONPATH", &site)
+            .arg("run")
+            .args(flags)
+            .arg("--")
+            .arg(&python)
+            .arg(script("pkg_framework_env.py"));
+        let out = output_of(&mut cmd);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        (stdout, stderr)
+    };
+    let (stdout, stderr) = run(&["--no-framework-cache", "-v"]);
+    for line in [
+        "env PYTORCH_NO_CUDA_MEMORY_CACHING=1",
+        "env XLA_PYTHON_CLIENT_ALLOCATOR=platform",
+        "env XLA_PYTHON_CLIENT_PREALLOCATE=false",
+        "env GPULEAK_NO_FRAMEWORK_CACHE=1",
+        "user sitecustomize ran",
+        "cupy calls [('set_allocator', None), ('set_pinned_memory_allocator', None)]",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "missing {line:?}:\n{stdout}\n{stderr}"
+        );
+    }
+    // -v says what it set and why.
+    for var in [
+        "gpuleak: PYTORCH_NO_CUDA_MEMORY_CACHING=1 (",
+        "gpuleak: XLA_PYTHON_CLIENT_ALLOCATOR=platform (",
+        "gpuleak: XLA_PYTHON_CLIENT_PREALLOCATE=false (",
+        "gpuleak: PYTHONPATH=",
+    ] {
+        assert!(stderr.contains(var), "missing {var:?}:\n{stderr}");
+    }
+    // The sitecustomize's directory is gone once the command has ended.
+    let pythonpath = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("gpuleak: PYTHONPATH="))
+        .unwrap();
+    let hook_dir = pythonpath.split(':').next().unwrap();
+    assert!(!Path::new(hook_dir).exists(), "{hook_dir} was left behind");
+    assert!(
+        pythonpath.contains(&*site.to_string_lossy()),
+        "the user's PYTHONPATH is kept: {pythonpath}"
+    );
+
+    // The twin: a plain run changes none of it.
+    let (stdout, stderr) = run(&[]);
+    for line in [
+        "env PYTORCH_NO_CUDA_MEMORY_CACHING=None",
+        "env XLA_PYTHON_CLIENT_ALLOCATOR=None",
+        "env GPULEAK_NO_FRAMEWORK_CACHE=None",
+        "user sitecustomize ran",
+        "cupy calls []",
+    ] {
+        assert!(
+            stdout.lines().any(|l| l == line),
+            "missing {line:?}:\n{stdout}\n{stderr}"
+        );
+    }
+}
