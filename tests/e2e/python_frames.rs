@@ -256,3 +256,154 @@ fn a_program_without_python_has_no_python_records() {
     assert!(of_type(&records, "PyCode").is_empty());
     assert!(of_type(&records, "PyFrames").is_empty());
 }
+
+/// Every CPython 3.10 to 3.13 found on this machine (`python3.1x` on `PATH`, or in pyenv's
+/// `$PYENV_ROOT/versions` or `~/.pyenv/versions`), plus `target/pyenv`'s 3.11.
+fn interpreters() -> Vec<PathBuf> {
+    let mut found = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python")];
+    let mut roots: Vec<PathBuf> = Vec::new();
+    let pyenv = std::env::var_os("PYENV_ROOT")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".pyenv")));
+    if let Some(versions) = pyenv.map(|p| p.join("versions")) {
+        if let Ok(entries) = std::fs::read_dir(versions) {
+            let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok()).map(|e| e.path().join("bin")).collect();
+            dirs.sort();
+            roots.extend(dirs);
+        }
+    }
+    // pyenv's shims are scripts that fail for versions not selected: skip them.
+    roots.extend(
+        std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|d| !d.ends_with("shims")),
+    );
+    for minor in 10..=13 {
+        let name = format!("python3.{minor}");
+        if let Some(p) = roots.iter().map(|r| r.join(&name)).find(|p| p.is_file()) {
+            found.push(p);
+        }
+    }
+    found
+}
+
+#[test]
+fn python_frames_on_every_cpython_3_10_to_3_13_found() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_ctypes.py");
+    let text = std::fs::read_to_string(&script).expect("script");
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let mut exercised = Vec::new();
+    for python in interpreters() {
+        let dir = TempDir::new();
+        let trace = dir.path().join("v.trace");
+        let out = shim_command(&python, &trace)
+            .arg("-I")
+            .arg(&script)
+            .output()
+            .expect("python");
+        assert_ok(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("gpuleak:"), "{}: {stderr}", python.display());
+        let version = of_type(&dump(&trace), "PyCode")
+            .first()
+            .and_then(|c| c["python"].as_u64())
+            .unwrap_or_else(|| panic!("{}: no PyCode record", python.display()));
+        exercised.push(format!("3.{} ({})", version & 0xff, python.display()));
+        let report = report(&trace);
+        for (bytes, leaking, marker) in [
+            (2u64 << 20, "leak_with_gil_held", "# LEAK: pydll"),
+            (3 << 20, "leak_with_gil_released", "# LEAK: cdll"),
+        ] {
+            let stack = leak_stack(&report, bytes);
+            let py: Vec<(String, u64)> = stack
+                .iter()
+                .filter(|f| is_python(f))
+                .map(|f| (function(f).to_string(), f["line"].as_u64().unwrap_or(0)))
+                .collect();
+            let lambda = line("return list(map(lambda");
+            assert_eq!(py.len(), 5, "{}: {py:?}", python.display());
+            assert_eq!(py[0], (leaking.to_string(), line(marker)), "{}", python.display());
+            assert!(py[1].0.ends_with("<lambda>") && py[1].1 == lambda, "{py:?}");
+            assert_eq!(py[2], ("through_map".to_string(), lambda));
+            assert_eq!(py[3], ("outer".to_string(), line("        through_map(leak)")));
+            assert_eq!(py[4], ("<module>".to_string(), line("outer()  # the leaking calls")));
+            // The lambda ran in its own eval-loop call, under map's C code.
+            let at = |i: usize| {
+                stack
+                    .iter()
+                    .position(|f| is_python(f) && function(f) == py[i].0)
+                    .unwrap()
+            };
+            assert_eq!(function(&stack[at(1) + 1]), "_PyEval_EvalFrameDefault", "{stack:#?}");
+            assert!(stack[at(1)..at(2)].iter().any(|f| function(f) == "map_next"));
+        }
+        // The two sites (identical native stacks) are told apart; a site's allocations may
+        // be split over several groups by native differences (3.13 runs a first, unspecialised
+        // call through another return address), never mixed with the other site's.
+        for (site, size) in [("site_a", 4096u64), ("site_b", 8192)] {
+            let mut total = 0;
+            for leak in report["leaks"].as_array().unwrap() {
+                let stack = leak["stack"].as_array().unwrap();
+                if stack.iter().any(|f| is_python(f) && function(f) == site) {
+                    let frame = stack.iter().find(|f| function(f) == site).unwrap();
+                    assert_eq!(frame["line"].as_u64(), Some(line(&format!("# LEAK: {site}"))));
+                    assert_eq!(
+                        leak["bytes"].as_u64(),
+                        Some(size * leak["allocations"].as_u64().unwrap())
+                    );
+                    total += leak["bytes"].as_u64().unwrap();
+                }
+            }
+            assert_eq!(total, 4 * size, "{site} on {}", python.display());
+        }
+        let thread = python_frames_any(&leak_stack(&report, 5 << 20));
+        assert_eq!(thread[0], ("leak_in_thread".to_string(), line("# LEAK: thread")));
+    }
+    eprintln!("Python frames checked on: {}", exercised.join(", "));
+}
+
+/// `(function, line)` of the Python frames, innermost first, from any file.
+fn python_frames_any(stack: &[Value]) -> Vec<(String, u64)> {
+    stack
+        .iter()
+        .filter(|f| is_python(f))
+        .map(|f| (function(f).to_string(), f["line"].as_u64().unwrap_or(0)))
+        .collect()
+}
+
+/// Suppressions match Python frames by function, file and module like native frames.
+#[test]
+fn suppressions_match_python_functions_and_files() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, &[]);
+    let supp = dir.path().join("supp.txt");
+    std::fs::write(&supp, "leak:site_a\nleak:*python_frames_client.py\n").unwrap();
+    let only_a = dir.path().join("only_a.txt");
+    std::fs::write(&only_a, "leak:site_a\n").unwrap();
+    let check = |file: &Path| -> Value {
+        let out = Command::new(gpuleak_bin())
+            .args(["check", "--format", "json", "--suppressions"])
+            .arg(file)
+            .arg(&trace)
+            .output()
+            .expect("gpuleak check");
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON: {e}: {out:?}"))
+    };
+    let by_bytes = |doc: &Value, bytes: u64| -> Value {
+        doc["leaks"]
+            .as_array()
+            .expect("leaks")
+            .iter()
+            .find(|l| l["bytes"] == bytes)
+            .unwrap_or_else(|| panic!("no {bytes}-byte leak: {doc:#}"))["suppressed_by"]
+            .clone()
+    };
+    let doc = check(&only_a);
+    assert_eq!(by_bytes(&doc, 4 * 4096), "leak:site_a");
+    assert!(by_bytes(&doc, 4 * 8192).is_null(), "site_b is not site_a: {doc:#}");
+    let doc = check(&supp);
+    assert_eq!(by_bytes(&doc, 4 * 8192), "leak:*python_frames_client.py");
+    assert_eq!(by_bytes(&doc, 1 << 20), "leak:*python_frames_client.py");
+}

@@ -112,15 +112,27 @@ impl<'a> Stacks<'a> {
             &addresses[plumbing..]
         };
         let mut out = Vec::with_capacity(shown.len());
+        // Python frames (tagged by the model) are named from the trace's code objects. They
+        // precede the eval-loop frame that ran them; when that address expands to calls
+        // inlined into the eval loop, they go between those calls and the eval loop itself.
+        let mut python = Vec::new();
         for &a in shown {
-            // Python frames (tagged by the model) are named from the trace's code objects.
             if let Some(frame) = self.modules.python.frame(a) {
-                out.push(frame);
+                python.push(frame);
                 continue;
             }
             let source = self.source;
-            out.extend(self.cache.entry(a).or_insert_with(|| source.frames(a)).iter().cloned());
+            let frames = self.cache.entry(a).or_insert_with(|| source.frames(a));
+            if python.is_empty() {
+                out.extend(frames.iter().cloned());
+            } else {
+                let (last, inlined) = frames.split_last().expect("never empty");
+                out.extend(inlined.iter().cloned());
+                out.append(&mut python);
+                out.push(last.clone());
+            }
         }
+        out.append(&mut python);
         out
     }
 }
@@ -158,5 +170,58 @@ mod tests {
         // A stack wholly inside the runtime is shown whole.
         assert_eq!(stacks.frames(&[0x1010]).len(), 1);
         assert!(stacks.frames(&[]).is_empty());
+    }
+
+    /// Returns two frames (one inlined) for 0x2020, one for anything else.
+    struct Inlining;
+
+    impl FrameSource for Inlining {
+        fn frames(&self, address: u64) -> Vec<Frame> {
+            let frame = |name: &str, inlined| Frame {
+                function: Some(name.into()),
+                file: None,
+                line: None,
+                module: Some("libpython3.10.so".into()),
+                address,
+                inlined,
+            };
+            if address == 0x2020 {
+                vec![frame("call_function", true), frame("_PyEval_EvalFrameDefault", false)]
+            } else {
+                vec![frame("native", false)]
+            }
+        }
+
+        fn warnings(&self) -> Vec<String> {
+            Vec::new()
+        }
+    }
+
+    #[test]
+    fn python_frames_go_inside_the_eval_loop_frame_after_calls_inlined_into_it() {
+        use crate::symbolize::python::{tag, PyCode};
+        let mut m = modules();
+        for id in [1, 2] {
+            m.python.insert(
+                id,
+                PyCode {
+                    python: 0x030a,
+                    first_line: 1,
+                    filename: "a.py".into(),
+                    qualname: format!("f{id}"),
+                    line_table: vec![],
+                },
+            );
+        }
+        let mut stacks = Stacks::new(&m, &Inlining);
+        let names: Vec<String> = stacks
+            .frames(&[0x2010, tag(1, 0), 0x2020, tag(2, 0)])
+            .iter()
+            .map(|f| f.function.clone().unwrap())
+            .collect();
+        assert_eq!(
+            names,
+            ["native", "call_function", "f1", "_PyEval_EvalFrameDefault", "f2"]
+        );
     }
 }
