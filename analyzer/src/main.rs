@@ -45,9 +45,10 @@ struct RunArgs {
     #[arg(long, value_name = "N")]
     error_exitcode: Option<u8>,
     /// Turn off the caching allocators of PyTorch (PYTORCH_NO_CUDA_MEMORY_CACHING=1), JAX
-    /// (XLA_PYTHON_CLIENT_ALLOCATOR=platform, XLA_PYTHON_CLIENT_PREALLOCATE=false) and CuPy
-    /// (a sitecustomize on PYTHONPATH), so that each tensor is a real allocation; what their
-    /// modules hold then counts as leaked.
+    /// (XLA_PYTHON_CLIENT_ALLOCATOR=platform, XLA_PYTHON_CLIENT_PREALLOCATE=false), CuPy (a
+    /// sitecustomize on PYTHONPATH) and numba-cuda's deferred frees
+    /// (NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT=0), so that each tensor is a real allocation;
+    /// what their modules hold then counts as leaked.
     #[arg(long)]
     no_framework_cache: bool,
     /// Say which shim is preloaded, where the traces go and which variables are set.

@@ -96,7 +96,7 @@ pub struct EnvSetting {
 
 /// The environment of `--no-framework-cache`, so that each tensor is a real allocation:
 /// PyTorch's documented switch, JAX's (XLA's allocator on `cudaMalloc`/`cudaFree`, nothing
-/// preallocated) and, for CuPy, which has no such variable, `site_dir` (holding
+/// preallocated), numba-cuda's deferred deallocations flushed at every free and, for CuPy, which has no such variable, `site_dir` (holding
 /// [`SITECUSTOMIZE`]) first on `PYTHONPATH`, before `pythonpath` (the caller's).
 pub fn framework_cache_env(site_dir: &Path, pythonpath: Option<&OsStr>) -> Vec<EnvSetting> {
     let mut path = OsString::from(site_dir);
@@ -124,6 +124,11 @@ pub fn framework_cache_env(site_dir: &Path, pythonpath: Option<&OsStr>) -> Vec<E
             "XLA_PYTHON_CLIENT_PREALLOCATE",
             "false",
             "JAX: no preallocation of most of the device",
+        ),
+        set(
+            "NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT",
+            "0",
+            "numba-cuda: free each device array when it dies, not in batches",
         ),
         EnvSetting {
             name: "PYTHONPATH",
@@ -346,6 +351,7 @@ mod tests {
         assert_eq!(get("PYTORCH_NO_CUDA_MEMORY_CACHING"), Some("1".into()));
         assert_eq!(get("XLA_PYTHON_CLIENT_ALLOCATOR"), Some("platform".into()));
         assert_eq!(get("XLA_PYTHON_CLIENT_PREALLOCATE"), Some("false".into()));
+        assert_eq!(get("NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT"), Some("0".into()));
         assert_eq!(get("PYTHONPATH"), Some("/tmp/site:/mine:/other".into()));
         assert_eq!(get(NO_CACHE_VAR), Some("1".into()));
         let alone = framework_cache_env(Path::new("/tmp/site"), Some(OsStr::new("")));

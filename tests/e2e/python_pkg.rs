@@ -85,6 +85,8 @@ fn python_clean(mut cmd: Command) -> Command {
         "PYTORCH_NO_CUDA_MEMORY_CACHING",
         "XLA_PYTHON_CLIENT_ALLOCATOR",
         "XLA_PYTHON_CLIENT_PREALLOCATE",
+        "NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT",
+        "GPULEAK_NO_FRAMEWORK_CACHE",
     ] {
         cmd.env_remove(key);
     }
@@ -444,6 +446,7 @@ fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
         "env XLA_PYTHON_CLIENT_ALLOCATOR=platform",
         "env XLA_PYTHON_CLIENT_PREALLOCATE=false",
         "env GPULEAK_NO_FRAMEWORK_CACHE=1",
+        "env NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT=0",
         "user sitecustomize ran",
         "cupy calls [('set_allocator', None), ('set_pinned_memory_allocator', None)]",
     ] {
@@ -457,6 +460,7 @@ fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
         "gpuleak: PYTORCH_NO_CUDA_MEMORY_CACHING=1 (",
         "gpuleak: XLA_PYTHON_CLIENT_ALLOCATOR=platform (",
         "gpuleak: XLA_PYTHON_CLIENT_PREALLOCATE=false (",
+        "gpuleak: NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT=0 (",
         "gpuleak: PYTHONPATH=",
     ] {
         assert!(stderr.contains(var), "missing {var:?}:\n{stderr}");
@@ -479,6 +483,7 @@ fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
         "env PYTORCH_NO_CUDA_MEMORY_CACHING=None",
         "env XLA_PYTHON_CLIENT_ALLOCATOR=None",
         "env GPULEAK_NO_FRAMEWORK_CACHE=None",
+        "env NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT=None",
         "user sitecustomize ran",
         "cupy calls []",
     ] {
@@ -487,4 +492,37 @@ fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
             "missing {line:?}:\n{stdout}\n{stderr}"
         );
     }
+}
+
+#[test]
+fn check_sees_numba_cuda_device_arrays_and_no_framework_cache_flushes_its_deferred_frees() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let file = script("pkg_numba.py");
+    let leak_line = std::fs::read_to_string(&file)
+        .unwrap()
+        .lines()
+        .position(|l| l.ends_with("# the leak"))
+        .unwrap()
+        + 1;
+    let run = |flags: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
+        args.extend(["--".as_ref(), python.as_os_str(), file.as_os_str()]);
+        let out = gpuleak_run(dir.path(), &args);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+        stdout
+    };
+    // Each device array is a real allocation once numba frees at once: the leak is reported
+    // at its line, the fixed twin passes.
+    let stdout = run(&["--no-framework-cache"]);
+    assert_eq!(
+        stdout,
+        format!("leak leaked 1048576 at pkg_numba.py:{leak_line}\nfixed ok\n")
+    );
+    // Without it numba-cuda defers the frees (in batches of 10), so the twin's two arrays (1 MiB
+    // and the 1 KiB copy) are still allocated when its block ends: what --no-framework-cache is
+    // for.
+    let stdout = run(&[]);
+    assert!(stdout.contains("\nfixed leaked 1049600 at pkg_numba.py:"), "{stdout}");
 }

@@ -10,6 +10,7 @@ for name in (
     "XLA_PYTHON_CLIENT_ALLOCATOR",
     "XLA_PYTHON_CLIENT_PREALLOCATE",
     "GPULEAK_NO_FRAMEWORK_CACHE",
+    "NUMBA_CUDA_MAX_PENDING_DEALLOCS_COUNT",
 ):
     print(f"env {name}={os.environ.get(name)}", flush=True)
 print(f"user sitecustomize {os.environ.get('PKG_USER_SITECUSTOMIZE', 'not run')}", flush=True)
