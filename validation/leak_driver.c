@@ -1,31 +1,16 @@
 // The C workload of scripts/validate-gpu: driver-API calls only, built on the development
 // machine with gcc against simcuda/include/simcuda.h (whose declarations follow the public CUDA
-// driver API), linked to libcuda.so.1 by name, so it runs on the simulator and on a real driver.
+// driver API) and the tests' sim_util.h, linked to libcuda.so.1 by name, so it runs on the
+// simulator and on a real driver.
 //
 // Leaks MIB allocations of 1 MiB (argv[1], default 10), creates a stream it never destroys,
 // and queues an asynchronous copy on it that it never waits for (unsynchronized at exit).
 // Prints "leaked_bytes N".
-#include <stdio.h>
-#include <stdlib.h>
-#include "simcuda.h"
-
-#define CHECK(call)                                                                                \
-    do {                                                                                           \
-        CUresult r_ = (call);                                                                      \
-        if (r_ != CUDA_SUCCESS) {                                                                  \
-            fprintf(stderr, "%s failed: %d\n", #call, (int)r_);                                    \
-            return 1;                                                                              \
-        }                                                                                          \
-    } while (0)
+#include "sim_util.h" /* CHECK and setup(): tests/clients/sim_util.h */
 
 int main(int argc, char **argv) {
     int n = argc > 1 ? atoi(argv[1]) : 10;
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    setup();
     for (int i = 0; i < n; i++) {
         CUdeviceptr d;
         CHECK(cuMemAlloc_v2(&d, 1 << 20));
