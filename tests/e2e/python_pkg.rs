@@ -101,6 +101,15 @@ fn gpuleak_run(dir: &Path, args: &[&std::ffi::OsStr]) -> Output {
     output_of(&mut cmd)
 }
 
+/// The 1-based line of `file` (under tests/python) that ends with `ending`.
+fn line_of(file: &str, ending: &str) -> usize {
+    let text = std::fs::read_to_string(script(file)).unwrap();
+    1 + text
+        .lines()
+        .position(|l| l.ends_with(ending))
+        .unwrap_or_else(|| panic!("no line ending with {ending:?} in {file}"))
+}
+
 fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -245,11 +254,18 @@ fn check_raises_on_a_leaking_block_and_not_on_its_fixed_twin() {
         Path::new(named).canonicalize().unwrap(),
         traces[0].canonicalize().unwrap()
     );
-    // The message names the leak's size and the call that made it.
+    // The message names the leak's size, the call that made it and its stack with the Python
+    // line that leaked, cut at the function holding the `with` block.
     assert!(
         stdout.contains("1048576 bytes (1.0 MiB) still live (device, allocated by cuMemAlloc_v2):\n    #0 "),
         "{stdout}"
     );
+    let leaky = format!(
+        "leaky_block {}:{} (python)\nok fixed_twin",
+        script("pkg_check.py").display(),
+        line_of("pkg_check.py", "        KEPT.append(alloc(MIB))")
+    );
+    assert!(stdout.contains(&format!(" {leaky}")), "missing {leaky:?}:\n{stdout}");
 }
 
 /// One pytest run's outcome per test name, from `-rA`'s summary lines.
@@ -320,6 +336,26 @@ fn assert_plugin_verdicts(out: &Output, workers: usize, dir: &Path) {
     assert!(
         stdout.contains("allocated by cuMemAlloc_v2):\n    #0 "),
         "the leak's stack: {stdout}"
+    );
+    // ...through the leaking line, up to the test function, where it is cut.
+    let file = script("pkg_pytest_leaks.py").display().to_string();
+    let leaking = format!(
+        " make_cache {file}:{} (python)",
+        line_of("pkg_pytest_leaks.py", "    CACHE.append(alloc(size))")
+    );
+    let test = format!(
+        " test_leaks_2_mib {file}:{} (python)",
+        line_of("pkg_pytest_leaks.py", "    make_cache(2 * MIB)")
+    );
+    let lines: Vec<&str> = stdout.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.ends_with(&leaking))
+        .unwrap_or_else(|| panic!("no frame {leaking:?}:\n{stdout}"));
+    assert!(lines[at + 1].ends_with(&test), "{test:?} after {leaking:?}:\n{stdout}");
+    assert!(
+        !lines[at + 2].trim_start().starts_with('#'),
+        "the stack goes on past the test:\n{stdout}"
     );
     assert!(
         stdout.contains(
