@@ -12,7 +12,8 @@ setup and teardown are not part of it):
   still live after it by more than the limit (net growth per allocation site, after a
   garbage collection), with the allocation stacks in the failure;
 - `@pytest.mark.gpu_limit_memory("2 GB")` fails it when the memory it had allocated at once
-  (the highest live bytes during the test, above what was live when it started) exceeds the
+  (the highest live bytes during the test, above what was live when it started; every kind
+  the trace counts as memory: device, managed, stream-ordered, VMM, pinned host) exceeds the
   limit;
 - `--gpuleak-limit-leaks SIZE` applies a leak limit to every test without the marker;
 - `--gpuleak-baseline FILE` fails a test whose leaked bytes grew over the number the file holds
@@ -96,6 +97,8 @@ def pytest_configure(config):
             "--gpuleak: libgpuleak.so is not loaded in this process, so nothing can be measured: "
             "run pytest under the shim: gpuleak run -- pytest --gpuleak ..."
         )
+    if os.environ.get("GPULEAK_DISABLE") == "1":
+        raise pytest.UsageError("--gpuleak: GPULEAK_DISABLE=1 is set, so nothing is traced: unset it")
     limit = config.getoption("gpuleak_limit_leaks")
     try:
         default_limit = None if limit is None else gpuleak.parse_size(limit)

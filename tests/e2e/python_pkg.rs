@@ -222,6 +222,20 @@ fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_says_how_to_run_it()
         stderr.contains("libgpuleak.so is not loaded") && stderr.contains("gpuleak run -- pytest --gpuleak"),
         "{stderr}"
     );
+
+    // Loaded but told to record nothing: as useless, and said as clearly.
+    let mut disabled = python_clean(sim_command(gpuleak_bin()));
+    disabled
+        .current_dir(dir.path())
+        .env("GPULEAK_DISABLE", "1")
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "--gpuleak"])
+        .arg(script("pkg_pytest_leaks.py"));
+    let out = output_of(&mut disabled);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(4), "a usage error: {stdout}\n{stderr}");
+    assert!(stderr.contains("GPULEAK_DISABLE=1 is set"), "{stderr}");
 }
 
 #[test]
