@@ -456,7 +456,7 @@ fn the_pytest_baseline_fails_a_test_whose_leak_grew_and_passes_the_others() {
 }
 
 #[test]
-fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
+fn no_framework_cache_sets_the_switches_of_pytorch_jax_numba_and_cupy() {
     let dir = TempDir::new();
     // A stand-in cupy that records the allocator calls, and a sitecustomize of the user's,
     // which must still run.
@@ -526,6 +526,20 @@ fn no_framework_cache_turns_off_pytorch_jax_and_cupy_caches() {
         pythonpath.contains(&*site.to_string_lossy()),
         "the user's PYTHONPATH is kept: {pythonpath}"
     );
+
+    // The real CuPy (imported, no CUDA call made): its pool's malloc by default, the raw one
+    // under the flag.
+    let cupy = |flags: &[&str]| {
+        let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
+        let file = script("pkg_cupy_allocator.py");
+        args.extend(["--".as_ref(), python.as_os_str(), file.as_os_str()]);
+        let out = gpuleak_run(dir.path(), &args);
+        let (stdout, stderr) = text(&out);
+        assert!(out.status.success(), "{stdout}\n{stderr}");
+        stdout
+    };
+    assert_eq!(cupy(&["--no-framework-cache"]), "cupy 14.2.0 allocator _malloc\n");
+    assert_eq!(cupy(&[]), "cupy 14.2.0 allocator MemoryPool.malloc\n");
 
     // The twin: a plain run changes none of it.
     let (stdout, stderr) = run(&[]);
