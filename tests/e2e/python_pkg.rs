@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpuleak_e2e::{gpuleak_bin, output_of, shim_lib, sim_command, target_dir, TempDir};
+use gpuleak_e2e::{client, gpuleak_bin, output_of, shim_lib, sim_command, stdout_of, target_dir, TempDir};
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -589,4 +589,35 @@ fn check_sees_numba_cuda_device_arrays_and_no_framework_cache_flushes_its_deferr
     // for.
     let stdout = run(&[]);
     assert!(stdout.contains("\nfixed leaked 1049600 at pkg_numba.py:"), "{stdout}");
+}
+
+#[test]
+fn gpuleak_trace_path_names_each_process_s_own_trace_and_is_null_without_the_shim() {
+    let dir = TempDir::new();
+    let out = gpuleak_run(dir.path(), &["--".as_ref(), client("pkg_trace_path").as_os_str()]);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let field = |key: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .unwrap_or_else(|| panic!("no {key:?} in {stdout}"))
+            .to_string()
+    };
+    let (parent, again, child) = (field("parent "), field("again "), field("child "));
+    assert_eq!(parent, again);
+    assert_ne!(parent, child, "a forked child writes its own trace");
+    let mut named: Vec<PathBuf> = [&parent, &child]
+        .iter()
+        .map(|p| Path::new(p.as_str()).canonicalize().unwrap())
+        .collect();
+    named.sort();
+    let written: Vec<PathBuf> = traces_in(dir.path())
+        .iter()
+        .map(|p| p.canonicalize().unwrap())
+        .collect();
+    assert_eq!(named, written, "{stderr}");
+    // The twin: without the shim the weak symbol is NULL and the macro says so.
+    let plain = stdout_of(&mut sim_command(client("pkg_trace_path")));
+    assert_eq!(plain, "parent (null)\nagain (null)\nchild (null)\n");
 }
