@@ -621,3 +621,17 @@ fn gpuleak_trace_path_names_each_process_s_own_trace_and_is_null_without_the_shi
     let plain = stdout_of(&mut sim_command(client("pkg_trace_path")));
     assert_eq!(plain, "parent (null)\nagain (null)\nchild (null)\n");
 }
+
+#[test]
+fn the_package_s_python_unit_tests_pass() {
+    let dir = TempDir::new();
+    let mut cmd = python_clean(sim_command(pkgenv_python()));
+    cmd.current_dir(dir.path())
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-q"])
+        .arg(format!("--rootdir={}", dir.path().display()))
+        .arg(script("pkg_unit.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("9 passed"), "{stdout}");
+}
