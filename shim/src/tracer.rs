@@ -35,20 +35,15 @@ struct StackScratch {
     /// The tracer the last stack was interned in (a forked child has a new one).
     owner: usize,
     id: u32,
-    /// The unwinder's keys of recent captures with the hash of their Python frames (0: none)
-    /// and the stack ids they made (key 0: none), as many as the unwinder keeps memos: a loop
-    /// allocating from a few sites in turn replays each site's capture, and finds its id here.
-    /// The Python hash is part of the match: the same native frames often run different
-    /// Python code.
-    keyed: [(u64, u64, u32); KEYED],
+    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), as
+    /// many as the unwinder keeps memos: a loop allocating from a few sites in turn replays
+    /// each site's capture, and finds its id here.
+    keyed: [(u64, u32); KEYED],
     /// The slot of `keyed` to fill next.
     next_keyed: usize,
     len: usize,
-    /// The Python frames' hash of the last stack.
-    last_py: u64,
     last: [u64; MAX_DEPTH],
     buf: [u64; MAX_DEPTH + OWN_FRAMES],
-    py: [PyFrame; python::MAX_FRAMES],
 }
 
 /// Recent capture keys remembered per thread.
@@ -58,33 +53,52 @@ impl StackScratch {
     const EMPTY: StackScratch = StackScratch {
         owner: 0,
         id: 0,
-        keyed: [(0, 0, 0); KEYED],
+        keyed: [(0, 0); KEYED],
         next_keyed: 0,
         len: 0,
-        last_py: 0,
         last: [0; MAX_DEPTH],
         buf: [0; MAX_DEPTH + OWN_FRAMES],
-        py: [PyFrame {
-            code: 0,
-            table: 0,
-            offset: 0,
-            entry: false,
-        }; python::MAX_FRAMES],
     };
 
-    /// Keeps `id` as the stack of the capture with `key` (0: none) and Python frames `py`.
+    /// Keeps `id` as the stack of the capture with `key` (0: none).
     #[inline(always)]
-    fn remember(&mut self, key: u64, py: u64, id: u32) {
+    fn remember(&mut self, key: u64, id: u32) {
         if key != 0 {
-            self.keyed[self.next_keyed] = (key, py, id);
+            self.keyed[self.next_keyed] = (key, id);
             self.next_keyed = (self.next_keyed + 1) % KEYED;
         }
+    }
+}
+
+/// A Python thread's capture state besides [`StackScratch`] (apart from it, so that processes
+/// without Python keep the native scratch and its path exactly as they were).
+struct PyScratch {
+    /// The hash of the Python frames of the thread's last stack (0: none).
+    last: u64,
+    frames: [PyFrame; python::MAX_FRAMES],
+}
+
+/// The unwinder's replay key of a capture combined with the hash of its Python frames (0
+/// without Python frames: the key itself). The same native frames often run different Python
+/// code, so a replayed native capture alone must not give back a stack id. 0 (no key) stays 0.
+#[inline(always)]
+fn with_python(key: u64, py_hash: u64) -> u64 {
+    if key == 0 {
+        0
+    } else {
+        key ^ py_hash
     }
 }
 
 thread_local! {
     // Const-initialised, no destructor: safe from any context.
     static SCRATCH: std::cell::RefCell<StackScratch> = const { std::cell::RefCell::new(StackScratch::EMPTY) };
+    static PY_SCRATCH: std::cell::RefCell<PyScratch> = const {
+        std::cell::RefCell::new(PyScratch {
+            last: 0,
+            frames: [PyFrame { code: 0, table: 0, offset: 0, entry: false }; python::MAX_FRAMES],
+        })
+    };
 }
 
 /// A started trace.
@@ -104,7 +118,7 @@ pub struct Tracer {
     /// Python frames wanted (`GPULEAK_PYTHON`); the interpreter is looked up at the first
     /// capture.
     python: bool,
-    codes: Codes,
+    codes: Box<Codes>,
 }
 
 #[derive(Default)]
@@ -235,7 +249,7 @@ fn start() -> Option<Tracer> {
         own_text,
         ctx_getter: AtomicUsize::new(0),
         python: config.python,
-        codes: Codes::default(),
+        codes: Box::default(),
     })
 }
 
@@ -417,6 +431,11 @@ impl Tracer {
         if self.depth == 0 {
             return StackId::NONE;
         }
+        if self.python {
+            if let Some(rt) = python::runtime() {
+                return self.stack_python(rt);
+            }
+        }
         let reused = SCRATCH.try_with(|s| s.try_borrow_mut().ok().map(|mut s| self.stack_in(&mut s)));
         match reused {
             Ok(Some(id)) => id,
@@ -428,22 +447,17 @@ impl Tracer {
     #[inline(always)]
     fn stack_in(&self, s: &mut StackScratch) -> StackId {
         let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
-        let py = if self.python { python::runtime() } else { None };
-        let (py_n, py_hash) = match py {
-            Some(rt) => rt.capture(&mut s.py),
-            None => (0, 0),
-        };
         let owner = self as *const Tracer as usize;
         // The unwinder copied the frames of a recent capture of this thread, which made the
         // id kept with its key: nothing to filter, compare or look up.
         if key != 0 && s.owner == owner {
-            if let Some(&(_, _, id)) = s.keyed.iter().find(|&&(k, p, _)| k == key && p == py_hash) {
+            if let Some(&(_, id)) = s.keyed.iter().find(|&&(k, _)| k == key) {
                 return StackId(id);
             }
         }
         if s.owner != owner {
             // A forked child's new tracer: the parent's ids mean nothing in it.
-            s.keyed = [(0, 0, 0); KEYED];
+            s.keyed = [(0, 0); KEYED];
             s.len = 0;
         }
         // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
@@ -462,12 +476,86 @@ impl Tracer {
         }
         // A loop allocating from one place repeats this thread's last stack: no hash, no
         // table lookup.
-        if s.owner == owner && s.len == kept && s.last_py == py_hash && s.last[..kept] == s.buf[..kept] {
-            s.remember(key, py_hash, s.id);
+        if s.owner == owner && s.len == kept && s.last[..kept] == s.buf[..kept] {
+            s.remember(key, s.id);
             return StackId(s.id);
         }
         let frames = &s.buf[..kept];
-        let pyframes = &s.py[..py_n];
+        let id = self.stacks.intern(stacks::hash(frames), |id| {
+            self.cover(frames);
+            self.now(
+                &Stack {
+                    id,
+                    frames: Addrs(frames.into()),
+                }
+                .into(),
+            );
+        });
+        s.owner = owner;
+        s.len = kept;
+        s.id = id.0;
+        s.remember(key, id.0);
+        s.last[..kept].copy_from_slice(&s.buf[..kept]);
+        id
+    }
+
+    /// [`stack`](Self::stack) in a Python process: the native capture of
+    /// [`stack_in`](Self::stack_in) plus the thread's Python frames, which take part in every
+    /// cache check (the same native frames often run different Python code).
+    #[cold]
+    #[inline(never)]
+    fn stack_python(&self, rt: &python::Runtime) -> StackId {
+        let got = SCRATCH.try_with(|s| {
+            PY_SCRATCH.try_with(|p| match (s.try_borrow_mut(), p.try_borrow_mut()) {
+                (Ok(mut s), Ok(mut p)) => Some(self.stack_in_python(rt, &mut s, &mut p)),
+                _ => None,
+            })
+        });
+        match got {
+            Ok(Ok(Some(id))) => id,
+            // Thread-locals gone (thread exit) or busy: one-off scratches on the stack.
+            _ => {
+                let mut p = PyScratch {
+                    last: 0,
+                    frames: [PyFrame::default(); python::MAX_FRAMES],
+                };
+                self.stack_in_python(rt, &mut StackScratch::EMPTY.clone(), &mut p)
+            }
+        }
+    }
+
+    fn stack_in_python(&self, rt: &python::Runtime, s: &mut StackScratch, p: &mut PyScratch) -> StackId {
+        let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
+        let (py_n, py_hash) = rt.capture(&mut p.frames);
+        let key = with_python(key, py_hash);
+        let owner = self as *const Tracer as usize;
+        if key != 0 && s.owner == owner {
+            if let Some(&(_, id)) = s.keyed.iter().find(|&&(k, _)| k == key) {
+                return StackId(id);
+            }
+        }
+        if s.owner != owner {
+            s.keyed = [(0, 0); KEYED];
+            s.len = 0;
+        }
+        let (lo, hi) = self.own_text;
+        let mut kept = 0;
+        for i in 0..n {
+            let a = s.buf[i];
+            if (a < lo || a >= hi) && kept < self.depth {
+                s.buf[kept] = a;
+                kept += 1;
+            }
+        }
+        if kept == 0 {
+            return StackId::NONE;
+        }
+        if s.owner == owner && s.len == kept && p.last == py_hash && s.last[..kept] == s.buf[..kept] {
+            s.remember(key, s.id);
+            return StackId(s.id);
+        }
+        let frames = &s.buf[..kept];
+        let pyframes = &p.frames[..py_n];
         let id = self.stacks.intern(stacks::hash(frames) ^ py_hash, |id| {
             self.cover(frames);
             self.now(
@@ -477,15 +565,15 @@ impl Tracer {
                 }
                 .into(),
             );
-            if let (Some(rt), false) = (py, pyframes.is_empty()) {
+            if !pyframes.is_empty() {
                 self.write_python(rt, id, frames, pyframes);
             }
         });
         s.owner = owner;
         s.len = kept;
-        s.last_py = py_hash;
+        p.last = py_hash;
         s.id = id.0;
-        s.remember(key, py_hash, id.0);
+        s.remember(key, id.0);
         s.last[..kept].copy_from_slice(&s.buf[..kept]);
         id
     }

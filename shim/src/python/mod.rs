@@ -72,6 +72,10 @@ pub struct Runtime {
 
 static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
 
+/// Whether the process has no usable interpreter (known after the first look): one relaxed
+/// load on the hot path of every other process.
+static ABSENT: AtomicBool = AtomicBool::new(false);
+
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 /// `RTLD_DL_SYMENT` for `dladdr1` (glibc's dlfcn.h).
 const RTLD_DL_SYMENT: libc::c_int = 1;
@@ -81,12 +85,24 @@ fn sym(name: &CStr) -> u64 {
 }
 
 /// The interpreter of this process, looked up on the first call.
-#[inline]
+#[inline(always)]
 pub fn runtime() -> Option<&'static Runtime> {
-    RUNTIME
+    if ABSENT.load(Ordering::Relaxed) {
+        return None;
+    }
+    runtime_slow()
+}
+
+#[inline(never)]
+fn runtime_slow() -> Option<&'static Runtime> {
+    let rt = RUNTIME
         .get_or_init(detect)
         .as_ref()
-        .filter(|r| !r.off.load(Ordering::Relaxed))
+        .filter(|r| !r.off.load(Ordering::Relaxed));
+    if rt.is_none() {
+        ABSENT.store(true, Ordering::Relaxed);
+    }
+    rt
 }
 
 fn version() -> Option<(u32, u32)> {
@@ -195,7 +211,7 @@ impl Runtime {
     #[inline]
     pub fn capture(&self, out: &mut [PyFrame]) -> (usize, u64) {
         if self.proven.load(Ordering::Relaxed) {
-            return self.walk(Mem::Direct, out).unwrap_or((0, 0));
+            return self.walk(Mem::Direct, out).map_or((0, 0), |(n, h, _)| (n, h));
         }
         self.capture_careful(out)
     }
@@ -203,12 +219,14 @@ impl Runtime {
     #[cold]
     fn capture_careful(&self, out: &mut [PyFrame]) -> (usize, u64) {
         match self.walk(Mem::Careful, out) {
-            Some((n, h)) if n > 0 => {
+            Some((n, h, _)) if n > 0 => {
                 self.proven.store(true, Ordering::Relaxed);
                 (n, h)
             }
-            Some(_) => {
-                if self.careful_left.fetch_sub(1, Ordering::Relaxed) == 1 {
+            Some((_, _, saw_frames)) => {
+                // Frames but no code object in them: the layout may not be this build's.
+                // (A thread without Python frames proves nothing either way.)
+                if saw_frames && self.careful_left.fetch_sub(1, Ordering::Relaxed) == 1 {
                     self.off.store(true, Ordering::Relaxed);
                 }
                 (0, 0)
@@ -226,15 +244,16 @@ impl Runtime {
         }
     }
 
-    /// The walk. `None`: a read failed (only in careful mode; direct reads never fail, they
-    /// are only made once the layout is proven and on pointers that pass the checks).
+    /// The walk: frames written, their hash, and whether the chain held any frame at all.
+    /// `None`: a read failed (only in careful mode; direct reads never fail, they are only
+    /// made once the layout is proven and on pointers that pass the checks).
     #[inline(always)]
-    fn walk(&self, mem: Mem, out: &mut [PyFrame]) -> Option<(usize, u64)> {
+    fn walk(&self, mem: Mem, out: &mut [PyFrame]) -> Option<(usize, u64, bool)> {
         // SAFETY: `PyGILState_GetThisThreadState` reads a thread-local of the interpreter and
         // needs no GIL; it returns NULL on threads that have no thread state.
         let ts = unsafe { (self.this_thread_state)() } as u64;
         if ts == 0 {
-            return Some((0, 0));
+            return Some((0, 0, false));
         }
         let l = self.layout;
         let mut frame = match l.chain {
@@ -242,7 +261,7 @@ impl Runtime {
             Chain::CFrame { cframe, current } => {
                 let c = mem.ptr(ts + cframe)?;
                 if c == 0 {
-                    return Some((0, 0));
+                    return Some((0, 0, false));
                 }
                 mem.ptr(c + current)?
             }
@@ -310,10 +329,10 @@ impl Runtime {
             frame = previous;
         }
         if n == 0 {
-            return Some((0, 0));
+            return Some((0, 0, steps > 0));
         }
         // The outermost frame always ends its group (a thread's first eval-loop call).
         out[n - 1].entry = true;
-        Some((n, crate::stacks::finish_hash(h) | 1))
+        Some((n, crate::stacks::finish_hash(h) | 1, true))
     }
 }
