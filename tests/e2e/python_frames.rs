@@ -407,3 +407,54 @@ fn suppressions_match_python_functions_and_files() {
     assert_eq!(by_bytes(&doc, 4 * 8192), "leak:*python_frames_client.py");
     assert_eq!(by_bytes(&doc, 1 << 20), "leak:*python_frames_client.py");
 }
+
+/// Baselines key sites by their frames, Python ones included: a second run of the same
+/// program matches its baseline; against a baseline without Python frames every site is new,
+/// named by its Python lines.
+#[test]
+fn baselines_key_sites_by_python_frames() {
+    let dir = TempDir::new();
+    let first = traced(&dir, &[]);
+    let base = dir.path().join("base.json");
+    let out = Command::new(gpuleak_bin())
+        .args(["report", "--format", "json"])
+        .arg(&first)
+        .output()
+        .expect("report");
+    assert_ok(&out);
+    std::fs::write(&base, &out.stdout).unwrap();
+    let second_dir = TempDir::new();
+    let second = traced(&second_dir, &[]);
+    let check = |baseline: &Path, trace: &Path| {
+        Command::new(gpuleak_bin())
+            .args(["check", "--format", "json", "--baseline"])
+            .arg(baseline)
+            .arg(trace)
+            .output()
+            .expect("gpuleak check")
+    };
+    let same = check(&base, &second);
+    assert_eq!(same.status.code(), Some(0), "{}", String::from_utf8_lossy(&same.stdout));
+
+    let native_dir = TempDir::new();
+    let native = traced(&native_dir, &[("GPULEAK_PYTHON", "0")]);
+    let native_base = dir.path().join("native.json");
+    let out = Command::new(gpuleak_bin())
+        .args(["report", "--format", "json"])
+        .arg(&native)
+        .output()
+        .expect("report");
+    std::fs::write(&native_base, &out.stdout).unwrap();
+    let new = check(&native_base, &second);
+    assert_eq!(new.status.code(), Some(1));
+    let doc: Value = serde_json::from_slice(&new.stdout).expect("JSON");
+    let sites: Vec<&str> = doc["violations"]
+        .as_array()
+        .expect("violations")
+        .iter()
+        .filter(|v| v["change"] == "new")
+        .filter_map(|v| v["site"].as_str())
+        .collect();
+    let pydll = format!("leak_with_gil_held@{SCRIPT}:{}", line_of("# LEAK: pydll"));
+    assert!(sites.iter().any(|s| s.contains(&pydll)), "{pydll} in {sites:#?}");
+}
