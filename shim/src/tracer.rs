@@ -275,6 +275,7 @@ fn register_process_hooks() {
 extern "C" fn in_forked_child() {
     writer::GENERATION.fetch_add(1, Ordering::AcqRel);
     stacks::forget_recent();
+    python::forget_in_child();
     let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
     if !p.is_null() {
         // SAFETY: the tracer is leaked, and the child is single-threaded right now.

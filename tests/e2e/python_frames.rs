@@ -458,3 +458,41 @@ fn baselines_key_sites_by_python_frames() {
     let pydll = format!("leak_with_gil_held@{SCRIPT}:{}", line_of("# LEAK: pydll"));
     assert!(sites.iter().any(|s| s.contains(&pydll)), "{pydll} in {sites:#?}");
 }
+
+/// A forked child writes its own trace, with its own descriptions of the code objects its
+/// stacks name.
+#[test]
+fn a_forked_python_child_names_its_own_python_frames() {
+    let dir = TempDir::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_fork.py");
+    let text = std::fs::read_to_string(&script).expect("script");
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
+    let pattern = dir.path().join("fork.%p.trace");
+    let out = shim_command(&python, &pattern).arg("-I").arg(&script).output().expect("python");
+    assert_ok(&out);
+    let mut traces: Vec<PathBuf> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "trace"))
+        .collect();
+    traces.sort();
+    assert_eq!(traces.len(), 2, "{traces:?}");
+    let mut seen = Vec::new();
+    for trace in &traces {
+        let report = report(trace);
+        let leaks = report["leaks"].as_array().expect("leaks");
+        assert_eq!(leaks.len(), 1, "{leaks:#?}");
+        let py = python_frames_any(leaks[0]["stack"].as_array().unwrap());
+        assert_eq!(py[0], ("leak".to_string(), line("# LEAK: helper")), "{py:?}");
+        seen.push((leaks[0]["bytes"].as_u64().unwrap(), py[1].clone()));
+    }
+    seen.sort();
+    assert_eq!(
+        seen,
+        [
+            (1 << 20, ("in_parent".to_string(), line("# LEAK: parent"))),
+            (2 << 20, ("in_child".to_string(), line("# LEAK: child")))
+        ]
+    );
+}

@@ -27,8 +27,7 @@ mod layout;
 mod read;
 
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
-use std::sync::OnceLock;
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering};
 
 pub use code::Codes;
 use layout::{Chain, Entry, Instr, Layout, OB_SIZE, OB_TYPE};
@@ -70,11 +69,19 @@ pub struct Runtime {
     off: AtomicBool,
 }
 
-static RUNTIME: OnceLock<Option<Runtime>> = OnceLock::new();
+/// Whether this process's interpreter has been looked for: one of the states below. A plain
+/// state machine rather than a `OnceLock`, which would make a thread wait for the lookup of
+/// another (and a child forked during a lookup wait forever).
+static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
+const UNKNOWN: u8 = 0;
+const LOOKING: u8 = 1;
+const PRESENT: u8 = 2;
+/// No usable interpreter (or Python frames turned off after a failed read): one load on the
+/// hot path of every other process.
+const ABSENT: u8 = 3;
 
-/// Whether the process has no usable interpreter (known after the first look): one relaxed
-/// load on the hot path of every other process.
-static ABSENT: AtomicBool = AtomicBool::new(false);
+/// The interpreter found (leaked, never freed), once `STATE` is `PRESENT`.
+static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
 
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 /// `RTLD_DL_SYMENT` for `dladdr1` (glibc's dlfcn.h).
@@ -84,25 +91,51 @@ fn sym(name: &CStr) -> u64 {
     crate::dl::real_dlsym(RTLD_DEFAULT, name) as u64
 }
 
-/// The interpreter of this process, looked up on the first call.
+/// The interpreter of this process, looked up on the first call (captures made while another
+/// thread looks get no Python frames).
 #[inline(always)]
 pub fn runtime() -> Option<&'static Runtime> {
-    if ABSENT.load(Ordering::Relaxed) {
-        return None;
+    match STATE.load(Ordering::Acquire) {
+        PRESENT => {
+            // SAFETY: published before PRESENT (release/acquire) and never freed.
+            Some(unsafe { &*RUNTIME.load(Ordering::Acquire) })
+        }
+        UNKNOWN => look(),
+        _ => None,
     }
-    runtime_slow()
 }
 
+#[cold]
 #[inline(never)]
-fn runtime_slow() -> Option<&'static Runtime> {
-    let rt = RUNTIME
-        .get_or_init(detect)
-        .as_ref()
-        .filter(|r| !r.off.load(Ordering::Relaxed));
-    if rt.is_none() {
-        ABSENT.store(true, Ordering::Relaxed);
+fn look() -> Option<&'static Runtime> {
+    if STATE
+        .compare_exchange(UNKNOWN, LOOKING, Ordering::AcqRel, Ordering::Acquire)
+        .is_err()
+    {
+        return None;
     }
-    rt
+    match detect() {
+        Some(rt) => {
+            let rt: &'static Runtime = Box::leak(Box::new(rt));
+            RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+            STATE.store(PRESENT, Ordering::Release);
+            Some(rt)
+        }
+        None => {
+            STATE.store(ABSENT, Ordering::Release);
+            None
+        }
+    }
+}
+
+/// In a forked child: a lookup the parent had under way when it forked is looked for again.
+pub fn forget_in_child() {
+    let _ = STATE.compare_exchange(LOOKING, UNKNOWN, Ordering::AcqRel, Ordering::Acquire);
+}
+
+/// Turns Python frames off for the rest of the process.
+fn turn_off() {
+    STATE.store(ABSENT, Ordering::Release);
 }
 
 fn version() -> Option<(u32, u32)> {
@@ -227,12 +260,13 @@ impl Runtime {
                 // Frames but no code object in them: the layout may not be this build's.
                 // (A thread without Python frames proves nothing either way.)
                 if saw_frames && self.careful_left.fetch_sub(1, Ordering::Relaxed) == 1 {
-                    self.off.store(true, Ordering::Relaxed);
+                    turn_off();
                 }
                 (0, 0)
             }
             None => {
                 if !self.off.swap(true, Ordering::Relaxed) {
+                    turn_off();
                     crate::diag::line(format_args!(
                         "the Python {}.{} interpreter's frames could not be read; no Python frames in stacks",
                         self.layout.version >> 8,
