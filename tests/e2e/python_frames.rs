@@ -469,7 +469,11 @@ fn a_forked_python_child_names_its_own_python_frames() {
     let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
     let pattern = dir.path().join("fork.%p.trace");
-    let out = shim_command(&python, &pattern).arg("-I").arg(&script).output().expect("python");
+    let out = shim_command(&python, &pattern)
+        .arg("-I")
+        .arg(&script)
+        .output()
+        .expect("python");
     assert_ok(&out);
     let mut traces: Vec<PathBuf> = std::fs::read_dir(dir.path())
         .unwrap()
