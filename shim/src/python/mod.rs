@@ -58,6 +58,9 @@ pub struct PyFrame {
 pub struct Runtime {
     layout: &'static Layout,
     this_thread_state: unsafe extern "C" fn() -> *mut c_void,
+    /// `Py_IsFinalizing` (3.13) or `_Py_IsFinalizing`: once the runtime finalizes, the thread
+    /// states of daemon threads are freed while their thread-locals still point to them.
+    finalizing: unsafe extern "C" fn() -> libc::c_int,
     code_type: u64,
     pub(crate) str_type: u64,
     pub(crate) bytes_type: u64,
@@ -208,6 +211,13 @@ fn detect() -> Option<Runtime> {
         ));
         return None;
     }
+    let finalizing = match sym(c"Py_IsFinalizing") {
+        0 => sym(c"_Py_IsFinalizing"),
+        f => f,
+    };
+    if finalizing == 0 {
+        return None;
+    }
     let (code_type, str_type, bytes_type) = (sym(c"PyCode_Type"), sym(c"PyUnicode_Type"), sym(c"PyBytes_Type"));
     if code_type == 0 || str_type == 0 || bytes_type == 0 {
         return None;
@@ -216,6 +226,9 @@ fn detect() -> Option<Runtime> {
         layout,
         // SAFETY: the address of libpython's `PyGILState_GetThisThreadState`, found by name.
         this_thread_state: unsafe { std::mem::transmute::<u64, unsafe extern "C" fn() -> *mut c_void>(state) },
+        // SAFETY: libpython's `Py_IsFinalizing`/`_Py_IsFinalizing` (no arguments, an int),
+        // found by name.
+        finalizing: unsafe { std::mem::transmute::<u64, unsafe extern "C" fn() -> libc::c_int>(finalizing) },
         code_type,
         str_type,
         bytes_type,
@@ -283,6 +296,10 @@ impl Runtime {
     /// made once the layout is proven and on pointers that pass the checks).
     #[inline(always)]
     fn walk(&self, mem: Mem, out: &mut [PyFrame]) -> Option<(usize, u64, bool)> {
+        // SAFETY: `Py_IsFinalizing` reads one atomic field of the runtime; it needs no GIL.
+        if unsafe { (self.finalizing)() } != 0 {
+            return Some((0, 0, false));
+        }
         // SAFETY: `PyGILState_GetThisThreadState` reads a thread-local of the interpreter and
         // needs no GIL; it returns NULL on threads that have no thread state.
         let ts = unsafe { (self.this_thread_state)() } as u64;
