@@ -1,5 +1,5 @@
 //! Python frames in allocation stacks: real CPython 3.11 (`target/pyenv`) running NVIDIA's
-//! cuda-bindings and ctypes on the simulated driver, under the shim.
+//! cuda-bindings, cuda-core and ctypes on the simulated driver, under the shim.
 //!
 //! `tests/python/python_frames_client.py` leaks from named functions at lines marked
 //! `# LEAK: NAME`; the report must name those lines, with the GIL released by the allocating
@@ -499,4 +499,46 @@ fn a_forked_python_child_names_its_own_python_frames() {
             (2 << 20, ("in_child".to_string(), line("# LEAK: child")))
         ]
     );
+}
+
+/// Through NVIDIA's cuda-core: a pool allocation made by cuda-core's Cython layer (which gives
+/// no Python frames of its own) is named by the Python line that asked for it, with its caller.
+#[test]
+fn python_frames_name_a_cuda_core_allocation() {
+    let dir = TempDir::new();
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_cuda_core.py");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
+    let trace = dir.path().join("cuda_core.trace");
+    let out = shim_command(&python, &trace).arg("-I").arg(&script).output().unwrap();
+    assert_ok(&out);
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        format!("leaked {}", 7 << 20)
+    );
+    let text = std::fs::read_to_string(&script).unwrap();
+    // The last mention: the docstring names the marker too.
+    let line = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| l.contains("# LEAK: cuda_core"))
+        .last()
+        .unwrap()
+        .0 as u64
+        + 1;
+    let report = report(&trace);
+    let stack = leak_stack(&report, 7 << 20);
+    let ours: Vec<(String, u64)> = stack
+        .iter()
+        .filter(|f| {
+            is_python(f)
+                && f["file"]
+                    .as_str()
+                    .is_some_and(|p| p.ends_with("python_frames_cuda_core.py"))
+        })
+        .map(|f| (function(f).to_string(), f["line"].as_u64().unwrap_or(0)))
+        .collect();
+    assert_eq!(ours[0], ("leak_through_cuda_core".to_string(), line), "{stack:#?}");
+    assert_eq!(ours[1].0, "main", "{ours:?}");
+    // Native frames come first: the driver call is made below cuda-core's compiled layer.
+    assert!(!is_python(&stack[0]), "{stack:#?}");
 }
