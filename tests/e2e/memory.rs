@@ -598,3 +598,114 @@ fn marks_and_snapshots_written_through_the_control_api_give_the_steps_and_the_st
         "{text}"
     );
 }
+
+/// Runs `memory_devices` on two simulated devices.
+fn two_devices(dir: &TempDir) -> PathBuf {
+    let trace = dir.path().join("memory_devices.trace");
+    let mut cmd = shim_command(client("memory_devices"), &trace);
+    cmd.env("SIMCUDA_DEVICES", "2").env("SIMCUDA_MEM_BYTES", "64MiB");
+    let out = cmd.output().unwrap();
+    assert_ok(&out);
+    trace
+}
+
+/// The first function of a site of `m["sites"]`.
+fn site_function(m: &Value, id: &Value) -> String {
+    let site = m["sites"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["stack_id"] == *id)
+        .unwrap_or_else(|| panic!("site {id} not in sites"));
+    functions(&site["stack"])[0].to_string()
+}
+
+#[test]
+fn each_device_shows_its_own_peak_and_top_sites() {
+    let dir = TempDir::new();
+    let trace = two_devices(&dir);
+    let doc = memory_json(&trace);
+    let m = &doc["process"]["memory"];
+    let devices = m["devices"].as_array().unwrap();
+    let dev = |name: &str| devices.iter().find(|d| d["device"] == name).unwrap();
+    let (d0, d1) = (dev("device 0"), dev("device 1"));
+    assert_eq!(u(&d0["peak_bytes"]), 33 * MIB);
+    assert_eq!(u(&d1["peak_bytes"]), 48 * MIB);
+    assert!(u(&d0["peak_seq"]) < u(&d1["peak_seq"]), "device 0 peaks first");
+    // The process's peak is device 1's moment: keep_dev0 and fill_dev1, no fill_dev0.
+    assert_eq!(u(&m["peak"]["bytes"]), 49 * MIB);
+    let by = |v: &Value| -> Vec<(String, u64)> {
+        v.as_array()
+            .unwrap()
+            .iter()
+            .map(|s| (site_function(m, &s["stack_id"]), u(&s["bytes"])))
+            .collect()
+    };
+    let s = |f: &str, b: u64| (f.to_string(), b);
+    assert_eq!(
+        by(&m["peak"]["by_site"]),
+        [s("fill_dev1", 48 * MIB), s("keep_dev0", MIB)]
+    );
+    // Each device: its own peak, by site, and its own stacked sites.
+    assert_eq!(by(&d0["peak_by_site"]), [s("fill_dev0", 32 * MIB), s("keep_dev0", MIB)]);
+    assert_eq!(by(&d1["peak_by_site"]), [s("fill_dev1", 48 * MIB)]);
+    let stacked = |d: &Value| -> Vec<String> {
+        d["stacked"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| site_function(m, &s["stack_id"]))
+            .collect()
+    };
+    let mut s0 = stacked(d0);
+    s0.sort();
+    assert_eq!(s0, ["fill_dev0", "keep_dev0"]);
+    assert_eq!(stacked(d1), ["fill_dev1"]);
+    let series = d1["stacked"][0]["live_bytes"].as_array().unwrap();
+    assert_eq!(series.len(), m["stacked"]["times_ns"].as_array().unwrap().len());
+    assert_eq!(series.iter().map(u).max(), Some(48 * MIB));
+
+    // Text: each device's peak lists its own sites.
+    let out = report(&["--memory"], &[&trace]);
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let section = |name: &str| {
+        let start = text
+            .find(&format!("\n{name}: peak"))
+            .unwrap_or_else(|| panic!("{name}:\n{text}"));
+        let end = text[start + 1..].find("\n\n").map_or(text.len(), |e| start + 1 + e);
+        text[start..end].to_string()
+    };
+    let t0 = section("device 0");
+    let t1 = section("device 1");
+    assert!(t0.contains("peak 33.0 MiB") && t0.contains("at its peak:"), "{t0}");
+    assert!(t0.contains("32.0 MiB  fill_dev0 memory_devices.c:"), "{t0}");
+    assert!(!t0.contains("fill_dev1"), "{t0}");
+    assert!(t1.contains("48.0 MiB  fill_dev1 memory_devices.c:"), "{t1}");
+    assert!(!t1.contains("fill_dev0"), "{t1}");
+
+    // HTML: a stacked chart and a peak table per device.
+    let page = dir.path().join("devices.html");
+    assert_ok(&report(&["--format", "html", "-o", page.to_str().unwrap()], &[&trace]));
+    let profile = TempDir::new();
+    let dom = rendered_dom(&page, profile.path());
+    assert!(dom.contains("data-rendered=\"ok\""), "{}", &dom[..dom.len().min(3000)]);
+    assert_eq!(dom.matches("class=\"timeline-device\"").count(), 2);
+    assert_eq!(dom.matches("<table class=\"device-peak\"").count(), 2);
+    assert!(dom.contains("device 1: live bytes by allocation site (peak 48.0 MiB)"));
+}
+
+#[test]
+fn one_device_has_no_per_device_repeat_of_the_peak() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "memory_steps", "staircase");
+    let doc = memory_json(&trace);
+    let m = &doc["process"]["memory"];
+    // The device's breakdown is the process's (one device), and the text does not repeat it.
+    let d = &m["devices"][0];
+    assert_eq!(d["peak_by_site"], m["peak"]["by_site"]);
+    assert!(!d["stacked"].as_array().unwrap().is_empty());
+    let out = report(&["--memory"], &[&trace]);
+    assert_ok(&out);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("at its peak:"));
+}

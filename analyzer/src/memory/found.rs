@@ -93,6 +93,12 @@ pub struct DeviceTimeline {
     pub pins: Vec<PinSite>,
     /// Whether any allocation of this device has an address (not only handles).
     pub has_addresses: bool,
+    /// Sites live on this device at its peak (their bytes on this device), largest first, at
+    /// most [`super::DEVICE_PEAK_SITES`].
+    pub peak_sites: Vec<SiteBytes>,
+    /// The [`super::DEVICE_STACKED`] sites with the most live bytes on this device over the
+    /// run, each with its live bytes here at each site-axis bucket's end.
+    pub stacked: Vec<(StackId, Vec<u64>)>,
 }
 
 /// The moment of a device's worst fragmentation.

@@ -36,6 +36,10 @@ pub const SITE_POINTS: u64 = 128;
 pub const OOM_DETAILS: usize = 32;
 /// Sites kept per failed allocation, snapshot of the peak, and so on.
 pub const SITES_KEPT: usize = 12;
+/// Sites stacked in each device's timeline.
+pub const DEVICE_STACKED: usize = 8;
+/// Sites kept in each device's peak breakdown.
+pub const DEVICE_PEAK_SITES: usize = 100;
 /// Pinning allocations kept per moment.
 pub const PINS_KEPT: usize = 16;
 /// Device number of pinned host memory.
@@ -66,6 +70,20 @@ struct Device {
     worst: Option<Worst>,
     pins: Vec<PinSite>,
     has_addresses: bool,
+    /// This device's share of each site (live bytes, value at the device's peak, series).
+    sites: FastMap<StackId, DeviceSite>,
+    /// Bumped whenever the device reaches a new peak (see [`DeviceSite::stamp`]).
+    peak_version: u64,
+}
+
+/// One site's allocations on one device.
+#[derive(Debug)]
+struct DeviceSite {
+    live: u64,
+    /// Live bytes at the device's latest peak, valid when `stamp` is the device's version.
+    at_peak: u64,
+    stamp: u64,
+    series: Series,
 }
 
 impl Device {
@@ -85,7 +103,59 @@ impl Device {
             worst: None,
             pins: Vec::new(),
             has_addresses: false,
+            sites: FastMap::default(),
+            peak_version: 0,
         }
+    }
+
+    /// Applies `delta` bytes to `stack`'s share of this device (on the site axis). Called
+    /// before the device's peak is updated, as [`Tracker::site_change`] is for the process.
+    fn site_change(&mut self, site_axis: &Axis, stack: StackId, delta: i128) {
+        let version = self.peak_version;
+        let s = self.sites.entry(stack).or_insert_with(|| DeviceSite {
+            live: 0,
+            at_peak: 0,
+            stamp: version,
+            series: Series::new(site_axis),
+        });
+        if s.stamp != version {
+            s.at_peak = s.live;
+            s.stamp = version;
+        }
+        s.live = (i128::from(s.live) + delta).clamp(0, i128::from(u64::MAX)) as u64;
+        s.series.set(site_axis, s.live);
+    }
+
+    /// Sites live at the device's peak (largest first, at most [`DEVICE_PEAK_SITES`]) and the
+    /// [`DEVICE_STACKED`] sites with the most live bytes over the run, with their series.
+    fn site_results(&mut self, site_axis: &Axis) -> (Vec<SiteBytes>, Vec<(StackId, Vec<u64>)>) {
+        let version = self.peak_version;
+        let mut at_peak = Vec::new();
+        let mut by_area: Vec<(u128, StackId, Vec<u64>)> = Vec::new();
+        for (stack, s) in self.sites.iter_mut() {
+            let bytes = if s.stamp != version { s.live } else { s.at_peak };
+            if bytes > 0 {
+                at_peak.push(SiteBytes {
+                    stack: *stack,
+                    bytes,
+                    allocations: 0,
+                });
+            }
+            let series: Vec<u64> = s.series.points(site_axis).iter().map(|p| p.last).collect();
+            let area: u128 = series.iter().map(|v| u128::from(*v)).sum();
+            if area > 0 {
+                by_area.push((area, *stack, series));
+            }
+        }
+        at_peak.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.stack.0.cmp(&b.stack.0)));
+        at_peak.truncate(DEVICE_PEAK_SITES);
+        by_area.sort_by(|a, b| b.0.cmp(&a.0).then(a.1 .0.cmp(&b.1 .0)));
+        let stacked = by_area
+            .into_iter()
+            .take(DEVICE_STACKED)
+            .map(|(_, stack, series)| (stack, series))
+            .collect();
+        (at_peak, stacked)
     }
 
     fn add(axis: &Axis, s: &mut Series, delta: i128) {
@@ -267,7 +337,9 @@ impl Tracker {
             self.peak = (self.live, seq, time);
             self.peak_version += 1;
         }
+        let site_axis = self.site_axis;
         let d = self.device(device);
+        d.site_change(&site_axis, a.stack, i128::from(a.size));
         Device::add(&axis, &mut d.live, i128::from(a.size));
         Device::add(&axis, &mut d.allocations, 1);
         if pool {
@@ -275,6 +347,7 @@ impl Tracker {
         }
         if d.live.value() > d.peak.0 {
             d.peak = (d.live.value(), seq, time);
+            d.peak_version += 1;
         }
         if has_address(a.kind) {
             d.has_addresses = true;
@@ -296,7 +369,9 @@ impl Tracker {
         }
         let pool = self.site_change(a, device, false, -i128::from(a.size), seq.saturating_sub(a.seq.0));
         self.live -= a.size.min(self.live);
+        let site_axis = self.site_axis;
         let d = self.device(device);
+        d.site_change(&site_axis, a.stack, -i128::from(a.size));
         Device::add(&axis, &mut d.live, -i128::from(a.size));
         Device::add(&axis, &mut d.frees, 1);
         if pool {
@@ -455,7 +530,10 @@ impl Tracker {
         for (device, mut d) in std::mem::take(&mut self.devices) {
             let last = |s: &mut Series| s.points(&axis).iter().map(|p| p.last).collect::<Vec<u64>>();
             let max = |s: &mut Series| s.points(&axis).iter().map(|p| p.max).collect::<Vec<u64>>();
+            let (peak_sites, stacked) = d.site_results(&self.site_axis);
             devices.push(DeviceTimeline {
+                peak_sites,
+                stacked,
                 device,
                 live: d.live.points(&axis),
                 allocations: last(&mut d.allocations),

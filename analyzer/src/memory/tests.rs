@@ -59,6 +59,21 @@ impl Run {
         })
     }
 
+    /// A `cuMemAlloc_v2` in context `ctx`.
+    fn alloc_in(&mut self, ctx: Ctx, ptr: u64, size: u64, stack: u32) -> &mut Self {
+        self.push(Alloc {
+            api: Api::cuMemAlloc_v2,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            ctx,
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size,
+            stack: StackId(stack),
+            aux: 0,
+        })
+    }
+
     fn alloc(&mut self, ptr: u64, size: u64, stack: u32) -> &mut Self {
         self.alloc_with(Api::cuMemAlloc_v2, ptr, size, stack, 0)
     }
@@ -100,6 +115,58 @@ fn the_peak_breakdown_is_each_site_at_the_moment_of_the_peak() {
     assert_eq!(m.devices.len(), 1);
     assert_eq!(m.devices[0].device, 3, "the context's device");
     assert_eq!(m.devices[0].peak.0, 400);
+}
+
+#[test]
+fn each_device_has_its_own_peak_breakdown_and_stacked_sites() {
+    const CTX5: Ctx = Ctx(0x5cf0_0000_0050);
+    let mut r = Run::new(Vec::new());
+    r.push(CtxCreate {
+        api: Api::cuDevicePrimaryCtxRetain,
+        result: CuResult::SUCCESS,
+        ctx: CTX5,
+        device: 5,
+        flags: 0,
+    });
+    // Site 7 allocates on both devices; site 1 only on device 3, site 2 only on device 5.
+    r.alloc_in(CTX, 0x1000, 10, 7).alloc_in(CTX5, 0x9000, 20, 7);
+    // Device 3 peaks here (10 + 500), earlier than the process.
+    r.alloc_in(CTX, 0x2000, 500, 1).free(0x2000);
+    // Device 5 and the process peak here (10 + 20 + 900).
+    r.alloc_in(CTX5, 0xa000, 900, 2).free(0xa000);
+    let m = r.finish();
+    assert_eq!(m.peak.0, 930);
+    let process: Vec<(u32, u64)> = m.peak_sites.iter().map(|s| (s.stack.0, s.bytes)).collect();
+    assert_eq!(process, [(2, 900), (7, 30)]);
+    let d3 = m.devices.iter().find(|d| d.device == 3).unwrap();
+    let d5 = m.devices.iter().find(|d| d.device == 5).unwrap();
+    assert_eq!(d3.peak.0, 510);
+    assert_eq!(d5.peak.0, 920);
+    assert!(d3.peak.1 < d5.peak.1, "device 3 peaked first");
+    let at = |d: &DeviceTimeline| d.peak_sites.iter().map(|s| (s.stack.0, s.bytes)).collect::<Vec<_>>();
+    // Each device's breakdown has only its own bytes, at its own peak.
+    assert_eq!(at(d3), [(1, 500), (7, 10)]);
+    assert_eq!(at(d5), [(2, 900), (7, 20)]);
+    let stacked = |d: &DeviceTimeline| d.stacked.iter().map(|(id, _)| id.0).collect::<Vec<_>>();
+    // By area (bytes times buckets): 500 for one bucket beats 10 for six.
+    assert_eq!(stacked(d3), [1, 7]);
+    assert_eq!(stacked(d5), [2, 7]);
+    // A stacked series is the site's bytes on that device: site 7 holds 10 on device 3.
+    let seven = &d3.stacked[1].1;
+    assert_eq!(seven.iter().max(), Some(&10));
+    assert_eq!(d5.stacked[1].1.iter().max(), Some(&20));
+}
+
+#[test]
+fn one_device_breakdown_matches_the_process_one() {
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000_0000, 100, 1).alloc(0x2000_0000, 300, 2);
+    r.free(0x2000_0000).alloc(0x3000_0000, 50, 1);
+    let m = r.finish();
+    let d: Vec<(u32, u64)> = m.devices[0].peak_sites.iter().map(|s| (s.stack.0, s.bytes)).collect();
+    let p: Vec<(u32, u64)> = m.peak_sites.iter().map(|s| (s.stack.0, s.bytes)).collect();
+    assert_eq!(d, p);
+    assert_eq!(d, [(2, 300), (1, 100)]);
 }
 
 #[test]

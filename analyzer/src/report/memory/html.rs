@@ -101,6 +101,26 @@ fn memory(m: &MemoryView) -> J {
                 ("name", J::S(device_name(d.device))),
                 ("addresses", J::Bool(d.has_addresses)),
                 ("peak", J::U(d.peak.0)),
+                ("peak_seq", J::U(d.peak.1)),
+                (
+                    "stacked",
+                    J::A(
+                        d.stacked
+                            .iter()
+                            .map(|(id, v)| J::O(vec![("label", J::S(label(id))), ("live", nums(v))]))
+                            .collect(),
+                    ),
+                ),
+                (
+                    "peak_sites",
+                    J::A(
+                        d.peak_sites
+                            .iter()
+                            .take(10)
+                            .map(|s| J::A(vec![J::S(label(&s.stack)), J::S(human_bytes(s.bytes))]))
+                            .collect(),
+                    ),
+                ),
                 ("live", nums(&d.live.iter().map(|p| p.max).collect::<Vec<_>>())),
                 ("free", nums(&d.free_in_span)),
                 ("reserved", nums(&d.vmm_reserved)),
@@ -363,23 +383,33 @@ const SCRIPT: &str = r##""use strict";
     el("p", {}, sec, "trace " + p.trace + ": peak " + bytes(p.peak_bytes) + ", leaked " + bytes(p.leaked_bytes) + ", " + p.allocations + " allocations");
     var m = p.memory;
     if (m) {
+      // Live bytes stacked by site, with a marker at the peak (the first bucket that ends at
+      // or after the peak's record).
+      var stackedChart = function (stacked, peakSeq, cls) {
+        var base = null, series = [];
+        stacked.forEach(function (s, i) {
+          var top = s.live.map(function (v, j) { return v + (base ? base[j] : 0); });
+          series.push({ ys: top, base: base || s.live.map(function () { return 0; }), width: m.site_bucket_events,
+            colour: COLOURS[i % COLOURS.length], label: s.label });
+          base = top;
+        });
+        series.reverse();
+        var peakX = undefined;
+        if (m.events > 0) {
+          var idx = m.seqs.findIndex(function (q) { return q >= peakSeq; });
+          if (idx >= 0) peakX = Math.min(1, (idx + 1) * m.bucket_events / m.events);
+        }
+        chart(sec, series, { events: m.events, fmt: bytes, cls: cls, mark: peakX });
+      };
       el("h3", {}, sec, "Live bytes by allocation site");
-      var base = null, series = [];
-      m.stacked.forEach(function (s, i) {
-        var top = s.live.map(function (v, j) { return v + (base ? base[j] : 0); });
-        series.push({ ys: top, base: base || s.live.map(function () { return 0; }), width: m.site_bucket_events,
-          colour: COLOURS[i % COLOURS.length], label: s.label });
-        base = top;
-      });
-      series.reverse();
-      var peakX = undefined;
-      if (m.events > 0) {
-        // Peak marker: the first bucket that ends at or after the peak's record.
-        var idx = m.seqs.findIndex(function (q) { return q >= m.peak_seq; });
-        if (idx >= 0) peakX = Math.min(1, (idx + 1) * m.bucket_events / m.events);
-      }
-      chart(sec, series, { events: m.events, fmt: bytes, cls: "timeline", mark: peakX });
+      stackedChart(m.stacked, m.peak_seq, "timeline");
+      var several = m.devices.length > 1;
       m.devices.forEach(function (d) {
+        if (several && d.stacked.length) {
+          el("h3", {}, sec, d.name + ": live bytes by allocation site (peak " + bytes(d.peak) + ")");
+          stackedChart(d.stacked, d.peak_seq, "timeline-device");
+          table(sec, ["site at the device's peak", "bytes"], d.peak_sites).setAttribute("class", "device-peak");
+        }
         el("h3", {}, sec, d.name + ": live bytes" + (d.addresses ? ", free between live allocations, fragmentation" : "") +
           " (peak " + bytes(d.peak) + ")");
         var lines = [{ ys: d.live, width: m.bucket_events, colour: "#4e79a7", label: "live bytes (requested)" }];

@@ -50,6 +50,24 @@ pub(crate) fn memory(m: &MemoryView) -> J {
                     }),
                 ),
                 ("pinning", pin_list(pins)),
+                (
+                    "peak_by_site",
+                    J::A(
+                        d.peak_sites
+                            .iter()
+                            .map(|s| J::O(vec![("stack_id", u(u64::from(s.stack.0))), ("bytes", u(s.bytes))]))
+                            .collect(),
+                    ),
+                ),
+                (
+                    "stacked",
+                    J::A(
+                        d.stacked
+                            .iter()
+                            .map(|(id, v)| J::O(vec![("stack_id", u(u64::from(id.0))), ("live_bytes", list(v))]))
+                            .collect(),
+                    ),
+                ),
             ])
         })
         .collect();

@@ -184,6 +184,16 @@ pub fn view(replay: &Replay, stacks: &mut Stacks<'_>, at: Option<At>) -> Option<
         names.name(*id);
     }
 
+    // Per device: its peak's sites and its stacked sites.
+    for d in &m.devices {
+        for s in &d.peak_sites {
+            names.name(s.stack);
+        }
+        for (id, _) in &d.stacked {
+            names.name(*id);
+        }
+    }
+
     let pins: Vec<Vec<PinSite>> = m.devices.iter().map(|d| d.pins.clone()).collect();
     for p in pins.iter().flatten() {
         names.name(p.stack);

@@ -46,6 +46,16 @@ pub fn write(m: &MemoryView, s: &mut String) {
             let _ = write!(s, "; caching allocators held up to {}", human_bytes(p));
         }
         s.push('\n');
+        // With several devices, each one's own peak by site (the process's is below).
+        if r.devices.len() > 1 && !d.peak_sites.is_empty() {
+            s.push_str("  at its peak:\n");
+            for site in d.peak_sites.iter().take(3) {
+                let _ = writeln!(s, "    {:>10}  {}", human_bytes(site.bytes), name(m, site.stack));
+            }
+            if d.peak_sites.len() > 3 {
+                let _ = writeln!(s, "    ... and {} more sites", d.peak_sites.len() - 3);
+            }
+        }
         if let Some(w) = &d.worst {
             let _ = writeln!(
                 s,
