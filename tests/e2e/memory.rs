@@ -91,7 +91,8 @@ fn a_staircase_freed_at_teardown_is_growth_with_its_slope_and_stack() {
     // The timeline: bounded, and its live bytes reach the peak.
     let device = &m["devices"][0];
     assert_eq!(device["device"], "device 0");
-    assert_eq!(device["granted_bytes"], Value::Null);
+    // Sizes in whole KiB: granted as asked.
+    assert_eq!(device["granted_bytes"], device["live_bytes"]);
     let live = device["live_bytes_max"].as_array().unwrap();
     assert!(!live.is_empty() && live.len() <= 512);
     assert_eq!(live.iter().map(u).max(), Some(40 * MIB + 64 * 1024));
@@ -708,4 +709,69 @@ fn one_device_has_no_per_device_repeat_of_the_peak() {
     let out = report(&["--memory"], &[&trace]);
     assert_ok(&out);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("at its peak:"));
+}
+
+#[test]
+fn granted_bytes_are_the_sizes_rounded_as_the_driver_aligns_them() {
+    let dir = TempDir::new();
+    let run = |mode: &str| {
+        let trace = dir.path().join(format!("granted-{mode}.trace"));
+        let mut cmd = shim_command(client("memory_granted"), &trace);
+        cmd.arg(mode);
+        let out = cmd.output().unwrap();
+        assert_ok(&out);
+        (trace, String::from_utf8_lossy(&out.stdout).to_string())
+    };
+    // 64 x 1000 bytes: the simulator places them 1024 apart, as the rule says.
+    let (odd, stdout) = run("odd");
+    assert!(stdout.contains("gap 1024"), "{stdout}");
+    let doc = memory_json(&odd);
+    let d = &doc["process"]["memory"]["devices"][0];
+    assert_eq!(u(&d["peak_bytes"]), 64_000);
+    assert_eq!(u(&d["granted_peak_bytes"]), 65_536);
+    let granted: Vec<u64> = d["granted_bytes_max"].as_array().unwrap().iter().map(u).collect();
+    let live: Vec<u64> = d["live_bytes_max"].as_array().unwrap().iter().map(u).collect();
+    assert_eq!(granted.len(), live.len());
+    assert_eq!(granted.iter().max(), Some(&65_536));
+    // Bucket by bucket, each live allocation holds 24 bytes more than it asked for.
+    for (g, l) in granted.iter().zip(&live) {
+        assert_eq!(*g, l / 1000 * 1024, "granted {g} for {l} asked for");
+    }
+    assert_eq!(d["granted_bytes"].as_array().unwrap().last().map(u), Some(0));
+    assert!(d["granted_rule"].as_str().unwrap().contains("256 bytes"));
+    let text = String::from_utf8_lossy(&report(&["--memory"], &[&odd]).stdout).to_string();
+    assert!(
+        text.contains("granted (sizes rounded up to 256 bytes): peak 64.0 KiB, 1.5 KiB more than asked for"),
+        "{text}"
+    );
+
+    // Its twin: 1024 bytes each, granted as asked.
+    let (even, stdout) = run("even");
+    assert!(stdout.contains("gap 1024"), "{stdout}");
+    let doc = memory_json(&even);
+    let d = &doc["process"]["memory"]["devices"][0];
+    assert_eq!(u(&d["peak_bytes"]), 65_536);
+    assert_eq!(u(&d["granted_peak_bytes"]), 65_536);
+    assert_eq!(d["granted_bytes_max"], d["live_bytes_max"]);
+    let text = String::from_utf8_lossy(&report(&["--memory"], &[&even]).stdout).to_string();
+    assert!(
+        text.contains("granted (sizes rounded up to 256 bytes): peak 64.0 KiB, as asked"),
+        "{text}"
+    );
+
+    // HTML: a granted line beside the requested one only where they differ.
+    let profile = TempDir::new();
+    for (trace, lines) in [(&odd, 1), (&even, 0)] {
+        let page = dir.path().join("granted.html");
+        assert_ok(&report(&["--format", "html", "-o", page.to_str().unwrap()], &[trace]));
+        let dom = rendered_dom(&page, profile.path());
+        assert!(dom.contains("data-rendered=\"ok\""), "{}", &dom[..dom.len().min(3000)]);
+        assert_eq!(
+            dom.matches("<title>live bytes (granted: sizes rounded up to 256 bytes)</title>")
+                .count(),
+            lines,
+            "{}",
+            trace.display()
+        );
+    }
 }

@@ -69,6 +69,10 @@ pub struct DeviceTimeline {
     pub device: i32,
     /// Live requested bytes per bucket.
     pub live: Vec<Span>,
+    /// Live granted bytes per bucket (by [`super::GRANTED_RULE`]).
+    pub granted: Vec<Span>,
+    /// Highest live granted bytes.
+    pub granted_peak: u64,
     /// Allocations made up to each bucket's end (cumulative).
     pub allocations: Vec<u64>,
     /// Frees made up to each bucket's end (cumulative).

@@ -42,6 +42,13 @@ pub const DEVICE_STACKED: usize = 8;
 pub const DEVICE_PEAK_SITES: usize = 100;
 /// Pinning allocations kept per moment.
 pub const PINS_KEPT: usize = 16;
+/// Documented minimum alignment of `cuMemAlloc`'s allocations (CUDA C Best Practices Guide:
+/// "aligned to at least 256 bytes"); the granted rule rounds device-heap sizes up to it.
+pub const GRANT_ALIGN: u64 = 256;
+/// The rule by which `granted_bytes` is derived from the sizes asked for, as the report names it.
+pub const GRANTED_RULE: &str = "cuMemAlloc, cuMemAllocPitch and stream-ordered allocations rounded up to 256 bytes \
+(the documented minimum alignment, so a lower bound: pitch rows and larger alignments are not seen); \
+cuMemCreate, arrays, managed and host memory as asked";
 /// Device number of pinned host memory.
 pub const HOST: i32 = -1;
 /// Device number of memory whose context the trace never named.
@@ -57,6 +64,8 @@ pub struct TrackerOptions {
 #[derive(Debug)]
 struct Device {
     live: Series,
+    granted: Series,
+    granted_peak: u64,
     allocations: Series,
     frees: Series,
     vmm_reserved: Series,
@@ -90,6 +99,8 @@ impl Device {
     fn new(axis: &Axis) -> Device {
         Device {
             live: Series::new(axis),
+            granted: Series::new(axis),
+            granted_peak: 0,
             allocations: Series::new(axis),
             frees: Series::new(axis),
             vmm_reserved: Series::new(axis),
@@ -341,6 +352,8 @@ impl Tracker {
         let d = self.device(device);
         d.site_change(&site_axis, a.stack, i128::from(a.size));
         Device::add(&axis, &mut d.live, i128::from(a.size));
+        Device::add(&axis, &mut d.granted, i128::from(granted(a.kind, a.size)));
+        d.granted_peak = d.granted_peak.max(d.granted.value());
         Device::add(&axis, &mut d.allocations, 1);
         if pool {
             Device::add(&axis, &mut d.pool, i128::from(a.size));
@@ -373,6 +386,7 @@ impl Tracker {
         let d = self.device(device);
         d.site_change(&site_axis, a.stack, -i128::from(a.size));
         Device::add(&axis, &mut d.live, -i128::from(a.size));
+        Device::add(&axis, &mut d.granted, -i128::from(granted(a.kind, a.size)));
         Device::add(&axis, &mut d.frees, 1);
         if pool {
             Device::add(&axis, &mut d.pool, -i128::from(a.size));
@@ -536,6 +550,8 @@ impl Tracker {
                 stacked,
                 device,
                 live: d.live.points(&axis),
+                granted: d.granted.points(&axis),
+                granted_peak: d.granted_peak,
                 allocations: last(&mut d.allocations),
                 frees: last(&mut d.frees),
                 vmm_reserved: max(&mut d.vmm_reserved),
@@ -622,6 +638,16 @@ impl Tracker {
             snapshot_ids: self.snapshot_ids,
             seq_range: self.seq_range,
         }
+    }
+}
+
+/// The bytes the driver grants for `size` asked for in family `kind`, by [`GRANTED_RULE`]:
+/// allocations from the device heap are rounded up to [`GRANT_ALIGN`]; a physical VMM handle's
+/// size is already whole granules (`cuMemCreate` rejects any other); the rest as asked.
+pub fn granted(kind: MemKind, size: u64) -> u64 {
+    match kind {
+        MemKind::Device | MemKind::Async => size.div_ceil(GRANT_ALIGN).saturating_mul(GRANT_ALIGN),
+        _ => size,
     }
 }
 

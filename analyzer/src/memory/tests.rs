@@ -170,6 +170,32 @@ fn one_device_breakdown_matches_the_process_one() {
 }
 
 #[test]
+fn granted_bytes_round_device_heap_sizes_up_to_256_and_keep_whole_sizes() {
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000, 1000, 1).alloc(0x2000, 1000, 1).alloc(0x3000, 4096, 2);
+    r.free(0x1000);
+    let m = r.finish();
+    let d = &m.devices[0];
+    assert_eq!(d.peak.0, 6096);
+    assert_eq!(d.granted_peak, 1024 + 1024 + 4096);
+    assert_eq!(d.granted.last().map(|p| p.last), Some(1024 + 4096));
+    assert_eq!(d.live.last().map(|p| p.last), Some(1000 + 4096));
+    // Its twin: sizes that are whole 256-byte blocks are granted as asked.
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000, 1024, 1).alloc(0x3000, 4096, 2);
+    let m = r.finish();
+    let d = &m.devices[0];
+    assert_eq!(d.granted_peak, d.peak.0);
+    assert_eq!(d.granted, d.live);
+    // Per family: the device heap rounds, the others are as asked.
+    assert_eq!(granted(MemKind::Async, 1), 256);
+    assert_eq!(granted(MemKind::Device, 0), 0);
+    assert_eq!(granted(MemKind::Device, u64::MAX), u64::MAX, "no overflow");
+    assert_eq!(granted(MemKind::VmmPhysical, 2 * MIB), 2 * MIB);
+    assert_eq!(granted(MemKind::Host, 1000), 1000);
+}
+
+#[test]
 fn a_context_teardown_frees_the_memory_in_the_timeline() {
     let mut r = Run::new(Vec::new());
     r.alloc(0x1000_0000, 100, 1).push(CtxDestroy {

@@ -122,6 +122,8 @@ fn memory(m: &MemoryView) -> J {
                     ),
                 ),
                 ("live", nums(&d.live.iter().map(|p| p.max).collect::<Vec<_>>())),
+                ("granted", nums(&d.granted.iter().map(|p| p.max).collect::<Vec<_>>())),
+                ("granted_peak", J::U(d.granted_peak)),
                 ("free", nums(&d.free_in_span)),
                 ("reserved", nums(&d.vmm_reserved)),
                 ("pool", nums(&d.pool)),
@@ -411,8 +413,9 @@ const SCRIPT: &str = r##""use strict";
           table(sec, ["site at the device's peak", "bytes"], d.peak_sites).setAttribute("class", "device-peak");
         }
         el("h3", {}, sec, d.name + ": live bytes" + (d.addresses ? ", free between live allocations, fragmentation" : "") +
-          " (peak " + bytes(d.peak) + ")");
+          " (peak " + bytes(d.peak) + " asked for, " + bytes(d.granted_peak) + " granted)");
         var lines = [{ ys: d.live, width: m.bucket_events, colour: "#4e79a7", label: "live bytes (requested)" }];
+        if (d.granted_peak > d.peak) lines.push({ ys: d.granted, width: m.bucket_events, colour: "#9c755f", label: "live bytes (granted: sizes rounded up to 256 bytes)" });
         if (d.addresses) lines.push({ ys: d.free, width: m.bucket_events, colour: "#e15759", label: "free in used span" });
         if (Math.max.apply(null, d.reserved) > 0) lines.push({ ys: d.reserved, width: m.bucket_events, colour: "#59a14f", label: "VMM reserved" });
         if (Math.max.apply(null, d.pool) > 0) lines.push({ ys: d.pool, width: m.bucket_events, colour: "#b07aa1", label: "held by caching allocators" });

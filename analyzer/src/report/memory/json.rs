@@ -25,7 +25,16 @@ pub(crate) fn memory(m: &MemoryView) -> J {
                     "live_bytes_max",
                     list(&d.live.iter().map(|p| p.max).collect::<Vec<_>>()),
                 ),
-                ("granted_bytes", J::Null),
+                (
+                    "granted_bytes",
+                    list(&d.granted.iter().map(|p| p.last).collect::<Vec<_>>()),
+                ),
+                (
+                    "granted_bytes_max",
+                    list(&d.granted.iter().map(|p| p.max).collect::<Vec<_>>()),
+                ),
+                ("granted_peak_bytes", u(d.granted_peak)),
+                ("granted_rule", J::S(crate::memory::GRANTED_RULE.to_string())),
                 ("allocations", list(&d.allocations)),
                 ("frees", list(&d.frees)),
                 ("vmm_reserved_bytes", list(&d.vmm_reserved)),

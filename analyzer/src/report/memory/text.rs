@@ -28,12 +28,23 @@ pub fn write(m: &MemoryView, s: &mut String) {
         let peak = d.peak.0;
         let _ = writeln!(
             s,
-            "\n{}: peak {} live at {} (sizes asked for; granted unknown)",
+            "\n{}: peak {} live at {} (sizes asked for)",
             device_name(d.device),
             human_bytes(peak),
             when(d.peak.2)
         );
         chart(&d.live, s);
+        let extra = d.granted_peak.saturating_sub(peak);
+        let _ = writeln!(
+            s,
+            "  granted (sizes rounded up to 256 bytes): peak {}, {}",
+            human_bytes(d.granted_peak),
+            if extra > 0 {
+                format!("{} more than asked for", human_bytes(extra))
+            } else {
+                "as asked".to_string()
+            }
+        );
         let allocs = d.allocations.last().copied().unwrap_or(0);
         let frees = d.frees.last().copied().unwrap_or(0);
         let _ = write!(s, "  {allocs} allocations, {frees} frees");
