@@ -741,7 +741,9 @@ fn granted_bytes_are_the_sizes_rounded_as_the_driver_aligns_them() {
     assert!(d["granted_rule"].as_str().unwrap().contains("256 bytes"));
     let text = String::from_utf8_lossy(&report(&["--memory"], &[&odd]).stdout).to_string();
     assert!(
-        text.contains("granted (sizes rounded up to 256 bytes): peak 64.0 KiB, 1.5 KiB more than asked for"),
+        text.contains(
+            "granted: peak 64.0 KiB, 1.5 KiB more than asked for (device allocations rounded up to 256 bytes)"
+        ),
         "{text}"
     );
 
@@ -754,10 +756,7 @@ fn granted_bytes_are_the_sizes_rounded_as_the_driver_aligns_them() {
     assert_eq!(u(&d["granted_peak_bytes"]), 65_536);
     assert_eq!(d["granted_bytes_max"], d["live_bytes_max"]);
     let text = String::from_utf8_lossy(&report(&["--memory"], &[&even]).stdout).to_string();
-    assert!(
-        text.contains("granted (sizes rounded up to 256 bytes): peak 64.0 KiB, as asked"),
-        "{text}"
-    );
+    assert!(text.contains("granted: peak 64.0 KiB, as asked"), "{text}");
 
     // HTML: a granted line beside the requested one only where they differ.
     let profile = TempDir::new();

@@ -37,10 +37,13 @@ pub fn write(m: &MemoryView, s: &mut String) {
         let extra = d.granted_peak.saturating_sub(peak);
         let _ = writeln!(
             s,
-            "  granted (sizes rounded up to 256 bytes): peak {}, {}",
+            "  granted: peak {}, {}",
             human_bytes(d.granted_peak),
             if extra > 0 {
-                format!("{} more than asked for", human_bytes(extra))
+                format!(
+                    "{} more than asked for (device allocations rounded up to 256 bytes)",
+                    human_bytes(extra)
+                )
             } else {
                 "as asked".to_string()
             }
