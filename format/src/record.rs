@@ -523,6 +523,23 @@ records! {
         /// is in bytes from the start of the code's bytecode.
         frames: Addrs<'a>,
     }
+
+    /// A stream-ordered memory pool's reserved and used memory, as the driver's getters
+    /// `cuMemPoolGetAttribute(CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT / USED_MEM_CURRENT)` said
+    /// after a successful `cuMemAllocAsync`, `cuMemAllocFromPoolAsync` or `cuMemFreeAsync`.
+    /// The shim samples one such call in N on each thread (`GPULEAK_POOL_SAMPLE`) and writes
+    /// a record only when either value changed since the thread's last one for that pool.
+    /// Memory the pool reserves beyond what is used is invisible to the allocation records.
+    53 PoolUsage {
+        /// The pool (`CUmemoryPool`).
+        pool: u64,
+        /// Ordinal of the calling thread's device, or -1 when the driver did not say.
+        device: i32,
+        /// Bytes the pool holds from the device.
+        reserved: u64,
+        /// Bytes of it in live allocations.
+        used: u64,
+    }
 }
 
 /// Why a record could not be encoded.
@@ -772,6 +789,20 @@ mod tests {
                 frames: Addrs(Cow::Owned(vec![3, 1, 24, 5, 1, 0])),
             }
             .into(),
+            PoolUsage {
+                pool: 0x5150_0000_0001,
+                device: 1,
+                reserved: 32 << 20,
+                used: 3 << 20,
+            }
+            .into(),
+            PoolUsage {
+                pool: 0x5150_0000_0002,
+                device: -1,
+                reserved: 0,
+                used: 0,
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -794,6 +825,31 @@ mod tests {
             Body::Sync(b) => c.append_fields(block, r.seq, r.time_ns, b),
             Body::ProcessInfo(b) => c.append_fields(block, r.seq, r.time_ns, b),
             other => panic!("no typed case for {}", other.name()),
+        }
+    }
+
+    #[test]
+    fn pool_usage_round_trips_and_a_truncated_one_is_an_error_never_a_panic() {
+        for r in sample_records()
+            .into_iter()
+            .filter(|r| matches!(r.body, Body::PoolUsage(_)))
+        {
+            let mut buf = vec![0u8; 64];
+            let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();
+            buf[0] = r.body.kind();
+            buf[n] = 0;
+            let (back, used) = Record::decode(&buf[..n + 1], 0, &mut BlockState::default())
+                .unwrap()
+                .unwrap();
+            assert_eq!((back, used), (r.clone(), n));
+            for cut in 0..(n - 2) {
+                let mut short = buf[..n].to_vec();
+                short[1] = cut as u8;
+                short.truncate(2 + cut);
+                short.push(0);
+                let got = Record::decode(&short, 100, &mut BlockState::default());
+                assert!(got.is_err(), "PoolUsage cut to {cut} bytes decoded: {got:?}");
+            }
         }
     }
 

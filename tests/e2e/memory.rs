@@ -774,3 +774,94 @@ fn granted_bytes_are_the_sizes_rounded_as_the_driver_aligns_them() {
         );
     }
 }
+
+/// Runs `memory_pool MODE` with `GPULEAK_POOL_SAMPLE=every` (None: unset); returns the trace
+/// and what the program printed.
+fn pooled(dir: &TempDir, mode: &str, every: Option<&str>) -> (PathBuf, String) {
+    let trace = dir
+        .path()
+        .join(format!("pool-{mode}-{}.trace", every.unwrap_or("default")));
+    let mut cmd = shim_command(client("memory_pool"), &trace);
+    cmd.arg(mode);
+    if let Some(every) = every {
+        cmd.env("GPULEAK_POOL_SAMPLE", every);
+    }
+    let out = cmd.output().unwrap();
+    assert_ok(&out);
+    (trace, String::from_utf8_lossy(&out.stdout).to_string())
+}
+
+#[test]
+fn a_pool_keeping_freed_memory_shows_reserved_beyond_used() {
+    let dir = TempDir::new();
+    let (keep, stdout) = pooled(&dir, "keep", Some("1"));
+    assert!(
+        stdout.contains(&format!("reserved {} used 0", 16 * MIB + 4096)),
+        "{stdout}"
+    );
+    let doc = memory_json(&keep);
+    let m = &doc["process"]["memory"];
+    let pools = m["pools"].as_array().unwrap();
+    assert_eq!(pools.len(), 1, "{pools:#?}");
+    let p = &pools[0];
+    assert_eq!(p["device"], "device 0");
+    // Every call sampled, a record only when a value changed: 16 + 16 + 8 + 8 calls.
+    assert!(u(&p["samples"]) >= 20 && u(&p["samples"]) <= 48, "{p:#}");
+    assert_eq!(u(&p["reserved_bytes_max"]), 16 * MIB + 4096);
+    assert_eq!(u(&p["used_bytes_max"]), 16 * MIB);
+    // At the end: 16 MiB reserved and nothing used, as the program itself read it.
+    assert_eq!(u(&p["reserved_bytes"]), 16 * MIB + 4096);
+    assert_eq!(u(&p["used_bytes"]), 0);
+    let d = &m["devices"][0];
+    assert_eq!(u(&d["pool_samples"]), u(&p["samples"]));
+    let reserved: Vec<u64> = d["pool_reserved_bytes"].as_array().unwrap().iter().map(u).collect();
+    let used: Vec<u64> = d["pool_used_bytes"].as_array().unwrap().iter().map(u).collect();
+    assert_eq!(reserved.len(), d["live_bytes"].as_array().unwrap().len());
+    assert_eq!(reserved.last(), Some(&(16 * MIB + 4096)));
+    assert!(used.last().is_some_and(|u| *u <= 4096), "{used:?}");
+    let out = report(&["--memory"], &[&keep]);
+    assert_ok(&out);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("stream-ordered pools (") && text.contains("reserved up to 16.0 MiB, used up to 16.0 MiB"),
+        "{text}"
+    );
+    assert!(
+        text.contains("16.0 MiB reserved, 0 B used at the last sample (16.0 MiB unused)"),
+        "{text}"
+    );
+
+    // Its twin: the default threshold gives the memory back at the synchronisation.
+    let (trim, stdout) = pooled(&dir, "trim", Some("1"));
+    assert!(stdout.contains("reserved 4096 used 0"), "{stdout}");
+    let doc = memory_json(&trim);
+    let p = &doc["process"]["memory"]["pools"][0];
+    assert_eq!(u(&p["reserved_bytes_max"]), 16 * MIB, "{p:#}");
+    assert_eq!(u(&p["reserved_bytes"]), 4096);
+    assert_eq!(u(&p["used_bytes"]), 0);
+
+    // Sampling off: no pool records, and the rest of the report is the same.
+    let (off, _) = pooled(&dir, "keep", Some("0"));
+    let doc = memory_json(&off);
+    let m = &doc["process"]["memory"];
+    assert_eq!(m["pools"], serde_json::json!([]));
+    assert_eq!(u(&m["devices"][0]["pool_samples"]), 0);
+    assert_eq!(u(&m["devices"][0]["peak_bytes"]), 16 * MIB);
+    let text = String::from_utf8_lossy(&report(&["--memory"], &[&off]).stdout).to_string();
+    assert!(!text.contains("stream-ordered pools"), "{text}");
+
+    // By default one call in 64 on each thread: the first call is sampled.
+    let (default, _) = pooled(&dir, "keep", None);
+    let doc = memory_json(&default);
+    let samples = u(&doc["process"]["memory"]["pools"][0]["samples"]);
+    assert!((1..=2).contains(&samples), "48 calls, one in 64 sampled: {samples}");
+
+    // HTML: the reserved and used lines on the device chart.
+    let page = dir.path().join("pool.html");
+    assert_ok(&report(&["--format", "html", "-o", page.to_str().unwrap()], &[&keep]));
+    let profile = TempDir::new();
+    let dom = rendered_dom(&page, profile.path());
+    assert!(dom.contains("data-rendered=\"ok\""), "{}", &dom[..dom.len().min(3000)]);
+    assert!(dom.contains("<title>stream-ordered pools: reserved (sampled)</title>"));
+    assert!(dom.contains("<title>stream-ordered pools: used (sampled)</title>"));
+}

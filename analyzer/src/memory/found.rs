@@ -83,6 +83,13 @@ pub struct DeviceTimeline {
     pub vmm_mapped: Vec<u64>,
     /// Live memory allocated by known caching allocators, highest in each bucket.
     pub pool: Vec<u64>,
+    /// Bytes the device's stream-ordered pools reserved, as last sampled (`PoolUsage`
+    /// records), highest in each bucket.
+    pub pool_reserved: Vec<u64>,
+    /// Bytes of them in use, as last sampled, highest in each bucket.
+    pub pool_used: Vec<u64>,
+    /// `PoolUsage` records of this device.
+    pub pool_samples: u64,
     /// Fragmentation of the address space, in millionths, at each bucket's end.
     pub fragmentation_ppm: Vec<u64>,
     /// Largest hole at each bucket's end.
@@ -155,6 +162,29 @@ pub struct SiteSummary {
     pub series: Vec<Span>,
     /// Whether its stack's owner is a known caching allocator.
     pub pool: bool,
+}
+
+/// One stream-ordered pool, as the shim sampled it (`PoolUsage` records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSummary {
+    /// The pool's handle.
+    pub pool: u64,
+    /// Its device ([`super::UNKNOWN_DEVICE`] when the driver did not say).
+    pub device: i32,
+    /// Samples.
+    pub samples: u64,
+    /// Highest reserved bytes sampled.
+    pub reserved_max: u64,
+    /// Highest used bytes sampled.
+    pub used_max: u64,
+    /// Reserved bytes at the last sample.
+    pub reserved: u64,
+    /// Used bytes at the last sample.
+    pub used: u64,
+    /// When the last sample was taken.
+    pub seq: u64,
+    /// When, ns.
+    pub time_ns: u64,
 }
 
 /// The state at a failed allocation.
@@ -264,6 +294,9 @@ pub struct MemoryReplay {
     pub failed: u64,
     /// Allocation sizes.
     pub histogram: Histogram,
+    /// Sampled stream-ordered pools, in the order first sampled (at most
+    /// [`super::POOLS_KEPT`]).
+    pub pools: Vec<PoolSummary>,
     /// States at the requested snapshots.
     pub snapshots: Vec<SnapshotState>,
     /// Ids of every `Snapshot` record met (the first 1000).

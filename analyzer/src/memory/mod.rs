@@ -23,7 +23,8 @@ use gpuleak_format::{Api, CuResult, MemKind, StackId};
 use crate::model::Allocation;
 use crate::streams::fast_hash::FastMap;
 pub use found::{
-    pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, SiteBytes, SiteSummary, SnapshotState, Worst,
+    pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
+    SnapshotState, Worst,
 };
 use series::{Axis, Series};
 use space::AddressSpace;
@@ -40,6 +41,8 @@ pub const SITES_KEPT: usize = 12;
 pub const DEVICE_STACKED: usize = 8;
 /// Sites kept in each device's peak breakdown.
 pub const DEVICE_PEAK_SITES: usize = 100;
+/// Stream-ordered pools followed (per device and per process).
+pub const POOLS_KEPT: usize = 64;
 /// Pinning allocations kept per moment.
 pub const PINS_KEPT: usize = 16;
 /// Documented minimum alignment of `cuMemAlloc`'s allocations (CUDA C Best Practices Guide:
@@ -71,6 +74,12 @@ struct Device {
     vmm_reserved: Series,
     vmm_mapped: Series,
     pool: Series,
+    /// Sampled stream-ordered pools (`PoolUsage` records): the sums over the device's pools.
+    pool_reserved: Series,
+    pool_used: Series,
+    pool_samples: u64,
+    /// Each pool's latest (reserved, used).
+    pools: BTreeMap<u64, (u64, u64)>,
     fragmentation: Series,
     largest_hole: Series,
     free_in_span: Series,
@@ -106,6 +115,10 @@ impl Device {
             vmm_reserved: Series::new(axis),
             vmm_mapped: Series::new(axis),
             pool: Series::new(axis),
+            pool_reserved: Series::new(axis),
+            pool_used: Series::new(axis),
+            pool_samples: 0,
+            pools: BTreeMap::new(),
             fragmentation: Series::new(axis),
             largest_hole: Series::new(axis),
             free_in_span: Series::new(axis),
@@ -241,6 +254,7 @@ pub struct Tracker {
     peak: (u64, u64, u64),
     peak_version: u64,
     histogram: Histogram,
+    pools: Vec<PoolSummary>,
     ooms: Vec<Oom>,
     failed: u64,
     snapshots: Vec<SnapshotState>,
@@ -277,6 +291,7 @@ impl Tracker {
             peak: (0, 0, 0),
             peak_version: 0,
             histogram: Histogram::default(),
+            pools: Vec::new(),
             ooms: Vec::new(),
             failed: 0,
             snapshots: Vec::new(),
@@ -494,6 +509,52 @@ impl Tracker {
         v
     }
 
+    /// A `PoolUsage` record: a stream-ordered pool's reserved and used bytes, sampled by the
+    /// shim (device < 0: the driver did not say).
+    pub fn pool_usage(&mut self, pool: u64, device: i32, reserved: u64, used: u64) {
+        let device = if device < 0 { UNKNOWN_DEVICE } else { device };
+        let (seq, time_ns) = self.now;
+        let axis = self.axis;
+        let d = self.device(device);
+        d.pool_samples += 1;
+        if !d.pools.contains_key(&pool) && d.pools.len() >= POOLS_KEPT {
+            return;
+        }
+        d.pools.insert(pool, (reserved, used));
+        let (r, u) = d
+            .pools
+            .values()
+            .fold((0u64, 0u64), |(r, u), v| (r.saturating_add(v.0), u.saturating_add(v.1)));
+        d.pool_reserved.set(&axis, r);
+        d.pool_used.set(&axis, u);
+        let i = match self.pools.iter().position(|p| p.pool == pool) {
+            Some(i) => i,
+            None if self.pools.len() < POOLS_KEPT => {
+                self.pools.push(PoolSummary {
+                    pool,
+                    device,
+                    samples: 0,
+                    reserved_max: 0,
+                    used_max: 0,
+                    reserved: 0,
+                    used: 0,
+                    seq,
+                    time_ns,
+                });
+                self.pools.len() - 1
+            }
+            None => return,
+        };
+        let p = &mut self.pools[i];
+        p.samples += 1;
+        p.reserved_max = p.reserved_max.max(reserved);
+        p.used_max = p.used_max.max(used);
+        p.reserved = reserved;
+        p.used = used;
+        p.seq = seq;
+        p.time_ns = time_ns;
+    }
+
     /// A `Mark` record: a step of the program.
     pub fn mark(&mut self, name: &str) {
         if self.marks == 0 {
@@ -557,6 +618,9 @@ impl Tracker {
                 vmm_reserved: max(&mut d.vmm_reserved),
                 vmm_mapped: max(&mut d.vmm_mapped),
                 pool: max(&mut d.pool),
+                pool_reserved: max(&mut d.pool_reserved),
+                pool_used: max(&mut d.pool_used),
+                pool_samples: d.pool_samples,
                 fragmentation_ppm: d.fragmentation.points(&axis).iter().map(|p| p.max).collect(),
                 largest_hole: last(&mut d.largest_hole),
                 free_in_span: last(&mut d.free_in_span),
@@ -634,6 +698,7 @@ impl Tracker {
             ooms: self.ooms,
             failed: self.failed,
             histogram: self.histogram,
+            pools: self.pools,
             snapshots: self.snapshots,
             snapshot_ids: self.snapshot_ids,
             seq_range: self.seq_range,

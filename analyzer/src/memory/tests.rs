@@ -1,6 +1,7 @@
 //! The memory pass from synthetic records, through the model (which decides what is live):
 //! each result has a case that must show it and a twin that must not.
 
+use gpuleak_format::record::PoolUsage;
 use gpuleak_format::{
     Alloc, Api, Body, Ctx, CtxCreate, CtxDestroy, CuResult, Free, Map, Mark, Ptr, Record, Seq, Snapshot, StackId,
     Stream, Unmap,
@@ -193,6 +194,48 @@ fn granted_bytes_round_device_heap_sizes_up_to_256_and_keep_whole_sizes() {
     assert_eq!(granted(MemKind::Device, u64::MAX), u64::MAX, "no overflow");
     assert_eq!(granted(MemKind::VmmPhysical, 2 * MIB), 2 * MIB);
     assert_eq!(granted(MemKind::Host, 1000), 1000);
+}
+
+#[test]
+fn sampled_pools_sum_per_device_and_keep_their_last_and_highest() {
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000, 4096, 1);
+    let usage = |pool: u64, device: i32, reserved: u64, used: u64| PoolUsage {
+        pool,
+        device,
+        reserved,
+        used,
+    };
+    r.push(usage(0xa, 3, 8 * MIB, 8 * MIB));
+    r.push(usage(0xb, 3, 2 * MIB, MIB));
+    r.alloc(0x2000, 4096, 1);
+    r.push(usage(0xa, 3, 8 * MIB, 0));
+    r.push(usage(0xc, -1, MIB, MIB));
+    let m = r.finish();
+    let d = m.devices.iter().find(|d| d.device == 3).unwrap();
+    assert_eq!(d.pool_samples, 3);
+    assert_eq!(d.pool_reserved.iter().max(), Some(&(10 * MIB)), "two pools summed");
+    assert_eq!(d.pool_used.iter().max(), Some(&(9 * MIB)));
+    assert_eq!(d.pool_reserved.len(), d.live.len());
+    let a = m.pools.iter().find(|p| p.pool == 0xa).unwrap();
+    assert_eq!(
+        (a.samples, a.reserved_max, a.used_max, a.reserved, a.used),
+        (2, 8 * MIB, 8 * MIB, 8 * MIB, 0)
+    );
+    // A device the driver did not name is the unknown lane, not the host's.
+    let c = m.pools.iter().find(|p| p.pool == 0xc).unwrap();
+    assert_eq!(c.device, UNKNOWN_DEVICE);
+    assert!(m
+        .devices
+        .iter()
+        .any(|d| d.device == UNKNOWN_DEVICE && d.pool_samples == 1));
+    // Its twin: no PoolUsage record, nothing sampled.
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000, 4096, 1);
+    let m = r.finish();
+    assert!(m.pools.is_empty());
+    assert_eq!(m.devices[0].pool_samples, 0);
+    assert!(m.devices[0].pool_reserved.iter().all(|v| *v == 0));
 }
 
 #[test]

@@ -162,6 +162,7 @@ impl Model {
             match &record.body {
                 Body::Mark(k) => m.mark(&k.name),
                 Body::Snapshot(k) => m.snapshot(k.id, &k.reason),
+                Body::PoolUsage(k) => m.pool_usage(k.pool, k.device, k.reserved, k.used),
                 _ => {}
             }
         }

@@ -1,8 +1,11 @@
 //! Handlers of every allocation family: device, pitched, managed, host pinned, registered,
 //! stream-ordered, virtual memory management, arrays and IPC.
 
-use std::ffi::c_void;
+use std::cell::Cell;
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
+use gpuleak_format::record::PoolUsage;
 use gpuleak_format::{Api, CuResult, Map, Ptr, Stream, Unmap};
 
 use crate::config::CUDA_ERROR_OUT_OF_MEMORY;
@@ -219,14 +222,16 @@ pub unsafe fn alloc_async(
     size: usize,
     stream: CUstream,
 ) -> CUresult {
-    record_alloc(api, stream, size as u64, 0, || {
+    let r = record_alloc(api, stream, size as u64, 0, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
         unsafe {
             let r = real(dptr, size, stream);
             (r, out(r, dptr))
         }
-    })
+    });
+    sample_pool(r, 0);
+    r
 }
 
 /// `cuMemAllocFromPoolAsync[_ptsz]` (`aux` = pool).
@@ -238,14 +243,16 @@ pub unsafe fn alloc_pool(
     pool: CUmemoryPool,
     stream: CUstream,
 ) -> CUresult {
-    record_alloc(api, stream, size as u64, pool as u64, || {
+    let r = record_alloc(api, stream, size as u64, pool as u64, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
         unsafe {
             let r = real(dptr, size, pool, stream);
             (r, out(r, dptr))
         }
-    })
+    });
+    sample_pool(r, pool as u64);
+    r
 }
 
 /// `cuMemFreeAsync[_ptsz]`.
@@ -255,11 +262,189 @@ pub unsafe fn free_async(
     dptr: CUdeviceptr,
     stream: CUstream,
 ) -> CUresult {
-    record_free(api, stream, dptr, 0, || {
+    let r = record_free(api, stream, dptr, 0, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
         unsafe { real(dptr, stream) }
-    })
+    });
+    sample_pool(r, 0);
+    r
+}
+
+// ---- Stream-ordered pools: reserved versus used ---------------------------------------------
+
+/// `GPULEAK_POOL_SAMPLE` unread.
+const POOL_EVERY_UNSET: u32 = u32::MAX;
+/// One successful stream-ordered call in this many, on each thread, samples its pool.
+const POOL_EVERY_DEFAULT: u32 = 64;
+static POOL_EVERY: AtomicU32 = AtomicU32::new(POOL_EVERY_UNSET);
+
+/// `GPULEAK_POOL_SAMPLE`: sample one call in N (0: never); unset or not a number: the default.
+fn pool_every() -> u32 {
+    let every = POOL_EVERY.load(Ordering::Relaxed);
+    if every != POOL_EVERY_UNSET {
+        return every;
+    }
+    // SAFETY: getenv with a NUL-terminated name; the value is copied out at once.
+    let p = unsafe { libc::getenv(c"GPULEAK_POOL_SAMPLE".as_ptr()) };
+    let every = if p.is_null() {
+        POOL_EVERY_DEFAULT
+    } else {
+        // SAFETY: getenv returned a NUL-terminated string of the environment.
+        let v = unsafe { CStr::from_ptr(p) };
+        v.to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<u32>().ok())
+            .filter(|n| *n != POOL_EVERY_UNSET)
+            .unwrap_or(POOL_EVERY_DEFAULT)
+    };
+    POOL_EVERY.store(every, Ordering::Relaxed);
+    every
+}
+
+/// What one thread remembers between samples (const-initialised, no destructor).
+#[derive(Clone, Copy)]
+struct PoolSampler {
+    /// Calls left before the next sample.
+    left: u32,
+    /// The pool last sampled, and what it said.
+    pool: u64,
+    reserved: u64,
+    used: u64,
+}
+
+thread_local! {
+    static POOL_SAMPLER: Cell<PoolSampler> = const {
+        Cell::new(PoolSampler { left: 0, pool: 0, reserved: u64::MAX, used: u64::MAX })
+    };
+}
+
+static CTX_GET_DEVICE: AtomicUsize = AtomicUsize::new(0);
+static DEVICE_GET_MEM_POOL: AtomicUsize = AtomicUsize::new(0);
+static MEM_POOL_GET_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
+/// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT` and `CU_MEMPOOL_ATTR_USED_MEM_CURRENT`.
+const RESERVED_MEM_CURRENT: u32 = 5;
+const USED_MEM_CURRENT: u32 = 7;
+
+/// The driver's own function `name` (looked up once; 1 in the cache: not found).
+fn driver_getter(cache: &AtomicUsize, name: &CStr) -> Option<usize> {
+    let mut f = cache.load(Ordering::Relaxed);
+    if f == 0 {
+        let handle = crate::dl::libcuda();
+        let mut p = if handle.is_null() {
+            std::ptr::null_mut()
+        } else {
+            crate::dl::real_dlsym(handle, name)
+        };
+        if p.is_null() {
+            p = crate::dl::real_dlsym(-1isize as *mut _, name);
+        }
+        f = if p.is_null() { 1 } else { p as usize };
+        cache.store(f, Ordering::Relaxed);
+    }
+    (f != 1).then_some(f)
+}
+
+/// After a stream-ordered allocation or free that returned `result`: on one successful call in
+/// [`pool_every`] on this thread, asks the driver's pure getters for the pool's reserved and
+/// used memory (`pool`, the one the call just used, or when 0 the current pool of the calling
+/// thread's device) and writes a [`PoolUsage`] record if either changed since this thread's
+/// last sample. Any getter's
+/// failure ends the sample silently; the program's result is untouched.
+#[inline]
+fn sample_pool(result: CUresult, pool: u64) {
+    if result != CUDA_SUCCESS {
+        return;
+    }
+    let every = pool_every();
+    if every == 0 {
+        return;
+    }
+    let due = POOL_SAMPLER
+        .try_with(|c| {
+            let mut s = c.get();
+            let due = s.left == 0;
+            s.left = if due { every - 1 } else { s.left - 1 };
+            c.set(s);
+            due
+        })
+        .unwrap_or(false);
+    if due {
+        sample_pool_now(pool);
+    }
+}
+
+#[cold]
+fn sample_pool_now(pool: u64) {
+    let Some(g) = guard::enter() else { return };
+    type GetDevice = unsafe extern "C" fn(*mut i32) -> CUresult;
+    type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
+    type GetAttribute = unsafe extern "C" fn(CUmemoryPool, u32, *mut c_void) -> CUresult;
+    let mut device = -1i32;
+    if let Some(f) = driver_getter(&CTX_GET_DEVICE, c"cuCtxGetDevice") {
+        // SAFETY: the driver's cuCtxGetDevice, found by name, with its C signature.
+        let f: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(f) };
+        let mut d = -1;
+        // SAFETY: `d` is a valid out-pointer for one int.
+        if unsafe { f(&mut d) } == CUDA_SUCCESS {
+            device = d;
+        }
+    }
+    let last = POOL_SAMPLER.try_with(Cell::get).ok();
+    let mut pool = pool;
+    if pool == 0 && device >= 0 {
+        if let Some(f) = driver_getter(&DEVICE_GET_MEM_POOL, c"cuDeviceGetMemPool") {
+            // SAFETY: the driver's cuDeviceGetMemPool, found by name, with its C signature.
+            let f: GetMemPool = unsafe { std::mem::transmute::<usize, GetMemPool>(f) };
+            let mut p: CUmemoryPool = std::ptr::null_mut();
+            // SAFETY: `p` is a valid out-pointer for one pool handle.
+            if unsafe { f(&mut p, device) } == CUDA_SUCCESS {
+                pool = p as u64;
+            }
+        }
+    }
+    // Never a pool remembered from an earlier call: the program may have destroyed it since.
+    if pool == 0 {
+        return;
+    }
+    let Some(f) = driver_getter(&MEM_POOL_GET_ATTRIBUTE, c"cuMemPoolGetAttribute") else {
+        return;
+    };
+    // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.
+    let get: GetAttribute = unsafe { std::mem::transmute::<usize, GetAttribute>(f) };
+    let (mut reserved, mut used) = (0u64, 0u64);
+    // SAFETY: both attributes are cuuint64_t values; the out-pointers are valid u64s, and the
+    // pool is valid now: the program's call just used it, or the driver just named it.
+    let ok = unsafe {
+        get(
+            pool as CUmemoryPool,
+            RESERVED_MEM_CURRENT,
+            (&mut reserved as *mut u64).cast(),
+        ) == CUDA_SUCCESS
+            && get(pool as CUmemoryPool, USED_MEM_CURRENT, (&mut used as *mut u64).cast()) == CUDA_SUCCESS
+    };
+    if !ok {
+        return;
+    }
+    let changed = last.is_none_or(|s| s.pool != pool || s.reserved != reserved || s.used != used);
+    let _ = POOL_SAMPLER.try_with(|c| {
+        let mut s = c.get();
+        s.pool = pool;
+        s.reserved = reserved;
+        s.used = used;
+        c.set(s);
+    });
+    if changed {
+        tracer::event(
+            &g,
+            PoolUsage {
+                pool,
+                device,
+                reserved,
+                used,
+            },
+        );
+    }
 }
 
 /// `cuMemAddressReserve` (`aux` = alignment): address space only, no memory.

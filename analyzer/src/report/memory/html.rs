@@ -127,6 +127,9 @@ fn memory(m: &MemoryView) -> J {
                 ("free", nums(&d.free_in_span)),
                 ("reserved", nums(&d.vmm_reserved)),
                 ("pool", nums(&d.pool)),
+                ("pool_reserved", nums(&d.pool_reserved)),
+                ("pool_used", nums(&d.pool_used)),
+                ("pool_samples", J::U(d.pool_samples)),
                 ("frag", nums(&d.fragmentation_ppm)),
                 ("allocs", nums(&d.allocations)),
                 ("frees", nums(&d.frees)),
@@ -418,6 +421,10 @@ const SCRIPT: &str = r##""use strict";
         if (d.granted_peak > d.peak) lines.push({ ys: d.granted, width: m.bucket_events, colour: "#9c755f", label: "live bytes (granted: sizes rounded up to 256 bytes)" });
         if (d.addresses) lines.push({ ys: d.free, width: m.bucket_events, colour: "#e15759", label: "free in used span" });
         if (Math.max.apply(null, d.reserved) > 0) lines.push({ ys: d.reserved, width: m.bucket_events, colour: "#59a14f", label: "VMM reserved" });
+        if (d.pool_samples > 0) {
+          lines.push({ ys: d.pool_reserved, width: m.bucket_events, colour: "#edc948", label: "stream-ordered pools: reserved (sampled)" });
+          lines.push({ ys: d.pool_used, width: m.bucket_events, colour: "#ff9da7", label: "stream-ordered pools: used (sampled)" });
+        }
         if (Math.max.apply(null, d.pool) > 0) lines.push({ ys: d.pool, width: m.bucket_events, colour: "#b07aa1", label: "held by caching allocators" });
         chart(sec, lines, { events: m.events, fmt: bytes, cls: "device", height: 160 });
         if (d.addresses) {

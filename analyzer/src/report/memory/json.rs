@@ -40,6 +40,9 @@ pub(crate) fn memory(m: &MemoryView) -> J {
                 ("vmm_reserved_bytes", list(&d.vmm_reserved)),
                 ("vmm_mapped_bytes", list(&d.vmm_mapped)),
                 ("pool_bytes", list(&d.pool)),
+                ("pool_reserved_bytes", list(&d.pool_reserved)),
+                ("pool_used_bytes", list(&d.pool_used)),
+                ("pool_samples", u(d.pool_samples)),
                 ("fragmentation_ppm", list(&d.fragmentation_ppm)),
                 ("largest_hole", list(&d.largest_hole)),
                 ("free_in_span", list(&d.free_in_span)),
@@ -198,6 +201,27 @@ pub(crate) fn memory(m: &MemoryView) -> J {
         ),
         ("growth", J::A(growth)),
         ("churn", J::A(m.churn.iter().map(|id| u(u64::from(id.0))).collect())),
+        (
+            "pools",
+            J::A(
+                r.pools
+                    .iter()
+                    .map(|p| {
+                        J::O(vec![
+                            ("pool", u(p.pool)),
+                            ("device", J::S(device_name(p.device))),
+                            ("samples", u(p.samples)),
+                            ("reserved_bytes_max", u(p.reserved_max)),
+                            ("used_bytes_max", u(p.used_max)),
+                            ("reserved_bytes", u(p.reserved)),
+                            ("used_bytes", u(p.used)),
+                            ("seq", u(p.seq)),
+                            ("time_ns", u(p.time_ns)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
         ("failed_allocations", u(r.failed)),
         ("ooms", J::A(ooms)),
         (

@@ -60,6 +60,27 @@ pub fn write(m: &MemoryView, s: &mut String) {
             let _ = write!(s, "; caching allocators held up to {}", human_bytes(p));
         }
         s.push('\n');
+        if d.pool_samples > 0 {
+            let reserved = d.pool_reserved.iter().max().copied().unwrap_or(0);
+            let used = d.pool_used.iter().max().copied().unwrap_or(0);
+            let _ = writeln!(
+                s,
+                "  stream-ordered pools ({} samples): reserved up to {}, used up to {}",
+                d.pool_samples,
+                human_bytes(reserved),
+                human_bytes(used)
+            );
+            for p in r.pools.iter().filter(|p| p.device == d.device) {
+                let _ = writeln!(
+                    s,
+                    "    pool {:#x}: {} reserved, {} used at the last sample ({} unused)",
+                    p.pool,
+                    human_bytes(p.reserved),
+                    human_bytes(p.used),
+                    human_bytes(p.reserved.saturating_sub(p.used))
+                );
+            }
+        }
         // With several devices, each one's own peak by site (the process's is below).
         if r.devices.len() > 1 && !d.peak_sites.is_empty() {
             s.push_str("  at its peak:\n");
