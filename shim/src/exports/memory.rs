@@ -376,6 +376,10 @@ fn sample_pool(result: CUresult, pool: u64) {
 
 #[cold]
 fn sample_pool_now(pool: u64) {
+    // Not tracing (GPULEAK_DISABLE=1, or the tracer could not start): ask the driver nothing.
+    if tracer::get().is_none() {
+        return;
+    }
     let Some(g) = guard::enter() else { return };
     type GetDevice = unsafe extern "C" fn(*mut i32) -> CUresult;
     type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
