@@ -1,6 +1,7 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds, and the same file cut inside its last block.
+//! threads' blocks, most record kinds (Python frames and pool samples included), and the same
+//! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
 
@@ -12,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 9 {
+    match i % 12 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -81,9 +82,30 @@ fn body_at(i: u64) -> Body<'static> {
             stream: Stream(0x6000 + i - 5),
         }
         .into(),
-        _ => Region {
+        8 => Region {
             name: "epoch".into(),
             begin: (i % 2) as u32,
+        }
+        .into(),
+        9 => PyCode {
+            id: i as u32,
+            python: 0x030b_07f0,
+            first_line: 12,
+            filename: "train.py".into(),
+            qualname: "Model.step".into(),
+            line_table: Cow::Owned(vec![0x80, 0x00, 0xd8, 0x04, 0x08, 0x89, 0x04]),
+        }
+        .into(),
+        10 => PyFrames {
+            stack: StackId(1),
+            frames: Addrs(Cow::Owned(vec![2, i, 48, 3, i, 120])),
+        }
+        .into(),
+        _ => PoolUsage {
+            pool: 0x7000,
+            device: 0,
+            reserved: 32 << 20,
+            used: (i % 5) << 20,
         }
         .into(),
     }

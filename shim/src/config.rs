@@ -8,6 +8,7 @@
 //! | `GPULEAK_UNWIND` | `dwarf` | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` |
 //! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
 //! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
+//! | `GPULEAK_POOL_SAMPLE` | 64 | sample a stream-ordered pool's reserved and used bytes after one successful `cuMemAllocAsync` / `cuMemAllocFromPoolAsync` / `cuMemFreeAsync` in N per thread (`PoolUsage` records, docs/memory.md); 0 never |
 //! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
 //! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event (what stream-leak and event-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
 //! | `GPULEAK_PYTHON` | 1 | 0: no Python frames in stacks (the interpreter is never looked up) |
@@ -52,6 +53,9 @@ pub struct Config {
     /// analyzer explains their findings with the stacks of the allocations, streams and
     /// events involved.
     pub sync_stacks: u32,
+    /// One successful stream-ordered allocation or free in this many, per thread, samples its
+    /// pool's reserved and used bytes (`PoolUsage` records); 0 never.
+    pub pool_sample: u32,
     /// Clock of the record times (`CLOCK_MONOTONIC_COARSE` or `CLOCK_MONOTONIC`).
     pub clock: libc::clockid_t,
     /// Creation stacks for streams and events (off by default: stream and event calls capture
@@ -63,6 +67,9 @@ pub struct Config {
     /// Record nothing.
     pub disabled: bool,
 }
+
+/// `GPULEAK_POOL_SAMPLE` when unset.
+pub const POOL_SAMPLE_DEFAULT: u32 = 64;
 
 /// The most frames a stack may have.
 pub const MAX_DEPTH: usize = 256;
@@ -146,6 +153,16 @@ impl Config {
                 }),
             },
         };
+        let pool_sample = match var("GPULEAK_POOL_SAMPLE") {
+            None => POOL_SAMPLE_DEFAULT,
+            Some(v) => match v.trim() {
+                "" => POOL_SAMPLE_DEFAULT,
+                t => t.parse::<u32>().ok().filter(|&n| n != u32::MAX).unwrap_or_else(|| {
+                    warn("GPULEAK_POOL_SAMPLE", &v, "0 or a sampling period N", "64");
+                    POOL_SAMPLE_DEFAULT
+                }),
+            },
+        };
         let clock = match var("GPULEAK_CLOCK").as_deref() {
             None | Some("") | Some("coarse") => libc::CLOCK_MONOTONIC_COARSE,
             Some("precise") => libc::CLOCK_MONOTONIC,
@@ -160,6 +177,7 @@ impl Config {
             unwind,
             free_stacks: flag("GPULEAK_FREE_STACKS", false),
             sync_stacks,
+            pool_sample,
             clock,
             object_stacks: flag("GPULEAK_OBJECT_STACKS", false),
             python: flag("GPULEAK_PYTHON", true),

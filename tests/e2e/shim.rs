@@ -460,6 +460,20 @@ fn bad_settings_give_one_line_and_defaults() {
     assert!(err.starts_with("gpuleak: GPULEAK_STACK_DEPTH=\"lots\""), "{err}");
     let records = dump(&trace);
     assert_eq!(of_type(&records, "ProcessInfo")[0]["stack_depth"], 64);
+
+    // The same for the pool sampling period, read with the others when tracing starts.
+    let trace = dir.path().join("pool.trace");
+    let out = shim_command(client("shim_crash"), &trace)
+        .env("GPULEAK_POOL_SAMPLE", "often")
+        .args(["exit", "2"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.trim_end(),
+        "gpuleak: GPULEAK_POOL_SAMPLE=\"often\" is not 0 or a sampling period N; using 64"
+    );
 }
 
 #[test]

@@ -273,33 +273,17 @@ pub unsafe fn free_async(
 
 // ---- Stream-ordered pools: reserved versus used ---------------------------------------------
 
-/// `GPULEAK_POOL_SAMPLE` unread.
-const POOL_EVERY_UNSET: u32 = u32::MAX;
-/// One successful stream-ordered call in this many, on each thread, samples its pool.
-const POOL_EVERY_DEFAULT: u32 = 64;
-static POOL_EVERY: AtomicU32 = AtomicU32::new(POOL_EVERY_UNSET);
+/// One successful stream-ordered call in this many, on each thread, samples its pool
+/// (`GPULEAK_POOL_SAMPLE`, parsed with the other settings when tracing starts; 0 never).
+static POOL_EVERY: AtomicU32 = AtomicU32::new(crate::config::POOL_SAMPLE_DEFAULT);
 
-/// `GPULEAK_POOL_SAMPLE`: sample one call in N (0: never); unset or not a number: the default.
-fn pool_every() -> u32 {
-    let every = POOL_EVERY.load(Ordering::Relaxed);
-    if every != POOL_EVERY_UNSET {
-        return every;
-    }
-    // SAFETY: getenv with a NUL-terminated name; the value is copied out at once.
-    let p = unsafe { libc::getenv(c"GPULEAK_POOL_SAMPLE".as_ptr()) };
-    let every = if p.is_null() {
-        POOL_EVERY_DEFAULT
-    } else {
-        // SAFETY: getenv returned a NUL-terminated string of the environment.
-        let v = unsafe { CStr::from_ptr(p) };
-        v.to_str()
-            .ok()
-            .and_then(|v| v.trim().parse::<u32>().ok())
-            .filter(|n| *n != POOL_EVERY_UNSET)
-            .unwrap_or(POOL_EVERY_DEFAULT)
-    };
+/// Sets the sampling period from the settings (when tracing starts).
+pub fn set_pool_every(every: u32) {
     POOL_EVERY.store(every, Ordering::Relaxed);
-    every
+}
+
+fn pool_every() -> u32 {
+    POOL_EVERY.load(Ordering::Relaxed)
 }
 
 /// What one thread remembers between samples (const-initialised, no destructor).
