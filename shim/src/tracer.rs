@@ -60,6 +60,38 @@ impl StackScratch {
         buf: [0; MAX_DEPTH + OWN_FRAMES],
     };
 
+    /// The stack id of a recent capture with `key` by this thread for the tracer `owner`: the
+    /// unwinder copied that capture's frames, so nothing needs filtering, comparing or looking
+    /// up. Forgets everything kept for another tracer (a forked child's new one).
+    #[inline(always)]
+    fn recent(&mut self, owner: usize, key: u64) -> Option<StackId> {
+        if self.owner != owner {
+            self.keyed = [(0, 0); KEYED];
+            self.len = 0;
+            return None;
+        }
+        if key == 0 {
+            return None;
+        }
+        self.keyed.iter().find(|&&(k, _)| k == key).map(|&(_, id)| StackId(id))
+    }
+
+    /// Moves the program's frames among the first `n` of `buf` to its front, at most `depth`,
+    /// and returns how many: the shim's own frames (its wrappers, also the runtime tag wrappers
+    /// between the program and the runtime, all inside `own_text`) are never the program's.
+    #[inline(always)]
+    fn keep_program_frames(&mut self, n: usize, (lo, hi): (u64, u64), depth: usize) -> usize {
+        let mut kept = 0;
+        for i in 0..n {
+            let a = self.buf[i];
+            if (a < lo || a >= hi) && kept < depth {
+                self.buf[kept] = a;
+                kept += 1;
+            }
+        }
+        kept
+    }
+
     /// Keeps `id` as the stack of the capture with `key` (0: none).
     #[inline(always)]
     fn remember(&mut self, key: u64, id: u32) {
@@ -450,29 +482,10 @@ impl Tracer {
     fn stack_in(&self, s: &mut StackScratch) -> StackId {
         let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
         let owner = self as *const Tracer as usize;
-        // The unwinder copied the frames of a recent capture of this thread, which made the
-        // id kept with its key: nothing to filter, compare or look up.
-        if key != 0 && s.owner == owner {
-            if let Some(&(_, id)) = s.keyed.iter().find(|&&(k, _)| k == key) {
-                return StackId(id);
-            }
+        if let Some(id) = s.recent(owner, key) {
+            return id;
         }
-        if s.owner != owner {
-            // A forked child's new tracer: the parent's ids mean nothing in it.
-            s.keyed = [(0, 0); KEYED];
-            s.len = 0;
-        }
-        // The shim's own frames (its wrappers, also the runtime tag wrappers that sit between
-        // the program and the runtime) are never the program's: drop them all.
-        let (lo, hi) = self.own_text;
-        let mut kept = 0;
-        for i in 0..n {
-            let a = s.buf[i];
-            if (a < lo || a >= hi) && kept < self.depth {
-                s.buf[kept] = a;
-                kept += 1;
-            }
-        }
+        let kept = s.keep_program_frames(n, self.own_text, self.depth);
         if kept == 0 {
             return StackId::NONE;
         }
@@ -531,24 +544,10 @@ impl Tracer {
         let (py_n, py_hash) = rt.capture(&mut p.frames);
         let key = with_python(key, py_hash);
         let owner = self as *const Tracer as usize;
-        if key != 0 && s.owner == owner {
-            if let Some(&(_, id)) = s.keyed.iter().find(|&&(k, _)| k == key) {
-                return StackId(id);
-            }
+        if let Some(id) = s.recent(owner, key) {
+            return id;
         }
-        if s.owner != owner {
-            s.keyed = [(0, 0); KEYED];
-            s.len = 0;
-        }
-        let (lo, hi) = self.own_text;
-        let mut kept = 0;
-        for i in 0..n {
-            let a = s.buf[i];
-            if (a < lo || a >= hi) && kept < self.depth {
-                s.buf[kept] = a;
-                kept += 1;
-            }
-        }
+        let kept = s.keep_program_frames(n, self.own_text, self.depth);
         if kept == 0 {
             return StackId::NONE;
         }
