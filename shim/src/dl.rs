@@ -62,6 +62,27 @@ pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     unsafe { f(handle, name.as_ptr()) }
 }
 
+/// The driver's own function `name`, looked up once and kept in `cache` (0: not looked up
+/// yet, 1: not found): in the `libcuda` the program uses when the shim has seen it, else
+/// wherever the default lookup finds it. For the getters the shim calls itself.
+pub fn driver_fn(cache: &std::sync::atomic::AtomicUsize, name: &CStr) -> Option<usize> {
+    let mut f = cache.load(Ordering::Relaxed);
+    if f == 0 {
+        let handle = libcuda();
+        let mut p = if handle.is_null() {
+            std::ptr::null_mut()
+        } else {
+            real_dlsym(handle, name)
+        };
+        if p.is_null() {
+            p = real_dlsym(-1isize as *mut c_void, name);
+        }
+        f = if p.is_null() { 1 } else { p as usize };
+        cache.store(f, Ordering::Relaxed);
+    }
+    (f != 1).then_some(f)
+}
+
 /// The `libcuda.so*` handle, once any tracked function has been seen in it.
 pub fn libcuda() -> *mut c_void {
     LIBCUDA.load(Ordering::Acquire)

@@ -85,23 +85,10 @@ static GET_INFO: AtomicUsize = AtomicUsize::new(0);
 type GetInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> CUresult;
 
 fn get_info() -> Option<GetInfo> {
-    let mut f = GET_INFO.load(Ordering::Relaxed);
-    if f == 0 {
-        let handle = crate::dl::libcuda();
-        let mut p = if handle.is_null() {
-            std::ptr::null_mut()
-        } else {
-            crate::dl::real_dlsym(handle, c"cuFuncGetParamInfo")
-        };
-        if p.is_null() {
-            p = crate::dl::real_dlsym(-1isize as *mut c_void, c"cuFuncGetParamInfo");
-        }
-        f = if p.is_null() { 1 } else { p as usize };
-        GET_INFO.store(f, Ordering::Relaxed);
-    }
+    let f = crate::dl::driver_fn(&GET_INFO, c"cuFuncGetParamInfo")?;
     // SAFETY: `f` is the driver's cuFuncGetParamInfo, found by name, whose public signature
     // is `GetInfo`.
-    (f != 1).then(|| unsafe { std::mem::transmute::<usize, GetInfo>(f) })
+    Some(unsafe { std::mem::transmute::<usize, GetInfo>(f) })
 }
 
 /// Asks the driver (drivers before CUDA 12.4 have no `cuFuncGetParamInfo`: no pointers).

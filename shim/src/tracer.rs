@@ -619,23 +619,9 @@ impl Tracer {
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
     /// cannot change the program's error state).
     fn current_ctx(&self) -> u64 {
-        let mut f = self.ctx_getter.load(Ordering::Relaxed);
-        if f == 0 {
-            let handle = crate::dl::libcuda();
-            let mut p = if handle.is_null() {
-                std::ptr::null_mut()
-            } else {
-                crate::dl::real_dlsym(handle, c"cuCtxGetCurrent")
-            };
-            if p.is_null() {
-                p = crate::dl::real_dlsym(-1isize as *mut _, c"cuCtxGetCurrent");
-            }
-            f = if p.is_null() { 1 } else { p as usize };
-            self.ctx_getter.store(f, Ordering::Relaxed);
-        }
-        if f == 1 {
+        let Some(f) = crate::dl::driver_fn(&self.ctx_getter, c"cuCtxGetCurrent") else {
             return 0;
-        }
+        };
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
         // SAFETY: `f` is the driver's cuCtxGetCurrent, found by name.
         let get: GetCurrent = unsafe { std::mem::transmute::<usize, GetCurrent>(f) };

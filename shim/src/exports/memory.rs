@@ -2,7 +2,7 @@
 //! stream-ordered, virtual memory management, arrays and IPC.
 
 use std::cell::Cell;
-use std::ffi::{c_void, CStr};
+use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use gpuleak_format::record::PoolUsage;
@@ -310,25 +310,6 @@ static MEM_POOL_GET_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
 const RESERVED_MEM_CURRENT: u32 = 5;
 const USED_MEM_CURRENT: u32 = 7;
 
-/// The driver's own function `name` (looked up once; 1 in the cache: not found).
-fn driver_getter(cache: &AtomicUsize, name: &CStr) -> Option<usize> {
-    let mut f = cache.load(Ordering::Relaxed);
-    if f == 0 {
-        let handle = crate::dl::libcuda();
-        let mut p = if handle.is_null() {
-            std::ptr::null_mut()
-        } else {
-            crate::dl::real_dlsym(handle, name)
-        };
-        if p.is_null() {
-            p = crate::dl::real_dlsym(-1isize as *mut _, name);
-        }
-        f = if p.is_null() { 1 } else { p as usize };
-        cache.store(f, Ordering::Relaxed);
-    }
-    (f != 1).then_some(f)
-}
-
 /// After a stream-ordered allocation or free that returned `result`: on one successful call in
 /// [`pool_every`] on this thread, asks the driver's pure getters for the pool's reserved and
 /// used memory (`pool`, the one the call just used, or when 0 the current pool of the calling
@@ -369,7 +350,7 @@ fn sample_pool_now(pool: u64) {
     type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
     type GetAttribute = unsafe extern "C" fn(CUmemoryPool, u32, *mut c_void) -> CUresult;
     let mut device = -1i32;
-    if let Some(f) = driver_getter(&CTX_GET_DEVICE, c"cuCtxGetDevice") {
+    if let Some(f) = crate::dl::driver_fn(&CTX_GET_DEVICE, c"cuCtxGetDevice") {
         // SAFETY: the driver's cuCtxGetDevice, found by name, with its C signature.
         let f: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(f) };
         let mut d = -1;
@@ -381,7 +362,7 @@ fn sample_pool_now(pool: u64) {
     let last = POOL_SAMPLER.try_with(Cell::get).ok();
     let mut pool = pool;
     if pool == 0 && device >= 0 {
-        if let Some(f) = driver_getter(&DEVICE_GET_MEM_POOL, c"cuDeviceGetMemPool") {
+        if let Some(f) = crate::dl::driver_fn(&DEVICE_GET_MEM_POOL, c"cuDeviceGetMemPool") {
             // SAFETY: the driver's cuDeviceGetMemPool, found by name, with its C signature.
             let f: GetMemPool = unsafe { std::mem::transmute::<usize, GetMemPool>(f) };
             let mut p: CUmemoryPool = std::ptr::null_mut();
@@ -395,7 +376,7 @@ fn sample_pool_now(pool: u64) {
     if pool == 0 {
         return;
     }
-    let Some(f) = driver_getter(&MEM_POOL_GET_ATTRIBUTE, c"cuMemPoolGetAttribute") else {
+    let Some(f) = crate::dl::driver_fn(&MEM_POOL_GET_ATTRIBUTE, c"cuMemPoolGetAttribute") else {
         return;
     };
     // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.

@@ -106,25 +106,6 @@ thread_local! {
     static PLACE_CACHE: Cell<(u64, u64, i32)> = const { Cell::new((0, 0, -1)) };
 }
 
-/// The driver's own function `name`, found once (1: not found).
-fn driver_fn(cache: &AtomicUsize, name: &std::ffi::CStr) -> Option<usize> {
-    let mut f = cache.load(Ordering::Relaxed);
-    if f == 0 {
-        let handle = crate::dl::libcuda();
-        let mut p = if handle.is_null() {
-            std::ptr::null_mut()
-        } else {
-            crate::dl::real_dlsym(handle, name)
-        };
-        if p.is_null() {
-            p = crate::dl::real_dlsym(-1isize as *mut _, name);
-        }
-        f = if p.is_null() { 1 } else { p as usize };
-        cache.store(f, Ordering::Relaxed);
-    }
-    (f != 1).then_some(f)
-}
-
 impl Place {
     const UNKNOWN: Place = Place { ctx: 0, device: -1 };
 
@@ -137,7 +118,7 @@ impl Place {
         }
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
         type GetDevice = unsafe extern "C" fn(*mut i32) -> u32;
-        let Some(get_ctx) = driver_fn(&GET_CTX, c"cuCtxGetCurrent") else {
+        let Some(get_ctx) = crate::dl::driver_fn(&GET_CTX, c"cuCtxGetCurrent") else {
             return Place::UNKNOWN;
         };
         // SAFETY: the driver's cuCtxGetCurrent, found by name; it writes one pointer.
@@ -155,7 +136,7 @@ impl Place {
             }
         }
         let mut device = -1;
-        if let Some(get_dev) = driver_fn(&GET_DEVICE, c"cuCtxGetDevice") {
+        if let Some(get_dev) = crate::dl::driver_fn(&GET_DEVICE, c"cuCtxGetDevice") {
             // SAFETY: the driver's cuCtxGetDevice, found by name; it writes one int.
             let get_dev: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(get_dev) };
             let mut d = -1;
