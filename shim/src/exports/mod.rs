@@ -200,16 +200,16 @@ hooks! {
         cuLaunchKernelEx_ptsz(config: *const CUlaunchConfig, f: *mut c_void, params: Pptr, extra: Pptr) => ordering::launch_ex;
         cuGraphLaunch(exec: *mut c_void, stream: CUstream) => ordering::graph_launch;
         cuGraphLaunch_ptsz(exec: *mut c_void, stream: CUstream) => ordering::graph_launch;
-        cuMemcpy2D_v2(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
-        cuMemcpy2D_v2_ptds(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
-        cuMemcpy2DUnaligned_v2(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
-        cuMemcpy2DUnaligned_v2_ptds(p: *const CUDA_MEMCPY2D) => ordering::copy_2d;
-        cuMemcpy2DAsync_v2(p: *const CUDA_MEMCPY2D, stream: CUstream) => ordering::copy_2d_async;
-        cuMemcpy2DAsync_v2_ptsz(p: *const CUDA_MEMCPY2D, stream: CUstream) => ordering::copy_2d_async;
-        cuMemcpy3D_v2(p: *const CUDA_MEMCPY3D) => ordering::copy_3d;
-        cuMemcpy3D_v2_ptds(p: *const CUDA_MEMCPY3D) => ordering::copy_3d;
-        cuMemcpy3DAsync_v2(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_3d_async;
-        cuMemcpy3DAsync_v2_ptsz(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_3d_async;
+        cuMemcpy2D_v2(p: *const CUDA_MEMCPY2D) => ordering::copy_descriptor;
+        cuMemcpy2D_v2_ptds(p: *const CUDA_MEMCPY2D) => ordering::copy_descriptor;
+        cuMemcpy2DUnaligned_v2(p: *const CUDA_MEMCPY2D) => ordering::copy_descriptor;
+        cuMemcpy2DUnaligned_v2_ptds(p: *const CUDA_MEMCPY2D) => ordering::copy_descriptor;
+        cuMemcpy2DAsync_v2(p: *const CUDA_MEMCPY2D, stream: CUstream) => ordering::copy_descriptor_async;
+        cuMemcpy2DAsync_v2_ptsz(p: *const CUDA_MEMCPY2D, stream: CUstream) => ordering::copy_descriptor_async;
+        cuMemcpy3D_v2(p: *const CUDA_MEMCPY3D) => ordering::copy_descriptor;
+        cuMemcpy3D_v2_ptds(p: *const CUDA_MEMCPY3D) => ordering::copy_descriptor;
+        cuMemcpy3DAsync_v2(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_descriptor_async;
+        cuMemcpy3DAsync_v2_ptsz(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_descriptor_async;
 
         cuGetProcAddress(symbol: *const i8, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
         cuGetProcAddress_v2(symbol: *const i8, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;

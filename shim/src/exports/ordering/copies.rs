@@ -230,25 +230,43 @@ fn copy_described(
     r
 }
 
+/// A copy descriptor (`CUDA_MEMCPY2D`, `CUDA_MEMCPY3D`) and the region it describes.
+pub trait Descriptor: std::marker::Copy {
+    /// The bytes the copy reads and writes.
+    fn region(&self) -> regions::Region;
+}
+
+impl Descriptor for CUDA_MEMCPY2D {
+    fn region(&self) -> regions::Region {
+        regions::of_2d(self)
+    }
+}
+
+impl Descriptor for CUDA_MEMCPY3D {
+    fn region(&self) -> regions::Region {
+        regions::of_3d(self)
+    }
+}
+
 /// The region of the descriptor at `p` (nothing for NULL).
 ///
 /// # Safety
 /// Called only after the driver succeeded with `p`: a non-null `p` points at a descriptor
 /// it has just read.
-unsafe fn described<T: std::marker::Copy>(p: *const T, region: fn(&T) -> regions::Region) -> regions::Region {
+unsafe fn described<T: Descriptor>(p: *const T) -> regions::Region {
     if p.is_null() {
         return regions::Region::default();
     }
     // SAFETY: the caller's contract; read unaligned, as a program's struct may be packed.
-    region(&unsafe { p.read_unaligned() })
+    unsafe { p.read_unaligned() }.region()
 }
 
-/// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]` (the default stream, as for
-/// `cuMemcpy`).
-pub unsafe fn copy_2d(
+/// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]`, `cuMemcpy3D_v2[_ptds]` (the
+/// default stream, as for `cuMemcpy`).
+pub unsafe fn copy_descriptor<T: Descriptor>(
     api: Api,
-    real: unsafe extern "C" fn(*const CUDA_MEMCPY2D) -> CUresult,
-    p: *const CUDA_MEMCPY2D,
+    real: unsafe extern "C" fn(*const T) -> CUresult,
+    p: *const T,
 ) -> CUresult {
     copy_described(
         api,
@@ -256,15 +274,15 @@ pub unsafe fn copy_2d(
         // SAFETY: passed through.
         || unsafe { real(p) },
         // SAFETY: `copy_described` asks for the region only after a successful copy.
-        || unsafe { described(p, regions::of_2d) },
+        || unsafe { described(p) },
     )
 }
 
-/// `cuMemcpy2DAsync_v2[_ptsz]`.
-pub unsafe fn copy_2d_async(
+/// `cuMemcpy2DAsync_v2[_ptsz]`, `cuMemcpy3DAsync_v2[_ptsz]`.
+pub unsafe fn copy_descriptor_async<T: Descriptor>(
     api: Api,
-    real: unsafe extern "C" fn(*const CUDA_MEMCPY2D, CUstream) -> CUresult,
-    p: *const CUDA_MEMCPY2D,
+    real: unsafe extern "C" fn(*const T, CUstream) -> CUresult,
+    p: *const T,
     stream: CUstream,
 ) -> CUresult {
     copy_described(
@@ -272,40 +290,7 @@ pub unsafe fn copy_2d_async(
         stream,
         // SAFETY: passed through.
         || unsafe { real(p, stream) },
-        // SAFETY: as in `copy_2d`.
-        || unsafe { described(p, regions::of_2d) },
-    )
-}
-
-/// `cuMemcpy3D_v2[_ptds]`.
-pub unsafe fn copy_3d(
-    api: Api,
-    real: unsafe extern "C" fn(*const CUDA_MEMCPY3D) -> CUresult,
-    p: *const CUDA_MEMCPY3D,
-) -> CUresult {
-    copy_described(
-        api,
-        NO_STREAM,
-        // SAFETY: passed through.
-        || unsafe { real(p) },
-        // SAFETY: as in `copy_2d`.
-        || unsafe { described(p, regions::of_3d) },
-    )
-}
-
-/// `cuMemcpy3DAsync_v2[_ptsz]`.
-pub unsafe fn copy_3d_async(
-    api: Api,
-    real: unsafe extern "C" fn(*const CUDA_MEMCPY3D, CUstream) -> CUresult,
-    p: *const CUDA_MEMCPY3D,
-    stream: CUstream,
-) -> CUresult {
-    copy_described(
-        api,
-        stream,
-        // SAFETY: passed through.
-        || unsafe { real(p, stream) },
-        // SAFETY: as in `copy_2d`.
-        || unsafe { described(p, regions::of_3d) },
+        // SAFETY: as in `copy_descriptor`.
+        || unsafe { described(p) },
     )
 }
