@@ -345,6 +345,11 @@ extern "C" fn at_unload() {
 }
 
 impl Tracer {
+    /// The absolute path of this process's trace file.
+    pub fn trace_path(&self) -> &std::ffi::OsStr {
+        self.writer.absolute_path()
+    }
+
     #[inline]
     fn stamp(&self) -> Pending {
         Pending {

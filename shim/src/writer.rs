@@ -28,6 +28,8 @@ static ZEROS: Zeros = Zeros([0; BLOCK_SIZE]);
 pub struct Writer {
     fd: libc::c_int,
     path: OsString,
+    /// The same, absolute (joined to the working directory of the moment it was created).
+    absolute: OsString,
     /// Write each new block's zeros before mapping it (every file system but tmpfs).
     zero_blocks: bool,
     generation: u64,
@@ -224,9 +226,17 @@ impl Writer {
             let mut st: libc::statfs = std::mem::zeroed();
             libc::fstatfs(fd, &mut st) == 0 && st.f_type == libc::TMPFS_MAGIC
         };
+        let absolute = if chosen.as_bytes().starts_with(b"/") {
+            chosen.clone()
+        } else {
+            std::env::current_dir()
+                .map(|d| d.join(&chosen).into_os_string())
+                .unwrap_or_else(|_| chosen.clone())
+        };
         let mut w = Writer {
             fd,
             path: chosen,
+            absolute,
             zero_blocks: !on_tmpfs,
             generation: GENERATION.load(Ordering::Acquire),
             next_block: AtomicU64::new(0),
@@ -248,6 +258,11 @@ impl Writer {
             return Err(e);
         }
         Ok(w)
+    }
+
+    /// The trace file's absolute path, as it was named when created.
+    pub fn absolute_path(&self) -> &OsStr {
+        &self.absolute
     }
 
     fn close_fd(&mut self) {

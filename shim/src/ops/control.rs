@@ -85,24 +85,22 @@ pub fn live_bytes(device: i32) -> u64 {
 
 /// `gpuleak_trace_path`: the path of this process's trace file, NUL-terminated and valid until
 /// the process exits; NULL when nothing is traced (`GPULEAK_DISABLE=1`, or the trace could not
-/// be created). Starts the trace if no CUDA call has yet (as `gpuleak_snapshot` does).
-///
-/// The tracer does not hand out its path, so the file is found among the process's open
-/// descriptors: the one whose header has the trace magic and this process's pid (a forked
-/// child still holds its parent's trace open, with the parent's pid in the header). Found once
-/// per process and kept.
+/// be created). Starts the trace if no CUDA call has yet (as `gpuleak_snapshot` does). The
+/// path is the tracer's, made absolute when the trace was created; kept once per process (a
+/// forked child has its own trace).
 pub fn trace_path() -> *const c_char {
+    use std::os::unix::ffi::OsStrExt;
     use std::sync::Mutex;
 
-    /// The path found, with the pid it was found in (a forked child looks again).
+    /// The path handed out, with the pid it belongs to.
     static FOUND: Mutex<Option<(u32, &'static CStr)>> = Mutex::new(None);
 
     let Some(g) = guard::enter() else {
         return std::ptr::null();
     };
-    if tracer::get().is_none() {
+    let Some(t) = tracer::get() else {
         return std::ptr::null();
-    }
+    };
     drop(g);
     // SAFETY: getpid has no preconditions and cannot fail.
     let pid = unsafe { libc::getpid() } as u32;
@@ -111,68 +109,15 @@ pub fn trace_path() -> *const c_char {
     };
     match *found {
         Some((p, path)) if p == pid => path.as_ptr(),
-        _ => match open_trace_of(pid) {
-            Some(path) => {
+        _ => match std::ffi::CString::new(t.trace_path().as_bytes()) {
+            Ok(path) => {
                 // Leaked on purpose: the caller may keep the pointer for the life of the
                 // process; at most one string per process (and per forked child).
                 let path: &'static CStr = Box::leak(path.into_boxed_c_str());
                 *found = Some((pid, path));
                 path.as_ptr()
             }
-            None => std::ptr::null(),
+            Err(_) => std::ptr::null(),
         },
     }
-}
-
-/// The path of the open file that is `pid`'s trace, if any.
-fn open_trace_of(pid: u32) -> Option<std::ffi::CString> {
-    use std::os::unix::ffi::OsStrExt;
-    use std::os::unix::fs::FileExt;
-
-    for entry in std::fs::read_dir("/proc/self/fd").ok()?.flatten() {
-        // Only regular files are opened: opening a FIFO or a device could block or act.
-        let Ok(meta) = std::fs::metadata(entry.path()) else {
-            continue;
-        };
-        if !meta.is_file() || meta.len() < 28 {
-            continue;
-        }
-        // Reopened through /proc, so the read never moves the descriptor's own offset.
-        let Ok(file) = std::fs::File::open(entry.path()) else {
-            continue;
-        };
-        let mut header = [0u8; 28];
-        if file.read_exact_at(&mut header, 0).is_err() {
-            continue;
-        }
-        if header[..8] != gpuleak_format::MAGIC || header[24..28] != pid.to_le_bytes() {
-            continue;
-        }
-        let Ok(target) = std::fs::read_link(entry.path()) else {
-            continue;
-        };
-        if let Some(path) = name_of_inode(&target, &meta) {
-            return std::ffi::CString::new(path.as_os_str().as_bytes()).ok();
-        }
-    }
-    None
-}
-
-/// The name under which the file `meta` describes is linked, from what `/proc/self/fd` says:
-/// that path when it is still the file's name; else, since the writer creates the trace
-/// unnamed (`O_TMPFILE`, shown as `DIR/#INODE (deleted)`) and then links it, the entry of the
-/// same directory with the same inode.
-fn name_of_inode(target: &std::path::Path, meta: &std::fs::Metadata) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::MetadataExt;
-
-    let same = |m: &std::fs::Metadata| m.dev() == meta.dev() && m.ino() == meta.ino();
-    if std::fs::symlink_metadata(target).is_ok_and(|m| same(&m)) {
-        return Some(target.to_path_buf());
-    }
-    let dir = target.parent()?;
-    std::fs::read_dir(dir)
-        .ok()?
-        .flatten()
-        .find(|e| std::fs::symlink_metadata(e.path()).is_ok_and(|m| same(&m)))
-        .map(|e| e.path())
 }
