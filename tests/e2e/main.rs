@@ -14,7 +14,8 @@
 //! - `ops`: metrics endpoint, snapshots, OOM dumps, budgets and fault injection;
 //! - `python_frames`: Python frames in the stacks of CPython programs;
 //! - `python_pkg`: the Python wheel in a fresh virtual environment, `gpuleak.check()`, the
-//!   pytest plugin (with pytest-xdist) and `gpuleak run --no-framework-cache`.
+//!   pytest plugin (with pytest-xdist) and `gpuleak run --no-framework-cache`;
+//! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
 mod check;
 mod memory;
@@ -28,3 +29,4 @@ mod shim;
 mod sim;
 mod third_party;
 mod trace;
+mod validation;

@@ -1,0 +1,115 @@
+//! `scripts/validate-gpu`, the real-GPU validation of issue 8, run end to end on the simulated
+//! driver (`SIM=1`), so that the script a GPU session relies on keeps working as the report
+//! evolves: its C workload must come out "agrees" (gpuleak's leaked bytes and findings are the
+//! expected ones), and "DIFFERS" when the workload leaks something else.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gpuleak_e2e::{gpuleak_bin, output_of, sim_dir, TempDir};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("tests/ has a parent")
+        .to_path_buf()
+}
+
+/// Builds validation/leak_driver.c against the simulated libcuda into `bin/leak_driver`, as
+/// `scripts/validate-gpu --build` does against the benchmark build of the simulator.
+fn build_leak_driver(bin: &Path) -> PathBuf {
+    fs::create_dir_all(bin).expect("workload directory");
+    let exe = bin.join("leak_driver");
+    let root = root();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = output_of(
+        Command::new(&cc)
+            .args(["-O2", "-g", "-Wall"])
+            .arg("-I")
+            .arg(root.join("simcuda/include"))
+            .arg("-I")
+            .arg(root.join("tests/clients"))
+            .arg("-o")
+            .arg(&exe)
+            .arg(root.join("validation/leak_driver.c"))
+            .arg("-L")
+            .arg(sim_dir())
+            .arg("-lcuda"),
+    );
+    assert!(
+        out.status.success(),
+        "{cc} validation/leak_driver.c failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    exe
+}
+
+/// Runs `SIM=1 scripts/validate-gpu OUT` with the workloads in `bin` and returns the row of
+/// results.md whose workload is `name`, split into trimmed cells.
+fn script_row(bin: &Path, out: &Path, name: &str) -> Vec<String> {
+    let gpuleak = gpuleak_bin();
+    let mut cmd = Command::new("bash");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GPULEAK_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.arg(root().join("scripts/validate-gpu"))
+        .arg(out)
+        .env("SIM", "1")
+        .env("VALIDATION_BIN", bin)
+        .env("SIM_LIB", sim_dir())
+        .env(
+            "GPULEAK_BIN_DIR",
+            gpuleak.parent().expect("gpuleak lives in a directory"),
+        )
+        .env_remove("LD_PRELOAD");
+    let run = output_of(&mut cmd);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(
+        run.status.success(),
+        "scripts/validate-gpu failed with {}:\n{stderr}",
+        run.status
+    );
+    let table = fs::read_to_string(out.join("results.md")).expect("results.md");
+    assert!(table.contains("device: simulated driver (SIM=1)"), "{table}");
+    let line = table
+        .lines()
+        .find(|l| l.starts_with(&format!("| {name} |")))
+        .unwrap_or_else(|| panic!("no row {name} in\n{table}\n--- stderr\n{stderr}"));
+    line.trim_matches('|')
+        .split('|')
+        .map(|c| c.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn validate_gpu_script_agrees_on_the_c_workload() {
+    let dir = TempDir::new();
+    let bin = dir.path().join("bin");
+    build_leak_driver(&bin);
+    let row = script_row(&bin, &dir.path().join("out"), "c");
+    // workload, expected, leaked, findings, verdict, ...
+    assert_eq!(row[1], "10489856; stream-leak,unsynchronized-at-exit", "{row:?}");
+    assert_eq!(row[2], "10489856", "{row:?}");
+    assert_eq!(row[3], "stream-leak,unsynchronized-at-exit", "{row:?}");
+    assert_eq!(row[4], "agrees", "{row:?}");
+    assert_ne!(row[8], "fail", "the traced run failed: {row:?}");
+}
+
+#[test]
+fn validate_gpu_script_says_differs_when_the_workload_leaks_otherwise() {
+    let dir = TempDir::new();
+    let real = build_leak_driver(&dir.path().join("real"));
+    // A workload that leaks 9 MiB + 4 KiB where the script expects 10 MiB + 4 KiB.
+    let bin = dir.path().join("bin");
+    fs::create_dir_all(&bin).expect("workload directory");
+    let wrapper = bin.join("leak_driver");
+    fs::write(&wrapper, format!("#!/bin/sh\nexec '{}' 9\n", real.display())).expect("wrapper");
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let row = script_row(&bin, &dir.path().join("out"), "c");
+    assert_eq!(row[2], (9 * 1048576 + 4096).to_string(), "{row:?}");
+    assert_eq!(row[4], "DIFFERS", "{row:?}");
+}

@@ -1,0 +1,127 @@
+// The nvcc workload of scripts/validate-gpu: a CUDA runtime program built with nvcc and the
+// static runtime (`-cudart static`, nvcc's default), so it reaches the driver the way most
+// CUDA C++ programs do: the runtime linked into the executable dlopens libcuda.so.1 and asks
+// cuGetProcAddress for every entry point. `scripts/validate-gpu --build` compiles it here with
+// NVIDIA's nvcc from PyPI (nothing is built on the GPU machine).
+//
+// What it does wrong, on purpose (argv[1] = N, default 6):
+//   - leaks N allocations of 1 MiB (cudaMalloc, never freed)                      -> leak
+//   - a kernel writes `shared` on stream a, then a copy on stream b reads it with
+//     no event between them                                                       -> cross-stream-race
+//   - frees `scratch` with cudaFreeAsync on stream b while its last use, a kernel
+//     on stream a, is not ordered before the free                                 -> unordered-free
+// and the same three things done right (freed; an event recorded on a and waited for by b),
+// which must produce no finding. Prints "leaked_bytes BYTES" and exits 0, or names the first
+// runtime call that failed and exits 3.
+#include <cstdio>
+#include <cstdlib>
+
+#define CHECK(call)                                                                        \
+    do {                                                                                   \
+        cudaError_t check_ = (call);                                                       \
+        if (check_ != cudaSuccess) {                                                       \
+            fprintf(stderr, "%s:%d: %s failed: %s (%d)\n", __FILE__, __LINE__, #call,     \
+                    cudaGetErrorString(check_), (int)check_);                              \
+            exit(3);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static const size_t MIB = 1 << 20;
+static const int WORDS = 1 << 16; // 256 KiB of unsigned words
+
+__global__ void fill(unsigned *p, unsigned value, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) p[i] = value + i;
+}
+
+// Kept out of line so that each wrong and right case has its own call stack in the report.
+__attribute__((noinline)) static void leak_buffers(int n) {
+    for (int i = 0; i < n; i++) {
+        void *p;
+        CHECK(cudaMalloc(&p, MIB));
+    }
+}
+
+__attribute__((noinline)) static void free_buffers(int n) {
+    for (int i = 0; i < n; i++) {
+        void *p;
+        CHECK(cudaMalloc(&p, MIB));
+        CHECK(cudaFree(p));
+    }
+}
+
+__attribute__((noinline)) static void racy_copy(cudaStream_t a, cudaStream_t b, unsigned *host) {
+    unsigned *shared;
+    CHECK(cudaMalloc(&shared, WORDS * sizeof(unsigned)));
+    fill<<<WORDS / 256, 256, 0, a>>>(shared, 1, WORDS);
+    CHECK(cudaGetLastError());
+    // Wrong: nothing orders the kernel on a before this copy on b.
+    CHECK(cudaMemcpyAsync(host, shared, WORDS * sizeof(unsigned), cudaMemcpyDeviceToHost, b));
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaFree(shared));
+}
+
+__attribute__((noinline)) static void ordered_copy(cudaStream_t a, cudaStream_t b, unsigned *host) {
+    unsigned *shared;
+    cudaEvent_t done;
+    CHECK(cudaMalloc(&shared, WORDS * sizeof(unsigned)));
+    CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    fill<<<WORDS / 256, 256, 0, a>>>(shared, 2, WORDS);
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventRecord(done, a));
+    CHECK(cudaStreamWaitEvent(b, done, 0));
+    CHECK(cudaMemcpyAsync(host, shared, WORDS * sizeof(unsigned), cudaMemcpyDeviceToHost, b));
+    CHECK(cudaStreamSynchronize(b));
+    CHECK(cudaEventDestroy(done));
+    CHECK(cudaFree(shared));
+}
+
+__attribute__((noinline)) static void unordered_free(cudaStream_t a, cudaStream_t b) {
+    unsigned *scratch;
+    CHECK(cudaMallocAsync(&scratch, WORDS * sizeof(unsigned), a));
+    fill<<<WORDS / 256, 256, 0, a>>>(scratch, 3, WORDS);
+    CHECK(cudaGetLastError());
+    // Wrong: the kernel on a may still be running when b frees the memory.
+    CHECK(cudaFreeAsync(scratch, b));
+    CHECK(cudaDeviceSynchronize());
+}
+
+__attribute__((noinline)) static void ordered_free(cudaStream_t a, cudaStream_t b) {
+    unsigned *scratch;
+    cudaEvent_t done;
+    CHECK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    CHECK(cudaMallocAsync(&scratch, WORDS * sizeof(unsigned), a));
+    fill<<<WORDS / 256, 256, 0, a>>>(scratch, 4, WORDS);
+    CHECK(cudaGetLastError());
+    CHECK(cudaEventRecord(done, a));
+    CHECK(cudaStreamWaitEvent(b, done, 0));
+    CHECK(cudaFreeAsync(scratch, b));
+    CHECK(cudaStreamSynchronize(b));
+    CHECK(cudaEventDestroy(done));
+}
+
+int main(int argc, char **argv) {
+    int n = argc > 1 ? atoi(argv[1]) : 6;
+    cudaStream_t a, b;
+    unsigned *host;
+    CHECK(cudaStreamCreateWithFlags(&a, cudaStreamNonBlocking));
+    CHECK(cudaStreamCreateWithFlags(&b, cudaStreamNonBlocking));
+    CHECK(cudaMallocHost(&host, WORDS * sizeof(unsigned)));
+
+    leak_buffers(n);
+    free_buffers(n);
+    racy_copy(a, b, host);
+    ordered_copy(a, b, host);
+    if (host[WORDS - 1] != 2u + WORDS - 1) {
+        fprintf(stderr, "ordered copy read %u, expected %u\n", host[WORDS - 1], 2u + WORDS - 1);
+        return 4;
+    }
+    unordered_free(a, b);
+    ordered_free(a, b);
+
+    CHECK(cudaFreeHost(host));
+    CHECK(cudaStreamDestroy(a));
+    CHECK(cudaStreamDestroy(b));
+    printf("leaked_bytes %zu\n", (size_t)n * MIB);
+    return 0;
+}
