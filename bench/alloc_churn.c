@@ -4,10 +4,10 @@
  *
  *     alloc_churn [FRAMES=25] [PAIRS=200000] [SIZE=4096] [SITES=1]
  *
- * SITES=2 to 8 allocates through that many call sites in turn, so that no allocation stack repeats
- * the one before it (the stacks differ in their innermost frames): the unwinder cannot copy the
- * previous capture. It keeps the last captures of four stacks, so up to four sites replay their
- * own; more walk, confirming only the shared outer frames.
+ * SITES=2 to 16 allocates through that many call sites in turn, so that no allocation stack
+ * repeats the one before it (the stacks differ in their innermost frames): the unwinder cannot
+ * copy the previous capture. It keeps the last captures of eight stacks, so up to eight sites
+ * replay their own; more walk, confirming only the shared outer frames.
  *
  * Prints one line: `alloc_churn frames=F pairs=N ns_per_pair=X`.
  */
@@ -19,7 +19,7 @@ static size_t size = 4096;
 static long sites = 1;
 static const long warmup = 2000;
 
-/* Eight call sites; the empty asm after each call keeps it from becoming a tail call. */
+/* Sixteen call sites; the empty asm after each call keeps it from becoming a tail call. */
 #define SITE(name)                                                                                                     \
     __attribute__((noinline)) static CUresult name(CUdeviceptr *d) {                                                  \
         CUresult r = cuMemAlloc_v2(d, size);                                                                           \
@@ -34,6 +34,14 @@ SITE(alloc_e)
 SITE(alloc_f)
 SITE(alloc_g)
 SITE(alloc_h)
+SITE(alloc_i)
+SITE(alloc_j)
+SITE(alloc_k)
+SITE(alloc_l)
+SITE(alloc_m)
+SITE(alloc_n)
+SITE(alloc_o)
+SITE(alloc_p)
 
 static CUresult alloc_at(long site, CUdeviceptr *d) {
     switch (site) {
@@ -44,7 +52,15 @@ static CUresult alloc_at(long site, CUdeviceptr *d) {
     case 4: return alloc_e(d);
     case 5: return alloc_f(d);
     case 6: return alloc_g(d);
-    default: return alloc_h(d);
+    case 7: return alloc_h(d);
+    case 8: return alloc_i(d);
+    case 9: return alloc_j(d);
+    case 10: return alloc_k(d);
+    case 11: return alloc_l(d);
+    case 12: return alloc_m(d);
+    case 13: return alloc_n(d);
+    case 14: return alloc_o(d);
+    default: return alloc_p(d);
     }
 }
 
@@ -76,8 +92,8 @@ int main(int argc, char **argv) {
     pairs = arg_long(argc, argv, 2, pairs);
     size = (size_t)arg_long(argc, argv, 3, (long)size);
     sites = arg_long(argc, argv, 4, sites);
-    if (sites < 1 || sites > 8) {
-        fprintf(stderr, "alloc_churn: SITES must be 1 to 8\n");
+    if (sites < 1 || sites > 16) {
+        fprintf(stderr, "alloc_churn: SITES must be 1 to 16\n");
         return 2;
     }
     CUdevice dev;

@@ -47,7 +47,7 @@ struct StackScratch {
 }
 
 /// Recent capture keys remembered per thread.
-const KEYED: usize = 4;
+const KEYED: usize = 8;
 
 impl StackScratch {
     const EMPTY: StackScratch = StackScratch {

@@ -58,6 +58,7 @@ impl Reads {
     }
 }
 
+#[cfg(test)]
 impl Entry {
     const EMPTY: Entry = Entry {
         ip: 0,
@@ -94,17 +95,29 @@ pub(crate) struct Memo {
     generation: u64,
     /// The last capture, when its states can be replayed.
     last: Option<Last>,
+    /// The first entry that differs from the memo this capture was walked beside (the most
+    /// recent one then): where a capture from another call site most likely differs too, so
+    /// a replay checks it first and a capture of another site fails after one check.
+    divergence: usize,
 }
 
 impl Memo {
-    /// An empty memo (const, for the thread-local).
+    /// An empty memo (the tests'; threads get theirs from [`Memos::init_in_place`]).
+    #[cfg(test)]
     pub(crate) const fn new() -> Memo {
         Memo {
             entries: [Entry::EMPTY; CAPACITY],
             len: 0,
             generation: 0,
             last: None,
+            divergence: 0,
         }
+    }
+
+    /// The entry a replay checks first (see `divergence`).
+    #[inline(always)]
+    pub(crate) fn divergence(&self) -> usize {
+        self.divergence
     }
 
     /// The states the last capture went through, if a capture from `regs` with `skip` and
@@ -152,20 +165,37 @@ impl Memo {
     }
 
     /// Replaces the memo with the states of the capture that just ended (`fresh` holds them
-    /// all, computed or confirmed by it: see `Walk::walk_memo`), clipped to [`CAPACITY`].
-    pub(crate) fn replace(&mut self, generation: u64, fresh: &[Entry]) {
+    /// all, computed or confirmed by it: see `Walk::walk_memo`), clipped to [`CAPACITY`];
+    /// `old` is the memo it was walked beside.
+    pub(crate) fn replace(&mut self, generation: u64, fresh: &[Entry], old: &[Entry]) {
         let len = fresh.len().min(CAPACITY);
         self.entries[..len].copy_from_slice(&fresh[..len]);
         self.len = len;
         self.generation = generation;
         self.last = None;
+        self.divergence = fresh
+            .iter()
+            .zip(old)
+            .position(|(a, b)| (a.ip, a.sp, a.bp) != (b.ip, b.sp, b.bp))
+            .unwrap_or(0);
     }
 }
 
 /// Memos kept per thread: the last captures of the most recent distinct stacks, so that a loop
 /// allocating from a few call sites in turn replays each site's capture (one memo alone would
 /// hold only the other site's).
-pub(crate) const WAYS: usize = 4;
+pub(crate) const WAYS: usize = 8;
+
+/// `[0, 1, .., WAYS - 1]`.
+const fn ranks() -> [u8; WAYS] {
+    let mut order = [0; WAYS];
+    let mut i = 0;
+    while i < WAYS {
+        order[i] = i as u8;
+        i += 1;
+    }
+    order
+}
 
 /// A thread's memos, most recently used first, and the source of their keys.
 pub(crate) struct Memos {
@@ -177,12 +207,30 @@ pub(crate) struct Memos {
 }
 
 impl Memos {
-    /// Empty memos (const, for the thread-local).
+    /// Empty memos (the tests'; threads get theirs from [`Memos::init_in_place`]).
+    #[cfg(test)]
     pub(crate) const fn new() -> Memos {
         Memos {
             ways: [const { Memo::new() }; WAYS],
-            order: [0, 1, 2, 3],
+            order: ranks(),
             keys: 0,
+        }
+    }
+
+    /// Makes the zero-filled memory at `p` valid empty memos, equal to [`Memos::new`], without
+    /// building the 37 KiB value on the stack.
+    ///
+    /// # Safety
+    ///
+    /// `p` must be valid for writes of a `Memos`, aligned, and zero-filled.
+    pub(crate) unsafe fn init_in_place(p: *mut Memos) {
+        // SAFETY: the caller guarantees `p` is valid and aligned; every field not written here
+        // is an integer or an array of integers, for which zero is the value `new` gives.
+        unsafe {
+            for i in 0..WAYS {
+                std::ptr::addr_of_mut!((*p).ways[i].last).write(None);
+            }
+            std::ptr::addr_of_mut!((*p).order).write(ranks());
         }
     }
 
@@ -251,29 +299,56 @@ mod tests {
         assert_eq!(way_of(&memos, 1), ways[0]);
         assert_eq!(way_of(&memos, 2), ways[1]);
         assert_eq!(way_of(&memos, 3), ways[3]);
+        assert_eq!(way_of(&memos, WAYS - 1), ways[WAYS - 1]);
         let (recent, oldest) = memos.recent_and_oldest();
         assert_eq!(recent as *const Memo, ways[2]);
-        assert_eq!(oldest as *const Memo, ways[3]);
+        assert_eq!(oldest as *const Memo, ways[WAYS - 1]);
         memos.touch(WAYS - 1);
-        assert_eq!(way_of(&memos, 0), ways[3]);
-        assert_eq!(way_of(&memos, 3), ways[1]);
+        assert_eq!(way_of(&memos, 0), ways[WAYS - 1]);
+        assert_eq!(way_of(&memos, 1), ways[2]);
+        assert_eq!(way_of(&memos, WAYS - 1), ways[WAYS - 2]);
         let keys: Vec<u64> = (0..3).map(|_| memos.next_key()).collect();
         assert_eq!(keys, [1, 2, 3]);
+    }
+
+    #[test]
+    fn memos_initialised_in_zeroed_memory_are_empty_memos() {
+        let layout = std::alloc::Layout::new::<Memos>();
+        // SAFETY: a zeroed allocation of the layout of Memos, made valid by init_in_place,
+        // used as one and freed with the same layout.
+        unsafe {
+            let p = std::alloc::alloc_zeroed(layout).cast::<Memos>();
+            assert!(!p.is_null());
+            Memos::init_in_place(p);
+            let memos = &mut *p;
+            let fresh = Memos::new();
+            assert_eq!(memos.order, fresh.order);
+            assert_eq!(memos.keys, 0);
+            for rank in 0..WAYS {
+                let memo = memos.by_rank(rank);
+                assert!(memo.replayable(0, (0, 0, 0), 0, 0).is_none());
+                assert!(memo.entries(0).is_empty());
+                assert_eq!(memo.divergence(), 0);
+            }
+            assert_eq!(memos.next_key(), 1);
+            std::alloc::dealloc(p.cast(), layout);
+        }
     }
 
     #[test]
     fn replace_keeps_the_capture_until_a_flush_and_clips_to_capacity() {
         let mut memo = Memo::new();
         let old: Vec<Entry> = (10..20).map(|i| entry(i * 8)).collect();
-        memo.replace(1, &old);
+        memo.replace(1, &old, &[]);
         assert_eq!(memo.entries(1), &old[..]);
         assert!(memo.entries(2).is_empty(), "a flush drops the memo");
-        let fresh = [entry(8), entry(99 * 8)];
-        memo.replace(1, &fresh);
+        let fresh = [entry(80), entry(99 * 8)];
+        memo.replace(1, &fresh, &old);
         assert_eq!(memo.entries(1), &fresh[..]);
+        assert_eq!(memo.divergence(), 1, "entry 0 is the same state in both");
 
         let many: Vec<Entry> = (1..CAPACITY as u64 + 10).map(|i| entry(i * 8)).collect();
-        memo.replace(0, &many);
+        memo.replace(0, &many, &[]);
         assert_eq!(memo.entries(0), &many[..CAPACITY]);
     }
 }

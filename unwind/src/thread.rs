@@ -3,8 +3,13 @@
 //!
 //! The state is a `const`-initialised `thread_local!` of `Cell`s, which registers no destructor,
 //! so capturing on a thread that is exiting (or inside a TLS destructor) still works.
+//!
+//! The memos (`memo.rs`, about 37 KiB) are mapped on a thread's first capture, not kept in the
+//! thread-local block: that block is copied into every thread the program creates, and most
+//! threads of a traced program never call CUDA. A second thread-local with a destructor unmaps
+//! them when the thread exits; captures after that (from later TLS destructors) walk without.
 
-use std::cell::{Cell, UnsafeCell};
+use std::cell::Cell;
 use std::sync::atomic::{compiler_fence, Ordering};
 
 use crate::memo::Memos;
@@ -80,8 +85,13 @@ struct ThreadState {
     /// Set while a capture uses `memo`, so that a capture from a signal handler interrupting it
     /// walks without one.
     memo_busy: Cell<bool>,
-    memo: UnsafeCell<Memos>,
+    /// The thread's memos: null until its first capture, [`GONE`] once unmapped (or when they
+    /// could not be mapped).
+    memo: Cell<*mut Memos>,
 }
+
+/// `ThreadState::memo` of a thread whose memos are unmapped or could not be mapped.
+const GONE: *mut Memos = std::ptr::dangling_mut();
 
 thread_local! {
     static STATE: ThreadState = const {
@@ -92,9 +102,70 @@ thread_local! {
             misses: Cell::new(0),
             memo_frames: Cell::new(0),
             memo_busy: Cell::new(false),
-            memo: UnsafeCell::new(Memos::new()),
+            memo: Cell::new(std::ptr::null_mut()),
         }
     };
+    /// Unmaps the thread's memos when it exits (its first use registers the destructor).
+    static MEMO_OWNER: MemoOwner = const { MemoOwner };
+}
+
+struct MemoOwner;
+
+impl Drop for MemoOwner {
+    fn drop(&mut self) {
+        let _ = STATE.try_with(|state| {
+            // A capture cannot be running: destructors run on this thread, outside any capture
+            // (a signal handler's capture finds `memo_busy` clear only when none runs).
+            if state.memo_busy.get() {
+                return;
+            }
+            let p = state.memo.replace(GONE);
+            if !p.is_null() && p != GONE {
+                // SAFETY: `p` is the mapping `map_memos` made for this thread, of this size;
+                // nothing refers to it any more (`memo` now says GONE).
+                unsafe { libc::munmap(p.cast(), std::mem::size_of::<Memos>()) };
+            }
+        });
+    }
+}
+
+/// The calling thread's memos, mapped on first use; `None` when they cannot be had (mapping
+/// failed, or the thread is exiting).
+fn memos(state: &ThreadState) -> Option<*mut Memos> {
+    let p = state.memo.get();
+    if p == GONE {
+        return None;
+    }
+    if !p.is_null() {
+        return Some(p);
+    }
+    // Register the destructor first: if this thread's destructors already ran, map nothing.
+    if MEMO_OWNER.try_with(|_| ()).is_err() {
+        state.memo.set(GONE);
+        return None;
+    }
+    let size = std::mem::size_of::<Memos>();
+    // SAFETY: an anonymous private mapping; the result is checked before use.
+    let raw = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            size,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if raw == libc::MAP_FAILED {
+        state.memo.set(GONE);
+        return None;
+    }
+    let p = raw.cast::<Memos>();
+    // SAFETY: the mapping is `size` bytes, zero-filled and page-aligned (so aligned for Memos);
+    // `init_in_place` makes the zeroed memory a valid `Memos`.
+    unsafe { Memos::init_in_place(p) };
+    state.memo.set(p);
+    Some(p)
 }
 
 /// Runs `walk` with the bounds of the calling thread's stack above `sp` and, unless a capture
@@ -121,12 +192,13 @@ pub(crate) fn with_bounds<R: Default>(sp: u64, walk: impl FnOnce(Bounds, &mut Co
         } else {
             // Keep the compiler from moving the memo accesses above the flag.
             compiler_fence(Ordering::SeqCst);
-            // SAFETY: the memo belongs to this thread and `memo_busy` was false, so no other
-            // reference to it exists: a signal handler that interrupts this capture finds the
-            // flag set and walks without the memo, and one that ran before the flag was set has
-            // returned, with its reference gone.
-            let memo = unsafe { &mut *state.memo.get() };
-            let n = walk(bounds, &mut counters, Some(memo));
+            // SAFETY: the memos belong to this thread (mapped for it by `memos`, unmapped only
+            // by its own destructor, which does nothing while the flag is set) and `memo_busy`
+            // was false, so no other reference to them exists: a signal handler that interrupts
+            // this capture finds the flag set and walks without them, and one that ran before
+            // the flag was set has returned, with its reference gone.
+            let memo = memos(state).map(|p| unsafe { &mut *p });
+            let n = walk(bounds, &mut counters, memo);
             compiler_fence(Ordering::SeqCst);
             state.memo_busy.set(false);
             n

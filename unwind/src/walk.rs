@@ -283,6 +283,12 @@ impl Walk<'_> {
                 d
             }
         };
+        // First the entry where this memo's capture left the memo before it: a capture from
+        // another call site usually differs there, after one check instead of a few groups
+        // (a redundant check when the memo matches: about 1% of a replayed pair).
+        if entries.get(memo.divergence()).is_some_and(|e| check(e) != 0) {
+            return false;
+        }
         let mut groups = entries.chunks_exact(4);
         for g in &mut groups {
             if check(&g[0]) | check(&g[1]) | check(&g[2]) | check(&g[3]) != 0 {
@@ -347,7 +353,7 @@ impl Walk<'_> {
                 }
                 next += 1;
                 if self.emit(entry.ip) {
-                    memo.replace(generation, initialised(&fresh, recorded));
+                    memo.replace(generation, initialised(&fresh, recorded), old);
                     return;
                 }
             }
@@ -362,7 +368,7 @@ impl Walk<'_> {
             };
             cursor = next;
         }
-        memo.replace(generation, initialised(&fresh, recorded));
+        memo.replace(generation, initialised(&fresh, recorded), old);
     }
 
     /// Whether `entry` is still what one step from its predecessor (a state equal to the

@@ -531,3 +531,47 @@ fn captures_alternating_between_two_sites_replay_each_sites_last_capture() {
         seen.len() - 2
     );
 }
+
+/// Call site `k` of eight: [`site_a`] below `k` more frames.
+#[inline(never)]
+fn site_at_depth(k: u32) -> ([u64; 64], usize, u64, [u64; 64], usize) {
+    if black_box(k) == 0 {
+        black_box(site_a())
+    } else {
+        black_box(site_at_depth(k - 1))
+    }
+}
+
+#[test]
+fn captures_cycling_through_eight_sites_replay_each_sites_last_capture() {
+    let _lock = init_lock();
+    init(Method::Dwarf).expect("init");
+    const SITES: usize = 8;
+    let mut seen: Vec<(u64, [u64; 64], usize)> = Vec::with_capacity(64);
+    // Eight call sites in turn: each capture repeats only the one eight captures before (a
+    // pattern that least-recently-used memos with fewer than eight ways never replay).
+    with_c_frames(20, || {
+        for round in 0..black_box(6 * SITES) {
+            let (frames, n, key, gcc, m) = site_at_depth((round % SITES) as u32);
+            assert_eq!(frames[..n], gcc[..m], "round {round}");
+            seen.push((key, frames, n));
+        }
+    });
+    let mut replays = 0;
+    for i in SITES..seen.len() {
+        assert_ne!(seen[i].0, seen[i - 1].0, "capture {i} repeats the previous site's key");
+        if seen[i].0 == seen[i - SITES].0 {
+            assert_eq!(
+                seen[i].1,
+                seen[i - SITES].1,
+                "capture {i} repeats a key with different frames"
+            );
+            replays += 1;
+        }
+    }
+    assert!(
+        replays >= 4 * SITES,
+        "only {replays} of {} captures were replayed",
+        seen.len() - SITES
+    );
+}
