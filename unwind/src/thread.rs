@@ -50,6 +50,23 @@ impl Bounds {
         unsafe { (address as *const u64).read_volatile() }
     }
 
+    /// Reads the word at `address`, an address a capture of this thread already read through
+    /// [`read`](Self::read) (so aligned and below the top, which never changes for a thread), if
+    /// it is not below the running capture's stack pointer; `None` otherwise.
+    ///
+    /// # Safety
+    ///
+    /// `address` must be 8-aligned with `address + 8 <= high()`.
+    #[inline(always)]
+    pub(crate) unsafe fn read_again(&self, address: u64) -> Option<u64> {
+        debug_assert!(address & 7 == 0 && address <= self.high - 8);
+        if address < self.low {
+            return None;
+        }
+        // SAFETY: the caller guarantees alignment and the upper bound; the lower one is checked.
+        Some(unsafe { self.read_unchecked(address) })
+    }
+
     /// The lowest readable address: the stack pointer of the running capture.
     #[inline(always)]
     pub(crate) fn low(&self) -> u64 {

@@ -379,10 +379,15 @@ impl Walk<'_> {
         if reads.unverifiable() {
             return false;
         }
-        let ip_ok = self.bounds.read(reads.ip & !1) == Some(entry.ip);
-        let sp_ok = reads.sp == 0 || self.bounds.read(reads.sp) == Some(entry.sp);
-        let bp_ok = reads.bp == 0 || self.bounds.read(reads.bp) == Some(entry.bp);
-        ip_ok & sp_ok & bp_ok
+        // SAFETY: `entry` is a memo entry, and every address a memo entry names was read by
+        // the capture that recorded or confirmed it, on this thread, through a checked read
+        // (`Memo::finish`): aligned and below the thread's top; `read_again` checks the rest.
+        unsafe {
+            let ip_ok = self.bounds.read_again(reads.ip & !1) == Some(entry.ip);
+            let sp_ok = reads.sp == 0 || self.bounds.read_again(reads.sp) == Some(entry.sp);
+            let bp_ok = reads.bp == 0 || self.bounds.read_again(reads.bp) == Some(entry.bp);
+            ip_ok & sp_ok & bp_ok
+        }
     }
 }
 
