@@ -131,14 +131,14 @@ struct MemoOwner;
 impl Drop for MemoOwner {
     fn drop(&mut self) {
         let _ = STATE.try_with(|state| {
-            // A capture cannot be running: destructors run on this thread, outside any capture
-            // (a signal handler's capture finds `memo_busy` clear only when none runs).
+            // Destructors run on this thread between captures, so the flag is clear; were a
+            // capture using the memos, they would stay mapped.
             if state.memo_busy.get() {
                 return;
             }
             let p = state.memo.replace(GONE);
             if !p.is_null() && p != GONE {
-                // SAFETY: `p` is the mapping `map_memos` made for this thread, of this size;
+                // SAFETY: `p` is the mapping `memos` made for this thread, of this size;
                 // nothing refers to it any more (`memo` now says GONE).
                 unsafe { libc::munmap(p.cast(), std::mem::size_of::<Memos>()) };
             }
@@ -147,7 +147,8 @@ impl Drop for MemoOwner {
 }
 
 /// The calling thread's memos, mapped on first use; `None` when they cannot be had (mapping
-/// failed, or the thread is exiting).
+/// failed, or the thread is exiting). The first use registers the destructor, which allocates
+/// in glibc: a thread whose first capture is made in a signal handler does that there.
 fn memos(state: &ThreadState) -> Option<*mut Memos> {
     let p = state.memo.get();
     if p == GONE {
