@@ -1,5 +1,6 @@
 //! Builds the simulated CUDA driver and runtime (`simcuda/`) and every C test client
-//! (`tests/clients/*.c`) with the C compiler that `cc` picks (honouring `CC`).
+//! (`tests/clients/*.c`, and `validation/leak_driver.c`, the C workload of
+//! `scripts/validate-gpu`) with the C compiler that `cc` picks (honouring `CC`).
 //!
 //! Output, under `$OUT_DIR`:
 //! - `sim/`: `libcuda.so.1` (+ `libcuda.so`), `libcudart.so.12` (+ `libcudart.so`) and
@@ -44,11 +45,16 @@ fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-changed={}", simcuda.display());
     println!("cargo:rerun-if-changed={}", clients.display());
+    // The C workload of scripts/validate-gpu, run on the simulator by tests/e2e/validation.rs.
+    let validation = root.join("validation/leak_driver.c");
+    println!("cargo:rerun-if-changed={}", validation.display());
 
     let compiler = Compiler::new(&simcuda.join("include"));
     build_driver(&compiler, &simcuda, &sim);
     build_runtime(&compiler, &simcuda, &sim, &obj);
-    build_clients(&compiler, &clients, &sim, &bin);
+    let mut sources = c_sources(&clients);
+    sources.push(validation);
+    build_clients(&compiler, &sources, &clients, &sim, &bin);
 
     println!("cargo:rustc-env=GPULEAK_E2E_SIM_DIR={}", sim.display());
     println!("cargo:rustc-env=GPULEAK_E2E_BIN_DIR={}", bin.display());
@@ -161,18 +167,19 @@ fn link_mode(source: &Path) -> String {
     }
 }
 
-fn build_clients(compiler: &Compiler, clients: &Path, sim: &Path, bin: &Path) {
-    let sources = c_sources(clients);
+/// Builds each of `sources` (with `clients`, home of `sim_util.h`, on the include path).
+fn build_clients(compiler: &Compiler, sources: &[PathBuf], clients: &Path, sim: &Path, bin: &Path) {
     std::thread::scope(|scope| {
-        for source in &sources {
-            scope.spawn(move || build_client(compiler, source, sim, bin));
+        for source in sources {
+            scope.spawn(move || build_client(compiler, source, clients, sim, bin));
         }
     });
 }
 
-fn build_client(compiler: &Compiler, source: &Path, sim: &Path, bin: &Path) {
+fn build_client(compiler: &Compiler, source: &Path, clients: &Path, sim: &Path, bin: &Path) {
     let stem = source.file_stem().expect("file stem").to_string_lossy().into_owned();
     let mut cmd = compiler.command();
+    cmd.arg("-I").arg(clients);
     // gnu11: clients are POSIX programs (fork, pause, dladdr with _GNU_SOURCE).
     cmd.args(["-std=gnu11", "-Wall", "-Wextra", "-g", "-O1", "-pthread"])
         .arg(source)

@@ -1,3 +1,4 @@
+// link: driver
 // The C workload of scripts/validate-gpu: driver-API calls only, built on the development
 // machine with gcc against simcuda/include/simcuda.h (whose declarations follow the public CUDA
 // driver API) and the tests' sim_util.h, linked to libcuda.so.1 by name, so it runs on the

@@ -8,42 +8,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpuleak_e2e::{gpuleak_bin, output_of, sim_dir, TempDir};
+use gpuleak_e2e::{client, gpuleak_bin, output_of, sim_dir, TempDir};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("tests/ has a parent")
         .to_path_buf()
-}
-
-/// Builds validation/leak_driver.c against the simulated libcuda into `bin/leak_driver`, as
-/// `scripts/validate-gpu --build` does against the benchmark build of the simulator.
-fn build_leak_driver(bin: &Path) -> PathBuf {
-    fs::create_dir_all(bin).expect("workload directory");
-    let exe = bin.join("leak_driver");
-    let root = root();
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    let out = output_of(
-        Command::new(&cc)
-            .args(["-O2", "-g", "-Wall"])
-            .arg("-I")
-            .arg(root.join("simcuda/include"))
-            .arg("-I")
-            .arg(root.join("tests/clients"))
-            .arg("-o")
-            .arg(&exe)
-            .arg(root.join("validation/leak_driver.c"))
-            .arg("-L")
-            .arg(sim_dir())
-            .arg("-lcuda"),
-    );
-    assert!(
-        out.status.success(),
-        "{cc} validation/leak_driver.c failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    exe
 }
 
 /// Runs `SIM=1 scripts/validate-gpu OUT` with the workloads in `bin` and returns the row of
@@ -88,9 +59,10 @@ fn script_row(bin: &Path, out: &Path, name: &str) -> Vec<String> {
 #[test]
 fn validate_gpu_script_agrees_on_the_c_workload() {
     let dir = TempDir::new();
-    let bin = dir.path().join("bin");
-    build_leak_driver(&bin);
-    let row = script_row(&bin, &dir.path().join("out"), "c");
+    // validation/leak_driver.c, built against the simulator by tests/build.rs.
+    let driver = client("leak_driver");
+    let bin = driver.parent().expect("clients live in a directory");
+    let row = script_row(bin, &dir.path().join("out"), "c");
     // workload, expected, leaked, findings, verdict, ...
     assert_eq!(row[1], "10489856; stream-leak,unsynchronized-at-exit", "{row:?}");
     assert_eq!(row[2], "10489856", "{row:?}");
@@ -102,7 +74,7 @@ fn validate_gpu_script_agrees_on_the_c_workload() {
 #[test]
 fn validate_gpu_script_says_differs_when_the_workload_leaks_otherwise() {
     let dir = TempDir::new();
-    let real = build_leak_driver(&dir.path().join("real"));
+    let real = client("leak_driver");
     // A workload that leaks 9 MiB + 4 KiB where the script expects 10 MiB + 4 KiB.
     let bin = dir.path().join("bin");
     fs::create_dir_all(&bin).expect("workload directory");

@@ -29,7 +29,7 @@ pub(crate) fn walk(sp: u64, mut fp: u64, mut skip: usize, out: &mut [u64]) -> us
     if out.is_empty() {
         return 0;
     }
-    thread::with_bounds(sp, |bounds, _, _| {
+    thread::with_bounds(sp, false, |bounds, _, _| {
         let mut n = 0;
         let mut low = sp;
         while fp >= low {

@@ -186,13 +186,18 @@ fn memos(state: &ThreadState) -> Option<*mut Memos> {
     Some(p)
 }
 
-/// Runs `walk` with the bounds of the calling thread's stack above `sp` and, unless a capture
-/// of this thread is already using it, the thread's memo; then adds the walk's counters to the
+/// Runs `walk` with the bounds of the calling thread's stack above `sp` and, if it `wants_memo`
+/// and no capture of this thread is already using it, the thread's memo (mapped on first use
+/// only then); then adds the walk's counters to the
 /// thread's totals. Returns `R::default()` (no frames) without walking when the bounds are unknown or `sp` is not on the
 /// thread's stack (an alternate signal stack, a coroutine stack): then no read could be proven
 /// safe.
 #[inline(always)]
-pub(crate) fn with_bounds<R: Default>(sp: u64, walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memos>) -> R) -> R {
+pub(crate) fn with_bounds<R: Default>(
+    sp: u64,
+    wants_memo: bool,
+    walk: impl FnOnce(Bounds, &mut Counters, Option<&mut Memos>) -> R,
+) -> R {
     STATE.with(|state| {
         if state.top.get() == 0 {
             let (bottom, top) = stack_extent().unwrap_or((0, 1));
@@ -205,7 +210,7 @@ pub(crate) fn with_bounds<R: Default>(sp: u64, walk: impl FnOnce(Bounds, &mut Co
         }
         let mut counters = Counters::default();
         let bounds = Bounds { low: sp, high: top };
-        let n = if state.memo_busy.replace(true) {
+        let n = if !wants_memo || state.memo_busy.replace(true) {
             walk(bounds, &mut counters, None)
         } else {
             // Keep the compiler from moving the memo accesses above the flag.

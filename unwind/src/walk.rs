@@ -62,7 +62,8 @@ pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> (usi
         // RSP is always 8-aligned on x86-64; `step` relies on it.
         return (0, 0);
     }
-    thread::with_bounds(regs.sp, |bounds, counters, memo| {
+    let wants_memo = mode == Mode::Cfi && MEMO_ENABLED.load(Ordering::Relaxed);
+    thread::with_bounds(regs.sp, wants_memo, |bounds, counters, memo| {
         let frame = Frame {
             ip: regs.ip,
             sp: regs.sp,
@@ -80,7 +81,7 @@ pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> (usi
             key: 0,
         };
         match (mode, memo) {
-            (Mode::Cfi, Some(memo)) if MEMO_ENABLED.load(Ordering::Relaxed) => walk.with_memo(frame, memo),
+            (Mode::Cfi, Some(memo)) => walk.with_memo(frame, memo),
             (Mode::Cfi, _) => walk.plain(frame),
             (Mode::FramePointer, _) => {
                 // The capture's own frame needs CFI in every mode: frame 0 depends on it.
