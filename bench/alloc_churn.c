@@ -4,10 +4,11 @@
  *
  *     alloc_churn [FRAMES=25] [PAIRS=200000] [SIZE=4096] [SITES=1]
  *
- * SITES=2 to 16 allocates through that many call sites in turn, so that no allocation stack
+ * SITES=2 to 64 allocates through that many call sites in turn, so that no allocation stack
  * repeats the one before it (the stacks differ in their innermost frames): the unwinder cannot
- * copy the previous capture. It keeps the last captures of eight stacks, so up to eight sites
- * replay their own; more walk, confirming only the shared outer frames.
+ * copy the previous capture. It keeps the last captures of 32 stacks, so up to 32 sites replay
+ * their own; with more, the sites whose memo was replaced walk, confirming only the shared outer
+ * frames.
  *
  * Prints one line: `alloc_churn frames=F pairs=N ns_per_pair=X`.
  */
@@ -19,49 +20,31 @@ static size_t size = 4096;
 static long sites = 1;
 static const long warmup = 2000;
 
-/* Sixteen call sites; the empty asm after each call keeps it from becoming a tail call. */
+/* One call site; the empty asm after the call keeps it from becoming a tail call. */
 #define SITE(name)                                                                                                     \
     __attribute__((noinline)) static CUresult name(CUdeviceptr *d) {                                                  \
         CUresult r = cuMemAlloc_v2(d, size);                                                                           \
         __asm__ volatile("" ::: "memory");                                                                             \
         return r;                                                                                                      \
     }
-SITE(alloc_a)
-SITE(alloc_b)
-SITE(alloc_c)
-SITE(alloc_d)
-SITE(alloc_e)
-SITE(alloc_f)
-SITE(alloc_g)
-SITE(alloc_h)
-SITE(alloc_i)
-SITE(alloc_j)
-SITE(alloc_k)
-SITE(alloc_l)
-SITE(alloc_m)
-SITE(alloc_n)
-SITE(alloc_o)
-SITE(alloc_p)
+/* SITE4 and SITE16 stamp out 4 and 16 sites; 64 in all, called through a table. */
+#define SITE4(p) SITE(p##0) SITE(p##1) SITE(p##2) SITE(p##3)
+#define SITE16(p) SITE4(p##0) SITE4(p##1) SITE4(p##2) SITE4(p##3)
+SITE16(alloc_a)
+SITE16(alloc_b)
+SITE16(alloc_c)
+SITE16(alloc_d)
 
-static CUresult alloc_at(long site, CUdeviceptr *d) {
-    switch (site) {
-    case 0: return alloc_a(d);
-    case 1: return alloc_b(d);
-    case 2: return alloc_c(d);
-    case 3: return alloc_d(d);
-    case 4: return alloc_e(d);
-    case 5: return alloc_f(d);
-    case 6: return alloc_g(d);
-    case 7: return alloc_h(d);
-    case 8: return alloc_i(d);
-    case 9: return alloc_j(d);
-    case 10: return alloc_k(d);
-    case 11: return alloc_l(d);
-    case 12: return alloc_m(d);
-    case 13: return alloc_n(d);
-    case 14: return alloc_o(d);
-    default: return alloc_p(d);
-    }
+#define REF4(p) p##0, p##1, p##2, p##3
+#define REF16(p) REF4(p##0), REF4(p##1), REF4(p##2), REF4(p##3)
+static CUresult (*const site_fns[])(CUdeviceptr *) = {REF16(alloc_a), REF16(alloc_b), REF16(alloc_c), REF16(alloc_d)};
+#define MAX_SITES ((long)(sizeof site_fns / sizeof site_fns[0]))
+
+/* An indirect call: every site is reached from the same caller frame, as through a switch. */
+__attribute__((noinline)) static CUresult alloc_at(long site, CUdeviceptr *d) {
+    CUresult r = site_fns[site](d);
+    __asm__ volatile("" ::: "memory");
+    return r;
 }
 
 static long run_pairs(long n) {
@@ -92,8 +75,8 @@ int main(int argc, char **argv) {
     pairs = arg_long(argc, argv, 2, pairs);
     size = (size_t)arg_long(argc, argv, 3, (long)size);
     sites = arg_long(argc, argv, 4, sites);
-    if (sites < 1 || sites > 16) {
-        fprintf(stderr, "alloc_churn: SITES must be 1 to 16\n");
+    if (sites < 1 || sites > MAX_SITES) {
+        fprintf(stderr, "alloc_churn: SITES must be 1 to %ld\n", MAX_SITES);
         return 2;
     }
     CUdevice dev;

@@ -113,8 +113,9 @@ def main():
         print(f"Same pair at 256 bytes (no madvise in the simulator's free), 25 frames: untraced {b} ns,"
               f" gpuleak dwarf overhead {o} ns.\n")
     for n, why in (("2", "each site's last capture is replayed from its own memo"),
-                   ("8", "as many sites as the unwinder's eight memos: each is replayed"),
-                   ("16", "more sites than the unwinder's eight memos: every capture walks")):
+                   ("8", "each site's last capture is replayed from its own memo"),
+                   ("32", "as many sites as the unwinder's 32 memos: each is replayed"),
+                   ("64", "twice as many sites as memos: about a fifth of the captures replay, the rest walk")):
         if s.med("25", "alloc_churn", f"dwarf-{n}sites", "pair") is not None:
             o = both(s.over("25", "alloc_churn", f"dwarf-{n}sites", "pair", base=f"base-{n}sites"),
                      s.over("25", "alloc_churn", f"dwarf-{n}sites", "pair", "cpu", base=f"base-{n}sites"))

@@ -35,26 +35,30 @@ struct StackScratch {
     /// The tracer the last stack was interned in (a forked child has a new one).
     owner: usize,
     id: u32,
-    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), as
-    /// many as the unwinder keeps memos: a loop allocating from a few sites in turn replays
-    /// each site's capture, and finds its id here.
+    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), at
+    /// slot `key % KEYED`, room for twice as many as the unwinder keeps memos: a loop
+    /// allocating from many sites in turn replays each site's capture, and finds its id here.
     keyed: [(u64, u32); KEYED],
-    /// The slot of `keyed` to fill next.
-    next_keyed: usize,
     len: usize,
     last: [u64; MAX_DEPTH],
     buf: [u64; MAX_DEPTH + OWN_FRAMES],
 }
 
-/// Recent capture keys remembered per thread.
-const KEYED: usize = 8;
+/// Recent capture keys remembered per thread (a power of two). The unwinder numbers a thread's
+/// walks in turn, so the keys of its memos (the last walks, mostly) fall in distinct slots.
+const KEYED: usize = (2 * gpuleak_unwind::MEMOS).next_power_of_two();
+
+/// The slot of `keyed` for `key`.
+#[inline(always)]
+fn keyed_slot(key: u64) -> usize {
+    key as usize & (KEYED - 1)
+}
 
 impl StackScratch {
     const EMPTY: StackScratch = StackScratch {
         owner: 0,
         id: 0,
         keyed: [(0, 0); KEYED],
-        next_keyed: 0,
         len: 0,
         last: [0; MAX_DEPTH],
         buf: [0; MAX_DEPTH + OWN_FRAMES],
@@ -73,7 +77,8 @@ impl StackScratch {
         if key == 0 {
             return None;
         }
-        self.keyed.iter().find(|&&(k, _)| k == key).map(|&(_, id)| StackId(id))
+        let (k, id) = self.keyed[keyed_slot(key)];
+        (k == key).then_some(StackId(id))
     }
 
     /// Moves the program's frames among the first `n` of `buf` to its front, at most `depth`,
@@ -96,8 +101,7 @@ impl StackScratch {
     #[inline(always)]
     fn remember(&mut self, key: u64, id: u32) {
         if key != 0 {
-            self.keyed[self.next_keyed] = (key, id);
-            self.next_keyed = (self.next_keyed + 1) % KEYED;
+            self.keyed[keyed_slot(key)] = (key, id);
         }
     }
 }

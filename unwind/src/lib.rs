@@ -94,3 +94,8 @@ mod error;
 pub use capture::{cache_stats, capture, capture_keyed, capture_with, init, modules_changed, set_memo};
 pub use capture::{current_method, init_fallback_reason, CacheStats, Method};
 pub use error::InitError;
+
+/// How many recent stacks (memos) each thread keeps for replay: a capture of one of them
+/// returns its key again (see [`capture_keyed`]); a caller that maps keys to its own ids needs
+/// room for about as many.
+pub const MEMOS: usize = memo::WAYS;

@@ -5,7 +5,6 @@
 //! that does not increase, a read outside the live stack, a return address below 4096.
 
 use std::arch::asm;
-use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::cache;
@@ -189,7 +188,7 @@ impl Walk<'_> {
     fn record(
         &mut self,
         mut frame: Frame,
-        fresh: &mut [MaybeUninit<memo::Entry>],
+        fresh: &mut [memo::Entry],
         recorded: &mut usize,
         old: &[memo::Entry],
     ) -> Option<usize> {
@@ -198,12 +197,12 @@ impl Walk<'_> {
             let (caller, reads) = self.step_cfi(frame)?;
             frame = caller;
             if let Some(slot) = fresh.get_mut(*recorded) {
-                slot.write(memo::Entry {
+                *slot = memo::Entry {
                     ip: frame.ip,
                     sp: frame.sp,
                     bp: frame.bp,
                     reads,
-                });
+                };
                 *recorded += 1;
             }
             if self.emit(frame.ip) {
@@ -227,15 +226,21 @@ impl Walk<'_> {
     fn with_memo(&mut self, frame: Frame, memos: &mut Memos) {
         let generation = cfi::FLUSHES.load(Ordering::Relaxed);
         let (skip, out_len) = (self.skip, self.out.len());
-        for rank in 0..memo::WAYS {
-            if self.replay(frame, memos.by_rank(rank), generation) {
-                memos.touch(rank);
+        // Any memo that replays gives the frames the walk would: the first one found serves.
+        // The search starts where the last captures lead (see `Memos::predicted`).
+        let first = memos.predicted();
+        for i in 0..memo::WAYS {
+            let way = (first + i) & (memo::WAYS - 1);
+            if memos.tag(way).admits(frame.ip, frame.sp, &self.bounds) && self.replay(frame, memos.way(way), generation)
+            {
+                memos.touch(way);
                 return;
             }
         }
         let key = memos.next_key();
-        let (recent, memo) = memos.recent_and_oldest();
-        self.walk_memo(frame, recent.entries(generation), memo, generation);
+        let (recent, victim) = memos.recent_and_victim();
+        let (recent_memo, memo) = memos.pair_mut(recent, victim);
+        self.walk_memo(frame, recent_memo.entries(generation), memo, generation);
         let consumed = (skip - self.skip) + self.n;
         let last = memo::Last {
             ip: frame.ip,
@@ -248,7 +253,8 @@ impl Walk<'_> {
             key,
         };
         self.key = memo.finish(last);
-        memos.touch(memo::WAYS - 1);
+        memos.retag(victim);
+        memos.touch(victim);
     }
 
     /// Copies the last capture's frames if this capture starts from the same registers (so with
@@ -284,12 +290,6 @@ impl Walk<'_> {
                 d
             }
         };
-        // First the entry where this memo's capture left the memo before it: a capture from
-        // another call site usually differs there, after one check instead of a few groups
-        // (a redundant check when the memo matches: about 1% of a replayed pair).
-        if entries.get(memo.divergence()).is_some_and(|e| check(e) != 0) {
-            return false;
-        }
         let mut groups = entries.chunks_exact(4);
         for g in &mut groups {
             if check(&g[0]) | check(&g[1]) | check(&g[2]) | check(&g[3]) != 0 {
@@ -334,14 +334,14 @@ impl Walk<'_> {
     /// the memo again (a stack that differs only in a few inner frames, as when a loop allocates
     /// from alternating call sites, is confirmed everywhere else).
     fn walk_memo(&mut self, start: Frame, old: &[memo::Entry], memo: &mut Memo, generation: u64) {
-        // Uninitialised: zeroing 4.5 KiB per capture would cost more than the memo saves.
-        let mut fresh = [MaybeUninit::<memo::Entry>::uninit(); memo::CAPACITY];
+        // The states go straight into the memo they replace (another than `old`'s).
+        let fresh = memo.replacing();
         let mut recorded = 0;
         let mut frame = start;
         let mut cursor = 0;
         // Every state this loop records was computed by a step or confirmed by `still_holds`
         // in this capture, through reads that the bounds checked (what `Memo::finish` relies on).
-        while let Some(found) = self.record(frame, &mut fresh, &mut recorded, &old[cursor..]) {
+        while let Some(found) = self.record(frame, fresh, &mut recorded, &old[cursor..]) {
             let mut next = cursor + found + 1;
             while let Some(entry) = old.get(next) {
                 if !self.still_holds(entry) {
@@ -349,12 +349,12 @@ impl Walk<'_> {
                 }
                 self.memo_frames += 1;
                 if let Some(slot) = fresh.get_mut(recorded) {
-                    slot.write(*entry);
+                    *slot = *entry;
                     recorded += 1;
                 }
                 next += 1;
                 if self.emit(entry.ip) {
-                    memo.replace(generation, initialised(&fresh, recorded), old);
+                    memo.replaced(generation, recorded, old);
                     return;
                 }
             }
@@ -369,7 +369,7 @@ impl Walk<'_> {
             };
             cursor = next;
         }
-        memo.replace(generation, initialised(&fresh, recorded), old);
+        memo.replaced(generation, recorded, old);
     }
 
     /// Whether `entry` is still what one step from its predecessor (a state equal to the
@@ -390,14 +390,6 @@ impl Walk<'_> {
             ip_ok & sp_ok & bp_ok
         }
     }
-}
-
-/// The first `recorded` entries of `fresh`, which `Walk::record` wrote.
-fn initialised(fresh: &[MaybeUninit<memo::Entry>], recorded: usize) -> &[memo::Entry] {
-    let recorded = recorded.min(fresh.len());
-    // SAFETY: `record` writes entries in order and counts them in `recorded`, so the first
-    // `recorded` elements are initialised; MaybeUninit<T> has the layout of T.
-    unsafe { std::slice::from_raw_parts(fresh.as_ptr().cast::<memo::Entry>(), recorded) }
 }
 
 /// The registers of the frame being unwound.

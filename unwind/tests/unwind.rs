@@ -575,3 +575,85 @@ fn captures_cycling_through_eight_sites_replay_each_sites_last_capture() {
         seen.len() - SITES
     );
 }
+
+type Site = fn() -> ([u64; 64], usize, u64, [u64; 64], usize);
+
+/// Forty call sites at the same depth: functions alike but for a constant (so not merged into
+/// one), each calling [`grab_keyed_fixed`] from its own call instruction. A capture from any of
+/// them starts at the same stack pointer; only the return address one frame up tells them apart.
+macro_rules! same_depth_sites {
+    ($($name:ident $k:literal)*) => {
+        $(
+            #[inline(never)]
+            fn $name() -> ([u64; 64], usize, u64, [u64; 64], usize) {
+                black_box($k);
+                black_box(grab_keyed_fixed())
+            }
+        )*
+        const SAME_DEPTH_SITES: &[Site] = &[$($name),*];
+    };
+}
+
+same_depth_sites! {
+    s00 0 s01 1 s02 2 s03 3 s04 4 s05 5 s06 6 s07 7 s08 8 s09 9
+    s10 10 s11 11 s12 12 s13 13 s14 14 s15 15 s16 16 s17 17 s18 18 s19 19
+    s20 20 s21 21 s22 22 s23 23 s24 24 s25 25 s26 26 s27 27 s28 28 s29 29
+    s30 30 s31 31 s32 32 s33 33 s34 34 s35 35 s36 36 s37 37 s38 38 s39 39
+}
+
+/// Captures from `sites` sites of [`SAME_DEPTH_SITES`] in turn, `cycles` times, each checked
+/// against libgcc, on a new thread (whose memos are all empty: `init` captures too); returns how
+/// many captures after the first cycle replayed the capture of the same site a cycle before
+/// (same key, same frames), and how many there were.
+fn replays_cycling_through(sites: usize, cycles: usize) -> (usize, usize) {
+    let _lock = init_lock();
+    init(Method::Dwarf).expect("init");
+    let seen = std::thread::spawn(move || {
+        let mut seen: Vec<(u64, [u64; 64], usize)> = Vec::with_capacity(sites * cycles);
+        with_c_frames(20, || {
+            for round in 0..black_box(sites * cycles) {
+                let site = SAME_DEPTH_SITES[round % sites];
+                let (frames, n, key, gcc, m) = black_box(site)();
+                assert_eq!(frames[..n], gcc[..m], "round {round}");
+                seen.push((key, frames, n));
+            }
+        });
+        seen
+    })
+    .join()
+    .expect("the capturing thread");
+    let mut replays = 0;
+    for i in sites..seen.len() {
+        assert_ne!(seen[i].0, seen[i - 1].0, "capture {i} repeats the previous site's key");
+        assert_ne!(seen[i].1[..seen[i].2], seen[i - 1].1[..seen[i - 1].2]);
+        if seen[i].0 == seen[i - sites].0 {
+            assert_eq!(
+                seen[i].1,
+                seen[i - sites].1,
+                "capture {i} repeats a key with different frames"
+            );
+            replays += 1;
+        }
+    }
+    (replays, seen.len() - sites)
+}
+
+#[test]
+fn captures_cycling_through_as_many_sites_as_memos_all_replay() {
+    // Each site's memo survives the captures of all the others (with eight memos, or with
+    // replacement of the least recently used one below MEMOS, none would).
+    let (replays, captures) = replays_cycling_through(gpuleak_unwind::MEMOS, 5);
+    assert_eq!(replays, captures, "only {replays} of {captures} captures were replayed");
+}
+
+#[test]
+fn captures_cycling_through_more_sites_than_memos_still_replay_some() {
+    // Eight sites more than memos: least-recently-used replacement would evict, every time, the
+    // memo needed next and replay nothing; a random victim leaves most in place (about 60%).
+    assert!(SAME_DEPTH_SITES.len() > gpuleak_unwind::MEMOS);
+    let (replays, captures) = replays_cycling_through(SAME_DEPTH_SITES.len(), 6);
+    assert!(
+        replays * 3 >= captures,
+        "only {replays} of {captures} captures were replayed"
+    );
+}
