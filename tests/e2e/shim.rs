@@ -525,6 +525,59 @@ fn stacks_start_at_the_program_s_call_site() {
     assert!(frames.len() >= 3, "main, libc start, _start: {frames:x?}");
 }
 
+/// Runs `shim_sites` with `sites` call sites in turn, `rounds` times, and checks every
+/// allocation's stack: one stack per site, whose frame 0 is the return address into that site.
+/// Captures of a site are replayed from the unwinder's memos and their stack ids found by key
+/// (up to 32 sites), or walked and interned again (more sites than memos): a stack id kept
+/// for the wrong key, or a memo replayed for the wrong site, gives a site a second stack or
+/// another site's frames.
+fn assert_one_stack_per_site(sites: usize, rounds: usize) {
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    let out = shim_command(client("shim_sites"), &trace)
+        .args([sites.to_string(), rounds.to_string()])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let starts: Vec<u64> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_prefix("site "))
+        .map(|l| u64::from_str_radix(l.split_whitespace().nth(1).unwrap().trim_start_matches("0x"), 16).unwrap())
+        .collect();
+    assert_eq!(starts.len(), sites);
+    let records = dump(&trace);
+    let frame0: std::collections::HashMap<u64, u64> = of_type(&records, "Stack")
+        .into_iter()
+        .map(|s| (s["id"].as_u64().unwrap(), hex(&s["frames"][0])))
+        .collect();
+    let mut stack_of_site = vec![std::collections::BTreeSet::new(); sites];
+    let allocs = of_type(&records, "Alloc");
+    assert_eq!(allocs.len(), sites * rounds);
+    for a in allocs {
+        let site = (a["size"].as_u64().unwrap() as usize - 4096) / 256;
+        stack_of_site[site].insert(a["stack"].as_u64().unwrap());
+    }
+    let mut all = std::collections::BTreeSet::new();
+    for (site, ids) in stack_of_site.iter().enumerate() {
+        assert_eq!(ids.len(), 1, "site {site} of {sites} has stacks {ids:?}");
+        let id = *ids.first().unwrap();
+        assert!(all.insert(id), "site {site} shares stack {id} with another site");
+        let ret = frame0[&id];
+        assert!(
+            ret > starts[site] && ret - starts[site] < 64,
+            "site {site}: frame 0 {ret:#x} is not a return address into the site at {:#x}",
+            starts[site]
+        );
+    }
+}
+
+#[test]
+fn many_call_sites_in_turn_each_keep_their_own_stack() {
+    // Fewer sites than the unwinder keeps memos (all replayed), then more (some walk).
+    assert_one_stack_per_site(24, 12);
+    assert_one_stack_per_site(48, 12);
+}
+
 #[test]
 fn dump_of_a_truncated_trace_names_the_offset_and_keeps_what_came_before() {
     let dir = TempDir::new();
