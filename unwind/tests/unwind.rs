@@ -557,18 +557,7 @@ fn captures_cycling_through_eight_sites_replay_each_sites_last_capture() {
             seen.push((key, frames, n));
         }
     });
-    let mut replays = 0;
-    for i in SITES..seen.len() {
-        assert_ne!(seen[i].0, seen[i - 1].0, "capture {i} repeats the previous site's key");
-        if seen[i].0 == seen[i - SITES].0 {
-            assert_eq!(
-                seen[i].1,
-                seen[i - SITES].1,
-                "capture {i} repeats a key with different frames"
-            );
-            replays += 1;
-        }
-    }
+    let replays = replays_of_cycle(&seen, SITES);
     assert!(
         replays >= 4 * SITES,
         "only {replays} of {} captures were replayed",
@@ -622,6 +611,13 @@ fn replays_cycling_through(sites: usize, cycles: usize) -> (usize, usize) {
     })
     .join()
     .expect("the capturing thread");
+    (replays_of_cycle(&seen, sites), seen.len() - sites)
+}
+
+/// How many of the captures `seen` (key, frames, count), taken from `sites` sites in turn,
+/// replayed the capture of the same site a cycle before: same key, and then the same frames.
+/// No capture may repeat the key or the frames of the one before it (another site's).
+fn replays_of_cycle(seen: &[(u64, [u64; 64], usize)], sites: usize) -> usize {
     let mut replays = 0;
     for i in sites..seen.len() {
         assert_ne!(seen[i].0, seen[i - 1].0, "capture {i} repeats the previous site's key");
@@ -635,7 +631,7 @@ fn replays_cycling_through(sites: usize, cycles: usize) -> (usize, usize) {
             replays += 1;
         }
     }
-    (replays, seen.len() - sites)
+    replays
 }
 
 #[test]
