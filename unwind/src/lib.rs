@@ -33,10 +33,12 @@
 //! and packs the result into 29 bits (`rule.rs`). The hot path (`walk.rs`) probes a 4-way
 //! set-associative table of atomic 64-bit words (`cache.rs`), applies the rule with one or two
 //! reads, and moves on. That is one chain of dependent loads per frame (about 6.5 ns), so each
-//! thread also keeps a memo of its last capture (`memo.rs`): once the walk reaches a state
-//! (IP, SP, RBP) that the last capture also passed through, the following frames are confirmed by
-//! re-reading the stack words they were computed from, independent loads that overlap (about
-//! 3 ns a frame). The result is the same as the full walk's; [`set_memo`] turns it off.
+//! thread also keeps memos of its last captures of [`MEMOS`] stacks (`memo.rs`): a capture whose
+//! stack words are all as a memo's capture read them copies its frames; otherwise, once the
+//! walk reaches a state (IP, SP, RBP) that the most recent capture also passed through, the
+//! following frames are confirmed by re-reading the stack words they were computed from,
+//! independent loads that overlap (about 3 ns a frame). The result is the same as the full
+//! walk's; [`set_memo`] turns it off.
 //!
 //! Besides the common rule shape, the walker understands gcc's stack-realignment (DRAP) frames
 //! and the kernel's signal frames; anything more exotic, or code without CFI, falls back to one

@@ -16,10 +16,11 @@
 //! A thread keeps [`WAYS`] memos: a capture replays whichever one it matches whole (a loop
 //! allocating from many call sites in turn replays each site's last capture), and a walked
 //! capture is confirmed against the most recently used one and replaces an empty one or one
-//! picked at random (see [`Memos::recent_and_victim`]). Before a memo is tried, its [`Tag`] is: the stack pointer and instruction pointer the
-//! memo's capture began at and one word it read, where it first differed from the memo before it
-//! (for a call site among several, the site's own return address), so passing over the memos of
-//! the other sites costs a few instructions each.
+//! picked at random (see [`Memos::recent_and_victim`]). Before a memo is tried, its [`Tag`] is:
+//! the stack pointer and instruction pointer the memo's capture began at and one word it read,
+//! where it first differed from the memo before it (for a call site among several, the site's
+//! own return address), so passing over the memos of the other sites costs a few instructions
+//! each. The search starts at the memo that followed the most recent one last time.
 
 use crate::thread::Bounds;
 
@@ -278,7 +279,7 @@ impl Tag {
 
 /// A thread's memos, and the source of their keys. The small fields and the tags come first
 /// (`repr(C)`), then the memos in the order they are filled: a thread allocating from one
-/// place touches one page.
+/// place touches a page or two.
 #[repr(C)]
 pub(crate) struct Memos {
     /// The way used last (walked into or replayed).
