@@ -1,5 +1,9 @@
 //! Handlers of every allocation family: device, pitched, managed, host pinned, registered,
 //! stream-ordered, virtual memory management, arrays and IPC.
+//!
+//! Every handler is `unsafe` with one contract: `real` is the driver function the handler is
+//! named for, and the other arguments are the program's arguments to it, passed through
+//! unchanged (out-parameters are read only after the driver reported success).
 
 use std::cell::Cell;
 use std::ffi::c_void;

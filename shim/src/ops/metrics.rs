@@ -388,28 +388,21 @@ pub fn render() -> String {
             );
         }
     }
-    header(
-        &mut out,
-        "gpuleak_live_streams",
-        "gauge",
-        "Streams created and not destroyed.",
-    );
-    let _ = writeln!(
-        out,
-        "gpuleak_live_streams {}",
-        live::STREAMS.load(Ordering::Relaxed).max(0)
-    );
-    header(
-        &mut out,
-        "gpuleak_live_events",
-        "gauge",
-        "Events created and not destroyed.",
-    );
-    let _ = writeln!(
-        out,
-        "gpuleak_live_events {}",
-        live::EVENTS.load(Ordering::Relaxed).max(0)
-    );
+    for (name, help, count) in [
+        (
+            "gpuleak_live_streams",
+            "Streams created and not destroyed.",
+            &live::STREAMS,
+        ),
+        (
+            "gpuleak_live_events",
+            "Events created and not destroyed.",
+            &live::EVENTS,
+        ),
+    ] {
+        header(&mut out, name, "gauge", help);
+        let _ = writeln!(out, "{name} {}", count.load(Ordering::Relaxed).max(0));
+    }
     header(
         &mut out,
         "gpuleak_site_live_bytes",
