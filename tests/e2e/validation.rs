@@ -20,6 +20,11 @@ fn root() -> PathBuf {
 /// Runs `SIM=1 scripts/validate-gpu OUT` with the workloads in `bin` and returns the row of
 /// results.md whose workload is `name`, split into trimmed cells.
 fn script_row(bin: &Path, out: &Path, name: &str) -> Vec<String> {
+    script_row_with(bin, out, name, &[])
+}
+
+/// [`script_row`] with more settings for the script.
+fn script_row_with(bin: &Path, out: &Path, name: &str, settings: &[(&str, &str)]) -> Vec<String> {
     let gpuleak = gpuleak_bin();
     let mut cmd = Command::new("bash");
     for (key, _) in std::env::vars_os() {
@@ -36,7 +41,8 @@ fn script_row(bin: &Path, out: &Path, name: &str) -> Vec<String> {
             "GPULEAK_BIN_DIR",
             gpuleak.parent().expect("gpuleak lives in a directory"),
         )
-        .env_remove("LD_PRELOAD");
+        .env_remove("LD_PRELOAD")
+        .envs(settings.iter().copied());
     let run = output_of(&mut cmd);
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
@@ -84,4 +90,31 @@ fn validate_gpu_script_says_differs_when_the_workload_leaks_otherwise() {
     let row = script_row(&bin, &dir.path().join("out"), "c");
     assert_eq!(row[2], (9 * 1048576 + 4096).to_string(), "{row:?}");
     assert_eq!(row[4], "DIFFERS", "{row:?}");
+}
+
+#[test]
+fn validate_gpu_script_stops_a_hanging_workload_and_keeps_its_row() {
+    let dir = TempDir::new();
+    // A workload that hangs (as a tool on a GPU machine might): stopped after CASE_TIMEOUT, its
+    // row written with "timeout" in the cells of the runs that were stopped.
+    let bin = dir.path().join("bin");
+    fs::create_dir_all(&bin).expect("workload directory");
+    let wrapper = bin.join("leak_driver");
+    fs::write(&wrapper, "#!/bin/sh\nexec sleep 60\n").expect("wrapper");
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let started = std::time::Instant::now();
+    let row = script_row_with(
+        &bin,
+        &dir.path().join("out"),
+        "c",
+        &[("CASE_TIMEOUT", "2"), ("ONLY", "c")],
+    );
+    assert!(started.elapsed().as_secs() < 40, "not stopped: {row:?}");
+    // workload, expected, leaked, findings, verdict, sanitizer, torch, plain s, gpuleak s
+    assert_eq!(row[3], "timeout", "{row:?}");
+    assert_eq!(row[4], "DIFFERS", "{row:?}");
+    assert_eq!(row[7], "timeout", "{row:?}");
+    assert_eq!(row[8], "timeout", "{row:?}");
+    let table = fs::read_to_string(dir.path().join("out/results.md")).expect("results.md");
+    assert!(!table.contains("| torch |"), "ONLY=c ran torch too:\n{table}");
 }
