@@ -161,10 +161,10 @@ pub struct Counted {
 
 impl Counted {
     fn add(&mut self, o: &Counted) {
-        self.leaked_bytes += o.leaked_bytes;
-        self.leaked_allocations += o.leaked_allocations;
+        self.leaked_bytes = self.leaked_bytes.saturating_add(o.leaked_bytes);
+        self.leaked_allocations = self.leaked_allocations.saturating_add(o.leaked_allocations);
         self.leak_groups += o.leak_groups;
-        self.suppressed_bytes += o.suppressed_bytes;
+        self.suppressed_bytes = self.suppressed_bytes.saturating_add(o.suppressed_bytes);
         self.suppressed_groups += o.suppressed_groups;
         self.findings += o.findings;
         self.suppressed_findings += o.suppressed_findings;
@@ -265,15 +265,15 @@ pub fn evaluate(report: Report, config: &Config) -> Outcome {
                 match suppressed_by {
                     Some(i) => {
                         usage[i].groups += 1;
-                        usage[i].allocations += h.allocations;
-                        usage[i].bytes += h.bytes;
+                        usage[i].allocations = usage[i].allocations.saturating_add(h.allocations);
+                        usage[i].bytes = usage[i].bytes.saturating_add(h.bytes);
                         c.suppressed_groups += 1;
-                        c.suppressed_bytes += h.bytes;
+                        c.suppressed_bytes = c.suppressed_bytes.saturating_add(h.bytes);
                     }
                     None => {
                         c.leak_groups += 1;
-                        c.leaked_allocations += h.allocations;
-                        c.leaked_bytes += h.bytes;
+                        c.leaked_allocations = c.leaked_allocations.saturating_add(h.allocations);
+                        c.leaked_bytes = c.leaked_bytes.saturating_add(h.bytes);
                     }
                 }
                 Status {
@@ -291,7 +291,7 @@ pub fn evaluate(report: Report, config: &Config) -> Outcome {
                 match suppressed_by {
                     Some(i) => {
                         usage[i].groups += 1;
-                        usage[i].allocations += f.count;
+                        usage[i].allocations = usage[i].allocations.saturating_add(f.count);
                         c.suppressed_findings += 1;
                     }
                     None => c.findings += 1,

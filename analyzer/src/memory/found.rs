@@ -36,7 +36,7 @@ pub fn pin_sites(pins: &[Pin]) -> Vec<PinSite> {
             oldest_seq: p.seq,
         });
         s.allocations += 1;
-        s.bytes += p.size;
+        s.bytes = s.bytes.saturating_add(p.size);
         s.largest_joined = s.largest_joined.max(p.joined);
         s.oldest_seq = s.oldest_seq.min(p.seq);
     }
@@ -255,7 +255,7 @@ impl Histogram {
             self.bytes.resize(class + 1, 0);
         }
         self.counts[class] += 1;
-        self.bytes[class] += size;
+        self.bytes[class] = self.bytes[class].saturating_add(size);
     }
 }
 

@@ -355,7 +355,7 @@ impl Tracker {
         }
         self.histogram.add(a.size);
         self.site_change(a, device, pool, i128::from(a.size), 0);
-        self.live += a.size;
+        self.live = self.live.saturating_add(a.size);
         if let Some(high) = &mut self.high_since_snapshot {
             *high = (*high).max(self.live);
         }
@@ -447,16 +447,16 @@ impl Tracker {
             s.stamp = version;
         }
         if delta >= 0 {
-            s.live += delta as u64;
+            s.live = s.live.saturating_add(delta as u64);
             s.live_count += 1;
             s.allocations += 1;
-            s.bytes += delta as u64;
+            s.bytes = s.bytes.saturating_add(delta as u64);
             s.high = s.high.max(s.live);
         } else {
             s.live -= (delta.unsigned_abs() as u64).min(s.live);
             s.live_count = s.live_count.saturating_sub(1);
             s.frees += 1;
-            s.lifetimes += u128::from(lifetime);
+            s.lifetimes = s.lifetimes.saturating_add(u128::from(lifetime));
         }
         s.series.set(axis, s.live);
         if let Some(m) = &mut s.marks {

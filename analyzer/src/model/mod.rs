@@ -205,7 +205,7 @@ impl Model {
                 self.replay.exited = true;
                 self.replay.exit_code = (e.how == 1).then_some(e.code);
             }
-            Body::Lost(l) => self.replay.lost_events += l.count,
+            Body::Lost(l) => self.replay.lost_events = self.replay.lost_events.saturating_add(l.count),
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record.seq, f),
             Body::Map(m) => self.map(m),
@@ -315,7 +315,7 @@ impl Model {
             },
         );
         if is_owned_memory(kind) {
-            self.live_bytes += a.size;
+            self.live_bytes = self.live_bytes.saturating_add(a.size);
             if self.live_bytes > self.replay.peak_bytes {
                 self.replay.peak_bytes = self.live_bytes;
                 self.replay.peak_time_ns = record.time_ns;
@@ -506,7 +506,7 @@ impl Model {
             first: *a,
             released_but_mapped: 0,
         });
-        g.bytes += a.size;
+        g.bytes = g.bytes.saturating_add(a.size);
         g.allocations += 1;
         if l.released {
             g.released_but_mapped += 1;

@@ -44,7 +44,7 @@ impl Modules {
     pub fn insert(&mut self, module: Module) {
         let overlapping: Vec<u64> = self
             .by_start
-            .range(..module.end.max(module.start + 1))
+            .range(..module.end.max(module.start.saturating_add(1)))
             .filter(|(_, m)| m.end > module.start)
             .map(|(s, _)| *s)
             .collect();

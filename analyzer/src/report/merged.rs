@@ -68,13 +68,13 @@ pub fn sites(processes: &[ProcessReport]) -> Vec<MergedSite> {
                 out.len() - 1
             });
             let site = &mut out[at];
-            site.bytes += h.bytes;
-            site.allocations += h.allocations;
+            site.bytes = site.bytes.saturating_add(h.bytes);
+            site.allocations = site.allocations.saturating_add(h.allocations);
             // Groups of one process with one key (at exit and at teardown) are one entry.
             match site.processes.last_mut() {
                 Some(last) if last.process == p => {
-                    last.bytes += h.bytes;
-                    last.allocations += h.allocations;
+                    last.bytes = last.bytes.saturating_add(h.bytes);
+                    last.allocations = last.allocations.saturating_add(h.allocations);
                 }
                 _ => site.processes.push(SiteInProcess {
                     process: p,

@@ -97,18 +97,18 @@ pub struct Summary {
 
 impl Summary {
     fn add(&mut self, o: &Summary) {
-        self.allocations += o.allocations;
+        self.allocations = self.allocations.saturating_add(o.allocations);
         self.frees += o.frees;
-        self.leaked_allocations += o.leaked_allocations;
-        self.leaked_bytes += o.leaked_bytes;
-        self.leaked_bytes_at_exit += o.leaked_bytes_at_exit;
-        self.leaked_bytes_at_teardown += o.leaked_bytes_at_teardown;
-        self.peak_bytes += o.peak_bytes;
-        self.failed_allocations += o.failed_allocations;
-        self.pool_allocations += o.pool_allocations;
-        self.pool_bytes += o.pool_bytes;
-        self.unreleased_allocations += o.unreleased_allocations;
-        self.unreleased_bytes += o.unreleased_bytes;
+        self.leaked_allocations = self.leaked_allocations.saturating_add(o.leaked_allocations);
+        self.leaked_bytes = self.leaked_bytes.saturating_add(o.leaked_bytes);
+        self.leaked_bytes_at_exit = self.leaked_bytes_at_exit.saturating_add(o.leaked_bytes_at_exit);
+        self.leaked_bytes_at_teardown = self.leaked_bytes_at_teardown.saturating_add(o.leaked_bytes_at_teardown);
+        self.peak_bytes = self.peak_bytes.saturating_add(o.peak_bytes);
+        self.failed_allocations = self.failed_allocations.saturating_add(o.failed_allocations);
+        self.pool_allocations = self.pool_allocations.saturating_add(o.pool_allocations);
+        self.pool_bytes = self.pool_bytes.saturating_add(o.pool_bytes);
+        self.unreleased_allocations = self.unreleased_allocations.saturating_add(o.unreleased_allocations);
+        self.unreleased_bytes = self.unreleased_bytes.saturating_add(o.unreleased_bytes);
         self.findings += o.findings;
     }
 }
@@ -265,7 +265,9 @@ impl ProcessReport {
             if list.len() > top {
                 let cut = list.split_off(top);
                 self.omitted[i].0 += cut.len() as u64;
-                self.omitted[i].1 += cut.iter().map(|h| h.bytes).sum::<u64>();
+                self.omitted[i].1 = self.omitted[i]
+                    .1
+                    .saturating_add(cut.iter().fold(0u64, |s, h| s.saturating_add(h.bytes)));
             }
         }
     }
@@ -314,7 +316,10 @@ impl Report {
         if self.merged.len() > top {
             let cut = self.merged.split_off(top);
             self.merged_omitted.0 += cut.len() as u64;
-            self.merged_omitted.1 += cut.iter().map(|m| m.bytes).sum::<u64>();
+            self.merged_omitted.1 = self
+                .merged_omitted
+                .1
+                .saturating_add(cut.iter().fold(0u64, |s, m| s.saturating_add(m.bytes)));
         }
     }
 }
@@ -352,20 +357,22 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         ..Summary::default()
     };
     for l in &leaks {
-        summary.leaked_allocations += l.allocations;
-        summary.leaked_bytes += l.bytes;
+        summary.leaked_allocations = summary.leaked_allocations.saturating_add(l.allocations);
+        summary.leaked_bytes = summary.leaked_bytes.saturating_add(l.bytes);
         match l.at {
-            LeakAt::Exit => summary.leaked_bytes_at_exit += l.bytes,
-            LeakAt::Teardown { .. } => summary.leaked_bytes_at_teardown += l.bytes,
+            LeakAt::Exit => summary.leaked_bytes_at_exit = summary.leaked_bytes_at_exit.saturating_add(l.bytes),
+            LeakAt::Teardown { .. } => {
+                summary.leaked_bytes_at_teardown = summary.leaked_bytes_at_teardown.saturating_add(l.bytes)
+            }
         }
     }
     for p in &held_by_pool {
-        summary.pool_allocations += p.allocations;
-        summary.pool_bytes += p.bytes;
+        summary.pool_allocations = summary.pool_allocations.saturating_add(p.allocations);
+        summary.pool_bytes = summary.pool_bytes.saturating_add(p.bytes);
     }
     for u in &unreleased {
-        summary.unreleased_allocations += u.allocations;
-        summary.unreleased_bytes += u.bytes;
+        summary.unreleased_allocations = summary.unreleased_allocations.saturating_add(u.allocations);
+        summary.unreleased_bytes = summary.unreleased_bytes.saturating_add(u.bytes);
     }
 
     let mut findings: Vec<Finding> = replay
@@ -468,8 +475,8 @@ fn merge(list: Vec<Held>) -> Vec<Held> {
         match index.get(&key) {
             Some(&i) => {
                 let into = &mut out[i];
-                into.bytes += h.bytes;
-                into.allocations += h.allocations;
+                into.bytes = into.bytes.saturating_add(h.bytes);
+                into.allocations = into.allocations.saturating_add(h.allocations);
                 into.released_but_mapped += h.released_but_mapped;
                 if h.first_seq < into.first_seq {
                     let (bytes, allocations, released) = (into.bytes, into.allocations, into.released_but_mapped);

@@ -156,7 +156,7 @@ impl Found {
         };
         let key = (f.check, a.0, a.1, b.0, b.1, site, moment);
         match self.index.get(&key) {
-            Some(&i) => self.list[i].count += f.count,
+            Some(&i) => self.list[i].count = self.list[i].count.saturating_add(f.count),
             None => {
                 self.index.insert(key, self.list.len());
                 self.list.push(f);
