@@ -1,6 +1,8 @@
 //! The whole analysis over record sequences made from pseudo-random bytes (`synth`, shared
 //! with the fuzz target `analyze`): the models, every report format and `gpuleak check` must
-//! take whatever a decodable trace can say without a panic. `cargo fuzz run analyze` explores
+//! take whatever a decodable trace can say without a panic, and half the cases also go through
+//! a trace file (`gpuleak dump` must print every record written, and the pipelined replay
+//! runs). `cargo fuzz run analyze` explores
 //! far more; this keeps a fixed sample in every test run, and replays the inputs in
 //! `fuzz/regressions/analyze/`: each one made the analysis panic once (an arithmetic overflow,
 //! with the overflow checks of a debug build or of `scripts/fuzz`), fixed since. Run this file
@@ -24,13 +26,22 @@ fn bytes(seed: u64, len: usize) -> Vec<u8> {
 
 #[test]
 fn any_records_analyze_without_a_panic() {
-    let (mut leaks, mut checks) = (0, std::collections::BTreeSet::new());
+    let (mut leaks, mut checks, mut files) = (0, std::collections::BTreeSet::new(), 0);
     for seed in 0..3000u64 {
         let len = 16 + (seed as usize * 37) % 3000;
         let data = bytes(seed, len);
         let case = synth::case(&data);
         match std::panic::catch_unwind(|| synth::analyze(&case)) {
             Ok(reached) => {
+                if let Some((written, (dumped, errors))) = reached.read {
+                    // Written as a trace file and read back, every record comes out once.
+                    assert_eq!(
+                        (dumped, errors),
+                        (written, 0),
+                        "seed {seed}: records lost on the way through a file"
+                    );
+                    files += 1;
+                }
                 leaks += reached.leaks;
                 checks.extend(reached.checks);
             }
@@ -40,6 +51,7 @@ fn any_records_analyze_without_a_panic() {
     // The sample must reach the models' findings, not stop at the first record: leaks, bad
     // frees, stream-ordering mistakes and the memory pass's findings.
     assert!(leaks > 1000, "{leaks} leak groups");
+    assert!(files > 1000, "{files} cases read back from a file");
     eprintln!("checks reached: {checks:?}");
     for check in ["bad-free", "stream-leak", "event-leak", "growth"] {
         assert!(checks.contains(check), "no {check} finding in the sample: {checks:?}");

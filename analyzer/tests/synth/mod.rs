@@ -20,10 +20,12 @@ use gpuleak_analyzer::model::Model;
 use gpuleak_analyzer::report::frames::ModuleOffsets;
 use gpuleak_analyzer::report::memory::{collapsed, html, At};
 use gpuleak_analyzer::report::{self, Options, Report};
+use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
-    Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy,
-    EventRecord, Exit, Free, HostFn, Launch, Lost, Map, Mark, Module, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames,
-    Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
+    Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, HostFn, Launch, Lost, Map, Mark, Module, PoolUsage, ProcessInfo,
+    Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy,
+    StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -383,6 +385,9 @@ pub struct Case {
     pub top: Option<usize>,
     pub pool_as_leak: bool,
     pub max_leaked_bytes: Option<u64>,
+    /// Also write the first process's records as a trace file and read it back the way the
+    /// command line does (`gpuleak dump`, the pipelined replay).
+    pub file: bool,
 }
 
 /// A training loop that keeps one allocation per step (`kind` even), or a device cut into
@@ -504,7 +509,45 @@ pub fn case(data: &[u8]) -> Case {
         top,
         pool_as_leak: flags & 2 == 2,
         max_leaked_bytes,
+        file: flags & 4 == 4,
     }
+}
+
+/// The records of one process as the bytes of a trace file: a block per thread, a new one
+/// when it fills.
+pub fn trace_bytes(records: &[(u32, Record<'static>)]) -> Vec<u8> {
+    let mut file = vec![0u8; HEADER_SIZE];
+    let header = FileHeader {
+        version: FORMAT_VERSION,
+        block_size: BLOCK_SIZE as u32,
+        pid: 1,
+        start_unix_ns: 0,
+    };
+    header.write((&mut file[..HEADER_SIZE]).try_into().expect("header size"));
+    // Per thread: (offset of its block, cursor).
+    let mut open: Vec<(u32, usize, BlockCursor)> = Vec::new();
+    for (tid, r) in records {
+        let mut slot = open.iter().position(|o| o.0 == *tid);
+        for _ in 0..2 {
+            let i = match slot {
+                Some(i) => i,
+                None => {
+                    let at = file.len();
+                    file.resize(at + BLOCK_SIZE, 0);
+                    let cursor = BlockCursor::start(&mut file[at..], *tid, r.seq.0, r.time_ns);
+                    open.push((*tid, at, cursor));
+                    open.len() - 1
+                }
+            };
+            let (_, at, cursor) = &mut open[i];
+            if cursor.append(&mut file[*at..*at + BLOCK_SIZE], r).is_ok() {
+                break;
+            }
+            open.remove(i);
+            slot = None;
+        }
+    }
+    file
 }
 
 /// What one analysis produced, for a test to see how far the inputs reach.
@@ -516,6 +559,26 @@ pub struct Reached {
     pub leaks: usize,
     /// The checks of the findings reported.
     pub checks: std::collections::BTreeSet<&'static str>,
+    /// With [`Case::file`]: the records written, and the lines `gpuleak dump` printed of them
+    /// and the decoding errors it met.
+    pub read: Option<(usize, (usize, usize))>,
+}
+
+/// Writes `records` as a trace file and reads it as the command line does: `gpuleak dump` and
+/// the pipelined replay of `gpuleak report`.
+fn read_back(records: &[(u32, Record<'static>)], options: &Options) -> (usize, usize) {
+    static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let path = std::env::temp_dir().join(format!("gpuleak-synth.{}.{n}.trace", std::process::id()));
+    std::fs::write(&path, trace_bytes(records)).expect("temporary trace");
+    let file = TraceFile::open(&path).expect("a trace written by the format crate opens");
+    let _ = std::fs::remove_file(&path);
+    let mut out = Vec::new();
+    let errors = dump::write(&file, &mut out).expect("dump to memory");
+    let replay = report::load::replay(&file, true, None, options);
+    let source = ModuleOffsets::new(replay.modules.clone());
+    let _ = report::build(replay, path, &source, options);
+    (out.iter().filter(|&&b| b == b'\n').count(), errors.len())
 }
 
 /// Runs the whole analysis over a case. Panics only where the analyzer does.
@@ -543,7 +606,14 @@ pub fn analyze(c: &Case) -> Reached {
         let trace = PathBuf::from(format!("synth.{i}.trace"));
         processes.push(report::build(replay, trace, &source, &options));
     }
+    let mut read = None;
+    if c.file {
+        if let Some(records) = c.processes.first() {
+            read = Some((records.len(), read_back(records, &options)));
+        }
+    }
     let mut reached = Reached {
+        read,
         leaks: processes.iter().map(|p| p.leaks.len()).sum(),
         checks: processes
             .iter()
