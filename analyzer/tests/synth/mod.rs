@@ -524,7 +524,7 @@ pub fn trace_bytes(records: &[(u32, Record<'static>)]) -> Vec<u8> {
         start_unix_ns: 0,
     };
     header.write((&mut file[..HEADER_SIZE]).try_into().expect("header size"));
-    // Per thread: (offset of its block, cursor).
+    // Per thread: (its id, the offset of its block, the block's cursor).
     let mut open: Vec<(u32, usize, BlockCursor)> = Vec::new();
     for (tid, r) in records {
         let mut slot = open.iter().position(|o| o.0 == *tid);
