@@ -110,6 +110,11 @@ pub fn shim_command(program: impl AsRef<OsStr>, trace: &Path) -> Command {
     cmd
 }
 
+/// Runs `gpuleak report ARGS TRACES` to completion and returns its output.
+pub fn gpuleak_report(args: &[&str], traces: &[&Path]) -> Output {
+    output_of(Command::new(gpuleak_bin()).arg("report").args(args).args(traces))
+}
+
 /// Runs `cmd` to completion, panicking if it cannot be started.
 pub fn output_of(cmd: &mut Command) -> Output {
     cmd.output()

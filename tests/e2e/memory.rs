@@ -10,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use gpuleak_e2e::{client, gpuleak_bin, gpuleak_report as report, shim_command, TempDir};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Ctx, CtxCreate, CuResult, Exit, FileHeader, Free, Ptr, Record, Seq, Snapshot,
     Stack, StackId, Stream, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
@@ -29,15 +29,6 @@ fn traced(dir: &TempDir, program: &str, mode: &str) -> PathBuf {
     let out = cmd.output().unwrap();
     assert_ok(&out);
     trace
-}
-
-fn report(args: &[&str], traces: &[&Path]) -> Output {
-    Command::new(gpuleak_bin())
-        .arg("report")
-        .args(args)
-        .args(traces)
-        .output()
-        .expect("run gpuleak report")
 }
 
 /// `gpuleak report --memory --format json` of one trace.

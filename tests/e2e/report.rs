@@ -5,9 +5,8 @@
 
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 
-use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use gpuleak_e2e::{client, gpuleak_report as report, shim_command, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, of_type};
@@ -18,15 +17,6 @@ fn traced(dir: &TempDir, name: &str) -> PathBuf {
     let out = shim_command(client(name), &trace).output().unwrap();
     assert_ok(&out);
     trace
-}
-
-fn report(args: &[&str], traces: &[&Path]) -> Output {
-    Command::new(gpuleak_bin())
-        .arg("report")
-        .args(args)
-        .args(traces)
-        .output()
-        .expect("run gpuleak report")
 }
 
 /// `gpuleak report --format json`, which must succeed.
