@@ -10,6 +10,10 @@
 //!
 //! The directories reach the tests as `GPULEAK_E2E_SIM_DIR` and `GPULEAK_E2E_BIN_DIR`. A compiler
 //! error fails the build with the compiler's own message.
+//!
+//! `GPULEAK_E2E_TARGET` (a Rust target triple, e.g. `aarch64-unknown-linux-gnu`) builds the
+//! simulator and the clients for that architecture instead of the tests' own, with the cross
+//! compiler `cc` picks for it: `scripts/test-aarch64` runs them under qemu (see `tests/lib.rs`).
 
 use std::env;
 use std::fs;
@@ -43,6 +47,7 @@ fn main() {
         fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     }
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-env-changed=GPULEAK_E2E_TARGET");
     println!("cargo:rerun-if-changed={}", simcuda.display());
     println!("cargo:rerun-if-changed={}", clients.display());
     // The C workload of scripts/validate-gpu, run on the simulator by tests/e2e/validation.rs.
@@ -68,7 +73,7 @@ struct Compiler {
 
 impl Compiler {
     fn new(include: &Path) -> Self {
-        let tool = cc::Build::new().cargo_metadata(false).get_compiler();
+        let tool = c_build().get_compiler();
         Compiler {
             tool,
             include: include.to_path_buf(),
@@ -80,6 +85,16 @@ impl Compiler {
         cmd.arg("-I").arg(&self.include);
         cmd
     }
+}
+
+/// `cc`'s configuration for the clients' architecture: the tests' own, or `GPULEAK_E2E_TARGET`.
+fn c_build() -> cc::Build {
+    let mut build = cc::Build::new();
+    build.cargo_metadata(false);
+    if let Some(target) = env::var("GPULEAK_E2E_TARGET").ok().filter(|t| !t.is_empty()) {
+        build.target(&target);
+    }
+    build
 }
 
 /// Runs a compiler or archiver command; panics with its output when it fails and forwards
@@ -148,7 +163,7 @@ fn build_runtime(compiler: &Compiler, simcuda: &Path, sim: &Path, obj: &Path) {
     }
     let archive = sim.join("libcudart_static.a");
     let _ = fs::remove_file(&archive);
-    let mut ar = cc::Build::new().cargo_metadata(false).get_archiver();
+    let mut ar = c_build().get_archiver();
     ar.arg("crs").arg(&archive).args(&objects);
     run(ar, "simcuda static runtime archive");
 }

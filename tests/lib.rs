@@ -5,6 +5,12 @@
 //! executable that [`client`] finds by name. [`sim_command`] runs a program on the simulator
 //! with a clean environment; [`shim_command`] adds the shim and a trace path.
 //!
+//! The clients, the simulator and the shim can be of another architecture than the tests and
+//! `gpuleak` (`scripts/test-aarch64`): `GPULEAK_E2E_TARGET` at build time cross-compiles the C
+//! side (see `build.rs`), `GPULEAK_E2E_SHIM` names the shim built for it, and
+//! `GPULEAK_E2E_RUNNER` (a command line, e.g. `qemu-aarch64-static`) runs every program that
+//! [`sim_command`] starts.
+//!
 //! ```no_run
 //! use gpuleak_e2e::{client, shim_command, sim_command, stdout_of, TempDir};
 //!
@@ -19,7 +25,7 @@
 //! assert!(status.success());
 //! ```
 
-use std::ffi::OsStr;
+use std::ffi::{OsStr, OsString};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -68,9 +74,20 @@ fn built(name: &str) -> PathBuf {
     path
 }
 
-/// `libgpuleak.so`, built in the same profile as the tests.
+/// `libgpuleak.so`, built in the same profile as the tests, or `GPULEAK_E2E_SHIM`.
 pub fn shim_lib() -> PathBuf {
-    built("libgpuleak.so")
+    match std::env::var_os("GPULEAK_E2E_SHIM").filter(|v| !v.is_empty()) {
+        Some(path) => PathBuf::from(path),
+        None => built("libgpuleak.so"),
+    }
+}
+
+/// The command line that runs the clients (`GPULEAK_E2E_RUNNER`, split at whitespace), if the
+/// clients are of another architecture than the tests.
+pub fn runner() -> Option<Vec<String>> {
+    let line = std::env::var("GPULEAK_E2E_RUNNER").ok()?;
+    let words: Vec<String> = line.split_whitespace().map(str::to_string).collect();
+    (!words.is_empty()).then_some(words)
 }
 
 /// The `gpuleak` command line, built in the same profile as the tests.
@@ -85,9 +102,20 @@ pub fn data_dir() -> PathBuf {
 
 /// A command for `program` that finds the simulated driver first on `LD_LIBRARY_PATH`, with
 /// `LD_PRELOAD` and every `GPULEAK_*` and `SIMCUDA_*` variable removed from its environment,
-/// so that nothing from the developer's shell changes what a test sees.
+/// so that nothing from the developer's shell changes what a test sees. With a
+/// [`runner`], the runner runs `program`.
 pub fn sim_command(program: impl AsRef<OsStr>) -> Command {
-    let mut cmd = Command::new(program);
+    sim_command_via(&[], program)
+}
+
+/// [`sim_command`] started through a host command line `via` (e.g. `sh -c 'ulimit ...; exec
+/// "$@"' sh`), which the [`runner`] never runs: `via`, then the runner, then `program`.
+pub fn sim_command_via(via: &[&str], program: impl AsRef<OsStr>) -> Command {
+    let mut words: Vec<OsString> = via.iter().map(OsString::from).collect();
+    words.extend(runner().unwrap_or_default().into_iter().map(OsString::from));
+    words.push(program.as_ref().to_owned());
+    let mut cmd = Command::new(&words[0]);
+    cmd.args(&words[1..]);
     for (key, _) in std::env::vars_os() {
         let name = key.to_string_lossy();
         if name.starts_with("GPULEAK_") || name.starts_with("SIMCUDA_") {
@@ -105,8 +133,23 @@ pub fn sim_command(program: impl AsRef<OsStr>) -> Command {
 
 /// [`sim_command`] with `libgpuleak.so` preloaded, writing its trace to `trace`.
 pub fn shim_command(program: impl AsRef<OsStr>, trace: &Path) -> Command {
-    let mut cmd = sim_command(program);
-    cmd.env("LD_PRELOAD", shim_lib()).env("GPULEAK_OUTPUT", trace);
+    shim_command_via(&[], program, trace)
+}
+
+/// [`sim_command_via`] with `libgpuleak.so` preloaded into `program`, writing its trace to
+/// `trace`. With a [`runner`] (qemu's user-mode emulator) the preload goes to the emulated
+/// program alone, through `QEMU_SET_ENV`: the host's loader would refuse a shim of another
+/// architecture in the host programs on the way (`via`) with a line on stderr.
+pub fn shim_command_via(via: &[&str], program: impl AsRef<OsStr>, trace: &Path) -> Command {
+    let mut cmd = sim_command_via(via, program);
+    if runner().is_some() {
+        let mut preload = OsString::from("LD_PRELOAD=");
+        preload.push(shim_lib());
+        cmd.env("QEMU_SET_ENV", preload);
+    } else {
+        cmd.env("LD_PRELOAD", shim_lib());
+    }
+    cmd.env("GPULEAK_OUTPUT", trace);
     cmd
 }
 

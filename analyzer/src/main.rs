@@ -75,6 +75,10 @@ struct ReportArgs {
     /// Directory with separate debug files (searched by build id, then by name); repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<PathBuf>,
+    /// Look for the traced program's files below DIR first (a trace recorded on another
+    /// machine, in a container or under an emulator); default: $GPULEAK_SYSROOT.
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
     /// Count memory still held by caching allocators (PyTorch, XLA, CuPy, RMM) as leaks.
     #[arg(long)]
     pool_as_leak: bool,
@@ -182,6 +186,10 @@ struct CheckArgs {
     /// Directory with separate debug files (searched by build id, then by name); repeatable.
     #[arg(long = "debug-dir", value_name = "DIR")]
     debug_dirs: Vec<std::path::PathBuf>,
+    /// Look for the traced program's files below DIR first (a trace recorded on another
+    /// machine, in a container or under an emulator); default: $GPULEAK_SYSROOT.
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<std::path::PathBuf>,
     /// Also run the memory pass: growth and fragmentation findings (warnings: they fail with
     /// --fail-on warning).
     #[arg(long)]
@@ -242,6 +250,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
 }
 
 /// `gpuleak report`: exit 0 whenever the report was written; findings are `check`'s business.
+/// `--sysroot`, else `GPULEAK_SYSROOT` when set and not empty.
+fn sysroot(flag: Option<PathBuf>) -> Option<PathBuf> {
+    flag.or_else(|| {
+        std::env::var_os("GPULEAK_SYSROOT")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    })
+}
+
 fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     use gpuleak_analyzer::report::memory::{collapsed, html};
     use gpuleak_analyzer::report::{self, text, Options, Report};
@@ -252,6 +269,7 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
+        sysroot: sysroot(args.sysroot),
         memory: args.memory || args.at.is_some() || matches!(args.format, Format::Html | Format::Collapsed),
         at: args.at,
     };
@@ -440,6 +458,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         top: None,
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
+        sysroot: sysroot(args.sysroot),
         memory: args.memory,
         at: None,
     };

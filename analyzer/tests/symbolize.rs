@@ -451,6 +451,70 @@ fn debug_dir_by_name_skips_a_file_with_another_build_id() {
 }
 
 #[test]
+fn a_sysroot_holds_the_files_of_a_trace_recorded_elsewhere() {
+    let p = c_program();
+    let root = scratch("sysroot");
+    // Recorded as /opt/app/inline on the traced machine; here only below the sysroot.
+    copy(&p.exe, &root.join("opt/app/inline"));
+    let recorded = p.module_at(Path::new("/opt/app/inline"));
+
+    let s = Symbolizer::new(vec![recorded.clone()], vec![]);
+    assert_eq!(s.symbolize(p.site("inline"))[0].function, None);
+    assert!(
+        s.warnings().iter().any(|w| w.contains("not found")),
+        "{:?}",
+        s.warnings()
+    );
+
+    let s = Symbolizer::new(vec![recorded.clone()], vec![]).with_sysroot(Some(root.clone()));
+    assert_inlined_call(&s.symbolize(p.site("inline")), p);
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+
+    // A module that is not below the sysroot is still found at its recorded path.
+    let s = Symbolizer::new(vec![p.module.clone()], vec![]).with_sysroot(Some(root.join("empty")));
+    assert_inlined_call(&s.symbolize(p.site("inline")), p);
+
+    // A file below the sysroot of another build is not used for the module.
+    copy(&cpp_program().exe, &root.join("opt/app/inline"));
+    let s = Symbolizer::new(vec![recorded], vec![]).with_sysroot(Some(root));
+    assert_eq!(s.symbolize(p.site("inline"))[0].function, None);
+    assert!(
+        s.warnings().iter().any(|w| w.contains("was rebuilt")),
+        "{:?}",
+        s.warnings()
+    );
+}
+
+#[test]
+fn a_sysroot_s_debug_dir_is_searched_by_build_id() {
+    let p = c_program();
+    let root = scratch("sysroot-debug");
+    let stripped = root.join("opt/app/inline");
+    copy(&p.exe, &stripped);
+    run_ok(Command::new("strip").arg(&stripped));
+    let id = build_id(&p.exe);
+    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
+    let debug_file = |dir: &Path| {
+        dir.join(".build-id")
+            .join(&hex[..2])
+            .join(format!("{}.debug", &hex[2..]))
+    };
+    copy(&p.exe, &debug_file(&root.join("usr/lib/debug")));
+    let recorded = p.module_at(Path::new("/opt/app/inline"));
+
+    let s = Symbolizer::new(vec![recorded], vec![]).with_sysroot(Some(root.clone()));
+    assert_inlined_call(&s.symbolize(p.site("inline")), p);
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+
+    // Like the host's /usr/lib/debug, it names files by build id only, never by name.
+    let by_name = scratch("sysroot-by-name");
+    copy(&stripped, &by_name.join("opt/app/inline"));
+    copy(&p.exe, &by_name.join("usr/lib/debug/inline"));
+    let s = Symbolizer::new(vec![p.module_at(Path::new("/opt/app/inline"))], vec![]).with_sysroot(Some(by_name));
+    assert_eq!(s.symbolize(p.site("inline"))[0].function, None);
+}
+
+#[test]
 fn gnu_debuglink_beside_the_file_is_followed() {
     let p = cpp_program();
     let dir = scratch("debuglink");

@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | `GPULEAK_OUTPUT` | `gpuleak.<program>.<pid>.trace` | trace path; `%p` is replaced by the pid, `%%` by `%` |
 //! | `GPULEAK_STACK_DEPTH` | 64 | frames per allocation stack, 0 to 256 (0: no stacks) |
-//! | `GPULEAK_UNWIND` | `dwarf` | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` |
+//! | `GPULEAK_UNWIND` | `dwarf` (`fp` on aarch64) | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` (`dwarf` and `libunwind` are x86-64 only: elsewhere they fall back to `fp` with one line on stderr) |
 //! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
 //! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
 //! | `GPULEAK_POOL_SAMPLE` | 64 | sample a stream-ordered pool's reserved and used bytes after one successful `cuMemAllocAsync` / `cuMemAllocFromPoolAsync` / `cuMemFreeAsync` in N per thread (`PoolUsage` records, docs/memory.md); 0 never |
@@ -133,14 +133,22 @@ impl Config {
                 }
             },
         };
+        // The DWARF unwinder is x86-64 only; aarch64 code keeps frame records (GCC and
+        // clang emit them by default there), so the frame-pointer walk is its default.
+        let (best, best_name) = if cfg!(target_arch = "x86_64") {
+            (Method::Dwarf, "dwarf")
+        } else {
+            (Method::FramePointer, "fp")
+        };
         let unwind = match var("GPULEAK_UNWIND").as_deref() {
-            None | Some("") | Some("dwarf") => Method::Dwarf,
+            None | Some("") => best,
+            Some("dwarf") => Method::Dwarf,
             Some("libunwind") => Method::LibUnwind,
             Some("fp") => Method::FramePointer,
             Some("gcc") => Method::Gcc,
             Some(other) => {
-                warn("GPULEAK_UNWIND", other, "one of dwarf, libunwind, fp, gcc", "dwarf");
-                Method::Dwarf
+                warn("GPULEAK_UNWIND", other, "one of dwarf, libunwind, fp, gcc", best_name);
+                best
             }
         };
         let sync_stacks = match var("GPULEAK_SYNC_STACKS") {

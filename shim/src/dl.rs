@@ -7,7 +7,8 @@
 //!
 //! `dlsym(RTLD_NEXT, ...)` is special: glibc finds "next" from the caller's return address,
 //! so the shim must not be the caller. The exported entry points are naked functions that
-//! jump to the real `dlsym`/`dlvsym` with the caller's return address still on the stack.
+//! jump to the real `dlsym`/`dlvsym` with the caller's return address still on the stack (x86-64)
+//! or in the link register (aarch64).
 
 use std::ffi::{c_char, c_void, CStr};
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
@@ -237,6 +238,64 @@ pub extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *
         "jz 3f",
         "jmp rax",
         "3:",
+        "ret",
+        imp = sym dlvsym_impl,
+        real = sym real_dlvsym_addr,
+    )
+}
+
+/// The exported `dlsym` on aarch64; see the x86-64 one. The caller's return address is in x30
+/// (LR), which glibc reads as its `__builtin_return_address(0)`: the RTLD_NEXT path saves it
+/// around the lookup of the real `dlsym` and restores it before the tail branch. x16 (IP0) holds
+/// the target, so the branch is allowed into a function that starts with `bti c`.
+#[cfg(target_arch = "aarch64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmn x0, #1",
+        "b.eq 2f",
+        "mov x2, x30",
+        "b {imp}",
+        "2:",
+        // Keep the arguments and LR across the lookup; sp stays 16-byte aligned.
+        "stp x0, x1, [sp, #-32]!",
+        "str x30, [sp, #16]",
+        "bl {real}",
+        "mov x16, x0",
+        "ldr x30, [sp, #16]",
+        "ldp x0, x1, [sp], #32",
+        "cbz x16, 3f",
+        "br x16",
+        "3:",
+        "mov x0, #0",
+        "ret",
+        imp = sym dlsym_impl,
+        real = sym real_dlsym_addr,
+    )
+}
+
+/// The exported `dlvsym` on aarch64; see [`dlsym`].
+#[cfg(target_arch = "aarch64")]
+#[unsafe(no_mangle)]
+#[unsafe(naked)]
+pub extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *const c_char) -> *mut c_void {
+    core::arch::naked_asm!(
+        "cmn x0, #1",
+        "b.eq 2f",
+        "mov x3, x30",
+        "b {imp}",
+        "2:",
+        "stp x0, x1, [sp, #-32]!",
+        "stp x2, x30, [sp, #16]",
+        "bl {real}",
+        "mov x16, x0",
+        "ldp x2, x30, [sp, #16]",
+        "ldp x0, x1, [sp], #32",
+        "cbz x16, 3f",
+        "br x16",
+        "3:",
+        "mov x0, #0",
         "ret",
         imp = sym dlvsym_impl,
         real = sym real_dlvsym_addr,

@@ -265,10 +265,18 @@ fn start() -> Option<Tracer> {
     };
     let depth = config.stack_depth.min(MAX_DEPTH);
     if depth > 0 {
-        if let Err(e) = gpuleak_unwind::init(config.unwind) {
-            crate::diag::line(format_args!(
+        match gpuleak_unwind::init(config.unwind) {
+            Err(e) => crate::diag::line(format_args!(
                 "stack unwinder unavailable ({e}); recording without stacks"
-            ));
+            )),
+            Ok(used) if used != config.unwind => {
+                let why = gpuleak_unwind::init_fallback_reason().map_or_else(String::new, |e| format!(" ({e})"));
+                crate::diag::line(format_args!(
+                    "GPULEAK_UNWIND: {} is unavailable{why}; stacks come from {used}",
+                    config.unwind
+                ));
+            }
+            Ok(_) => {}
         }
     }
     let own_text = own_text_range();

@@ -1,6 +1,8 @@
 //! The per-thread memos are mapped on a thread's first capture and unmapped when it exits: a
 //! program that keeps starting threads that capture keeps its address space flat. (Its own test
-//! binary: no other test's threads change the address space while it measures.)
+//! binary: no other test's threads change the address space while it measures.) The memos
+//! belong to the DWARF method, which is x86-64 only.
+#![cfg(target_arch = "x86_64")]
 
 use std::hint::black_box;
 

@@ -1,7 +1,7 @@
 //! Stacks as source frames: where symbols come from, and which frames a report shows.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::model::Modules;
 use crate::symbolize::{ModuleInfo, Symbolizer};
@@ -65,8 +65,8 @@ impl FrameSource for Symbolizer {
 }
 
 /// The frame source for a trace: the symbolizer over its modules, with `debug_dirs` searched
-/// for separate debug files.
-pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf]) -> Box<dyn FrameSource> {
+/// for separate debug files and module files looked for below `sysroot` first.
+pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Path>) -> Box<dyn FrameSource> {
     let infos = modules
         .iter()
         .map(|m| ModuleInfo {
@@ -77,7 +77,7 @@ pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf]) -> Box<dyn FrameSou
             build_id: m.build_id.clone(),
         })
         .collect();
-    Box::new(Symbolizer::new(infos, debug_dirs.to_vec()))
+    Box::new(Symbolizer::new(infos, debug_dirs.to_vec()).with_sysroot(sysroot.map(Path::to_path_buf)))
 }
 
 /// Turns stacks of return addresses into the frames a report shows, each address resolved

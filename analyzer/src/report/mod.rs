@@ -57,6 +57,9 @@ pub struct Options {
     pub pool_as_leak: bool,
     /// Directories searched for separate debug files.
     pub debug_dirs: Vec<PathBuf>,
+    /// Where the traced machine's files are, when the trace was recorded elsewhere (another
+    /// host, a container, an emulator): each module is looked for below it first.
+    pub sysroot: Option<PathBuf>,
     /// Run the memory pass (timeline, peak, growth, fragmentation, failed allocations):
     /// [`ProcessReport::memory`] and the `growth` and `fragmentation` findings.
     pub memory: bool,
@@ -327,7 +330,7 @@ impl Report {
 /// Replays and reports on one opened trace, on the calling thread.
 pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
     let replay = load::replay(file, false, None, options);
-    let source = frames::source_for(&replay.modules, &options.debug_dirs);
+    let source = frames::source_for(&replay.modules, &options.debug_dirs, options.sysroot.as_deref());
     build(replay, file.path().to_path_buf(), source.as_ref(), options)
 }
 

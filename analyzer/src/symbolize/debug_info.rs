@@ -1,7 +1,7 @@
 //! One module's symbols, loaded once: the DWARF reader of the file that has it and the symbol
 //! table of the file with the fullest one, and the source frames of one address from them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
 use addr2line::Loader;
@@ -35,9 +35,9 @@ pub(super) struct DebugInfo {
 
 impl DebugInfo {
     /// Finds and opens the files for `module`.
-    pub(super) fn load(module: &ModuleInfo, debug_dirs: &[PathBuf]) -> DebugInfo {
+    pub(super) fn load(module: &ModuleInfo, debug_dirs: &[PathBuf], sysroot: Option<&Path>) -> DebugInfo {
         let mut warnings = Vec::new();
-        let Files { dwarf, symbols } = files::find(module, debug_dirs, &mut warnings);
+        let Files { dwarf, symbols } = files::find(module, debug_dirs, sysroot, &mut warnings);
         let dwarf = dwarf.and_then(|path| match Loader::new(&path) {
             Ok(loader) => Some(Mutex::new(loader)),
             Err(e) => {

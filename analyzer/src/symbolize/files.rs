@@ -71,12 +71,21 @@ pub(super) fn is_pseudo(path: &str) -> bool {
 
 /// Finds the files for `module`, searching `debug_dirs` (the user's, then the system's) when the
 /// module's own file is missing, was rebuilt, or has no DWARF. Problems go to `warnings`.
-pub(super) fn find(module: &ModuleInfo, debug_dirs: &[PathBuf], warnings: &mut Vec<String>) -> Files {
+pub(super) fn find(
+    module: &ModuleInfo,
+    debug_dirs: &[PathBuf],
+    sysroot: Option<&Path>,
+    warnings: &mut Vec<String>,
+) -> Files {
     let mut files = Files::default();
     let mut rank = 0;
     let recorded = (!module.build_id.is_empty()).then_some(&module.build_id[..]);
     let pseudo = is_pseudo(&module.path);
-    let own_path = PathBuf::from(module.path.strip_suffix(" (deleted)").unwrap_or(&module.path));
+    let own_path = own_file(
+        module.path.strip_suffix(" (deleted)").unwrap_or(&module.path),
+        pseudo,
+        sysroot,
+    );
     let mut build_id = recorded.map(<[u8]>::to_vec);
     let mut debuglink = None;
 
@@ -164,6 +173,17 @@ pub(super) fn find(module: &ModuleInfo, debug_dirs: &[PathBuf], warnings: &mut V
     files
 }
 
+/// The module's own file: below the sysroot when it is there, else the recorded path.
+fn own_file(path: &str, pseudo: bool, sysroot: Option<&Path>) -> PathBuf {
+    if let (Some(root), false, Some(relative)) = (sysroot, pseudo, path.strip_prefix('/')) {
+        let below = root.join(relative);
+        if below.is_file() {
+            return below;
+        }
+    }
+    PathBuf::from(path)
+}
+
 /// Paths where a debug file of the module may be, best first, each once.
 fn candidates(
     own_path: &Path,
@@ -184,8 +204,10 @@ fn candidates(
         if let Some(p) = &build_id_path {
             out.push(dir.join(p));
         }
-        // The system dir holds files for many programs: only build ids name them reliably.
-        if let (Some(name), false) = (basename, dir == Path::new(SYSTEM_DEBUG_DIR)) {
+        // The system dir (the host's, or a sysroot's) holds files for many programs: only
+        // build ids name them reliably.
+        let system = dir.ends_with(SYSTEM_DEBUG_DIR.trim_start_matches('/'));
+        if let (Some(name), false) = (basename, system) {
             out.push(dir.join(name));
             let mut debug_name = name.to_owned();
             debug_name.push(".debug");

@@ -5,7 +5,10 @@
 //! rebuilt since the run is never used to name its old addresses; debug files kept elsewhere
 //! are found in debug dirs (`--debug-dir`, then `/usr/lib/debug`) by build id, by name, or by
 //! `.gnu_debuglink`. Code without DWARF is named from `.symtab`/`.dynsym`, and code without any
-//! symbols shows as module+offset. C++ and Rust names are demangled.
+//! symbols shows as module+offset. C++ and Rust names are demangled. A trace recorded on another
+//! machine, in a container or under an emulator names its modules by paths there: with a
+//! sysroot (`--sysroot`, [`Symbolizer::with_sysroot`]) each module is looked for below it
+//! first, then at its recorded path.
 //!
 //! Modules are opened on first use and each address is resolved once.
 //!
@@ -91,6 +94,7 @@ impl From<&gpuleak_format::Module<'_>> for ModuleInfo {
 pub struct Symbolizer {
     modules: Vec<Module>,
     debug_dirs: Vec<PathBuf>,
+    sysroot: Option<PathBuf>,
     cache: RwLock<HashMap<u64, Vec<Frame>>>,
 }
 
@@ -125,8 +129,29 @@ impl Symbolizer {
         Symbolizer {
             modules,
             debug_dirs,
+            sysroot: None,
             cache: RwLock::new(HashMap::new()),
         }
+    }
+
+    /// Looks for each module's file below `sysroot` first (`/lib/libc.so.6` as
+    /// `SYSROOT/lib/libc.so.6`), then at its recorded path, and for debug files by build id in
+    /// `SYSROOT/usr/lib/debug` before `/usr/lib/debug`; `None` keeps the recorded paths only.
+    pub fn with_sysroot(mut self, sysroot: Option<PathBuf>) -> Symbolizer {
+        if let Some(root) = &sysroot {
+            let system = Path::new(files::SYSTEM_DEBUG_DIR);
+            let theirs = root.join(system.strip_prefix("/").unwrap_or(system));
+            let at = self
+                .debug_dirs
+                .iter()
+                .position(|d| d == system)
+                .unwrap_or(self.debug_dirs.len());
+            if !self.debug_dirs.contains(&theirs) {
+                self.debug_dirs.insert(at, theirs);
+            }
+        }
+        self.sysroot = sysroot;
+        self
     }
 
     /// Source frames for one return address, innermost first (resolved at `address - 1`, the
@@ -179,7 +204,7 @@ impl Symbolizer {
         let offset = address.wrapping_sub(module.info.base);
         let debug = module
             .debug
-            .get_or_init(|| DebugInfo::load(&module.info, &self.debug_dirs));
+            .get_or_init(|| DebugInfo::load(&module.info, &self.debug_dirs, self.sysroot.as_deref()));
         let frame = |f: debug_info::SourceFrame| Frame {
             function: f.function,
             file: f.file,

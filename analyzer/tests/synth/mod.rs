@@ -587,6 +587,7 @@ pub fn analyze(c: &Case) -> Reached {
         top: c.top,
         pool_as_leak: c.pool_as_leak,
         debug_dirs: Vec::new(),
+        sysroot: None,
         memory: c.memory,
         at: c.at,
     };

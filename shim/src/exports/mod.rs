@@ -13,7 +13,7 @@ pub mod ordering;
 pub mod resolver;
 pub mod runtime;
 
-use std::ffi::c_void;
+use std::ffi::{c_char, c_void};
 
 use gpuleak_format::Api;
 
@@ -211,9 +211,9 @@ hooks! {
         cuMemcpy3DAsync_v2(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_descriptor_async;
         cuMemcpy3DAsync_v2_ptsz(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_descriptor_async;
 
-        cuGetProcAddress(symbol: *const i8, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
-        cuGetProcAddress_v2(symbol: *const i8, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;
-        cuGetProcAddress_v2_ptsz(symbol: *const i8, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;
+        cuGetProcAddress(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
+        cuGetProcAddress_v2(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;
+        cuGetProcAddress_v2_ptsz(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;
     }
     runtime {
         cudaMalloc(p: Pptr, size: usize) => runtime::tag2;
@@ -227,8 +227,8 @@ hooks! {
         cudaMallocPitch(p: Pptr, pitch: *mut usize, width: usize, height: usize) => runtime::tag4;
         cudaMallocFromPoolAsync(p: Pptr, size: usize, pool: CUmemoryPool, stream: CUstream) => runtime::tag4;
         cudaDeviceReset() => runtime::tag0;
-        cudaGetDriverEntryPoint(symbol: *const i8, fp: Pptr, flags: u64, status: *mut i32) => runtime::entry_point;
-        cudaGetDriverEntryPointByVersion(symbol: *const i8, fp: Pptr, version: u32, flags: u64, status: *mut i32) => runtime::entry_point_by_version;
+        cudaGetDriverEntryPoint(symbol: *const c_char, fp: Pptr, flags: u64, status: *mut i32) => runtime::entry_point;
+        cudaGetDriverEntryPointByVersion(symbol: *const c_char, fp: Pptr, version: u32, flags: u64, status: *mut i32) => runtime::entry_point_by_version;
     }
 }
 
@@ -241,7 +241,7 @@ hooks! {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn gpuleak_mark(name: *const std::ffi::c_char, value: u64) {
+pub unsafe extern "C" fn gpuleak_mark(name: *const c_char, value: u64) {
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::mark(name, value) }
 }
@@ -251,7 +251,7 @@ pub unsafe extern "C" fn gpuleak_mark(name: *const std::ffi::c_char, value: u64)
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn gpuleak_region_begin(name: *const std::ffi::c_char) {
+pub unsafe extern "C" fn gpuleak_region_begin(name: *const c_char) {
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::region(name, true) }
 }
@@ -261,7 +261,7 @@ pub unsafe extern "C" fn gpuleak_region_begin(name: *const std::ffi::c_char) {
 /// # Safety
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn gpuleak_region_end(name: *const std::ffi::c_char) {
+pub unsafe extern "C" fn gpuleak_region_end(name: *const c_char) {
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::region(name, false) }
 }
@@ -279,7 +279,7 @@ pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
 /// # Safety
 /// `reason` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
-pub unsafe extern "C" fn gpuleak_snapshot(reason: *const std::ffi::c_char) -> u64 {
+pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::snapshot(reason) }
 }
@@ -287,6 +287,6 @@ pub unsafe extern "C" fn gpuleak_snapshot(reason: *const std::ffi::c_char) -> u6
 /// `const char *gpuleak_trace_path(void)`: the path of this process's trace file (valid until
 /// the process exits), or NULL when nothing is traced.
 #[unsafe(no_mangle)]
-pub extern "C" fn gpuleak_trace_path() -> *const std::ffi::c_char {
+pub extern "C" fn gpuleak_trace_path() -> *const c_char {
     crate::ops::control::trace_path()
 }

@@ -3,8 +3,13 @@
 
 /// Lowest address a heap or data pointer can have (the first pages are never mapped).
 const LOW: u64 = 0x10000;
-/// One past the highest user-space address on x86-64 with 4-level paging (5-level paging
-/// gives more, but glibc's allocator and the loader stay below this unless asked).
+/// One past the highest user-space address: 2^47 on x86-64 with 4-level paging, 2^48 on
+/// aarch64 with 48-bit virtual addresses, the usual kernel configuration, where stacks and
+/// mappings sit just below 2^48. (5-level paging and 52-bit address spaces give more, but the
+/// kernel hands out addresses above these only to programs that ask for them.)
+#[cfg(target_arch = "aarch64")]
+const HIGH: u64 = 1 << 48;
+#[cfg(not(target_arch = "aarch64"))]
 const HIGH: u64 = 1 << 47;
 
 /// Whether `p` can be a pointer to an interpreter structure: aligned, in user space.

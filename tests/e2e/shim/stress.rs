@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use gpuleak_e2e::{client, gpuleak_bin, shim_command, sim_command, TempDir};
+use gpuleak_e2e::{client, gpuleak_bin, shim_command, shim_command_via, sim_command, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, of_type};
@@ -144,9 +144,9 @@ fn fifty_forked_children_each_write_their_own_trace() {
 /// Runs `shim_threads 1 PAIRS` under `sh -c 'ulimit -f BLOCKS; exec ...'` (512-byte blocks).
 fn with_file_size_limit(trace: &Path, blocks: u64, pairs: &str) -> std::process::Output {
     let program = client("shim_threads");
-    let mut cmd = shim_command("sh", trace);
-    cmd.args(["-c", &format!("ulimit -f {blocks} && exec \"$0\" 1 {pairs}")])
-        .arg(&program);
+    let limit = format!("ulimit -f {blocks} && exec \"$@\"");
+    let mut cmd = shim_command_via(&["sh", "-c", &limit, "sh"], &program, trace);
+    cmd.args(["1", pairs]);
     cmd.output().unwrap()
 }
 
