@@ -321,6 +321,15 @@ fn assert_inlined_call(frames: &[Frame], p: &Program) {
     assert!(frames.iter().all(|f| f.address == offset), "{frames:#?}");
 }
 
+/// Where a debug dir keeps the debug file of `exe` by its build id.
+fn build_id_file(debug_dir: &Path, exe: &Path) -> PathBuf {
+    let hex: String = build_id(exe).iter().map(|b| format!("{b:02x}")).collect();
+    debug_dir
+        .join(".build-id")
+        .join(&hex[..2])
+        .join(format!("{}.debug", &hex[2..]))
+}
+
 fn copy(from: &Path, to: &Path) {
     fs::create_dir_all(to.parent().unwrap()).unwrap();
     fs::copy(from, to).unwrap();
@@ -408,16 +417,8 @@ fn debug_dir_build_id_layout_brings_lines_back_to_a_stripped_file() {
     let stripped = dir.join("app/inline");
     copy(&p.exe, &stripped);
     run_ok(Command::new("strip").arg(&stripped));
-    let id = build_id(&p.exe);
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
     let debug = dir.join("debug");
-    copy(
-        &p.exe,
-        &debug
-            .join(".build-id")
-            .join(&hex[..2])
-            .join(format!("{}.debug", &hex[2..])),
-    );
+    copy(&p.exe, &build_id_file(&debug, &p.exe));
 
     // Without the debug dir a fully stripped file names nothing.
     let s = Symbolizer::new(vec![p.module_at(&stripped)], vec![]);
@@ -492,14 +493,7 @@ fn a_sysroot_s_debug_dir_is_searched_by_build_id() {
     let stripped = root.join("opt/app/inline");
     copy(&p.exe, &stripped);
     run_ok(Command::new("strip").arg(&stripped));
-    let id = build_id(&p.exe);
-    let hex: String = id.iter().map(|b| format!("{b:02x}")).collect();
-    let debug_file = |dir: &Path| {
-        dir.join(".build-id")
-            .join(&hex[..2])
-            .join(format!("{}.debug", &hex[2..]))
-    };
-    copy(&p.exe, &debug_file(&root.join("usr/lib/debug")));
+    copy(&p.exe, &build_id_file(&root.join("usr/lib/debug"), &p.exe));
     let recorded = p.module_at(Path::new("/opt/app/inline"));
 
     let s = Symbolizer::new(vec![recorded], vec![]).with_sysroot(Some(root.clone()));
