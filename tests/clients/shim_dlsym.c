@@ -49,6 +49,15 @@ int main(void) {
     r = cuMemFreeAsync(c, s); printf("free cuMemFreeAsync %d 0x%llx 0\n", r, c);
     cuStreamSynchronize(s);
     printf("RTLD_DEFAULT cuMemAlloc_v2: %s\n", dlsym(RTLD_DEFAULT, "cuMemAlloc_v2") ? "found" : "missing");
+#if defined(__aarch64__)
+#define PUTS_VERSION "GLIBC_2.17"
+#else
+#define PUTS_VERSION "GLIBC_2.2.5"
+#endif
+    // dlvsym's two paths through the shim's entry point: RTLD_NEXT (the tail jump) and a
+    // handle (looked up, then offered for substitution).
+    printf("RTLD_NEXT dlvsym puts: %s\n", dlvsym(RTLD_NEXT, "puts", PUTS_VERSION) == (void *)puts ? "puts" : "other");
+    printf("RTLD_DEFAULT dlvsym puts: %s\n", dlvsym(RTLD_DEFAULT, "puts", PUTS_VERSION) == (void *)puts ? "puts" : "other");
     printf("RTLD_NEXT puts: %s\n", dlsym(RTLD_NEXT, "puts") ? "found" : "missing");
     printf("unknown: %s\n", dlsym(h, "cuNoSuchFunction") ? "found" : "missing");
     return 0;

@@ -111,6 +111,8 @@ fn dlopen_and_dlsym_clients_are_seen_and_lookups_stay_transparent() {
         "a privately loaded driver stays private: {text}"
     );
     assert!(text.contains("RTLD_NEXT puts: found"));
+    assert!(text.contains("RTLD_NEXT dlvsym puts: puts"), "{text}");
+    assert!(text.contains("RTLD_DEFAULT dlvsym puts: puts"), "{text}");
     assert!(text.contains("unknown: missing"));
     assert_eq!(recorded_calls(&dump(&trace)), calls(&out.stdout));
 }
