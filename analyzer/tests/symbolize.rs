@@ -321,6 +321,13 @@ fn assert_inlined_call(frames: &[Frame], p: &Program) {
     assert!(frames.iter().all(|f| f.address == offset), "{frames:#?}");
 }
 
+/// A copy of `exe` at `to` with every symbol and all debug info stripped; returns `to`.
+fn stripped_copy(exe: &Path, to: &Path) -> PathBuf {
+    copy(exe, to);
+    run_ok(Command::new("strip").arg(to));
+    to.to_path_buf()
+}
+
 /// Where a debug dir keeps the debug file of `exe` by its build id.
 fn build_id_file(debug_dir: &Path, exe: &Path) -> PathBuf {
     let hex: String = build_id(exe).iter().map(|b| format!("{b:02x}")).collect();
@@ -414,9 +421,7 @@ fn stripped_copies_keep_function_names_from_the_symbol_table() {
 fn debug_dir_build_id_layout_brings_lines_back_to_a_stripped_file() {
     let p = c_program();
     let dir = scratch("build-id-layout");
-    let stripped = dir.join("app/inline");
-    copy(&p.exe, &stripped);
-    run_ok(Command::new("strip").arg(&stripped));
+    let stripped = stripped_copy(&p.exe, &dir.join("app/inline"));
     let debug = dir.join("debug");
     copy(&p.exe, &build_id_file(&debug, &p.exe));
 
@@ -435,9 +440,7 @@ fn debug_dir_build_id_layout_brings_lines_back_to_a_stripped_file() {
 fn debug_dir_by_name_skips_a_file_with_another_build_id() {
     let p = c_program();
     let dir = scratch("by-name");
-    let stripped = dir.join("app/inline");
-    copy(&p.exe, &stripped);
-    run_ok(Command::new("strip").arg(&stripped));
+    let stripped = stripped_copy(&p.exe, &dir.join("app/inline"));
     // First dir: a debug file of the right name but of another program.
     let wrong = dir.join("wrong");
     copy(&cpp_program().exe, &wrong.join("inline.debug"));
@@ -490,9 +493,7 @@ fn a_sysroot_holds_the_files_of_a_trace_recorded_elsewhere() {
 fn a_sysroot_s_debug_dir_is_searched_by_build_id() {
     let p = c_program();
     let root = scratch("sysroot-debug");
-    let stripped = root.join("opt/app/inline");
-    copy(&p.exe, &stripped);
-    run_ok(Command::new("strip").arg(&stripped));
+    let stripped = stripped_copy(&p.exe, &root.join("opt/app/inline"));
     copy(&p.exe, &build_id_file(&root.join("usr/lib/debug"), &p.exe));
     let recorded = p.module_at(Path::new("/opt/app/inline"));
 
