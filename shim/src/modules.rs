@@ -47,10 +47,57 @@ unsafe extern "C" fn counters(info: *mut dl_phdr_info, _size: size_t, data: *mut
     1
 }
 
-fn exe_path() -> String {
+/// The main program's path. `/proc/self/exe` names the file the kernel started, which is the
+/// dynamic loader itself when a program is started through it (`ld-linux-x86-64.so.2 ./app`,
+/// as Nix wrappers, hermetic toolchains and a foreign C library need): then the kernel
+/// loaded no interpreter (`AT_BASE` is 0: the loader was the program it started; a program
+/// without one cannot have preloaded us), and the path comes from the mapping that holds the
+/// main program's first address.
+fn main_program_path(start: u64) -> String {
+    // SAFETY: getauxval only reads the auxiliary vector.
+    if unsafe { libc::getauxval(libc::AT_BASE) } == 0 {
+        if let Some(path) = mapped_file(start) {
+            return path;
+        }
+    }
     std::fs::read_link("/proc/self/exe")
         .map(|p| p.to_string_lossy().into_owned())
         .unwrap_or_default()
+}
+
+/// The file mapped at `addr`, from `/proc/self/maps`.
+fn mapped_file(addr: u64) -> Option<String> {
+    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
+    maps.lines().find_map(|line| {
+        let mut fields = line.splitn(6, ' ');
+        let (lo, hi) = fields.next()?.split_once('-')?;
+        let (lo, hi) = (u64::from_str_radix(lo, 16).ok()?, u64::from_str_radix(hi, 16).ok()?);
+        let path = fields.nth(4)?.trim_start();
+        ((lo..hi).contains(&addr) && path.starts_with('/')).then(|| path.to_string())
+    })
+}
+
+/// The main program's path (see [`main_program_path`]).
+pub fn main_program() -> String {
+    let mut path: Option<String> = None;
+    // SAFETY: the callback reads the first object's headers and writes only into `path`.
+    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut path).cast()) };
+    path.unwrap_or_default()
+}
+
+unsafe extern "C" fn first(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
+    // SAFETY: valid pointers from dl_iterate_phdr.
+    let (info, path) = unsafe { (&*info, &mut *data.cast::<Option<String>>()) };
+    // SAFETY: the loader guarantees dlpi_phnum headers at dlpi_phdr.
+    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
+    let start = phdrs
+        .iter()
+        .filter(|p| p.p_type == libc::PT_LOAD)
+        .map(|p| info.dlpi_addr.wrapping_add(p.p_vaddr))
+        .min()
+        .unwrap_or(0);
+    *path = Some(main_program_path(start));
+    1
 }
 
 unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
@@ -83,7 +130,7 @@ unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_
         unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes()
     };
     let path = if name.is_empty() && state.0.is_empty() {
-        exe_path()
+        main_program_path(start)
     } else {
         String::from_utf8_lossy(name).into_owned()
     };

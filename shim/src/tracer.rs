@@ -132,7 +132,7 @@ thread_local! {
     static PY_SCRATCH: std::cell::RefCell<PyScratch> = const {
         std::cell::RefCell::new(PyScratch {
             last: 0,
-            frames: [PyFrame { code: 0, table: 0, offset: 0, entry: false }; python::MAX_FRAMES],
+            frames: [PyFrame::EMPTY; python::MAX_FRAMES],
         })
     };
 }
@@ -398,9 +398,7 @@ impl Tracer {
     fn write_preamble(&self) {
         // SAFETY: getpid/getppid cannot fail.
         let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
-        let exe = std::fs::read_link("/proc/self/exe")
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_default();
+        let exe = crate::modules::main_program();
         let args: Vec<std::borrow::Cow<'_, str>> = std::fs::read("/proc/self/cmdline")
             .unwrap_or_default()
             .split(|&c| c == 0)
@@ -549,7 +547,7 @@ impl Tracer {
             _ => {
                 let mut p = PyScratch {
                     last: 0,
-                    frames: [PyFrame::default(); python::MAX_FRAMES],
+                    frames: [PyFrame::EMPTY; python::MAX_FRAMES],
                 };
                 self.stack_in_python(rt, &mut StackScratch::EMPTY.clone(), &mut p)
             }
@@ -603,17 +601,25 @@ impl Tracer {
     /// frames (those from an entry frame inwards), so the innermost group goes just before
     /// (on the inner side of) the innermost eval-loop frame, the next group before the next
     /// one, and so on; groups left over (native frames cut by the depth limit, or an eval loop
-    /// whose range is unknown) go after the last native frame, in order.
+    /// that cannot be found) go after the last native frame, in order. A group's eval-loop
+    /// frame is the one holding its boundary frame on the stack (3.12+,
+    /// [`python::NativeFrames`]), else the next one inside the function's symbol.
     #[cold]
     fn write_python(&self, rt: &python::Runtime, id: StackId, native: &[u64], py: &[PyFrame]) {
         let mut triples = Vec::with_capacity(py.len() * 3);
         let mut next = 0;
         let mut i = 0;
+        let mut here = None;
         while i < py.len() {
             let end = (i..py.len()).find(|&j| py[j].entry).unwrap_or(py.len() - 1);
-            let at = (next..native.len())
-                .find(|&k| rt.in_eval_loop(native[k]))
-                .unwrap_or(native.len());
+            let at = match py[end].boundary {
+                0 => None,
+                b => here
+                    .get_or_insert_with(python::NativeFrames::here)
+                    .eval_frame(b, native, next),
+            }
+            .or_else(|| (next..native.len()).find(|&k| rt.in_eval_loop(native[k])))
+            .unwrap_or(native.len());
             for f in &py[i..=end] {
                 if let Some(code) = self.codes.id(rt, f, |c| self.now(&c.into())) {
                     triples.extend([at as u64, code as u64, f.offset as u64]);

@@ -158,6 +158,33 @@ fn two_leak_sites_are_reported_with_sizes_counts_kinds_and_functions() {
     );
 }
 
+/// A program started through the dynamic loader (`ld-linux-x86-64.so.2 ./app`, as Nix
+/// wrappers and programs run with another C library are): `/proc/self/exe` is the loader, but
+/// the trace names the program and its frames symbolize as its own.
+#[test]
+fn a_program_started_by_the_loader_is_named_and_symbolized_as_itself() {
+    let dir = TempDir::new();
+    let trace = dir.path().join("loader.trace");
+    let loader = Path::new(if cfg!(target_arch = "aarch64") {
+        "/lib/ld-linux-aarch64.so.1"
+    } else {
+        "/lib64/ld-linux-x86-64.so.2"
+    });
+    let out = shim_command(loader, &trace)
+        .arg(client("report_leaks"))
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let r = report_json(&[], &[&trace]);
+    let exe = r["process"]["exe"].as_str().unwrap();
+    assert!(exe.ends_with("/report_leaks"), "{exe}");
+    let leaks = r["leaks"].as_array().unwrap();
+    assert_eq!(leaks.len(), 2, "{leaks:#?}");
+    assert_frame0(&leaks[0]["stack"], "pin_staging", "report_leaks");
+    assert_frame0(&leaks[1]["stack"], "make_scratch", "report_leaks");
+    assert_eq!(functions(&leaks[1]["stack"])[1], "main");
+}
+
 #[test]
 fn the_correct_twin_reports_no_leak_and_no_finding() {
     let dir = TempDir::new();

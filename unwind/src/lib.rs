@@ -93,7 +93,9 @@ mod walk;
 mod capture;
 mod error;
 
-pub use capture::{cache_stats, capture, capture_keyed, capture_with, init, modules_changed, set_memo};
+pub use capture::{
+    cache_stats, capture, capture_keyed, capture_with, capture_with_sp, init, modules_changed, set_memo,
+};
 pub use capture::{current_method, init_fallback_reason, CacheStats, Method};
 pub use error::InitError;
 

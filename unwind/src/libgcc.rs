@@ -22,6 +22,8 @@ extern "C" {
 
 struct Trace<'a> {
     out: &'a mut [u64],
+    /// Where to write each frame's CFA beside its return address, if wanted.
+    cfas: Option<&'a mut [u64]>,
     n: usize,
     skip: usize,
     /// The stack pointer inside `capture`. `_Unwind_GetCFA` of a frame is that frame's own
@@ -53,6 +55,9 @@ extern "C" fn on_frame(context: *mut UnwindContext, arg: *mut c_void) -> c_int {
         return URC_END_OF_STACK;
     };
     *slot = ip;
+    if let Some(c) = trace.cfas.as_deref_mut().and_then(|c| c.get_mut(trace.n)) {
+        *c = cfa;
+    }
     trace.n += 1;
     if trace.n == trace.out.len() {
         URC_END_OF_STACK
@@ -61,14 +66,18 @@ extern "C" fn on_frame(context: *mut UnwindContext, arg: *mut c_void) -> c_int {
     }
 }
 
-/// Captures the frames above the `capture` whose stack pointer is `capture_sp`.
+/// Captures the frames above the `capture` whose stack pointer is `capture_sp`; with `cfas`,
+/// also each frame's `_Unwind_GetCFA` (at most as many as both slices hold).
 #[inline(never)]
-pub(crate) fn capture(capture_sp: u64, skip: usize, out: &mut [u64]) -> usize {
+pub(crate) fn capture(capture_sp: u64, skip: usize, out: &mut [u64], cfas: Option<&mut [u64]>) -> usize {
+    let len = cfas.as_deref().map_or(out.len(), |c| c.len().min(out.len()));
+    let out = &mut out[..len];
     if out.is_empty() {
         return 0;
     }
     let mut trace = Trace {
         out,
+        cfas,
         n: 0,
         skip,
         capture_sp,

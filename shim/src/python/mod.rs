@@ -19,8 +19,9 @@
 //! walk stops after [`MAX_FRAMES`] frames. The first walks of a process go through
 //! `process_vm_readv` (a failed read is an error, never a fault) until one walk has found a
 //! real code object: that proves the version's layout against the live interpreter; a failed
-//! read switches Python frames off with one line on stderr. Strings and line tables are always
-//! copied with `process_vm_readv` (once per code object).
+//! read switches Python frames off with one line on stderr. On 3.13 and later the layout is
+//! first compared with the offsets the interpreter publishes for debuggers. Strings and line
+//! tables are always copied with `process_vm_readv` (once per code object).
 
 mod code;
 mod layout;
@@ -52,6 +53,61 @@ pub struct PyFrame {
     /// Whether this frame is the first one its eval-loop call ran (the outermost Python
     /// frame of a native `_PyEval_EvalFrameDefault` frame).
     pub entry: bool,
+    /// For an entry frame on 3.12+: the address of the frame the eval loop pushed below it,
+    /// a local variable of that `_PyEval_EvalFrameDefault` call on this thread's stack (0:
+    /// unknown). It tells which native frame ran this group; see [`NativeFrames`].
+    pub boundary: u64,
+}
+
+impl PyFrame {
+    pub const EMPTY: PyFrame = PyFrame {
+        code: 0,
+        table: 0,
+        offset: 0,
+        entry: false,
+        boundary: 0,
+    };
+}
+
+/// The calling thread's frames with their stack pointers, taken once per new stack with
+/// Python frames, to tell which native frame is the eval loop of each group.
+pub struct NativeFrames {
+    ips: Vec<u64>,
+    sps: Vec<u64>,
+}
+
+impl NativeFrames {
+    /// The most frames looked at.
+    const MAX: usize = 512;
+
+    /// The frames of the calling thread now (libgcc's walk: about 150 ns a frame).
+    #[cold]
+    pub fn here() -> NativeFrames {
+        let (mut ips, mut sps) = (vec![0; Self::MAX], vec![0; Self::MAX]);
+        let n = gpuleak_unwind::capture_with_sp(0, &mut ips, &mut sps);
+        ips.truncate(n);
+        sps.truncate(n);
+        NativeFrames { ips, sps }
+    }
+
+    /// Which of `native` (the return addresses of a capture of this thread, innermost first,
+    /// whose frames are all still live) is the `_PyEval_EvalFrameDefault` call that holds the
+    /// eval loop's own frame at `boundary`: the frame whose locals contain that address. Its
+    /// return address can be anywhere in the function, so this finds the eval loop where the
+    /// symbol's range cannot: in stripped builds and in builds that split the function (GCC
+    /// moves the call into the tail-calling interpreter of Debian's 3.14 and 3.15 into a
+    /// `.cold` part, outside the symbol). `None` below `from`, or when no frame holds it.
+    pub fn eval_frame(&self, boundary: u64, native: &[u64], from: usize) -> Option<usize> {
+        let j =
+            (0..self.ips.len().saturating_sub(1)).find(|&j| self.sps[j] <= boundary && boundary < self.sps[j + 1])?;
+        let ip = self.ips[j];
+        // The same return address may recur (recursion through the interpreter): take the
+        // occurrence with as many of its kind inside it. (The frames this walk has and
+        // `native` lacks, the shim's own, are in another module.)
+        let inner = self.ips[..j].iter().filter(|&&a| a == ip).count();
+        let k = native.iter().enumerate().filter(|&(_, &a)| a == ip).nth(inner)?.0;
+        (k >= from).then_some(k)
+    }
 }
 
 /// The interpreter found in this process.
@@ -192,6 +248,56 @@ fn symbol_range(addr: u64) -> (u64, u64) {
     (addr, addr + size)
 }
 
+/// Compares the layout with the offsets the interpreter publishes for debuggers (3.13+), read
+/// from the start of `_PyRuntime`: a free-threaded build, or one whose structures differ from
+/// its release's, is refused here rather than by failed walks. Earlier versions publish none.
+fn check_published(major: u32, minor: u32, layout: &Layout) -> Result<(), String> {
+    let Some(d) = layout::debug_offsets(major, minor) else {
+        return Ok(());
+    };
+    let runtime = sym(c"_PyRuntime");
+    if runtime == 0 {
+        return Err("no _PyRuntime symbol".into());
+    }
+    compare_published(major, minor, layout, d, |off| {
+        let mut b = [0u8; 8];
+        if read::copy(runtime + off, &mut b) {
+            Ok(u64::from_ne_bytes(b))
+        } else {
+            Err(format!("_PyRuntime unreadable at +{off}"))
+        }
+    })
+}
+
+/// [`check_published`] on the words `word(offset)` of a `_Py_DebugOffsets`.
+fn compare_published(
+    major: u32,
+    minor: u32,
+    layout: &Layout,
+    d: &layout::DebugOffsets,
+    word: impl Fn(u64) -> Result<u64, String>,
+) -> Result<(), String> {
+    if word(0)?.to_ne_bytes() != *layout::DEBUG_COOKIE {
+        return Err("no debug offsets at the start of _PyRuntime".into());
+    }
+    let hex = word(layout::DEBUG_VERSION)?;
+    if ((hex >> 24) & 0xff, (hex >> 16) & 0xff) != (major as u64, minor as u64) {
+        return Err(format!("the debug offsets are of another version ({hex:#x})"));
+    }
+    if word(layout::DEBUG_FREE_THREADED)? != 0 {
+        return Err("a free-threaded build (its objects and frames are laid out differently)".into());
+    }
+    for (name, ours, at) in layout.published(d) {
+        let theirs = word(at)?;
+        if theirs != ours {
+            return Err(format!(
+                "this build puts {name} at {theirs}, not {ours} as its release does"
+            ));
+        }
+    }
+    Ok(())
+}
+
 fn detect() -> Option<Runtime> {
     let state = sym(c"PyGILState_GetThisThreadState");
     if state == 0 {
@@ -200,10 +306,16 @@ fn detect() -> Option<Runtime> {
     let (major, minor) = version()?;
     let Some(layout) = layout::for_version(major, minor) else {
         crate::diag::line(format_args!(
-            "Python {major}.{minor}: no Python frames in stacks (supported: 3.10 to 3.13)"
+            "Python {major}.{minor}: no Python frames in stacks (supported: 3.10 to 3.15)"
         ));
         return None;
     };
+    if let Err(why) = check_published(major, minor, layout) {
+        crate::diag::line(format_args!(
+            "Python {major}.{minor}: {why}; no Python frames in stacks"
+        ));
+        return None;
+    }
     // Builds whose object header is larger than the default one.
     if sym(c"_Py_PrintReferenceAddresses") != 0 {
         crate::diag::line(format_args!(
@@ -326,16 +438,19 @@ impl Runtime {
                 break;
             }
             let previous = mem.ptr(frame + l.frame_previous)?;
-            if let Entry::CStackOwner(owner, cstack) = l.entry {
-                if mem.u8(frame + owner)? == cstack {
-                    if n > 0 {
+            if let Entry::Owner(owner, runs_none) = l.entry {
+                if mem.u8(frame + owner)? >= runs_none {
+                    // The first such frame outside a group is its eval loop's (a thread's
+                    // base frame may follow the outermost one).
+                    if n > 0 && !out[n - 1].entry {
                         out[n - 1].entry = true;
+                        out[n - 1].boundary = frame;
                     }
                     frame = previous;
                     continue;
                 }
             }
-            let code = mem.ptr(frame + l.frame_code)?;
+            let code = mem.ptr(frame + l.frame_code)? & !l.frame_code_tags;
             if !read::plausible(code) || mem.ptr(code + OB_TYPE)? != self.code_type {
                 frame = previous;
                 continue;
@@ -366,7 +481,7 @@ impl Runtime {
             let entry = match l.entry {
                 Entry::EveryFrame => true,
                 Entry::Flag(off) => mem.u8(frame + off)? != 0,
-                Entry::CStackOwner(..) => false,
+                Entry::Owner(..) => false,
             };
             let table = mem.ptr(code + l.code_linetable)?;
             out[n] = PyFrame {
@@ -374,6 +489,7 @@ impl Runtime {
                 table,
                 offset: offset as u32,
                 entry,
+                boundary: 0,
             };
             h = mix(mix(mix(h, code), table), offset << 1 | entry as u64);
             n += 1;
@@ -385,5 +501,60 @@ impl Runtime {
         // The outermost frame always ends its group (a thread's first eval-loop call).
         out[n - 1].entry = true;
         Some((n, crate::stacks::finish_hash(h) | 1, true))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A `_Py_DebugOffsets` as version 3.`minor`'s default build publishes it, by offset.
+    fn published(minor: u32) -> std::collections::HashMap<u64, u64> {
+        let (l, d) = (
+            layout::for_version(3, minor).unwrap(),
+            layout::debug_offsets(3, minor).unwrap(),
+        );
+        let mut words: std::collections::HashMap<u64, u64> =
+            l.published(d).into_iter().map(|(_, ours, at)| (at, ours)).collect();
+        words.insert(0, u64::from_ne_bytes(*layout::DEBUG_COOKIE));
+        words.insert(layout::DEBUG_VERSION, 0x0300_0000 | u64::from(minor) << 16 | 0x02f0);
+        words.insert(layout::DEBUG_FREE_THREADED, 0);
+        words
+    }
+
+    fn compare(minor: u32, words: &std::collections::HashMap<u64, u64>) -> Result<(), String> {
+        let (l, d) = (
+            layout::for_version(3, minor).unwrap(),
+            layout::debug_offsets(3, minor).unwrap(),
+        );
+        compare_published(3, minor, l, d, |off| {
+            words.get(&off).copied().ok_or(format!("nothing at {off}"))
+        })
+    }
+
+    #[test]
+    fn published_offsets_that_match_pass_and_any_difference_is_named() {
+        for minor in 13..=15 {
+            let words = published(minor);
+            assert_eq!(compare(minor, &words), Ok(()));
+
+            let mut free_threaded = words.clone();
+            free_threaded.insert(layout::DEBUG_FREE_THREADED, 1);
+            assert!(compare(minor, &free_threaded).unwrap_err().contains("free-threaded"));
+
+            let mut other_version = words.clone();
+            other_version.insert(layout::DEBUG_VERSION, 0x030c_00f0);
+            assert!(compare(minor, &other_version).unwrap_err().contains("another version"));
+
+            let mut no_cookie = words.clone();
+            no_cookie.insert(0, 0);
+            assert!(compare(minor, &no_cookie).unwrap_err().contains("no debug offsets"));
+
+            let d = layout::debug_offsets(3, minor).unwrap();
+            let mut moved = words.clone();
+            moved.insert(d.frame_owner, 80);
+            let err = compare(minor, &moved).unwrap_err();
+            assert!(err.contains("interpreter_frame.owner at 80"), "{err}");
+        }
     }
 }
