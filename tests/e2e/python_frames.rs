@@ -9,7 +9,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpuleak_e2e::{client, gpuleak_bin, shim_command, TempDir};
+use gpuleak_e2e::{client, gpuleak_bin, shim_command, shim_command_via, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, of_type};
@@ -400,6 +400,39 @@ fn python_frames_on_every_cpython_3_10_to_3_15_found() {
             "{v}not checked: {exercised:?}"
         );
     }
+}
+
+/// In a container whose seccomp profile refuses `process_vm_readv` (with `EPERM`, as older
+/// Docker and containerd defaults do), the careful reads go through `/proc/self/mem`: the
+/// Python frames are all there, and the shim says nothing.
+#[test]
+fn python_frames_where_seccomp_refuses_process_vm_readv() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_ctypes.py");
+    let text = std::fs::read_to_string(&script).expect("script");
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
+    let dir = TempDir::new();
+    let trace = dir.path().join("seccomp.trace");
+    let wrapper = client("no_vm_readv");
+    let out = shim_command_via(&[wrapper.to_str().unwrap()], &python, &trace)
+        .arg("-I")
+        .arg(&script)
+        .output()
+        .expect("python");
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("gpuleak:"), "{stderr}");
+    let report = report(&trace);
+    for (bytes, leaking, marker) in [
+        (2u64 << 20, "leak_with_gil_held", "# LEAK: pydll"),
+        (3 << 20, "leak_with_gil_released", "# LEAK: cdll"),
+        (5 << 20, "leak_in_thread", "# LEAK: thread"),
+    ] {
+        let py = python_frames_any(&leak_stack(&report, bytes));
+        assert_eq!(py.first(), Some(&(leaking.to_string(), line(marker))), "{py:?}");
+    }
+    let outer = python_frames_any(&leak_stack(&report, 2 << 20));
+    assert_eq!(outer.last().map(|f| f.0.as_str()), Some("<module>"), "{outer:?}");
 }
 
 /// `(function, line)` of the Python frames, innermost first, from any file.

@@ -17,11 +17,12 @@
 //! Reads are defensive: every pointer must be aligned and in the user address range, every
 //! code object must have `PyCode_Type` as its type, offsets must fall inside the code, and a
 //! walk stops after [`MAX_FRAMES`] frames. The first walks of a process go through
-//! `process_vm_readv` (a failed read is an error, never a fault) until one walk has found a
+//! `process_vm_readv`, or `/proc/self/mem` where a seccomp filter refuses that (a failed read
+//! is an error, never a fault), until one walk has found a
 //! real code object: that proves the version's layout against the live interpreter; a failed
 //! read switches Python frames off with one line on stderr. On 3.13 and later the layout is
 //! first compared with the offsets the interpreter publishes for debuggers. Strings and line
-//! tables are always copied with `process_vm_readv` (once per code object).
+//! tables are always copied that way (once per code object).
 
 mod code;
 mod layout;

@@ -1,5 +1,8 @@
 //! Reading the interpreter's memory: directly once the layout is proven, through
-//! `process_vm_readv` (which reports a bad address as an error instead of faulting) before.
+//! `process_vm_readv` (which reports a bad address as an error instead of faulting) before, or
+//! through `/proc/self/mem` where a seccomp filter refuses `process_vm_readv`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Lowest address a heap or data pointer can have (the first pages are never mapped).
 const LOW: u64 = 0x10000;
@@ -28,8 +31,13 @@ pub enum Mem {
     Careful,
 }
 
-/// Copies `buf.len()` bytes from `addr` with `process_vm_readv`; false when any is not
-/// readable.
+/// Set once `process_vm_readv` has been refused: by a seccomp filter (`EPERM`: the default
+/// profiles of Docker before 20.10 and containerd before 1.7, and stricter ones; a process may
+/// always read itself otherwise) or by a kernel or emulator without it (`ENOSYS`, qemu-user).
+static VM_READV_REFUSED: AtomicBool = AtomicBool::new(false);
+
+/// Copies `buf.len()` bytes from `addr` with `process_vm_readv`, or from `/proc/self/mem` once
+/// that is refused; false when any is not readable.
 pub fn copy(addr: u64, buf: &mut [u8]) -> bool {
     if buf.is_empty() {
         return true;
@@ -37,18 +45,55 @@ pub fn copy(addr: u64, buf: &mut [u8]) -> bool {
     if addr < LOW || addr.checked_add(buf.len() as u64).is_none_or(|end| end > HIGH) {
         return false;
     }
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: buf.len(),
-    };
-    let remote = libc::iovec {
-        iov_base: addr as *mut libc::c_void,
-        iov_len: buf.len(),
-    };
-    // SAFETY: reads this process's memory into `buf`, which we own; the kernel checks the
-    // remote range and fails with EFAULT instead of faulting.
-    let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
-    got == buf.len() as isize
+    if !VM_READV_REFUSED.load(Ordering::Relaxed) {
+        let local = libc::iovec {
+            iov_base: buf.as_mut_ptr().cast(),
+            iov_len: buf.len(),
+        };
+        let remote = libc::iovec {
+            iov_base: addr as *mut libc::c_void,
+            iov_len: buf.len(),
+        };
+        // SAFETY: reads this process's memory into `buf`, which we own; the kernel checks the
+        // remote range and fails with EFAULT instead of faulting.
+        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        if got == buf.len() as isize {
+            return true;
+        }
+        let refused = matches!(
+            std::io::Error::last_os_error().raw_os_error(),
+            Some(libc::EPERM | libc::ENOSYS)
+        );
+        if got >= 0 || !refused {
+            return false;
+        }
+        VM_READV_REFUSED.store(true, Ordering::Relaxed);
+    }
+    copy_from_proc_mem(addr, buf)
+}
+
+/// [`copy`] through `/proc/self/mem`, opened for each copy: a descriptor kept open would name
+/// the parent's memory in a forked child, and could be closed and its number reused by the
+/// program. A read of an unmapped address fails with `EIO`.
+fn copy_from_proc_mem(addr: u64, buf: &mut [u8]) -> bool {
+    // SAFETY: a NUL-terminated path; the descriptor is closed below.
+    let fd = unsafe { libc::open(c"/proc/self/mem".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return false;
+    }
+    let mut done = 0;
+    while done < buf.len() {
+        let rest = &mut buf[done..];
+        // SAFETY: writes at most `rest.len()` bytes into `rest`, which we own.
+        let got = unsafe { libc::pread64(fd, rest.as_mut_ptr().cast(), rest.len(), (addr + done as u64) as i64) };
+        if got <= 0 {
+            break;
+        }
+        done += got as usize;
+    }
+    // SAFETY: our own descriptor, closed once.
+    unsafe { libc::close(fd) };
+    done == buf.len()
 }
 
 impl Mem {
@@ -109,5 +154,22 @@ mod tests {
         assert!(!plausible(at + 1));
         assert!(plausible(at));
         assert!(!plausible(0));
+    }
+
+    #[test]
+    fn proc_mem_reads_fail_on_unmapped_memory_and_read_mapped_memory() {
+        let x: u64 = 0x1122_3344_5566_7788;
+        let at = &x as *const u64 as u64;
+        let mut b = [0u8; 8];
+        assert!(copy_from_proc_mem(at, &mut b));
+        assert_eq!(u64::from_ne_bytes(b), x);
+        assert!(
+            !copy_from_proc_mem(0x10_0000, &mut b),
+            "the first megabyte is not mapped"
+        );
+        let big = vec![7u8; 1 << 20];
+        let mut back = vec![0u8; big.len()];
+        assert!(copy_from_proc_mem(big.as_ptr() as u64, &mut back));
+        assert!(back == big);
     }
 }
