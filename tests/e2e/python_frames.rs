@@ -257,6 +257,38 @@ fn a_program_without_python_has_no_python_records() {
     assert!(of_type(&records, "PyFrames").is_empty());
 }
 
+/// `python_frames_ctypes.py`, which needs nothing but ctypes.
+struct CtypesScript {
+    path: PathBuf,
+    text: String,
+}
+
+impl CtypesScript {
+    fn new() -> CtypesScript {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_ctypes.py");
+        let text = std::fs::read_to_string(&path).expect("script");
+        CtypesScript { path, text }
+    }
+
+    /// The first line that contains `needle`.
+    fn line(&self, needle: &str) -> u64 {
+        self.text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1
+    }
+
+    /// Runs it with `python` under the shim (started through `via`), writing `trace`; it must
+    /// succeed without a line from the shim.
+    fn run(&self, via: &[&str], python: &Path, trace: &Path) {
+        let out = shim_command_via(via, python, trace)
+            .arg("-I")
+            .arg(&self.path)
+            .output()
+            .expect("python");
+        assert_ok(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("gpuleak:"), "{}: {stderr}", python.display());
+    }
+}
+
 /// Debian's builds of CPython 3.14 and 3.15 that `scripts/python-versions` unpacks (`scripts/test`
 /// runs it first): distribution builds, stripped, whose eval loop calls the interpreter from a
 /// `.cold` part outside the `_PyEval_EvalFrameDefault` symbol.
@@ -308,22 +340,14 @@ fn interpreters() -> Vec<PathBuf> {
 
 #[test]
 fn python_frames_on_every_cpython_3_10_to_3_15_found() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_ctypes.py");
-    let text = std::fs::read_to_string(&script).expect("script");
-    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let script = CtypesScript::new();
+    let line = |needle: &str| script.line(needle);
     let mut exercised = Vec::new();
     let debian = debian_interpreters();
     for python in interpreters() {
         let dir = TempDir::new();
         let trace = dir.path().join("v.trace");
-        let out = shim_command(&python, &trace)
-            .arg("-I")
-            .arg(&script)
-            .output()
-            .expect("python");
-        assert_ok(&out);
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        assert!(!stderr.contains("gpuleak:"), "{}: {stderr}", python.display());
+        script.run(&[], &python, &trace);
         let version = of_type(&dump(&trace), "PyCode")
             .first()
             .and_then(|c| c["python"].as_u64())
@@ -407,21 +431,13 @@ fn python_frames_on_every_cpython_3_10_to_3_15_found() {
 /// Python frames are all there, and the shim says nothing.
 #[test]
 fn python_frames_where_seccomp_refuses_process_vm_readv() {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_ctypes.py");
-    let text = std::fs::read_to_string(&script).expect("script");
-    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let script = CtypesScript::new();
+    let line = |needle: &str| script.line(needle);
     let python = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
     let dir = TempDir::new();
     let trace = dir.path().join("seccomp.trace");
     let wrapper = client("no_vm_readv");
-    let out = shim_command_via(&[wrapper.to_str().unwrap()], &python, &trace)
-        .arg("-I")
-        .arg(&script)
-        .output()
-        .expect("python");
-    assert_ok(&out);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(!stderr.contains("gpuleak:"), "{stderr}");
+    script.run(&[wrapper.to_str().unwrap()], &python, &trace);
     let report = report(&trace);
     for (bytes, leaking, marker) in [
         (2u64 << 20, "leak_with_gil_held", "# LEAK: pydll"),
