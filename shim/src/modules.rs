@@ -77,27 +77,9 @@ fn mapped_file(addr: u64) -> Option<String> {
     })
 }
 
-/// The main program's path (see [`main_program_path`]).
+/// The main program's path (see [`main_program_path`]): the first loaded object's.
 pub fn main_program() -> String {
-    let mut path: Option<String> = None;
-    // SAFETY: the callback reads the first object's headers and writes only into `path`.
-    unsafe { libc::dl_iterate_phdr(Some(first), (&raw mut path).cast()) };
-    path.unwrap_or_default()
-}
-
-unsafe extern "C" fn first(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
-    // SAFETY: valid pointers from dl_iterate_phdr.
-    let (info, path) = unsafe { (&*info, &mut *data.cast::<Option<String>>()) };
-    // SAFETY: the loader guarantees dlpi_phnum headers at dlpi_phdr.
-    let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
-    let start = phdrs
-        .iter()
-        .filter(|p| p.p_type == libc::PT_LOAD)
-        .map(|p| info.dlpi_addr.wrapping_add(p.p_vaddr))
-        .min()
-        .unwrap_or(0);
-    *path = Some(main_program_path(start));
-    1
+    loaded().0.into_iter().next().map(|m| m.path).unwrap_or_default()
 }
 
 unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {

@@ -5,7 +5,7 @@
 
 use std::hint::black_box;
 
-use gpuleak_unwind::{capture_with, current_method, init, init_fallback_reason, Method};
+use gpuleak_unwind::{capture_with, capture_with_sp, current_method, init, init_fallback_reason, Method};
 
 const DEPTH: usize = 12;
 
@@ -56,4 +56,32 @@ fn init_uses_the_best_method_of_the_architecture_and_says_why_it_fell_back() {
     }
     assert_eq!(init(Method::FramePointer), Ok(Method::FramePointer));
     assert_eq!(init_fallback_reason(), None);
+}
+
+/// Frames with their stack pointers, from inside `inner`, called by `holder`.
+#[inline(never)]
+fn inner(ips: &mut [u64; 64], sps: &mut [u64; 64], plain: &mut [u64; 64]) -> (usize, usize) {
+    let n = capture_with_sp(0, ips, sps);
+    let m = capture_with(Method::Gcc, 0, plain);
+    black_box((n, m))
+}
+
+#[inline(never)]
+fn holder(ips: &mut [u64; 64], sps: &mut [u64; 64], plain: &mut [u64; 64]) -> (usize, usize, u64) {
+    let local = black_box([7u64; 4]);
+    let r = inner(ips, sps, plain);
+    black_box(&local);
+    (r.0, r.1, &local as *const _ as u64)
+}
+
+#[test]
+fn stack_pointers_tell_which_frame_holds_a_local_variable() {
+    let (mut ips, mut sps, mut plain) = ([0u64; 64], [0u64; 64], [0u64; 64]);
+    let (n, m, local) = holder(&mut ips, &mut sps, &mut plain);
+    assert!(n > 3 && n == m, "{n} frames with stack pointers, {m} without");
+    // Frame 0 is inner's (a return address into it), frame 1 holder's.
+    assert_eq!(ips[1..n], plain[1..m], "the same frames as libgcc's plain capture");
+    assert!(sps[..n].windows(2).all(|w| w[0] < w[1]), "{:x?}", &sps[..n]);
+    let j = (0..n - 1).find(|&j| sps[j] <= local && local < sps[j + 1]);
+    assert_eq!(j, Some(1), "holder's local {local:#x} in {:x?}", &sps[..n]);
 }

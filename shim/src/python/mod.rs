@@ -311,16 +311,17 @@ fn detect() -> Option<Runtime> {
         ));
         return None;
     };
-    if let Err(why) = check_published(major, minor, layout) {
-        crate::diag::line(format_args!(
-            "Python {major}.{minor}: {why}; no Python frames in stacks"
-        ));
-        return None;
-    }
-    // Builds whose object header is larger than the default one.
+    // Builds whose object header is larger than the default one (named before the offsets
+    // below would differ because of it).
     if sym(c"_Py_PrintReferenceAddresses") != 0 {
         crate::diag::line(format_args!(
             "Python {major}.{minor} built with Py_TRACE_REFS: no Python frames in stacks"
+        ));
+        return None;
+    }
+    if let Err(why) = check_published(major, minor, layout) {
+        crate::diag::line(format_args!(
+            "Python {major}.{minor}: {why}; no Python frames in stacks"
         ));
         return None;
     }

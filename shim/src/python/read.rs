@@ -27,7 +27,7 @@ pub enum Mem {
     /// Plain loads: for a proven layout on pointers taken from the interpreter's own
     /// structures of the calling thread.
     Direct,
-    /// `process_vm_readv` on this process.
+    /// [`copy`]: `process_vm_readv` on this process, or `/proc/self/mem`.
     Careful,
 }
 
