@@ -63,6 +63,11 @@ apis! {
     27 cuMipmappedArrayCreate,
     28 cuMipmappedArrayDestroy,
     29 cuIpcOpenMemHandle,
+    // Handle references (added later): a retained reference to a mapped physical handle, a
+    // physical handle imported from another process, a multicast object.
+    30 cuMemRetainAllocationHandle,
+    31 cuMemImportFromShareableHandle,
+    32 cuMulticastCreate,
     // Contexts.
     40 cuCtxCreate_v2,
     41 cuCtxCreate_v3,
@@ -189,7 +194,9 @@ impl Api {
             | Api::cuMemFreeAsync
             | Api::cuMemFreeAsync_ptsz => Async,
             Api::cuMemAddressReserve | Api::cuMemAddressFree => VmmReserve,
-            Api::cuMemCreate | Api::cuMemRelease => VmmPhysical,
+            Api::cuMemCreate | Api::cuMemRelease | Api::cuMemRetainAllocationHandle => VmmPhysical,
+            Api::cuMemImportFromShareableHandle => VmmImport,
+            Api::cuMulticastCreate => Multicast,
             Api::cuArrayCreate_v2
             | Api::cuArray3DCreate_v2
             | Api::cuArrayDestroy

@@ -309,11 +309,19 @@ pub enum MemKind {
     Array = 7,
     /// Memory of another process opened through IPC (not owned by this process).
     Ipc = 8,
+    /// A physical memory handle imported from a shareable handle
+    /// (`cuMemImportFromShareableHandle`): a reference to memory another process (or this
+    /// one) created; `ptr` holds the handle. Released by `cuMemRelease`.
+    VmmImport = 9,
+    /// A multicast object (`cuMulticastCreate`); `ptr` holds its handle, `size` the most
+    /// memory each device may bind to it. Released by `cuMemRelease`; the memory bound to it
+    /// is the devices' own `cuMemCreate` memory.
+    Multicast = 10,
 }
 
 impl MemKind {
     /// Every kind, in number order.
-    pub const ALL: [MemKind; 9] = [
+    pub const ALL: [MemKind; 11] = [
         MemKind::Device,
         MemKind::Managed,
         MemKind::Host,
@@ -323,6 +331,8 @@ impl MemKind {
         MemKind::VmmPhysical,
         MemKind::Array,
         MemKind::Ipc,
+        MemKind::VmmImport,
+        MemKind::Multicast,
     ];
 
     /// Short lowercase name used in reports.
@@ -337,6 +347,8 @@ impl MemKind {
             MemKind::VmmPhysical => "vmm",
             MemKind::Array => "array",
             MemKind::Ipc => "ipc",
+            MemKind::VmmImport => "vmm-import",
+            MemKind::Multicast => "multicast",
         }
     }
 }

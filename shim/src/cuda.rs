@@ -27,6 +27,19 @@ pub type CUmemGenericAllocationHandle = u64;
 /// A device ordinal.
 pub type CUdevice = i32;
 
+/// `CUmulticastObjectProp` (CUDA 12.1).
+#[repr(C)]
+pub struct CUmulticastObjectProp {
+    /// Devices in the multicast team.
+    pub num_devices: u32,
+    /// The most memory each device may bind to the object.
+    pub size: usize,
+    /// Exportable handle types (a bit mask).
+    pub handle_types: u64,
+    /// Reserved, zero.
+    pub flags: u64,
+}
+
 /// `CUDA_ARRAY_DESCRIPTOR`.
 #[repr(C)]
 pub struct CUDA_ARRAY_DESCRIPTOR {

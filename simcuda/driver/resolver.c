@@ -188,6 +188,13 @@ static const struct entry table[] = {
     ROW("cuMemGetAccess", 10020, cuMemGetAccess),
     ROW("cuMemGetAllocationPropertiesFromHandle", 10020, cuMemGetAllocationPropertiesFromHandle),
     ROW("cuMemRetainAllocationHandle", 11000, cuMemRetainAllocationHandle),
+    ROW("cuMemExportToShareableHandle", 10020, cuMemExportToShareableHandle),
+    ROW("cuMemImportFromShareableHandle", 10020, cuMemImportFromShareableHandle),
+    ROW("cuMulticastCreate", 12010, cuMulticastCreate),
+    ROW("cuMulticastGetGranularity", 12010, cuMulticastGetGranularity),
+    ROW("cuMulticastAddDevice", 12010, cuMulticastAddDevice),
+    ROW("cuMulticastBindMem", 12010, cuMulticastBindMem),
+    ROW("cuMulticastUnbind", 12010, cuMulticastUnbind),
 
     /* arrays */
     ROW("cuArrayCreate", 2000, cuArrayCreate),

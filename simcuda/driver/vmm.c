@@ -8,12 +8,23 @@
  * released (every cuMemCreate / cuMemRetainAllocationHandle matched by cuMemRelease) and no
  * mapping of it remains. cuMemAddressFree of a range that still has mappings fails.
  *
+ * Shareable handles: cuMemExportToShareableHandle (POSIX file descriptors only) writes the
+ * handle into a memfd; cuMemImportFromShareableHandle of such a descriptor in the same process
+ * gives a new handle to the same memory, which holds one reference of the exported handle
+ * until it is released and unmapped (descriptors from another process: NOT_SUPPORTED; the
+ * descriptor itself holds no reference, unlike the real driver's).
+ *
+ * Multicast objects (cuMulticastCreate) are handles of their own, released by cuMemRelease and
+ * mappable like physical memory; they have no memory behind them here, so copies to a
+ * multicast mapping fail. Adding devices and binding memory only check their arguments.
+ *
  * IPC: cuIpcOpenMemHandle works on handles exported by the same process and maps the memory at
  * a second address (an alias), reference-counted per allocation; handles from another process
  * return CUDA_ERROR_NOT_SUPPORTED.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -25,6 +36,8 @@ struct phys {
     int refs;
     int mappings;
     CUmemAllocationProp prop;
+    struct phys *target; /* an imported handle: the allocation it refers to (one of its refs) */
+    bool multicast;      /* a multicast object: no memory of its own */
 };
 
 struct mapping {
@@ -54,7 +67,14 @@ static bool valid_prop(const CUmemAllocationProp *prop) {
 }
 
 static void phys_maybe_free(struct phys *p) {
-    if (p->refs == 0 && p->mappings == 0 && p->mem) {
+    if (p->refs != 0 || p->mappings != 0) return;
+    if (p->target) {
+        struct phys *t = p->target;
+        p->target = NULL;
+        p->mem = NULL;
+        if (--t->refs == 0) t->h.alive = false;
+        phys_maybe_free(t);
+    } else if (p->mem) {
         heap_release(p->mem);
         p->mem = NULL;
     }
@@ -64,6 +84,7 @@ CUresult vmm_xlate(uint64_t addr, size_t n, bool write, char **host, size_t *con
     struct range *r = rtab_find(&mappings, addr);
     if (!r) return CUDA_ERROR_INVALID_VALUE;
     struct mapping *m = r->obj;
+    if (!m->phys->mem) return CUDA_ERROR_INVALID_VALUE; /* a multicast mapping */
     CUmemAccess_flags need = write ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : CU_MEM_ACCESS_FLAGS_PROT_READ;
     bool allowed = false;
     for (int d = 0; d < g_cfg.devices; d++)
@@ -237,6 +258,148 @@ static CUresult retain_handle(CUmemGenericAllocationHandle *handle, void *addr) 
     p->h.alive = true;
     *handle = H(p);
     return CUDA_SUCCESS;
+}
+
+static const char share_magic[8] = {'S', 'I', 'M', 'C', 'U', 'V', 'M', 'M'};
+
+struct share_payload {
+    char magic[8];
+    int32_t pid;
+    uint64_t handle;
+};
+
+static CUresult export_handle(void *out, CUmemGenericAllocationHandle handle,
+                              CUmemAllocationHandleType type, unsigned long long flags) {
+    struct phys *p = obj_get(HK_PHYS, handle);
+    if (!out || !p || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!(p->prop.requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR))
+        return CUDA_ERROR_INVALID_VALUE;
+    while (p->target) p = p->target;
+    struct share_payload s = {.pid = (int32_t)getpid(), .handle = H(p)};
+    memcpy(s.magic, share_magic, sizeof s.magic);
+    int fd = memfd_create("simcuda-vmm", MFD_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (pwrite(fd, &s, sizeof s, 0) != (ssize_t)sizeof s) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *(int *)out = fd;
+    return CUDA_SUCCESS;
+}
+
+static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *os_handle,
+                              CUmemAllocationHandleType type) {
+    if (!handle) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    struct share_payload s;
+    int fd = (int)(intptr_t)os_handle;
+    if (pread(fd, &s, sizeof s, 0) != (ssize_t)sizeof s || memcmp(s.magic, share_magic, sizeof s.magic) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
+    struct phys *t = obj_get(HK_PHYS, s.handle);
+    if (!t || !t->mem) return CUDA_ERROR_INVALID_VALUE;
+    struct phys *p = obj_new(HK_PHYS, sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    p->mem = t->mem;
+    p->size = t->size;
+    p->prop = t->prop;
+    p->refs = 1;
+    p->target = t;
+    t->refs++;
+    *handle = H(p);
+    return CUDA_SUCCESS;
+}
+
+static bool valid_mc_prop(const CUmulticastObjectProp *prop) {
+    return prop && prop->numDevices >= 1 && (int)prop->numDevices <= g_cfg.devices && prop->size > 0 &&
+           granular(prop->size) && prop->flags == 0;
+}
+
+static CUresult mc_create(CUmemGenericAllocationHandle *handle, const CUmulticastObjectProp *prop) {
+    if (!handle || !valid_mc_prop(prop)) return CUDA_ERROR_INVALID_VALUE;
+    struct phys *p = obj_new(HK_PHYS, sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    p->size = prop->size;
+    p->refs = 1;
+    p->multicast = true;
+    p->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->prop.requestedHandleTypes = (CUmemAllocationHandleType)prop->handleTypes;
+    *handle = H(p);
+    return CUDA_SUCCESS;
+}
+
+static struct phys *mc_get(CUmemGenericAllocationHandle handle) {
+    struct phys *p = obj_get(HK_PHYS, handle);
+    return p && p->multicast ? p : NULL;
+}
+
+static CUresult mc_bind(CUmemGenericAllocationHandle mc, size_t mc_offset,
+                        CUmemGenericAllocationHandle mem, size_t mem_offset, size_t size,
+                        unsigned long long flags) {
+    struct phys *m = mc_get(mc), *p = obj_get(HK_PHYS, mem);
+    if (!m || !p || p->multicast || flags != 0 || size == 0) return CUDA_ERROR_INVALID_VALUE;
+    if (mc_offset > m->size || size > m->size - mc_offset || mem_offset > p->size ||
+        size > p->size - mem_offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult mc_unbind(CUmemGenericAllocationHandle mc, CUdevice dev, size_t offset, size_t size) {
+    struct phys *m = mc_get(mc);
+    if (!m || dev_check(dev) != CUDA_SUCCESS || offset > m->size || size > m->size - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                                  CUmemGenericAllocationHandle handle,
+                                                  CUmemAllocationHandleType handleType,
+                                                  unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(export_handle(shareableHandle, handle, handleType, flags));
+}
+
+SIMCUDA_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                    void *osHandle,
+                                                    CUmemAllocationHandleType shHandleType) {
+    API_ENTER();
+    API_LOCKED(import_handle(handle, osHandle, shHandleType));
+}
+
+SIMCUDA_API CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
+                                       const CUmulticastObjectProp *prop) {
+    API_ENTER();
+    API_LOCKED(mc_create(mcHandle, prop));
+}
+
+SIMCUDA_API CUresult cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop,
+                                               CUmulticastGranularity_flags option) {
+    API_ENTER();
+    if (!granularity || !valid_mc_prop(prop) ||
+        (option != CU_MULTICAST_GRANULARITY_MINIMUM && option != CU_MULTICAST_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = VMM_GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev) {
+    API_ENTER();
+    API_LOCKED(mc_get(mcHandle) && dev_check(dev) == CUDA_SUCCESS ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE);
+}
+
+SIMCUDA_API CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+                                        CUmemGenericAllocationHandle memHandle, size_t memOffset,
+                                        size_t size, unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(mc_bind(mcHandle, mcOffset, memHandle, memOffset, size, flags));
+}
+
+SIMCUDA_API CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev,
+                                       size_t mcOffset, size_t size) {
+    API_ENTER();
+    API_LOCKED(mc_unbind(mcHandle, dev, mcOffset, size));
 }
 
 SIMCUDA_API CUresult cuMemGetAllocationGranularity(size_t *granularity_out,

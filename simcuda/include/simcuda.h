@@ -609,6 +609,37 @@ SIMCUDA_API CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocati
 SIMCUDA_API CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
                                                             CUmemGenericAllocationHandle handle);
 SIMCUDA_API CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+SIMCUDA_API CUresult cuMemExportToShareableHandle(void *shareableHandle,
+                                                  CUmemGenericAllocationHandle handle,
+                                                  CUmemAllocationHandleType handleType,
+                                                  unsigned long long flags);
+SIMCUDA_API CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle,
+                                                    void *osHandle,
+                                                    CUmemAllocationHandleType shHandleType);
+
+/* Multicast objects (CUDA 12.1). */
+typedef struct CUmulticastObjectProp_st {
+    unsigned int numDevices;
+    size_t size;
+    unsigned long long handleTypes;
+    unsigned long long flags;
+} CUmulticastObjectProp;
+
+typedef enum CUmulticastGranularity_flags_enum {
+    CU_MULTICAST_GRANULARITY_MINIMUM = 0,
+    CU_MULTICAST_GRANULARITY_RECOMMENDED = 1
+} CUmulticastGranularity_flags;
+
+SIMCUDA_API CUresult cuMulticastCreate(CUmemGenericAllocationHandle *mcHandle,
+                                       const CUmulticastObjectProp *prop);
+SIMCUDA_API CUresult cuMulticastGetGranularity(size_t *granularity, const CUmulticastObjectProp *prop,
+                                               CUmulticastGranularity_flags option);
+SIMCUDA_API CUresult cuMulticastAddDevice(CUmemGenericAllocationHandle mcHandle, CUdevice dev);
+SIMCUDA_API CUresult cuMulticastBindMem(CUmemGenericAllocationHandle mcHandle, size_t mcOffset,
+                                        CUmemGenericAllocationHandle memHandle, size_t memOffset,
+                                        size_t size, unsigned long long flags);
+SIMCUDA_API CUresult cuMulticastUnbind(CUmemGenericAllocationHandle mcHandle, CUdevice dev,
+                                       size_t mcOffset, size_t size);
 
 /* Arrays. */
 SIMCUDA_API CUresult cuArrayCreate_v2(CUarray *pHandle,

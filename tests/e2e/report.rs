@@ -263,6 +263,78 @@ fn shim_families_leaks_at_exit_and_teardown_and_frees_badly_twice() {
     assert_ne!(double["stack"][0]["line"], double["allocation_stack"][0]["line"]);
 }
 
+/// Runs report_vmm_refs in `mode` under the shim with live accounting on; returns its stdout
+/// and the JSON report of its trace.
+fn vmm_refs(dir: &TempDir, mode: &str) -> (String, Value) {
+    let trace = dir.path().join(format!("{mode}.trace"));
+    let out = shim_command(client("report_vmm_refs"), &trace)
+        .arg(mode)
+        .env("GPULEAK_LIVE", "1")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    (String::from_utf8(out.stdout).unwrap(), report_json(&[], &[&trace]))
+}
+
+/// NCCL frees a buffer by retaining its handle and releasing it twice, and retains handles to
+/// inspect live buffers; peers' buffers come as imported handles, NVLS groups as multicast
+/// objects. Every reference needs its own release: the correct sequences report nothing, and
+/// each missing or extra release is found.
+#[test]
+fn retained_imported_and_multicast_handles_each_need_their_own_release() {
+    const GRAN: u64 = 2 << 20; // the simulator's VMM granularity
+    let dir = TempDir::new();
+    let (stdout, r) = vmm_refs(&dir, "clean");
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["notes"], serde_json::json!([]), "{r:#}");
+    assert_eq!(u(&r["summary"]["retains"]), 4);
+    // The shim's live accounting keeps a retained handle's memory until its last release.
+    assert!(
+        stdout.contains(&format!("live after inspect: {}\n", 2 * GRAN)),
+        "{stdout}"
+    );
+    assert!(stdout.contains("live at end: 0\n"), "{stdout}");
+
+    let (stdout, r) = vmm_refs(&dir, "leak");
+    let leaks = r["leaks"].as_array().unwrap();
+    assert_eq!(leaks.len(), 1, "{r:#}");
+    let l = &leaks[0];
+    assert_eq!((l["kind"].as_str(), u(&l["bytes"])), (Some("vmm"), 2 * GRAN));
+    assert_eq!((u(&l["retains"]), u(&l["releases_due"])), (2, 1));
+    assert_frame0(&l["stack"], "buffer_alloc", "report_vmm_refs");
+    assert_eq!(functions(&l["stack"])[1], "main");
+    assert_eq!(u(&r["summary"]["leaked_bytes"]), 2 * GRAN);
+    assert!(stdout.contains(&format!("live at end: {}\n", 2 * GRAN)), "{stdout}");
+
+    let unreleased = r["unreleased"].as_array().unwrap();
+    let kinds: Vec<(&str, u64, &str)> = unreleased
+        .iter()
+        .map(|h| (h["kind"].as_str().unwrap(), u(&h["bytes"]), h["api"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        kinds,
+        [
+            ("multicast", GRAN, "cuMulticastCreate"),
+            ("vmm-import", 0, "cuMemImportFromShareableHandle")
+        ]
+    );
+    assert_frame0(&unreleased[0]["stack"], "multicast", "report_vmm_refs");
+    assert_frame0(&unreleased[1]["stack"], "import_peer", "report_vmm_refs");
+
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!(
+        (f["check"].as_str(), f["api"].as_str()),
+        (Some("bad-free"), Some("cuMemRelease"))
+    );
+    assert!(f["message"].as_str().unwrap().starts_with("double free"), "{f}");
+    assert_frame0(&f["stack"], "release_too_often", "report_vmm_refs");
+    assert_frame0(&f["allocation_stack"], "buffer_alloc", "report_vmm_refs");
+}
+
 #[test]
 fn text_reports_match_their_golden_files() {
     let dir = TempDir::new();

@@ -99,6 +99,12 @@ pub struct LeakGroup {
     pub first: Allocation,
     /// VMM handles among them that were released but are still mapped.
     pub released_but_mapped: u64,
+    /// References the group's VMM handles took with `cuMemRetainAllocationHandle` (or by
+    /// importing a handle this process already held).
+    pub retains: u64,
+    /// `cuMemRelease` calls the group's handles still needed at the end: one per creation or
+    /// import and one per retain, less those made.
+    pub releases_due: u64,
 }
 
 /// Why a free was bad.
@@ -161,6 +167,9 @@ pub struct Counts {
     pub failed_frees: u64,
     /// Stream-ordered allocations made under stream capture (graph nodes, not memory).
     pub graph_allocations: u64,
+    /// Successful `cuMemRetainAllocationHandle` calls (and imports of a handle already held):
+    /// references, not allocations.
+    pub retains: u64,
     /// Allocations that reused an address the model still held live (a free the trace
     /// missed): the older allocation is dropped.
     pub missed_frees: u64,

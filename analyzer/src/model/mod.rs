@@ -10,6 +10,8 @@
 //! - a context torn down (`cuCtxDestroy`, the last `cuDevicePrimaryCtxRelease`, a
 //!   `cuDevicePrimaryCtxReset`) takes its allocations with it: they are leaks *at teardown*;
 //! - a VMM physical handle holds memory until it is released and all its mappings are gone;
+//!   `cuMemRetainAllocationHandle` adds a reference that needs a release of its own (NCCL
+//!   retains and releases handles to free and to inspect its buffers);
 //! - a free of a pointer that is not live is a bad free (unknown pointer, double free, or a
 //!   pointer of another family);
 //! - whatever is live at the end of the trace (after the `Exit` record, if any) is live *at
@@ -67,8 +69,12 @@ const KEPT_ERRORS: usize = 16;
 #[derive(Debug, Clone, Copy)]
 struct Live {
     alloc: Allocation,
-    /// A VMM handle already released (it lives on while mapped).
-    released: bool,
+    /// References not yet released: a VMM handle's creation (or import) and each retain of it
+    /// (`cuMemRetainAllocationHandle`) need one `cuMemRelease` each; 0: released, alive while
+    /// mapped. Always 1 for a live allocation of another family.
+    holds: u32,
+    /// Retains of a VMM handle.
+    retains: u32,
     /// Live mappings of a VMM handle.
     mappings: u64,
     /// Device of its context (only worked out for the memory pass).
@@ -260,6 +266,12 @@ impl Model {
     }
 
     fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
+        if a.api == Api::cuMemRetainAllocationHandle {
+            if a.result.is_success() {
+                self.retain(a.ptr.0);
+            }
+            return;
+        }
         if !a.result.is_success() {
             self.replay.counts.failed_allocations += 1;
             if let (Some(m), Some(kind)) = (&mut self.memory, a.api.mem_kind()) {
@@ -275,8 +287,14 @@ impl Model {
             self.replay.counts.graph_allocations += 1;
             return;
         }
-        self.replay.counts.allocations += 1;
         let key = (Space::of(kind), a.ptr.0);
+        if matches!(kind, MemKind::VmmImport | MemKind::Multicast) && self.live.contains_key(&key) {
+            // An import that names a handle already held (this process's own export) is one
+            // more reference to it.
+            self.retain(a.ptr.0);
+            return;
+        }
+        self.replay.counts.allocations += 1;
         if let Some(old) = self.live.remove(&key) {
             self.replay.counts.missed_frees += 1;
             self.forget(&old);
@@ -309,7 +327,8 @@ impl Model {
             key,
             Live {
                 alloc,
-                released: false,
+                holds: 1,
+                retains: 0,
                 mappings: 0,
                 device,
             },
@@ -341,14 +360,14 @@ impl Model {
         let space = Space::of(kind);
         let key = (space, f.ptr.0);
         let cause = match self.live.get_mut(&key) {
-            Some(l) if l.released => BadFreeCause::DoubleFree(Freed {
+            Some(l) if l.holds == 0 => BadFreeCause::DoubleFree(Freed {
                 site: l.alloc.site(),
                 free_stack: StackId::NONE,
             }),
             Some(l) if ok => {
-                if space == Space::Physical && l.mappings > 0 {
-                    // Released, but the memory lives on until the last unmap.
-                    l.released = true;
+                l.holds -= 1;
+                if space == Space::Physical && (l.holds > 0 || l.mappings > 0) {
+                    // Still retained, or released but alive until the last unmap.
                 } else if let Some(l) = self.live.remove(&key) {
                     self.forget(&l);
                     self.recent.insert(
@@ -445,7 +464,7 @@ impl Model {
         }
         let Some(l) = self.live.get_mut(&key) else { return };
         l.mappings = l.mappings.saturating_sub(1);
-        if l.released && l.mappings == 0 {
+        if l.holds == 0 && l.mappings == 0 {
             if let Some(l) = self.live.remove(&key) {
                 self.forget(&l);
                 self.recent.insert(
@@ -484,6 +503,17 @@ impl Model {
         }
     }
 
+    /// One more reference to a live VMM handle (`cuMemRetainAllocationHandle`, or an import of
+    /// a handle already held). A handle the trace never saw is left alone: its releases are
+    /// reported as they were before.
+    fn retain(&mut self, handle: u64) {
+        self.replay.counts.retains += 1;
+        if let Some(l) = self.live.get_mut(&(Space::Physical, handle)) {
+            l.holds = l.holds.saturating_add(1);
+            l.retains = l.retains.saturating_add(1);
+        }
+    }
+
     /// Takes a no longer live allocation out of the live byte count.
     fn forget(&mut self, l: &Live) {
         if is_owned_memory(l.alloc.kind) {
@@ -505,11 +535,17 @@ impl Model {
             allocations: 0,
             first: *a,
             released_but_mapped: 0,
+            retains: 0,
+            releases_due: 0,
         });
         g.bytes = g.bytes.saturating_add(a.size);
         g.allocations += 1;
-        if l.released {
+        if l.holds == 0 {
             g.released_but_mapped += 1;
+        }
+        if Space::of(a.kind) == Space::Physical {
+            g.retains += u64::from(l.retains);
+            g.releases_due += u64::from(l.holds);
         }
         if a.seq < g.first.seq {
             g.first = *a;

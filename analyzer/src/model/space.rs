@@ -34,7 +34,8 @@ impl Space {
             MemKind::Host => Space::Host,
             MemKind::HostRegistered => Space::Registered,
             MemKind::VmmReserve => Space::Reserve,
-            MemKind::VmmPhysical => Space::Physical,
+            // cuMemRelease releases all three kinds of handle, one name space.
+            MemKind::VmmPhysical | MemKind::VmmImport | MemKind::Multicast => Space::Physical,
             MemKind::Array => Space::Array,
             MemKind::Ipc => Space::Ipc,
         }
@@ -55,14 +56,16 @@ impl Space {
 /// Whether a family is memory the program owns, counted in leaked and peak bytes.
 ///
 /// Host-registered memory belongs to the program's own allocator, IPC-opened memory to another
-/// process, and an address reservation is no memory at all (DESIGN.md §6): unreleased ones are
-/// reported, but never counted as leaked bytes.
+/// process, and an address reservation is no memory at all (DESIGN.md §6). An imported VMM
+/// handle is a reference to memory its exporter created (and counts); a multicast object only
+/// binds memory the devices created with `cuMemCreate`. Unreleased ones are reported, but
+/// never counted as leaked bytes.
 pub fn is_owned_memory(kind: MemKind) -> bool {
     match kind {
         MemKind::Device | MemKind::Managed | MemKind::Host | MemKind::Async | MemKind::VmmPhysical | MemKind::Array => {
             true
         }
-        MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc => false,
+        MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc | MemKind::VmmImport | MemKind::Multicast => false,
     }
 }
 

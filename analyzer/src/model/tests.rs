@@ -413,6 +413,105 @@ fn a_double_release_of_a_still_mapped_handle_is_a_bad_free() {
 }
 
 #[test]
+fn a_retained_handle_needs_one_release_per_reference() {
+    // NCCL's free: retain the mapped handle, release it, unmap, release it again.
+    let free_like_nccl = |s: &mut Script| {
+        s.alloc(Api::cuMemRetainAllocationHandle, 0x55, 0, 9)
+            .free(Api::cuMemRelease, 0x55)
+            .unmap(0x6000_0000, 2 << 20)
+            .free(Api::cuMemRelease, 0x55);
+    };
+    let mut s = Script::default();
+    s.alloc(Api::cuMemCreate, 0x55, 2 << 20, 2)
+        .map(0x6000_0000, 2 << 20, 0x55);
+    free_like_nccl(&mut s);
+    let r = s.run();
+    assert!(r.leaks.is_empty(), "{:?}", r.leaks);
+    assert!(r.bad_frees.is_empty(), "{:?}", r.bad_frees);
+    assert_eq!((r.counts.allocations, r.counts.retains), (1, 1));
+
+    // A retain to inspect the buffer, never released: the memory outlives the free.
+    let mut s = Script::default();
+    s.alloc(Api::cuMemCreate, 0x55, 2 << 20, 2)
+        .map(0x6000_0000, 2 << 20, 0x55)
+        .alloc(Api::cuMemRetainAllocationHandle, 0x55, 0, 9);
+    free_like_nccl(&mut s);
+    let r = s.run();
+    assert!(r.bad_frees.is_empty(), "{:?}", r.bad_frees);
+    assert_eq!(r.leaks.len(), 1);
+    let l = &r.leaks[0];
+    assert_eq!((l.kind, l.bytes, l.stack), (MemKind::VmmPhysical, 2 << 20, StackId(2)));
+    assert_eq!((l.retains, l.releases_due, l.released_but_mapped), (2, 1, 0));
+
+    // One release more than references: a double free, named by the creation.
+    let mut s = Script::default();
+    s.alloc(Api::cuMemCreate, 0x55, 2 << 20, 2)
+        .map(0x6000_0000, 2 << 20, 0x55);
+    free_like_nccl(&mut s);
+    s.free_with(Api::cuMemRelease, 0x55, 0, 8);
+    let r = s.run();
+    assert!(r.leaks.is_empty());
+    assert_eq!(r.bad_frees.len(), 1);
+    assert!(matches!(r.bad_frees[0].cause, BadFreeCause::DoubleFree(f) if f.site.stack == StackId(2)));
+}
+
+#[test]
+fn a_failed_or_unknown_retain_changes_nothing() {
+    let r = Script::default()
+        .alloc(Api::cuMemCreate, 0x55, 4096, 2)
+        .push(Alloc {
+            api: Api::cuMemRetainAllocationHandle,
+            via: Api::NONE,
+            result: CuResult(1),
+            ctx: CTX,
+            stream: Stream(0),
+            ptr: Ptr(0),
+            size: 0,
+            stack: StackId(9),
+            aux: 0x6000_0000,
+        })
+        .alloc(Api::cuMemRetainAllocationHandle, 0x77, 0, 9)
+        .free(Api::cuMemRelease, 0x55)
+        .run();
+    assert!(r.leaks.is_empty(), "{:?}", r.leaks);
+    assert_eq!((r.counts.allocations, r.counts.failed_allocations), (1, 0));
+}
+
+#[test]
+fn imported_handles_and_multicast_objects_are_released_but_not_owned() {
+    let r = Script::default()
+        .alloc(Api::cuMemImportFromShareableHandle, 0x66, 0, 3)
+        .alloc(Api::cuMulticastCreate, 0x67, 2 << 20, 4)
+        .map(0x6000_0000, 2 << 20, 0x66)
+        .map(0x6020_0000, 2 << 20, 0x67)
+        .free(Api::cuMemRelease, 0x66)
+        .free(Api::cuMemRelease, 0x67)
+        .unmap(0x6000_0000, 4 << 20)
+        .run();
+    assert!(r.leaks.is_empty(), "{:?}", r.leaks);
+    assert!(r.bad_frees.is_empty(), "{:?}", r.bad_frees);
+    assert_eq!(r.peak_bytes, 0, "another process's memory, and no memory of its own");
+
+    let r = Script::default()
+        .alloc(Api::cuMemImportFromShareableHandle, 0x66, 0, 3)
+        .alloc(Api::cuMulticastCreate, 0x67, 2 << 20, 4)
+        .run();
+    let kinds: Vec<MemKind> = r.leaks.iter().map(|l| l.kind).collect();
+    assert_eq!(kinds, [MemKind::Multicast, MemKind::VmmImport]);
+    assert_eq!(leaked_bytes(&r), 0);
+
+    // This process's own export imported back under the same handle: one more reference.
+    let r = Script::default()
+        .alloc(Api::cuMemCreate, 0x55, 4096, 2)
+        .alloc(Api::cuMemImportFromShareableHandle, 0x55, 0, 3)
+        .free(Api::cuMemRelease, 0x55)
+        .run();
+    assert_eq!(r.leaks.len(), 1);
+    assert_eq!((r.leaks[0].kind, r.leaks[0].releases_due), (MemKind::VmmPhysical, 1));
+    assert_eq!(r.counts.missed_frees, 0);
+}
+
+#[test]
 fn failed_calls_are_neither_allocations_nor_frees() {
     let r = Script::default()
         .push(Alloc {

@@ -126,6 +126,7 @@ fn summary(s: &Summary) -> J {
     J::O(vec![
         ("allocations", J::U(s.allocations)),
         ("frees", J::U(s.frees)),
+        ("retains", J::U(s.retains)),
         ("leaked_allocations", J::U(s.leaked_allocations)),
         ("leaked_bytes", J::U(s.leaked_bytes)),
         ("peak_bytes", J::U(s.peak_bytes)),
@@ -192,6 +193,8 @@ fn held(h: &Held, pid: Option<u32>) -> J {
         ("owner", opt_str(h.owner.as_deref())),
         ("pool", opt_str(h.pool.map(|p| p.name()))),
         ("released_but_mapped", J::U(h.released_but_mapped)),
+        ("retains", J::U(h.retains)),
+        ("releases_due", J::U(h.releases_due)),
         ("stack_id", J::U(u64::from(h.stack_id.0))),
         ("tid", J::U(u64::from(h.tid))),
         ("pid", pid.map_or(J::Null, |p| J::U(u64::from(p)))),

@@ -74,6 +74,9 @@ pub struct Summary {
     pub allocations: u64,
     /// Successful frees of every family.
     pub frees: u64,
+    /// References to VMM handles taken by `cuMemRetainAllocationHandle` (each needs its own
+    /// `cuMemRelease`, counted in `frees`).
+    pub retains: u64,
     /// Leaked allocations (at exit and at teardown).
     pub leaked_allocations: u64,
     /// Leaked bytes (owned memory only).
@@ -102,6 +105,7 @@ impl Summary {
     fn add(&mut self, o: &Summary) {
         self.allocations = self.allocations.saturating_add(o.allocations);
         self.frees += o.frees;
+        self.retains = self.retains.saturating_add(o.retains);
         self.leaked_allocations = self.leaked_allocations.saturating_add(o.leaked_allocations);
         self.leaked_bytes = self.leaked_bytes.saturating_add(o.leaked_bytes);
         self.leaked_bytes_at_exit = self.leaked_bytes_at_exit.saturating_add(o.leaked_bytes_at_exit);
@@ -137,6 +141,10 @@ pub struct Held {
     pub pool: Option<Pool>,
     /// VMM handles released but still mapped.
     pub released_but_mapped: u64,
+    /// References taken by `cuMemRetainAllocationHandle` on these handles.
+    pub retains: u64,
+    /// `cuMemRelease` calls these handles still needed at the end.
+    pub releases_due: u64,
     /// The allocation stack, as shown.
     pub stack: Vec<Frame>,
     /// The allocation stack's id in the trace.
@@ -355,6 +363,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
     let mut summary = Summary {
         allocations: replay.counts.allocations,
         frees: replay.counts.frees,
+        retains: replay.counts.retains,
         peak_bytes: replay.peak_bytes,
         failed_allocations: replay.counts.failed_allocations,
         ..Summary::default()
@@ -434,6 +443,8 @@ fn held(g: &LeakGroup, replay: &Replay, stacks: &mut Stacks<'_>) -> Held {
         owner,
         pool,
         released_but_mapped: g.released_but_mapped,
+        retains: g.retains,
+        releases_due: g.releases_due,
         stack: stacks.frames(addresses),
         stack_id: g.stack,
         tid: g.first.tid,
@@ -481,12 +492,15 @@ fn merge(list: Vec<Held>) -> Vec<Held> {
                 into.bytes = into.bytes.saturating_add(h.bytes);
                 into.allocations = into.allocations.saturating_add(h.allocations);
                 into.released_but_mapped += h.released_but_mapped;
+                into.retains += h.retains;
+                into.releases_due += h.releases_due;
                 if h.first_seq < into.first_seq {
-                    let (bytes, allocations, released) = (into.bytes, into.allocations, into.released_but_mapped);
                     *into = Held {
-                        bytes,
-                        allocations,
-                        released_but_mapped: released,
+                        bytes: into.bytes,
+                        allocations: into.allocations,
+                        released_but_mapped: into.released_but_mapped,
+                        retains: into.retains,
+                        releases_due: into.releases_due,
                         ..h
                     };
                 }

@@ -165,6 +165,9 @@ fn totals(t: &Summary, s: &mut String) {
         plural(t.allocations, "allocation", "allocations"),
         plural(t.frees, "free", "frees")
     );
+    if t.retains > 0 {
+        calls.push_str(&format!(", {}", plural(t.retains, "handle retain", "handle retains")));
+    }
     if t.failed_allocations > 0 {
         calls.push_str(&format!(", {} failed", t.failed_allocations));
     }
@@ -198,6 +201,13 @@ fn held(h: &Held, style: Style, s: &mut String) {
         by.push_str(&format!(
             ", {} released but still mapped",
             plural(h.released_but_mapped, "handle", "handles")
+        ));
+    }
+    if h.retains > 0 {
+        by.push_str(&format!(
+            ", retained {} by cuMemRetainAllocationHandle, {} still due",
+            plural(h.retains, "time", "times"),
+            plural(h.releases_due, "cuMemRelease", "cuMemReleases")
         ));
     }
     by.push(':');

@@ -473,6 +473,69 @@ pub unsafe fn create(
     })
 }
 
+/// `cuMemRetainAllocationHandle`: one more reference to the handle mapped at `addr` (the same
+/// handle value), which needs a `cuMemRelease` of its own; recorded as an `Alloc` record of
+/// that API (`ptr`: the handle, `aux`: the address), with no size.
+pub unsafe fn retain(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmemGenericAllocationHandle, *mut c_void) -> CUresult,
+    handle: *mut CUmemGenericAllocationHandle,
+    addr: *mut c_void,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(handle, addr) };
+    };
+    // SAFETY: passed through; the out-parameter is read only after the driver reported success.
+    let (r, h) = unsafe {
+        let r = real(handle, addr);
+        (r, out(r, handle))
+    };
+    tracer::alloc(&g, api, r, Stream(0), h, 0, addr as u64);
+    if r == CUDA_SUCCESS {
+        ops::retained(&g, api, h);
+    }
+    r
+}
+
+/// `cuMemImportFromShareableHandle`: a handle to memory another process (or this one)
+/// created; `aux` is the handle type. No size: the memory is its exporter's.
+pub unsafe fn import(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmemGenericAllocationHandle, *mut c_void, u32) -> CUresult,
+    handle: *mut CUmemGenericAllocationHandle,
+    os_handle: *mut c_void,
+    kind: u32,
+) -> CUresult {
+    record_alloc(api, std::ptr::null_mut(), 0, u64::from(kind), || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(handle, os_handle, kind);
+            (r, out(r, handle))
+        }
+    })
+}
+
+/// `cuMulticastCreate`: `size` is the most memory each device may bind to the object.
+pub unsafe fn multicast_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmemGenericAllocationHandle, *const CUmulticastObjectProp) -> CUresult,
+    handle: *mut CUmemGenericAllocationHandle,
+    prop: *const CUmulticastObjectProp,
+) -> CUresult {
+    // SAFETY: the properties are the program's, valid for the call (the driver reads them too).
+    let (size, devices) = unsafe { prop.as_ref() }.map_or((0, 0), |p| (p.size as u64, u64::from(p.num_devices)));
+    record_alloc(api, std::ptr::null_mut(), size, devices, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(handle, prop);
+            (r, out(r, handle))
+        }
+    })
+}
+
 /// `cuMemRelease`: the memory lives on while a mapping of it remains.
 pub unsafe fn release(
     api: Api,

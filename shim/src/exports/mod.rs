@@ -114,6 +114,9 @@ hooks! {
         cuMemRelease(handle: CUmemGenericAllocationHandle) => memory::release;
         cuMemMap(ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: u64) => memory::map;
         cuMemUnmap(ptr: CUdeviceptr, size: usize) => memory::unmap;
+        cuMemRetainAllocationHandle(handle: *mut CUmemGenericAllocationHandle, addr: *mut c_void) => memory::retain;
+        cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, os_handle: *mut c_void, kind: u32) => memory::import;
+        cuMulticastCreate(handle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp) => memory::multicast_create;
         cuArrayCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY_DESCRIPTOR) => memory::array_create;
         cuArray3DCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY3D_DESCRIPTOR) => memory::array3d_create;
         cuArrayDestroy(array: CUarray) => memory::array_destroy;

@@ -3,7 +3,8 @@
 //! device, kind and allocation stack, and per-device, per-kind atomic counters.
 //!
 //! Counted as "live" from the successful allocation to the successful free (a physical VMM
-//! handle until `cuMemRelease`, whatever mappings remain; stream-ordered memory until
+//! handle until its last `cuMemRelease`, one for its creation or import and one per
+//! `cuMemRetainAllocationHandle`, whatever mappings remain; stream-ordered memory until
 //! `cuMemFreeAsync` is called). A destroyed context drops its allocations; a primary context
 //! reset drops every allocation of its device; a primary context release drops nothing (the
 //! shim does not know whether it was the last reference). Frees of pointers allocated
@@ -188,6 +189,19 @@ pub struct Entry {
     pub kind: MemKind,
     /// Counted against the budget.
     pub reserved: bool,
+    /// References a VMM handle's releases must drop before it is gone (1 for the others).
+    pub holds: u32,
+}
+
+/// What [`take`] took out before a free went to the driver.
+#[derive(Clone, Copy, Debug)]
+pub enum Taken {
+    /// Nothing known at that address.
+    Nothing,
+    /// The whole entry: the free ends it.
+    Entry(Entry),
+    /// One reference of a VMM handle that keeps others.
+    Reference,
 }
 
 /// Multiply-xorshift over the key's words (keys are addresses, not attacker-chosen).
@@ -311,13 +325,21 @@ fn namespace(api: Api) -> u8 {
         Some(MemKind::Host) => 1,
         Some(MemKind::HostRegistered) => 2,
         Some(MemKind::VmmReserve) => 3,
-        Some(MemKind::VmmPhysical) => 4,
+        Some(MemKind::VmmPhysical | MemKind::VmmImport | MemKind::Multicast) => 4,
         Some(MemKind::Array) => 5,
     }
 }
 
 /// A successful allocation.
 pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: StackId, reserved: bool) {
+    let key = (namespace(api), ptr);
+    if matches!(kind, MemKind::VmmImport | MemKind::Multicast) {
+        // This process's own export imported back names a handle it holds: one more reference.
+        if let Some(e) = table().shard(key).get_mut(&key) {
+            e.holds = e.holds.saturating_add(1);
+            return;
+        }
+    }
     let s = slot(place.device);
     let k = kind as usize;
     ALLOCS[s][k].fetch_add(1, Ordering::Relaxed);
@@ -330,8 +352,8 @@ pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: 
         slot: s as u8,
         kind,
         reserved,
+        holds: 1,
     };
-    let key = (namespace(api), ptr);
     let old = table().shard(key).insert(key, entry);
     if let Some(old) = old {
         // The driver handed out an address we thought live: its free was not seen (made
@@ -340,20 +362,40 @@ pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: 
     }
 }
 
-/// Takes a pointer's entry out before its free is passed to the driver.
-pub fn take(api: Api, ptr: u64) -> Option<Entry> {
-    let key = (namespace(api), ptr);
-    table().shard(key).remove(&key)
+/// One more reference to a live VMM handle (`cuMemRetainAllocationHandle`).
+pub fn retained(api: Api, handle: u64) {
+    let key = (namespace(api), handle);
+    if let Some(e) = table().shard(key).get_mut(&key) {
+        e.holds = e.holds.saturating_add(1);
+    }
 }
 
-/// After the free: counts it, or puts the entry back if the driver refused.
-pub fn freed(api: Api, ptr: u64, taken: Option<Entry>, ok: bool) {
-    let Some(e) = taken else { return };
-    if ok {
-        gone(&e, true);
-    } else {
-        let key = (namespace(api), ptr);
-        table().shard(key).insert(key, e);
+/// Takes a pointer's entry out (or one reference of a handle held more than once) before its
+/// free is passed to the driver.
+pub fn take(api: Api, ptr: u64) -> Taken {
+    let key = (namespace(api), ptr);
+    let mut shard = table().shard(key);
+    match shard.get_mut(&key) {
+        None => Taken::Nothing,
+        Some(e) if e.holds > 1 => {
+            e.holds -= 1;
+            Taken::Reference
+        }
+        Some(_) => shard.remove(&key).map_or(Taken::Nothing, Taken::Entry),
+    }
+}
+
+/// After the free: counts it, or puts back what was taken if the driver refused.
+pub fn freed(api: Api, ptr: u64, taken: Taken, ok: bool) {
+    let key = (namespace(api), ptr);
+    match taken {
+        Taken::Nothing => {}
+        Taken::Entry(e) if ok => gone(&e, true),
+        Taken::Entry(e) => {
+            table().shard(key).insert(key, e);
+        }
+        Taken::Reference if ok => {}
+        Taken::Reference => retained(api, ptr),
     }
 }
 

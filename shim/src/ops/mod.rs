@@ -253,6 +253,18 @@ pub fn free(g: &HookGuard, f: u32, api: Api, ptr: u64, call: impl FnOnce() -> u3
     r
 }
 
+/// A successful `cuMemRetainAllocationHandle`: one more reference to a live handle.
+pub fn retained(g: &HookGuard, api: Api, handle: u64) {
+    let f = flags();
+    if f == 0 {
+        return;
+    }
+    housekeeping(g, f);
+    if f & LIVE != 0 {
+        live::retained(api, handle);
+    }
+}
+
 /// A stream, event or context call with at least one feature on.
 #[cold]
 #[inline(never)]
