@@ -154,6 +154,9 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuMemRelease",
         "cuMemMap",
         "cuMemUnmap",
+        "cuMemRetainAllocationHandle",
+        "cuMemImportFromShareableHandle",
+        "cuMulticastCreate",
         "cuArrayCreate_v2",
         "cuArray3DCreate_v2",
         "cuArrayDestroy",
@@ -216,6 +219,9 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuGetProcAddress_v2",
         "cuMemCreate",
         "cuMemMap",
+        "cuMemRetainAllocationHandle",
+        "cuMemImportFromShareableHandle",
+        "cuMulticastCreate",
     ] {
         assert!(seen_tracked.contains(must), "no request resolved to {must}");
     }
