@@ -234,6 +234,8 @@ pub const FAILABLE: &[Api] = &[
     Api::cuMemAllocFromPoolAsync_ptsz,
     Api::cuMemAddressReserve,
     Api::cuMemCreate,
+    Api::cuMemImportFromShareableHandle,
+    Api::cuMulticastCreate,
     Api::cuArrayCreate_v2,
     Api::cuArray3DCreate_v2,
     Api::cuIpcOpenMemHandle_v2,
