@@ -287,6 +287,35 @@ impl CuResult {
     }
 }
 
+/// Where `cuMemCreate` put its memory, as its `Alloc` record's `aux` carries it: the
+/// `CUmemAllocationProp`'s location type in the high 32 bits, its id in the low 32 (0: not
+/// recorded, as in traces of shims before this field).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemLocation {
+    /// On a device (`CU_MEM_LOCATION_TYPE_DEVICE`), by ordinal.
+    Device(i32),
+    /// In host memory (`CU_MEM_LOCATION_TYPE_HOST`, `_HOST_NUMA`, `_HOST_NUMA_CURRENT`).
+    Host,
+    /// Not recorded, or a location type this reader does not know.
+    Unknown,
+}
+
+impl MemLocation {
+    /// `aux` for a `cuMemCreate` record from the properties' location type and id.
+    pub fn encode(location_type: u32, id: i32) -> u64 {
+        (u64::from(location_type) << 32) | u64::from(id as u32)
+    }
+
+    /// The location a `cuMemCreate` record's `aux` names.
+    pub fn decode(aux: u64) -> MemLocation {
+        match aux >> 32 {
+            1 => MemLocation::Device(aux as u32 as i32),
+            2..=4 => MemLocation::Host,
+            _ => MemLocation::Unknown,
+        }
+    }
+}
+
 /// What family of memory an allocation record describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -368,5 +397,21 @@ impl<'a> Field<'a> for MemKind {
     }
     fn value(&self) -> Value<'_> {
         Value::Kind(*self)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_vmm_location_round_trips_through_aux() {
+        assert_eq!(MemLocation::decode(MemLocation::encode(1, 3)), MemLocation::Device(3));
+        assert_eq!(MemLocation::decode(MemLocation::encode(1, 0)), MemLocation::Device(0));
+        for host in [2, 3, 4] {
+            assert_eq!(MemLocation::decode(MemLocation::encode(host, 1)), MemLocation::Host);
+        }
+        assert_eq!(MemLocation::decode(0), MemLocation::Unknown, "older traces");
+        assert_eq!(MemLocation::decode(MemLocation::encode(9, 0)), MemLocation::Unknown);
     }
 }

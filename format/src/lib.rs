@@ -37,7 +37,7 @@ pub mod varint;
 pub use api::Api;
 pub use block::{BlockCursor, FileHeader, BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_SIZE, HEADER_SIZE, MAGIC};
 pub use error::{DecodeError, ErrorKind};
-pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, Ptr, StackId, Stream, Value};
+pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
     Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, Fields, Free,

@@ -238,7 +238,10 @@ records! {
         /// Allocation stack.
         stack: StackId,
         /// Per-API detail: pitch for pitched allocations, pool handle for pool allocations,
-        /// flags for host and managed allocations, alignment for reservations.
+        /// flags for host and managed allocations, alignment for reservations, the location
+        /// for `cuMemCreate` ([`crate::MemLocation`]), the mapped address for
+        /// `cuMemRetainAllocationHandle`, the handle type for `cuMemImportFromShareableHandle`,
+        /// the team's device count for `cuMulticastCreate`.
         aux: u64,
     }
 

@@ -27,6 +27,19 @@ pub type CUmemGenericAllocationHandle = u64;
 /// A device ordinal.
 pub type CUdevice = i32;
 
+/// The first members of `CUmemAllocationProp` (all the shim reads).
+#[repr(C)]
+pub struct CUmemAllocationPropHead {
+    /// `CUmemAllocationType`.
+    pub alloc_type: u32,
+    /// `CUmemAllocationHandleType` requested.
+    pub handle_types: u32,
+    /// `CUmemLocationType` of `location`.
+    pub location_type: u32,
+    /// `location.id`: a device ordinal or a NUMA node.
+    pub location_id: i32,
+}
+
 /// `CUmulticastObjectProp` (CUDA 12.1).
 #[repr(C)]
 pub struct CUmulticastObjectProp {

@@ -9,6 +9,8 @@
 //   report_vmm_refs leak    the same with one mistake each: a retain never released (the
 //                           buffer's memory stays), an import never released, a multicast
 //                           object never released, and a handle released once too often.
+//   report_vmm_refs devices (SIMCUDA_DEVICES=2) physical memory created on device 1 while
+//                           device 0's context is current, and released.
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,8 +139,18 @@ __attribute__((noinline)) void release_too_often(void) {
     printf("third release: %d\n", r);
 }
 
+// Physical memory on device 1, made while device 0's context is current.
+__attribute__((noinline)) CUmemGenericAllocationHandle on_device_1(size_t size) {
+    CUmemAllocationProp prop = device_prop();
+    prop.location.id = 1;
+    CUmemGenericAllocationHandle h;
+    CHECK(cuMemCreate(&h, size, &prop, 0));
+    return h;
+}
+
 int main(int argc, char **argv) {
     int leak = argc > 1 && strcmp(argv[1], "leak") == 0;
+    int devices = argc > 1 && strcmp(argv[1], "devices") == 0;
     CUdevice dev;
     CUcontext ctx;
     CHECK(cuInit(0));
@@ -147,6 +159,14 @@ int main(int argc, char **argv) {
     CHECK(cuCtxSetCurrent(ctx));
     CUmemAllocationProp prop = device_prop();
     CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    if (devices) {
+        CUmemGenericAllocationHandle h = on_device_1(3 * gran);
+        printf("live on 0: %llu, on 1: %llu\n", (unsigned long long)GPULEAK_LIVE_BYTES(0),
+               (unsigned long long)GPULEAK_LIVE_BYTES(1));
+        CHECK(cuMemRelease(h));
+        puts("done");
+        return 0;
+    }
 
     // Device memory live by the shim's own accounting (GPULEAK_LIVE=1), 0 without the shim.
     CUdeviceptr a = buffer_alloc(2 * gran);

@@ -335,6 +335,34 @@ fn retained_imported_and_multicast_handles_each_need_their_own_release() {
     assert_frame0(&f["allocation_stack"], "buffer_alloc", "report_vmm_refs");
 }
 
+/// `cuMemCreate` puts memory where its properties say, not on the current context's device:
+/// the shim's live accounting and the report's per-device memory follow the properties.
+#[test]
+fn physical_memory_is_counted_on_the_device_its_properties_name() {
+    const GRAN: u64 = 2 << 20;
+    let dir = TempDir::new();
+    let trace = dir.path().join("devices.trace");
+    let out = shim_command(client("report_vmm_refs"), &trace)
+        .arg("devices")
+        .env("SIMCUDA_DEVICES", "2")
+        .env("GPULEAK_LIVE", "1")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains(&format!("live on 0: 0, on 1: {}\n", 3 * GRAN)),
+        "{stdout}"
+    );
+    let r = report_json(&["--memory"], &[&trace]);
+    let devices = r["process"]["memory"]["devices"].as_array().unwrap();
+    let peaks: Vec<(&str, u64)> = devices
+        .iter()
+        .map(|d| (d["device"].as_str().unwrap(), u(&d["peak_bytes"])))
+        .collect();
+    assert_eq!(peaks, [("device 1", 3 * GRAN)], "{devices:#?}");
+}
+
 #[test]
 fn text_reports_match_their_golden_files() {
     let dir = TempDir::new();

@@ -46,7 +46,8 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 
 use gpuleak_format::{
-    Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Map, MemKind, Record, Seq, StackId, Stream, Trace, Unmap,
+    Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Map, MemKind, MemLocation, Record, Seq, StackId, Stream,
+    Trace, Unmap,
 };
 
 pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Replay};
@@ -276,7 +277,7 @@ impl Model {
             self.replay.counts.failed_allocations += 1;
             if let (Some(m), Some(kind)) = (&mut self.memory, a.api.mem_kind()) {
                 if is_owned_memory(kind) {
-                    let device = device_of(&self.contexts, kind, a.ctx);
+                    let device = device_of(&self.contexts, a);
                     m.failed(a.api, a.result, a.size, a.stack, device);
                 }
             }
@@ -315,7 +316,7 @@ impl Model {
         };
         let device = match &mut self.memory {
             Some(m) => {
-                let device = device_of(&self.contexts, kind, a.ctx);
+                let device = device_of(&self.contexts, a);
                 let owned = is_owned_memory(kind);
                 let pool = owned && self.pools.is_pool(a.stack, &self.replay.stacks, &self.replay.modules);
                 m.alloc(&alloc, device, owned, pool);
@@ -554,12 +555,23 @@ impl Model {
 }
 
 /// The device an allocation's memory is on: its context's ([`crate::memory::HOST`] for pinned
-/// host memory, [`crate::memory::UNKNOWN_DEVICE`] for a context the trace never named).
-fn device_of(contexts: &Contexts, kind: MemKind, ctx: gpuleak_format::Ctx) -> i32 {
+/// host memory, [`crate::memory::UNKNOWN_DEVICE`] for a context the trace never named), or
+/// for `cuMemCreate` the location its properties named, when the trace recorded it.
+fn device_of(contexts: &Contexts, a: &Alloc) -> i32 {
+    let Some(kind) = a.api.mem_kind() else {
+        return crate::memory::UNKNOWN_DEVICE;
+    };
     if matches!(kind, MemKind::Host | MemKind::HostRegistered) {
         return crate::memory::HOST;
     }
-    contexts.device(ctx).unwrap_or(crate::memory::UNKNOWN_DEVICE)
+    if a.api == Api::cuMemCreate {
+        match MemLocation::decode(a.aux) {
+            MemLocation::Device(device) => return device,
+            MemLocation::Host => return crate::memory::HOST,
+            MemLocation::Unknown => {}
+        }
+    }
+    contexts.device(a.ctx).unwrap_or(crate::memory::UNKNOWN_DEVICE)
 }
 
 /// Replays every readable record of `trace`; decoding errors are kept in the result and the

@@ -10,7 +10,7 @@ use std::ffi::c_void;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use gpuleak_format::record::PoolUsage;
-use gpuleak_format::{Api, CuResult, Map, Ptr, Stream, Unmap};
+use gpuleak_format::{Api, CuResult, Map, MemLocation, Ptr, Stream, Unmap};
 
 use crate::config::CUDA_ERROR_OUT_OF_MEMORY;
 use crate::cuda::*;
@@ -454,7 +454,8 @@ pub unsafe fn address_free(
     })
 }
 
-/// `cuMemCreate`: physical memory, identified by its handle.
+/// `cuMemCreate`: physical memory, identified by its handle; `aux` is where the properties put
+/// it ([`MemLocation`]: a device, not always the current one, or host memory).
 pub unsafe fn create(
     api: Api,
     real: unsafe extern "C" fn(*mut CUmemGenericAllocationHandle, usize, *const c_void, u64) -> CUresult,
@@ -463,7 +464,11 @@ pub unsafe fn create(
     prop: *const c_void,
     flags: u64,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), size as u64, 0, || {
+    // SAFETY: the properties are the program's, valid for the call (the driver reads them too);
+    // only their first 16 bytes, which every version of the structure has, are read.
+    let location = unsafe { prop.cast::<CUmemAllocationPropHead>().as_ref() }
+        .map_or(0, |p| MemLocation::encode(p.location_type, p.location_id));
+    record_alloc(api, std::ptr::null_mut(), size as u64, location, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
         unsafe {

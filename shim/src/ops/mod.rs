@@ -20,7 +20,7 @@ pub mod snapshot;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
-use gpuleak_format::{Api, MemKind, Stream};
+use gpuleak_format::{Api, MemKind, MemLocation, Stream};
 
 use crate::config::{self, CUDA_ERROR_OUT_OF_MEMORY};
 use crate::guard::HookGuard;
@@ -160,7 +160,17 @@ pub fn alloc(
             return refused(g, api, stream, size, aux, kind, place, error, Failure::Injected);
         }
     }
-    let place = live::Place::here_if(f & (LIVE | BUDGET) != 0);
+    let mut place = live::Place::here_if(f & (LIVE | BUDGET) != 0);
+    let mut kind = kind;
+    if api == Api::cuMemCreate {
+        // Physical memory goes where its properties say, not always to the current device.
+        match MemLocation::decode(aux) {
+            MemLocation::Device(device) => place.device = device,
+            // Host memory: accounted and reported as host memory, outside any device budget.
+            MemLocation::Host => kind = MemKind::Host,
+            MemLocation::Unknown => {}
+        }
+    }
     let mut reserved = false;
     if f & BUDGET != 0 && live::counts_toward_budget(kind) {
         let limit = settings().limit.unwrap_or(u64::MAX);
