@@ -12,21 +12,9 @@
 //   report_vmm_refs devices (SIMCUDA_DEVICES=2) physical memory created on device 1 while
 //                           device 0's context is current, and released.
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <unistd.h>
-#include "simcuda.h"
+#include "sim_util.h"
 #include "../../shim/include/gpuleak.h"
-
-#define CHECK(x)                                                                       \
-    do {                                                                               \
-        CUresult rc_ = (x);                                                            \
-        if (rc_ != CUDA_SUCCESS) {                                                     \
-            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
-            exit(3);                                                                   \
-        }                                                                              \
-    } while (0)
 
 static size_t gran;
 
@@ -151,12 +139,8 @@ __attribute__((noinline)) CUmemGenericAllocationHandle on_device_1(size_t size) 
 int main(int argc, char **argv) {
     int leak = argc > 1 && strcmp(argv[1], "leak") == 0;
     int devices = argc > 1 && strcmp(argv[1], "devices") == 0;
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    setup();
+    CUdevice dev = 0;
     CUmemAllocationProp prop = device_prop();
     CHECK(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
     if (devices) {
