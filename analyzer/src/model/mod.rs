@@ -277,7 +277,7 @@ impl Model {
             self.replay.counts.failed_allocations += 1;
             if let (Some(m), Some(kind)) = (&mut self.memory, a.api.mem_kind()) {
                 if is_owned_memory(kind) {
-                    let device = device_of(&self.contexts, a);
+                    let device = device_of(&self.contexts, kind, a);
                     m.failed(a.api, a.result, a.size, a.stack, device);
                 }
             }
@@ -316,7 +316,7 @@ impl Model {
         };
         let device = match &mut self.memory {
             Some(m) => {
-                let device = device_of(&self.contexts, a);
+                let device = device_of(&self.contexts, kind, a);
                 let owned = is_owned_memory(kind);
                 let pool = owned && self.pools.is_pool(a.stack, &self.replay.stacks, &self.replay.modules);
                 m.alloc(&alloc, device, owned, pool);
@@ -557,10 +557,7 @@ impl Model {
 /// The device an allocation's memory is on: its context's ([`crate::memory::HOST`] for pinned
 /// host memory, [`crate::memory::UNKNOWN_DEVICE`] for a context the trace never named), or
 /// for `cuMemCreate` the location its properties named, when the trace recorded it.
-fn device_of(contexts: &Contexts, a: &Alloc) -> i32 {
-    let Some(kind) = a.api.mem_kind() else {
-        return crate::memory::UNKNOWN_DEVICE;
-    };
+fn device_of(contexts: &Contexts, kind: MemKind, a: &Alloc) -> i32 {
     if matches!(kind, MemKind::Host | MemKind::HostRegistered) {
         return crate::memory::HOST;
     }

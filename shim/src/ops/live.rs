@@ -332,14 +332,11 @@ fn namespace(api: Api) -> u8 {
 
 /// A successful allocation.
 pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: StackId, reserved: bool) {
-    let key = (namespace(api), ptr);
-    if matches!(kind, MemKind::VmmImport | MemKind::Multicast) {
-        // This process's own export imported back names a handle it holds: one more reference.
-        if let Some(e) = table().shard(key).get_mut(&key) {
-            e.holds = e.holds.saturating_add(1);
-            return;
-        }
+    // This process's own export imported back names a handle it holds: one more reference.
+    if matches!(kind, MemKind::VmmImport | MemKind::Multicast) && retained(api, ptr) {
+        return;
     }
+    let key = (namespace(api), ptr);
     let s = slot(place.device);
     let k = kind as usize;
     ALLOCS[s][k].fetch_add(1, Ordering::Relaxed);
@@ -362,12 +359,14 @@ pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: 
     }
 }
 
-/// One more reference to a live VMM handle (`cuMemRetainAllocationHandle`).
-pub fn retained(api: Api, handle: u64) {
+/// One more reference to a live VMM handle (`cuMemRetainAllocationHandle`); false if the
+/// handle is not live.
+pub fn retained(api: Api, handle: u64) -> bool {
     let key = (namespace(api), handle);
-    if let Some(e) = table().shard(key).get_mut(&key) {
-        e.holds = e.holds.saturating_add(1);
-    }
+    let mut shard = table().shard(key);
+    let Some(e) = shard.get_mut(&key) else { return false };
+    e.holds = e.holds.saturating_add(1);
+    true
 }
 
 /// Takes a pointer's entry out (or one reference of a handle held more than once) before its
@@ -395,7 +394,9 @@ pub fn freed(api: Api, ptr: u64, taken: Taken, ok: bool) {
             table().shard(key).insert(key, e);
         }
         Taken::Reference if ok => {}
-        Taken::Reference => retained(api, ptr),
+        Taken::Reference => {
+            retained(api, ptr);
+        }
     }
 }
 

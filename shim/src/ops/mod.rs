@@ -153,7 +153,7 @@ pub fn alloc(
     call: impl FnOnce() -> (u32, u64, u64),
 ) -> u32 {
     housekeeping(g, f);
-    let kind = api.mem_kind().unwrap_or(MemKind::Device);
+    let mut kind = api.mem_kind().unwrap_or(MemKind::Device);
     if f & FAULTS != 0 {
         if let Some(error) = faults::hit(api) {
             let place = live::Place::here_if(f & LIVE != 0);
@@ -161,7 +161,6 @@ pub fn alloc(
         }
     }
     let mut place = live::Place::here_if(f & (LIVE | BUDGET) != 0);
-    let mut kind = kind;
     if api == Api::cuMemCreate {
         // Physical memory goes where its properties say, not always to the current device.
         match MemLocation::decode(aux) {
