@@ -68,6 +68,8 @@ apis! {
     30 cuMemRetainAllocationHandle,
     31 cuMemImportFromShareableHandle,
     32 cuMulticastCreate,
+    // A pointer imported from another process's memory pool, freed by cuMemFree[Async].
+    33 cuMemPoolImportPointer,
     // Contexts.
     40 cuCtxCreate_v2,
     41 cuCtxCreate_v3,
@@ -176,6 +178,10 @@ apis! {
     226 cuMemcpy3DAsync_v2_ptsz,
     227 cuLaunchHostFunc_v2,
     228 cuLaunchHostFunc_v2_ptsz,
+    // Runtime entry points added later (a record's `via` tag).
+    229 cudaMemPoolImportPointer,
+    230 cudaIpcOpenMemHandle,
+    231 cudaIpcCloseMemHandle,
 }
 
 impl Api {
@@ -197,6 +203,7 @@ impl Api {
             Api::cuMemCreate | Api::cuMemRelease | Api::cuMemRetainAllocationHandle => VmmPhysical,
             Api::cuMemImportFromShareableHandle => VmmImport,
             Api::cuMulticastCreate => Multicast,
+            Api::cuMemPoolImportPointer => PoolImport,
             Api::cuArrayCreate_v2
             | Api::cuArray3DCreate_v2
             | Api::cuArrayDestroy

@@ -346,11 +346,15 @@ pub enum MemKind {
     /// memory each device may bind to it. Released by `cuMemRelease`; the memory bound to it
     /// is the devices' own `cuMemCreate` memory.
     Multicast = 10,
+    /// A pointer imported from another process's stream-ordered memory pool
+    /// (`cuMemPoolImportPointer`): that process's memory, mapped here until this process frees
+    /// the pointer with `cuMemFree` or `cuMemFreeAsync`.
+    PoolImport = 11,
 }
 
 impl MemKind {
     /// Every kind, in number order.
-    pub const ALL: [MemKind; 11] = [
+    pub const ALL: [MemKind; 12] = [
         MemKind::Device,
         MemKind::Managed,
         MemKind::Host,
@@ -362,6 +366,7 @@ impl MemKind {
         MemKind::Ipc,
         MemKind::VmmImport,
         MemKind::Multicast,
+        MemKind::PoolImport,
     ];
 
     /// Short lowercase name used in reports.
@@ -378,6 +383,7 @@ impl MemKind {
             MemKind::Ipc => "ipc",
             MemKind::VmmImport => "vmm-import",
             MemKind::Multicast => "multicast",
+            MemKind::PoolImport => "pool-import",
         }
     }
 }

@@ -240,6 +240,7 @@ pub const FAILABLE: &[Api] = &[
     Api::cuArray3DCreate_v2,
     Api::cuIpcOpenMemHandle_v2,
     Api::cuIpcOpenMemHandle,
+    Api::cuMemPoolImportPointer,
 ];
 
 /// Operations settings: metrics, snapshots, OOM dumps, budget, fault injection.

@@ -239,6 +239,7 @@ struct pool {
     struct alloc **cache;
     size_t ncache, capcache;
     CUmemPoolProps props;
+    struct pool *imported_from; /* a pool imported from a shareable handle: its exporter's */
 };
 
 HIDDEN struct pool *pool_new_default(int dev);
@@ -316,6 +317,13 @@ HIDDEN void ipc_ctx_teardown(struct ctx *c);
 HIDDEN void array_dead(void *array);
 HIDDEN CUresult vmm_xlate(uint64_t addr, size_t n, bool write, char **host, size_t *contig);
 HIDDEN CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
+/* An imported pool pointer (cuMemPoolImportPointer): an alias of `target` like an IPC mapping,
+ * reference-counted, made in context c. */
+HIDDEN CUresult ipc_alias_pool(struct alloc *target, struct ctx *c, CUdeviceptr *out);
+/* Frees one reference of the imported pool pointer at dptr; false if there is none there. */
+HIDDEN bool ipc_free_pool_alias(CUdeviceptr dptr);
+/* The IPC mapping or imported pool pointer containing addr: its base and size. */
+HIDDEN bool ipc_address_range(uint64_t addr, uint64_t *base, uint64_t *size);
 
 /* ---- teardown (context.c) ---------------------------------------------------------------- */
 

@@ -258,6 +258,7 @@ CUresult mem_free_ptr(CUdeviceptr dptr) {
         managed_release(((struct hostrange *)hr->obj)->managed);
         return CUDA_SUCCESS;
     }
+    if (ipc_free_pool_alias(dptr)) return CUDA_SUCCESS;
     return CUDA_ERROR_INVALID_VALUE;
 }
 
@@ -270,7 +271,7 @@ static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
     if (a && client_addressable(a) && dptr - a->addr < a->size) {
         base = a->addr;
         size = a->size;
-    } else {
+    } else if (!ipc_address_range(dptr, &base, &size)) {
         struct range *hr = rtab_find(&g_host, dptr);
         if (!hr || ((struct hostrange *)hr->obj)->kind != HR_MANAGED) return CUDA_ERROR_NOT_FOUND;
         base = hr->addr;

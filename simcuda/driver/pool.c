@@ -10,9 +10,16 @@
  *
  * Under stream capture an allocation creates no memory: it returns an address from the graph
  * range that is valid only as an argument of cuMemFreeAsync within the same capture.
+ *
+ * Sharing (same process only, like IPC): a pool created with POSIX file descriptor handles is
+ * exported into a memfd; importing that descriptor gives a second pool handle that allocates
+ * nothing and imports the exporter's pointers. cuMemPoolImportPointer maps a live allocation at
+ * an alias address (vmm.c), reference-counted, freed by cuMemFree or cuMemFreeAsync.
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "internal.h"
 
@@ -148,7 +155,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool handle,
     struct pool *p = g_dev[ref.ctx->dev].current_pool;
     if (from_pool) {
         p = obj_get(HK_POOL, (uint64_t)(uintptr_t)handle);
-        if (!p) return CUDA_ERROR_INVALID_VALUE;
+        /* Imported pools make no allocations of their own. */
+        if (!p || p->imported_from) return CUDA_ERROR_INVALID_VALUE;
     }
     if (ref.capturing) {
         uint64_t addr = graph_next_address(size);
@@ -216,7 +224,7 @@ static CUresult device_pool(CUmemoryPool *out, CUdevice dev, bool current) {
 static CUresult set_device_pool(CUdevice dev, CUmemoryPool handle) {
     if (dev_check(dev) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_DEVICE;
     struct pool *p = obj_get(HK_POOL, (uint64_t)(uintptr_t)handle);
-    if (!p || p->dev != dev) return CUDA_ERROR_INVALID_VALUE;
+    if (!p || p->dev != dev || p->imported_from) return CUDA_ERROR_INVALID_VALUE;
     g_dev[dev].current_pool = p;
     return CUDA_SUCCESS;
 }
@@ -325,6 +333,119 @@ static CUresult pool_get_access(CUmemAccess_flags *flags, CUmemoryPool handle,
         return CUDA_ERROR_INVALID_VALUE;
     *flags = p->access[location->id];
     return CUDA_SUCCESS;
+}
+
+/* ---- sharing pools and their allocations -------------------------------------------------- */
+
+static const char pool_magic[8] = {'S', 'I', 'M', 'C', 'U', 'P', 'O', 'L'};
+static const char ptr_magic[8] = {'S', 'I', 'M', 'C', 'U', 'P', 'T', 'R'};
+
+struct pool_payload {
+    char magic[8];
+    int32_t pid;
+    uint64_t pool;   /* the exporting pool's handle */
+    uint64_t addr;   /* pointer exports: the allocation */
+    uint64_t serial;
+};
+_Static_assert(sizeof(struct pool_payload) <= sizeof(CUmemPoolPtrExportData),
+               "pointer export must fit its 64 bytes");
+
+static bool shareable(const struct pool *p) {
+    return p->props.handleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+}
+
+static CUresult pool_export(void *out, CUmemoryPool handle, CUmemAllocationHandleType type,
+                            unsigned long long flags) {
+    struct pool *p = obj_get(HK_POOL, (uint64_t)(uintptr_t)handle);
+    if (!out || !p || flags != 0 || p->imported_from) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    if (!shareable(p)) return CUDA_ERROR_INVALID_VALUE;
+    struct pool_payload s = {.pid = (int32_t)getpid(), .pool = H(p)};
+    memcpy(s.magic, pool_magic, sizeof s.magic);
+    int fd = memfd_create("simcuda-pool", MFD_CLOEXEC);
+    if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (pwrite(fd, &s, sizeof s, 0) != (ssize_t)sizeof s) {
+        close(fd);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *(int *)out = fd;
+    return CUDA_SUCCESS;
+}
+
+/* Same process only: a new pool handle standing for the exporter's, which makes no
+ * allocations and can import the exporter's pointers. */
+static CUresult pool_import(CUmemoryPool *out, void *os_handle, CUmemAllocationHandleType type,
+                            unsigned long long flags) {
+    if (!out || flags != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
+    struct pool_payload s;
+    int fd = (int)(intptr_t)os_handle;
+    if (pread(fd, &s, sizeof s, 0) != (ssize_t)sizeof s || memcmp(s.magic, pool_magic, sizeof s.magic) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (s.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
+    struct pool *src = obj_get(HK_POOL, s.pool);
+    if (!src) return CUDA_ERROR_INVALID_VALUE;
+    struct pool *p = obj_new(HK_POOL, sizeof *p);
+    if (!p) return CUDA_ERROR_OUT_OF_MEMORY;
+    pool_init(p, src->dev);
+    p->props = src->props;
+    p->imported_from = src;
+    *out = (CUmemoryPool)(uintptr_t)H(p);
+    return CUDA_SUCCESS;
+}
+
+static CUresult pointer_export(CUmemPoolPtrExportData *out, CUdeviceptr ptr) {
+    struct alloc *a = heap_find(ptr);
+    if (!out || !a || a->addr != ptr || a->kind != AK_ASYNC || a->cached || !shareable(a->pool))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct pool_payload s = {.pid = (int32_t)getpid(), .pool = H(a->pool), .addr = a->addr,
+                             .serial = a->serial};
+    memcpy(s.magic, ptr_magic, sizeof s.magic);
+    memset(out, 0, sizeof *out);
+    memcpy(out->reserved, &s, sizeof s);
+    return CUDA_SUCCESS;
+}
+
+static CUresult pointer_import(CUdeviceptr *out, CUmemoryPool handle, const CUmemPoolPtrExportData *data) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    struct pool *p = obj_get(HK_POOL, (uint64_t)(uintptr_t)handle);
+    if (!out || !data || !p || !p->imported_from) return CUDA_ERROR_INVALID_VALUE;
+    struct pool_payload s;
+    memcpy(&s, data->reserved, sizeof s);
+    if (memcmp(s.magic, ptr_magic, sizeof s.magic) != 0) return CUDA_ERROR_INVALID_VALUE;
+    if (s.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
+    struct alloc *a = heap_find(s.addr);
+    if (s.pool != H(p->imported_from) || !a || a->addr != s.addr || a->serial != s.serial ||
+        a->pool != p->imported_from)
+        return CUDA_ERROR_INVALID_VALUE;
+    return ipc_alias_pool(a, c, out);
+}
+
+SIMCUDA_API CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
+                                                      CUmemAllocationHandleType handleType,
+                                                      unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(pool_export(handle_out, pool, handleType, flags));
+}
+
+SIMCUDA_API CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
+                                                        CUmemAllocationHandleType handleType,
+                                                        unsigned long long flags) {
+    API_ENTER();
+    API_LOCKED(pool_import(pool_out, handle, handleType, flags));
+}
+
+SIMCUDA_API CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr) {
+    API_ENTER();
+    API_LOCKED(pointer_export(shareData_out, ptr));
+}
+
+SIMCUDA_API CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                            CUmemPoolPtrExportData *shareData) {
+    API_ENTER();
+    API_LOCKED(pointer_import(ptr_out, pool, shareData));
 }
 
 SIMCUDA_API CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev) {

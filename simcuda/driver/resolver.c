@@ -175,6 +175,10 @@ static const struct entry table[] = {
     ROW("cuMemPoolTrimTo", 11020, cuMemPoolTrimTo),
     ROW("cuMemPoolSetAccess", 11020, cuMemPoolSetAccess),
     ROW("cuMemPoolGetAccess", 11020, cuMemPoolGetAccess),
+    ROW("cuMemPoolExportToShareableHandle", 11020, cuMemPoolExportToShareableHandle),
+    ROW("cuMemPoolImportFromShareableHandle", 11020, cuMemPoolImportFromShareableHandle),
+    ROW("cuMemPoolExportPointer", 11020, cuMemPoolExportPointer),
+    ROW("cuMemPoolImportPointer", 11020, cuMemPoolImportPointer),
 
     /* virtual memory management */
     ROW("cuMemGetAllocationGranularity", 10020, cuMemGetAllocationGranularity),

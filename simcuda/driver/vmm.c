@@ -20,7 +20,8 @@
  *
  * IPC: cuIpcOpenMemHandle works on handles exported by the same process and maps the memory at
  * a second address (an alias), reference-counted per allocation; handles from another process
- * return CUDA_ERROR_NOT_SUPPORTED.
+ * return CUDA_ERROR_NOT_SUPPORTED. cuMemPoolImportPointer (pool.c) maps a pool allocation the
+ * same way; such an alias is freed by cuMemFree or cuMemFreeAsync, not closed.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -52,6 +53,7 @@ struct ipc_alias {
     uint64_t serial;
     int refs;
     struct ctx *ctx;
+    bool pool;           /* cuMemPoolImportPointer's: freed by cuMemFree[Async], not closed */
 };
 
 static struct rtab reservations; /* obj unused */
@@ -481,8 +483,8 @@ _Static_assert(sizeof(struct ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload mu
 
 static bool ipc_target_live(const struct ipc_alias *al) {
     struct alloc *a = heap_find(al->target_addr);
-    return a == al->target && a->addr == al->target_addr && a->serial == al->serial &&
-           (a->kind == AK_DEVICE || a->kind == AK_PITCH);
+    if (a != al->target || a->addr != al->target_addr || a->serial != al->serial) return false;
+    return al->pool ? a->kind == AK_ASYNC && !a->cached : a->kind == AK_DEVICE || a->kind == AK_PITCH;
 }
 
 CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig) {
@@ -508,6 +510,8 @@ void ipc_ctx_teardown(struct ctx *c) {
     }
 }
 
+static CUresult alias_open(const struct ipc_alias *probe, struct ctx *c, CUdeviceptr *pdptr);
+
 static CUresult ipc_get(CUipcMemHandle *handle, CUdeviceptr dptr) {
     struct alloc *a = heap_find(dptr);
     if (!handle || !a || a->addr != dptr || (a->kind != AK_DEVICE && a->kind != AK_PITCH))
@@ -531,39 +535,69 @@ static CUresult ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle, unsig
     if (p.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
     struct ipc_alias probe = {.target = heap_find(p.addr), .target_addr = p.addr, .serial = p.serial};
     if (!probe.target || !ipc_target_live(&probe)) return CUDA_ERROR_INVALID_VALUE;
+    return alias_open(&probe, c, pdptr);
+}
+
+/* Maps probe's target at an alias address, or counts one more reference of the alias that
+ * already maps it (of the same kind: IPC mapping or imported pool pointer). */
+static CUresult alias_open(const struct ipc_alias *probe, struct ctx *c, CUdeviceptr *pdptr) {
     for (size_t i = 0; i < ipc_aliases.n; i++) {
         struct ipc_alias *al = ipc_aliases.v[i].obj;
-        if (al->serial == p.serial && ipc_target_live(al)) {
+        if (al->serial == probe->serial && al->pool == probe->pool && ipc_target_live(al)) {
             al->refs++;
             *pdptr = ipc_aliases.v[i].addr;
             return CUDA_SUCCESS;
         }
     }
     uint64_t addr;
-    if (!rtab_first_fit(&ipc_aliases, IPC_BASE, IPC_BASE + IPC_SPAN, probe.target->block, HEAP_ALIGN,
+    if (!rtab_first_fit(&ipc_aliases, IPC_BASE, IPC_BASE + IPC_SPAN, probe->target->block, HEAP_ALIGN,
                         &addr))
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct ipc_alias *al = malloc(sizeof *al);
-    if (!al || !rtab_insert(&ipc_aliases, addr, probe.target->block, al)) {
+    if (!al || !rtab_insert(&ipc_aliases, addr, probe->target->block, al)) {
         free(al);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    *al = probe;
+    *al = *probe;
     al->refs = 1;
     al->ctx = c;
     *pdptr = addr;
     return CUDA_SUCCESS;
 }
 
-static CUresult ipc_close(CUdeviceptr dptr) {
+CUresult ipc_alias_pool(struct alloc *target, struct ctx *c, CUdeviceptr *out) {
+    struct ipc_alias probe = {.target = target, .target_addr = target->addr, .serial = target->serial,
+                              .pool = true};
+    if (!ipc_target_live(&probe)) return CUDA_ERROR_INVALID_VALUE;
+    return alias_open(&probe, c, out);
+}
+
+/* Drops one reference of the alias at dptr, if it is of the kind asked for. */
+static bool alias_close(CUdeviceptr dptr, bool pool) {
     struct range *r = rtab_exact(&ipc_aliases, dptr);
-    if (!r) return CUDA_ERROR_INVALID_VALUE;
+    if (!r || ((struct ipc_alias *)r->obj)->pool != pool) return false;
     struct ipc_alias *al = r->obj;
     if (--al->refs == 0) {
         rtab_remove(&ipc_aliases, dptr);
         free(al);
     }
-    return CUDA_SUCCESS;
+    return true;
+}
+
+bool ipc_free_pool_alias(CUdeviceptr dptr) { return alias_close(dptr, true); }
+
+bool ipc_address_range(uint64_t addr, uint64_t *base, uint64_t *size) {
+    struct range *r = rtab_find(&ipc_aliases, addr);
+    if (!r || !ipc_target_live(r->obj)) return false;
+    struct alloc *a = ((struct ipc_alias *)r->obj)->target;
+    if (addr - r->addr >= a->size) return false;
+    *base = r->addr;
+    *size = a->size;
+    return true;
+}
+
+static CUresult ipc_close(CUdeviceptr dptr) {
+    return alias_close(dptr, false) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 SIMCUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr) {

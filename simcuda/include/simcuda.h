@@ -267,6 +267,11 @@ typedef struct CUmemPoolProps_st {
     unsigned char reserved[54];
 } CUmemPoolProps;
 
+/* Export data of one pool allocation (cuMemPoolExportPointer): 64 opaque bytes. */
+typedef struct CUmemPoolPtrExportData_st {
+    unsigned char reserved[64];
+} CUmemPoolPtrExportData;
+
 /* Arrays. */
 typedef enum CUarray_format_enum {
     CU_AD_FORMAT_UNSIGNED_INT8 = 0x01,
@@ -588,6 +593,15 @@ SIMCUDA_API CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc
                                         size_t count);
 SIMCUDA_API CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool,
                                         CUmemLocation *location);
+SIMCUDA_API CUresult cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
+                                                      CUmemAllocationHandleType handleType,
+                                                      unsigned long long flags);
+SIMCUDA_API CUresult cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
+                                                        CUmemAllocationHandleType handleType,
+                                                        unsigned long long flags);
+SIMCUDA_API CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr);
+SIMCUDA_API CUresult cuMemPoolImportPointer(CUdeviceptr *ptr_out, CUmemoryPool pool,
+                                            CUmemPoolPtrExportData *shareData);
 
 /* Virtual memory management. */
 SIMCUDA_API CUresult cuMemGetAllocationGranularity(size_t *granularity,

@@ -93,7 +93,7 @@ int main(void) {
     r = cuMemAlloc_v2(&shared, 4096); out("alloc", "cuMemAlloc_v2", r, shared, 4096);
     CUipcMemHandle ih;
     CHECK(cuIpcGetMemHandle(&ih, shared));
-    r = cuIpcOpenMemHandle_v2(&opened, ih, 1); out("alloc", "cuIpcOpenMemHandle_v2", r, opened, 0);
+    size_t osize = 0; /* the size the shim asks the driver for */ r = cuIpcOpenMemHandle_v2(&opened, ih, 1); if (r == CUDA_SUCCESS) CHECK(cuMemGetAddressRange_v2(NULL, &osize, opened)); out("alloc", "cuIpcOpenMemHandle_v2", r, opened, osize);
     if (r == CUDA_SUCCESS) {
         r = cuIpcCloseMemHandle(opened); out("free", "cuIpcCloseMemHandle", r, opened, 0);
     }

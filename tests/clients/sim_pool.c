@@ -1,6 +1,9 @@
 // link: driver
 // Stream-ordered allocation: pool reuse and release at synchronisation, the release
-// threshold, trimming, created pools, per-thread variants and allocation under capture.
+// threshold, trimming, created pools, per-thread variants, allocation under capture and
+// sharing a pool's allocations (export, import, free of an imported pointer).
+#include <stdint.h>
+#include <unistd.h>
 #include "sim_util.h"
 
 #define MiB (1024ull * 1024ull)
@@ -166,10 +169,56 @@ static int capture(int argc, char **argv) {
     return 0;
 }
 
+// A shareable pool exported and imported back (same process), one allocation exported and
+// imported twice: one alias address, two references, each freed by cuMemFree[Async].
+static int share(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = 0;
+    CUmemoryPool plain, pool, imported;
+    CHECK(cuMemPoolCreate(&plain, &props));
+    int fd = -1;
+    put_result("export_unshareable", cuMemPoolExportToShareableHandle(&fd, plain, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+    CHECK(cuMemPoolCreate(&pool, &props));
+    CHECK(cuMemPoolExportToShareableHandle(&fd, pool, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    CHECK(cuMemPoolImportFromShareableHandle(&imported, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    close(fd);
+    CUdeviceptr mine, a, b, c;
+    put_result("alloc_from_imported", cuMemAllocFromPoolAsync(&c, MiB, imported, NULL));
+    CHECK(cuMemAllocFromPoolAsync(&mine, MiB, pool, NULL));
+    CUmemPoolPtrExportData data;
+    CHECK(cuMemPoolExportPointer(&data, mine));
+    put_result("import_into_exporter", cuMemPoolImportPointer(&a, pool, &data));
+    CHECK(cuMemPoolImportPointer(&a, imported, &data));
+    CHECK(cuMemPoolImportPointer(&b, imported, &data));
+    printf("one_alias %d\n", a == b && a != mine);
+    int v = 1234, back = 0;
+    CHECK(cuMemcpyHtoD_v2(mine, &v, sizeof v));
+    CHECK(cuMemcpyDtoH_v2(&back, a, sizeof back));
+    printf("same_memory %d\n", back == v);
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    CHECK(cuMemGetAddressRange_v2(&base, &size, a + 16));
+    printf("range %d %zu\n", base == a, size);
+    put_result("ipc_close", cuIpcCloseMemHandle(a));
+    put_result("free_async", cuMemFreeAsync(a, NULL));
+    put_result("free", cuMemFree_v2(b));
+    put_result("free_again", cuMemFree_v2(b));
+    CHECK(cuMemFreeAsync(mine, NULL));
+    put_result("export_freed", cuMemPoolExportPointer(&data, mine));
+    put_result("import_freed", cuMemPoolImportPointer(&c, imported, &data));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static const struct subcommand cmds[] = {
         {"reuse", reuse},           {"threshold", threshold},   {"created-pool", created_pool},
-        {"per-thread", per_thread}, {"capture", capture},
+        {"per-thread", per_thread}, {"capture", capture},       {"share", share},
     };
     return DISPATCH(cmds);
 }

@@ -335,6 +335,85 @@ fn retained_imported_and_multicast_handles_each_need_their_own_release() {
     assert_frame0(&f["allocation_stack"], "buffer_alloc", "report_vmm_refs");
 }
 
+/// Pool allocations shared between processes come back as `cuMemPoolImportPointer` pointers
+/// that `cuMemFree` or `cuMemFreeAsync` release, and an IPC handle opened twice maps one address
+/// with two references. The correct sequences report nothing; a pointer never freed, a close
+/// too few and a close of the wrong kind are each found. The imports' sizes come from the
+/// driver, and the shim never counts another process's memory as this one's.
+#[test]
+fn imported_pool_pointers_and_reopened_ipc_handles_each_need_their_own_release() {
+    const SIZE: u64 = 1 << 20;
+    let dir = TempDir::new();
+    let run = |mode: &str| {
+        let trace = dir.path().join(format!("{mode}.trace"));
+        let out = shim_command(client("report_ipc_refs"), &trace)
+            .arg(mode)
+            .env("GPULEAK_LIVE", "1")
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        (String::from_utf8(out.stdout).unwrap(), trace)
+    };
+    let (stdout, trace) = run("clean");
+    assert!(stdout.contains("same address: 1, seen 0x5eed\n"), "{stdout}");
+    assert!(stdout.contains("same ipc address: 1\n"), "{stdout}");
+    assert!(stdout.contains(&format!("live while imported: {SIZE}\n")), "{stdout}");
+    assert!(stdout.contains("live at end: 0\n"), "{stdout}");
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
+    assert_eq!(
+        u(&r["summary"]["peak_bytes"]),
+        SIZE + 4096,
+        "imports are not this process's memory"
+    );
+    let imports: Vec<(u64, u64)> = of_type(&dump(&trace), "Alloc")
+        .iter()
+        .filter(|a| a["api"] == "cuMemPoolImportPointer" || a["api"] == "cuIpcOpenMemHandle_v2")
+        .map(|a| (u(&a["size"]), u(&a["result"])))
+        .collect();
+    assert_eq!(
+        imports,
+        [(SIZE, 0), (SIZE, 0), (4096, 0), (4096, 0)],
+        "sizes asked of the driver"
+    );
+
+    let (stdout, trace) = run("leak");
+    assert!(stdout.contains("close of an imported pointer: 1\n"), "{stdout}");
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    let unreleased: Vec<(&str, u64, u64, u64)> = r["unreleased"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            (
+                h["kind"].as_str().unwrap(),
+                u(&h["bytes"]),
+                u(&h["retains"]),
+                u(&h["releases_due"]),
+            )
+        })
+        .collect();
+    assert_eq!(unreleased, [("pool-import", SIZE, 1, 1), ("ipc", 4096, 1, 1)], "{r:#}");
+    assert_frame0(&r["unreleased"][0]["stack"], "import_buffer", "report_ipc_refs");
+    assert_frame0(&r["unreleased"][1]["stack"], "open_ipc", "report_ipc_refs");
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!(
+        (f["check"].as_str(), f["api"].as_str()),
+        (Some("bad-free"), Some("cuIpcCloseMemHandle"))
+    );
+    assert!(f["message"].as_str().unwrap().contains("wrong free function"), "{f}");
+    assert_frame0(&f["stack"], "close_like_ipc", "report_ipc_refs");
+    assert_frame0(&f["allocation_stack"], "import_buffer", "report_ipc_refs");
+    let text = report_text(&[], &[&trace]);
+    assert!(text.contains("imported again 1 time, 1 cuMemFree still"), "{text}");
+    assert!(text.contains("opened again 1 time, 1 cuIpcCloseMemHandle"), "{text}");
+}
+
 /// `cuMemCreate` puts memory where its properties say, not on the current context's device:
 /// the shim's live accounting and the report's per-device memory follow the properties.
 #[test]

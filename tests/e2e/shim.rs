@@ -162,6 +162,7 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuArrayDestroy",
         "cuIpcOpenMemHandle_v2",
         "cuIpcCloseMemHandle",
+        "cuMemPoolImportPointer",
         "cuCtxCreate_v2",
         "cuCtxDestroy_v2",
         "cuDevicePrimaryCtxRetain",
@@ -222,6 +223,7 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuMemRetainAllocationHandle",
         "cuMemImportFromShareableHandle",
         "cuMulticastCreate",
+        "cuMemPoolImportPointer",
     ] {
         assert!(seen_tracked.contains(must), "no request resolved to {must}");
     }

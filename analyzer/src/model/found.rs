@@ -100,10 +100,12 @@ pub struct LeakGroup {
     /// VMM handles among them that were released but are still mapped.
     pub released_but_mapped: u64,
     /// References the group's VMM handles took with `cuMemRetainAllocationHandle` (or by
-    /// importing a handle this process already held).
+    /// importing a handle this process already held); for IPC mappings and imported pool
+    /// pointers, the openings (imports) of the same memory beyond the first.
     pub retains: u64,
-    /// `cuMemRelease` calls the group's handles still needed at the end: one per creation or
-    /// import and one per retain, less those made.
+    /// Release calls the group still needed at the end (`cuMemRelease` for VMM handles,
+    /// `cuIpcCloseMemHandle` for IPC mappings, `cuMemFree[Async]` for imported pool
+    /// pointers): one per creation, import or opening and one per retain, less those made.
     pub releases_due: u64,
 }
 

@@ -11,7 +11,9 @@
 //!   `cuDevicePrimaryCtxReset`) takes its allocations with it: they are leaks *at teardown*;
 //! - a VMM physical handle holds memory until it is released and all its mappings are gone;
 //!   `cuMemRetainAllocationHandle` adds a reference that needs a release of its own (NCCL
-//!   retains and releases handles to free and to inspect its buffers);
+//!   retains and releases handles to free and to inspect its buffers); an IPC handle opened
+//!   again, or a pool pointer imported again, maps the same address once more and needs a
+//!   close (free) of its own;
 //! - a free of a pointer that is not live is a bad free (unknown pointer, double free, or a
 //!   pointer of another family);
 //! - whatever is live at the end of the trace (after the `Exit` record, if any) is live *at
@@ -72,9 +74,10 @@ struct Live {
     alloc: Allocation,
     /// References not yet released: a VMM handle's creation (or import) and each retain of it
     /// (`cuMemRetainAllocationHandle`) need one `cuMemRelease` each; 0: released, alive while
-    /// mapped. Always 1 for a live allocation of another family.
+    /// mapped. Each opening of an IPC handle and each import of a pool pointer needs its own
+    /// close or free. Always 1 for a live allocation of another family.
     holds: u32,
-    /// Retains of a VMM handle.
+    /// Retains of a VMM handle, or openings (imports) beyond the first.
     retains: u32,
     /// Live mappings of a VMM handle.
     mappings: u64,
@@ -269,7 +272,8 @@ impl Model {
     fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
         if a.api == Api::cuMemRetainAllocationHandle {
             if a.result.is_success() {
-                self.retain(a.ptr.0);
+                self.replay.counts.retains += 1;
+                self.retain((Space::Physical, a.ptr.0));
             }
             return;
         }
@@ -289,10 +293,20 @@ impl Model {
             return;
         }
         let key = (Space::of(kind), a.ptr.0);
-        if matches!(kind, MemKind::VmmImport | MemKind::Multicast) && self.live.contains_key(&key) {
+        let again = match kind {
             // An import that names a handle already held (this process's own export) is one
             // more reference to it.
-            self.retain(a.ptr.0);
+            MemKind::VmmImport | MemKind::Multicast => self.live.contains_key(&key),
+            // The driver hands out the address it already mapped, counting one more reference
+            // (an IPC handle opened again in the same context; a pool pointer imported again).
+            MemKind::Ipc | MemKind::PoolImport => self.live.get(&key).is_some_and(|l| l.alloc.kind == kind),
+            _ => false,
+        };
+        if again {
+            if kind == MemKind::VmmImport {
+                self.replay.counts.retains += 1;
+            }
+            self.retain(key);
             return;
         }
         self.replay.counts.allocations += 1;
@@ -367,8 +381,9 @@ impl Model {
             }),
             Some(l) if ok => {
                 l.holds -= 1;
-                if space == Space::Physical && (l.holds > 0 || l.mappings > 0) {
-                    // Still retained, or released but alive until the last unmap.
+                if l.holds > 0 || (space == Space::Physical && l.mappings > 0) {
+                    // Still retained (or opened again), or released but alive until the last
+                    // unmap.
                 } else if let Some(l) = self.live.remove(&key) {
                     self.forget(&l);
                     self.recent.insert(
@@ -505,11 +520,10 @@ impl Model {
     }
 
     /// One more reference to a live VMM handle (`cuMemRetainAllocationHandle`, or an import of
-    /// a handle already held). A handle the trace never saw is left alone: its releases are
-    /// reported as they were before.
-    fn retain(&mut self, handle: u64) {
-        self.replay.counts.retains += 1;
-        if let Some(l) = self.live.get_mut(&(Space::Physical, handle)) {
+    /// a handle already held), IPC mapping or imported pool pointer. A handle the trace never
+    /// saw is left alone: its releases are reported as they were before.
+    fn retain(&mut self, key: (Space, u64)) {
+        if let Some(l) = self.live.get_mut(&key) {
             l.holds = l.holds.saturating_add(1);
             l.retains = l.retains.saturating_add(1);
         }
@@ -544,7 +558,7 @@ impl Model {
         if l.holds == 0 {
             g.released_but_mapped += 1;
         }
-        if Space::of(a.kind) == Space::Physical {
+        if counts_references(a.kind) {
             g.retains += u64::from(l.retains);
             g.releases_due += u64::from(l.holds);
         }
@@ -552,6 +566,13 @@ impl Model {
             g.first = *a;
         }
     }
+}
+
+/// Whether a family's pointers or handles count references, each released on its own: VMM
+/// handles (creation, import, retains), IPC mappings and imported pool pointers (each opening
+/// or import of the same memory).
+fn counts_references(kind: MemKind) -> bool {
+    matches!(Space::of(kind), Space::Physical | Space::Ipc) || kind == MemKind::PoolImport
 }
 
 /// The device an allocation's memory is on: its context's ([`crate::memory::HOST`] for pinned

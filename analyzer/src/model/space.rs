@@ -6,11 +6,12 @@ use gpuleak_format::MemKind;
 /// whose free functions accept each other's pointers.
 ///
 /// Device, managed and stream-ordered memory share one space because the driver lets
-/// `cuMemFree` release stream-ordered memory and `cuMemFreeAsync` release `cuMemAlloc` memory.
+/// `cuMemFree` release stream-ordered memory and `cuMemFreeAsync` release `cuMemAlloc` memory;
+/// pointers imported from another process's pool are freed by the same two functions.
 /// Every other family has its own handles or its own free function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {
-    /// Device, managed and stream-ordered addresses.
+    /// Device, managed, stream-ordered and pool-imported addresses.
     Device,
     /// Page-locked host memory allocated by the driver.
     Host,
@@ -30,7 +31,7 @@ impl Space {
     /// The space of a memory family.
     pub fn of(kind: MemKind) -> Space {
         match kind {
-            MemKind::Device | MemKind::Managed | MemKind::Async => Space::Device,
+            MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::PoolImport => Space::Device,
             MemKind::Host => Space::Host,
             MemKind::HostRegistered => Space::Registered,
             MemKind::VmmReserve => Space::Reserve,
@@ -55,8 +56,8 @@ impl Space {
 
 /// Whether a family is memory the program owns, counted in leaked and peak bytes.
 ///
-/// Host-registered memory belongs to the program's own allocator, IPC-opened memory to another
-/// process, and an address reservation is no memory at all (DESIGN.md §6). An imported VMM
+/// Host-registered memory belongs to the program's own allocator, IPC-opened and pool-imported
+/// memory to another process, and an address reservation is no memory at all (DESIGN.md §6). An imported VMM
 /// handle is a reference to memory its exporter created (and counts); a multicast object only
 /// binds memory the devices created with `cuMemCreate`. Unreleased ones are reported, but
 /// never counted as leaked bytes.
@@ -65,7 +66,12 @@ pub fn is_owned_memory(kind: MemKind) -> bool {
         MemKind::Device | MemKind::Managed | MemKind::Host | MemKind::Async | MemKind::VmmPhysical | MemKind::Array => {
             true
         }
-        MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc | MemKind::VmmImport | MemKind::Multicast => false,
+        MemKind::HostRegistered
+        | MemKind::VmmReserve
+        | MemKind::Ipc
+        | MemKind::VmmImport
+        | MemKind::Multicast
+        | MemKind::PoolImport => false,
     }
 }
 

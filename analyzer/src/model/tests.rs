@@ -512,6 +512,87 @@ fn imported_handles_and_multicast_objects_are_released_but_not_owned() {
 }
 
 #[test]
+fn pool_imported_pointers_are_freed_like_device_memory_but_not_owned() {
+    // cuMemPoolImportPointer's pointer goes back with cuMemFree or cuMemFreeAsync.
+    for free in [Api::cuMemFree_v2, Api::cuMemFreeAsync] {
+        let r = Script::default()
+            .alloc(Api::cuMemPoolImportPointer, 0x7700_0000, 1 << 20, 3)
+            .free(free, 0x7700_0000)
+            .run();
+        assert!(r.leaks.is_empty(), "{free}: {:?}", r.leaks);
+        assert!(r.bad_frees.is_empty(), "{free}: {:?}", r.bad_frees);
+        assert_eq!(r.peak_bytes, 0, "the exporter's memory");
+    }
+    // Never freed: reported, not counted as leaked bytes.
+    let r = Script::default()
+        .alloc(Api::cuMemPoolImportPointer, 0x7700_0000, 1 << 20, 3)
+        .run();
+    assert_eq!(r.leaks.len(), 1);
+    let l = &r.leaks[0];
+    assert_eq!(
+        (l.kind, l.bytes, l.retains, l.releases_due),
+        (MemKind::PoolImport, 1 << 20, 0, 1)
+    );
+    assert_eq!(leaked_bytes(&r), 0);
+    // Closing it like an IPC mapping is a free of the wrong family.
+    let r = Script::default()
+        .alloc(Api::cuMemPoolImportPointer, 0x7700_0000, 1 << 20, 3)
+        .free_with(Api::cuIpcCloseMemHandle, 0x7700_0000, 1, 8)
+        .free(Api::cuMemFree_v2, 0x7700_0000)
+        .run();
+    assert!(r.leaks.is_empty());
+    assert_eq!(r.bad_frees.len(), 1);
+    assert!(matches!(r.bad_frees[0].cause, BadFreeCause::WrongFamily(site) if site.stack == StackId(3)));
+}
+
+#[test]
+fn memory_mapped_again_at_the_same_address_needs_one_release_per_opening() {
+    // The driver returns the address an IPC handle (pool pointer) is already mapped at and
+    // counts one more reference: two opens, two closes, no double free.
+    for (open, close) in [
+        (Api::cuIpcOpenMemHandle_v2, Api::cuIpcCloseMemHandle),
+        (Api::cuMemPoolImportPointer, Api::cuMemFree_v2),
+    ] {
+        let r = Script::default()
+            .alloc(open, 0x5800, 4096, 2)
+            .alloc(open, 0x5800, 4096, 3)
+            .free(close, 0x5800)
+            .free(close, 0x5800)
+            .run();
+        assert!(r.bad_frees.is_empty(), "{open}: {:?}", r.bad_frees);
+        assert!(r.leaks.is_empty(), "{open}: {:?}", r.leaks);
+        assert_eq!((r.counts.allocations, r.counts.missed_frees), (1, 0), "{open}");
+
+        // One close too few: still mapped at exit, one more close due.
+        let r = Script::default()
+            .alloc(open, 0x5800, 4096, 2)
+            .alloc(open, 0x5800, 4096, 3)
+            .free(close, 0x5800)
+            .run();
+        assert_eq!(r.leaks.len(), 1, "{open}");
+        assert_eq!((r.leaks[0].retains, r.leaks[0].releases_due), (1, 1), "{open}");
+
+        // One close too many: a double free.
+        let r = Script::default()
+            .alloc(open, 0x5800, 4096, 2)
+            .free(close, 0x5800)
+            .free_with(close, 0x5800, 1, 9)
+            .run();
+        assert_eq!(r.bad_frees.len(), 1, "{open}");
+        assert!(matches!(r.bad_frees[0].cause, BadFreeCause::DoubleFree(_)), "{open}");
+    }
+    // Device memory handed out again at a live address is still a missed free, never a
+    // reference: only the same family of mapping counts.
+    let r = Script::default()
+        .alloc(Api::cuMemAlloc_v2, 0x5800, 4096, 2)
+        .alloc(Api::cuMemPoolImportPointer, 0x5800, 4096, 3)
+        .free(Api::cuMemFree_v2, 0x5800)
+        .run();
+    assert_eq!(r.counts.missed_frees, 1);
+    assert!(r.leaks.is_empty());
+}
+
+#[test]
 fn failed_calls_are_neither_allocations_nor_frees() {
     let r = Script::default()
         .push(Alloc {

@@ -141,9 +141,10 @@ pub struct Held {
     pub pool: Option<Pool>,
     /// VMM handles released but still mapped.
     pub released_but_mapped: u64,
-    /// References taken by `cuMemRetainAllocationHandle` on these handles.
+    /// References taken by `cuMemRetainAllocationHandle` on these handles, or openings
+    /// (imports) of IPC or pool memory beyond the first.
     pub retains: u64,
-    /// `cuMemRelease` calls these handles still needed at the end.
+    /// Release calls (`cuMemRelease`, `cuIpcCloseMemHandle`, `cuMemFree`) still needed at the end.
     pub releases_due: u64,
     /// The allocation stack, as shown.
     pub stack: Vec<Frame>,

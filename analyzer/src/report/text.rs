@@ -4,6 +4,8 @@
 
 use std::io::{self, Write};
 
+use gpuleak_format::MemKind;
+
 use crate::model::{file_name, LeakAt};
 
 use super::{Finding, Frame, Held, MergedSite, ProcessReport, Report, Severity, Summary};
@@ -204,10 +206,20 @@ fn held(h: &Held, style: Style, s: &mut String) {
         ));
     }
     if h.retains > 0 {
+        // Each reference needs its own release: say which call, and how many are missing.
+        let (taken, how, release) = match h.kind {
+            MemKind::Ipc => ("opened again", "", ("cuIpcCloseMemHandle", "cuIpcCloseMemHandles")),
+            MemKind::PoolImport => ("imported again", "", ("cuMemFree", "cuMemFrees")),
+            _ => (
+                "retained",
+                " by cuMemRetainAllocationHandle",
+                ("cuMemRelease", "cuMemReleases"),
+            ),
+        };
         by.push_str(&format!(
-            ", retained {} by cuMemRetainAllocationHandle, {} still due",
+            ", {taken} {}{how}, {} still due",
             plural(h.retains, "time", "times"),
-            plural(h.releases_due, "cuMemRelease", "cuMemReleases")
+            plural(h.releases_due, release.0, release.1)
         ));
     }
     by.push(':');

@@ -1,5 +1,5 @@
 //! Handlers of every allocation family: device, pitched, managed, host pinned, registered,
-//! stream-ordered, virtual memory management, arrays and IPC.
+//! stream-ordered, virtual memory management, arrays, IPC and pool imports.
 //!
 //! Every handler is `unsafe` with one contract: `real` is the driver function the handler is
 //! named for, and the other arguments are the program's arguments to it, passed through
@@ -38,16 +38,17 @@ unsafe fn out_ptr(result: CUresult, p: *mut *mut c_void) -> u64 {
 }
 
 /// Allocation recorded after the driver returned; `call` makes the real call and returns
-/// (result, pointer or handle, aux). With an operations feature on (budget, fault
-/// injection, live accounting: `ops::flags() != 0`) the call goes through `ops::alloc`,
-/// which may refuse it without calling the driver.
+/// (result, pointer or handle, aux, size recorded). `size` is what the program asked for
+/// (0 where the call does not say). With an operations feature on (budget, fault injection,
+/// live accounting: `ops::flags() != 0`) the call goes through `ops::alloc`, which may refuse
+/// it without calling the driver.
 #[inline]
-fn record_alloc_with(
+fn record_alloc_sized(
     api: Api,
     stream: CUstream,
     size: u64,
     aux: u64,
-    call: impl FnOnce() -> (CUresult, u64, u64),
+    call: impl FnOnce() -> (CUresult, u64, u64, u64),
 ) -> CUresult {
     let Some(g) = guard::enter() else {
         return call().0;
@@ -56,12 +57,28 @@ fn record_alloc_with(
     if f != 0 {
         return ops::alloc(&g, f, api, Stream(stream as u64), size, aux, call);
     }
-    let (r, ptr, aux) = call();
+    let (r, ptr, aux, size) = call();
     tracer::alloc(&g, api, r, Stream(stream as u64), ptr, size, aux);
     if r == CUDA_ERROR_OUT_OF_MEMORY {
         ops::out_of_memory_plain(&g, api, size);
     }
     r
+}
+
+/// [`record_alloc_sized`] for calls that record the size the program asked for; `call`
+/// returns (result, pointer or handle, aux).
+#[inline]
+fn record_alloc_with(
+    api: Api,
+    stream: CUstream,
+    size: u64,
+    aux: u64,
+    call: impl FnOnce() -> (CUresult, u64, u64),
+) -> CUresult {
+    record_alloc_sized(api, stream, size, aux, || {
+        let (r, ptr, aux) = call();
+        (r, ptr, aux, size)
+    })
 }
 
 /// [`record_alloc_with`] for calls whose aux is known before the call.
@@ -657,7 +674,28 @@ pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUr
     })
 }
 
-/// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here (size unknown to the API).
+/// The size of the allocation mapped at `ptr`, as `cuMemGetAddressRange_v2` tells (0 if it
+/// cannot): the calls that map another process's memory here do not say how much.
+fn mapped_size(ptr: u64) -> u64 {
+    static GET_ADDRESS_RANGE: AtomicUsize = AtomicUsize::new(0);
+    type GetAddressRange = unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, CUdeviceptr) -> CUresult;
+    let Some(f) = crate::dl::driver_fn(&GET_ADDRESS_RANGE, c"cuMemGetAddressRange_v2") else {
+        return 0;
+    };
+    // SAFETY: the driver's cuMemGetAddressRange_v2, found by name, with its C signature.
+    let f: GetAddressRange = unsafe { std::mem::transmute::<usize, GetAddressRange>(f) };
+    let (mut base, mut size): (CUdeviceptr, usize) = (0, 0);
+    // SAFETY: both out-pointers are valid; `ptr` is the address the driver just returned, in
+    // the context that is still current.
+    if unsafe { f(&mut base, &mut size, ptr) } == CUDA_SUCCESS && base == ptr {
+        size as u64
+    } else {
+        0
+    }
+}
+
+/// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here; the size is asked of the
+/// driver afterwards (the call does not say it).
 pub unsafe fn ipc_open(
     api: Api,
     real: unsafe extern "C" fn(*mut CUdeviceptr, CUipcMemHandle, u32) -> CUresult,
@@ -665,13 +703,37 @@ pub unsafe fn ipc_open(
     handle: CUipcMemHandle,
     flags: u32,
 ) -> CUresult {
-    record_alloc(api, std::ptr::null_mut(), 0, u64::from(flags), || {
+    record_alloc_sized(api, std::ptr::null_mut(), 0, u64::from(flags), || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
-        unsafe {
+        let (r, ptr) = unsafe {
             let r = real(dptr, handle, flags);
             (r, out(r, dptr))
-        }
+        };
+        let size = if r == CUDA_SUCCESS { mapped_size(ptr) } else { 0 };
+        (r, ptr, u64::from(flags), size)
+    })
+}
+
+/// `cuMemPoolImportPointer` (`aux` = the imported pool): another process's stream-ordered
+/// allocation mapped here, freed by `cuMemFree` or `cuMemFreeAsync`; the size is asked of the
+/// driver afterwards.
+pub unsafe fn pool_import(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, CUmemoryPool, *mut c_void) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    pool: CUmemoryPool,
+    data: *mut c_void,
+) -> CUresult {
+    record_alloc_sized(api, std::ptr::null_mut(), 0, pool as u64, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        let (r, ptr) = unsafe {
+            let r = real(dptr, pool, data);
+            (r, out(r, dptr))
+        };
+        let size = if r == CUDA_SUCCESS { mapped_size(ptr) } else { 0 };
+        (r, ptr, pool as u64, size)
     })
 }
 

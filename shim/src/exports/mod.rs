@@ -123,6 +123,7 @@ hooks! {
         cuIpcOpenMemHandle_v2(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcOpenMemHandle(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcCloseMemHandle(dptr: CUdeviceptr) => memory::ipc_close;
+        cuMemPoolImportPointer(dptr: Dptr, pool: CUmemoryPool, data: *mut c_void) => memory::pool_import;
 
         cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
         cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
@@ -229,6 +230,9 @@ hooks! {
         cudaFreeHost(p: *mut c_void) => runtime::tag1;
         cudaMallocPitch(p: Pptr, pitch: *mut usize, width: usize, height: usize) => runtime::tag4;
         cudaMallocFromPoolAsync(p: Pptr, size: usize, pool: CUmemoryPool, stream: CUstream) => runtime::tag4;
+        cudaMemPoolImportPointer(p: Pptr, pool: CUmemoryPool, data: *mut c_void) => runtime::tag3;
+        cudaIpcOpenMemHandle(p: Pptr, handle: CUipcMemHandle, flags: u32) => runtime::tag3;
+        cudaIpcCloseMemHandle(p: *mut c_void) => runtime::tag1;
         cudaDeviceReset() => runtime::tag0;
         cudaGetDriverEntryPoint(symbol: *const c_char, fp: Pptr, flags: u64, status: *mut i32) => runtime::entry_point;
         cudaGetDriverEntryPointByVersion(symbol: *const c_char, fp: Pptr, version: u32, flags: u64, status: *mut i32) => runtime::entry_point_by_version;

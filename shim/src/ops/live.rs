@@ -189,7 +189,8 @@ pub struct Entry {
     pub kind: MemKind,
     /// Counted against the budget.
     pub reserved: bool,
-    /// References a VMM handle's releases must drop before it is gone (1 for the others).
+    /// References a VMM handle's releases (an IPC mapping's closes, an imported pool
+    /// pointer's frees) must drop before it is gone (1 for the others).
     pub holds: u32,
 }
 
@@ -321,7 +322,7 @@ pub fn forget_in_child() {
 /// The namespace of an allocation or free API's pointers.
 fn namespace(api: Api) -> u8 {
     match api.mem_kind() {
-        Some(MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Ipc) | None => 0,
+        Some(MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Ipc | MemKind::PoolImport) | None => 0,
         Some(MemKind::Host) => 1,
         Some(MemKind::HostRegistered) => 2,
         Some(MemKind::VmmReserve) => 3,
@@ -337,6 +338,15 @@ pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: 
         return;
     }
     let key = (namespace(api), ptr);
+    // An IPC handle opened again (a pool pointer imported again) maps at the address it is
+    // already mapped at, one more reference that needs its own close (free).
+    if matches!(kind, MemKind::Ipc | MemKind::PoolImport) {
+        let mut shard = table().shard(key);
+        if let Some(e) = shard.get_mut(&key).filter(|e| e.kind == kind) {
+            e.holds = e.holds.saturating_add(1);
+            return;
+        }
+    }
     let s = slot(place.device);
     let k = kind as usize;
     ALLOCS[s][k].fetch_add(1, Ordering::Relaxed);
@@ -555,4 +565,66 @@ pub fn print_oom_summary(api: Api, size: u64, device: i32, why: Failure) {
     }
     // SAFETY: writes a buffer we own to fd 2.
     unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An IPC handle opened twice (a pool pointer imported twice) is one mapping with two
+    /// references: live until the second close (free), and never counted as this process's
+    /// device memory.
+    #[test]
+    fn memory_mapped_twice_at_one_address_is_live_until_its_last_release() {
+        let place = Place { ctx: 0x5cf0, device: 0 };
+        let cases = [
+            (
+                Api::cuIpcOpenMemHandle_v2,
+                Api::cuIpcCloseMemHandle,
+                MemKind::Ipc,
+                0x5800_0000_0000,
+            ),
+            (
+                Api::cuMemPoolImportPointer,
+                Api::cuMemFreeAsync,
+                MemKind::PoolImport,
+                0x5800_0010_0000,
+            ),
+        ];
+        for (open, close, kind, ptr) in cases {
+            let live = || LIVE_COUNT[slot(0)][kind as usize].load(Ordering::Relaxed);
+            let bytes = || LIVE_BYTES[slot(0)][kind as usize].load(Ordering::Relaxed);
+            added(open, kind, ptr, 4096, place, StackId(1), false);
+            added(open, kind, ptr, 4096, place, StackId(2), false);
+            assert_eq!((live(), bytes()), (1, 4096), "{open}");
+            assert!(!counts_toward_budget(kind), "{open}");
+            let t = take(close, ptr);
+            freed(close, ptr, t, true);
+            assert_eq!(live(), 1, "{open}: one reference left");
+            // A close the driver refused leaves the reference in place.
+            let t = take(close, ptr);
+            freed(close, ptr, t, false);
+            assert_eq!(live(), 1, "{open}");
+            let t = take(close, ptr);
+            freed(close, ptr, t, true);
+            assert_eq!((live(), bytes()), (0, 0), "{open}");
+            assert!(matches!(take(close, ptr), Taken::Nothing), "{open}");
+        }
+        // Device memory at an address thought live is a new allocation (the old one's free
+        // was missed), never a second reference.
+        let ptr = 0x7000_0000_0000;
+        added(Api::cuMemAlloc_v2, MemKind::Device, ptr, 512, place, StackId(3), false);
+        added(
+            Api::cuMemPoolImportPointer,
+            MemKind::PoolImport,
+            ptr,
+            4096,
+            place,
+            StackId(4),
+            false,
+        );
+        let t = take(Api::cuMemFree_v2, ptr);
+        assert!(matches!(t, Taken::Entry(e) if e.kind == MemKind::PoolImport && e.holds == 1));
+        freed(Api::cuMemFree_v2, ptr, t, true);
+    }
 }

@@ -140,7 +140,7 @@ pub enum Failure {
 
 /// An allocation call with at least one feature on: fault rules, then the budget, then the
 /// driver, then the live map. `call` makes the real call and returns (result, pointer or
-/// handle, aux); `size` is what the program asked for.
+/// handle, aux, size recorded); `size` is what the program asked for.
 #[cold]
 #[inline(never)]
 pub fn alloc(
@@ -150,7 +150,7 @@ pub fn alloc(
     stream: Stream,
     size: u64,
     aux: u64,
-    call: impl FnOnce() -> (u32, u64, u64),
+    call: impl FnOnce() -> (u32, u64, u64, u64),
 ) -> u32 {
     housekeeping(g, f);
     let mut kind = api.mem_kind().unwrap_or(MemKind::Device);
@@ -188,12 +188,12 @@ pub fn alloc(
         }
         reserved = true;
     }
-    let (r, ptr, aux) = call();
-    let stack = tracer::alloc(g, api, r, stream, ptr, size, aux);
+    let (r, ptr, aux, recorded) = call();
+    let stack = tracer::alloc(g, api, r, stream, ptr, recorded, aux);
     if r == 0 {
         if f & LIVE != 0 {
             sites::note(stack);
-            live::added(api, kind, ptr, size, place, stack, reserved);
+            live::added(api, kind, ptr, recorded, place, stack, reserved);
         }
     } else {
         if reserved {

@@ -99,3 +99,25 @@ fn synchronising_a_capturing_stream_invalidates_the_capture() {
         ("free_outside_after_capture", "0"),
     ]);
 }
+
+#[test]
+fn pointers_of_a_shared_pool_import_as_one_reference_counted_alias_freed_by_cumemfree() {
+    let f = run("sim_pool", "share");
+    // Only a pool made with POSIX descriptor handles exports; an imported pool allocates
+    // nothing; pointers import through the imported pool only.
+    f.expect_all(&[
+        ("export_unshareable", "1"),
+        ("alloc_from_imported", "1"),
+        ("import_into_exporter", "1"),
+    ]);
+    f.expect_all(&[("one_alias", "1"), ("same_memory", "1"), ("range", &format!("1 {MIB}"))]);
+    // Freed by cuMemFree or cuMemFreeAsync, once per import; never closed like IPC.
+    f.expect_all(&[
+        ("ipc_close", "1"),
+        ("free_async", "0"),
+        ("free", "0"),
+        ("free_again", "1"),
+    ]);
+    // A freed allocation neither exports nor imports.
+    f.expect_all(&[("export_freed", "1"), ("import_freed", "1")]);
+}

@@ -321,6 +321,7 @@ fn every_allocation_family_resolves_to_an_exported_symbol() {
         ("cuArrayDestroy", 2000),
         ("cuIpcOpenMemHandle", 11000),
         ("cuIpcCloseMemHandle", 4010),
+        ("cuMemPoolImportPointer", 11020),
         ("cuCtxDestroy", 4000),
         ("cuDevicePrimaryCtxRelease", 11000),
         ("cuDevicePrimaryCtxReset", 11000),
