@@ -860,6 +860,11 @@ typedef enum cudaDriverEntryPointQueryResult {
 
 typedef CUstream cudaStream_t;
 typedef CUevent cudaEvent_t;
+/* The runtime's IPC handle: 64 opaque bytes, passed by value (the driver's, in the same layout). */
+typedef struct cudaIpcMemHandle_st {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} cudaIpcMemHandle_t;
+#define cudaIpcMemLazyEnablePeerAccess 0x01
 
 #define cudaStreamLegacy ((cudaStream_t)0x1)
 #define cudaStreamPerThread ((cudaStream_t)0x2)
@@ -884,6 +889,9 @@ SIMCUDA_API cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t
 SIMCUDA_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream);
 SIMCUDA_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
 SIMCUDA_API cudaError_t cudaMallocHost(void **ptr, size_t size);
+SIMCUDA_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr);
+SIMCUDA_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags);
+SIMCUDA_API cudaError_t cudaIpcCloseMemHandle(void *devPtr);
 SIMCUDA_API cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags);
 SIMCUDA_API cudaError_t cudaFreeHost(void *ptr);
 SIMCUDA_API cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height);

@@ -4,6 +4,7 @@
  * the resolver handed out, and records a failure for cudaGetLastError.
  */
 #include <stdint.h>
+#include <string.h>
 
 #include "rt.h"
 
@@ -94,6 +95,27 @@ SIMCUDA_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned i
     CUresult r = drv.cuMemAllocManaged(&p, size, flags);
     if (r == CUDA_SUCCESS) *devPtr = (void *)(uintptr_t)p;
     return rt_error(rt_from_driver(r));
+}
+
+SIMCUDA_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
+    if (!handle) return rt_error(cudaErrorInvalidValue);
+    WITH_CONTEXT(drv.cuIpcGetMemHandle((CUipcMemHandle *)(void *)handle, DPTR(devPtr)));
+}
+
+SIMCUDA_API cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+    if (!devPtr) return rt_error(cudaErrorInvalidValue);
+    cudaError_t e = rt_context();
+    if (e != cudaSuccess) return rt_error(e);
+    CUipcMemHandle h;
+    memcpy(&h, &handle, sizeof h);
+    CUdeviceptr p = 0;
+    CUresult r = drv.cuIpcOpenMemHandle_v2(&p, h, flags);
+    if (r == CUDA_SUCCESS) *devPtr = (void *)(uintptr_t)p;
+    return rt_error(rt_from_driver(r));
+}
+
+SIMCUDA_API cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
+    WITH_CONTEXT(drv.cuIpcCloseMemHandle(DPTR(devPtr)));
 }
 
 SIMCUDA_API cudaError_t cudaMallocHost(void **ptr, size_t size) {

@@ -37,6 +37,9 @@ struct driver {
     CUresult (*cuMemFreeHost)(void *);
     CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
+    CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr *, CUipcMemHandle, unsigned int);
+    CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);
     CUresult (*cuMemcpy)(CUdeviceptr, CUdeviceptr, size_t);
     CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
     CUresult (*cuMemcpyHtoD_v2)(CUdeviceptr, const void *, size_t);

@@ -18,6 +18,10 @@ int main(void) {
     r = cudaFreeAsync(a, s); printf("free cudaFreeAsync %d %p 0\n", r, a);
     cudaStreamSynchronize(s);
     cudaStreamDestroy(s);
+    cudaIpcMemHandle_t ih; void *o = NULL; /* opened by value: the handle's 64 bytes pass through the shim's tag */
+    if (cudaIpcGetMemHandle(&ih, d)) return 3;
+    r = cudaIpcOpenMemHandle(&o, ih, cudaIpcMemLazyEnablePeerAccess); printf("alloc cudaIpcOpenMemHandle %d %p %d\n", r, o, 1 << 20);
+    r = cudaIpcCloseMemHandle(o); printf("free cudaIpcCloseMemHandle %d %p 0\n", r, o);
     r = cudaFree(d); printf("free cudaFree %d %p 0\n", r, d);
     r = cudaFreeHost(h); printf("free cudaFreeHost %d %p 0\n", r, h);
     r = cudaFree(m); printf("free cudaFree %d %p 0\n", r, m);

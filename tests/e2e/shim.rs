@@ -252,6 +252,7 @@ fn a_shared_runtime_tags_driver_records_and_nothing_is_counted_twice() {
         ("cudaMallocManaged", "cuMemAllocManaged", 8192),
         ("cudaMallocPitch", "cuMemAllocPitch_v2", 1000),
         ("cudaMallocAsync", "cuMemAllocAsync", 2048),
+        ("cudaIpcOpenMemHandle", "cuIpcOpenMemHandle_v2", 1 << 20),
         ("cudaMalloc", "cuMemAlloc_v2", 555),
     ];
     let expect: Vec<(String, String, u64)> = expect
@@ -265,7 +266,14 @@ fn a_shared_runtime_tags_driver_records_and_nothing_is_counted_twice() {
         .collect();
     assert_eq!(
         frees,
-        ["cudaFreeAsync", "cudaFree", "cudaFreeHost", "cudaFree", "cudaFree"]
+        [
+            "cudaFreeAsync",
+            "cudaIpcCloseMemHandle",
+            "cudaFree",
+            "cudaFreeHost",
+            "cudaFree",
+            "cudaFree"
+        ]
     );
 }
 
@@ -278,7 +286,7 @@ fn a_static_runtime_is_seen_at_the_driver_once_per_allocation() {
     let records = dump(&trace);
     let allocs = of_type(&records, "Alloc");
     let sizes: Vec<u64> = allocs.iter().map(|r| r["size"].as_u64().unwrap()).collect();
-    assert_eq!(sizes, [1 << 20, 4096, 8192, 1000, 2048, 555]);
+    assert_eq!(sizes, [1 << 20, 4096, 8192, 1000, 2048, 1 << 20, 555]);
     assert!(
         allocs.iter().all(|r| r["via"] == "-"),
         "a static runtime's calls cannot be tagged"
