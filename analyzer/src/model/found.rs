@@ -169,6 +169,9 @@ pub struct Counts {
     pub failed_frees: u64,
     /// Stream-ordered allocations made under stream capture (graph nodes, not memory).
     pub graph_allocations: u64,
+    /// Successful frees, outside capture, of an address a captured allocation returned: the
+    /// memory a launch of that graph allocated.
+    pub graph_frees: u64,
     /// Successful `cuMemRetainAllocationHandle` calls (and imports of a handle already held):
     /// references, not allocations.
     pub retains: u64,

@@ -97,6 +97,9 @@ pub struct Model {
     mappings: Mappings,
     contexts: Contexts,
     capturing: HashSet<Stream>,
+    /// Addresses stream-ordered allocations returned under capture: a graph's memory, which
+    /// each launch of the graph allocates and a free outside the capture may release.
+    graph_addresses: HashSet<u64>,
     leaks: HashMap<LeakKey, LeakGroup>,
     bad_frees: Vec<BadFree>,
     bad_free_index: HashMap<BadFreeKey, usize>,
@@ -127,6 +130,7 @@ impl Model {
             mappings: Mappings::default(),
             contexts: Contexts::default(),
             capturing: HashSet::new(),
+            graph_addresses: HashSet::new(),
             leaks: HashMap::new(),
             bad_frees: Vec::new(),
             bad_free_index: HashMap::new(),
@@ -290,6 +294,7 @@ impl Model {
         let Some(kind) = a.api.mem_kind() else { return };
         if kind == MemKind::Async && self.capturing.contains(&a.stream) {
             self.replay.counts.graph_allocations += 1;
+            self.graph_addresses.insert(a.ptr.0);
             return;
         }
         let key = (Space::of(kind), a.ptr.0);
@@ -315,6 +320,10 @@ impl Model {
             self.forget(&old);
         }
         self.recent.remove(key);
+        if key.0 == Space::Device {
+            // Ordinary memory here: no graph holds this address any more.
+            self.graph_addresses.remove(&key.1);
+        }
         let alloc = Allocation {
             kind,
             api: a.api,
@@ -398,6 +407,12 @@ impl Model {
             }
             // A failed free of a live pointer (a wrong context, say) frees nothing.
             Some(_) => return,
+            // Memory a launched graph allocated, freed outside the graph (allowed: a graph's
+            // allocation may outlive it); the graph's launches are not in the trace.
+            None if ok && space == Space::Device && self.graph_addresses.contains(&f.ptr.0) => {
+                self.replay.counts.graph_frees += 1;
+                return;
+            }
             None => match self.recent.get(key) {
                 Some(freed) => BadFreeCause::DoubleFree(*freed),
                 None => self.other_family(space, f.ptr.0),

@@ -671,6 +671,63 @@ fn stream_ordered_allocations_under_capture_are_graph_nodes() {
 }
 
 #[test]
+fn graph_memory_freed_outside_the_capture_is_no_bad_free() {
+    let s = Stream(0x5d00);
+    let captured = |script: &mut Script, ptr: u64| {
+        let capture = |begin| Capture {
+            api: Api::cuStreamBeginCapture_v2,
+            result: CuResult::SUCCESS,
+            stream: s,
+            begin,
+            aux: 0,
+        };
+        script.push(capture(1));
+        script.push(Alloc {
+            api: Api::cuMemAllocAsync,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            ctx: CTX,
+            stream: s,
+            ptr: Ptr(ptr),
+            size: 64,
+            stack: StackId(1),
+            aux: 0,
+        });
+        script.push(capture(0));
+    };
+    // The graph (launched twice, not in the trace) allocates at its address each time; the
+    // program frees that memory after each launch, outside the capture.
+    let mut script = Script::default();
+    captured(&mut script, 0x9000);
+    script.free(Api::cuMemFreeAsync, 0x9000).free(Api::cuMemFree_v2, 0x9000);
+    let r = script.run();
+    assert!(r.bad_frees.is_empty(), "{:?}", r.bad_frees);
+    assert_eq!((r.counts.graph_allocations, r.counts.graph_frees), (1, 2));
+
+    // A free the driver refused is still reported (the graph never ran, say), and so is a free
+    // of an address no graph and no allocation ever had.
+    let mut script = Script::default();
+    captured(&mut script, 0x9000);
+    script
+        .free_with(Api::cuMemFreeAsync, 0x9000, 1, 5)
+        .free(Api::cuMemFreeAsync, 0x9100);
+    let r = script.run();
+    assert_eq!(r.bad_frees.len(), 2, "{:?}", r.bad_frees);
+
+    // Ordinary memory later handed out at that address is freed, and then its double free
+    // found, as any other.
+    let mut script = Script::default();
+    captured(&mut script, 0x9000);
+    script
+        .alloc(Api::cuMemAlloc_v2, 0x9000, 128, 2)
+        .free(Api::cuMemFree_v2, 0x9000)
+        .free(Api::cuMemFree_v2, 0x9000);
+    let r = script.run();
+    assert_eq!(r.bad_frees.len(), 1, "{:?}", r.bad_frees);
+    assert!(matches!(r.bad_frees[0].cause, BadFreeCause::DoubleFree(_)));
+}
+
+#[test]
 fn stacks_arriving_after_their_users_are_kept() {
     let r = Script::default()
         .alloc(Api::cuMemAlloc_v2, 0x7000, 1, 12)

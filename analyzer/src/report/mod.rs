@@ -613,5 +613,11 @@ fn notes(replay: &Replay) -> Vec<String> {
             replay.counts.graph_allocations
         ));
     }
+    if replay.counts.graph_frees > 0 {
+        notes.push(format!(
+            "{} frees outside stream capture released memory that a graph's allocation node made (not counted)",
+            replay.counts.graph_frees
+        ));
+    }
     notes
 }
