@@ -322,6 +322,11 @@ HIDDEN CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
 HIDDEN CUresult ipc_alias_pool(struct alloc *target, struct ctx *c, CUdeviceptr *out);
 /* Frees one reference of the imported pool pointer at dptr; false if there is none there. */
 HIDDEN bool ipc_free_pool_alias(CUdeviceptr dptr);
+/* Shareable handles (POSIX file descriptors): a memfd holding `n` bytes of payload, or -1;
+ * and reading such a payload back from the descriptor a client passed (os_handle), checking
+ * that it starts with the 8-byte `magic`. */
+HIDDEN int share_fd_write(const char *name, const void *payload, size_t n);
+HIDDEN bool share_fd_read(void *os_handle, void *payload, size_t n, const char magic[8]);
 /* The IPC mapping or imported pool pointer containing addr: its base and size. */
 HIDDEN bool ipc_address_range(uint64_t addr, uint64_t *base, uint64_t *size);
 

@@ -18,7 +18,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -362,12 +361,8 @@ static CUresult pool_export(void *out, CUmemoryPool handle, CUmemAllocationHandl
     if (!shareable(p)) return CUDA_ERROR_INVALID_VALUE;
     struct pool_payload s = {.pid = (int32_t)getpid(), .pool = H(p)};
     memcpy(s.magic, pool_magic, sizeof s.magic);
-    int fd = memfd_create("simcuda-pool", MFD_CLOEXEC);
+    int fd = share_fd_write("simcuda-pool", &s, sizeof s);
     if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    if (pwrite(fd, &s, sizeof s, 0) != (ssize_t)sizeof s) {
-        close(fd);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     *(int *)out = fd;
     return CUDA_SUCCESS;
 }
@@ -379,9 +374,7 @@ static CUresult pool_import(CUmemoryPool *out, void *os_handle, CUmemAllocationH
     if (!out || flags != 0) return CUDA_ERROR_INVALID_VALUE;
     if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
     struct pool_payload s;
-    int fd = (int)(intptr_t)os_handle;
-    if (pread(fd, &s, sizeof s, 0) != (ssize_t)sizeof s || memcmp(s.magic, pool_magic, sizeof s.magic) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!share_fd_read(os_handle, &s, sizeof s, pool_magic)) return CUDA_ERROR_INVALID_VALUE;
     if (s.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
     struct pool *src = obj_get(HK_POOL, s.pool);
     if (!src) return CUDA_ERROR_INVALID_VALUE;

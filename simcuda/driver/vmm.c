@@ -280,14 +280,25 @@ static CUresult export_handle(void *out, CUmemGenericAllocationHandle handle,
     while (p->target) p = p->target;
     struct share_payload s = {.pid = (int32_t)getpid(), .handle = H(p)};
     memcpy(s.magic, share_magic, sizeof s.magic);
-    int fd = memfd_create("simcuda-vmm", MFD_CLOEXEC);
+    int fd = share_fd_write("simcuda-vmm", &s, sizeof s);
     if (fd < 0) return CUDA_ERROR_OUT_OF_MEMORY;
-    if (pwrite(fd, &s, sizeof s, 0) != (ssize_t)sizeof s) {
-        close(fd);
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    }
     *(int *)out = fd;
     return CUDA_SUCCESS;
+}
+
+int share_fd_write(const char *name, const void *payload, size_t n) {
+    int fd = memfd_create(name, MFD_CLOEXEC);
+    if (fd < 0) return -1;
+    if (pwrite(fd, payload, n, 0) != (ssize_t)n) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+bool share_fd_read(void *os_handle, void *payload, size_t n, const char magic[8]) {
+    int fd = (int)(intptr_t)os_handle;
+    return pread(fd, payload, n, 0) == (ssize_t)n && memcmp(payload, magic, 8) == 0;
 }
 
 static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *os_handle,
@@ -295,9 +306,7 @@ static CUresult import_handle(CUmemGenericAllocationHandle *handle, void *os_han
     if (!handle) return CUDA_ERROR_INVALID_VALUE;
     if (type != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) return CUDA_ERROR_NOT_SUPPORTED;
     struct share_payload s;
-    int fd = (int)(intptr_t)os_handle;
-    if (pread(fd, &s, sizeof s, 0) != (ssize_t)sizeof s || memcmp(s.magic, share_magic, sizeof s.magic) != 0)
-        return CUDA_ERROR_INVALID_VALUE;
+    if (!share_fd_read(os_handle, &s, sizeof s, share_magic)) return CUDA_ERROR_INVALID_VALUE;
     if (s.pid != (int32_t)getpid()) return CUDA_ERROR_NOT_SUPPORTED;
     struct phys *t = obj_get(HK_PHYS, s.handle);
     if (!t || !t->mem) return CUDA_ERROR_INVALID_VALUE;

@@ -21,12 +21,7 @@
 // The exporter: a shareable pool, one allocation in it, the pool's descriptor and the pointer's
 // export data.
 static CUmemoryPool exporter_pool(void) {
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.handleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
+    CUmemPoolProps props = pool_props(0, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
     CUmemoryPool pool;
     CHECK(cuMemPoolCreate(&pool, &props));
     return pool;

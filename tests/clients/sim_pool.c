@@ -75,11 +75,7 @@ static int threshold(int argc, char **argv) {
 static int created_pool(int argc, char **argv) {
     (void)argc, (void)argv;
     setup();
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
+    CUmemPoolProps props = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     CUmemoryPool pool, def, current;
     CHECK(cuMemPoolCreate(&pool, &props));
     CHECK(cuDeviceGetDefaultMemPool(&def, 0));
@@ -174,11 +170,7 @@ static int capture(int argc, char **argv) {
 static int share(int argc, char **argv) {
     (void)argc, (void)argv;
     setup();
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
+    CUmemPoolProps props = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     CUmemoryPool plain, pool, imported;
     CHECK(cuMemPoolCreate(&plain, &props));
     int fd = -1;

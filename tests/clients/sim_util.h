@@ -32,6 +32,17 @@ static inline CUcontext setup(void) {
     return ctx;
 }
 
+/* Properties of a pool of pinned memory on device `dev`, shareable through `handles`. */
+static inline CUmemPoolProps pool_props(int dev, CUmemAllocationHandleType handles) {
+    CUmemPoolProps props;
+    memset(&props, 0, sizeof props);
+    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    props.handleTypes = handles;
+    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    props.location.id = dev;
+    return props;
+}
+
 static inline size_t free_bytes(void) {
     size_t free = 0, total = 0;
     CHECK(cuMemGetInfo_v2(&free, &total));
