@@ -677,6 +677,10 @@ pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUr
 /// The size of the allocation mapped at `ptr`, as `cuMemGetAddressRange_v2` tells (0 if it
 /// cannot): the calls that map another process's memory here do not say how much.
 fn mapped_size(ptr: u64) -> u64 {
+    // Not tracing (GPULEAK_DISABLE=1, or the tracer could not start): ask the driver nothing.
+    if tracer::get().is_none() {
+        return 0;
+    }
     static GET_ADDRESS_RANGE: AtomicUsize = AtomicUsize::new(0);
     type GetAddressRange = unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, CUdeviceptr) -> CUresult;
     let Some(f) = crate::dl::driver_fn(&GET_ADDRESS_RANGE, c"cuMemGetAddressRange_v2") else {
