@@ -308,7 +308,7 @@ impl Model {
             _ => false,
         };
         if again {
-            if kind == MemKind::VmmImport {
+            if key.0 == Space::Physical {
                 self.replay.counts.retains += 1;
             }
             self.retain(key);

@@ -698,8 +698,17 @@ fn mapped_size(ptr: u64) -> u64 {
     }
 }
 
-/// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here; the size is asked of the
-/// driver afterwards (the call does not say it).
+/// Another process's memory mapped here by `call` (which returns the result and the address):
+/// recorded with `aux` and the size the driver tells afterwards (the calls do not say it).
+fn record_import(api: Api, aux: u64, call: impl FnOnce() -> (CUresult, u64)) -> CUresult {
+    record_alloc_sized(api, std::ptr::null_mut(), 0, aux, || {
+        let (r, ptr) = call();
+        let size = if r == CUDA_SUCCESS { mapped_size(ptr) } else { 0 };
+        (r, ptr, aux, size)
+    })
+}
+
+/// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here (`aux` = flags).
 pub unsafe fn ipc_open(
     api: Api,
     real: unsafe extern "C" fn(*mut CUdeviceptr, CUipcMemHandle, u32) -> CUresult,
@@ -707,21 +716,18 @@ pub unsafe fn ipc_open(
     handle: CUipcMemHandle,
     flags: u32,
 ) -> CUresult {
-    record_alloc_sized(api, std::ptr::null_mut(), 0, u64::from(flags), || {
+    record_import(api, u64::from(flags), || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
-        let (r, ptr) = unsafe {
+        unsafe {
             let r = real(dptr, handle, flags);
             (r, out(r, dptr))
-        };
-        let size = if r == CUDA_SUCCESS { mapped_size(ptr) } else { 0 };
-        (r, ptr, u64::from(flags), size)
+        }
     })
 }
 
 /// `cuMemPoolImportPointer` (`aux` = the imported pool): another process's stream-ordered
-/// allocation mapped here, freed by `cuMemFree` or `cuMemFreeAsync`; the size is asked of the
-/// driver afterwards.
+/// allocation mapped here, freed by `cuMemFree` or `cuMemFreeAsync`.
 pub unsafe fn pool_import(
     api: Api,
     real: unsafe extern "C" fn(*mut CUdeviceptr, CUmemoryPool, *mut c_void) -> CUresult,
@@ -729,15 +735,13 @@ pub unsafe fn pool_import(
     pool: CUmemoryPool,
     data: *mut c_void,
 ) -> CUresult {
-    record_alloc_sized(api, std::ptr::null_mut(), 0, pool as u64, || {
+    record_import(api, pool as u64, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
-        let (r, ptr) = unsafe {
+        unsafe {
             let r = real(dptr, pool, data);
             (r, out(r, dptr))
-        };
-        let size = if r == CUDA_SUCCESS { mapped_size(ptr) } else { 0 };
-        (r, ptr, pool as u64, size)
+        }
     })
 }
 
