@@ -23,6 +23,9 @@
  * return CUDA_ERROR_NOT_SUPPORTED. cuMemPoolImportPointer (pool.c) maps a pool allocation the
  * same way; such an alias is freed by cuMemFree or cuMemFreeAsync, not closed.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* memfd_create, for the scripts that build the driver by hand */
+#endif
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
