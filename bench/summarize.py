@@ -11,7 +11,10 @@ the wall clock. Verdicts use the CPU time: gpuleak does all its work on the call
 on this shared 2-core machine the wall clock also counts whatever other processes ran
 meanwhile (its spread over rounds is shown). The wall clock is kept because it is what a
 program feels and because heaptrack hands part of its work to another process
-(heaptrack_interpret), which the CPU clock of the traced thread does not see.
+(heaptrack_interpret), which the CPU clock of the traced thread does not see. A third clock,
+"tree" (bench/tree_cpu.py), is the CPU time summed over every process a run started, per pair:
+it counts heaptrack_interpret's share, so it is the fair measure of what each profiler costs
+the machine.
 """
 import statistics
 import sys
@@ -106,6 +109,19 @@ def main():
         rows.append(row)
     table(header, rows)
 
+    if any(k[4] == "tree" for k in runs):
+        print("CPU time of every process of the run (tree clock, bench/tree_cpu.py), overhead in ns per pair:"
+              " heaptrack's includes heaptrack_interpret, which digests the events its program writes into a pipe\n")
+        rows = []
+        for f in frames_list:
+            g, h = s.over(f, "alloc_churn", "dwarf", "pair", "tree"), s.over(f, "malloc_churn", "heaptrack", "pair", "tree")
+            rows.append([f, num(s.med(f, "alloc_churn", "base", "pair", "tree")), num(g),
+                         num(s.spread(f, "alloc_churn", "dwarf", "pair", "tree")),
+                         num(s.med(f, "malloc_churn", "base", "pair", "tree")), num(h),
+                         num(s.spread(f, "malloc_churn", "heaptrack", "pair", "tree")), ratio(g, h)])
+        table(["frames", "untraced pair", "gpuleak dwarf", "spread", "untraced malloc pair", "heaptrack", "spread",
+               "gpuleak dwarf / heaptrack"], rows)
+
     if s.med("25", "alloc_churn", "dwarf-256", "pair") is not None:
         o = both(s.over("25", "alloc_churn", "dwarf-256", "pair", base="base-256"),
                  s.over("25", "alloc_churn", "dwarf-256", "pair", "cpu", base="base-256"))
@@ -184,6 +200,12 @@ def main():
     gc, hc = s.over(f, "alloc_churn", "dwarf", "pair", "cpu"), s.over(f, "malloc_churn", "heaptrack", "pair", "cpu")
     print(f"- gpuleak dwarf / heaptrack, overhead per pair in the same run: CPU {num(gc)} / {num(hc)} = {ratio(gc, hc)};"
           f" wall {num(g)} / {num(h)} = {ratio(g, h)}")
+    gt, ht = s.over(f, "alloc_churn", "dwarf", "pair", "tree"), s.over(f, "malloc_churn", "heaptrack", "pair", "tree")
+    if gt is not None:
+        at = ", ".join(f"{x}: {ratio(s.over(x, 'alloc_churn', 'dwarf', 'pair', 'tree'), s.over(x, 'malloc_churn', 'heaptrack', 'pair', 'tree'))}"
+                       for x in frames_list)
+        print(f"- the same on the CPU time of every process (heaptrack_interpret included): {num(gt)} / {num(ht)} ="
+              f" {ratio(gt, ht)} (by depth, {at})")
     for op in ops:
         o = s.over(f, "object_churn", "dwarf", op, "cpu")
         line = (f"- {op} overhead <= {CALL_TARGET_NS} ns per call: "
