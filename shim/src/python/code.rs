@@ -10,7 +10,6 @@ use std::sync::Mutex;
 
 use gpuleak_format::PyCode;
 
-use super::layout::{BYTES_DATA, OB_SIZE, OB_TYPE, STR_LENGTH, STR_STATE};
 use super::read::{copy, Mem};
 use super::{PyFrame, Runtime};
 
@@ -54,7 +53,7 @@ impl Codes {
 fn describe(rt: &Runtime, frame: &PyFrame, id: u32) -> Option<PyCode<'static>> {
     let l = rt.layout;
     let m = Mem::Careful;
-    if m.ptr(frame.code + OB_TYPE)? != rt.code_type || m.ptr(frame.code + l.code_linetable)? != frame.table {
+    if m.ptr(frame.code + l.objects.ob_type)? != rt.code_type || m.ptr(frame.code + l.code_linetable)? != frame.table {
         return None;
     }
     let filename = string(rt, m.ptr(frame.code + l.code_filename)?).unwrap_or_else(|| "?".into());
@@ -73,13 +72,13 @@ fn describe(rt: &Runtime, frame: &PyFrame, id: u32) -> Option<PyCode<'static>> {
 
 /// A compact `str` object's text.
 fn string(rt: &Runtime, s: u64) -> Option<String> {
-    let m = Mem::Careful;
-    if m.ptr(s + OB_TYPE)? != rt.str_type {
+    let (m, o) = (Mem::Careful, &rt.layout.objects);
+    if m.ptr(s + o.ob_type)? != rt.str_type {
         return None;
     }
-    let len = m.ptr(s + STR_LENGTH)?.min(MAX_NAME);
-    let state = m.i32(s + STR_STATE)? as u32;
-    let (kind, compact, ascii) = ((state >> 2) & 7, state >> 5 & 1 == 1, state >> 6 & 1 == 1);
+    let len = m.ptr(s + o.str_length)?.min(MAX_NAME);
+    let state = (m.i32(s + o.str_state)? as u32) >> o.str_kind_shift;
+    let (kind, compact, ascii) = (state & 7, state >> 3 & 1 == 1, state >> 4 & 1 == 1);
     if !compact || !matches!(kind, 1 | 2 | 4) {
         return None;
     }
@@ -107,11 +106,11 @@ fn string(rt: &Runtime, s: u64) -> Option<String> {
 
 /// A `bytes` object's content.
 fn bytes(rt: &Runtime, b: u64) -> Option<Vec<u8>> {
-    let m = Mem::Careful;
-    if m.ptr(b + OB_TYPE)? != rt.bytes_type {
+    let (m, o) = (Mem::Careful, &rt.layout.objects);
+    if m.ptr(b + o.ob_type)? != rt.bytes_type {
         return None;
     }
-    let len = m.ptr(b + OB_SIZE)?.min(MAX_TABLE);
+    let len = m.ptr(b + o.ob_size)?.min(MAX_TABLE);
     let mut out = vec![0u8; len as usize];
-    copy(b + BYTES_DATA, &mut out).then_some(out)
+    copy(b + o.bytes_data, &mut out).then_some(out)
 }

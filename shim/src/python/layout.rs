@@ -49,11 +49,78 @@ pub enum Instr {
     Pointer { ptr: u64, code_start: u64 },
 }
 
+/// The object header and the `str` and `bytes` objects. A free-threaded build's header is twice
+/// the default one (`ob_tid`, `ob_flags`, `ob_mutex`, `ob_gc_bits`, `ob_ref_local`,
+/// `ob_ref_shared` before `ob_type`), which moves every field after it.
+#[derive(Debug, Clone, Copy)]
+pub struct Objects {
+    /// `ob_type`.
+    pub ob_type: u64,
+    /// Variable-size objects: `ob_size` (code units of a 3.11+ code object, bytes of a bytes
+    /// object).
+    pub ob_size: u64,
+    /// `PyBytesObject.ob_sval`.
+    pub bytes_data: u64,
+    /// `PyASCIIObject.length`.
+    pub str_length: u64,
+    /// `PyASCIIObject.state`.
+    pub str_state: u64,
+    /// The bit of `state` where its `kind` (3 bits) starts; `compact` and `ascii` follow. 2
+    /// after the 2-bit `interned`, 8 where `interned` is a whole byte (free-threaded 3.14+,
+    /// which reads it atomically).
+    pub str_kind_shift: u32,
+}
+
+/// Every default build.
+pub const DEFAULT_OBJECTS: Objects = Objects {
+    ob_type: 8,
+    ob_size: 16,
+    bytes_data: 32,
+    str_length: 16,
+    str_state: 32,
+    str_kind_shift: 2,
+};
+
+/// Free-threaded 3.13.
+const FREE_THREADED_OBJECTS_3_13: Objects = Objects {
+    ob_type: 24,
+    ob_size: 32,
+    bytes_data: 48,
+    str_length: 32,
+    str_state: 48,
+    str_kind_shift: 2,
+};
+
+/// Free-threaded 3.14 and 3.15.
+const FREE_THREADED_OBJECTS: Objects = Objects {
+    str_kind_shift: 8,
+    ..FREE_THREADED_OBJECTS_3_13
+};
+
+/// Thread-local bytecode (free-threaded 3.14+): a frame run by a thread other than the one
+/// that made its code object may execute a copy of the bytecode, which `instr_ptr` then points
+/// into. The copy is `code->co_tlbc->entries[frame->tlbc_index]` (a `_PyCodeArray`: a
+/// `Py_ssize_t` size, then the entries); index 0 is the code object's own bytecode.
+#[derive(Debug, Clone, Copy)]
+pub struct Tlbc {
+    /// Frame: `tlbc_index` (an `int32_t`).
+    pub frame_index: u64,
+    /// Code: `co_tlbc`.
+    pub code_array: u64,
+}
+
+/// `_PyCodeArray.entries`.
+pub const CODE_ARRAY_ENTRIES: u64 = 8;
+
 /// One version's offsets (bytes).
 #[derive(Debug, Clone, Copy)]
 pub struct Layout {
     /// `major << 8 | minor`.
     pub version: u32,
+    /// A free-threaded build's.
+    pub free_threaded: bool,
+    /// The object header, strings and bytes.
+    pub objects: Objects,
     /// Thread state to innermost frame.
     pub chain: Chain,
     /// Frame: its code object.
@@ -65,6 +132,8 @@ pub struct Layout {
     pub frame_previous: u64,
     /// Frame: where it is in its code.
     pub instr: Instr,
+    /// Frame and code: where a thread's own copy of the bytecode is (free-threaded 3.14+).
+    pub tlbc: Option<Tlbc>,
     /// Frame: eval-loop boundaries.
     pub entry: Entry,
     /// Code: `co_filename`.
@@ -81,25 +150,16 @@ pub struct Layout {
     pub compact_size: u64,
 }
 
-/// Every object: `ob_type`.
-pub const OB_TYPE: u64 = 8;
-/// Variable-size objects: `ob_size` (code units of a 3.11+ code object, bytes of a bytes
-/// object).
-pub const OB_SIZE: u64 = 16;
-/// `PyBytesObject.ob_sval`.
-pub const BYTES_DATA: u64 = 32;
-/// `PyASCIIObject.length`.
-pub const STR_LENGTH: u64 = 16;
-/// `PyASCIIObject.state` (bits: interned 2, kind 3, compact 1, ascii 1 on every version here).
-pub const STR_STATE: u64 = 32;
-
 const V3_10: Layout = Layout {
     version: 0x030a,
+    free_threaded: false,
+    objects: DEFAULT_OBJECTS,
     chain: Chain::Frame(24),
     frame_code: 32,
     frame_code_tags: 0,
     frame_previous: 24,
     instr: Instr::LastI { lasti: 96, co_code: 48 },
+    tlbc: None,
     entry: Entry::EveryFrame,
     code_filename: 104,
     code_name: 112,
@@ -111,6 +171,8 @@ const V3_10: Layout = Layout {
 
 const V3_11: Layout = Layout {
     version: 0x030b,
+    free_threaded: false,
+    objects: DEFAULT_OBJECTS,
     chain: Chain::CFrame { cframe: 56, current: 8 },
     frame_code: 32,
     frame_code_tags: 0,
@@ -119,6 +181,7 @@ const V3_11: Layout = Layout {
         ptr: 56,
         code_start: 184,
     },
+    tlbc: None,
     entry: Entry::Flag(68),
     code_filename: 112,
     code_name: 128,
@@ -130,6 +193,8 @@ const V3_11: Layout = Layout {
 
 const V3_12: Layout = Layout {
     version: 0x030c,
+    free_threaded: false,
+    objects: DEFAULT_OBJECTS,
     chain: Chain::CFrame { cframe: 56, current: 0 },
     frame_code: 0,
     frame_code_tags: 0,
@@ -138,6 +203,7 @@ const V3_12: Layout = Layout {
         ptr: 56,
         code_start: 192,
     },
+    tlbc: None,
     entry: Entry::Owner(70, 3),
     code_filename: 112,
     code_name: 128,
@@ -149,6 +215,8 @@ const V3_12: Layout = Layout {
 
 const V3_13: Layout = Layout {
     version: 0x030d,
+    free_threaded: false,
+    objects: DEFAULT_OBJECTS,
     chain: Chain::Current(72),
     frame_code: 0,
     frame_code_tags: 0,
@@ -157,6 +225,7 @@ const V3_13: Layout = Layout {
         ptr: 56,
         code_start: 200,
     },
+    tlbc: None,
     entry: Entry::Owner(70, 3),
     code_filename: 112,
     code_name: 128,
@@ -185,15 +254,58 @@ const V3_15: Layout = Layout {
     ..V3_14
 };
 
-/// The layout of version `major.minor`, if supported.
-pub fn for_version(major: u32, minor: u32) -> Option<&'static Layout> {
-    match (major, minor) {
-        (3, 10) => Some(&V3_10),
-        (3, 11) => Some(&V3_11),
-        (3, 12) => Some(&V3_12),
-        (3, 13) => Some(&V3_13),
-        (3, 14) => Some(&V3_14),
-        (3, 15) => Some(&V3_15),
+/// Free-threaded 3.13: the default 3.13 frames, every object field 16 bytes further on.
+const V3_13T: Layout = Layout {
+    free_threaded: true,
+    objects: FREE_THREADED_OBJECTS_3_13,
+    instr: Instr::Pointer {
+        ptr: 56,
+        code_start: 216,
+    },
+    code_filename: 128,
+    code_name: 144,
+    code_firstlineno: 84,
+    code_linetable: 152,
+    ascii_size: 56,
+    compact_size: 72,
+    ..V3_13
+};
+
+/// Free-threaded 3.14: as 3.13t, with the frame's `tlbc_index` before `owner` and the code
+/// object's `co_tlbc` before its bytecode.
+const V3_14T: Layout = Layout {
+    version: 0x030e,
+    objects: FREE_THREADED_OBJECTS,
+    frame_code_tags: 3,
+    instr: Instr::Pointer {
+        ptr: 56,
+        code_start: 232,
+    },
+    tlbc: Some(Tlbc {
+        frame_index: 72,
+        code_array: 224,
+    }),
+    entry: Entry::Owner(78, 3),
+    ..V3_13T
+};
+
+const V3_15T: Layout = Layout {
+    version: 0x030f,
+    ..V3_14T
+};
+
+/// The layout of version `major.minor`'s default or free-threaded build, if supported.
+pub fn for_build(major: u32, minor: u32, free_threaded: bool) -> Option<&'static Layout> {
+    match (major, minor, free_threaded) {
+        (3, 10, false) => Some(&V3_10),
+        (3, 11, false) => Some(&V3_11),
+        (3, 12, false) => Some(&V3_12),
+        (3, 13, false) => Some(&V3_13),
+        (3, 14, false) => Some(&V3_14),
+        (3, 15, false) => Some(&V3_15),
+        (3, 13, true) => Some(&V3_13T),
+        (3, 14, true) => Some(&V3_14T),
+        (3, 15, true) => Some(&V3_15T),
         _ => None,
     }
 }
@@ -215,6 +327,14 @@ pub struct DebugOffsets {
     pub code_adaptive: u64,
     pub ob_type: u64,
     pub ascii_size: u64,
+    pub str_state: u64,
+    pub str_length: u64,
+    pub bytes_ob_size: u64,
+    pub bytes_ob_sval: u64,
+    /// `interpreter_frame.tlbc_index` and `code_object.co_tlbc` (3.14+; 0 in a default
+    /// build's); 0 where the version publishes neither.
+    pub frame_tlbc_index: u64,
+    pub code_tlbc: u64,
 }
 
 /// `_Py_DebugOffsets.cookie`, its first eight bytes.
@@ -236,6 +356,12 @@ const DEBUG_3_13: DebugOffsets = DebugOffsets {
     code_adaptive: 344,
     ob_type: 360,
     ascii_size: 560,
+    str_state: 544,
+    str_length: 552,
+    bytes_ob_size: 520,
+    bytes_ob_sval: 528,
+    frame_tlbc_index: 0,
+    code_tlbc: 0,
 };
 
 const DEBUG_3_14: DebugOffsets = DebugOffsets {
@@ -251,6 +377,12 @@ const DEBUG_3_14: DebugOffsets = DebugOffsets {
     code_adaptive: 384,
     ob_type: 408,
     ascii_size: 640,
+    str_state: 624,
+    str_length: 632,
+    bytes_ob_size: 600,
+    bytes_ob_sval: 608,
+    frame_tlbc_index: 304,
+    code_tlbc: 392,
 };
 
 const DEBUG_3_15: DebugOffsets = DebugOffsets {
@@ -266,6 +398,12 @@ const DEBUG_3_15: DebugOffsets = DebugOffsets {
     code_adaptive: 448,
     ob_type: 472,
     ascii_size: 736,
+    str_state: 720,
+    str_length: 728,
+    bytes_ob_size: 696,
+    bytes_ob_sval: 704,
+    frame_tlbc_index: 368,
+    code_tlbc: 456,
 };
 
 /// Where version `major.minor` publishes its offsets for debuggers (3.13+).
@@ -289,9 +427,19 @@ impl Layout {
             ("code_object.qualname", self.code_name, d.code_qualname),
             ("code_object.linetable", self.code_linetable, d.code_linetable),
             ("code_object.firstlineno", self.code_firstlineno, d.code_firstlineno),
-            ("pyobject.ob_type", OB_TYPE, d.ob_type),
+            ("pyobject.ob_type", self.objects.ob_type, d.ob_type),
             ("unicode_object.asciiobject_size", self.ascii_size, d.ascii_size),
+            ("unicode_object.state", self.objects.str_state, d.str_state),
+            ("unicode_object.length", self.objects.str_length, d.str_length),
+            ("bytes_object.ob_size", self.objects.ob_size, d.bytes_ob_size),
+            ("bytes_object.ob_sval", self.objects.bytes_data, d.bytes_ob_sval),
         ];
+        if d.frame_tlbc_index != 0 {
+            // A default build publishes 0 for both.
+            let (index, array) = self.tlbc.map_or((0, 0), |t| (t.frame_index, t.code_array));
+            v.push(("interpreter_frame.tlbc_index", index, d.frame_tlbc_index));
+            v.push(("code_object.co_tlbc", array, d.code_tlbc));
+        }
         if let Chain::Current(off) = self.chain {
             v.push(("thread_state.current_frame", off, d.thread_current_frame));
         }
@@ -311,13 +459,20 @@ mod tests {
     use super::*;
 
     #[test]
-    fn versions_3_10_to_3_15_only() {
+    fn versions_3_10_to_3_15_only_and_free_threaded_from_3_13() {
         for minor in 10..=15 {
-            assert_eq!(for_version(3, minor).map(|l| l.version), Some(0x0300 | minor));
+            let l = for_build(3, minor, false).unwrap();
+            assert_eq!((l.version, l.free_threaded), (0x0300 | minor, false));
+            assert_eq!(
+                for_build(3, minor, true).map(|l| (l.version, l.free_threaded)),
+                (minor >= 13).then_some((0x0300 | minor, true))
+            );
         }
-        assert!(for_version(3, 9).is_none());
-        assert!(for_version(3, 16).is_none());
-        assert!(for_version(2, 11).is_none());
+        for ft in [false, true] {
+            assert!(for_build(3, 9, ft).is_none());
+            assert!(for_build(3, 16, ft).is_none());
+            assert!(for_build(2, 11, ft).is_none());
+        }
         for minor in 10..=15 {
             assert_eq!(debug_offsets(3, minor).is_some(), minor >= 13, "3.{minor}");
         }
@@ -326,13 +481,44 @@ mod tests {
     #[test]
     fn every_layout_with_published_offsets_names_all_it_reads() {
         for minor in 13..=15 {
-            let l = for_version(3, minor).unwrap();
-            let names: Vec<_> = l
-                .published(debug_offsets(3, minor).unwrap())
-                .iter()
-                .map(|p| p.0)
-                .collect();
-            assert_eq!(names.len(), 12, "3.{minor}: {names:?}");
+            for ft in [false, true] {
+                let l = for_build(3, minor, ft).unwrap();
+                let names: Vec<_> = l
+                    .published(debug_offsets(3, minor).unwrap())
+                    .iter()
+                    .map(|p| p.0)
+                    .collect();
+                // 3.14+ also publish where thread-local bytecode is (0 in a default build).
+                let tlbc = if minor >= 14 { 2 } else { 0 };
+                assert_eq!(names.len(), 16 + tlbc, "3.{minor} free-threaded {ft}: {names:?}");
+                assert_eq!(l.tlbc.is_some(), ft && minor >= 14);
+            }
+        }
+    }
+
+    #[test]
+    fn free_threaded_layouts_differ_from_the_default_ones_only_where_the_headers_do() {
+        for minor in 13..=15 {
+            let (d, t) = (for_build(3, minor, false).unwrap(), for_build(3, minor, true).unwrap());
+            // A frame is no object: its fields stay; the object header grows by 16 bytes.
+            assert_eq!((d.frame_code, d.frame_previous), (t.frame_code, t.frame_previous));
+            assert_eq!(t.objects.ob_type, d.objects.ob_type + 16);
+            for (a, b) in [
+                (d.code_filename, t.code_filename),
+                (d.code_name, t.code_name),
+                (d.code_firstlineno, t.code_firstlineno),
+                (d.code_linetable, t.code_linetable),
+                (d.ascii_size, t.ascii_size),
+                (d.compact_size, t.compact_size),
+            ] {
+                assert_eq!(b, a + 16, "3.{minor}");
+            }
+            let (Instr::Pointer { code_start: a, .. }, Instr::Pointer { code_start: b, .. }) = (d.instr, t.instr)
+            else {
+                panic!("3.{minor}: no instruction pointer");
+            };
+            // 3.14t: `co_tlbc` before the bytecode.
+            assert_eq!(b, a + if minor >= 14 { 24 } else { 16 }, "3.{minor}");
         }
     }
 }

@@ -32,7 +32,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering};
 
 pub use code::Codes;
-use layout::{Chain, Entry, Instr, Layout, OB_SIZE, OB_TYPE};
+use layout::{Chain, Entry, Instr, Layout, CODE_ARRAY_ENTRIES};
 use read::Mem;
 
 /// The most Python frames kept per stack (the innermost ones).
@@ -249,18 +249,20 @@ fn symbol_range(addr: u64) -> (u64, u64) {
     (addr, addr + size)
 }
 
-/// Compares the layout with the offsets the interpreter publishes for debuggers (3.13+), read
-/// from the start of `_PyRuntime`: a free-threaded build, or one whose structures differ from
-/// its release's, is refused here rather than by failed walks. Earlier versions publish none.
-fn check_published(major: u32, minor: u32, layout: &Layout) -> Result<(), String> {
+/// The layout of this build of `major.minor`: on 3.13 and later, the default or the
+/// free-threaded one as the offsets the interpreter publishes for debuggers (read from the
+/// start of `_PyRuntime`) say, and only if every offset it publishes that the walk uses agrees
+/// with the layout: a build whose structures differ from its release's is refused here rather
+/// than by failed walks. Earlier versions publish none (and have no free-threaded build).
+fn build_layout(major: u32, minor: u32) -> Result<&'static Layout, String> {
     let Some(d) = layout::debug_offsets(major, minor) else {
-        return Ok(());
+        return layout::for_build(major, minor, false).ok_or_else(|| "not supported".into());
     };
     let runtime = sym(c"_PyRuntime");
     if runtime == 0 {
         return Err("no _PyRuntime symbol".into());
     }
-    compare_published(major, minor, layout, d, |off| {
+    compare_published(major, minor, d, |off| {
         let mut b = [0u8; 8];
         if read::copy(runtime + off, &mut b) {
             Ok(u64::from_ne_bytes(b))
@@ -270,14 +272,13 @@ fn check_published(major: u32, minor: u32, layout: &Layout) -> Result<(), String
     })
 }
 
-/// [`check_published`] on the words `word(offset)` of a `_Py_DebugOffsets`.
+/// [`build_layout`] on the words `word(offset)` of a `_Py_DebugOffsets`.
 fn compare_published(
     major: u32,
     minor: u32,
-    layout: &Layout,
     d: &layout::DebugOffsets,
     word: impl Fn(u64) -> Result<u64, String>,
-) -> Result<(), String> {
+) -> Result<&'static Layout, String> {
     if word(0)?.to_ne_bytes() != *layout::DEBUG_COOKIE {
         return Err("no debug offsets at the start of _PyRuntime".into());
     }
@@ -285,18 +286,18 @@ fn compare_published(
     if ((hex >> 24) & 0xff, (hex >> 16) & 0xff) != (major as u64, minor as u64) {
         return Err(format!("the debug offsets are of another version ({hex:#x})"));
     }
-    if word(layout::DEBUG_FREE_THREADED)? != 0 {
-        return Err("a free-threaded build (its objects and frames are laid out differently)".into());
-    }
+    let free_threaded = word(layout::DEBUG_FREE_THREADED)? != 0;
+    let build = if free_threaded { "free-threaded build" } else { "build" };
+    let layout = layout::for_build(major, minor, free_threaded).ok_or_else(|| format!("a {build} not supported"))?;
     for (name, ours, at) in layout.published(d) {
         let theirs = word(at)?;
         if theirs != ours {
             return Err(format!(
-                "this build puts {name} at {theirs}, not {ours} as its release does"
+                "this {build} puts {name} at {theirs}, not {ours} as its release does"
             ));
         }
     }
-    Ok(())
+    Ok(layout)
 }
 
 fn detect() -> Option<Runtime> {
@@ -305,12 +306,12 @@ fn detect() -> Option<Runtime> {
         return None;
     }
     let (major, minor) = version()?;
-    let Some(layout) = layout::for_version(major, minor) else {
+    if layout::for_build(major, minor, false).is_none() {
         crate::diag::line(format_args!(
             "Python {major}.{minor}: no Python frames in stacks (supported: 3.10 to 3.15)"
         ));
         return None;
-    };
+    }
     // Builds whose object header is larger than the default one (named before the offsets
     // below would differ because of it).
     if sym(c"_Py_PrintReferenceAddresses") != 0 {
@@ -319,12 +320,15 @@ fn detect() -> Option<Runtime> {
         ));
         return None;
     }
-    if let Err(why) = check_published(major, minor, layout) {
-        crate::diag::line(format_args!(
-            "Python {major}.{minor}: {why}; no Python frames in stacks"
-        ));
-        return None;
-    }
+    let layout = match build_layout(major, minor) {
+        Ok(layout) => layout,
+        Err(why) => {
+            crate::diag::line(format_args!(
+                "Python {major}.{minor}: {why}; no Python frames in stacks"
+            ));
+            return None;
+        }
+    };
     let finalizing = match sym(c"Py_IsFinalizing") {
         0 => sym(c"_Py_IsFinalizing"),
         f => f,
@@ -395,14 +399,41 @@ impl Runtime {
                 if !self.off.swap(true, Ordering::Relaxed) {
                     turn_off();
                     crate::diag::line(format_args!(
-                        "the Python {}.{} interpreter's frames could not be read; no Python frames in stacks",
+                        "the Python {}.{}{} interpreter's frames could not be read; no Python frames in stacks",
                         self.layout.version >> 8,
-                        self.layout.version & 0xff
+                        self.layout.version & 0xff,
+                        if self.layout.free_threaded { "t" } else { "" }
                     ));
                 }
                 (0, 0)
             }
         }
+    }
+
+    /// Where the bytecode that `frame` (running `code`) executes starts: the code object's own,
+    /// or on free-threaded 3.14+ the copy of it that the frame's `tlbc_index` names (`None`
+    /// inside: an index the array does not hold). Index 0 is the code object's own bytecode,
+    /// what the main thread and every thread with `-X tlbc=0` run. The array is replaced by a
+    /// larger copy when a thread with a higher index first runs the code, and the old one is
+    /// freed after a grace period that this thread (in a CUDA call, perhaps detached from the
+    /// interpreter) does not hold up: an entry read in that moment may come from freed memory,
+    /// so it is checked like every pointer, and the offset against the code's length.
+    #[inline(always)]
+    fn bytecode(&self, mem: Mem, frame: u64, code: u64, code_start: u64) -> Option<Option<u64>> {
+        let own = code + code_start;
+        let Some(t) = self.layout.tlbc else {
+            return Some(Some(own));
+        };
+        let index = mem.i32(frame + t.frame_index)?;
+        if index == 0 {
+            return Some(Some(own));
+        }
+        let array = mem.ptr(code + t.code_array)?;
+        if index < 0 || !read::plausible(array) || index as u64 >= mem.ptr(array)? {
+            return Some(None);
+        }
+        let start = mem.ptr(array + CODE_ARRAY_ENTRIES + 8 * index as u64)?;
+        Some(read::plausible(start).then_some(start))
     }
 
     /// The walk: frames written, their hash, and whether the chain held any frame at all.
@@ -453,7 +484,7 @@ impl Runtime {
                 }
             }
             let code = mem.ptr(frame + l.frame_code)? & !l.frame_code_tags;
-            if !read::plausible(code) || mem.ptr(code + OB_TYPE)? != self.code_type {
+            if !read::plausible(code) || mem.ptr(code + l.objects.ob_type)? != self.code_type {
                 frame = previous;
                 continue;
             }
@@ -464,17 +495,20 @@ impl Runtime {
                     if units < 0 || !read::plausible(bytes) {
                         None
                     } else {
-                        let len = mem.ptr(bytes + OB_SIZE)?;
+                        let len = mem.ptr(bytes + l.objects.ob_size)?;
                         let at = units as u64 * 2;
                         (at < len).then_some(at)
                     }
                 }
-                Instr::Pointer { ptr, code_start } => {
-                    let at = mem.ptr(frame + ptr)?.wrapping_sub(code + code_start);
-                    // Below the start: a frame that has not begun (CPython skips those too).
-                    let units = mem.ptr(code + OB_SIZE)?;
-                    (at < units.saturating_mul(2)).then_some(at)
-                }
+                Instr::Pointer { ptr, code_start } => match self.bytecode(mem, frame, code, code_start)? {
+                    Some(start) => {
+                        let at = mem.ptr(frame + ptr)?.wrapping_sub(start);
+                        // Below the start: a frame that has not begun (CPython skips those too).
+                        let units = mem.ptr(code + l.objects.ob_size)?;
+                        (at < units.saturating_mul(2)).then_some(at)
+                    }
+                    None => None,
+                },
             };
             let Some(offset) = offset else {
                 frame = previous;
@@ -510,26 +544,23 @@ impl Runtime {
 mod tests {
     use super::*;
 
-    /// A `_Py_DebugOffsets` as version 3.`minor`'s default build publishes it, by offset.
-    fn published(minor: u32) -> std::collections::HashMap<u64, u64> {
+    /// A `_Py_DebugOffsets` as version 3.`minor`'s default or free-threaded build publishes
+    /// it, by offset.
+    fn published(minor: u32, free_threaded: bool) -> std::collections::HashMap<u64, u64> {
         let (l, d) = (
-            layout::for_version(3, minor).unwrap(),
+            layout::for_build(3, minor, free_threaded).unwrap(),
             layout::debug_offsets(3, minor).unwrap(),
         );
         let mut words: std::collections::HashMap<u64, u64> =
             l.published(d).into_iter().map(|(_, ours, at)| (at, ours)).collect();
         words.insert(0, u64::from_ne_bytes(*layout::DEBUG_COOKIE));
         words.insert(layout::DEBUG_VERSION, 0x0300_0000 | u64::from(minor) << 16 | 0x02f0);
-        words.insert(layout::DEBUG_FREE_THREADED, 0);
+        words.insert(layout::DEBUG_FREE_THREADED, u64::from(free_threaded));
         words
     }
 
-    fn compare(minor: u32, words: &std::collections::HashMap<u64, u64>) -> Result<(), String> {
-        let (l, d) = (
-            layout::for_version(3, minor).unwrap(),
-            layout::debug_offsets(3, minor).unwrap(),
-        );
-        compare_published(3, minor, l, d, |off| {
+    fn compare(minor: u32, words: &std::collections::HashMap<u64, u64>) -> Result<&'static Layout, String> {
+        compare_published(3, minor, layout::debug_offsets(3, minor).unwrap(), |off| {
             words.get(&off).copied().ok_or(format!("nothing at {off}"))
         })
     }
@@ -537,26 +568,41 @@ mod tests {
     #[test]
     fn published_offsets_that_match_pass_and_any_difference_is_named() {
         for minor in 13..=15 {
-            let words = published(minor);
-            assert_eq!(compare(minor, &words), Ok(()));
+            for ft in [false, true] {
+                let words = published(minor, ft);
+                let l = compare(minor, &words).unwrap();
+                assert_eq!((l.version, l.free_threaded), (0x0300 | minor, ft));
 
-            let mut free_threaded = words.clone();
-            free_threaded.insert(layout::DEBUG_FREE_THREADED, 1);
-            assert!(compare(minor, &free_threaded).unwrap_err().contains("free-threaded"));
+                // The flag chooses the layout: the other build's offsets do not pass.
+                let mut flipped = words.clone();
+                flipped.insert(layout::DEBUG_FREE_THREADED, u64::from(!ft));
+                let err = compare(minor, &flipped).unwrap_err();
+                assert!(err.contains("as its release does"), "{err}");
+                assert_eq!(err.contains("free-threaded"), !ft, "{err}");
 
-            let mut other_version = words.clone();
-            other_version.insert(layout::DEBUG_VERSION, 0x030c_00f0);
-            assert!(compare(minor, &other_version).unwrap_err().contains("another version"));
+                let mut other_version = words.clone();
+                other_version.insert(layout::DEBUG_VERSION, 0x030c_00f0);
+                assert!(compare(minor, &other_version).unwrap_err().contains("another version"));
 
-            let mut no_cookie = words.clone();
-            no_cookie.insert(0, 0);
-            assert!(compare(minor, &no_cookie).unwrap_err().contains("no debug offsets"));
+                let mut no_cookie = words.clone();
+                no_cookie.insert(0, 0);
+                assert!(compare(minor, &no_cookie).unwrap_err().contains("no debug offsets"));
 
-            let d = layout::debug_offsets(3, minor).unwrap();
-            let mut moved = words.clone();
-            moved.insert(d.frame_owner, 80);
-            let err = compare(minor, &moved).unwrap_err();
-            assert!(err.contains("interpreter_frame.owner at 80"), "{err}");
+                let d = layout::debug_offsets(3, minor).unwrap();
+                let mut moved = words.clone();
+                moved.insert(d.frame_owner, 80);
+                let err = compare(minor, &moved).unwrap_err();
+                assert!(err.contains("interpreter_frame.owner at 80"), "{err}");
+
+                if minor >= 14 {
+                    // A default build publishes 0 for thread-local bytecode; a free-threaded
+                    // one where it is.
+                    let mut tlbc = words.clone();
+                    tlbc.insert(d.frame_tlbc_index, if ft { 0 } else { 72 });
+                    let err = compare(minor, &tlbc).unwrap_err();
+                    assert!(err.contains("interpreter_frame.tlbc_index at"), "{err}");
+                }
+            }
         }
     }
 }
