@@ -304,12 +304,32 @@ fn debian_interpreters() -> Vec<PathBuf> {
         .collect()
 }
 
+/// The free-threaded builds of CPython 3.13 and 3.14 (`--disable-gil`) that
+/// `scripts/python-freethreaded` builds from source (`scripts/test` runs it first): objects laid
+/// out differently, and on 3.14 threads that run their own copies of the bytecode.
+fn free_threaded_interpreters() -> Vec<PathBuf> {
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pythons/bin");
+    ["python3.13t", "python3.14t"]
+        .iter()
+        .map(|name| {
+            let p = bin.join(name);
+            assert!(
+                p.is_file(),
+                "{} is missing: run scripts/python-freethreaded",
+                p.display()
+            );
+            p
+        })
+        .collect()
+}
+
 /// Every CPython 3.10 to 3.15 found on this machine (`python3.1x` on `PATH`, or in pyenv's
-/// `$PYENV_ROOT/versions` or `~/.pyenv/versions`), plus `target/pyenv`'s 3.11 and
-/// [`debian_interpreters`].
+/// `$PYENV_ROOT/versions` or `~/.pyenv/versions`), plus `target/pyenv`'s 3.11,
+/// [`debian_interpreters`] and [`free_threaded_interpreters`].
 fn interpreters() -> Vec<PathBuf> {
     let mut found = vec![Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python")];
     found.extend(debian_interpreters());
+    found.extend(free_threaded_interpreters());
     let mut roots: Vec<PathBuf> = Vec::new();
     let pyenv = std::env::var_os("PYENV_ROOT")
         .map(PathBuf::from)
@@ -338,12 +358,18 @@ fn interpreters() -> Vec<PathBuf> {
     found
 }
 
+/// Every interpreter of [`interpreters`], the free-threaded 3.13t and 3.14t among them. On 3.14t
+/// the second thread runs its own copy of the bytecode (thread-local bytecode: its frames'
+/// `instr_ptr` point outside the code object), so its leak's lines come out right only if the
+/// walk finds that copy (with the copy's start taken for the code object's, that thread's
+/// frames were all dropped).
 #[test]
 fn python_frames_on_every_cpython_3_10_to_3_15_found() {
     let script = CtypesScript::new();
     let line = |needle: &str| script.line(needle);
     let mut exercised = Vec::new();
     let debian = debian_interpreters();
+    let free_threaded = free_threaded_interpreters();
     for python in interpreters() {
         let dir = TempDir::new();
         let trace = dir.path().join("v.trace");
@@ -352,7 +378,8 @@ fn python_frames_on_every_cpython_3_10_to_3_15_found() {
             .first()
             .and_then(|c| c["python"].as_u64())
             .unwrap_or_else(|| panic!("{}: no PyCode record", python.display()));
-        exercised.push(format!("3.{} ({})", version & 0xff, python.display()));
+        let t = if free_threaded.contains(&python) { "t" } else { "" };
+        exercised.push(format!("3.{}{t} ({})", version & 0xff, python.display()));
         let report = report(&trace);
         for (bytes, leaking, marker) in [
             (2u64 << 20, "leak_with_gil_held", "# LEAK: pydll"),
@@ -415,10 +442,15 @@ fn python_frames_on_every_cpython_3_10_to_3_15_found() {
             assert_eq!(total, 4 * size, "{site} on {}", python.display());
         }
         let thread = python_frames_any(&leak_stack(&report, 5 << 20));
+        assert!(
+            !thread.is_empty(),
+            "{}: no Python frames on the second thread",
+            python.display()
+        );
         assert_eq!(thread[0], ("leak_in_thread".to_string(), line("# LEAK: thread")));
     }
     eprintln!("Python frames checked on: {}", exercised.join(", "));
-    for v in ["3.14 ", "3.15 "] {
+    for v in ["3.14 ", "3.15 ", "3.13t ", "3.14t "] {
         assert!(
             exercised.iter().any(|e| e.starts_with(v)),
             "{v}not checked: {exercised:?}"

@@ -1,4 +1,5 @@
-"""Python frames on any CPython 3.10 to 3.13, with ctypes only (no package needed).
+"""Python frames on any CPython 3.10 to 3.15, free-threaded or not, with ctypes only (no package
+needed).
 
 Leaks two device buffers from named functions, at lines marked `# LEAK: NAME`: one through
 `ctypes.PyDLL` (the GIL stays held during the driver call), one through `ctypes.CDLL` (the GIL
