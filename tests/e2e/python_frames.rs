@@ -458,6 +458,59 @@ fn python_frames_on_every_cpython_3_10_to_3_15_found() {
     }
 }
 
+/// Many threads allocating at once through one function (`python_frames_threads.py`): on the
+/// free-threaded builds they run truly in parallel, and on 3.14t each runs its own copy of the
+/// function's bytecode, in an array that is replaced by a larger one while the others run. Every
+/// allocation of every thread must carry both Python frames with their lines.
+#[test]
+fn python_frames_of_many_threads_at_once_on_free_threaded_builds() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("python/python_frames_threads.py");
+    let text = std::fs::read_to_string(&path).expect("script");
+    let line = |needle: &str| text.lines().position(|l| l.contains(needle)).expect(needle) as u64 + 1;
+    let (threads, rounds) = (24u64, 20u64);
+    let default = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
+    for python in free_threaded_interpreters().into_iter().chain([default]) {
+        let dir = TempDir::new();
+        let trace = dir.path().join("threads.trace");
+        let out = shim_command(&python, &trace)
+            .arg("-I")
+            .arg(&path)
+            .output()
+            .expect("python");
+        assert_ok(&out);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("gpuleak:"), "{}: {stderr}", python.display());
+        let report = report(&trace);
+        // Groups are by stack, whatever the thread: count what they hold.
+        let (mut allocations, mut bytes) = (0, 0);
+        for leak in report["leaks"].as_array().expect("leaks") {
+            let py = python_frames_any(leak["stack"].as_array().expect("stack"));
+            assert!(py.len() >= 2, "{}: {py:?}", python.display());
+            assert_eq!(
+                py[0],
+                ("alloc".to_string(), line("# LEAK: shared")),
+                "{}",
+                python.display()
+            );
+            assert_eq!(
+                py[1],
+                ("worker".to_string(), line("# LEAK: worker")),
+                "{}",
+                python.display()
+            );
+            allocations += leak["allocations"].as_u64().unwrap();
+            bytes += leak["bytes"].as_u64().unwrap();
+        }
+        assert_eq!(allocations, threads * rounds, "{}", python.display());
+        assert_eq!(
+            bytes,
+            rounds * 4096 * threads * (threads + 1) / 2,
+            "{}",
+            python.display()
+        );
+    }
+}
+
 /// In a container whose seccomp profile refuses `process_vm_readv` (with `EPERM`, as older
 /// Docker and containerd defaults do), the careful reads go through `/proc/self/mem`: the
 /// Python frames are all there, and the shim says nothing.

@@ -130,8 +130,9 @@ pub struct Runtime {
 }
 
 /// Whether this process's interpreter has been looked for: one of the states below. A plain
-/// state machine rather than a `OnceLock`, which would make a thread wait for the lookup of
-/// another (and a child forked during a lookup wait forever).
+/// state machine rather than a `OnceLock`, which would make a thread wait without bound for the
+/// lookup of another (and a child forked during a lookup wait forever); here a thread waits at
+/// most [`LOOKUP_WAIT`].
 static STATE: AtomicU8 = AtomicU8::new(UNKNOWN);
 const UNKNOWN: u8 = 0;
 const LOOKING: u8 = 1;
@@ -151,17 +152,54 @@ fn sym(name: &CStr) -> u64 {
     crate::dl::real_dlsym(RTLD_DEFAULT, name) as u64
 }
 
-/// The interpreter of this process, looked up on the first call (captures made while another
-/// thread looks get no Python frames).
+/// The interpreter of this process, looked up on the first call; a capture made while another
+/// thread looks waits for its answer, up to [`LOOKUP_WAIT`].
 #[inline(always)]
 pub fn runtime() -> Option<&'static Runtime> {
     match STATE.load(Ordering::Acquire) {
-        PRESENT => {
-            // SAFETY: published before PRESENT (release/acquire) and never freed.
-            Some(unsafe { &*RUNTIME.load(Ordering::Acquire) })
-        }
+        PRESENT => present(),
         UNKNOWN => look(),
+        LOOKING => wait_for_lookup(),
         _ => None,
+    }
+}
+
+#[inline(always)]
+fn present() -> Option<&'static Runtime> {
+    // SAFETY: published before PRESENT (release/acquire) and never freed.
+    Some(unsafe { &*RUNTIME.load(Ordering::Acquire) })
+}
+
+/// The longest a capture waits for another thread's lookup (which takes tens of microseconds:
+/// a few `dlsym` calls and one read of the debug offsets). Bounded, so that a lookup that
+/// cannot finish, because it waits for a lock the waiting thread holds (the loader's, when CUDA
+/// is called from a library constructor), only costs this once: the capture then goes on
+/// without Python frames.
+const LOOKUP_WAIT: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// Many threads whose first CUDA calls come at once (a free-threaded program's workers, or
+/// data-loader threads) would otherwise all record their first stacks without Python frames.
+#[cold]
+#[inline(never)]
+fn wait_for_lookup() -> Option<&'static Runtime> {
+    let start = std::time::Instant::now();
+    let mut spins = 0u32;
+    loop {
+        match STATE.load(Ordering::Acquire) {
+            PRESENT => return present(),
+            LOOKING if start.elapsed() < LOOKUP_WAIT => {
+                spins += 1;
+                if spins < 100 {
+                    std::hint::spin_loop();
+                } else {
+                    std::thread::sleep(std::time::Duration::from_micros(20));
+                }
+            }
+            // Another thread's lookup found nothing, or a forked child's parent was looking
+            // (`forget_in_child`): look here.
+            UNKNOWN => return look(),
+            _ => return None,
+        }
     }
 }
 
@@ -172,7 +210,7 @@ fn look() -> Option<&'static Runtime> {
         .compare_exchange(UNKNOWN, LOOKING, Ordering::AcqRel, Ordering::Acquire)
         .is_err()
     {
-        return None;
+        return wait_for_lookup();
     }
     match detect() {
         Some(rt) => {
