@@ -289,38 +289,32 @@ impl CtypesScript {
     }
 }
 
-/// Debian's builds of CPython 3.14 and 3.15 that `scripts/python-versions` unpacks (`scripts/test`
-/// runs it first): distribution builds, stripped, whose eval loop calls the interpreter from a
-/// `.cold` part outside the `_PyEval_EvalFrameDefault` symbol.
-fn debian_interpreters() -> Vec<PathBuf> {
+/// The launchers `names` in `target/pythons/bin`, which `script` puts there (`scripts/test`
+/// runs it first).
+fn launchers(names: &[&str], script: &str) -> Vec<PathBuf> {
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pythons/bin");
-    ["python3.14", "python3.15"]
+    names
         .iter()
         .map(|name| {
             let p = bin.join(name);
-            assert!(p.is_file(), "{} is missing: run scripts/python-versions", p.display());
+            assert!(p.is_file(), "{} is missing: run {script}", p.display());
             p
         })
         .collect()
 }
 
+/// Debian's builds of CPython 3.14 and 3.15 that `scripts/python-versions` unpacks:
+/// distribution builds, stripped, whose eval loop calls the interpreter from a `.cold` part
+/// outside the `_PyEval_EvalFrameDefault` symbol.
+fn debian_interpreters() -> Vec<PathBuf> {
+    launchers(&["python3.14", "python3.15"], "scripts/python-versions")
+}
+
 /// The free-threaded builds of CPython 3.13 and 3.14 (`--disable-gil`) that
-/// `scripts/python-freethreaded` builds from source (`scripts/test` runs it first): objects laid
-/// out differently, and on 3.14 threads that run their own copies of the bytecode.
+/// `scripts/python-freethreaded` builds from source: objects laid out differently, and on 3.14
+/// threads that run their own copies of the bytecode.
 fn free_threaded_interpreters() -> Vec<PathBuf> {
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pythons/bin");
-    ["python3.13t", "python3.14t"]
-        .iter()
-        .map(|name| {
-            let p = bin.join(name);
-            assert!(
-                p.is_file(),
-                "{} is missing: run scripts/python-freethreaded",
-                p.display()
-            );
-            p
-        })
-        .collect()
+    launchers(&["python3.13t", "python3.14t"], "scripts/python-freethreaded")
 }
 
 /// Every CPython 3.10 to 3.15 found on this machine (`python3.1x` on `PATH`, or in pyenv's
