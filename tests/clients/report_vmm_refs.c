@@ -50,14 +50,15 @@ __attribute__((noinline)) CUdeviceptr buffer_alloc(size_t size) {
 }
 
 // ncclCuMemFree: the handle is found again by retaining it, and released twice (the retain and
-// the creation).
-__attribute__((noinline)) void buffer_free(CUdeviceptr va, size_t size) {
+// the creation). Returns the (now released) handle.
+__attribute__((noinline)) CUmemGenericAllocationHandle buffer_free(CUdeviceptr va, size_t size) {
     CUmemGenericAllocationHandle h;
     CHECK(cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)va));
     CHECK(cuMemRelease(h));
     CHECK(cuMemUnmap(va, size));
     CHECK(cuMemRelease(h));
     CHECK(cuMemAddressFree(va, size));
+    return h;
 }
 
 // ncclCuMemGetAddressRange: a retain to read the handle's properties, released at once.
@@ -116,13 +117,7 @@ __attribute__((noinline)) void multicast(CUdevice dev, int release) {
 
 // Released once more than it was created and retained: the driver refuses the last one.
 __attribute__((noinline)) void release_too_often(void) {
-    CUdeviceptr va = buffer_alloc(gran);
-    CUmemGenericAllocationHandle h;
-    CHECK(cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)va));
-    CHECK(cuMemRelease(h));
-    CHECK(cuMemUnmap(va, gran));
-    CHECK(cuMemRelease(h));
-    CHECK(cuMemAddressFree(va, gran));
+    CUmemGenericAllocationHandle h = buffer_free(buffer_alloc(gran), gran);
     CUresult r = cuMemRelease(h);
     printf("third release: %d\n", r);
 }

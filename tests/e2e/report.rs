@@ -58,6 +58,18 @@ fn assert_frame0(stack: &Value, function: &str, client_name: &str) {
     assert!(u(&f["line"]) > 0);
 }
 
+/// The report's one finding, a `bad-free` by `api` whose message contains `message`, made at
+/// `function` of `client_name` on memory allocated at `allocated_in`.
+fn assert_one_bad_free(r: &Value, api: &str, message: &str, function: &str, allocated_in: &str, client_name: &str) {
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!((f["check"].as_str(), f["api"].as_str()), (Some("bad-free"), Some(api)));
+    assert!(f["message"].as_str().unwrap().contains(message), "{f}");
+    assert_frame0(&f["stack"], function, client_name);
+    assert_frame0(&f["allocation_stack"], allocated_in, client_name);
+}
+
 /// Replaces what changes between runs (pids, paths, and the frames from the first one outside
 /// the client on, which depend on the C library) by placeholders.
 fn mask(text: &str, trace: &Path, client_name: &str) -> String {
@@ -323,16 +335,16 @@ fn retained_imported_and_multicast_handles_each_need_their_own_release() {
     assert_frame0(&unreleased[0]["stack"], "multicast", "report_vmm_refs");
     assert_frame0(&unreleased[1]["stack"], "import_peer", "report_vmm_refs");
 
-    let findings = r["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = &findings[0];
-    assert_eq!(
-        (f["check"].as_str(), f["api"].as_str()),
-        (Some("bad-free"), Some("cuMemRelease"))
+    assert_one_bad_free(
+        &r,
+        "cuMemRelease",
+        "double free",
+        "release_too_often",
+        "buffer_alloc",
+        "report_vmm_refs",
     );
-    assert!(f["message"].as_str().unwrap().starts_with("double free"), "{f}");
-    assert_frame0(&f["stack"], "release_too_often", "report_vmm_refs");
-    assert_frame0(&f["allocation_stack"], "buffer_alloc", "report_vmm_refs");
+    let message = r["findings"][0]["message"].as_str().unwrap();
+    assert!(message.starts_with("double free"), "{message}");
 }
 
 /// Pool allocations shared between processes come back as `cuMemPoolImportPointer` pointers
@@ -399,16 +411,14 @@ fn imported_pool_pointers_and_reopened_ipc_handles_each_need_their_own_release()
     assert_eq!(unreleased, [("pool-import", SIZE, 1, 1), ("ipc", 4096, 1, 1)], "{r:#}");
     assert_frame0(&r["unreleased"][0]["stack"], "import_buffer", "report_ipc_refs");
     assert_frame0(&r["unreleased"][1]["stack"], "open_ipc", "report_ipc_refs");
-    let findings = r["findings"].as_array().unwrap();
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let f = &findings[0];
-    assert_eq!(
-        (f["check"].as_str(), f["api"].as_str()),
-        (Some("bad-free"), Some("cuIpcCloseMemHandle"))
+    assert_one_bad_free(
+        &r,
+        "cuIpcCloseMemHandle",
+        "wrong free function",
+        "close_like_ipc",
+        "import_buffer",
+        "report_ipc_refs",
     );
-    assert!(f["message"].as_str().unwrap().contains("wrong free function"), "{f}");
-    assert_frame0(&f["stack"], "close_like_ipc", "report_ipc_refs");
-    assert_frame0(&f["allocation_stack"], "import_buffer", "report_ipc_refs");
     let text = report_text(&[], &[&trace]);
     assert!(text.contains("imported again 1 time, 1 cuMemFree still"), "{text}");
     assert!(text.contains("opened again 1 time, 1 cuIpcCloseMemHandle"), "{text}");

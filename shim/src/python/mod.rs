@@ -195,8 +195,7 @@ fn wait_for_lookup() -> Option<&'static Runtime> {
                     std::thread::sleep(std::time::Duration::from_micros(20));
                 }
             }
-            // Another thread's lookup found nothing, or a forked child's parent was looking
-            // (`forget_in_child`): look here.
+            // A forked child whose parent was looking (`forget_in_child`): look here.
             UNKNOWN => return look(),
             _ => return None,
         }
