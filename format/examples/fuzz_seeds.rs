@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 12 {
+    match i % 14 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -101,11 +101,31 @@ fn body_at(i: u64) -> Body<'static> {
             frames: Addrs(Cow::Owned(vec![2, i, 48, 3, i, 120])),
         }
         .into(),
-        _ => PoolUsage {
+        11 => PoolUsage {
             pool: 0x7000,
             device: 0,
             reserved: 32 << 20,
             used: (i % 5) << 20,
+        }
+        .into(),
+        12 => PoolCreate {
+            api: Api::cuMemPoolCreate,
+            via: Api::cudaMemPoolCreate,
+            result: CuResult(0),
+            pool: 0x7000 + i,
+            location_type: 1,
+            location: 0,
+            max_size: 1 << 30,
+            handle_types: 0,
+            stack: StackId(1),
+        }
+        .into(),
+        _ => PoolDestroy {
+            api: Api::cuMemPoolDestroy,
+            via: Api::NONE,
+            result: CuResult(0),
+            pool: 0x7000 + i - 1,
+            stack: StackId::NONE,
         }
         .into(),
     }

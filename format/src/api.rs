@@ -70,6 +70,11 @@ apis! {
     32 cuMulticastCreate,
     // A pointer imported from another process's memory pool, freed by cuMemFree[Async].
     33 cuMemPoolImportPointer,
+    // Stream-ordered memory pools themselves (PoolCreate, PoolDestroy records): a pool created,
+    // a pool imported from another process, a pool destroyed.
+    34 cuMemPoolCreate,
+    35 cuMemPoolImportFromShareableHandle,
+    36 cuMemPoolDestroy,
     // Contexts.
     40 cuCtxCreate_v2,
     41 cuCtxCreate_v3,
@@ -182,6 +187,9 @@ apis! {
     229 cudaMemPoolImportPointer,
     230 cudaIpcOpenMemHandle,
     231 cudaIpcCloseMemHandle,
+    232 cudaMemPoolCreate,
+    233 cudaMemPoolImportFromShareableHandle,
+    234 cudaMemPoolDestroy,
 }
 
 impl Api {

@@ -543,6 +543,45 @@ records! {
         /// Bytes of it in live allocations.
         used: u64,
     }
+    /// A stream-ordered memory pool came into being: created (`cuMemPoolCreate`), or a pool
+    /// of another process imported (`cuMemPoolImportFromShareableHandle`). Either needs a
+    /// `cuMemPoolDestroy`. A device's default pool has no such record.
+    54 PoolCreate {
+        /// Exact driver entry point.
+        api: Api,
+        /// Runtime call that led here (`cudaMemPoolCreate`), or `Api::NONE`.
+        via: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The pool (`CUmemoryPool`; 0 when the call failed).
+        pool: u64,
+        /// Where its memory lives: the location's type (`CUmemLocationType`: 1 device, 2
+        /// host, 3 host NUMA node, 4 the current thread's host NUMA node), 0 for an import.
+        location_type: u32,
+        /// The location's id (the device ordinal for a device pool), -1 for an import.
+        location: i32,
+        /// The most the pool may reserve (`maxSize`; 0: no limit), 0 for an import.
+        max_size: u64,
+        /// The shareable handle types it may be exported as (`handleTypes`), or for an
+        /// import the handle type it was imported from.
+        handle_types: u32,
+        /// Creation stack.
+        stack: StackId,
+    }
+    /// A stream-ordered memory pool destroyed (`cuMemPoolDestroy`). The driver releases what
+    /// it reserved; allocations still outstanding stay valid until freed.
+    55 PoolDestroy {
+        /// Exact driver entry point.
+        api: Api,
+        /// Runtime call that led here (`cudaMemPoolDestroy`), or `Api::NONE`.
+        via: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The pool.
+        pool: u64,
+        /// Call stack.
+        stack: StackId,
+    }
 }
 
 /// Why a record could not be encoded.
@@ -806,6 +845,38 @@ mod tests {
                 used: 0,
             }
             .into(),
+            PoolCreate {
+                api: Api::cuMemPoolCreate,
+                via: Api::cudaMemPoolCreate,
+                result: CuResult(0),
+                pool: 0x5150_0000_0003,
+                location_type: 1,
+                location: 2,
+                max_size: 1 << 30,
+                handle_types: 1,
+                stack: StackId(1),
+            }
+            .into(),
+            PoolCreate {
+                api: Api::cuMemPoolImportFromShareableHandle,
+                via: Api::NONE,
+                result: CuResult(1),
+                pool: 0,
+                location_type: 0,
+                location: -1,
+                max_size: 0,
+                handle_types: 1,
+                stack: StackId::NONE,
+            }
+            .into(),
+            PoolDestroy {
+                api: Api::cuMemPoolDestroy,
+                via: Api::NONE,
+                result: CuResult(0),
+                pool: 0x5150_0000_0003,
+                stack: StackId(1),
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -832,10 +903,10 @@ mod tests {
     }
 
     #[test]
-    fn pool_usage_round_trips_and_a_truncated_one_is_an_error_never_a_panic() {
+    fn pool_records_round_trip_and_a_truncated_one_is_an_error_never_a_panic() {
         for r in sample_records()
             .into_iter()
-            .filter(|r| matches!(r.body, Body::PoolUsage(_)))
+            .filter(|r| matches!(r.body, Body::PoolUsage(_) | Body::PoolCreate(_) | Body::PoolDestroy(_)))
         {
             let mut buf = vec![0u8; 64];
             let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();
@@ -851,7 +922,7 @@ mod tests {
                 short.truncate(2 + cut);
                 short.push(0);
                 let got = Record::decode(&short, 100, &mut BlockState::default());
-                assert!(got.is_err(), "PoolUsage cut to {cut} bytes decoded: {got:?}");
+                assert!(got.is_err(), "{} cut to {cut} bytes decoded: {got:?}", r.body.name());
             }
         }
     }

@@ -40,6 +40,25 @@ pub struct CUmemAllocationPropHead {
     pub location_id: i32,
 }
 
+/// The members of `CUmemPoolProps` up to `maxSize` (all the shim reads). The structure has
+/// been 88 bytes since CUDA 11.2; `maxSize` (12.2) took reserved bytes that older programs
+/// must zero, so reading it is sound whichever headers the program was built with.
+#[repr(C)]
+pub struct CUmemPoolPropsHead {
+    /// `CUmemAllocationType`.
+    pub alloc_type: u32,
+    /// `CUmemAllocationHandleType`s the pool may be exported as (a bit mask).
+    pub handle_types: u32,
+    /// `CUmemLocationType` of `location`.
+    pub location_type: u32,
+    /// `location.id`: a device ordinal or a NUMA node.
+    pub location_id: i32,
+    /// Windows only.
+    pub win32_security_attributes: *mut c_void,
+    /// The most the pool may reserve (0: no limit).
+    pub max_size: usize,
+}
+
 /// `CUmulticastObjectProp` (CUDA 12.1).
 #[repr(C)]
 pub struct CUmulticastObjectProp {

@@ -733,6 +733,12 @@ pub fn event_at<'b, F: Fields<'b>>(_g: &HookGuard, pending: Option<Pending>, bod
     }
 }
 
+/// The stack of a rare call that always has one (a memory pool's creation or destruction: a
+/// handful per process, each far dearer in the driver than a stack).
+pub fn call_stack(_g: &HookGuard) -> StackId {
+    get().map_or(StackId::NONE, Tracer::stack)
+}
+
 /// Creation stack for streams and events (with `GPULEAK_OBJECT_STACKS=1`).
 pub fn object_stack(_g: &HookGuard) -> StackId {
     match get() {

@@ -860,6 +860,9 @@ typedef enum cudaDriverEntryPointQueryResult {
 
 typedef CUstream cudaStream_t;
 typedef CUevent cudaEvent_t;
+/* The runtime's pool handle and properties: the driver's, in the same layout. */
+typedef CUmemoryPool cudaMemPool_t;
+typedef CUmemPoolProps cudaMemPoolProps;
 /* The runtime's IPC handle: 64 opaque bytes, passed by value (the driver's, in the same layout). */
 typedef struct cudaIpcMemHandle_st {
     char reserved[CU_IPC_HANDLE_SIZE];
@@ -887,6 +890,10 @@ SIMCUDA_API cudaError_t cudaMalloc(void **devPtr, size_t size);
 SIMCUDA_API cudaError_t cudaFree(void *devPtr);
 SIMCUDA_API cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t stream);
 SIMCUDA_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
+                                                cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const cudaMemPoolProps *poolProps);
+SIMCUDA_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool);
 SIMCUDA_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags);
 SIMCUDA_API cudaError_t cudaMallocHost(void **ptr, size_t size);
 SIMCUDA_API cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr);

@@ -87,6 +87,25 @@ SIMCUDA_API cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t stream) {
     WITH_CONTEXT(drv.cuMemFreeAsync(DPTR(devPtr), stream));
 }
 
+SIMCUDA_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool,
+                                                cudaStream_t stream) {
+    if (!ptr) return rt_error(cudaErrorInvalidValue);
+    cudaError_t e = rt_context();
+    if (e != cudaSuccess) return rt_error(e);
+    CUdeviceptr p = 0;
+    CUresult r = drv.cuMemAllocFromPoolAsync(&p, size, memPool, stream);
+    if (r == CUDA_SUCCESS) *ptr = (void *)(uintptr_t)p;
+    return rt_error(rt_from_driver(r));
+}
+
+SIMCUDA_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const cudaMemPoolProps *poolProps) {
+    WITH_CONTEXT(drv.cuMemPoolCreate(memPool, poolProps));
+}
+
+SIMCUDA_API cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool) {
+    WITH_CONTEXT(drv.cuMemPoolDestroy(memPool));
+}
+
 SIMCUDA_API cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
     if (!devPtr) return rt_error(cudaErrorInvalidValue);
     cudaError_t e = rt_context();

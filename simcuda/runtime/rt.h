@@ -37,6 +37,9 @@ struct driver {
     CUresult (*cuMemFreeHost)(void *);
     CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
     CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+    CUresult (*cuMemAllocFromPoolAsync)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*cuMemPoolCreate)(CUmemoryPool *, const CUmemPoolProps *);
+    CUresult (*cuMemPoolDestroy)(CUmemoryPool);
     CUresult (*cuIpcGetMemHandle)(CUipcMemHandle *, CUdeviceptr);
     CUresult (*cuIpcOpenMemHandle_v2)(CUdeviceptr *, CUipcMemHandle, unsigned int);
     CUresult (*cuIpcCloseMemHandle)(CUdeviceptr);

@@ -28,7 +28,7 @@ use crate::report::{Finding, Frame};
 use crate::streams::Check;
 
 /// The types a suppression may have: `leak` and each finding's check.
-pub const TYPES: [&str; 11] = [
+pub const TYPES: [&str; 12] = [
     "leak",
     "bad-free",
     "growth",
@@ -40,6 +40,7 @@ pub const TYPES: [&str; 11] = [
     "stream-leak",
     "event-leak",
     "unsynchronized-at-exit",
+    "pool-leak",
 ];
 
 /// Why a suppressions file could not be used.
@@ -296,7 +297,7 @@ mod tests {
             syntax_error("leak:ok\n\nrace:foo\n"),
             "supp.txt:3: unknown suppression type \"race\" (known: leak, bad-free, growth, fragmentation, \
              unordered-free, use-after-free, cross-stream-race, wait-on-unrecorded-event, stream-leak, event-leak, \
-             unsynchronized-at-exit)"
+             unsynchronized-at-exit, pool-leak)"
         );
         assert!(syntax_error("leak:a\njust_a_name\n").starts_with("supp.txt:2: expected TYPE:PATTERN"));
         assert!(syntax_error("leak:\n").starts_with("supp.txt:1: empty pattern"));

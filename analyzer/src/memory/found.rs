@@ -185,6 +185,8 @@ pub struct PoolSummary {
     pub seq: u64,
     /// When, ns.
     pub time_ns: u64,
+    /// When the pool was destroyed (`PoolDestroy`), if it was after its last sample.
+    pub destroyed: Option<u64>,
 }
 
 /// The state at a failed allocation.

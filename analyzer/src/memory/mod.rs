@@ -132,6 +132,16 @@ impl Device {
         }
     }
 
+    /// Sets the pool series to the sums of the device's pools' latest samples.
+    fn pool_sums(&mut self, axis: &Axis) {
+        let (r, u) = self
+            .pools
+            .values()
+            .fold((0u64, 0u64), |(r, u), v| (r.saturating_add(v.0), u.saturating_add(v.1)));
+        self.pool_reserved.set(axis, r);
+        self.pool_used.set(axis, u);
+    }
+
     /// Applies `delta` bytes to `stack`'s share of this device (on the site axis). Called
     /// before the device's peak is updated, as [`Tracker::site_change`] is for the process.
     fn site_change(&mut self, site_axis: &Axis, stack: StackId, delta: i128) {
@@ -521,12 +531,7 @@ impl Tracker {
             return;
         }
         d.pools.insert(pool, (reserved, used));
-        let (r, u) = d
-            .pools
-            .values()
-            .fold((0u64, 0u64), |(r, u), v| (r.saturating_add(v.0), u.saturating_add(v.1)));
-        d.pool_reserved.set(&axis, r);
-        d.pool_used.set(&axis, u);
+        d.pool_sums(&axis);
         let i = match self.pools.iter().position(|p| p.pool == pool) {
             Some(i) => i,
             None if self.pools.len() < POOLS_KEPT => {
@@ -540,6 +545,7 @@ impl Tracker {
                     used: 0,
                     seq,
                     time_ns,
+                    destroyed: None,
                 });
                 self.pools.len() - 1
             }
@@ -553,6 +559,23 @@ impl Tracker {
         p.used = used;
         p.seq = seq;
         p.time_ns = time_ns;
+        p.destroyed = None;
+    }
+
+    /// A successful `PoolDestroy` record: the driver released what the pool reserved, so its
+    /// last sample leaves the device's sums (allocations still outstanding from it are in the
+    /// allocation records, as every stream-ordered allocation is).
+    pub fn pool_destroyed(&mut self, pool: u64) {
+        let (seq, _) = self.now;
+        let axis = self.axis;
+        for d in self.devices.values_mut() {
+            if d.pools.remove(&pool).is_some() {
+                d.pool_sums(&axis);
+            }
+        }
+        if let Some(p) = self.pools.iter_mut().find(|p| p.pool == pool) {
+            p.destroyed = Some(seq);
+        }
     }
 
     /// A `Mark` record: a step of the program.

@@ -1,7 +1,7 @@
 //! The memory pass from synthetic records, through the model (which decides what is live):
 //! each result has a case that must show it and a twin that must not.
 
-use gpuleak_format::record::PoolUsage;
+use gpuleak_format::record::{PoolDestroy, PoolUsage};
 use gpuleak_format::{
     Alloc, Api, Body, Ctx, CtxCreate, CtxDestroy, CuResult, Free, Map, Mark, Ptr, Record, Seq, Snapshot, StackId,
     Stream, Unmap,
@@ -236,6 +236,48 @@ fn sampled_pools_sum_per_device_and_keep_their_last_and_highest() {
     assert!(m.pools.is_empty());
     assert_eq!(m.devices[0].pool_samples, 0);
     assert!(m.devices[0].pool_reserved.iter().all(|v| *v == 0));
+}
+
+#[test]
+fn a_destroyed_pool_leaves_the_device_sums() {
+    let run = |destroy: bool| {
+        let mut r = Run::new(Vec::new());
+        r.alloc(0x1000, 4096, 1);
+        r.push(PoolUsage {
+            pool: 0xa,
+            device: 3,
+            reserved: 8 * MIB,
+            used: 0,
+        });
+        r.push(PoolUsage {
+            pool: 0xb,
+            device: 3,
+            reserved: 2 * MIB,
+            used: MIB,
+        });
+        r.alloc(0x2000, 4096, 1);
+        r.push(PoolDestroy {
+            api: Api::cuMemPoolDestroy,
+            via: Api::NONE,
+            // The twin's destroy fails: the pool lives on.
+            result: CuResult(if destroy { 0 } else { 1 }),
+            pool: 0xa,
+            stack: StackId::NONE,
+        });
+        r.alloc(0x3000, 4096, 1);
+        r.finish()
+    };
+    let m = run(true);
+    let d = m.devices.iter().find(|d| d.device == 3).unwrap();
+    assert_eq!(d.pool_reserved.last(), Some(&(2 * MIB)));
+    assert_eq!(d.pool_reserved.iter().max(), Some(&(10 * MIB)));
+    let a = m.pools.iter().find(|p| p.pool == 0xa).unwrap();
+    assert!(a.destroyed.is_some());
+    assert!(m.pools.iter().find(|p| p.pool == 0xb).unwrap().destroyed.is_none());
+    let m = run(false);
+    let d = m.devices.iter().find(|d| d.device == 3).unwrap();
+    assert_eq!(d.pool_reserved.last(), Some(&(10 * MIB)));
+    assert!(m.pools.iter().all(|p| p.destroyed.is_none()));
 }
 
 #[test]

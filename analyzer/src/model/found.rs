@@ -180,6 +180,11 @@ pub struct Counts {
     pub missed_frees: u64,
     /// Records replayed.
     pub records: u64,
+    /// Memory pools created or imported (successful `cuMemPoolCreate`,
+    /// `cuMemPoolImportFromShareableHandle`).
+    pub pools_created: u64,
+    /// Successful `cuMemPoolDestroy` calls.
+    pub pools_destroyed: u64,
 }
 
 /// The result of a replay.
@@ -203,6 +208,8 @@ pub struct Replay {
     pub bad_frees: Vec<BadFree>,
     /// Stream-ordering findings ([`crate::streams`]), in order of first occurrence.
     pub ordering: Vec<crate::streams::StreamFinding>,
+    /// Memory pools created or imported and never destroyed, oldest first.
+    pub pool_leaks: Vec<super::PoolLeak>,
     /// Every stack, by id (return addresses, innermost first).
     pub stacks: HashMap<StackId, Vec<u64>>,
     /// Loaded objects.

@@ -17,7 +17,8 @@
 //! - a free of a pointer that is not live is a bad free (unknown pointer, double free, or a
 //!   pointer of another family);
 //! - whatever is live at the end of the trace (after the `Exit` record, if any) is live *at
-//!   exit*.
+//!   exit*;
+//! - a memory pool created or imported and not destroyed by then was never destroyed.
 //!
 //! ```
 //! use gpuleak_analyzer::model::{LeakAt, Model};
@@ -36,6 +37,7 @@
 
 mod contexts;
 mod found;
+mod mempools;
 mod modules;
 mod pools;
 mod recent;
@@ -53,12 +55,14 @@ use gpuleak_format::{
 };
 
 pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Replay};
+pub use mempools::PoolLeak;
 pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
 pub use space::{is_owned_memory, Space};
 
 use crate::memory::{Tracker, TrackerOptions};
 use contexts::Contexts;
+use mempools::MemPools;
 use pools::Pools;
 use recent::RecentFrees;
 use vmm::{Mapping, Mappings};
@@ -109,6 +113,8 @@ pub struct Model {
     teardown: Option<(u32, Api)>,
     /// Which stacks belong to caching allocators (memory pass only).
     pools: Pools,
+    /// Stream-ordered memory pools the program created, alive now.
+    mem_pools: MemPools,
     /// The memory pass, when asked for ([`Model::with_memory`]).
     memory: Option<Box<Tracker>>,
     replay: Replay,
@@ -138,6 +144,7 @@ impl Model {
             teardown: None,
             memory: None,
             pools: Pools::default(),
+            mem_pools: MemPools::default(),
             replay: Replay::default(),
         }
     }
@@ -177,6 +184,7 @@ impl Model {
                 Body::Mark(k) => m.mark(&k.name),
                 Body::Snapshot(k) => m.snapshot(k.id, &k.reason),
                 Body::PoolUsage(k) => m.pool_usage(k.pool, k.device, k.reserved, k.used),
+                Body::PoolDestroy(k) if k.result.is_success() => m.pool_destroyed(k.pool),
                 _ => {}
             }
         }
@@ -224,6 +232,9 @@ impl Model {
             Body::Free(f) => self.free(tid, record.seq, f),
             Body::Map(m) => self.map(m),
             Body::Unmap(u) => self.unmap(u),
+            Body::PoolCreate(c) => self.mem_pools.create(tid, record.seq, c),
+            Body::PoolDestroy(d) => self.mem_pools.destroy(d),
+            Body::PoolUsage(u) => self.mem_pools.usage(u.pool, u.reserved, u.used),
             Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
             Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(tid, d),
             Body::Capture(c) if c.result.is_success() => {
@@ -266,6 +277,9 @@ impl Model {
         leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
         self.replay.leaks = leaks;
         self.replay.bad_frees = self.bad_frees;
+        self.replay.counts.pools_created = self.mem_pools.created;
+        self.replay.counts.pools_destroyed = self.mem_pools.destroyed;
+        self.replay.pool_leaks = self.mem_pools.finish();
         if let Some(ordering) = self.ordering {
             self.replay.ordering = ordering.finish();
         }

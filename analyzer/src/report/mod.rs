@@ -26,6 +26,7 @@ pub mod memory;
 pub mod merged;
 mod ordering;
 pub mod owner;
+mod pools;
 pub mod progress;
 pub mod text;
 
@@ -394,6 +395,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         .map(|b| bad_free(b, &replay, &mut stacks))
         .collect();
     findings.extend(ordering::findings(&replay, &mut stacks));
+    findings.extend(pools::findings(&replay, &mut stacks));
     let memory = memory::view(&replay, &mut stacks, options.at).map(|(view, found)| {
         findings.extend(found);
         Box::new(view)

@@ -361,6 +361,137 @@ fn streams_a_framework_keeps_are_a_note_and_the_program_s_a_warning() {
     assert!(!r.findings[0].stack.is_empty());
 }
 
+fn pool_create(s: &mut Script, api: Api, result: u32, pool: u64, stack: u32) {
+    s.push(gpuleak_format::PoolCreate {
+        api,
+        via: Api::NONE,
+        result: CuResult(result),
+        pool,
+        location_type: 1,
+        location: 0,
+        max_size: 0,
+        handle_types: 0,
+        stack: StackId(stack),
+    });
+}
+
+fn pool_destroy(s: &mut Script, result: u32, pool: u64) {
+    s.push(gpuleak_format::PoolDestroy {
+        api: Api::cuMemPoolDestroy,
+        via: Api::NONE,
+        result: CuResult(result),
+        pool,
+        stack: StackId::NONE,
+    });
+}
+
+fn pool_usage(s: &mut Script, pool: u64, reserved: u64, used: u64) {
+    s.push(gpuleak_format::PoolUsage {
+        pool,
+        device: 0,
+        reserved,
+        used,
+    });
+}
+
+fn pool_findings(r: &ProcessReport) -> Vec<(Severity, u64, u64)> {
+    r.findings
+        .iter()
+        .filter(|f| f.check == "pool-leak")
+        .map(|f| (f.severity, f.count, f.ptr))
+        .collect()
+}
+
+#[test]
+fn a_pool_never_destroyed_is_a_pool_leak_with_what_it_reserved() {
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200]);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0x900, 1);
+    pool_usage(&mut s, 0x900, 32 << 20, 0);
+    s.push(Exit { code: 0, how: 0 });
+    let r = s.report(&Options::default());
+    assert_eq!(pool_findings(&r), [(Severity::Warning, 1, 0x900)]);
+    let f = &r.findings[0];
+    assert!(
+        f.message.starts_with(
+            "memory pool 0x900 created by cuMemPoolCreate on device 0 was never destroyed; it reserved 32.0 MiB"
+        ),
+        "{}",
+        f.message
+    );
+    assert!(f.message.contains("32.0 MiB no allocation uses"), "{}", f.message);
+    assert!(!f.stack.is_empty());
+    assert!(f.extra.contains(&("reserved_bytes", Extra::U(32 << 20))));
+    assert_eq!(r.summary.findings, 1);
+
+    // Its twin destroys the pool: nothing, though its last sample said 32 MiB.
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200]);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0x900, 1);
+    pool_usage(&mut s, 0x900, 32 << 20, 0);
+    pool_destroy(&mut s, 0, 0x900);
+    s.push(Exit { code: 0, how: 0 });
+    assert!(s.report(&Options::default()).findings.is_empty());
+}
+
+#[test]
+fn failed_pool_calls_make_and_destroy_nothing() {
+    // A failed creation is no pool; a failed destroy leaves the pool alive.
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200]);
+    pool_create(&mut s, Api::cuMemPoolCreate, 2, 0, 1);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0x900, 1);
+    pool_destroy(&mut s, 1, 0x900);
+    s.push(Exit { code: 0, how: 0 });
+    let r = s.report(&Options::default());
+    assert_eq!(pool_findings(&r), [(Severity::Warning, 1, 0x900)]);
+    assert!(
+        r.findings[0].message.contains("was never sampled"),
+        "{}",
+        r.findings[0].message
+    );
+    assert_eq!(r.findings[0].extra[2], ("reserved_bytes", Extra::Null));
+
+    // A destroy of a pool created before (handle reused afterwards) ends only that one.
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200]);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0x900, 1);
+    pool_destroy(&mut s, 0, 0x900);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0x900, 1);
+    pool_destroy(&mut s, 0, 0x900);
+    s.push(Exit { code: 0, how: 0 });
+    assert!(s.report(&Options::default()).findings.is_empty());
+}
+
+#[test]
+fn pools_a_framework_keeps_are_a_note_and_imports_say_whose_memory() {
+    let mut s = Script::new();
+    s.stack(1, &[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200])
+        .stack(2, &[CUDART + 0x10, C10 + 0x300, PROGRAM + 0x400]);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0x900, 2);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0xa00, 2);
+    pool_create(&mut s, Api::cuMemPoolImportFromShareableHandle, 0, 0xb00, 1);
+    // The same handle created again with no destroy between: the first went unseen.
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0xc00, 1);
+    pool_create(&mut s, Api::cuMemPoolCreate, 0, 0xc00, 1);
+    s.push(Exit { code: 0, how: 0 });
+    let r = s.report(&Options::default());
+    assert_eq!(
+        pool_findings(&r),
+        [
+            (Severity::Warning, 1, 0xb00),
+            (Severity::Warning, 2, 0xc00),
+            (Severity::Note, 2, 0x900)
+        ]
+    );
+    assert!(r.findings[0]
+        .message
+        .contains("imported by cuMemPoolImportFromShareableHandle"));
+    assert!(r.findings[0].message.contains("exporting process's"));
+    assert!(r.findings[1].message.contains("(2 pools from this stack)"));
+    assert!(r.findings[2].message.contains("created by the pytorch runtime"));
+}
+
 /// `s`'s report as the process `pid`, from the trace `trace`.
 fn as_process(s: &Script, pid: u32, trace: &str) -> ProcessReport {
     let mut r = build(s.replay(), PathBuf::from(trace), &OneLine, &Options::default());

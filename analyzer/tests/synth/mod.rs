@@ -23,9 +23,9 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, HostFn, Launch, Lost, Map, Mark, Module, PoolUsage, ProcessInfo,
-    Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy,
-    StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, HostFn, Launch, Lost, Map, Mark, Module, PoolCreate,
+    PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream,
+    StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -155,7 +155,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(30) {
+        match self.below(32) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -365,11 +365,31 @@ impl Bytes<'_> {
                 frames: self.addrs(&[0, 1, 2, 3, 6, 100, u64::MAX]),
             }
             .into(),
-            _ => PoolUsage {
+            29 => PoolUsage {
                 pool: self.pick(&[0, 1, 2, u64::MAX]),
                 device: self.pick(&DEVICES),
                 reserved: self.size(),
                 used: self.size(),
+            }
+            .into(),
+            30 => PoolCreate {
+                api: self.pick(&[Api::cuMemPoolCreate, Api::cuMemPoolImportFromShareableHandle, Api(999)]),
+                via: self.pick(&[Api::NONE, Api::cudaMemPoolCreate]),
+                result: self.result(),
+                pool: self.pick(&[0, 1, 2, u64::MAX]),
+                location_type: self.small(),
+                location: self.pick(&DEVICES),
+                max_size: self.size(),
+                handle_types: self.small(),
+                stack: self.stack(),
+            }
+            .into(),
+            _ => PoolDestroy {
+                api: self.pick(&[Api::cuMemPoolDestroy, Api(999)]),
+                via: self.pick(&[Api::NONE, Api::cudaMemPoolDestroy]),
+                result: self.result(),
+                pool: self.pick(&[0, 1, 2, u64::MAX]),
+                stack: self.stack(),
             }
             .into(),
         }

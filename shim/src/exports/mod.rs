@@ -124,6 +124,9 @@ hooks! {
         cuIpcOpenMemHandle(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcCloseMemHandle(dptr: CUdeviceptr) => memory::ipc_close;
         cuMemPoolImportPointer(dptr: Dptr, pool: CUmemoryPool, data: *mut c_void) => memory::pool_import;
+        cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolPropsHead) => objects::pool_create;
+        cuMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
+        cuMemPoolDestroy(pool: CUmemoryPool) => objects::pool_destroy;
 
         cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
         cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
@@ -231,6 +234,9 @@ hooks! {
         cudaMallocPitch(p: Pptr, pitch: *mut usize, width: usize, height: usize) => runtime::tag4;
         cudaMallocFromPoolAsync(p: Pptr, size: usize, pool: CUmemoryPool, stream: CUstream) => runtime::tag4;
         cudaMemPoolImportPointer(p: Pptr, pool: CUmemoryPool, data: *mut c_void) => runtime::tag3;
+        cudaMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolPropsHead) => runtime::tag2;
+        cudaMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u32) => runtime::tag4;
+        cudaMemPoolDestroy(pool: CUmemoryPool) => runtime::tag1;
         cudaIpcOpenMemHandle(p: Pptr, handle: CUipcMemHandle, flags: u32) => runtime::tag3;
         cudaIpcCloseMemHandle(p: *mut c_void) => runtime::tag1;
         cudaDeviceReset() => runtime::tag0;

@@ -1,10 +1,12 @@
-//! Handlers for contexts, streams and events: their lifetimes bound every allocation made in
-//! them (a destroyed context frees its memory) and feed the stream-ordering checks.
+//! Handlers for contexts, streams, events and memory pools: their lifetimes bound every
+//! allocation made in them (a destroyed context frees its memory), feed the stream-ordering
+//! checks, and a stream, event or pool never destroyed is a finding.
 
 use std::ffi::c_void;
 
 use gpuleak_format::{
-    Api, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy, Stream, StreamCreate, StreamDestroy,
+    Api, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy, PoolCreate, PoolDestroy, Stream,
+    StreamCreate, StreamDestroy,
 };
 
 use crate::cuda::*;
@@ -303,6 +305,111 @@ pub unsafe fn event_destroy(api: Api, real: unsafe extern "C" fn(CUevent) -> CUr
             api,
             result: CuResult(r),
             event: Event(event as u64),
+        },
+    );
+    r
+}
+
+/// Records a pool's coming into being (a creation or an import), with its stack.
+fn pool_created(
+    g: &Option<HookGuard>,
+    api: Api,
+    r: CUresult,
+    pool: u64,
+    place: (u32, i32),
+    max_size: u64,
+    handle_types: u32,
+) {
+    if let Some(g) = g {
+        counted(g, r, ObjectChange::PoolCreated);
+        let stack = tracer::call_stack(g);
+        tracer::event(
+            g,
+            PoolCreate {
+                api,
+                via: guard::via(),
+                result: CuResult(r),
+                pool,
+                location_type: place.0,
+                location: place.1,
+                max_size,
+                handle_types,
+                stack,
+            },
+        );
+    }
+}
+
+/// `cuMemPoolCreate`.
+pub unsafe fn pool_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmemoryPool, *const CUmemPoolPropsHead) -> CUresult,
+    pool: *mut CUmemoryPool,
+    props: *const CUmemPoolPropsHead,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through; the out-parameter and the properties are read only on success,
+    // when the driver has read the whole structure itself.
+    let (r, p, props) = unsafe {
+        let r = real(pool, props);
+        let p = out(r, pool);
+        let props = if p != 0 && !props.is_null() {
+            let h = &*props;
+            Some((h.location_type, h.location_id, h.max_size as u64, h.handle_types))
+        } else {
+            None
+        };
+        (r, p, props)
+    };
+    let (location_type, location, max_size, handle_types) = props.unwrap_or((0, -1, 0, 0));
+    pool_created(&g, api, r, p, (location_type, location), max_size, handle_types);
+    r
+}
+
+/// `cuMemPoolImportFromShareableHandle`: a pool of another process, which needs a
+/// `cuMemPoolDestroy` of its own.
+pub unsafe fn pool_import(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmemoryPool, *mut c_void, u32, u64) -> CUresult,
+    pool: *mut CUmemoryPool,
+    handle: *mut c_void,
+    handle_type: u32,
+    flags: u64,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through; the out-parameter is read only on success.
+    let (r, p) = unsafe {
+        let r = real(pool, handle, handle_type, flags);
+        (r, out(r, pool))
+    };
+    pool_created(&g, api, r, p, (0, -1), 0, handle_type);
+    r
+}
+
+/// `cuMemPoolDestroy`: numbered before the call, which releases the pool's reserved memory.
+pub unsafe fn pool_destroy(
+    api: Api,
+    real: unsafe extern "C" fn(CUmemoryPool) -> CUresult,
+    pool: CUmemoryPool,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(pool) };
+    };
+    let pending = tracer::before(&g);
+    // SAFETY: passed through.
+    let r = unsafe { real(pool) };
+    counted(&g, r, ObjectChange::PoolDestroyed);
+    let stack = tracer::call_stack(&g);
+    tracer::event_at(
+        &g,
+        pending,
+        PoolDestroy {
+            api,
+            via: guard::via(),
+            result: CuResult(r),
+            pool: pool as u64,
+            stack,
         },
     );
     r

@@ -50,6 +50,8 @@ pub static BUDGET_USED: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS
 pub static STREAMS: AtomicI64 = AtomicI64::new(0);
 /// See [`STREAMS`].
 pub static EVENTS: AtomicI64 = AtomicI64::new(0);
+/// See [`STREAMS`] (memory pools created or imported).
+pub static POOLS: AtomicI64 = AtomicI64::new(0);
 
 /// Whether a kind is device memory: what the budget and `gpuleak_live_bytes` count (not
 /// host memory, address reservations or other processes' IPC memory).
@@ -316,6 +318,7 @@ pub fn forget_in_child() {
     }
     STREAMS.store(0, Ordering::Relaxed);
     EVENTS.store(0, Ordering::Relaxed);
+    POOLS.store(0, Ordering::Relaxed);
     CTX_GENERATION.fetch_add(1, Ordering::AcqRel);
 }
 
@@ -438,6 +441,10 @@ pub enum ObjectChange {
     EventCreated,
     /// An event was destroyed.
     EventDestroyed,
+    /// A memory pool was created or imported.
+    PoolCreated,
+    /// A memory pool was destroyed.
+    PoolDestroyed,
     /// A context was destroyed, with the memory made in it.
     ContextDestroyed(u64),
     /// A device's primary context was reset, with all the memory made in it.
@@ -458,6 +465,12 @@ pub fn object(change: ObjectChange) {
         }
         ObjectChange::EventDestroyed => {
             EVENTS.fetch_sub(1, Ordering::Relaxed);
+        }
+        ObjectChange::PoolCreated => {
+            POOLS.fetch_add(1, Ordering::Relaxed);
+        }
+        ObjectChange::PoolDestroyed => {
+            POOLS.fetch_sub(1, Ordering::Relaxed);
         }
         ObjectChange::ContextDestroyed(ctx) => {
             CTX_GENERATION.fetch_add(1, Ordering::AcqRel);

@@ -399,6 +399,11 @@ pub fn render() -> String {
             "Events created and not destroyed.",
             &live::EVENTS,
         ),
+        (
+            "gpuleak_live_pools",
+            "Memory pools created or imported and not destroyed.",
+            &live::POOLS,
+        ),
     ] {
         header(&mut out, name, "gauge", help);
         let _ = writeln!(out, "{name} {}", count.load(Ordering::Relaxed).max(0));

@@ -217,6 +217,7 @@ pub(crate) fn memory(m: &MemoryView) -> J {
                             ("used_bytes", u(p.used)),
                             ("seq", u(p.seq)),
                             ("time_ns", u(p.time_ns)),
+                            ("destroyed_seq", p.destroyed.map_or(J::Null, u)),
                         ])
                     })
                     .collect(),

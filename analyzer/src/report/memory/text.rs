@@ -71,9 +71,10 @@ pub fn write(m: &MemoryView, s: &mut String) {
                 human_bytes(used)
             );
             for p in r.pools.iter().filter(|p| p.device == d.device) {
+                let destroyed = if p.destroyed.is_some() { ", then destroyed" } else { "" };
                 let _ = writeln!(
                     s,
-                    "    pool {:#x}: {} reserved, {} used at the last sample ({} unused)",
+                    "    pool {:#x}: {} reserved, {} used at the last sample ({} unused){destroyed}",
                     p.pool,
                     human_bytes(p.reserved),
                     human_bytes(p.used),

@@ -1,0 +1,154 @@
+//! Stream-ordered memory pools' own lifetimes (`PoolCreate`, `PoolDestroy`): a pool created or
+//! imported and never destroyed holds what it reserved until the process ends, and is a
+//! `pool-leak` finding. Its latest `PoolUsage` sample says how much that was.
+//!
+//! A device's default pool is never created by the program and never reported. Allocations
+//! still outstanding from a pool are leaks of their own (stream-ordered memory), whether the
+//! pool was destroyed or not.
+
+use std::collections::HashMap;
+
+use gpuleak_format::{Api, PoolCreate, PoolDestroy, Seq, StackId};
+
+/// A pool the program made and did not destroy, folded with others of the same call and stack.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PoolLeak {
+    /// `cuMemPoolCreate` or `cuMemPoolImportFromShareableHandle`.
+    pub api: Api,
+    /// Runtime call that led to it (`cudaMemPoolCreate`), or `Api::NONE`.
+    pub via: Api,
+    /// The first pool's handle.
+    pub pool: u64,
+    /// Creation stack.
+    pub stack: StackId,
+    /// The first pool's location (`CUmemLocationType`; 0 for an import) and its id (the device
+    /// ordinal for a device pool; -1 for an import).
+    pub location_type: u32,
+    /// See `location_type`.
+    pub location: i32,
+    /// The first pool's `maxSize` (0: no limit).
+    pub max_size: u64,
+    /// Pools folded in.
+    pub count: u64,
+    /// Of them, the ones the shim sampled (`PoolUsage`), and the bytes they reserved and used
+    /// at their last samples, summed.
+    pub sampled: u64,
+    /// See `sampled`.
+    pub reserved: u64,
+    /// See `sampled`.
+    pub used: u64,
+    /// The first pool's creation.
+    pub seq: Seq,
+    /// Its thread.
+    pub tid: u32,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct LivePool {
+    api: Api,
+    via: Api,
+    stack: StackId,
+    location_type: u32,
+    location: i32,
+    max_size: u64,
+    /// Reserved and used bytes at the latest sample.
+    sample: Option<(u64, u64)>,
+    seq: Seq,
+    tid: u32,
+}
+
+/// Pools alive now, and those found never destroyed.
+#[derive(Debug, Default)]
+pub struct MemPools {
+    live: HashMap<u64, LivePool>,
+    leaks: Vec<PoolLeak>,
+    index: HashMap<(Api, StackId), usize>,
+    /// Pools created or imported, and destroyed (successful calls).
+    pub created: u64,
+    /// See `created`.
+    pub destroyed: u64,
+}
+
+impl MemPools {
+    /// A successful or failed `PoolCreate` record; only a success with a handle makes a pool.
+    pub fn create(&mut self, tid: u32, seq: Seq, c: &PoolCreate) {
+        if !c.result.is_success() || c.pool == 0 {
+            return;
+        }
+        self.created += 1;
+        let pool = LivePool {
+            api: c.api,
+            via: c.via,
+            stack: c.stack,
+            location_type: c.location_type,
+            location: c.location,
+            max_size: c.max_size,
+            sample: None,
+            seq,
+            tid,
+        };
+        // The same handle again with no destroy between: the trace missed it (the driver never
+        // hands out a live pool's handle twice), so the old one counts as never destroyed.
+        if let Some(old) = self.live.insert(c.pool, pool) {
+            self.leak(c.pool, old);
+        }
+    }
+
+    /// A `PoolDestroy` record (a failed one destroys nothing).
+    pub fn destroy(&mut self, d: &PoolDestroy) {
+        if d.result.is_success() {
+            self.destroyed += 1;
+            self.live.remove(&d.pool);
+        }
+    }
+
+    /// A `PoolUsage` record: the latest sample of a pool, if the trace saw it made.
+    pub fn usage(&mut self, pool: u64, reserved: u64, used: u64) {
+        if let Some(p) = self.live.get_mut(&pool) {
+            p.sample = Some((reserved, used));
+        }
+    }
+
+    fn leak(&mut self, handle: u64, p: LivePool) {
+        let (sampled, reserved, used) = p.sample.map_or((0, 0, 0), |(r, u)| (1, r, u));
+        match self.index.get(&(p.api, p.stack)) {
+            Some(&i) => {
+                let l = &mut self.leaks[i];
+                l.count += 1;
+                l.sampled += sampled;
+                l.reserved = l.reserved.saturating_add(reserved);
+                l.used = l.used.saturating_add(used);
+            }
+            None => {
+                self.index.insert((p.api, p.stack), self.leaks.len());
+                self.leaks.push(PoolLeak {
+                    api: p.api,
+                    via: p.via,
+                    pool: handle,
+                    stack: p.stack,
+                    location_type: p.location_type,
+                    location: p.location,
+                    max_size: p.max_size,
+                    count: 1,
+                    sampled,
+                    reserved,
+                    used,
+                    seq: p.seq,
+                    tid: p.tid,
+                });
+            }
+        }
+    }
+
+    /// Ends the replay: every pool still alive was never destroyed. Oldest creation first.
+    pub fn finish(mut self) -> Vec<PoolLeak> {
+        let mut live: Vec<(u64, LivePool)> = self.live.drain().collect();
+        live.sort_by_key(|(_, p)| p.seq);
+        for (h, p) in live {
+            self.leak(h, p);
+        }
+        let mut leaks = self.leaks;
+        leaks.sort_by_key(|l| l.seq);
+        leaks
+    }
+}

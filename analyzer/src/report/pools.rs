@@ -1,0 +1,131 @@
+//! `pool-leak` findings: stream-ordered memory pools created or imported and never destroyed
+//! ([`crate::model::PoolLeak`]).
+
+use gpuleak_format::{Api, StackId};
+
+use crate::model::{PoolLeak, Replay};
+use crate::run::human_bytes;
+
+use super::frames::Stacks;
+use super::owner;
+use super::{Extra, Finding, Severity};
+
+/// Every pool never destroyed, oldest first.
+pub(super) fn findings(replay: &Replay, stacks: &mut Stacks<'_>) -> Vec<Finding> {
+    replay.pool_leaks.iter().map(|p| finding(p, replay, stacks)).collect()
+}
+
+fn place(p: &PoolLeak) -> String {
+    match p.location_type {
+        0 => String::new(),
+        1 => format!(" on device {}", p.location),
+        2 => " in host memory".into(),
+        3 => format!(" in host memory of NUMA node {}", p.location),
+        4 => " in host memory of the calling thread's NUMA node".into(),
+        t => format!(" at location type {t}, id {}", p.location),
+    }
+}
+
+fn message(p: &PoolLeak) -> String {
+    let imported = p.api == Api::cuMemPoolImportFromShareableHandle;
+    let via = if p.via == Api::NONE {
+        String::new()
+    } else {
+        format!(" (through {})", p.via)
+    };
+    let what = if imported { "imported" } else { "created" };
+    let mut m = format!(
+        "memory pool {:#x} {what} by {}{via}{} was never destroyed",
+        p.pool,
+        p.api,
+        place(p)
+    );
+    if p.count > 1 {
+        m.push_str(&format!(" ({} pools from this stack)", p.count));
+    }
+    if imported {
+        m.push_str(
+            "; its memory is the exporting process's, but the import holds the pool until \
+             cuMemPoolDestroy",
+        );
+        return m;
+    }
+    let they = if p.count > 1 { "they" } else { "it" };
+    if p.sampled == 0 {
+        m.push_str(&format!(
+            "; what {they} reserved was never sampled (no sampled stream-ordered call used {})",
+            if p.count > 1 { "them" } else { "it" }
+        ));
+    } else {
+        let of = if p.sampled < p.count {
+            format!(" ({} of them sampled)", p.sampled)
+        } else {
+            String::new()
+        };
+        m.push_str(&format!(
+            "; {they} reserved {} of memory at the last sample{of}, {} of it in allocations",
+            human_bytes(p.reserved),
+            human_bytes(p.used)
+        ));
+        if p.reserved > p.used {
+            m.push_str(&format!(
+                ": {} no allocation uses stays out of reach of every other allocation until the \
+                 process ends (cuMemPoolDestroy, or cuMemPoolTrimTo, gives it back)",
+                human_bytes(p.reserved - p.used)
+            ));
+        }
+    }
+    m
+}
+
+fn finding(p: &PoolLeak, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
+    let frames: &[u64] = replay.stacks.get(&p.stack).map_or(&[], Vec::as_slice);
+    let stack = if p.stack == StackId::NONE || frames.is_empty() {
+        Vec::new()
+    } else {
+        stacks.frames(frames)
+    };
+    let mut message = message(p);
+    let mut severity = Severity::Warning;
+    // A pool a caching allocator or framework makes is kept for the life of the process on
+    // purpose, as its streams are: a note.
+    if let Some(pool) = owner::owner(frames, &replay.modules).and_then(owner::pool_of) {
+        message.push_str(&format!(
+            "; created by the {} runtime, which keeps its pools for the life of the process",
+            pool.name()
+        ));
+        severity = Severity::Note;
+    }
+    Finding {
+        check: "pool-leak",
+        severity,
+        message,
+        stack,
+        stack_role: None,
+        count: p.count,
+        api: p.api,
+        ptr: p.pool,
+        result: 0,
+        allocation_stack: None,
+        first_free_stack: None,
+        related: Vec::new(),
+        extra: vec![
+            ("pools", Extra::U(p.count)),
+            ("sampled_pools", Extra::U(p.sampled)),
+            (
+                "reserved_bytes",
+                if p.sampled == 0 {
+                    Extra::Null
+                } else {
+                    Extra::U(p.reserved)
+                },
+            ),
+            (
+                "used_bytes",
+                if p.sampled == 0 { Extra::Null } else { Extra::U(p.used) },
+            ),
+            ("max_size", Extra::U(p.max_size)),
+        ],
+        seq: p.seq.0,
+    }
+}
