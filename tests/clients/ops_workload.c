@@ -94,6 +94,13 @@ int main(int argc, char **argv) {
         CUstream s1, s2;
         CUevent e;
         if (cuStreamCreate(&s1, 0) || cuStreamCreate(&s2, 0) || cuEventCreate(&e, 0)) return 4;
+        // Two memory pools, one destroyed: one live.
+        CUmemPoolProps props;
+        memset(&props, 0, sizeof props);
+        props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        CUmemoryPool p1, p2;
+        if (cuMemPoolCreate(&p1, &props) || cuMemPoolCreate(&p2, &props) || cuMemPoolDestroy(p1)) return 4;
         if (argc > 2 && strcmp(argv[2], "extra") == 0) {
             void *h = NULL;
             CUdeviceptr x;

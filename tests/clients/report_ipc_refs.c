@@ -92,6 +92,8 @@ int main(int argc, char **argv) {
     CHECK(cuMemFreeAsync(mine, s));
     CHECK(cuStreamSynchronize(s));
     CHECK(cuStreamDestroy_v2(s));
+    CHECK(cuMemPoolDestroy(imported));
+    CHECK(cuMemPoolDestroy(pool));
     printf("live at end: %llu\n", (unsigned long long)GPULEAK_LIVE_BYTES(-1));
     puts("done");
     return 0;

@@ -490,6 +490,7 @@ fn the_metrics_endpoint_serves_the_live_state_in_prometheus_text_format() {
     assert_eq!(value("gpuleak_budget_bytes"), 1073741824.0);
     assert_eq!(value("gpuleak_live_streams"), 2.0);
     assert_eq!(value("gpuleak_live_events"), 1.0);
+    assert_eq!(value("gpuleak_live_pools"), 1.0);
     assert_eq!(
         value("gpuleak_failed_allocations_total{kind=\"device\",reason=\"driver\"}"),
         0.0

@@ -424,6 +424,154 @@ fn imported_pool_pointers_and_reopened_ipc_handles_each_need_their_own_release()
     assert!(text.contains("opened again 1 time, 1 cuIpcCloseMemHandle"), "{text}");
 }
 
+/// The `pool-leak` findings of a report: (severity, api, message).
+fn pool_leaks(r: &Value) -> Vec<(String, String, String)> {
+    r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "pool-leak")
+        .map(|f| {
+            let s = |k: &str| f[k].as_str().unwrap_or("?").to_string();
+            (s("severity"), s("api"), s("message"))
+        })
+        .collect()
+}
+
+/// A memory pool created and never destroyed keeps what it reserved until the process ends: a
+/// `pool-leak` warning at its creation stack with the bytes it last reserved. A destroyed pool,
+/// a refused creation or destroy, and the exporter's own destroyed pool are no finding; an
+/// imported pool never destroyed is one.
+#[test]
+fn memory_pools_never_destroyed_are_pool_leaks() {
+    const SIZE: u64 = 4 << 20;
+    let dir = TempDir::new();
+    let run = |name: &str, mode: &str| {
+        let trace = dir.path().join(format!("{name}-{mode}.trace"));
+        let out = shim_command(client(name), &trace).arg(mode).output().unwrap();
+        assert_ok(&out);
+        (String::from_utf8(out.stdout).unwrap(), trace)
+    };
+
+    let (stdout, trace) = run("report_pools", "leak");
+    assert!(stdout.contains(&format!("reserved {SIZE}\n")), "{stdout}");
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    let found = pool_leaks(&r);
+    assert_eq!(found.len(), 1, "{r:#}");
+    let (severity, api, message) = &found[0];
+    assert_eq!((severity.as_str(), api.as_str()), ("warning", "cuMemPoolCreate"));
+    assert!(
+        message.contains("created by cuMemPoolCreate on device 0 was never destroyed"),
+        "{message}"
+    );
+    assert!(
+        message.contains("it reserved up to 4.0 MiB of memory while sampled"),
+        "{message}"
+    );
+    let f = &r["findings"][0];
+    assert_eq!(u(&f["reserved_bytes_max"]), SIZE, "{f}");
+    assert_frame0(&f["stack"], "make_pool", "report_pools");
+    let created = of_type(&dump(&trace), "PoolCreate")
+        .iter()
+        .map(|c| {
+            (
+                c["api"].as_str().unwrap().to_string(),
+                u(&c["location_type"]),
+                u(&c["result"]),
+            )
+        })
+        .collect::<Vec<_>>();
+    assert_eq!(created, [("cuMemPoolCreate".to_string(), 1, 0)]);
+    // A warning fails a check only when asked to, and a suppression silences it.
+    let check = |args: &[&str]| {
+        std::process::Command::new(gpuleak_e2e::gpuleak_bin())
+            .arg("check")
+            .args(args)
+            .arg(&trace)
+            .output()
+            .unwrap()
+    };
+    assert_eq!(check(&[]).status.code(), Some(0));
+    let failed = check(&["--fail-on", "warning"]);
+    assert_eq!(
+        failed.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&failed.stdout)
+    );
+    assert!(String::from_utf8_lossy(&failed.stdout).contains("pool-leak"));
+    let supp = dir.path().join("supp.txt");
+    fs::write(&supp, "pool-leak:^make_pool$\n").unwrap();
+    let supp_arg = supp.to_str().unwrap();
+    assert_eq!(
+        check(&["--fail-on", "warning", "--suppressions", supp_arg])
+            .status
+            .code(),
+        Some(0)
+    );
+
+    // The twin destroys its pool: nothing, and the memory pass says the pool was destroyed.
+    let (stdout, trace) = run("report_pools", "clean");
+    assert!(stdout.contains(&format!("reserved {SIZE}\n")), "{stdout}");
+    let r = report_json(&["--memory"], &[&trace]);
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    let pools = r["process"]["memory"]["pools"].as_array().unwrap();
+    assert!(
+        !pools.is_empty() && pools.iter().all(|p| p["destroyed_seq"].is_u64()),
+        "{pools:#?}"
+    );
+
+    // Refused calls make and end nothing.
+    let (stdout, trace) = run("report_pools", "failed");
+    assert!(stdout.contains("bad properties: 1\n"), "{stdout}");
+    assert!(stdout.contains("default pool: 1\n"), "{stdout}");
+    assert!(stdout.contains("second destroy: 1\n"), "{stdout}");
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    let results: Vec<(String, u64)> = dump(&trace)
+        .iter()
+        .filter(|c| c["type"] == "PoolCreate" || c["type"] == "PoolDestroy")
+        .map(|c| (c["type"].as_str().unwrap().to_string(), u(&c["result"])))
+        .collect();
+    let named = |t: &str, r: u64| (t.to_string(), r);
+    assert_eq!(
+        results,
+        [
+            named("PoolCreate", 1),
+            named("PoolDestroy", 1),
+            named("PoolCreate", 0),
+            named("PoolDestroy", 0),
+            named("PoolDestroy", 1)
+        ]
+    );
+
+    // An imported pool is a pool of its own to destroy.
+    let (_, trace) = run("report_pools", "import");
+    let r = report_json(&[], &[&trace]);
+    let found = pool_leaks(&r);
+    assert_eq!(found.len(), 1, "{r:#}");
+    assert_eq!(found[0].1, "cuMemPoolImportFromShareableHandle");
+    assert!(found[0].2.contains("exporting process's"), "{}", found[0].2);
+    assert_frame0(&r["findings"][0]["stack"], "import_pool", "report_pools");
+
+    // Through the runtime, whose driver calls come from cuGetProcAddress: the runtime call is
+    // named, and the stack is the program's.
+    let (_, trace) = run("report_pools_runtime", "leak");
+    let r = report_json(&[], &[&trace]);
+    let found = pool_leaks(&r);
+    assert_eq!(found.len(), 1, "{r:#}");
+    assert!(
+        found[0].2.contains("cuMemPoolCreate (through cudaMemPoolCreate)"),
+        "{}",
+        found[0].2
+    );
+    assert_frame0(&r["findings"][0]["stack"], "make_runtime_pool", "report_pools_runtime");
+    let (_, trace) = run("report_pools_runtime", "clean");
+    assert_eq!(report_json(&[], &[&trace])["findings"], serde_json::json!([]));
+}
+
 /// `cuMemCreate` puts memory where its properties say, not on the current context's device:
 /// the shim's live accounting and the report's per-device memory follow the properties.
 #[test]

@@ -1,6 +1,6 @@
 //! Stream-ordered memory pools' own lifetimes (`PoolCreate`, `PoolDestroy`): a pool created or
 //! imported and never destroyed holds what it reserved until the process ends, and is a
-//! `pool-leak` finding. Its latest `PoolUsage` sample says how much that was.
+//! `pool-leak` finding. Its `PoolUsage` samples say how much it reserved at most.
 //!
 //! A device's default pool is never created by the program and never reported. Allocations
 //! still outstanding from a pool are leaks of their own (stream-ordered memory), whether the
@@ -30,13 +30,11 @@ pub struct PoolLeak {
     pub max_size: u64,
     /// Pools folded in.
     pub count: u64,
-    /// Of them, the ones the shim sampled (`PoolUsage`), and the bytes they reserved and used
-    /// at their last samples, summed.
+    /// Of them, the ones the shim sampled (`PoolUsage`), and the most each was seen to
+    /// reserve, summed.
     pub sampled: u64,
     /// See `sampled`.
-    pub reserved: u64,
-    /// See `sampled`.
-    pub used: u64,
+    pub reserved_max: u64,
     /// The first pool's creation.
     pub seq: Seq,
     /// Its thread.
@@ -51,8 +49,8 @@ struct LivePool {
     location_type: u32,
     location: i32,
     max_size: u64,
-    /// Reserved and used bytes at the latest sample.
-    sample: Option<(u64, u64)>,
+    /// The most it was sampled to reserve.
+    reserved_max: Option<u64>,
     seq: Seq,
     tid: u32,
 }
@@ -83,7 +81,7 @@ impl MemPools {
             location_type: c.location_type,
             location: c.location,
             max_size: c.max_size,
-            sample: None,
+            reserved_max: None,
             seq,
             tid,
         };
@@ -102,22 +100,21 @@ impl MemPools {
         }
     }
 
-    /// A `PoolUsage` record: the latest sample of a pool, if the trace saw it made.
-    pub fn usage(&mut self, pool: u64, reserved: u64, used: u64) {
+    /// A `PoolUsage` record: a sample of a pool, if the trace saw it made.
+    pub fn usage(&mut self, pool: u64, reserved: u64) {
         if let Some(p) = self.live.get_mut(&pool) {
-            p.sample = Some((reserved, used));
+            p.reserved_max = Some(p.reserved_max.map_or(reserved, |r| r.max(reserved)));
         }
     }
 
     fn leak(&mut self, handle: u64, p: LivePool) {
-        let (sampled, reserved, used) = p.sample.map_or((0, 0, 0), |(r, u)| (1, r, u));
+        let (sampled, reserved) = p.reserved_max.map_or((0, 0), |r| (1, r));
         match self.index.get(&(p.api, p.stack)) {
             Some(&i) => {
                 let l = &mut self.leaks[i];
                 l.count += 1;
                 l.sampled += sampled;
-                l.reserved = l.reserved.saturating_add(reserved);
-                l.used = l.used.saturating_add(used);
+                l.reserved_max = l.reserved_max.saturating_add(reserved);
             }
             None => {
                 self.index.insert((p.api, p.stack), self.leaks.len());
@@ -131,8 +128,7 @@ impl MemPools {
                     max_size: p.max_size,
                     count: 1,
                     sampled,
-                    reserved,
-                    used,
+                    reserved_max: reserved,
                     seq: p.seq,
                     tid: p.tid,
                 });

@@ -234,7 +234,7 @@ impl Model {
             Body::Unmap(u) => self.unmap(u),
             Body::PoolCreate(c) => self.mem_pools.create(tid, record.seq, c),
             Body::PoolDestroy(d) => self.mem_pools.destroy(d),
-            Body::PoolUsage(u) => self.mem_pools.usage(u.pool, u.reserved, u.used),
+            Body::PoolUsage(u) => self.mem_pools.usage(u.pool, u.reserved),
             Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
             Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(tid, d),
             Body::Capture(c) if c.result.is_success() => {

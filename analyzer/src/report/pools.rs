@@ -50,11 +50,10 @@ fn message(p: &PoolLeak) -> String {
         );
         return m;
     }
-    let they = if p.count > 1 { "they" } else { "it" };
+    let (they, them) = if p.count > 1 { ("they", "them") } else { ("it", "it") };
     if p.sampled == 0 {
         m.push_str(&format!(
-            "; what {they} reserved was never sampled (no sampled stream-ordered call used {})",
-            if p.count > 1 { "them" } else { "it" }
+            "; what {they} reserved was never sampled (no sampled stream-ordered call used {them})"
         ));
     } else {
         let of = if p.sampled < p.count {
@@ -63,17 +62,10 @@ fn message(p: &PoolLeak) -> String {
             String::new()
         };
         m.push_str(&format!(
-            "; {they} reserved {} of memory at the last sample{of}, {} of it in allocations",
-            human_bytes(p.reserved),
-            human_bytes(p.used)
+            "; {they} reserved up to {} of memory while sampled{of}, which a pool keeps (down to its \
+             release threshold) until it is destroyed",
+            human_bytes(p.reserved_max)
         ));
-        if p.reserved > p.used {
-            m.push_str(&format!(
-                ": {} no allocation uses stays out of reach of every other allocation until the \
-                 process ends (cuMemPoolDestroy, or cuMemPoolTrimTo, gives it back)",
-                human_bytes(p.reserved - p.used)
-            ));
-        }
     }
     m
 }
@@ -113,16 +105,12 @@ fn finding(p: &PoolLeak, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
             ("pools", Extra::U(p.count)),
             ("sampled_pools", Extra::U(p.sampled)),
             (
-                "reserved_bytes",
+                "reserved_bytes_max",
                 if p.sampled == 0 {
                     Extra::Null
                 } else {
-                    Extra::U(p.reserved)
+                    Extra::U(p.reserved_max)
                 },
-            ),
-            (
-                "used_bytes",
-                if p.sampled == 0 { Extra::Null } else { Extra::U(p.used) },
             ),
             ("max_size", Extra::U(p.max_size)),
         ],
