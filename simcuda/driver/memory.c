@@ -282,6 +282,34 @@ static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
     return CUDA_SUCCESS;
 }
 
+static CUresult pointer_attribute(void *data, CUpointer_attribute attr, CUdeviceptr ptr) {
+    if (!data) return CUDA_ERROR_INVALID_VALUE;
+    struct alloc *a = heap_find(ptr);
+    if (!a || !client_addressable(a) || ptr - a->addr >= a->size) return CUDA_ERROR_INVALID_VALUE;
+    switch (attr) {
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
+        *(int *)data = a->dev;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
+        *(CUdeviceptr *)data = a->addr;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+        *(size_t *)data = (size_t)a->size;
+        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+        /* NULL for memory that no pool handed out. */
+        *(CUmemoryPool *)data = a->kind == AK_ASYNC && a->pool ? (CUmemoryPool)(uintptr_t)H(a->pool) : NULL;
+        return CUDA_SUCCESS;
+    default:
+        return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+SIMCUDA_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr) {
+    API_ENTER();
+    API_LOCKED(pointer_attribute(data, attribute, ptr));
+}
+
 static CUresult mem_info(size_t *free_bytes, size_t *total) {
     struct ctx *c;
     CUresult r = ctx_current(&c);

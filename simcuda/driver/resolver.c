@@ -100,6 +100,7 @@ static const struct entry table[] = {
     ROW("cuMemFree", 3020, cuMemFree_v2),
     ROW("cuMemGetAddressRange", 2000, cuMemGetAddressRange),
     ROW("cuMemGetAddressRange", 3020, cuMemGetAddressRange_v2),
+    ROW("cuPointerGetAttribute", 4000, cuPointerGetAttribute),
     ROW("cuMemAllocManaged", 6000, cuMemAllocManaged),
     ROW("cuMemAllocHost", 2000, cuMemAllocHost),
     ROW("cuMemAllocHost", 3020, cuMemAllocHost_v2),

@@ -504,6 +504,16 @@ SIMCUDA_API CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
                                         size_t Height, unsigned int ElementSizeBytes);
 SIMCUDA_API CUresult cuMemFree_v2(CUdeviceptr dptr);
 SIMCUDA_API CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
+/* The pointer attributes the simulator models, with their public numbers; the others are
+ * CUDA_ERROR_NOT_SUPPORTED. Only device memory of the heap (cuMemAlloc, pitched and live
+ * stream-ordered allocations) has attributes here. */
+typedef enum CUpointer_attribute_enum {
+    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9,
+    CU_POINTER_ATTRIBUTE_RANGE_START_ADDR = 11,
+    CU_POINTER_ATTRIBUTE_RANGE_SIZE = 12,
+    CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE = 17
+} CUpointer_attribute;
+SIMCUDA_API CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
 SIMCUDA_API CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
 
 /* Host memory. */

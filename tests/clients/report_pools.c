@@ -6,6 +6,8 @@
 //   clean   the pool is destroyed;
 //   import  the pool is exported and imported (import_pool); the exporter's pool is destroyed,
 //           the imported one never is;
+//   outstanding  the pool is destroyed while an allocation from it is outstanding (the driver
+//           keeps it until that is freed), then the allocation is freed;
 //   failed  refused pool calls only (properties the driver rejects, a destroy of the default
 //           pool, a second destroy of a destroyed pool): no pool is ever left alive.
 // Prints "reserved N" as the pool says after the synchronization, and each refused call's
@@ -59,6 +61,15 @@ int main(int argc, char **argv) {
         CUmemoryPool once = make_pool(CU_MEM_HANDLE_TYPE_NONE);
         CHECK(cuMemPoolDestroy(once));
         printf("second destroy: %d\n", (int)cuMemPoolDestroy(once));
+    } else if (strcmp(mode, "outstanding") == 0) {
+        CUmemoryPool pool = make_pool(CU_MEM_HANDLE_TYPE_NONE);
+        CUdeviceptr p = 0;
+        CHECK(cuMemAllocFromPoolAsync(&p, SIZE, pool, s));
+        CHECK(cuStreamSynchronize(s));
+        CHECK(cuMemPoolDestroy(pool));
+        CHECK(cuMemsetD8Async(p, 7, SIZE, s));
+        CHECK(cuMemFreeAsync(p, s));
+        CHECK(cuStreamSynchronize(s));
     } else if (strcmp(mode, "import") == 0) {
         CUmemoryPool pool = make_pool(CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
         use(pool, s);

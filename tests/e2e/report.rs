@@ -511,6 +511,24 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
         Some(0)
     );
 
+    // Sampling every call: the free samples the pool its memory came from (asked of the
+    // pointer before the free), which keeps the 4 MiB reserved.
+    let sampled = dir.path().join("sampled.trace");
+    let out = shim_command(client("report_pools"), &sampled)
+        .arg("leak")
+        .env("GPULEAK_POOL_SAMPLE", "1")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let records = dump(&sampled);
+    let pool = u(&of_type(&records, "PoolCreate")[0]["pool"]);
+    let usage: Vec<(u64, u64)> = of_type(&records, "PoolUsage")
+        .iter()
+        .filter(|p| u(&p["pool"]) == pool)
+        .map(|p| (u(&p["reserved"]), u(&p["used"])))
+        .collect();
+    assert_eq!(usage, [(SIZE, SIZE), (SIZE, 0)]);
+
     // The twin destroys its pool: nothing, and the memory pass says the pool was destroyed.
     let (stdout, trace) = run("report_pools", "clean");
     assert!(stdout.contains(&format!("reserved {SIZE}\n")), "{stdout}");
@@ -521,6 +539,28 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
     assert!(
         !pools.is_empty() && pools.iter().all(|p| p["destroyed_seq"].is_u64()),
         "{pools:#?}"
+    );
+
+    // A pool destroyed with an allocation outstanding: the allocation is freed after, so
+    // neither is a leak, and no sample names the pool once it is destroyed.
+    let outstanding = dir.path().join("outstanding.trace");
+    let out = shim_command(client("report_pools"), &outstanding)
+        .arg("outstanding")
+        .env("GPULEAK_POOL_SAMPLE", "1")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let r = report_json(&[], &[&outstanding]);
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    let records = dump(&outstanding);
+    let pool = u(&of_type(&records, "PoolCreate")[0]["pool"]);
+    let destroyed = records.iter().position(|r| r["type"] == "PoolDestroy").unwrap();
+    assert!(
+        !records[destroyed..]
+            .iter()
+            .any(|r| r["type"] == "PoolUsage" && u(&r["pool"]) == pool),
+        "{records:#?}"
     );
 
     // Refused calls make and end nothing.

@@ -7,7 +7,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
 
 use gpuleak_format::record::PoolUsage;
 use gpuleak_format::{Api, CuResult, Map, MemLocation, Ptr, Stream, Unmap};
@@ -283,12 +283,19 @@ pub unsafe fn free_async(
     dptr: CUdeviceptr,
     stream: CUstream,
 ) -> CUresult {
+    // A sample after this free should read the pool the memory came from, which only the
+    // pointer still names before the free.
+    let pool = if pool_sample_next() { pool_of_pointer(dptr) } else { 0 };
+    // Only a pool the shim saw created and not destroyed: a pool destroyed while allocations
+    // were outstanding goes away with the last one's free, so its handle must not be asked
+    // about after this call. Any other pool (the default one) is found again by the device.
+    let pool = if is_created_pool(pool) { pool } else { 0 };
     let r = record_free(api, stream, dptr, 0, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
         unsafe { real(dptr, stream) }
     });
-    sample_pool(r, 0);
+    sample_pool(r, pool);
     r
 }
 
@@ -324,6 +331,74 @@ thread_local! {
     };
 }
 
+/// Whether this thread's next successful stream-ordered call samples its pool.
+#[inline]
+fn pool_sample_next() -> bool {
+    pool_every() != 0 && POOL_SAMPLER.try_with(|c| c.get().left == 0).unwrap_or(false)
+}
+
+/// Pools created (or imported) and not yet destroyed, as far as this fixed table holds them
+/// (0: a free slot). Only used to decide whether a freed pointer's pool may be sampled.
+static CREATED_POOLS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
+
+/// A pool came into being (`cuMemPoolCreate`, `cuMemPoolImportFromShareableHandle`).
+pub fn pool_created(pool: u64) {
+    if pool == 0 {
+        return;
+    }
+    for slot in &CREATED_POOLS {
+        if slot
+            .compare_exchange(0, pool, Ordering::AcqRel, Ordering::Relaxed)
+            .is_ok()
+        {
+            return;
+        }
+    }
+}
+
+/// A pool is about to be destroyed: no sample may name it from now on.
+pub fn pool_destroying(pool: u64) {
+    if pool == 0 {
+        return;
+    }
+    for slot in &CREATED_POOLS {
+        let _ = slot.compare_exchange(pool, 0, Ordering::AcqRel, Ordering::Relaxed);
+    }
+}
+
+/// Whether `pool` was created (or imported) and not destroyed since, as far as the table knows.
+pub fn is_created_pool(pool: u64) -> bool {
+    pool != 0 && CREATED_POOLS.iter().any(|s| s.load(Ordering::Acquire) == pool)
+}
+
+static POINTER_GET_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
+/// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`.
+const POINTER_MEMPOOL_HANDLE: u32 = 17;
+
+/// The pool `ptr` was allocated from, asked of the driver's pure getter
+/// `cuPointerGetAttribute(CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE)` (CUDA 11.3); 0 when it was no
+/// pool's, or the driver cannot say.
+#[cold]
+fn pool_of_pointer(ptr: CUdeviceptr) -> u64 {
+    if tracer::get().is_none() {
+        return 0;
+    }
+    type GetAttribute = unsafe extern "C" fn(*mut c_void, u32, CUdeviceptr) -> CUresult;
+    let Some(f) = crate::dl::driver_fn(&POINTER_GET_ATTRIBUTE, c"cuPointerGetAttribute") else {
+        return 0;
+    };
+    // SAFETY: the driver's cuPointerGetAttribute, found by name, with its C signature.
+    let get: GetAttribute = unsafe { std::mem::transmute::<usize, GetAttribute>(f) };
+    let mut pool: CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: the attribute is one pool handle; `pool` is a valid out-pointer for it.
+    let r = unsafe { get((&mut pool as *mut CUmemoryPool).cast(), POINTER_MEMPOOL_HANDLE, ptr) };
+    if r == CUDA_SUCCESS {
+        pool as u64
+    } else {
+        0
+    }
+}
+
 static CTX_GET_DEVICE: AtomicUsize = AtomicUsize::new(0);
 static DEVICE_GET_MEM_POOL: AtomicUsize = AtomicUsize::new(0);
 static MEM_POOL_GET_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
@@ -333,8 +408,8 @@ const USED_MEM_CURRENT: u32 = 7;
 
 /// After a stream-ordered allocation or free that returned `result`: on one successful call in
 /// [`pool_every`] on this thread, asks the driver's pure getters for the pool's reserved and
-/// used memory (`pool`, the one the call just used, or when 0 the current pool of the calling
-/// thread's device) and writes a [`PoolUsage`] record if either changed since this thread's
+/// used memory (`pool`, the one the call just used or the freed memory came from, or when 0
+/// the current pool of the calling thread's device) and writes a [`PoolUsage`] record if either changed since this thread's
 /// last sample. Any getter's
 /// failure ends the sample silently; the program's result is untouched.
 #[inline]

@@ -320,6 +320,9 @@ fn pool_created(
     max_size: u64,
     handle_types: u32,
 ) {
+    if r == CUDA_SUCCESS {
+        super::memory::pool_created(pool);
+    }
     if let Some(g) = g {
         counted(g, r, ObjectChange::PoolCreated);
         let stack = tracer::call_stack(g);
@@ -392,13 +395,22 @@ pub unsafe fn pool_destroy(
     real: unsafe extern "C" fn(CUmemoryPool) -> CUresult,
     pool: CUmemoryPool,
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
+    // Out of the samplers' reach before the driver can release it; back if it refused.
+    let known = super::memory::is_created_pool(pool as u64);
+    super::memory::pool_destroying(pool as u64);
+    let call = || {
         // SAFETY: passed through.
-        return unsafe { real(pool) };
+        let r = unsafe { real(pool) };
+        if r != CUDA_SUCCESS && known {
+            super::memory::pool_created(pool as u64);
+        }
+        r
+    };
+    let Some(g) = guard::enter() else {
+        return call();
     };
     let pending = tracer::before(&g);
-    // SAFETY: passed through.
-    let r = unsafe { real(pool) };
+    let r = call();
     counted(&g, r, ObjectChange::PoolDestroyed);
     let stack = tracer::call_stack(&g);
     tracer::event_at(
