@@ -460,3 +460,60 @@ fn cuda_core_pool_allocations_are_recorded_and_all_freed() {
         assert_eq!(r["aux"], pool, "pool of {r}");
     }
 }
+
+/// cuda-core's memory resources that own a pool (created through cuda-bindings' resolver
+/// table) destroy it when closed, or at interpreter shutdown when kept: no `pool-leak`. A process
+/// that ends with `os._exit` runs no finalizer: its three pools are one `pool-leak` at the
+/// Python line that made them.
+#[test]
+fn cuda_core_pools_leak_only_when_no_finalizer_runs() {
+    let dir = TempDir::new();
+    let run = |mode: &str| {
+        let trace = dir.path().join(format!("{mode}.trace"));
+        let mut cmd = wrapped(python_command("cuda_core_pools.py"), |p| shim_command(p, &trace));
+        let out = cmd
+            .arg(mode)
+            .output()
+            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+        assert_ok(&out);
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
+        let records = dump(&trace);
+        let count = |ty: &str| records.iter().filter(|r| r["type"] == ty && r["result"] == 0).count();
+        let report = std::process::Command::new(gpuleak_e2e::gpuleak_bin())
+            .args(["report", "--format", "json"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert_ok(&report);
+        let r: Value = serde_json::from_slice(&report.stdout).unwrap();
+        let leaks: Vec<Value> = r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["check"] == "pool-leak")
+            .cloned()
+            .collect();
+        (count("PoolCreate"), count("PoolDestroy"), leaks)
+    };
+    for mode in ["close", "keep"] {
+        let (created, destroyed, leaks) = run(mode);
+        assert_eq!((created, destroyed), (3, 3), "{mode}");
+        assert!(leaks.is_empty(), "{mode}: {leaks:#?}");
+    }
+    let (created, destroyed, leaks) = run("exit");
+    assert_eq!((created, destroyed), (3, 0));
+    assert_eq!(leaks.len(), 1, "{leaks:#?}");
+    let f = &leaks[0];
+    assert_eq!(
+        (f["severity"].as_str(), f["count"].as_u64()),
+        (Some("warning"), Some(3))
+    );
+    assert!(
+        f["stack"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|fr| fr["function"] == "make_resource" && fr["module"] == "python"),
+        "{f:#}"
+    );
+}
