@@ -446,12 +446,18 @@ fn pool_leaks(r: &Value) -> Vec<(String, String, String)> {
 fn memory_pools_never_destroyed_are_pool_leaks() {
     const SIZE: u64 = 4 << 20;
     let dir = TempDir::new();
-    let run = |name: &str, mode: &str| {
-        let trace = dir.path().join(format!("{name}-{mode}.trace"));
-        let out = shim_command(client(name), &trace).arg(mode).output().unwrap();
+    // `sample` (GPULEAK_POOL_SAMPLE) 1: every stream-ordered call samples its pool.
+    let run_sampled = |name: &str, mode: &str, sample: &str| {
+        let trace = dir.path().join(format!("{name}-{mode}-{sample}.trace"));
+        let out = shim_command(client(name), &trace)
+            .arg(mode)
+            .env("GPULEAK_POOL_SAMPLE", sample)
+            .output()
+            .unwrap();
         assert_ok(&out);
         (String::from_utf8(out.stdout).unwrap(), trace)
     };
+    let run = |name: &str, mode: &str| run_sampled(name, mode, "64");
 
     let (stdout, trace) = run("report_pools", "leak");
     assert!(stdout.contains(&format!("reserved {SIZE}\n")), "{stdout}");
@@ -513,13 +519,7 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
 
     // Sampling every call: the free samples the pool its memory came from (asked of the
     // pointer before the free), which keeps the 4 MiB reserved.
-    let sampled = dir.path().join("sampled.trace");
-    let out = shim_command(client("report_pools"), &sampled)
-        .arg("leak")
-        .env("GPULEAK_POOL_SAMPLE", "1")
-        .output()
-        .unwrap();
-    assert_ok(&out);
+    let (_, sampled) = run_sampled("report_pools", "leak", "1");
     let records = dump(&sampled);
     let pool = u(&of_type(&records, "PoolCreate")[0]["pool"]);
     let usage: Vec<(u64, u64)> = of_type(&records, "PoolUsage")
@@ -543,13 +543,7 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
 
     // A pool destroyed with an allocation outstanding: the allocation is freed after, so
     // neither is a leak, and no sample names the pool once it is destroyed.
-    let outstanding = dir.path().join("outstanding.trace");
-    let out = shim_command(client("report_pools"), &outstanding)
-        .arg("outstanding")
-        .env("GPULEAK_POOL_SAMPLE", "1")
-        .output()
-        .unwrap();
-    assert_ok(&out);
+    let (_, outstanding) = run_sampled("report_pools", "outstanding", "1");
     let r = report_json(&[], &[&outstanding]);
     assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
     assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");

@@ -203,11 +203,8 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     // the process on purpose (PyTorch's stream pool): a note, as memory held by a pool is.
     if is_leak {
         let frames: &[u64] = replay.stacks.get(&f.op.stack).map_or(&[], Vec::as_slice);
-        if let Some(pool) = owner::owner(frames, &replay.modules).and_then(owner::pool_of) {
-            message.push_str(&format!(
-                "; created by the {} runtime, which keeps its streams and events for the life of the process",
-                pool.name()
-            ));
+        if let Some(note) = owner::kept_for_life(frames, &replay.modules, "streams and events") {
+            message.push_str(&note);
             severity = Severity::Note;
         }
     }

@@ -86,6 +86,17 @@ pub fn pool_of(path: &str) -> Option<Pool> {
     }
 }
 
+/// For an object created at `frames` (a stream, an event, a memory pool) by a known caching
+/// allocator or framework, which keeps such objects for the life of the process on purpose (as
+/// PyTorch keeps its stream pool): the clause a leak finding adds, and it is then a note.
+pub fn kept_for_life(frames: &[u64], modules: &Modules, what: &str) -> Option<String> {
+    let pool = owner(frames, modules).and_then(pool_of)?;
+    Some(format!(
+        "; created by the {} runtime, which keeps its {what} for the life of the process",
+        pool.name()
+    ))
+}
+
 /// The owner of a stack: the path of the first module, innermost first, that is not a CUDA
 /// library. `None` when the stack is empty, lies wholly in CUDA libraries, or its first other
 /// frame is in no recorded module (JIT code).

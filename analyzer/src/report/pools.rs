@@ -81,11 +81,8 @@ fn finding(p: &PoolLeak, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
     let mut severity = Severity::Warning;
     // A pool a caching allocator or framework makes is kept for the life of the process on
     // purpose, as its streams are: a note.
-    if let Some(pool) = owner::owner(frames, &replay.modules).and_then(owner::pool_of) {
-        message.push_str(&format!(
-            "; created by the {} runtime, which keeps its pools for the life of the process",
-            pool.name()
-        ));
+    if let Some(note) = owner::kept_for_life(frames, &replay.modules, "pools") {
+        message.push_str(&note);
         severity = Severity::Note;
     }
     Finding {

@@ -409,9 +409,9 @@ const USED_MEM_CURRENT: u32 = 7;
 /// After a stream-ordered allocation or free that returned `result`: on one successful call in
 /// [`pool_every`] on this thread, asks the driver's pure getters for the pool's reserved and
 /// used memory (`pool`, the one the call just used or the freed memory came from, or when 0
-/// the current pool of the calling thread's device) and writes a [`PoolUsage`] record if either changed since this thread's
-/// last sample. Any getter's
-/// failure ends the sample silently; the program's result is untouched.
+/// the current pool of the calling thread's device) and writes a [`PoolUsage`] record if
+/// either changed since this thread's last sample. Any getter's failure ends the sample
+/// silently; the program's result is untouched.
 #[inline]
 fn sample_pool(result: CUresult, pool: u64) {
     if result != CUDA_SUCCESS {
