@@ -180,11 +180,6 @@ pub struct Counts {
     pub missed_frees: u64,
     /// Records replayed.
     pub records: u64,
-    /// Memory pools created or imported (successful `cuMemPoolCreate`,
-    /// `cuMemPoolImportFromShareableHandle`).
-    pub pools_created: u64,
-    /// Successful `cuMemPoolDestroy` calls.
-    pub pools_destroyed: u64,
 }
 
 /// The result of a replay.

@@ -61,10 +61,6 @@ pub struct MemPools {
     live: HashMap<u64, LivePool>,
     leaks: Vec<PoolLeak>,
     index: HashMap<(Api, StackId), usize>,
-    /// Pools created or imported, and destroyed (successful calls).
-    pub created: u64,
-    /// See `created`.
-    pub destroyed: u64,
 }
 
 impl MemPools {
@@ -73,7 +69,6 @@ impl MemPools {
         if !c.result.is_success() || c.pool == 0 {
             return;
         }
-        self.created += 1;
         let pool = LivePool {
             api: c.api,
             via: c.via,
@@ -95,7 +90,6 @@ impl MemPools {
     /// A `PoolDestroy` record (a failed one destroys nothing).
     pub fn destroy(&mut self, d: &PoolDestroy) {
         if d.result.is_success() {
-            self.destroyed += 1;
             self.live.remove(&d.pool);
         }
     }

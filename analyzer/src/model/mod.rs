@@ -277,8 +277,6 @@ impl Model {
         leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
         self.replay.leaks = leaks;
         self.replay.bad_frees = self.bad_frees;
-        self.replay.counts.pools_created = self.mem_pools.created;
-        self.replay.counts.pools_destroyed = self.mem_pools.destroyed;
         self.replay.pool_leaks = self.mem_pools.finish();
         if let Some(ordering) = self.ordering {
             self.replay.ordering = ordering.finish();

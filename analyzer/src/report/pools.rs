@@ -1,7 +1,7 @@
 //! `pool-leak` findings: stream-ordered memory pools created or imported and never destroyed
 //! ([`crate::model::PoolLeak`]).
 
-use gpuleak_format::{Api, StackId};
+use gpuleak_format::Api;
 
 use crate::model::{PoolLeak, Replay};
 use crate::run::human_bytes;
@@ -72,7 +72,7 @@ fn message(p: &PoolLeak) -> String {
 
 fn finding(p: &PoolLeak, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
     let frames: &[u64] = replay.stacks.get(&p.stack).map_or(&[], Vec::as_slice);
-    let stack = if p.stack == StackId::NONE || frames.is_empty() {
+    let stack = if frames.is_empty() {
         Vec::new()
     } else {
         stacks.frames(frames)

@@ -289,7 +289,7 @@ pub unsafe fn free_async(
     // Only a pool the shim saw created and not destroyed: a pool destroyed while allocations
     // were outstanding goes away with the last one's free, so its handle must not be asked
     // about after this call. Any other pool (the default one) is found again by the device.
-    let pool = if is_created_pool(pool) { pool } else { 0 };
+    let pool = if is_tracked_pool(pool) { pool } else { 0 };
     let r = record_free(api, stream, dptr, 0, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only
         // after the driver reported success.
@@ -342,7 +342,7 @@ fn pool_sample_next() -> bool {
 static CREATED_POOLS: [AtomicU64; 64] = [const { AtomicU64::new(0) }; 64];
 
 /// A pool came into being (`cuMemPoolCreate`, `cuMemPoolImportFromShareableHandle`).
-pub fn pool_created(pool: u64) {
+pub fn track_pool(pool: u64) {
     if pool == 0 {
         return;
     }
@@ -357,7 +357,7 @@ pub fn pool_created(pool: u64) {
 }
 
 /// A pool is about to be destroyed: no sample may name it from now on.
-pub fn pool_destroying(pool: u64) {
+pub fn untrack_pool(pool: u64) {
     if pool == 0 {
         return;
     }
@@ -367,7 +367,7 @@ pub fn pool_destroying(pool: u64) {
 }
 
 /// Whether `pool` was created (or imported) and not destroyed since, as far as the table knows.
-pub fn is_created_pool(pool: u64) -> bool {
+pub fn is_tracked_pool(pool: u64) -> bool {
     pool != 0 && CREATED_POOLS.iter().any(|s| s.load(Ordering::Acquire) == pool)
 }
 

@@ -321,7 +321,7 @@ fn pool_created(
     handle_types: u32,
 ) {
     if r == CUDA_SUCCESS {
-        super::memory::pool_created(pool);
+        super::memory::track_pool(pool);
     }
     if let Some(g) = g {
         counted(g, r, ObjectChange::PoolCreated);
@@ -396,13 +396,13 @@ pub unsafe fn pool_destroy(
     pool: CUmemoryPool,
 ) -> CUresult {
     // Out of the samplers' reach before the driver can release it; back if it refused.
-    let known = super::memory::is_created_pool(pool as u64);
-    super::memory::pool_destroying(pool as u64);
+    let known = super::memory::is_tracked_pool(pool as u64);
+    super::memory::untrack_pool(pool as u64);
     let call = || {
         // SAFETY: passed through.
         let r = unsafe { real(pool) };
         if r != CUDA_SUCCESS && known {
-            super::memory::pool_created(pool as u64);
+            super::memory::track_pool(pool as u64);
         }
         r
     };
