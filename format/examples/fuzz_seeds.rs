@@ -1,6 +1,6 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds (Python frames and pool samples included), and the same
+//! threads' blocks, most record kinds (Python frames, pool samples and graph memory nodes included), and the same
 //! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 14 {
+    match i % 16 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -120,12 +120,31 @@ fn body_at(i: u64) -> Body<'static> {
             stack: StackId(1),
         }
         .into(),
-        _ => PoolDestroy {
+        13 => PoolDestroy {
             api: Api::cuMemPoolDestroy,
             via: Api::NONE,
             result: CuResult(0),
             pool: 0x7000 + i - 1,
             stack: StackId::NONE,
+        }
+        .into(),
+        14 => GraphMem {
+            exec: 0x9000 + i,
+            allocs: Addrs(Cow::Owned(vec![0x5a00_0000_0000 + i * 0x1000, 4096, 0])),
+            frees: Addrs(Cow::Owned(vec![0x5a00_0000_0000 + i * 0x1000])),
+        }
+        .into(),
+        _ => GraphExec {
+            api: Api::cuGraphInstantiateWithFlags,
+            via: Api::NONE,
+            result: CuResult(0),
+            exec: 0x9000 + i - 1,
+            graph: 0x8000 + i,
+            flags: GraphExec::AUTO_FREE_ON_LAUNCH,
+            alloc_nodes: 1,
+            free_nodes: 1,
+            nodes_known: 1,
+            stack: StackId(1),
         }
         .into(),
     }

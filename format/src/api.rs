@@ -75,6 +75,9 @@ apis! {
     34 cuMemPoolCreate,
     35 cuMemPoolImportFromShareableHandle,
     36 cuMemPoolDestroy,
+    // Graph memory: an allocation node added to a graph by hand (an `Alloc` record of the node,
+    // not memory: each launch of the instantiated graph allocates at its address).
+    37 cuGraphAddMemAllocNode,
     // Contexts.
     40 cuCtxCreate_v2,
     41 cuCtxCreate_v3,
@@ -190,6 +193,12 @@ apis! {
     232 cudaMemPoolCreate,
     233 cudaMemPoolImportFromShareableHandle,
     234 cudaMemPoolDestroy,
+    // Graph instantiation (GraphExec records).
+    235 cuGraphInstantiate,
+    236 cuGraphInstantiate_v2,
+    237 cuGraphInstantiateWithFlags,
+    238 cuGraphInstantiateWithParams,
+    239 cuGraphInstantiateWithParams_ptsz,
 }
 
 impl Api {
@@ -212,6 +221,7 @@ impl Api {
             Api::cuMemImportFromShareableHandle => VmmImport,
             Api::cuMulticastCreate => Multicast,
             Api::cuMemPoolImportPointer => PoolImport,
+            Api::cuGraphAddMemAllocNode => Graph,
             Api::cuArrayCreate_v2
             | Api::cuArray3DCreate_v2
             | Api::cuArrayDestroy

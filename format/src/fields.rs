@@ -350,11 +350,16 @@ pub enum MemKind {
     /// (`cuMemPoolImportPointer`): that process's memory, mapped here until this process frees
     /// the pointer with `cuMemFree` or `cuMemFreeAsync`.
     PoolImport = 11,
+    /// Graph memory: what an allocation node of a CUDA graph allocates at each launch of the
+    /// graph, at the fixed address the node was given; freed by a free node of a graph,
+    /// `cuMemFreeAsync` or `cuMemFree`, or by the next launch of a graph instantiated with
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`. Destroying the graph frees nothing.
+    Graph = 12,
 }
 
 impl MemKind {
     /// Every kind, in number order.
-    pub const ALL: [MemKind; 12] = [
+    pub const ALL: [MemKind; 13] = [
         MemKind::Device,
         MemKind::Managed,
         MemKind::Host,
@@ -367,6 +372,7 @@ impl MemKind {
         MemKind::VmmImport,
         MemKind::Multicast,
         MemKind::PoolImport,
+        MemKind::Graph,
     ];
 
     /// Short lowercase name used in reports.
@@ -384,6 +390,7 @@ impl MemKind {
             MemKind::VmmImport => "vmm-import",
             MemKind::Multicast => "multicast",
             MemKind::PoolImport => "pool-import",
+            MemKind::Graph => "graph",
         }
     }
 }

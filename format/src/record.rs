@@ -582,6 +582,58 @@ records! {
         /// Call stack.
         stack: StackId,
     }
+    /// Memory nodes of a graph being instantiated, listed by the shim from the graph itself
+    /// (`cuGraphGetNodes`, `cuGraphMemAllocNodeGetParams`, `cuGraphMemFreeNodeGetParams`) after
+    /// a successful instantiation, and written just before its [`GraphExec`] record: as many
+    /// records as needed, at most [`GraphMem::MAX_NODES`] nodes of each kind in one.
+    56 GraphMem<'a> {
+        /// The executable graph (`CUgraphExec`) they belong to.
+        exec: u64,
+        /// Allocation nodes as triples `(address, bytes, device)`: the fixed address each
+        /// launch allocates at, the size, and the device ordinal (the node's location id, as
+        /// `u32`).
+        allocs: Addrs<'a>,
+        /// Free nodes: the addresses they free (an allocation of this graph or of another).
+        frees: Addrs<'a>,
+    }
+    /// A graph instantiated (`cuGraphInstantiate*`): an executable graph whose launches
+    /// (`Launch` records of `cuGraphLaunch`, `function` = `exec`) allocate and free what its
+    /// memory nodes say ([`GraphMem`] records just before this one).
+    57 GraphExec {
+        /// Exact driver entry point.
+        api: Api,
+        /// Runtime call that led here, or `Api::NONE`.
+        via: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The executable graph (`CUgraphExec`; 0 when the call failed).
+        exec: u64,
+        /// The graph it was made from (`CUgraph`).
+        graph: u64,
+        /// Instantiation flags (`CUDA_GRAPH_INSTANTIATE_FLAG_*`; 1: auto-free on launch).
+        flags: u64,
+        /// Allocation nodes the shim found.
+        alloc_nodes: u32,
+        /// Free nodes the shim found.
+        free_nodes: u32,
+        /// 1 when the shim listed the graph's nodes; 0 when it could not (a driver without
+        /// the getters, or a getter that failed), so the graph's memory nodes are unknown.
+        nodes_known: u32,
+        /// Call stack.
+        stack: StackId,
+    }
+}
+
+impl GraphMem<'_> {
+    /// The most allocation nodes (and the most free nodes) one record lists, so that a record
+    /// always fits in a block.
+    pub const MAX_NODES: usize = 512;
+}
+
+impl GraphExec {
+    /// The flag of `GraphExec::flags` that frees a launch's unfreed allocations at the next
+    /// launch (`CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`).
+    pub const AUTO_FREE_ON_LAUNCH: u64 = 1;
 }
 
 /// Why a record could not be encoded.
@@ -877,6 +929,25 @@ mod tests {
                 stack: StackId(1),
             }
             .into(),
+            GraphMem {
+                exec: 0x5ce0_0000_0007,
+                allocs: Addrs(Cow::Owned(vec![0x5a00_0000_0000, 4 << 20, 1, 0x5a00_0040_0000, 256, 0])),
+                frees: Addrs(Cow::Owned(vec![0x5a00_0040_0000])),
+            }
+            .into(),
+            GraphExec {
+                api: Api::cuGraphInstantiateWithFlags,
+                via: Api::NONE,
+                result: CuResult(0),
+                exec: 0x5ce0_0000_0007,
+                graph: 0x5ce0_0000_0006,
+                flags: GraphExec::AUTO_FREE_ON_LAUNCH,
+                alloc_nodes: 2,
+                free_nodes: 1,
+                nodes_known: 1,
+                stack: StackId(1),
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -903,10 +974,19 @@ mod tests {
     }
 
     #[test]
-    fn pool_records_round_trip_and_a_truncated_one_is_an_error_never_a_panic() {
+    fn pool_and_graph_records_round_trip_and_a_truncated_one_is_an_error_never_a_panic() {
         for r in sample_records()
             .into_iter()
-            .filter(|r| matches!(r.body, Body::PoolUsage(_) | Body::PoolCreate(_) | Body::PoolDestroy(_)))
+            .filter(|r| {
+                matches!(
+                    r.body,
+                    Body::PoolUsage(_)
+                        | Body::PoolCreate(_)
+                        | Body::PoolDestroy(_)
+                        | Body::GraphMem(_)
+                        | Body::GraphExec(_)
+                )
+            })
         {
             let mut buf = vec![0u8; 64];
             let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();

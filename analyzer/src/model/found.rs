@@ -167,10 +167,18 @@ pub struct Counts {
     pub failed_allocations: u64,
     /// Free calls that failed.
     pub failed_frees: u64,
-    /// Stream-ordered allocations made under stream capture (graph nodes, not memory).
+    /// Allocation nodes of graphs: stream-ordered allocations made under stream capture and
+    /// `cuGraphAddMemAllocNode` calls (no memory; each launch of the graph allocates it).
     pub graph_allocations: u64,
-    /// Successful frees, outside capture, of an address a captured allocation returned: the
-    /// memory a launch of that graph allocated.
+    /// Successful launches of executable graphs with memory nodes the trace lists (their
+    /// allocations and frees are counted with the others).
+    pub graph_launches: u64,
+    /// Successful launches of executable graphs whose memory nodes are unknown (the shim could
+    /// not list them, or the trace has no instantiation of the graph while it has
+    /// allocation nodes): what they allocated is not counted.
+    pub unknown_graph_launches: u64,
+    /// Successful frees, outside capture, of an address an allocation node names while no
+    /// launch the trace modelled allocated it (memory of a graph whose nodes are unknown).
     pub graph_frees: u64,
     /// Successful `cuMemRetainAllocationHandle` calls (and imports of a handle already held):
     /// references, not allocations.

@@ -18,7 +18,12 @@
 //!   pointer of another family);
 //! - whatever is live at the end of the trace (after the `Exit` record, if any) is live *at
 //!   exit*;
-//! - a memory pool created or imported and not destroyed by then was never destroyed.
+//! - a memory pool created or imported and not destroyed by then was never destroyed;
+//! - an allocation node of a CUDA graph is no memory; each launch of an instantiated graph
+//!   allocates what its allocation nodes say (kind `graph`, at the nodes' fixed addresses),
+//!   unless a free node of the same graph frees it within the launch, and frees what its free
+//!   nodes of other graphs' memory say; with auto-free on launch, a launch first frees what
+//!   the graph's previous launch left allocated ([`graphs`]).
 //!
 //! ```
 //! use gpuleak_analyzer::model::{LeakAt, Model};
@@ -37,6 +42,7 @@
 
 mod contexts;
 mod found;
+mod graphs;
 mod mempools;
 mod modules;
 mod pools;
@@ -50,8 +56,8 @@ mod tests;
 use std::collections::{HashMap, HashSet};
 
 use gpuleak_format::{
-    Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Map, MemKind, MemLocation, Record, Seq, StackId, Stream,
-    Trace, Unmap,
+    Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Launch, Map, MemKind, MemLocation, Ptr, Record, Seq,
+    StackId, Stream, Trace, Unmap,
 };
 
 pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Replay};
@@ -62,6 +68,7 @@ pub use space::{is_owned_memory, Space};
 
 use crate::memory::{Tracker, TrackerOptions};
 use contexts::Contexts;
+use graphs::Graphs;
 use mempools::MemPools;
 use pools::Pools;
 use recent::RecentFrees;
@@ -101,9 +108,8 @@ pub struct Model {
     mappings: Mappings,
     contexts: Contexts,
     capturing: HashSet<Stream>,
-    /// Addresses stream-ordered allocations returned under capture: a graph's memory, which
-    /// each launch of the graph allocates and a free outside the capture may release.
-    graph_addresses: HashSet<u64>,
+    /// Graphs' allocation nodes and executable graphs.
+    graphs: Graphs,
     leaks: HashMap<LeakKey, LeakGroup>,
     bad_frees: Vec<BadFree>,
     bad_free_index: HashMap<BadFreeKey, usize>,
@@ -136,7 +142,7 @@ impl Model {
             mappings: Mappings::default(),
             contexts: Contexts::default(),
             capturing: HashSet::new(),
-            graph_addresses: HashSet::new(),
+            graphs: Graphs::default(),
             leaks: HashMap::new(),
             bad_frees: Vec::new(),
             bad_free_index: HashMap::new(),
@@ -237,6 +243,9 @@ impl Model {
             Body::PoolUsage(u) => self.mem_pools.usage(u.pool, u.reserved),
             Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
             Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(tid, d),
+            Body::GraphMem(m) => self.graphs.listed(m),
+            Body::GraphExec(g) => self.graphs.instantiated(g),
+            Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => self.launch_graph(tid, record, l),
             Body::Capture(c) if c.result.is_success() => {
                 if c.begin != 0 {
                     self.capturing.insert(c.stream);
@@ -293,6 +302,15 @@ impl Model {
             }
             return;
         }
+        if a.api.mem_kind() == Some(MemKind::Graph) {
+            // A node added to a graph by hand: no memory, and a refused one no failed
+            // allocation.
+            if a.result.is_success() {
+                self.replay.counts.graph_allocations += 1;
+                self.graphs.node(a);
+            }
+            return;
+        }
         if !a.result.is_success() {
             self.replay.counts.failed_allocations += 1;
             if let (Some(m), Some(kind)) = (&mut self.memory, a.api.mem_kind()) {
@@ -306,7 +324,7 @@ impl Model {
         let Some(kind) = a.api.mem_kind() else { return };
         if kind == MemKind::Async && self.capturing.contains(&a.stream) {
             self.replay.counts.graph_allocations += 1;
-            self.graph_addresses.insert(a.ptr.0);
+            self.graphs.node(a);
             return;
         }
         let key = (Space::of(kind), a.ptr.0);
@@ -332,10 +350,6 @@ impl Model {
             self.forget(&old);
         }
         self.recent.remove(key);
-        if key.0 == Space::Device {
-            // Ordinary memory here: no graph holds this address any more.
-            self.graph_addresses.remove(&key.1);
-        }
         let alloc = Allocation {
             kind,
             api: a.api,
@@ -419,18 +433,113 @@ impl Model {
             }
             // A failed free of a live pointer (a wrong context, say) frees nothing.
             Some(_) => return,
-            // Memory a launched graph allocated, freed outside the graph (allowed: a graph's
-            // allocation may outlive it); the graph's launches are not in the trace.
-            None if ok && space == Space::Device && self.graph_addresses.contains(&f.ptr.0) => {
-                self.replay.counts.graph_frees += 1;
-                return;
-            }
             None => match self.recent.get(key) {
                 Some(freed) => BadFreeCause::DoubleFree(*freed),
+                // Memory a graph's allocation node names, freed outside the graph (allowed: a
+                // graph's allocation may outlive it), where the trace does not say which
+                // launch allocated it (a graph whose memory nodes are unknown).
+                None if ok && space == Space::Device && self.graphs.is_node(f.ptr.0) => {
+                    self.replay.counts.graph_frees += 1;
+                    return;
+                }
                 None => self.other_family(space, f.ptr.0),
             },
         };
         self.bad_free(tid, seq, f, cause);
+    }
+
+    /// A successful launch of an executable graph (`l.function`): with auto-free on launch,
+    /// frees what its last launch left allocated; then allocates what its allocation nodes
+    /// say and frees what its free nodes of other graphs' memory say.
+    fn launch_graph(&mut self, tid: u32, record: &Record<'_>, l: &Launch<'_>) {
+        let Some(exec) = self.graphs.exec(l.function) else {
+            if self.graphs.any_nodes() {
+                self.replay.counts.unknown_graph_launches += 1;
+            }
+            return;
+        };
+        if exec.unknown {
+            self.replay.counts.unknown_graph_launches += 1;
+            return;
+        }
+        if exec.memory_nodes == 0 {
+            return;
+        }
+        self.replay.counts.graph_launches += 1;
+        let graph_memory = |live: &HashMap<(Space, u64), Live>, addr: u64| {
+            live.get(&(Space::Device, addr)).is_some_and(|l| l.alloc.kind == MemKind::Graph)
+        };
+        if exec.auto_free {
+            for node in &exec.allocs {
+                if graph_memory(&self.live, node.addr) {
+                    self.graph_free(node.addr);
+                }
+            }
+        }
+        for node in &exec.allocs {
+            let key = (Space::Device, node.addr);
+            self.replay.counts.allocations += 1;
+            if let Some(old) = self.live.remove(&key) {
+                // Without auto-free the driver refuses to launch over memory still allocated:
+                // the trace missed its free.
+                self.replay.counts.missed_frees += 1;
+                self.forget(&old);
+            }
+            self.recent.remove(key);
+            let site = self.graphs.site(node.addr).unwrap_or(exec.site);
+            let alloc = Allocation {
+                kind: MemKind::Graph,
+                api: site.api,
+                via: site.via,
+                ptr: Ptr(node.addr),
+                size: node.size,
+                stack: site.stack,
+                seq: record.seq,
+                time_ns: record.time_ns,
+                ctx: site.ctx,
+                stream: l.stream,
+                tid,
+            };
+            if let Some(m) = &mut self.memory {
+                m.alloc(&alloc, node.device, true, false);
+            }
+            self.live.insert(
+                key,
+                Live {
+                    alloc,
+                    holds: 1,
+                    retains: 0,
+                    mappings: 0,
+                    device: node.device,
+                },
+            );
+            self.live_bytes = self.live_bytes.saturating_add(node.size);
+            if self.live_bytes > self.replay.peak_bytes {
+                self.replay.peak_bytes = self.live_bytes;
+                self.replay.peak_time_ns = record.time_ns;
+            }
+        }
+        for &addr in &exec.frees {
+            if graph_memory(&self.live, addr) {
+                self.graph_free(addr);
+            }
+        }
+    }
+
+    /// Graph memory at `addr` freed by a launch (a free node, or auto-free on launch).
+    fn graph_free(&mut self, addr: u64) {
+        let key = (Space::Device, addr);
+        if let Some(l) = self.live.remove(&key) {
+            self.replay.counts.frees += 1;
+            self.forget(&l);
+            self.recent.insert(
+                key,
+                Freed {
+                    site: l.alloc.site(),
+                    free_stack: StackId::NONE,
+                },
+            );
+        }
     }
 
     /// A pointer live in another space than `space`.
@@ -593,6 +702,11 @@ impl Model {
             g.first = *a;
         }
     }
+}
+
+/// Whether `api` launches an executable graph (its `Launch` record's `function`).
+fn is_graph_launch(api: Api) -> bool {
+    api == Api::cuGraphLaunch || api == Api::cuGraphLaunch_ptsz
 }
 
 /// Whether a family's pointers or handles count references, each released on its own: VMM

@@ -7,11 +7,12 @@ use gpuleak_format::MemKind;
 ///
 /// Device, managed and stream-ordered memory share one space because the driver lets
 /// `cuMemFree` release stream-ordered memory and `cuMemFreeAsync` release `cuMemAlloc` memory;
-/// pointers imported from another process's pool are freed by the same two functions.
+/// pointers imported from another process's pool, and graph memory, are freed by the same two
+/// functions.
 /// Every other family has its own handles or its own free function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {
-    /// Device, managed, stream-ordered and pool-imported addresses.
+    /// Device, managed, stream-ordered, pool-imported and graph addresses.
     Device,
     /// Page-locked host memory allocated by the driver.
     Host,
@@ -31,7 +32,7 @@ impl Space {
     /// The space of a memory family.
     pub fn of(kind: MemKind) -> Space {
         match kind {
-            MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::PoolImport => Space::Device,
+            MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::PoolImport | MemKind::Graph => Space::Device,
             MemKind::Host => Space::Host,
             MemKind::HostRegistered => Space::Registered,
             MemKind::VmmReserve => Space::Reserve,
@@ -63,9 +64,13 @@ impl Space {
 /// never counted as leaked bytes.
 pub fn is_owned_memory(kind: MemKind) -> bool {
     match kind {
-        MemKind::Device | MemKind::Managed | MemKind::Host | MemKind::Async | MemKind::VmmPhysical | MemKind::Array => {
-            true
-        }
+        MemKind::Device
+        | MemKind::Managed
+        | MemKind::Host
+        | MemKind::Async
+        | MemKind::VmmPhysical
+        | MemKind::Array
+        | MemKind::Graph => true,
         MemKind::HostRegistered
         | MemKind::VmmReserve
         | MemKind::Ipc
@@ -96,6 +101,6 @@ mod tests {
             .filter(|k| is_owned_memory(*k))
             .map(MemKind::name)
             .collect();
-        assert_eq!(owned, ["device", "managed", "host", "async", "vmm", "array"]);
+        assert_eq!(owned, ["device", "managed", "host", "async", "vmm", "array", "graph"]);
     }
 }

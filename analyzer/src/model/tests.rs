@@ -10,6 +10,8 @@ use gpuleak_format::{
 
 use super::*;
 
+mod graphs;
+
 const CTX: Ctx = Ctx(0x5cf0_0000_0010);
 const OTHER_CTX: Ctx = Ctx(0x5cf0_0000_0020);
 

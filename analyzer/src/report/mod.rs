@@ -611,13 +611,21 @@ fn notes(replay: &Replay) -> Vec<String> {
     }
     if replay.counts.graph_allocations > 0 {
         notes.push(format!(
-            "{} stream-ordered allocations were made under stream capture (graph nodes, not counted)",
+            "{} allocations were graph allocation nodes (under stream capture, or cuGraphAddMemAllocNode): \
+             no memory themselves; each launch of their graph allocates it (kind graph)",
             replay.counts.graph_allocations
+        ));
+    }
+    if replay.counts.unknown_graph_launches > 0 {
+        notes.push(format!(
+            "{} graph launches ran graphs whose memory nodes the trace does not list: what they allocated is not counted",
+            replay.counts.unknown_graph_launches
         ));
     }
     if replay.counts.graph_frees > 0 {
         notes.push(format!(
-            "{} frees outside stream capture released memory that a graph's allocation node made (not counted)",
+            "{} frees outside stream capture released memory that a graph's allocation node names, \
+             allocated by no launch the trace lists (not counted)",
             replay.counts.graph_frees
         ));
     }

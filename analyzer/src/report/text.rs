@@ -195,7 +195,12 @@ fn held(h: &Held, style: Style, s: &mut String) {
         LeakAt::Exit => what.push_str(" at exit,"),
         LeakAt::Teardown { api, .. } => what.push_str(&format!(" at context teardown ({api}),")),
     }
-    let mut by = format!("allocated by {}", h.api);
+    // Graph memory: a launch allocated it; the stack is where its allocation node was made.
+    let mut by = if h.kind == MemKind::Graph {
+        format!("allocated by a graph launch, node made by {}", h.api)
+    } else {
+        format!("allocated by {}", h.api)
+    };
     if h.via != gpuleak_format::Api::NONE {
         by.push_str(&format!(" via {}", h.via));
     }

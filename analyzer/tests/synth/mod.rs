@@ -23,7 +23,7 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, HostFn, Launch, Lost, Map, Mark, Module, PoolCreate,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphExec, GraphMem, HostFn, Launch, Lost, Map, Mark, Module, PoolCreate,
     PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream,
     StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
@@ -155,7 +155,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(32) {
+        match self.below(34) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -384,11 +384,32 @@ impl Bytes<'_> {
                 stack: self.stack(),
             }
             .into(),
-            _ => PoolDestroy {
+            31 => PoolDestroy {
                 api: self.pick(&[Api::cuMemPoolDestroy, Api(999)]),
                 via: self.pick(&[Api::NONE, Api::cudaMemPoolDestroy]),
                 result: self.result(),
                 pool: self.pick(&[0, 1, 2, u64::MAX]),
+                stack: self.stack(),
+            }
+            .into(),
+            // Executable graphs named by the same values as kernel launches' functions, so
+            // that some launches launch them.
+            32 => GraphMem {
+                exec: self.pick(&CODE),
+                allocs: self.addrs(&[PTRS[0], PTRS[1], 0, 1, 4096, u64::MAX]),
+                frees: self.addrs(&PTRS),
+            }
+            .into(),
+            _ => GraphExec {
+                api: self.pick(&[Api::cuGraphInstantiateWithFlags, Api::cuGraphInstantiate_v2, Api(999)]),
+                via: self.pick(&[Api::NONE, Api::cudaMallocAsync]),
+                result: self.result(),
+                exec: self.pick(&CODE),
+                graph: self.pick(&[0, 1, u64::MAX]),
+                flags: self.pick(&[0, 1, 3, u64::MAX]),
+                alloc_nodes: self.small(),
+                free_nodes: self.small(),
+                nodes_known: self.pick(&[0, 1, 2]),
                 stack: self.stack(),
             }
             .into(),

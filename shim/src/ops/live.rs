@@ -325,7 +325,10 @@ pub fn forget_in_child() {
 /// The namespace of an allocation or free API's pointers.
 fn namespace(api: Api) -> u8 {
     match api.mem_kind() {
-        Some(MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Ipc | MemKind::PoolImport) | None => 0,
+        Some(
+            MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Ipc | MemKind::PoolImport | MemKind::Graph,
+        )
+        | None => 0,
         Some(MemKind::Host) => 1,
         Some(MemKind::HostRegistered) => 2,
         Some(MemKind::VmmReserve) => 3,
