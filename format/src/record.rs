@@ -975,19 +975,16 @@ mod tests {
 
     #[test]
     fn pool_and_graph_records_round_trip_and_a_truncated_one_is_an_error_never_a_panic() {
-        for r in sample_records()
-            .into_iter()
-            .filter(|r| {
-                matches!(
-                    r.body,
-                    Body::PoolUsage(_)
-                        | Body::PoolCreate(_)
-                        | Body::PoolDestroy(_)
-                        | Body::GraphMem(_)
-                        | Body::GraphExec(_)
-                )
-            })
-        {
+        for r in sample_records().into_iter().filter(|r| {
+            matches!(
+                r.body,
+                Body::PoolUsage(_)
+                    | Body::PoolCreate(_)
+                    | Body::PoolDestroy(_)
+                    | Body::GraphMem(_)
+                    | Body::GraphExec(_)
+            )
+        }) {
             let mut buf = vec![0u8; 64];
             let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();
             buf[0] = r.body.kind();

@@ -26,6 +26,47 @@ pub type CUarray = *mut c_void;
 pub type CUmemGenericAllocationHandle = u64;
 /// A device ordinal.
 pub type CUdevice = i32;
+/// A graph handle.
+pub type CUgraph = *mut c_void;
+/// An executable graph handle.
+pub type CUgraphExec = *mut c_void;
+/// A graph node handle.
+pub type CUgraphNode = *mut c_void;
+/// `CU_GRAPH_NODE_TYPE_MEM_ALLOC` and `CU_GRAPH_NODE_TYPE_MEM_FREE` (`CUgraphNodeType`).
+pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: u32 = 10;
+/// See [`CU_GRAPH_NODE_TYPE_MEM_ALLOC`].
+pub const CU_GRAPH_NODE_TYPE_MEM_FREE: u32 = 11;
+
+/// `CUDA_MEM_ALLOC_NODE_PARAMS` (CUDA 11.4; `_v1` and `_v2` share the layout): the pool
+/// properties of 88 bytes (see [`CUmemPoolPropsHead`]), then the access descriptors, the size
+/// and the address the driver returns.
+#[repr(C)]
+pub struct CUDA_MEM_ALLOC_NODE_PARAMS {
+    /// `CUmemPoolProps`: the allocation's location, as for a pool.
+    pub pool_props: CUmemPoolPropsHead,
+    /// The rest of `CUmemPoolProps` (`usage` and reserved bytes).
+    pub pool_props_tail: [u8; 56],
+    /// `const CUmemAccessDesc *accessDescs`.
+    pub access_descs: *const c_void,
+    /// Their count.
+    pub access_desc_count: usize,
+    /// Bytes asked for.
+    pub bytesize: usize,
+    /// The allocation's fixed address (out).
+    pub dptr: CUdeviceptr,
+}
+
+// The public header's layout on the 64-bit targets the shim is built for.
+const _: () = assert!(std::mem::size_of::<CUmemPoolPropsHead>() + 56 == 88);
+const _: () = assert!(std::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS, bytesize) == 104);
+const _: () = assert!(std::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS, dptr) == 112);
+
+/// `CUDA_GRAPH_INSTANTIATE_PARAMS` (CUDA 12.0), its first member (all the shim reads).
+#[repr(C)]
+pub struct CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD {
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_*`.
+    pub flags: u64,
+}
 
 /// The first members of `CUmemAllocationProp` (all the shim reads).
 #[repr(C)]

@@ -1,13 +1,22 @@
 /*
- * graph.c: executable graphs made from stream captures, their launch, and host functions.
+ * graph.c: executable graphs made from stream captures, their launch, graph memory, and host
+ * functions.
  *
  * A captured graph (stream.c) is the list of operations enqueued on the capturing stream, in
- * order: copies, memsets, kernels and host functions. Instantiation copies that list into an
- * executable graph owned by the graph's context; each cuGraphLaunch runs every operation again,
- * in order, as if enqueued on the launch stream at that moment (all work runs at enqueue time in
- * the simulator). A launch into a capturing stream appends the operations to that capture.
- * Graphs with memory allocation nodes (cuMemAllocAsync under capture) cannot be instantiated:
- * CUDA_ERROR_NOT_SUPPORTED, a simulator limit.
+ * order: copies, memsets, kernels, host functions, and memory nodes. Instantiation copies that
+ * list into an executable graph owned by the graph's context; each cuGraphLaunch runs every
+ * operation again, in order, as if enqueued on the launch stream at that moment (all work runs
+ * at enqueue time in the simulator). A launch into a capturing stream appends the operations to
+ * that capture (not for graphs with memory nodes: CUDA_ERROR_NOT_SUPPORTED, a simulator limit).
+ *
+ * Graph memory: an allocation node (cuMemAllocAsync under capture, cuGraphAddMemAllocNode) has
+ * a fixed address in the graph range. Each launch allocates there (device memory taken from the
+ * heap as a hidden block) until a free node of a graph, cuMemFreeAsync or cuMemFree frees it.
+ * Launching while a previous launch's allocation is still live fails with
+ * CUDA_ERROR_INVALID_VALUE, unless the graph was instantiated with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, which frees it first. Destroying a graph or
+ * an executable graph frees nothing; destroying the context does. A graph with memory nodes has
+ * at most one executable graph alive at a time.
  *
  * cuLaunchHostFunc runs its function in stream order: at once (the stream is always idle), or
  * at each launch of the graph it was captured into. Host functions run outside the driver lock,
@@ -25,12 +34,74 @@ struct graph_exec {
     struct ctx *ctx;
     struct node *nodes; /* never freed, so a launch running a host function unlocked is safe */
     size_t n;
+    bool auto_free;
+    bool memory;        /* has memory nodes */
 };
+
+/* Memory a launch allocated, by its fixed address: the hidden heap block behind it. */
+struct gmem {
+    struct alloc *block;
+    struct ctx *ctx;
+    uint64_t size;
+};
+
+static struct rtab g_graph_mem;
+
+static void gmem_release(struct range *r) {
+    struct gmem *m = r->obj;
+    uint64_t addr = r->addr;
+    heap_release(m->block);
+    free(m);
+    rtab_remove(&g_graph_mem, addr);
+}
+
+bool graph_mem_free(uint64_t addr) {
+    struct range *r = rtab_exact(&g_graph_mem, addr);
+    if (!r) return false;
+    gmem_release(r);
+    return true;
+}
+
+CUresult graph_mem_xlate(uint64_t addr, size_t n, char **host, size_t *contig) {
+    struct range *r = rtab_find(&g_graph_mem, addr);
+    if (!r) return CUDA_ERROR_INVALID_VALUE;
+    struct gmem *m = r->obj;
+    if (n > m->size || addr - r->addr > m->size - n) return CUDA_ERROR_INVALID_VALUE;
+    *host = heap_host(m->block) + (addr - r->addr);
+    *contig = n;
+    return CUDA_SUCCESS;
+}
+
+/* Allocates a node's memory at its address; lock held. */
+static CUresult gmem_alloc(const struct node *n, struct ctx *c) {
+    struct gmem *m = calloc(1, sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    /* No owning context on the block itself: mem_ctx_teardown must leave it to
+     * graph_ctx_teardown, which also drops the address. */
+    CUresult r = heap_alloc(n->mdev, n->msize, HEAP_ALIGN, AK_GRAPH, NULL, &m->block);
+    if (r != CUDA_SUCCESS) {
+        free(m);
+        return r;
+    }
+    m->ctx = c;
+    m->size = n->msize;
+    if (!rtab_insert(&g_graph_mem, n->maddr, round_up(n->msize, HEAP_ALIGN), m)) {
+        heap_release(m->block);
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return CUDA_SUCCESS;
+}
 
 void graph_ctx_teardown(struct ctx *c) {
     for (size_t i = 0; i < obj_count(HK_GRAPH_EXEC); i++) {
         struct graph_exec *e = obj_at(HK_GRAPH_EXEC, i);
         if (e->ctx == c) e->h.alive = false;
+    }
+    for (size_t i = g_graph_mem.n; i-- > 0;) {
+        if (i >= g_graph_mem.n) continue;
+        struct range *r = &g_graph_mem.v[i];
+        if (((struct gmem *)r->obj)->ctx == c) gmem_release(r);
     }
 }
 
@@ -41,12 +112,15 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
     if (!out || (flags & ~INSTANTIATE_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
     struct graph *g = graph_get(h);
     if (!g) return CUDA_ERROR_INVALID_VALUE;
-    if (graph_has_alloc_nodes(g)) return CUDA_ERROR_NOT_SUPPORTED;
+    bool memory = graph_has_memory_nodes(g);
+    if (memory && graph_instance(g)) return CUDA_ERROR_INVALID_VALUE;
     size_t n;
     const struct node *nodes = graph_nodes(g, &n);
     struct graph_exec *e = obj_new(HK_GRAPH_EXEC, sizeof *e);
     if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
     e->ctx = graph_ctx(g);
+    e->auto_free = flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
+    e->memory = memory;
     if (n) {
         e->nodes = malloc(n * sizeof *nodes);
         if (!e->nodes) {
@@ -56,8 +130,19 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
         memcpy(e->nodes, nodes, n * sizeof *nodes);
     }
     e->n = n;
+    if (memory) graph_set_instance(g, H(e));
     *out = (CUgraphExec)(uintptr_t)H(e);
     return CUDA_SUCCESS;
+}
+
+static CUresult instantiate_params(CUgraphExec *out, CUgraph h, CUDA_GRAPH_INSTANTIATE_PARAMS *p) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    /* Upload (flag 2) needs a stream and does nothing more here; device launch (4) and node
+     * priority (8) change nothing either. */
+    CUresult r = instantiate(out, h, p->flags);
+    p->hErrNode_out = NULL;
+    p->result_out = r == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
+    return r;
 }
 
 /* The pre-12.0 ABI: the error node and log are written only on failure, and never fail here. */
@@ -84,7 +169,33 @@ static CUresult run_node(const struct node *n) {
     case N_COPY: return xfer_run_locked(&n->copy);
     case N_SET: return mem_set_locked(n->dst, n->pattern, n->elem, n->count);
     case N_KERNEL: return kernel_run_node(n);
+    case N_ALLOC: return CUDA_SUCCESS; /* allocated before the nodes run (graph_launch) */
+    case N_FREE: graph_mem_free(n->maddr); return CUDA_SUCCESS;
     case N_HOST: break;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Before a launch's nodes run: frees what the last launch left (auto-free), refuses if any
+ * allocation node's memory is still live, then allocates every allocation node's memory (an
+ * allocation freed later in the same graph is freed by its free node); lock held. */
+static CUresult launch_memory(struct graph_exec *e) {
+    for (size_t i = 0; i < e->n; i++) {
+        const struct node *n = &e->nodes[i];
+        if (n->kind != N_ALLOC) continue;
+        if (rtab_exact(&g_graph_mem, n->maddr)) {
+            if (!e->auto_free) return CUDA_ERROR_INVALID_VALUE;
+            graph_mem_free(n->maddr);
+        }
+    }
+    for (size_t i = 0; i < e->n; i++) {
+        if (e->nodes[i].kind != N_ALLOC) continue;
+        CUresult r = gmem_alloc(&e->nodes[i], e->ctx);
+        if (r != CUDA_SUCCESS) {
+            while (i-- > 0)
+                if (e->nodes[i].kind == N_ALLOC) graph_mem_free(e->nodes[i].maddr);
+            return r;
+        }
     }
     return CUDA_SUCCESS;
 }
@@ -96,6 +207,8 @@ static CUresult graph_launch(CUgraphExec h, CUstream s, bool ptsz) {
     CUresult r = e ? stream_ref(s, ptsz, &ref) : CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS && !ctx_usable(e->ctx)) r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS && ref.ctx != e->ctx) r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r == CUDA_SUCCESS && e->memory && ref.capturing) r = CUDA_ERROR_NOT_SUPPORTED;
+    if (r == CUDA_SUCCESS && e->memory) r = launch_memory(e);
     if (r != CUDA_SUCCESS) {
         sim_unlock();
         return r;
@@ -150,6 +263,18 @@ SIMCUDA_API CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgra
     API_LOCKED(instantiate(phGraphExec, hGraph, flags));
 }
 
+SIMCUDA_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    API_ENTER();
+    API_LOCKED(instantiate_params(phGraphExec, hGraph, params));
+}
+
+SIMCUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                       CUDA_GRAPH_INSTANTIATE_PARAMS *params) {
+    API_ENTER();
+    API_LOCKED(instantiate_params(phGraphExec, hGraph, params));
+}
+
 SIMCUDA_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     API_ENTER();
     API_LOCKED(exec_destroy(hGraphExec));
@@ -189,4 +314,139 @@ SIMCUDA_API CUresult cuLaunchHostFunc_v2_ptsz(CUstream hStream, CUhostFn fn, voi
     API_ENTER();
     if (syncMode > 1) return CUDA_ERROR_INVALID_VALUE;
     return host_func(hStream, fn, userData, true);
+}
+
+/* ---- graphs built by hand: memory nodes and node queries ---------------------------------- */
+
+static CUresult graph_create(CUgraph *out, unsigned int flags) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!out || flags) return CUDA_ERROR_INVALID_VALUE;
+    struct graph *g = graph_new(c);
+    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    *out = graph_handle(g);
+    return CUDA_SUCCESS;
+}
+
+static CUresult add_alloc_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
+                               CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+    struct graph *g = graph_get(h);
+    if (!out || !g || !p || p->bytesize == 0 || !graph_owns_nodes(g, deps, ndeps))
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUmemPoolProps *props = &p->poolProps;
+    if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->handleTypes != 0 ||
+        props->location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        dev_check(props->location.id) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct node n = {.kind = N_ALLOC, .maddr = graph_next_address(p->bytesize),
+                     .msize = p->bytesize, .mdev = props->location.id};
+    CUresult r = graph_add_node(g, &n, out);
+    if (r == CUDA_SUCCESS) p->dptr = n.maddr;
+    return r;
+}
+
+static CUresult add_free_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
+                              CUdeviceptr dptr) {
+    struct graph *g = graph_get(h);
+    if (!out || !g || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
+    /* This graph's allocation not yet freed in it, or another graph's allocation. */
+    bool own = false;
+    size_t n;
+    const struct node *nodes = graph_nodes(g, &n);
+    for (size_t i = 0; i < n; i++)
+        if (nodes[i].kind == N_ALLOC && nodes[i].maddr == dptr) own = true;
+    if (own ? !graph_alloc_unfreed(g, dptr) : !graph_node_address(dptr))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct node node = {.kind = N_FREE, .maddr = dptr};
+    return graph_add_node(g, &node, out);
+}
+
+static CUresult get_nodes(CUgraph h, CUgraphNode *out, size_t *count) {
+    struct graph *g = graph_get(h);
+    if (!g || !count) return CUDA_ERROR_INVALID_VALUE;
+    size_t n;
+    const struct node *nodes = graph_nodes(g, &n);
+    if (out) {
+        for (size_t i = 0; i < *count; i++)
+            out[i] = i < n ? (CUgraphNode)(uintptr_t)nodes[i].handle : NULL;
+        if (*count > n) *count = n;
+    } else {
+        *count = n;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult node_type(CUgraphNode h, CUgraphNodeType *type) {
+    const struct node *n = graph_node_get(h);
+    if (!n || !type) return CUDA_ERROR_INVALID_VALUE;
+    switch (n->kind) {
+    case N_COPY: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
+    case N_SET: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
+    case N_KERNEL: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
+    case N_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
+    case N_ALLOC: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
+    case N_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_node_params(CUgraphNode h, CUDA_MEM_ALLOC_NODE_PARAMS *p) {
+    const struct node *n = graph_node_get(h);
+    if (!n || n->kind != N_ALLOC || !p) return CUDA_ERROR_INVALID_VALUE;
+    memset(p, 0, sizeof *p);
+    p->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    p->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    p->poolProps.location.id = n->mdev;
+    p->bytesize = n->msize;
+    p->dptr = n->maddr;
+    return CUDA_SUCCESS;
+}
+
+static CUresult free_node_params(CUgraphNode h, CUdeviceptr *dptr) {
+    const struct node *n = graph_node_get(h);
+    if (!n || n->kind != N_FREE || !dptr) return CUDA_ERROR_INVALID_VALUE;
+    *dptr = n->maddr;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags) {
+    API_ENTER();
+    API_LOCKED(graph_create(phGraph, flags));
+}
+
+SIMCUDA_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode *dependencies,
+                                            size_t numDependencies,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams) {
+    API_ENTER();
+    API_LOCKED(add_alloc_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+
+SIMCUDA_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                           const CUgraphNode *dependencies,
+                                           size_t numDependencies, CUdeviceptr dptr) {
+    API_ENTER();
+    API_LOCKED(add_free_node(phGraphNode, hGraph, dependencies, numDependencies, dptr));
+}
+
+SIMCUDA_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes) {
+    API_ENTER();
+    API_LOCKED(get_nodes(hGraph, nodes, numNodes));
+}
+
+SIMCUDA_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type) {
+    API_ENTER();
+    API_LOCKED(node_type(hNode, type));
+}
+
+SIMCUDA_API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+                                                  CUDA_MEM_ALLOC_NODE_PARAMS *params_out) {
+    API_ENTER();
+    API_LOCKED(alloc_node_params(hNode, params_out));
+}
+
+SIMCUDA_API CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out) {
+    API_ENTER();
+    API_LOCKED(free_node_params(hNode, dptr_out));
 }

@@ -81,6 +81,7 @@ enum hkind {
     HK_GRAPH,
     HK_PHYS,
     HK_GRAPH_EXEC,
+    HK_NODE,
     HK_COUNT
 };
 
@@ -173,7 +174,7 @@ HIDDEN void ctx_sync(struct ctx *c);
 
 /* ---- memory (memory.c, host.c) ----------------------------------------------------------- */
 
-enum akind { AK_DEVICE, AK_PITCH, AK_MANAGED, AK_ASYNC, AK_ARRAY, AK_PHYS };
+enum akind { AK_DEVICE, AK_PITCH, AK_MANAGED, AK_ASYNC, AK_ARRAY, AK_PHYS, AK_GRAPH };
 
 /* One block of a device heap. */
 struct alloc {
@@ -270,7 +271,7 @@ struct stream;
 struct graph;
 
 /* One operation captured into a graph, replayed by cuGraphLaunch. */
-enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST };
+enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE };
 
 typedef void (*sim_host_fn)(void *userData);
 
@@ -285,6 +286,10 @@ struct node {
     uint64_t threads;               /* N_KERNEL: gridDimX * blockDimX */
     sim_host_fn fn;                 /* N_HOST */
     void *data;                     /* N_HOST */
+    uint64_t maddr;                 /* N_ALLOC: the fixed address; N_FREE: what it frees */
+    uint64_t msize;                 /* N_ALLOC */
+    int mdev;                       /* N_ALLOC */
+    uint64_t handle;                /* its CUgraphNode (an HK_NODE object) */
 };
 
 /* What an operation on a stream argument resolved to. */
@@ -297,14 +302,38 @@ struct sref {
 HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
 /* Appends an operation to the graph a capturing stream builds. */
 HIDDEN CUresult stream_capture_node(struct sref *r, const struct node *n);
-HIDDEN void stream_capture_alloc(struct sref *r, uint64_t addr);
+/* A stream-ordered allocation under capture: an allocation node of `size` bytes on the
+ * capturing context's device; its fixed address in *out. */
+HIDDEN CUresult stream_capture_alloc(struct sref *r, size_t size, CUdeviceptr *out);
+/* A stream-ordered free under capture: a free node, for an allocation of this capture or any
+ * address an allocation node was given; false (nothing added) for any other address. */
 HIDDEN bool stream_capture_free(struct sref *r, uint64_t addr);
 HIDDEN uint64_t graph_next_address(size_t size);
+/* Whether an allocation node was ever given addr. */
+HIDDEN bool graph_node_address(uint64_t addr);
+/* A graph built by hand (cuGraphCreate) in context c. */
+HIDDEN struct graph *graph_new(struct ctx *c);
+HIDDEN CUgraph graph_handle(const struct graph *g);
+/* Appends a node to a graph; its handle is written to *out. */
+HIDDEN CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out);
+/* The node a CUgraphNode names, or NULL. */
+HIDDEN const struct node *graph_node_get(CUgraphNode h);
+/* Whether every one of the n handles is a node of g. */
+HIDDEN bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n);
+/* Whether graph g has an allocation node at addr that no free node of g frees yet. */
+HIDDEN bool graph_alloc_unfreed(const struct graph *g, uint64_t addr);
+HIDDEN bool graph_has_memory_nodes(const struct graph *g);
+/* The executable graph made from g that is alive, or 0 (one at a time for graphs with
+ * memory nodes). */
+HIDDEN uint64_t graph_instance(const struct graph *g);
+HIDDEN void graph_set_instance(struct graph *g, uint64_t exec);
+/* Graph memory (graph.c): translation of, and frees of, addresses a launch allocated. */
+HIDDEN CUresult graph_mem_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
+HIDDEN bool graph_mem_free(uint64_t addr);
 HIDDEN void stream_ctx_teardown(struct ctx *c);
 /* The graph a capture ended with (a live HK_GRAPH handle), or NULL. */
 HIDDEN struct graph *graph_get(CUgraph h);
 HIDDEN struct ctx *graph_ctx(const struct graph *g);
-HIDDEN bool graph_has_alloc_nodes(const struct graph *g);
 HIDDEN const struct node *graph_nodes(const struct graph *g, size_t *n);
 HIDDEN void graph_ctx_teardown(struct ctx *c);
 /* Runs one kernel node (module.c); lock held. */

@@ -115,7 +115,7 @@ CUresult xlate(uint64_t addr, size_t n, enum xmode mode, char **host, size_t *co
     bool write = mode == X_DEV_WRITE || mode == X_ANY_WRITE;
     if (addr >= VMM_BASE && addr - VMM_BASE < VMM_SPAN) return vmm_xlate(addr, n, write, host, contig);
     if (addr >= IPC_BASE && addr - IPC_BASE < IPC_SPAN) return ipc_xlate(addr, n, host, contig);
-    if (addr >= GRAPH_BASE && addr - GRAPH_BASE < GRAPH_SPAN) return CUDA_ERROR_INVALID_VALUE;
+    if (addr >= GRAPH_BASE && addr - GRAPH_BASE < GRAPH_SPAN) return graph_mem_xlate(addr, n, host, contig);
     /* Page-locked and managed ranges are device-addressable as a whole; host memory past
      * their end is only valid where any host pointer is (the host side of a copy). */
     struct range *r = rtab_find(&g_host, addr);
@@ -259,6 +259,7 @@ CUresult mem_free_ptr(CUdeviceptr dptr) {
         return CUDA_SUCCESS;
     }
     if (ipc_free_pool_alias(dptr)) return CUDA_SUCCESS;
+    if (graph_mem_free(dptr)) return CUDA_SUCCESS;
     return CUDA_ERROR_INVALID_VALUE;
 }
 

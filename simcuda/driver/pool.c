@@ -8,8 +8,9 @@
  * satisfy a request, all cached blocks of the device are released and the request retried.
  * "used" counts blocks handed out, "reserved" adds the cached ones.
  *
- * Under stream capture an allocation creates no memory: it returns an address from the graph
- * range that is valid only as an argument of cuMemFreeAsync within the same capture.
+ * Under stream capture an allocation creates no memory: it adds an allocation node to the graph
+ * and returns the node's fixed address in the graph range, which each launch of the graph
+ * allocates (graph.c); a free under capture adds a free node.
  *
  * Sharing (same process only, like IPC): a pool created with POSIX file descriptor handles is
  * exported into a memfd; importing that descriptor gives a second pool handle that allocates
@@ -157,12 +158,7 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool handle,
         /* Imported pools make no allocations of their own. */
         if (!p || p->imported_from) return CUDA_ERROR_INVALID_VALUE;
     }
-    if (ref.capturing) {
-        uint64_t addr = graph_next_address(size);
-        stream_capture_alloc(&ref, addr);
-        *dptr = addr;
-        return CUDA_SUCCESS;
-    }
+    if (ref.capturing) return stream_capture_alloc(&ref, size, dptr);
     uint64_t addr;
     r = pool_alloc_locked(p, ref.ctx, size, &addr);
     if (r == CUDA_SUCCESS) *dptr = addr;

@@ -25,11 +25,19 @@
 struct graph {
     struct hdr h;
     struct ctx *ctx;
-    uint64_t *allocs; /* live graph allocations made during the capture */
+    uint64_t *allocs;   /* allocation nodes of this graph that none of its free nodes frees */
     size_t n, cap;
-    bool had_allocs;  /* memory allocation nodes, which the simulator cannot launch */
+    size_t mem_nodes;   /* allocation and free nodes */
+    uint64_t instance;  /* the executable graph made from it, while alive */
     struct node *nodes;
     size_t nnodes, capnodes;
+};
+
+/* What a CUgraphNode names: a node of a graph, by index (nodes are never removed). */
+struct gnode {
+    struct hdr h;
+    struct graph *g;
+    size_t index;
 };
 
 struct stream {
@@ -79,8 +87,28 @@ uint64_t graph_next_address(size_t size) {
     return addr;
 }
 
-CUresult stream_capture_node(struct sref *r, const struct node *n) {
-    struct graph *g = r->st->graph;
+static bool track_alloc(struct graph *g, uint64_t addr) {
+    if (g->n == g->cap) {
+        size_t cap = g->cap ? g->cap * 2 : 8;
+        uint64_t *v = realloc(g->allocs, cap * sizeof *v);
+        if (!v) return false;
+        g->allocs = v;
+        g->cap = cap;
+    }
+    g->allocs[g->n++] = addr;
+    return true;
+}
+
+static bool untrack_alloc(struct graph *g, uint64_t addr) {
+    for (size_t i = 0; i < g->n; i++) {
+        if (g->allocs[i] != addr) continue;
+        g->allocs[i] = g->allocs[--g->n];
+        return true;
+    }
+    return false;
+}
+
+CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out) {
     if (g->nnodes == g->capnodes) {
         size_t cap = g->capnodes ? g->capnodes * 2 : 8;
         struct node *v = realloc(g->nodes, cap * sizeof *v);
@@ -88,42 +116,87 @@ CUresult stream_capture_node(struct sref *r, const struct node *n) {
         g->nodes = v;
         g->capnodes = cap;
     }
+    if (n->kind == N_ALLOC && !track_alloc(g, n->maddr)) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct gnode *gn = obj_new(HK_NODE, sizeof *gn);
+    if (!gn) return CUDA_ERROR_OUT_OF_MEMORY;
+    gn->g = g;
+    gn->index = g->nnodes;
+    if (n->kind == N_FREE) untrack_alloc(g, n->maddr);
+    if (n->kind == N_ALLOC || n->kind == N_FREE) g->mem_nodes++;
+    n->handle = H(gn);
     g->nodes[g->nnodes++] = *n;
+    if (out) *out = (CUgraphNode)(uintptr_t)H(gn);
     return CUDA_SUCCESS;
 }
+
+CUresult stream_capture_node(struct sref *r, const struct node *n) {
+    struct node copy = *n;
+    return graph_add_node(r->st->graph, &copy, NULL);
+}
+
+bool graph_node_address(uint64_t addr) {
+    return addr >= GRAPH_BASE && addr < next_graph_address;
+}
+
+struct graph *graph_new(struct ctx *c) {
+    struct graph *g = obj_new(HK_GRAPH, sizeof *g);
+    if (g) g->ctx = c;
+    return g;
+}
+
+CUgraph graph_handle(const struct graph *g) { return (CUgraph)(uintptr_t)H(g); }
+
+const struct node *graph_node_get(CUgraphNode h) {
+    struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)h);
+    if (!gn || !gn->g->h.alive) return NULL;
+    return &gn->g->nodes[gn->index];
+}
+
+bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n) {
+    if (n && !deps) return false;
+    for (size_t i = 0; i < n; i++) {
+        struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)deps[i]);
+        if (!gn || gn->g != g) return false;
+    }
+    return true;
+}
+
+bool graph_alloc_unfreed(const struct graph *g, uint64_t addr) {
+    for (size_t i = 0; i < g->n; i++)
+        if (g->allocs[i] == addr) return true;
+    return false;
+}
+
+bool graph_has_memory_nodes(const struct graph *g) { return g->mem_nodes > 0; }
+
+uint64_t graph_instance(const struct graph *g) {
+    return g->instance && obj_get(HK_GRAPH_EXEC, g->instance) ? g->instance : 0;
+}
+
+void graph_set_instance(struct graph *g, uint64_t exec) { g->instance = exec; }
 
 struct graph *graph_get(CUgraph h) { return obj_get(HK_GRAPH, (uint64_t)(uintptr_t)h); }
 
 struct ctx *graph_ctx(const struct graph *g) { return g->ctx; }
-
-bool graph_has_alloc_nodes(const struct graph *g) { return g->had_allocs; }
 
 const struct node *graph_nodes(const struct graph *g, size_t *n) {
     *n = g->nnodes;
     return g->nodes;
 }
 
-void stream_capture_alloc(struct sref *r, uint64_t addr) {
-    struct graph *g = r->st->graph;
-    g->had_allocs = true;
-    if (g->n == g->cap) {
-        size_t cap = g->cap ? g->cap * 2 : 8;
-        uint64_t *v = realloc(g->allocs, cap * sizeof *v);
-        if (!v) return; /* the address stays usable; only its in-capture free will fail */
-        g->allocs = v;
-        g->cap = cap;
-    }
-    g->allocs[g->n++] = addr;
+CUresult stream_capture_alloc(struct sref *r, size_t size, CUdeviceptr *out) {
+    struct node n = {.kind = N_ALLOC, .maddr = graph_next_address(size), .msize = size,
+                     .mdev = r->ctx->dev};
+    CUresult res = graph_add_node(r->st->graph, &n, NULL);
+    if (res == CUDA_SUCCESS) *out = n.maddr;
+    return res;
 }
 
 bool stream_capture_free(struct sref *r, uint64_t addr) {
     struct graph *g = r->st->graph;
-    for (size_t i = 0; i < g->n; i++) {
-        if (g->allocs[i] != addr) continue;
-        g->allocs[i] = g->allocs[--g->n];
-        return true;
-    }
-    return false;
+    if (!graph_alloc_unfreed(g, addr) && !graph_node_address(addr)) return false;
+    struct node n = {.kind = N_FREE, .maddr = addr};
+    return graph_add_node(g, &n, NULL) == CUDA_SUCCESS;
 }
 
 void stream_ctx_teardown(struct ctx *c) {
@@ -251,9 +324,8 @@ static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
     if (!ctx_usable(s->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
     if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
-    struct graph *g = obj_new(HK_GRAPH, sizeof *g);
+    struct graph *g = graph_new(s->ctx);
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
-    g->ctx = s->ctx;
     s->graph = g;
     s->mode = mode;
     s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;

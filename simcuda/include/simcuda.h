@@ -734,6 +734,59 @@ SIMCUDA_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec);
 SIMCUDA_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream);
 SIMCUDA_API CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 
+/* Graph memory nodes (CUDA 11.4): allocation nodes made by cuMemAllocAsync under capture or
+ * cuGraphAddMemAllocNode get a fixed address; each launch of the instantiated graph allocates
+ * there, until a free node, cuMemFreeAsync or cuMemFree frees it (or the next launch, with
+ * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH). */
+typedef enum CUgraphNodeType_enum {
+    CU_GRAPH_NODE_TYPE_KERNEL = 0,
+    CU_GRAPH_NODE_TYPE_MEMCPY = 1,
+    CU_GRAPH_NODE_TYPE_MEMSET = 2,
+    CU_GRAPH_NODE_TYPE_HOST = 3,
+    CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
+    CU_GRAPH_NODE_TYPE_MEM_FREE = 11
+} CUgraphNodeType;
+
+#define CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH 1ull
+
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_st {
+    CUmemPoolProps poolProps;
+    const CUmemAccessDesc *accessDescs;
+    size_t accessDescCount;
+    size_t bytesize;
+    CUdeviceptr dptr;
+} CUDA_MEM_ALLOC_NODE_PARAMS;
+
+typedef enum CUgraphInstantiateResult_enum {
+    CUDA_GRAPH_INSTANTIATE_SUCCESS = 0,
+    CUDA_GRAPH_INSTANTIATE_ERROR = 1
+} CUgraphInstantiateResult;
+
+typedef struct CUDA_GRAPH_INSTANTIATE_PARAMS_st {
+    unsigned long long flags;
+    CUstream hUploadStream;
+    CUgraphNode hErrNode_out;
+    CUgraphInstantiateResult result_out;
+} CUDA_GRAPH_INSTANTIATE_PARAMS;
+
+SIMCUDA_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags);
+SIMCUDA_API CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                            const CUgraphNode *dependencies,
+                                            size_t numDependencies,
+                                            CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams);
+SIMCUDA_API CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                           const CUgraphNode *dependencies,
+                                           size_t numDependencies, CUdeviceptr dptr);
+SIMCUDA_API CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes);
+SIMCUDA_API CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type);
+SIMCUDA_API CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode,
+                                                  CUDA_MEM_ALLOC_NODE_PARAMS *params_out);
+SIMCUDA_API CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out);
+SIMCUDA_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+SIMCUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                                       CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+
 /* Host functions, run in stream order (the simulator runs them when enqueued, or at the
  * launch of the graph they were captured into). */
 SIMCUDA_API CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData);

@@ -11,6 +11,8 @@ use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, of_type};
 
+mod graphs;
+
 /// Runs a client under the shim and returns its trace (inside `dir`).
 fn traced(dir: &TempDir, name: &str) -> PathBuf {
     let trace = dir.path().join(format!("{name}.trace"));

@@ -394,15 +394,17 @@ impl Model {
 
     fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
         let ok = f.result.is_success();
+        let kind = f.api.mem_kind();
+        if kind == Some(MemKind::Async) && self.capturing.contains(&f.stream) {
+            // A free node of the graph being captured, not a free.
+            return;
+        }
         if ok {
             self.replay.counts.frees += 1;
         } else {
             self.replay.counts.failed_frees += 1;
         }
-        let Some(kind) = f.api.mem_kind() else { return };
-        if kind == MemKind::Async && self.capturing.contains(&f.stream) {
-            return;
-        }
+        let Some(kind) = kind else { return };
         // Freeing NULL is a documented no-op.
         if f.ptr.0 == 0 {
             return;
@@ -467,7 +469,8 @@ impl Model {
         }
         self.replay.counts.graph_launches += 1;
         let graph_memory = |live: &HashMap<(Space, u64), Live>, addr: u64| {
-            live.get(&(Space::Device, addr)).is_some_and(|l| l.alloc.kind == MemKind::Graph)
+            live.get(&(Space::Device, addr))
+                .is_some_and(|l| l.alloc.kind == MemKind::Graph)
         };
         if exec.auto_free {
             for node in &exec.allocs {

@@ -611,8 +611,8 @@ fn notes(replay: &Replay) -> Vec<String> {
     }
     if replay.counts.graph_allocations > 0 {
         notes.push(format!(
-            "{} allocations were graph allocation nodes (under stream capture, or cuGraphAddMemAllocNode): \
-             no memory themselves; each launch of their graph allocates it (kind graph)",
+            "graph allocation nodes made under stream capture or by cuGraphAddMemAllocNode: {}; \
+             their memory is counted while a launch of their graph holds it (kind graph)",
             replay.counts.graph_allocations
         ));
     }

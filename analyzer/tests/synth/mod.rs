@@ -23,9 +23,9 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphExec, GraphMem, HostFn, Launch, Lost, Map, Mark, Module, PoolCreate,
-    PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream,
-    StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphExec, GraphMem, HostFn, Launch, Lost, Map, Mark, Module,
+    PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack,
+    StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.

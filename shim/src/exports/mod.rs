@@ -7,6 +7,7 @@
 
 #![allow(non_snake_case)]
 
+pub mod graphs;
 pub mod memory;
 pub mod objects;
 pub mod ordering;
@@ -127,6 +128,12 @@ hooks! {
         cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolPropsHead) => objects::pool_create;
         cuMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
         cuMemPoolDestroy(pool: CUmemoryPool) => objects::pool_destroy;
+        cuGraphAddMemAllocNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUDA_MEM_ALLOC_NODE_PARAMS) => graphs::add_mem_alloc_node;
+        cuGraphInstantiate(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
+        cuGraphInstantiate_v2(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
+        cuGraphInstantiateWithFlags(exec: *mut CUgraphExec, graph: CUgraph, flags: u64) => graphs::instantiate_flags;
+        cuGraphInstantiateWithParams(exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
+        cuGraphInstantiateWithParams_ptsz(exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
 
         cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
         cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;

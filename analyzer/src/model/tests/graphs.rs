@@ -97,9 +97,15 @@ fn memory_a_graph_launch_allocated_and_nobody_freed_is_a_graph_leak_at_the_captu
     assert_eq!(r.leaks.len(), 1, "{:?}", r.leaks);
     let leak = &r.leaks[0];
     assert_eq!((leak.kind, leak.bytes, leak.allocations), (MemKind::Graph, 4096, 1));
-    assert_eq!((leak.first.api, leak.first.via, leak.stack), (Api::cuMemAllocAsync, Api::cudaMallocAsync, StackId(3)));
+    assert_eq!(
+        (leak.first.api, leak.first.via, leak.stack),
+        (Api::cuMemAllocAsync, Api::cudaMallocAsync, StackId(3))
+    );
     assert_eq!(leak.at, LeakAt::Exit);
-    assert_eq!((r.peak_bytes, r.counts.graph_launches, r.counts.graph_allocations), (4096, 1, 1));
+    assert_eq!(
+        (r.peak_bytes, r.counts.graph_launches, r.counts.graph_allocations),
+        (4096, 1, 1)
+    );
 
     // The twin: the program frees it after the launch, outside the graph.
     for free in [Api::cuMemFreeAsync, Api::cuMemFree_v2] {
@@ -111,7 +117,12 @@ fn memory_a_graph_launch_allocated_and_nobody_freed_is_a_graph_leak_at_the_captu
             .launch(EXEC)
             .free(free, NODE);
         let r = twin.run();
-        assert!(r.leaks.is_empty() && r.bad_frees.is_empty(), "{:?} {:?}", r.leaks, r.bad_frees);
+        assert!(
+            r.leaks.is_empty() && r.bad_frees.is_empty(),
+            "{:?} {:?}",
+            r.leaks,
+            r.bad_frees
+        );
         assert_eq!((r.counts.allocations, r.counts.frees, r.counts.graph_frees), (2, 2, 0));
         assert_eq!(r.peak_bytes, 4096);
     }
@@ -215,7 +226,10 @@ fn cu_graph_add_mem_alloc_node_is_a_node_and_the_instantiation_stands_in_for_unk
     // could not see made) at the instantiation.
     assert_eq!(
         sites,
-        [(StackId(5), Api::cuGraphAddMemAllocNode, 512), (StackId(40), Api::cuGraphInstantiateWithFlags, 256)]
+        [
+            (StackId(5), Api::cuGraphAddMemAllocNode, 512),
+            (StackId(40), Api::cuGraphInstantiateWithFlags, 256)
+        ]
     );
 }
 
