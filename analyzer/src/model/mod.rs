@@ -344,12 +344,7 @@ impl Model {
             self.retain(key);
             return;
         }
-        self.replay.counts.allocations += 1;
-        if let Some(old) = self.live.remove(&key) {
-            self.replay.counts.missed_frees += 1;
-            self.forget(&old);
-        }
-        self.recent.remove(key);
+        self.make_room(key);
         let alloc = Allocation {
             kind,
             api: a.api,
@@ -373,6 +368,23 @@ impl Model {
             }
             None => 0,
         };
+        self.hold(key, alloc, device);
+    }
+
+    /// A new allocation at `key`: counted; an allocation still live there lost a free the
+    /// trace missed (without auto-free, the driver also refuses to launch a graph over memory
+    /// its last launch left allocated).
+    fn make_room(&mut self, key: (Space, u64)) {
+        self.replay.counts.allocations += 1;
+        if let Some(old) = self.live.remove(&key) {
+            self.replay.counts.missed_frees += 1;
+            self.forget(&old);
+        }
+        self.recent.remove(key);
+    }
+
+    /// Makes `alloc` live at `key`, counting its bytes (and the peak) when it is owned memory.
+    fn hold(&mut self, key: (Space, u64), alloc: Allocation, device: i32) {
         self.live.insert(
             key,
             Live {
@@ -383,11 +395,11 @@ impl Model {
                 device,
             },
         );
-        if is_owned_memory(kind) {
-            self.live_bytes = self.live_bytes.saturating_add(a.size);
+        if is_owned_memory(alloc.kind) {
+            self.live_bytes = self.live_bytes.saturating_add(alloc.size);
             if self.live_bytes > self.replay.peak_bytes {
                 self.replay.peak_bytes = self.live_bytes;
-                self.replay.peak_time_ns = record.time_ns;
+                self.replay.peak_time_ns = alloc.time_ns;
             }
         }
     }
@@ -481,14 +493,7 @@ impl Model {
         }
         for node in &exec.allocs {
             let key = (Space::Device, node.addr);
-            self.replay.counts.allocations += 1;
-            if let Some(old) = self.live.remove(&key) {
-                // Without auto-free the driver refuses to launch over memory still allocated:
-                // the trace missed its free.
-                self.replay.counts.missed_frees += 1;
-                self.forget(&old);
-            }
-            self.recent.remove(key);
+            self.make_room(key);
             let site = self.graphs.site(node.addr).unwrap_or(exec.site);
             let alloc = Allocation {
                 kind: MemKind::Graph,
@@ -506,21 +511,7 @@ impl Model {
             if let Some(m) = &mut self.memory {
                 m.alloc(&alloc, node.device, true, false);
             }
-            self.live.insert(
-                key,
-                Live {
-                    alloc,
-                    holds: 1,
-                    retains: 0,
-                    mappings: 0,
-                    device: node.device,
-                },
-            );
-            self.live_bytes = self.live_bytes.saturating_add(node.size);
-            if self.live_bytes > self.replay.peak_bytes {
-                self.replay.peak_bytes = self.live_bytes;
-                self.replay.peak_time_ns = record.time_ns;
-            }
+            self.hold(key, alloc, node.device);
         }
         for &addr in &exec.frees {
             if graph_memory(&self.live, addr) {
