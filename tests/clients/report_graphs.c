@@ -13,7 +13,9 @@
 //   transient  the graph frees its own allocation: two launches, nothing outlives them;
 //   nodes      add_node() and cuGraphInstantiateWithParams: one launch, never freed;
 //   nodes-freed  the same, then a second graph made of one free node (cuGraphAddMemFreeNode)
-//              frees it.
+//              frees it;
+//   many       one graph of 600 allocation nodes of 4 KiB made by hand (more than one record
+//              of the shim's lists): one launch, every allocation but the first freed.
 // Prints "launches N" (successful launches), "bytes ok" when every launch's memory held the
 // memset's bytes, and "memory node types A F" (allocation and free nodes cuGraphGetNodes
 // listed in the first graph).
@@ -62,10 +64,35 @@ static void count_memory_nodes(CUgraph g) {
     printf("memory node types %d %d\n", allocs, frees);
 }
 
+#define MANY 600
+
+static int many(void) {
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUdeviceptr p[MANY];
+    for (int i = 0; i < MANY; i++) {
+        CUDA_MEM_ALLOC_NODE_PARAMS params;
+        memset(&params, 0, sizeof params);
+        params.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
+        params.bytesize = 4096;
+        CUgraphNode node;
+        CHECK(cuGraphAddMemAllocNode(&node, g, NULL, 0, &params));
+        p[i] = params.dptr;
+    }
+    CUgraphExec exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    for (int i = 1; i < MANY; i++) CHECK(cuMemFreeAsync(p[i], s));
+    CHECK(cuStreamSynchronize(s));
+    printf("launches 1\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "clean";
     setup();
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    if (strcmp(mode, "many") == 0) return many();
     int nodes = strncmp(mode, "nodes", 5) == 0;
     int autofree = strncmp(mode, "autofree", 8) == 0;
     int transient = strcmp(mode, "transient") == 0;

@@ -146,4 +146,21 @@ fn memory_a_graph_launch_left_allocated_is_a_graph_leak_at_the_node_s_stack() {
         of_type(&dump(&trace), "GraphExec")[0]["api"],
         "cuGraphInstantiateWithParams"
     );
+    // 600 allocation nodes: listed in two records (512 and 88 nodes), all allocated by the
+    // launch, all but one freed.
+    let (_, trace) = run(&dir, "many");
+    let records = dump(&trace);
+    let listed: Vec<usize> = of_type(&records, "GraphMem")
+        .iter()
+        .map(|m| m["allocs"].as_array().unwrap().len() / 3)
+        .collect();
+    assert_eq!(listed, [512, 88]);
+    assert_eq!(u(&of_type(&records, "GraphExec")[0]["alloc_nodes"]), 600);
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(
+        one_leak(&r).0,
+        ("graph".to_string(), 4096, 1, "cuGraphAddMemAllocNode".to_string())
+    );
+    assert_eq!(u(&r["summary"]["allocations"]), 600);
+    assert_eq!(u(&r["summary"]["peak_bytes"]), 600 * 4096);
 }
