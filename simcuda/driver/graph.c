@@ -98,8 +98,8 @@ void graph_ctx_teardown(struct ctx *c) {
         struct graph_exec *e = obj_at(HK_GRAPH_EXEC, i);
         if (e->ctx == c) e->h.alive = false;
     }
+    /* Backwards: releasing entry i moves only the entries after it. */
     for (size_t i = g_graph_mem.n; i-- > 0;) {
-        if (i >= g_graph_mem.n) continue;
         struct range *r = &g_graph_mem.v[i];
         if (((struct gmem *)r->obj)->ctx == c) gmem_release(r);
     }

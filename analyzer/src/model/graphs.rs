@@ -81,11 +81,6 @@ impl Graphs {
         );
     }
 
-    /// Whether any allocation node was made at `addr`.
-    pub fn is_node(&self, addr: u64) -> bool {
-        self.nodes.contains_key(&addr)
-    }
-
     /// Whether the trace holds any allocation node.
     pub fn any_nodes(&self) -> bool {
         !self.nodes.is_empty()

@@ -433,15 +433,8 @@ impl Model {
                 if l.holds > 0 || (space == Space::Physical && l.mappings > 0) {
                     // Still retained (or opened again), or released but alive until the last
                     // unmap.
-                } else if let Some(l) = self.live.remove(&key) {
-                    self.forget(&l);
-                    self.recent.insert(
-                        key,
-                        Freed {
-                            site: l.alloc.site(),
-                            free_stack: f.stack,
-                        },
-                    );
+                } else {
+                    self.release(key, f.stack);
                 }
                 return;
             }
@@ -452,7 +445,7 @@ impl Model {
                 // Memory a graph's allocation node names, freed outside the graph (allowed: a
                 // graph's allocation may outlive it), where the trace does not say which
                 // launch allocated it (a graph whose memory nodes are unknown).
-                None if ok && space == Space::Device && self.graphs.is_node(f.ptr.0) => {
+                None if ok && space == Space::Device && self.graphs.site(f.ptr.0).is_some() => {
                     self.replay.counts.graph_frees += 1;
                     return;
                 }
@@ -522,18 +515,25 @@ impl Model {
 
     /// Graph memory at `addr` freed by a launch (a free node, or auto-free on launch).
     fn graph_free(&mut self, addr: u64) {
-        let key = (Space::Device, addr);
-        if let Some(l) = self.live.remove(&key) {
+        if self.release((Space::Device, addr), StackId::NONE) {
             self.replay.counts.frees += 1;
-            self.forget(&l);
-            self.recent.insert(
-                key,
-                Freed {
-                    site: l.alloc.site(),
-                    free_stack: StackId::NONE,
-                },
-            );
         }
+    }
+
+    /// The allocation live at `key` is gone: out of the live set and the byte counts, and
+    /// remembered (with the stack of the free that released it) to name a later double free.
+    /// False if nothing was live there.
+    fn release(&mut self, key: (Space, u64), free_stack: StackId) -> bool {
+        let Some(l) = self.live.remove(&key) else { return false };
+        self.forget(&l);
+        self.recent.insert(
+            key,
+            Freed {
+                site: l.alloc.site(),
+                free_stack,
+            },
+        );
+        true
     }
 
     /// A pointer live in another space than `space`.
@@ -611,16 +611,7 @@ impl Model {
         let Some(l) = self.live.get_mut(&key) else { return };
         l.mappings = l.mappings.saturating_sub(1);
         if l.holds == 0 && l.mappings == 0 {
-            if let Some(l) = self.live.remove(&key) {
-                self.forget(&l);
-                self.recent.insert(
-                    key,
-                    Freed {
-                        site: l.alloc.site(),
-                        free_stack: StackId::NONE,
-                    },
-                );
-            }
+            self.release(key, StackId::NONE);
         }
     }
 
