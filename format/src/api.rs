@@ -78,6 +78,10 @@ apis! {
     // Graph memory: an allocation node added to a graph by hand (an `Alloc` record of the node,
     // not memory: each launch of the instantiated graph allocates at its address).
     37 cuGraphAddMemAllocNode,
+    // The generic node constructors (CUDA 12.2 and 12.3): an `Alloc` record like the above
+    // when the node they add is an allocation node; nothing otherwise.
+    38 cuGraphAddNode,
+    39 cuGraphAddNode_v2,
     // Contexts.
     40 cuCtxCreate_v2,
     41 cuCtxCreate_v3,
@@ -221,7 +225,7 @@ impl Api {
             Api::cuMemImportFromShareableHandle => VmmImport,
             Api::cuMulticastCreate => Multicast,
             Api::cuMemPoolImportPointer => PoolImport,
-            Api::cuGraphAddMemAllocNode => Graph,
+            Api::cuGraphAddMemAllocNode | Api::cuGraphAddNode | Api::cuGraphAddNode_v2 => Graph,
             Api::cuArrayCreate_v2
             | Api::cuArray3DCreate_v2
             | Api::cuArrayDestroy

@@ -19,7 +19,7 @@ use std::borrow::Cow;
 
 use crate::api::Api;
 use crate::error::{DecodeError, ErrorKind};
-use crate::fields::{Addrs, BlockState, Ctx, CuResult, Event, Field, Ptr, StackId, Stream, Value};
+use crate::fields::{Addrs, BlockState, Ctx, CuResult, Event, Field, MemLocation, Ptr, StackId, Stream, Value};
 use crate::varint::{Dec, Enc, MAX_VARINT_LEN};
 
 /// A record's position in the total order of one process's events.
@@ -214,7 +214,10 @@ records! {
     5 Lost {
         /// How many.
         count: u64,
-        /// Why: 1 trace full or unwritable, other values reserved.
+        /// Why: 1 trace full or unwritable; 2 functions the driver's resolver handed out for a
+        /// tracked name were a variant this shim does not know (a newer driver), so calls
+        /// through them went unrecorded (`count` resolver answers, not calls); other values
+        /// reserved.
         reason: u32,
     }
 
@@ -241,7 +244,10 @@ records! {
         /// flags for host and managed allocations, alignment for reservations, the location
         /// for `cuMemCreate` ([`crate::MemLocation`]), the mapped address for
         /// `cuMemRetainAllocationHandle`, the handle type for `cuMemImportFromShareableHandle`,
-        /// the team's device count for `cuMulticastCreate`.
+        /// the team's device count for `cuMulticastCreate`, the location of a graph
+        /// allocation node (`cuGraphAddMemAllocNode`, `cuGraphAddNode[_v2]`; as for
+        /// `cuMemCreate`; traces of the first shims that recorded these nodes have the device
+        /// ordinal alone).
         aux: u64,
     }
 
@@ -589,9 +595,10 @@ records! {
     56 GraphMem<'a> {
         /// The executable graph (`CUgraphExec`) they belong to.
         exec: u64,
-        /// Allocation nodes as triples `(address, bytes, device)`: the fixed address each
-        /// launch allocates at, the size, and the device ordinal (the node's location id, as
-        /// `u32`).
+        /// Allocation nodes as triples `(address, bytes, location)`: the fixed address each
+        /// launch allocates at, the size, and where the memory is, as
+        /// [`crate::MemLocation::encode`] writes it (traces of the first shims that wrote this
+        /// record have the device ordinal alone, as `u32`: [`GraphMem::location`] reads both).
         allocs: Addrs<'a>,
         /// Free nodes: the addresses they free (an allocation of this graph or of another).
         frees: Addrs<'a>,
@@ -628,6 +635,15 @@ impl GraphMem<'_> {
     /// The most allocation nodes (and the most free nodes) one record lists, so that a record
     /// always fits in a block.
     pub const MAX_NODES: usize = 512;
+
+    /// Where an allocation node's memory is, from the third member of its triple.
+    pub fn location(v: u64) -> MemLocation {
+        if v >> 32 == 0 {
+            MemLocation::Device(v as u32 as i32)
+        } else {
+            MemLocation::decode(v)
+        }
+    }
 }
 
 impl GraphExec {
@@ -1087,6 +1103,20 @@ mod tests {
         }
         assert_eq!(pos2, pos);
         assert_eq!(out, recs);
+    }
+
+    #[test]
+    fn a_graph_node_location_is_read_from_both_shims() {
+        assert_eq!(GraphMem::location(MemLocation::encode(1, 2)), MemLocation::Device(2));
+        assert_eq!(GraphMem::location(MemLocation::encode(3, 1)), MemLocation::Host);
+        assert_eq!(GraphMem::location(MemLocation::encode(9, 0)), MemLocation::Unknown);
+        assert_eq!(
+            GraphMem::location(0),
+            MemLocation::Device(0),
+            "the first shims: a bare ordinal"
+        );
+        assert_eq!(GraphMem::location(3), MemLocation::Device(3));
+        assert_eq!(GraphMem::location(u64::from(u32::MAX)), MemLocation::Device(-1));
     }
 
     #[test]

@@ -32,6 +32,8 @@ pub type CUgraph = *mut c_void;
 pub type CUgraphExec = *mut c_void;
 /// A graph node handle.
 pub type CUgraphNode = *mut c_void;
+/// `CU_GRAPH_NODE_TYPE_GRAPH` (`CUgraphNodeType`): a child graph node.
+pub const CU_GRAPH_NODE_TYPE_GRAPH: u32 = 1;
 /// `CU_GRAPH_NODE_TYPE_MEM_ALLOC` and `CU_GRAPH_NODE_TYPE_MEM_FREE` (`CUgraphNodeType`).
 pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: u32 = 10;
 /// See [`CU_GRAPH_NODE_TYPE_MEM_ALLOC`].
@@ -60,6 +62,23 @@ pub struct CUDA_MEM_ALLOC_NODE_PARAMS {
 const _: () = assert!(std::mem::size_of::<CUmemPoolPropsHead>() + 56 == 88);
 const _: () = assert!(std::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS, bytesize) == 104);
 const _: () = assert!(std::mem::offset_of!(CUDA_MEM_ALLOC_NODE_PARAMS, dptr) == 112);
+
+/// `CUgraphNodeParams` (CUDA 12.2; 256 bytes), as far as the shim reads it: the node type,
+/// then (at offset 16) a union whose allocation member is a
+/// [`CUDA_MEM_ALLOC_NODE_PARAMS`] (`CUDA_MEM_ALLOC_NODE_PARAMS_v2`, the same layout).
+#[repr(C)]
+pub struct CUgraphNodeParamsHead {
+    /// `CUgraphNodeType`.
+    pub kind: u32,
+    /// `int reserved0[3]`.
+    pub reserved0: [i32; 3],
+    /// The union's allocation member (read only when `kind` is an allocation node).
+    pub alloc: CUDA_MEM_ALLOC_NODE_PARAMS,
+}
+
+const _: () = assert!(std::mem::offset_of!(CUgraphNodeParamsHead, alloc) == 16);
+// The allocation member lies within the union's 232 bytes.
+const _: () = assert!(std::mem::size_of::<CUDA_MEM_ALLOC_NODE_PARAMS>() <= 232);
 
 /// `CUDA_GRAPH_INSTANTIATE_PARAMS` (CUDA 12.0), its first member (all the shim reads).
 #[repr(C)]

@@ -168,7 +168,8 @@ pub struct Counts {
     /// Free calls that failed.
     pub failed_frees: u64,
     /// Allocation nodes of graphs: stream-ordered allocations made under stream capture and
-    /// `cuGraphAddMemAllocNode` calls (no memory; each launch of the graph allocates it).
+    /// `cuGraphAddMemAllocNode` and `cuGraphAddNode[_v2]` calls (no memory; each launch of the
+    /// graph allocates it).
     pub graph_allocations: u64,
     /// Successful launches of executable graphs with memory nodes the trace lists (their
     /// allocations and frees are counted with the others).
@@ -217,8 +218,11 @@ pub struct Replay {
     pub stacks: HashMap<StackId, Vec<u64>>,
     /// Loaded objects.
     pub modules: Modules,
-    /// Events the shim could not record.
+    /// Events the shim could not record (trace full or unwritable).
     pub lost_events: u64,
+    /// Resolver answers for tracked functions that were variants the shim did not know
+    /// (`Lost` reason 2): calls through them went unrecorded.
+    pub unknown_variants: u64,
     /// Decoding errors (the first few); the records around them were replayed.
     pub errors: Vec<DecodeError>,
     /// Number of decoding errors in all.

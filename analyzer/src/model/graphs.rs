@@ -16,12 +16,13 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use gpuleak_format::{Alloc, Api, Ctx, GraphExec, GraphMem, StackId};
+use gpuleak_format::{Alloc, Api, Ctx, GraphExec, GraphMem, MemLocation, StackId};
 
 /// Where an allocation node was made.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct NodeSite {
-    /// The call that made it (`cuMemAllocAsync` under capture, `cuGraphAddMemAllocNode`).
+    /// The call that made it (`cuMemAllocAsync` under capture, `cuGraphAddMemAllocNode`,
+    /// `cuGraphAddNode[_v2]`).
     pub api: Api,
     /// Runtime call that led there.
     pub via: Api,
@@ -98,7 +99,11 @@ impl Graphs {
         allocs.extend(m.allocs.0.chunks_exact(3).map(|t| AllocNode {
             addr: t[0],
             size: t[1],
-            device: t[2] as u32 as i32,
+            device: match GraphMem::location(t[2]) {
+                MemLocation::Device(device) => device,
+                MemLocation::Host => crate::memory::HOST,
+                MemLocation::Unknown => crate::memory::UNKNOWN_DEVICE,
+            },
         }));
         frees.extend_from_slice(&m.frees.0);
     }

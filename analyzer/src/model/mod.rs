@@ -233,6 +233,9 @@ impl Model {
                 self.replay.exited = true;
                 self.replay.exit_code = (e.how == 1).then_some(e.code);
             }
+            Body::Lost(l) if l.reason == 2 => {
+                self.replay.unknown_variants = self.replay.unknown_variants.saturating_add(l.count);
+            }
             Body::Lost(l) => self.replay.lost_events = self.replay.lost_events.saturating_add(l.count),
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record.seq, f),

@@ -785,3 +785,15 @@ fn memory_follows_the_live_set() {
     assert!(r.leaks.is_empty());
     assert_eq!(r.counts.allocations, 100_000);
 }
+
+#[test]
+fn unknown_driver_variants_are_not_lost_events() {
+    let mut script = Script::default();
+    script.alloc(Api::cuMemAlloc_v2, 0x7000, 64, 1);
+    script.push(gpuleak_format::Lost { count: 3, reason: 2 });
+    let r = script.run();
+    assert_eq!((r.unknown_variants, r.lost_events), (3, 0));
+    script.push(gpuleak_format::Lost { count: 5, reason: 1 });
+    let r = script.run();
+    assert_eq!((r.unknown_variants, r.lost_events), (3, 5));
+}

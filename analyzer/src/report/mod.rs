@@ -600,6 +600,12 @@ fn notes(replay: &Replay) -> Vec<String> {
             replay.lost_events
         ));
     }
+    if replay.unknown_variants > 0 {
+        notes.push(format!(
+            "the driver handed out {} functions the shim does not know a variant of (a driver newer than the shim): calls through them were not recorded",
+            replay.unknown_variants
+        ));
+    }
     if !replay.exited && replay.counts.records > 0 {
         notes.push("the trace has no exit record (the process was killed or is still running): \"at exit\" means at the end of the trace".into());
     }
@@ -611,7 +617,7 @@ fn notes(replay: &Replay) -> Vec<String> {
     }
     if replay.counts.graph_allocations > 0 {
         notes.push(format!(
-            "graph allocation nodes made under stream capture or by cuGraphAddMemAllocNode: {}; \
+            "graph allocation nodes made under stream capture, by cuGraphAddMemAllocNode or by cuGraphAddNode: {}; \
              their memory is counted while a launch of their graph holds it (kind graph)",
             replay.counts.graph_allocations
         ));

@@ -1,7 +1,8 @@
-//! Graph memory: allocation nodes added by hand (`cuGraphAddMemAllocNode`, an `Alloc` record of
-//! the node: no memory, but its address, size and stack), and instantiations
-//! (`cuGraphInstantiate*`), after which the shim lists the graph's memory nodes with the
-//! driver's getters (`GraphMem` records) and records the executable graph (`GraphExec`). The
+//! Graph memory: allocation nodes added by hand (`cuGraphAddMemAllocNode`, or the generic
+//! `cuGraphAddNode[_v2]` given allocation parameters: an `Alloc` record of the node, no memory,
+//! but its address, size and stack), and instantiations (`cuGraphInstantiate*`), after which
+//! the shim lists the memory nodes of the graph and of its child graphs with the driver's
+//! getters (`GraphMem` records) and records the executable graph (`GraphExec`). The
 //! analyzer turns each later `cuGraphLaunch` of it into the allocations and frees its nodes
 //! make.
 //!
@@ -13,14 +14,15 @@ use std::ffi::c_void;
 use std::mem::MaybeUninit;
 use std::sync::atomic::AtomicUsize;
 
-use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, Stream};
+use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, MemLocation, Stream};
 
 use crate::cuda::*;
 use crate::dl::driver_fn;
 use crate::guard::{self, HookGuard};
 use crate::tracer;
 
-/// `cuGraphAddMemAllocNode`: the node's address, size and device, after the driver returned.
+/// `cuGraphAddMemAllocNode`: the node's address, size and location, after the driver
+/// returned.
 pub unsafe fn add_mem_alloc_node(
     api: Api,
     real: unsafe extern "C" fn(
@@ -40,16 +42,98 @@ pub unsafe fn add_mem_alloc_node(
     // SAFETY: passed through unchanged.
     let r = unsafe { real(node, graph, deps, ndeps, params) };
     if let Some(g) = &g {
-        let (ptr, size, device) = if r == CUDA_SUCCESS && !params.is_null() {
-            // SAFETY: the driver read the whole structure and wrote `dptr` into it.
-            let p = unsafe { &*params };
-            (p.dptr, p.bytesize as u64, p.pool_props.location_id)
-        } else {
-            (0, 0, -1)
-        };
-        tracer::alloc(g, api, r, Stream(0), ptr, size, u64::from(device as u32));
+        // SAFETY: the caller's parameters, which the driver read whole and wrote `dptr` into.
+        unsafe { alloc_node_made(g, api, r, params) };
     }
     r
+}
+
+/// `cuGraphAddNode` (CUDA 12.2): an allocation node is recorded as by
+/// `cuGraphAddMemAllocNode`; other nodes are not recorded.
+pub unsafe fn add_node(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *mut CUgraphNode,
+        CUgraph,
+        *const CUgraphNode,
+        usize,
+        *mut CUgraphNodeParamsHead,
+    ) -> CUresult,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    ndeps: usize,
+    params: *mut CUgraphNodeParamsHead,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(node, graph, deps, ndeps, params) };
+    // SAFETY: the caller's parameters, read after the call.
+    unsafe { generic_node_made(&g, api, r, params) };
+    r
+}
+
+/// `cuGraphAddNode_v2` (CUDA 12.3; `cuGraphAddNode` in CUDA 13's header): as
+/// [`add_node`], with edge data.
+pub unsafe fn add_node_v2(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *mut CUgraphNode,
+        CUgraph,
+        *const CUgraphNode,
+        *const c_void,
+        usize,
+        *mut CUgraphNodeParamsHead,
+    ) -> CUresult,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    edges: *const c_void,
+    ndeps: usize,
+    params: *mut CUgraphNodeParamsHead,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(node, graph, deps, edges, ndeps, params) };
+    // SAFETY: as above.
+    unsafe { generic_node_made(&g, api, r, params) };
+    r
+}
+
+/// After `cuGraphAddNode[_v2]` returned `r`: records the node if the parameters made an
+/// allocation node (a failed call too, so the failure is seen where it was made).
+///
+/// # Safety
+/// `params` is the caller's parameter of that call.
+unsafe fn generic_node_made(g: &Option<HookGuard>, api: Api, r: CUresult, params: *mut CUgraphNodeParamsHead) {
+    let Some(g) = g else { return };
+    // SAFETY: the driver read the structure; its type member is the first.
+    if params.is_null() || unsafe { (*params).kind } != CU_GRAPH_NODE_TYPE_MEM_ALLOC {
+        return;
+    }
+    // SAFETY: an allocation node's parameters are the union's allocation member.
+    unsafe { alloc_node_made(g, api, r, &raw mut (*params).alloc) };
+}
+
+/// Records an allocation node the call `api` made (or failed to make, `r`): an `Alloc`
+/// record of its address, size and location (`aux`, as [`MemLocation::encode`] writes it).
+///
+/// # Safety
+/// `params` is null or the call's parameters, read by the driver, `dptr` written on success.
+unsafe fn alloc_node_made(g: &HookGuard, api: Api, r: CUresult, params: *const CUDA_MEM_ALLOC_NODE_PARAMS) {
+    let (ptr, size, location) = if r == CUDA_SUCCESS && !params.is_null() {
+        // SAFETY: the contract above.
+        let p = unsafe { &*params };
+        (p.dptr, p.bytesize as u64, node_location(p))
+    } else {
+        (0, 0, 0)
+    };
+    tracer::alloc(g, api, r, Stream(0), ptr, size, location);
+}
+
+/// An allocation node's location, as [`MemLocation::encode`] writes it.
+fn node_location(p: &CUDA_MEM_ALLOC_NODE_PARAMS) -> u64 {
+    MemLocation::encode(p.pool_props.location_type, p.pool_props.location_id)
 }
 
 /// `cuGraphInstantiate` and `cuGraphInstantiate_v2` (the error node and log ABI; no flags).
@@ -171,17 +255,26 @@ static GET_NODES: AtomicUsize = AtomicUsize::new(0);
 static NODE_GET_TYPE: AtomicUsize = AtomicUsize::new(0);
 static ALLOC_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
 static FREE_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
+static CHILD_GRAPH: AtomicUsize = AtomicUsize::new(0);
 
-/// The memory nodes of `graph`, asked of the driver's pure getters (`cuGraphGetNodes`,
-/// `cuGraphNodeGetType`, `cuGraphMemAllocNodeGetParams`, `cuGraphMemFreeNodeGetParams`, all
-/// CUDA 11.4 or older): allocation nodes as triples `(address, bytes, device)` and the
-/// addresses free nodes free; `None` when a getter is missing or fails. Nodes of child graphs
-/// are not visited.
+/// The most graphs (the graph and the child graphs within it, at any depth) whose nodes one
+/// instantiation lists; a graph of more is taken as one whose nodes are unknown.
+const MAX_GRAPHS: usize = 4096;
+
+/// The memory nodes of `graph` and of the child graphs within it at any depth (a child graph
+/// moved into its parent, `CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE`, may hold memory nodes),
+/// asked of the driver's pure getters (`cuGraphGetNodes`, `cuGraphNodeGetType`,
+/// `cuGraphMemAllocNodeGetParams`, `cuGraphMemFreeNodeGetParams`,
+/// `cuGraphChildGraphNodeGetGraph`, all CUDA 11.4 or older): allocation nodes as triples
+/// `(address, bytes, location)` and the addresses free nodes free; `None` when a getter is
+/// missing or fails. Conditional nodes' bodies are not visited: they may not hold memory
+/// nodes (`CUDA_CONDITIONAL_NODE_PARAMS`).
 fn memory_nodes(graph: CUgraph) -> Option<(Vec<u64>, Vec<u64>)> {
     type GetNodes = unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut usize) -> CUresult;
     type GetType = unsafe extern "C" fn(CUgraphNode, *mut u32) -> CUresult;
     type AllocParams = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult;
     type FreeParams = unsafe extern "C" fn(CUgraphNode, *mut CUdeviceptr) -> CUresult;
+    type ChildGraph = unsafe extern "C" fn(CUgraphNode, *mut CUgraph) -> CUresult;
     let get_nodes = driver_fn(&GET_NODES, c"cuGraphGetNodes")?;
     let get_type = driver_fn(&NODE_GET_TYPE, c"cuGraphNodeGetType")?;
     let alloc_params = driver_fn(&ALLOC_NODE_PARAMS, c"cuGraphMemAllocNodeGetParams")?;
@@ -195,45 +288,65 @@ fn memory_nodes(graph: CUgraph) -> Option<(Vec<u64>, Vec<u64>)> {
             std::mem::transmute::<usize, FreeParams>(free_params),
         )
     };
-    let mut count = 0usize;
-    // SAFETY: a NULL node array asks for the count alone.
-    if unsafe { get_nodes(graph, std::ptr::null_mut(), &mut count) } != CUDA_SUCCESS {
-        return None;
-    }
-    let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
-    let mut got = count;
-    // SAFETY: room for `got` handles; the driver writes at most that many.
-    if count > 0 && unsafe { get_nodes(graph, nodes.as_mut_ptr(), &mut got) } != CUDA_SUCCESS {
-        return None;
-    }
-    nodes.truncate(got.min(count));
     let (mut allocs, mut frees) = (Vec::new(), Vec::new());
-    for node in nodes.into_iter().filter(|n| !n.is_null()) {
-        let mut kind = 0u32;
-        // SAFETY: a node of the graph; `kind` is a valid out-pointer.
-        if unsafe { get_type(node, &mut kind) } != CUDA_SUCCESS {
+    let mut graphs = vec![graph];
+    let mut visited = 0usize;
+    while let Some(graph) = graphs.pop() {
+        visited += 1;
+        if visited > MAX_GRAPHS {
             return None;
         }
-        match kind {
-            CU_GRAPH_NODE_TYPE_MEM_ALLOC => {
-                let mut p = MaybeUninit::<CUDA_MEM_ALLOC_NODE_PARAMS>::zeroed();
-                // SAFETY: an allocation node; `p` has the structure's size.
-                if unsafe { alloc_params(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
-                    return None;
-                }
-                // SAFETY: zeroed, then written by the driver: every member is initialized.
-                let p = unsafe { p.assume_init() };
-                allocs.extend([p.dptr, p.bytesize as u64, u64::from(p.pool_props.location_id as u32)]);
+        let mut count = 0usize;
+        // SAFETY: a NULL node array asks for the count alone.
+        if unsafe { get_nodes(graph, std::ptr::null_mut(), &mut count) } != CUDA_SUCCESS {
+            return None;
+        }
+        let mut nodes: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
+        let mut got = count;
+        // SAFETY: room for `got` handles; the driver writes at most that many.
+        if count > 0 && unsafe { get_nodes(graph, nodes.as_mut_ptr(), &mut got) } != CUDA_SUCCESS {
+            return None;
+        }
+        nodes.truncate(got.min(count));
+        for node in nodes.into_iter().filter(|n| !n.is_null()) {
+            let mut kind = 0u32;
+            // SAFETY: a node of the graph; `kind` is a valid out-pointer.
+            if unsafe { get_type(node, &mut kind) } != CUDA_SUCCESS {
+                return None;
             }
-            CU_GRAPH_NODE_TYPE_MEM_FREE => {
-                let mut dptr: CUdeviceptr = 0;
-                // SAFETY: a free node; `dptr` is a valid out-pointer.
-                if unsafe { free_params(node, &mut dptr) } != CUDA_SUCCESS {
-                    return None;
+            match kind {
+                CU_GRAPH_NODE_TYPE_MEM_ALLOC => {
+                    let mut p = MaybeUninit::<CUDA_MEM_ALLOC_NODE_PARAMS>::zeroed();
+                    // SAFETY: an allocation node; `p` has the structure's size.
+                    if unsafe { alloc_params(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
+                        return None;
+                    }
+                    // SAFETY: zeroed, then written by the driver: every member is initialized.
+                    let p = unsafe { p.assume_init() };
+                    allocs.extend([p.dptr, p.bytesize as u64, node_location(&p)]);
                 }
-                frees.push(dptr);
+                CU_GRAPH_NODE_TYPE_MEM_FREE => {
+                    let mut dptr: CUdeviceptr = 0;
+                    // SAFETY: a free node; `dptr` is a valid out-pointer.
+                    if unsafe { free_params(node, &mut dptr) } != CUDA_SUCCESS {
+                        return None;
+                    }
+                    frees.push(dptr);
+                }
+                CU_GRAPH_NODE_TYPE_GRAPH => {
+                    let child_graph = driver_fn(&CHILD_GRAPH, c"cuGraphChildGraphNodeGetGraph")?;
+                    // SAFETY: the driver's own function, found by name, with its C signature.
+                    let child_graph = unsafe { std::mem::transmute::<usize, ChildGraph>(child_graph) };
+                    let mut child: CUgraph = std::ptr::null_mut();
+                    // SAFETY: a child graph node; `child` is a valid out-pointer. The handle
+                    // is the node's own (not a clone): nothing to destroy.
+                    if unsafe { child_graph(node, &mut child) } != CUDA_SUCCESS || child.is_null() {
+                        return None;
+                    }
+                    graphs.push(child);
+                }
+                _ => {}
             }
-            _ => {}
         }
     }
     Some((allocs, frees))

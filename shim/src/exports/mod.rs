@@ -129,6 +129,8 @@ hooks! {
         cuMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
         cuMemPoolDestroy(pool: CUmemoryPool) => objects::pool_destroy;
         cuGraphAddMemAllocNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUDA_MEM_ALLOC_NODE_PARAMS) => graphs::add_mem_alloc_node;
+        cuGraphAddNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node;
+        cuGraphAddNode_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node_v2;
         cuGraphInstantiate(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
         cuGraphInstantiate_v2(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
         cuGraphInstantiateWithFlags(exec: *mut CUgraphExec, graph: CUgraph, flags: u64) => graphs::instantiate_flags;

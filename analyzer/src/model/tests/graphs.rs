@@ -293,3 +293,69 @@ fn graph_memory_goes_with_its_context() {
     assert_eq!(r.leaks.len(), 1);
     assert!(matches!(r.leaks[0].at, LeakAt::Teardown { .. }));
 }
+
+#[test]
+fn the_generic_cu_graph_add_node_makes_a_node_like_cu_graph_add_mem_alloc_node() {
+    for api in [Api::cuGraphAddNode, Api::cuGraphAddNode_v2] {
+        let mut script = Script::default();
+        script.alloc(api, NODE, 512, 6);
+        assert!(script.run().leaks.is_empty(), "a node is no memory");
+        script.instantiate(EXEC, &[(NODE, 512)], &[], 0).launch(EXEC);
+        let r = script.run();
+        let sites: Vec<(StackId, Api, u64)> = r.leaks.iter().map(|l| (l.stack, l.first.api, l.bytes)).collect();
+        assert_eq!(sites, [(StackId(6), api, 512)], "reported where the node was made");
+        assert_eq!((r.counts.graph_allocations, r.counts.allocations), (1, 1));
+        // The twin: freed after the launch.
+        script.free(Api::cuMemFree_v2, NODE);
+        let r = script.run();
+        assert!(
+            r.leaks.is_empty() && r.bad_frees.is_empty(),
+            "{:?} {:?}",
+            r.leaks,
+            r.bad_frees
+        );
+    }
+}
+
+#[test]
+fn a_node_s_location_names_its_device_or_host_memory() {
+    use gpuleak_format::MemLocation;
+
+    use super::super::graphs::Graphs;
+
+    let mut graphs = Graphs::default();
+    graphs.listed(&GraphMem {
+        exec: EXEC,
+        allocs: Addrs(Cow::Owned(vec![
+            NODE,
+            64,
+            MemLocation::encode(1, 2),
+            NODE + 0x1000,
+            64,
+            MemLocation::encode(3, 0),
+            // The first shims that wrote the record: the device ordinal alone.
+            NODE + 0x2000,
+            64,
+            1,
+            NODE + 0x3000,
+            64,
+            MemLocation::encode(9, 0),
+        ])),
+        frees: Addrs(Cow::Owned(vec![])),
+    });
+    graphs.instantiated(&GraphExec {
+        api: Api::cuGraphInstantiateWithFlags,
+        via: Api::NONE,
+        result: CuResult::SUCCESS,
+        exec: EXEC,
+        graph: 1,
+        flags: 0,
+        alloc_nodes: 4,
+        free_nodes: 0,
+        nodes_known: 1,
+        stack: StackId(40),
+    });
+    let exec = graphs.exec(EXEC).expect("instantiated");
+    let devices: Vec<i32> = exec.allocs.iter().map(|a| a.device).collect();
+    assert_eq!(devices, [2, crate::memory::HOST, 1, crate::memory::UNKNOWN_DEVICE]);
+}
