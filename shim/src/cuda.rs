@@ -33,7 +33,7 @@ pub type CUgraphExec = *mut c_void;
 /// A graph node handle.
 pub type CUgraphNode = *mut c_void;
 /// `CU_GRAPH_NODE_TYPE_GRAPH` (`CUgraphNodeType`): a child graph node.
-pub const CU_GRAPH_NODE_TYPE_GRAPH: u32 = 1;
+pub const CU_GRAPH_NODE_TYPE_GRAPH: u32 = 4;
 /// `CU_GRAPH_NODE_TYPE_MEM_ALLOC` and `CU_GRAPH_NODE_TYPE_MEM_FREE` (`CUgraphNodeType`).
 pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: u32 = 10;
 /// See [`CU_GRAPH_NODE_TYPE_MEM_ALLOC`].

@@ -27,6 +27,8 @@
 
 #include "internal.h"
 
+_Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes");
+
 #define INSTANTIATE_FLAGS 0xfull /* auto-free on launch, upload, device launch, node priority */
 
 struct graph_exec {
@@ -112,23 +114,23 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
     if (!out || (flags & ~INSTANTIATE_FLAGS)) return CUDA_ERROR_INVALID_VALUE;
     struct graph *g = graph_get(h);
     if (!g) return CUDA_ERROR_INVALID_VALUE;
+    /* A graph moved into a child graph node runs only as part of its parent. */
+    if (graph_is_child(g)) return CUDA_ERROR_INVALID_VALUE;
     bool memory = graph_has_memory_nodes(g);
     if (memory && graph_instance(g)) return CUDA_ERROR_INVALID_VALUE;
+    struct node *nodes;
     size_t n;
-    const struct node *nodes = graph_nodes(g, &n);
+    r = graph_flatten(g, &nodes, &n);
+    if (r != CUDA_SUCCESS) return r;
     struct graph_exec *e = obj_new(HK_GRAPH_EXEC, sizeof *e);
-    if (!e) return CUDA_ERROR_OUT_OF_MEMORY;
+    if (!e) {
+        free(nodes);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     e->ctx = graph_ctx(g);
     e->auto_free = flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
     e->memory = memory;
-    if (n) {
-        e->nodes = malloc(n * sizeof *nodes);
-        if (!e->nodes) {
-            e->h.alive = false;
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        }
-        memcpy(e->nodes, nodes, n * sizeof *nodes);
-    }
+    e->nodes = nodes;
     e->n = n;
     if (memory) graph_set_instance(g, H(e));
     *out = (CUgraphExec)(uintptr_t)H(e);
@@ -172,6 +174,7 @@ static CUresult run_node(const struct node *n) {
     case N_ALLOC: return CUDA_SUCCESS; /* allocated before the nodes run (graph_launch) */
     case N_FREE: graph_mem_free(n->maddr); return CUDA_SUCCESS;
     case N_HOST: break;
+    case N_CHILD: break; /* never in an executable graph: instantiation flattens them */
     }
     return CUDA_SUCCESS;
 }
@@ -332,7 +335,9 @@ static CUresult graph_create(CUgraph *out, unsigned int flags) {
 static CUresult add_alloc_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
                                CUDA_MEM_ALLOC_NODE_PARAMS *p) {
     struct graph *g = graph_get(h);
-    if (!out || !g || !p || p->bytesize == 0 || !graph_owns_nodes(g, deps, ndeps))
+    /* A graph moved into a child graph node takes no more memory nodes. */
+    if (!out || !g || !p || p->bytesize == 0 || !graph_owns_nodes(g, deps, ndeps) ||
+        graph_is_child(g))
         return CUDA_ERROR_INVALID_VALUE;
     const CUmemPoolProps *props = &p->poolProps;
     if (props->allocType != CU_MEM_ALLOCATION_TYPE_PINNED || props->handleTypes != 0 ||
@@ -349,7 +354,8 @@ static CUresult add_alloc_node(CUgraphNode *out, CUgraph h, const CUgraphNode *d
 static CUresult add_free_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
                               CUdeviceptr dptr) {
     struct graph *g = graph_get(h);
-    if (!out || !g || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
+    if (!out || !g || !graph_owns_nodes(g, deps, ndeps) || graph_is_child(g))
+        return CUDA_ERROR_INVALID_VALUE;
     /* This graph's allocation not yet freed in it, or another graph's allocation. */
     bool own = false;
     size_t n;
@@ -387,6 +393,7 @@ static CUresult node_type(CUgraphNode h, CUgraphNodeType *type) {
     case N_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
     case N_ALLOC: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
     case N_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
+    case N_CHILD: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
     }
     return CUDA_SUCCESS;
 }
@@ -408,6 +415,68 @@ static CUresult free_node_params(CUgraphNode h, CUdeviceptr *dptr) {
     if (!n || n->kind != N_FREE || !dptr) return CUDA_ERROR_INVALID_VALUE;
     *dptr = n->maddr;
     return CUDA_SUCCESS;
+}
+
+static CUresult add_child_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
+                               CUgraph child, bool move) {
+    struct graph *g = graph_get(h), *c = graph_get(child);
+    if (!out || !g || !c || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
+    return graph_add_child(g, c, move, out);
+}
+
+static CUresult child_graph(CUgraphNode h, CUgraph *out) {
+    const struct node *n = graph_node_get(h);
+    if (!n || n->kind != N_CHILD || !out) return CUDA_ERROR_INVALID_VALUE;
+    *out = graph_handle(n->child);
+    return CUDA_SUCCESS;
+}
+
+/* cuGraphAddNode[_v2]: allocation, free and child graph nodes (any other type is
+ * CUDA_ERROR_NOT_SUPPORTED here, a simulator limit). */
+static CUresult add_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
+                         CUgraphNodeParams *p) {
+    if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return add_alloc_node(out, h, deps, ndeps, &p->alloc);
+    case CU_GRAPH_NODE_TYPE_MEM_FREE: return add_free_node(out, h, deps, ndeps, p->free.dptr);
+    case CU_GRAPH_NODE_TYPE_GRAPH:
+        if (p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE &&
+            p->graph.ownership != CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE)
+            return CUDA_ERROR_INVALID_VALUE;
+        return add_child_node(out, h, deps, ndeps, p->graph.graph,
+                              p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
+    default: return CUDA_ERROR_NOT_SUPPORTED;
+    }
+}
+
+SIMCUDA_API CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                    const CUgraphNode *dependencies, size_t numDependencies,
+                                    CUgraphNodeParams *nodeParams) {
+    API_ENTER();
+    API_LOCKED(add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+
+/* Edge data (ports, edge types) changes nothing here: every edge is a full dependency. */
+SIMCUDA_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                       const CUgraphNode *dependencies,
+                                       const CUgraphEdgeData *dependencyData,
+                                       size_t numDependencies, CUgraphNodeParams *nodeParams) {
+    (void)dependencyData;
+    API_ENTER();
+    API_LOCKED(add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
+}
+
+SIMCUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                              const CUgraphNode *dependencies,
+                                              size_t numDependencies, CUgraph childGraph) {
+    API_ENTER();
+    API_LOCKED(add_child_node(phGraphNode, hGraph, dependencies, numDependencies, childGraph, false));
+}
+
+SIMCUDA_API CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph) {
+    API_ENTER();
+    API_LOCKED(child_graph(hNode, phGraph));
 }
 
 SIMCUDA_API CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags) {

@@ -271,7 +271,7 @@ struct stream;
 struct graph;
 
 /* One operation captured into a graph, replayed by cuGraphLaunch. */
-enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE };
+enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE, N_CHILD };
 
 typedef void (*sim_host_fn)(void *userData);
 
@@ -289,6 +289,7 @@ struct node {
     uint64_t maddr;                 /* N_ALLOC: the fixed address; N_FREE: what it frees */
     uint64_t msize;                 /* N_ALLOC */
     int mdev;                       /* N_ALLOC */
+    struct graph *child;            /* N_CHILD: the embedded graph, owned by the node */
     uint64_t handle;                /* its CUgraphNode (an HK_NODE object) */
 };
 
@@ -322,7 +323,16 @@ HIDDEN const struct node *graph_node_get(CUgraphNode h);
 HIDDEN bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n);
 /* Whether graph g has an allocation node at addr that no free node of g frees yet. */
 HIDDEN bool graph_alloc_unfreed(const struct graph *g, uint64_t addr);
+/* Whether g or a child graph within it has memory nodes. */
 HIDDEN bool graph_has_memory_nodes(const struct graph *g);
+/* Adds a child graph node to g: a clone of child (which must have no memory nodes), or, with
+ * move, child itself, which g then owns (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE). */
+HIDDEN CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgraphNode *out);
+/* Whether g is owned by a child graph node (moved into a parent). */
+HIDDEN bool graph_is_child(const struct graph *g);
+/* g's nodes with every child graph node replaced by the child's nodes, at any depth: a new
+ * array of *n nodes (NULL when *n is 0), or CUDA_ERROR_OUT_OF_MEMORY. */
+HIDDEN CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n);
 /* The executable graph made from g that is alive, or 0 (one at a time for graphs with
  * memory nodes). */
 HIDDEN uint64_t graph_instance(const struct graph *g);

@@ -29,6 +29,7 @@ struct graph {
     size_t n, cap;
     size_t mem_nodes;   /* allocation and free nodes */
     uint64_t instance;  /* the executable graph made from it, while alive */
+    struct graph *owner; /* the graph whose child graph node owns it (moved there), or NULL */
     struct node *nodes;
     size_t nnodes, capnodes;
 };
@@ -167,7 +168,77 @@ bool graph_alloc_unfreed(const struct graph *g, uint64_t addr) {
     return false;
 }
 
-bool graph_has_memory_nodes(const struct graph *g) { return g->mem_nodes > 0; }
+bool graph_has_memory_nodes(const struct graph *g) {
+    if (g->mem_nodes > 0) return true;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == N_CHILD && graph_has_memory_nodes(g->nodes[i].child)) return true;
+    return false;
+}
+
+bool graph_is_child(const struct graph *g) { return g->owner != NULL; }
+
+/* A copy of src (which has no memory nodes), child graphs copied too, owned by `owner`. */
+static struct graph *graph_clone(const struct graph *src, struct graph *owner) {
+    struct graph *g = graph_new(src->ctx);
+    if (!g) return NULL;
+    g->owner = owner;
+    for (size_t i = 0; i < src->nnodes; i++) {
+        struct node n = src->nodes[i];
+        if (n.kind == N_CHILD && !(n.child = graph_clone(src->nodes[i].child, g))) return NULL;
+        if (graph_add_node(g, &n, NULL) != CUDA_SUCCESS) return NULL;
+    }
+    return g;
+}
+
+CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgraphNode *out) {
+    if (child->owner || child == g) return CUDA_ERROR_INVALID_VALUE;
+    if (!move) {
+        if (graph_has_memory_nodes(child)) return CUDA_ERROR_INVALID_VALUE;
+        child = graph_clone(child, g);
+        if (!child) return CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        /* Not a graph g is itself inside, nor one instantiated on its own. */
+        for (const struct graph *a = g->owner; a; a = a->owner)
+            if (a == child) return CUDA_ERROR_INVALID_VALUE;
+        if (graph_instance(child)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct node n = {.kind = N_CHILD, .child = child};
+    CUresult r = graph_add_node(g, &n, out);
+    if (r == CUDA_SUCCESS) child->owner = g;
+    return r;
+}
+
+static CUresult flatten_into(const struct graph *g, struct node **v, size_t *n, size_t *cap) {
+    for (size_t i = 0; i < g->nnodes; i++) {
+        if (g->nodes[i].kind == N_CHILD) {
+            CUresult r = flatten_into(g->nodes[i].child, v, n, cap);
+            if (r != CUDA_SUCCESS) return r;
+            continue;
+        }
+        if (*n == *cap) {
+            size_t c = *cap ? *cap * 2 : 8;
+            struct node *w = realloc(*v, c * sizeof *w);
+            if (!w) return CUDA_ERROR_OUT_OF_MEMORY;
+            *v = w;
+            *cap = c;
+        }
+        (*v)[(*n)++] = g->nodes[i];
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n) {
+    size_t cap = 0;
+    *out = NULL;
+    *n = 0;
+    CUresult r = flatten_into(g, out, n, &cap);
+    if (r != CUDA_SUCCESS) {
+        free(*out);
+        *out = NULL;
+        *n = 0;
+    }
+    return r;
+}
 
 uint64_t graph_instance(const struct graph *g) {
     return g->instance && obj_get(HK_GRAPH_EXEC, g->instance) ? g->instance : 0;
@@ -350,10 +421,18 @@ static CUresult stream_end_capture(CUstream h, CUgraph *out) {
     return CUDA_SUCCESS;
 }
 
+/* A graph and the child graphs its nodes own die together. */
+static void graph_kill(struct graph *g) {
+    g->h.alive = false;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == N_CHILD) graph_kill(g->nodes[i].child);
+}
+
 static CUresult graph_destroy(CUgraph h) {
     struct graph *g = obj_get(HK_GRAPH, (uint64_t)(uintptr_t)h);
-    if (!g) return CUDA_ERROR_INVALID_VALUE;
-    g->h.alive = false;
+    /* A child graph goes with the node that owns it. */
+    if (!g || g->owner) return CUDA_ERROR_INVALID_VALUE;
+    graph_kill(g);
     return CUDA_SUCCESS;
 }
 

@@ -15,7 +15,16 @@
 //   nodes-freed  the same, then a second graph made of one free node (cuGraphAddMemFreeNode)
 //              frees it;
 //   many       one graph of 600 allocation nodes of 4 KiB made by hand (more than one record
-//              of the shim's lists): one launch, every allocation but the first freed.
+//              of the shim's lists): one launch, every allocation but the first freed;
+//   generic    the allocation node made by the generic cuGraphAddNode_v2 (generic_node()):
+//              one launch, never freed;
+//   generic-freed  the same, freed by cuMemFree after the launch;
+//   child      make_child() makes a graph holding one allocation node (cuGraphAddMemAllocNode),
+//              which cuGraphAddChildGraphNode refuses to clone (printed as "clone refused N")
+//              and cuGraphAddNode moves into a parent graph as a child graph node: one launch
+//              of the parent, never freed;
+//   child-freed  the same, and the parent frees the child's allocation after the child node
+//              (cuGraphAddMemFreeNode): nothing outlives a launch.
 // Prints "launches N" (successful launches), "bytes ok" when every launch's memory held the
 // memset's bytes, and "memory node types A F" (allocation and free nodes cuGraphGetNodes
 // listed in the first graph).
@@ -88,11 +97,98 @@ static int many(void) {
     return 0;
 }
 
+__attribute__((noinline)) static CUgraph generic_node(CUdeviceptr *p) {
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    params.alloc.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
+    params.alloc.bytesize = SIZE;
+    CUgraphNode node;
+    CHECK(cuGraphAddNode_v2(&node, g, NULL, NULL, 0, &params));
+    *p = params.alloc.dptr;
+    return g;
+}
+
+__attribute__((noinline)) static CUgraph make_child(CUdeviceptr *p) {
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS params;
+    memset(&params, 0, sizeof params);
+    params.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
+    params.bytesize = SIZE;
+    CUgraphNode node;
+    CHECK(cuGraphAddMemAllocNode(&node, g, NULL, 0, &params));
+    *p = params.dptr;
+    return g;
+}
+
+static CUgraph parent_of(CUgraph child, int free_after, CUdeviceptr p) {
+    CUgraph g;
+    CHECK(cuGraphCreate(&g, 0));
+    CUgraphNode clone;
+    printf("clone refused %d\n", (int)cuGraphAddChildGraphNode(&clone, g, NULL, 0, child));
+    CUgraphNodeParams params;
+    memset(&params, 0, sizeof params);
+    params.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    params.graph.graph = child;
+    params.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    CUgraphNode node;
+    CHECK(cuGraphAddNode(&node, g, NULL, 0, &params));
+    CUgraph owned = NULL;
+    CHECK(cuGraphChildGraphNodeGetGraph(node, &owned));
+    if (owned == child) printf("child moved\n");
+    // A moved graph runs only within its parent: it cannot be instantiated, destroyed or
+    // given more memory nodes on its own.
+    CUgraphExec exec;
+    CUDA_MEM_ALLOC_NODE_PARAMS more;
+    memset(&more, 0, sizeof more);
+    more.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
+    more.bytesize = 4096;
+    CUgraphNode extra;
+    printf("moved child refuses %d %d %d\n", (int)cuGraphInstantiateWithFlags(&exec, child, 0),
+           (int)cuGraphDestroy(child), (int)cuGraphAddMemAllocNode(&extra, child, NULL, 0, &more));
+    if (free_after) {
+        CUgraphNode f;
+        CHECK(cuGraphAddMemFreeNode(&f, g, &node, 1, p));
+    }
+    return g;
+}
+
+static int built(const char *mode) {
+    int freed = strstr(mode, "-freed") != NULL;
+    CUdeviceptr p = 0;
+    CUgraph g;
+    if (strncmp(mode, "generic", 7) == 0) {
+        g = generic_node(&p);
+    } else {
+        CUgraph child = make_child(&p);
+        g = parent_of(child, freed, p);
+    }
+    CUgraphExec exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphLaunch(exec, s));
+    CHECK(cuStreamSynchronize(s));
+    if (strcmp(mode, "generic-freed") == 0) CHECK(cuMemFree_v2(p));
+    if (strcmp(mode, "generic") == 0 || strcmp(mode, "child") == 0) {
+        unsigned char b[2] = {1, 1};
+        CHECK(cuMemcpyHtoD_v2(p + SIZE - 2, b, 2));
+        printf("bytes ok\n");
+    }
+    printf("launches 1\n");
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuStreamDestroy_v2(s));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     const char *mode = argc > 1 ? argv[1] : "clean";
     setup();
     CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     if (strcmp(mode, "many") == 0) return many();
+    if (strncmp(mode, "generic", 7) == 0 || strncmp(mode, "child", 5) == 0) return built(mode);
     int nodes = strncmp(mode, "nodes", 5) == 0;
     int autofree = strncmp(mode, "autofree", 8) == 0;
     int transient = strcmp(mode, "transient") == 0;

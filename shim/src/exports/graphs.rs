@@ -75,6 +75,7 @@ pub unsafe fn add_node(
 
 /// `cuGraphAddNode_v2` (CUDA 12.3; `cuGraphAddNode` in CUDA 13's header): as
 /// [`add_node`], with edge data.
+#[allow(clippy::too_many_arguments)]
 pub unsafe fn add_node_v2(
     api: Api,
     real: unsafe extern "C" fn(

@@ -67,10 +67,11 @@ fn memory_a_graph_launch_left_allocated_is_a_graph_leak_at_the_node_s_stack() {
         .into_iter()
         .find(|a| a["api"] == "cuMemAllocAsync")
         .unwrap();
-    // Addresses as dump shows them (hex): the node's address, its size, device 0.
+    // Addresses as dump shows them (hex): the node's address, its size, its location (type 1,
+    // a device, in the high 32 bits; ordinal 0 in the low).
     assert_eq!(
         mem[0]["allocs"],
-        serde_json::json!([node["ptr"].clone(), format!("{SIZE:#x}"), "0x0"]),
+        serde_json::json!([node["ptr"].clone(), format!("{SIZE:#x}"), "0x100000000"]),
         "{mem:?}"
     );
     let text = report_text(&[], &[&trace]);
@@ -163,4 +164,69 @@ fn memory_a_graph_launch_left_allocated_is_a_graph_leak_at_the_node_s_stack() {
     );
     assert_eq!(u(&r["summary"]["allocations"]), 600);
     assert_eq!(u(&r["summary"]["peak_bytes"]), 600 * 4096);
+}
+
+#[test]
+fn nodes_made_by_cu_graph_add_node_and_nodes_of_a_moved_child_graph_are_reported_where_they_were_made() {
+    let dir = TempDir::new();
+    let clean = |mode: &str, trace: &Path, allocations: u64| {
+        let r = report_json(&[], &[trace]);
+        assert_eq!(r["leaks"], serde_json::json!([]), "{mode}: {r:#}");
+        assert_eq!(r["findings"], serde_json::json!([]), "{mode}: {r:#}");
+        let summary = &r["summary"];
+        let peak = if allocations > 0 { SIZE } else { 0 };
+        assert_eq!(
+            (u(&summary["allocations"]), u(&summary["peak_bytes"])),
+            (allocations, peak),
+            "{mode}: {summary}"
+        );
+    };
+
+    // The generic constructor (CUDA 12.3's cuGraphAddNode_v2), given allocation parameters.
+    let (stdout, trace) = run(&dir, "generic");
+    assert!(stdout.contains("bytes ok\nlaunches 1\n"), "{stdout}");
+    let r = report_json(&[], &[&trace]);
+    let (leak, stack) = one_leak(&r);
+    assert_eq!(leak, ("graph".to_string(), SIZE, 1, "cuGraphAddNode_v2".to_string()));
+    assert_frame0(stack, "generic_node", "report_graphs");
+    assert!(notes(&r).contains("by cuGraphAddNode: 1;"), "{r:#}");
+    let (_, trace) = run(&dir, "generic-freed");
+    clean("generic-freed", &trace, 1);
+
+    // A graph with an allocation node: cloning it into a child graph node is refused
+    // (CUDA_ERROR_INVALID_VALUE passes through); moved into its parent by cuGraphAddNode
+    // (CUDA 12.2's signature), it is listed with the parent's nodes at instantiation.
+    let (stdout, trace) = run(&dir, "child");
+    assert!(
+        stdout.contains("clone refused 1\nchild moved\nmoved child refuses 1 1 1\nbytes ok\nlaunches 1\n"),
+        "{stdout}"
+    );
+    let records = dump(&trace);
+    // The refused instantiation of the moved graph, then the parent's.
+    let execs = of_type(&records, "GraphExec");
+    let results: Vec<u64> = execs.iter().map(|e| u(&e["result"])).collect();
+    assert_eq!(results, [1, 0]);
+    let e = &execs[1];
+    assert_eq!(
+        (u(&e["alloc_nodes"]), u(&e["free_nodes"]), u(&e["nodes_known"])),
+        (1, 0, 1),
+        "{e}"
+    );
+    let r = report_json(&[], &[&trace]);
+    let (leak, stack) = one_leak(&r);
+    assert_eq!(
+        leak,
+        ("graph".to_string(), SIZE, 1, "cuGraphAddMemAllocNode".to_string())
+    );
+    assert_frame0(stack, "make_child", "report_graphs");
+    // The twin: the parent frees the child's allocation itself.
+    let (stdout, trace) = run(&dir, "child-freed");
+    assert!(
+        stdout.contains("child moved\nmoved child refuses 1 1 1\nlaunches 1\n"),
+        "{stdout}"
+    );
+    let records = dump(&trace);
+    let e = &of_type(&records, "GraphExec")[1];
+    assert_eq!((u(&e["alloc_nodes"]), u(&e["free_nodes"])), (1, 1), "{e}");
+    clean("child-freed", &trace, 0);
 }
