@@ -3,16 +3,17 @@
  * functions.
  *
  * A captured graph (stream.c) is the list of operations enqueued on the capturing stream, in
- * order: copies, memsets, kernels, host functions, and memory nodes. Instantiation copies that
- * list into an executable graph owned by the graph's context; each cuGraphLaunch runs every
+ * order: copies, memsets, kernels, host functions, and memory nodes; a graph built by hand
+ * holds memory nodes and child graph nodes. Instantiation copies that list, with each child
+ * graph's nodes in place of its node, into an executable graph owned by the graph's context; each cuGraphLaunch runs every
  * operation again, in order, as if enqueued on the launch stream at that moment (all work runs
  * at enqueue time in the simulator). A launch into a capturing stream appends the operations to
  * that capture (not for graphs with memory nodes: CUDA_ERROR_NOT_SUPPORTED, a simulator limit).
  *
- * Graph memory: an allocation node (cuMemAllocAsync under capture, cuGraphAddMemAllocNode) has
- * a fixed address in the graph range. Each launch allocates there (device memory taken from the
- * heap as a hidden block) until a free node of a graph, cuMemFreeAsync or cuMemFree frees it.
- * Launching while a previous launch's allocation is still live fails with
+ * Graph memory: an allocation node (cuMemAllocAsync under capture, cuGraphAddMemAllocNode,
+ * cuGraphAddNode) has a fixed address in the graph range. Each launch allocates there (device
+ * memory taken from the heap as a hidden block) until a free node of a graph, cuMemFreeAsync
+ * or cuMemFree frees it. Launching while a previous launch's allocation is still live fails with
  * CUDA_ERROR_INVALID_VALUE, unless the graph was instantiated with
  * CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH, which frees it first. Destroying a graph or
  * an executable graph frees nothing; destroying the context does. A graph with memory nodes has
