@@ -27,12 +27,19 @@
 //              (cuGraphAddMemFreeNode): nothing outlives a launch.
 // Prints "launches N" (successful launches), "bytes ok" when every launch's memory held the
 // memset's bytes, and "memory node types A F" (allocation and free nodes cuGraphGetNodes
-// listed in the first graph).
+// listed in the first graph). With REPORT_GRAPHS_LIVE set, also "live WHEN N": the device
+// memory the shim counts as live (gpuleak_live_bytes), before the first launch, after each
+// launch and its free, and at the end.
 #include "sim_util.h"
+#include "../../shim/include/gpuleak.h"
 
 #define SIZE (4u << 20)
 
 static CUstream s;
+
+static void live(const char *when) {
+    if (getenv("REPORT_GRAPHS_LIVE")) printf("live %s %llu\n", when, (unsigned long long)GPULEAK_LIVE_BYTES(-1));
+}
 
 __attribute__((noinline)) static CUgraph capture_graph(int transient, CUdeviceptr *p) {
     CUgraph g;
@@ -168,9 +175,12 @@ static int built(const char *mode) {
     }
     CUgraphExec exec;
     CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    live("before");
     CHECK(cuGraphLaunch(exec, s));
+    live("launch");
     CHECK(cuStreamSynchronize(s));
     if (strcmp(mode, "generic-freed") == 0) CHECK(cuMemFree_v2(p));
+    live("end");
     if (strcmp(mode, "generic") == 0 || strcmp(mode, "child") == 0) {
         unsigned char b[2] = {1, 1};
         CHECK(cuMemcpyHtoD_v2(p + SIZE - 2, b, 2));
@@ -204,8 +214,10 @@ int main(int argc, char **argv) {
     }
     int launches = strcmp(mode, "leak") == 0 || nodes ? 1 : strcmp(mode, "relaunch") == 0 || transient ? 2 : 3;
     int ok = 0, bytes_ok = 1;
+    live("before");
     for (int i = 0; i < launches; i++) {
         CUresult r = cuGraphLaunch(exec, s);
+        live("launch");
         if (strcmp(mode, "relaunch") == 0 && i == 1) printf("relaunch %d\n", (int)r);
         if (r != CUDA_SUCCESS) continue;
         ok++;
@@ -217,6 +229,7 @@ int main(int argc, char **argv) {
         }
         if (strcmp(mode, "clean") == 0) CHECK(i == launches - 1 ? cuMemFree_v2(p) : cuMemFreeAsync(p, s));
         if (strcmp(mode, "autofree") == 0 && i == launches - 1) CHECK(cuMemFreeAsync(p, s));
+        live("after");
     }
     if (strcmp(mode, "nodes-freed") == 0) {
         CUgraph f;
@@ -230,6 +243,7 @@ int main(int argc, char **argv) {
         CHECK(cuGraphDestroy(f));
     }
     CHECK(cuStreamSynchronize(s));
+    live("end");
     printf("launches %d\n", ok);
     if (bytes_ok) printf("bytes ok\n");
     // Destroying the graphs frees no graph memory.

@@ -10,15 +10,18 @@
 //! dearer); launches cost nothing more than before.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
-use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, MemLocation, Stream};
+use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, MemKind, MemLocation, StackId, Stream};
 
 use crate::cuda::*;
 use crate::dl::driver_fn;
 use crate::guard::{self, HookGuard};
+use crate::ops::{self, live};
 use crate::tracer;
 
 /// `cuGraphAddMemAllocNode`: the node's address, size and location, after the driver
@@ -129,7 +132,10 @@ unsafe fn alloc_node_made(g: &HookGuard, api: Api, r: CUresult, params: *const C
     } else {
         (0, 0, 0)
     };
-    tracer::alloc(g, api, r, Stream(0), ptr, size, location);
+    let stack = tracer::alloc(g, api, r, Stream(0), ptr, size, location);
+    if r == CUDA_SUCCESS {
+        node_made(ptr, stack);
+    }
 }
 
 /// An allocation node's location, as [`MemLocation::encode`] writes it.
@@ -235,6 +241,15 @@ unsafe fn instantiated(
         );
     }
     let stack = tracer::call_stack(g);
+    if let Some((allocs, frees)) = nodes.as_ref().filter(|_| ops::flags() & ops::LIVE != 0) {
+        exec_made(
+            handle,
+            allocs,
+            frees,
+            flags & GraphExec::AUTO_FREE_ON_LAUNCH != 0,
+            stack,
+        );
+    }
     tracer::event(
         g,
         GraphExec {
@@ -351,4 +366,123 @@ fn memory_nodes(graph: CUgraph) -> Option<(Vec<u64>, Vec<u64>)> {
         }
     }
     Some((allocs, frees))
+}
+
+// ---- Live accounting of graph memory (only while it is on: budget, metrics, GPULEAK_LIVE) ----
+
+/// What a launch of an executable graph allocates and frees, for the live gauges.
+struct ExecMemory {
+    /// Allocation nodes no free node of the same graph frees: (address, bytes, location as
+    /// [`MemLocation::encode`] writes it, stack that made the node).
+    allocs: Vec<(u64, u64, u64, StackId)>,
+    /// Free nodes of memory the graph does not allocate.
+    frees: Vec<u64>,
+    auto_free: bool,
+}
+
+#[derive(Default)]
+struct LiveGraphs {
+    /// Allocation nodes by address: the stack that made each.
+    nodes: HashMap<u64, StackId>,
+    /// Executable graphs.
+    execs: HashMap<u64, Arc<ExecMemory>>,
+}
+
+/// The most allocation nodes and executable graphs remembered: past them, a node is counted
+/// with its instantiation's stack and a graph's launches are not counted (a program that
+/// makes graphs without end).
+const MAX_REMEMBERED: usize = 1 << 20;
+
+static LIVE_GRAPHS: AtomicPtr<Mutex<LiveGraphs>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The state, created at first use (after a fork, a fresh one).
+fn live_graphs() -> std::sync::MutexGuard<'static, LiveGraphs> {
+    let mut p = LIVE_GRAPHS.load(Ordering::Acquire);
+    if p.is_null() {
+        let fresh = Box::into_raw(Box::default());
+        p = match LIVE_GRAPHS.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => fresh,
+            Err(other) => {
+                // SAFETY: `fresh` was never shared.
+                drop(unsafe { Box::from_raw(fresh) });
+                other
+            }
+        };
+    }
+    // SAFETY: published states are leaked, never freed.
+    unsafe { &*p }.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// In a forked child: the parent's graphs are not the child's accounting (an atomic store
+/// only: the lock may have been held by a parent thread that is gone).
+pub fn forget_in_child() {
+    LIVE_GRAPHS.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+/// An allocation node made at `addr` (by capture or by hand) by the calling thread, while
+/// live accounting is on.
+pub fn node_made(addr: u64, stack: StackId) {
+    if ops::flags() & ops::LIVE == 0 {
+        return;
+    }
+    ops::sites::note(stack);
+    let mut state = live_graphs();
+    if state.nodes.len() < MAX_REMEMBERED || state.nodes.contains_key(&addr) {
+        state.nodes.insert(addr, stack);
+    }
+}
+
+/// An instantiation listed `allocs` (triples) and `frees`: what each launch of `exec` does.
+fn exec_made(exec: u64, allocs: &[u64], frees: &[u64], auto_free: bool, stack: StackId) {
+    let mut state = live_graphs();
+    if state.execs.len() >= MAX_REMEMBERED && !state.execs.contains_key(&exec) {
+        return;
+    }
+    let freed: std::collections::HashSet<u64> = frees.iter().copied().collect();
+    let own: std::collections::HashSet<u64> = allocs.chunks_exact(3).map(|t| t[0]).collect();
+    let memory = ExecMemory {
+        allocs: allocs
+            .chunks_exact(3)
+            .filter(|t| !freed.contains(&t[0]))
+            .map(|t| (t[0], t[1], t[2], state.nodes.get(&t[0]).copied().unwrap_or(stack)))
+            .collect(),
+        frees: frees.iter().copied().filter(|f| !own.contains(f)).collect(),
+        auto_free,
+    };
+    state.execs.insert(exec, Arc::new(memory));
+}
+
+/// A successful `cuGraphLaunch` of `exec`: with live accounting on, what its memory nodes
+/// allocate is live (kind `graph`, or host memory for a node located there; counted against
+/// the budget, which cannot refuse a launch) and what they free is not.
+pub fn launched(exec: u64) {
+    let f = ops::flags();
+    if f & ops::LIVE == 0 {
+        return;
+    }
+    let Some(memory) = live_graphs().execs.get(&exec).cloned() else {
+        return;
+    };
+    let free = |addr: u64| {
+        let taken = live::take(Api::cuMemFree_v2, addr);
+        live::freed(Api::cuMemFree_v2, addr, taken, true);
+    };
+    if memory.auto_free {
+        memory.allocs.iter().for_each(|a| free(a.0));
+    }
+    let here = live::Place::here_if(true);
+    for &(addr, size, location, stack) in &memory.allocs {
+        let (kind, device) = match GraphMem::location(location) {
+            MemLocation::Device(device) => (MemKind::Graph, device),
+            MemLocation::Host => (MemKind::Host, here.device),
+            MemLocation::Unknown => (MemKind::Graph, here.device),
+        };
+        let reserved = f & ops::BUDGET != 0 && live::counts_toward_budget(kind);
+        if reserved {
+            live::charge(device, size);
+        }
+        let place = live::Place { ctx: here.ctx, device };
+        live::added(Api::cuGraphAddMemAllocNode, kind, addr, size, place, stack, reserved);
+    }
+    memory.frees.iter().for_each(|&addr| free(addr));
 }

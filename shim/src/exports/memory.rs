@@ -100,7 +100,7 @@ fn record_free(api: Api, stream: CUstream, ptr: u64, size: u64, call: impl FnOnc
     let f = ops::flags();
     let pending = tracer::before(&g);
     let r = if f != 0 {
-        ops::free(&g, f, api, ptr, call)
+        ops::free(&g, f, api, Stream(stream as u64), ptr, call)
     } else {
         call()
     };

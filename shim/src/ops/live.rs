@@ -58,7 +58,7 @@ pub static POOLS: AtomicI64 = AtomicI64::new(0);
 pub fn counts_toward_budget(kind: MemKind) -> bool {
     matches!(
         kind,
-        MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::VmmPhysical | MemKind::Array
+        MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::VmmPhysical | MemKind::Array | MemKind::Graph
     )
 }
 
@@ -166,6 +166,12 @@ pub fn reserve(device: i32, size: u64, limit: u64) -> bool {
         return false;
     }
     true
+}
+
+/// Counts `size` bytes against `device`'s budget without a check: memory that a call the
+/// budget cannot refuse allocated (a graph launch).
+pub fn charge(device: i32, size: u64) {
+    BUDGET_USED[slot(device)].fetch_add(size, Ordering::AcqRel);
 }
 
 /// Gives back a reservation.

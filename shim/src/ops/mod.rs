@@ -17,7 +17,7 @@ pub mod metrics;
 pub mod sites;
 pub mod snapshot;
 
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 use gpuleak_format::{Api, MemKind, MemLocation, Stream};
@@ -108,6 +108,7 @@ fn register_fork_handler() {
 /// its accounting; the thread is started again at the child's next intercepted call.
 extern "C" fn in_forked_child() {
     live::forget_in_child();
+    crate::exports::graphs::forget_in_child();
     sites::forget_in_child();
     faults::forget_in_child();
     snapshot::forget_in_child();
@@ -159,6 +160,16 @@ pub fn alloc(
             let place = live::Place::here_if(f & LIVE != 0);
             return refused(g, api, stream, size, aux, kind, place, error, Failure::Injected);
         }
+    }
+    if kind == MemKind::Async && f & LIVE != 0 && capturing(stream) {
+        // An allocation node of the graph being captured: no memory until a launch of the
+        // graph allocates it (counted then, crate::exports::graphs).
+        let (r, ptr, aux, recorded) = call();
+        let stack = tracer::alloc(g, api, r, stream, ptr, recorded, aux);
+        if r == 0 {
+            crate::exports::graphs::node_made(ptr, stack);
+        }
+        return r;
     }
     let mut place = live::Place::here_if(f & (LIVE | BUDGET) != 0);
     if api == Api::cuMemCreate {
@@ -251,15 +262,40 @@ fn out_of_memory(g: &HookGuard, api: Api, size: u64, device: i32, why: Failure) 
 /// mistake) and put back if the free fails.
 #[cold]
 #[inline(never)]
-pub fn free(g: &HookGuard, f: u32, api: Api, ptr: u64, call: impl FnOnce() -> u32) -> u32 {
+pub fn free(g: &HookGuard, f: u32, api: Api, stream: Stream, ptr: u64, call: impl FnOnce() -> u32) -> u32 {
     housekeeping(g, f);
-    if f & LIVE == 0 {
+    if f & LIVE == 0 || (api.mem_kind() == Some(MemKind::Async) && capturing(stream)) {
+        // (A free under capture is a free node of the graph being captured: no free yet.)
         return call();
     }
     let taken = live::take(api, ptr);
     let r = call();
     live::freed(api, ptr, taken, r == 0);
     r
+}
+
+static IS_CAPTURING: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether stream-ordered work on `stream` is being captured into a graph, asked of the
+/// driver's getter `cuStreamIsCapturing` (which changes nothing the program sees); false when
+/// the driver cannot say. Never asked of the legacy default stream (0 or
+/// `CU_STREAM_LEGACY`), which cannot be captured and whose query while another stream
+/// captures is an error of its own.
+fn capturing(stream: Stream) -> bool {
+    const CU_STREAM_LEGACY: u64 = 1;
+    const CU_STREAM_CAPTURE_STATUS_ACTIVE: u32 = 1;
+    type IsCapturing = unsafe extern "C" fn(*mut libc::c_void, *mut u32) -> u32;
+    if stream.0 == 0 || stream.0 == CU_STREAM_LEGACY {
+        return false;
+    }
+    let Some(f) = crate::dl::driver_fn(&IS_CAPTURING, c"cuStreamIsCapturing") else {
+        return false;
+    };
+    // SAFETY: the driver's cuStreamIsCapturing, found by name, with its C signature.
+    let f = unsafe { std::mem::transmute::<usize, IsCapturing>(f) };
+    let mut status = 0u32;
+    // SAFETY: the program's stream handle; `status` is a valid out-pointer.
+    unsafe { f(stream.0 as *mut libc::c_void, &mut status) == 0 && status == CU_STREAM_CAPTURE_STATUS_ACTIVE }
 }
 
 /// A successful `cuMemRetainAllocationHandle`: one more reference to a live handle.

@@ -230,3 +230,96 @@ fn nodes_made_by_cu_graph_add_node_and_nodes_of_a_moved_child_graph_are_reported
     assert_eq!((u(&e["alloc_nodes"]), u(&e["free_nodes"])), (1, 1), "{e}");
     clean("child-freed", &trace, 0);
 }
+
+#[test]
+fn the_shim_s_live_gauges_count_graph_memory_while_a_launch_holds_it() {
+    let dir = TempDir::new();
+    // The "live WHEN N" lines of `report_graphs MODE` with live accounting on from the start.
+    let live = |mode: &str| -> Vec<(String, u64)> {
+        let trace = dir.path().join(format!("live-{mode}.trace"));
+        let out = shim_command(client("report_graphs"), &trace)
+            .arg(mode)
+            .env("GPULEAK_LIVE", "1")
+            .env("REPORT_GRAPHS_LIVE", "1")
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .filter_map(|l| l.strip_prefix("live "))
+            .map(|l| {
+                let (when, n) = l.split_once(' ').unwrap();
+                (when.to_string(), n.parse().unwrap())
+            })
+            .collect()
+    };
+    let at = |pairs: &[(&str, u64)]| -> Vec<(String, u64)> { pairs.iter().map(|&(w, n)| (w.to_string(), n)).collect() };
+    // A captured allocation is a node, not memory: nothing live until the launch.
+    assert_eq!(
+        live("leak"),
+        at(&[("before", 0), ("launch", SIZE), ("after", SIZE), ("end", SIZE)])
+    );
+    assert_eq!(
+        live("clean"),
+        at(&[
+            ("before", 0),
+            ("launch", SIZE),
+            ("after", 0),
+            ("launch", SIZE),
+            ("after", 0),
+            ("launch", SIZE),
+            ("after", 0),
+            ("end", 0)
+        ])
+    );
+    // Freed within the launch: never live.
+    assert_eq!(
+        live("transient"),
+        at(&[
+            ("before", 0),
+            ("launch", 0),
+            ("after", 0),
+            ("launch", 0),
+            ("after", 0),
+            ("end", 0)
+        ])
+    );
+    // Auto-free: each launch frees the last one's memory first.
+    assert_eq!(
+        live("autofree"),
+        at(&[
+            ("before", 0),
+            ("launch", SIZE),
+            ("after", SIZE),
+            ("launch", SIZE),
+            ("after", SIZE),
+            ("launch", SIZE),
+            ("after", 0),
+            ("end", 0)
+        ])
+    );
+    // A refused launch allocates nothing more.
+    assert_eq!(
+        live("relaunch"),
+        at(&[
+            ("before", 0),
+            ("launch", SIZE),
+            ("after", SIZE),
+            ("launch", SIZE),
+            ("end", SIZE)
+        ])
+    );
+    // Nodes made by hand, by the generic constructor, and in a moved child graph; a child's
+    // allocation its parent frees.
+    assert_eq!(
+        live("nodes-freed"),
+        at(&[("before", 0), ("launch", SIZE), ("after", SIZE), ("end", 0)])
+    );
+    assert_eq!(
+        live("generic-freed"),
+        at(&[("before", 0), ("launch", SIZE), ("end", 0)])
+    );
+    assert_eq!(live("child"), at(&[("before", 0), ("launch", SIZE), ("end", SIZE)]));
+    assert_eq!(live("child-freed"), at(&[("before", 0), ("launch", 0), ("end", 0)]));
+}

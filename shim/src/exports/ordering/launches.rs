@@ -123,6 +123,9 @@ pub unsafe fn graph_launch(
     };
     // SAFETY: passed through.
     let r = unsafe { real(exec, stream) };
+    if r == CUDA_SUCCESS {
+        crate::exports::graphs::launched(exec as u64);
+    }
     tracer::hot_event(&g, |stack| Launch {
         api,
         result: CuResult(r),
