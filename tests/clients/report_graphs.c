@@ -118,6 +118,8 @@ __attribute__((noinline)) static CUgraph generic_node(CUdeviceptr *p) {
     return g;
 }
 
+// add_node() again under its own name: the test checks that the leak is reported in this
+// frame (a shared helper, even inlined, would be the frame the report names).
 __attribute__((noinline)) static CUgraph make_child(CUdeviceptr *p) {
     CUgraph g;
     CHECK(cuGraphCreate(&g, 0));
