@@ -636,6 +636,20 @@ impl GraphMem<'_> {
     /// always fits in a block.
     pub const MAX_NODES: usize = 512;
 
+    /// What each launch of a graph with these memory nodes does to memory that outlives it:
+    /// the allocation triples no free node of the same graph frees (an allocation freed
+    /// within the launch lives only while the graph runs), and the free nodes of memory the
+    /// graph does not allocate itself. A trailing partial triple is ignored.
+    pub fn lasting(allocs: &[u64], frees: &[u64]) -> (Vec<[u64; 3]>, Vec<u64>) {
+        let triples = || allocs.chunks_exact(3).map(|t| [t[0], t[1], t[2]]);
+        let freed: std::collections::HashSet<u64> = frees.iter().copied().collect();
+        let own: std::collections::HashSet<u64> = triples().map(|t| t[0]).collect();
+        (
+            triples().filter(|t| !freed.contains(&t[0])).collect(),
+            frees.iter().copied().filter(|f| !own.contains(f)).collect(),
+        )
+    }
+
     /// Where an allocation node's memory is, from the third member of its triple.
     pub fn location(v: u64) -> MemLocation {
         if v >> 32 == 0 {
@@ -1117,6 +1131,17 @@ mod tests {
         );
         assert_eq!(GraphMem::location(3), MemLocation::Device(3));
         assert_eq!(GraphMem::location(u64::from(u32::MAX)), MemLocation::Device(-1));
+    }
+
+    #[test]
+    fn what_outlives_a_launch_leaves_out_what_the_graph_frees_itself() {
+        let (allocs, frees) = GraphMem::lasting(&[0x10, 64, 0, 0x20, 32, 0, 0x30], &[0x20, 0x99]);
+        assert_eq!(
+            allocs,
+            [[0x10, 64, 0]],
+            "0x20 is freed within the launch; 0x30 is partial"
+        );
+        assert_eq!(frees, [0x99], "0x20 is the graph's own");
     }
 
     #[test]

@@ -13,7 +13,7 @@
 //! executable graph). This module keeps the first two; [`super::Model`] turns launches into
 //! allocations (kind `graph`) and frees.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use gpuleak_format::{Alloc, Api, Ctx, GraphExec, GraphMem, MemLocation, StackId};
@@ -64,7 +64,8 @@ pub(super) struct Exec {
 #[derive(Debug, Default)]
 pub(super) struct Graphs {
     nodes: HashMap<u64, NodeSite>,
-    pending: HashMap<u64, (Vec<AllocNode>, Vec<u64>)>,
+    /// Memory nodes listed for instantiations under way: allocation triples, free addresses.
+    pending: HashMap<u64, (Vec<u64>, Vec<u64>)>,
     execs: HashMap<u64, Arc<Exec>>,
 }
 
@@ -93,18 +94,10 @@ impl Graphs {
     }
 
     /// Memory nodes listed for the instantiation that the next `GraphExec` of `m.exec`
-    /// completes. Allocation nodes come as triples; a trailing partial triple is ignored.
+    /// completes (allocation nodes as triples).
     pub fn listed(&mut self, m: &GraphMem<'_>) {
         let (allocs, frees) = self.pending.entry(m.exec).or_default();
-        allocs.extend(m.allocs.0.chunks_exact(3).map(|t| AllocNode {
-            addr: t[0],
-            size: t[1],
-            device: match GraphMem::location(t[2]) {
-                MemLocation::Device(device) => device,
-                MemLocation::Host => crate::memory::HOST,
-                MemLocation::Unknown => crate::memory::UNKNOWN_DEVICE,
-            },
-        }));
+        allocs.extend_from_slice(&m.allocs.0);
         frees.extend_from_slice(&m.frees.0);
     }
 
@@ -115,15 +108,22 @@ impl Graphs {
         if !g.result.is_success() || g.exec == 0 {
             return;
         }
-        let memory_nodes = allocs.len() + frees.len();
-        let own: HashSet<u64> = allocs.iter().map(|a| a.addr).collect();
-        let freed: HashSet<u64> = frees.iter().copied().collect();
-        // An allocation a free node of the same graph frees lives only during a launch: not
-        // counted.
-        let allocs: Vec<AllocNode> = allocs.into_iter().filter(|a| !freed.contains(&a.addr)).collect();
+        let memory_nodes = allocs.len() / 3 + frees.len();
+        let (lasting, frees) = GraphMem::lasting(&allocs, &frees);
         let exec = Exec {
-            allocs,
-            frees: frees.into_iter().filter(|f| !own.contains(f)).collect(),
+            allocs: lasting
+                .into_iter()
+                .map(|[addr, size, location]| AllocNode {
+                    addr,
+                    size,
+                    device: match GraphMem::location(location) {
+                        MemLocation::Device(device) => device,
+                        MemLocation::Host => crate::memory::HOST,
+                        MemLocation::Unknown => crate::memory::UNKNOWN_DEVICE,
+                    },
+                })
+                .collect(),
+            frees,
             memory_nodes,
             auto_free: g.flags & GraphExec::AUTO_FREE_ON_LAUNCH != 0,
             unknown: g.nodes_known == 0,

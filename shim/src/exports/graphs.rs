@@ -438,15 +438,13 @@ fn exec_made(exec: u64, allocs: &[u64], frees: &[u64], auto_free: bool, stack: S
     if state.execs.len() >= MAX_REMEMBERED && !state.execs.contains_key(&exec) {
         return;
     }
-    let freed: std::collections::HashSet<u64> = frees.iter().copied().collect();
-    let own: std::collections::HashSet<u64> = allocs.chunks_exact(3).map(|t| t[0]).collect();
+    let (lasting, frees) = GraphMem::lasting(allocs, frees);
     let memory = ExecMemory {
-        allocs: allocs
-            .chunks_exact(3)
-            .filter(|t| !freed.contains(&t[0]))
-            .map(|t| (t[0], t[1], t[2], state.nodes.get(&t[0]).copied().unwrap_or(stack)))
+        allocs: lasting
+            .into_iter()
+            .map(|[addr, size, location]| (addr, size, location, state.nodes.get(&addr).copied().unwrap_or(stack)))
             .collect(),
-        frees: frees.iter().copied().filter(|f| !own.contains(f)).collect(),
+        frees,
         auto_free,
     };
     state.execs.insert(exec, Arc::new(memory));
