@@ -203,6 +203,26 @@ apis! {
     237 cuGraphInstantiateWithFlags,
     238 cuGraphInstantiateWithParams,
     239 cuGraphInstantiateWithParams_ptsz,
+    // Runtime entry points added later (a record's `via` tag): the per-thread default stream
+    // variants, arrays, host registration, graph memory nodes and instantiation.
+    240 cudaMallocAsync_ptsz,
+    241 cudaFreeAsync_ptsz,
+    242 cudaMallocFromPoolAsync_ptsz,
+    243 cudaMallocArray,
+    244 cudaMalloc3DArray,
+    245 cudaMallocMipmappedArray,
+    246 cudaMalloc3D,
+    247 cudaFreeArray,
+    248 cudaFreeMipmappedArray,
+    249 cudaHostRegister,
+    250 cudaHostUnregister,
+    251 cudaGraphAddMemAllocNode,
+    252 cudaGraphAddNode,
+    253 cudaGraphAddNode_v2,
+    254 cudaGraphInstantiate,
+    255 cudaGraphInstantiateWithFlags,
+    256 cudaGraphInstantiateWithParams,
+    257 cudaGraphInstantiateWithParams_ptsz,
 }
 
 impl Api {

@@ -238,6 +238,7 @@ pub const FAILABLE: &[Api] = &[
     Api::cuMulticastCreate,
     Api::cuArrayCreate_v2,
     Api::cuArray3DCreate_v2,
+    Api::cuMipmappedArrayCreate,
     Api::cuIpcOpenMemHandle_v2,
     Api::cuIpcOpenMemHandle,
     Api::cuMemPoolImportPointer,

@@ -22,6 +22,8 @@ pub type CUevent = *mut c_void;
 pub type CUmemoryPool = *mut c_void;
 /// An array handle.
 pub type CUarray = *mut c_void;
+/// `CUmipmappedArray`.
+pub type CUmipmappedArray = *mut c_void;
 /// A physical allocation handle.
 pub type CUmemGenericAllocationHandle = u64;
 /// A device ordinal.
@@ -189,6 +191,51 @@ pub fn array_bytes(width: usize, height: usize, depth: usize, format: u32, chann
         .saturating_mul(elem)
 }
 
+/// `CUDA_ARRAY3D_LAYERED`: `depth` counts layers.
+pub const CUDA_ARRAY3D_LAYERED: u32 = 0x01;
+/// `CUDA_ARRAY3D_CUBEMAP`: `depth` counts faces (six, or six per layer).
+pub const CUDA_ARRAY3D_CUBEMAP: u32 = 0x04;
+
+/// Bytes a mipmapped array of `levels` levels needs: the sum of its levels' arrays, each level
+/// half the one before in every dimension the array has (never below 1); layers and cubemap
+/// faces are not halved. `levels` is clamped as the driver clamps it, to
+/// [1, 1 + floor(log2(largest extent))] (the last level is the first whose extents are all 1).
+/// The bytes the program asked for, as for [`array_bytes`] (the driver may round each level up).
+pub fn mipmapped_bytes(d: &CUDA_ARRAY3D_DESCRIPTOR, levels: u32) -> u64 {
+    let halve = |n: usize, l: u32| {
+        if n == 0 {
+            0
+        } else {
+            n.checked_shr(l).unwrap_or(0).max(1)
+        }
+    };
+    let keep_depth = d.flags & (CUDA_ARRAY3D_LAYERED | CUDA_ARRAY3D_CUBEMAP) != 0;
+    let largest = d.width.max(d.height).max(if keep_depth { 0 } else { d.depth });
+    let levels = levels.clamp(1, 1 + largest.checked_ilog2().unwrap_or(0));
+    (0..levels).fold(0u64, |sum, l| {
+        let depth = if keep_depth { d.depth } else { halve(d.depth, l) };
+        sum.saturating_add(array_bytes(
+            halve(d.width, l),
+            halve(d.height, l),
+            depth,
+            d.format,
+            d.num_channels,
+        ))
+    })
+}
+
+/// `cudaExtent`, passed by value to the runtime's 3D allocations.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct cudaExtent {
+    /// Width (in elements for arrays, in bytes for linear memory).
+    pub width: usize,
+    /// Height in elements.
+    pub height: usize,
+    /// Depth in elements.
+    pub depth: usize,
+}
+
 /// `CUlaunchConfig`, the first argument of `cuLaunchKernelEx`.
 #[repr(C)]
 pub struct CUlaunchConfig {
@@ -315,4 +362,61 @@ pub struct CUDA_MEMCPY3D {
     pub height: usize,
     /// Slices.
     pub depth: usize,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(width: usize, height: usize, depth: usize, flags: u32) -> CUDA_ARRAY3D_DESCRIPTOR {
+        // FLOAT, four channels: 16 bytes per element.
+        CUDA_ARRAY3D_DESCRIPTOR {
+            width,
+            height,
+            depth,
+            format: 0x20,
+            num_channels: 4,
+            flags,
+        }
+    }
+
+    #[test]
+    fn a_mipmapped_array_is_the_sum_of_its_halved_levels() {
+        assert_eq!(
+            mipmapped_bytes(&desc(64, 32, 0, 0), 4),
+            16 * (64 * 32 + 32 * 16 + 16 * 8 + 8 * 4)
+        );
+        // One level is the array itself.
+        let d = desc(100, 3, 0, 0);
+        assert_eq!(mipmapped_bytes(&d, 1), array_bytes(100, 3, 0, 0x20, 4));
+        // A dimension never falls below 1; a 1D array stays one row.
+        assert_eq!(mipmapped_bytes(&desc(4, 0, 0, 0), 3), 16 * (4 + 2 + 1));
+        assert_eq!(mipmapped_bytes(&desc(8, 2, 0, 0), 3), 16 * (8 * 2 + 4 + 2));
+        // 3D: depth halves too.
+        assert_eq!(mipmapped_bytes(&desc(8, 8, 8, 0), 2), 16 * (512 + 64));
+        // Layers and cubemap faces are not halved.
+        assert_eq!(
+            mipmapped_bytes(&desc(8, 8, 5, CUDA_ARRAY3D_LAYERED), 2),
+            16 * 5 * (64 + 16)
+        );
+        assert_eq!(
+            mipmapped_bytes(&desc(8, 8, 6, CUDA_ARRAY3D_CUBEMAP), 2),
+            16 * 6 * (64 + 16)
+        );
+        // Levels are clamped to [1, 1 + log2 of the largest extent]: no level counts as one,
+        // and the last level is the first that is one element.
+        assert_eq!(mipmapped_bytes(&d, 0), mipmapped_bytes(&d, 1));
+        assert_eq!(
+            mipmapped_bytes(&desc(64, 0, 0, 0), 100),
+            16 * (64 + 32 + 16 + 8 + 4 + 2 + 1)
+        );
+        assert_eq!(mipmapped_bytes(&desc(1, 0, 0, 0), u32::MAX), 16);
+        // Layers do not count as an extent.
+        assert_eq!(
+            mipmapped_bytes(&desc(2, 2, 64, CUDA_ARRAY3D_LAYERED), 9),
+            16 * 64 * (4 + 1)
+        );
+        // Absurd extents neither overflow nor loop long.
+        assert_eq!(mipmapped_bytes(&desc(usize::MAX, usize::MAX, 0, 0), u32::MAX), u64::MAX);
+    }
 }

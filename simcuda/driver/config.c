@@ -96,9 +96,10 @@ static void load_driver_version(void) {
 }
 
 static bool is_allocation_function(const char *name) {
-    static const char *const prefixes[] = {"cuMemAlloc",   "cuMemHostAlloc",  "cuMemHostRegister",
-                                           "cuMemCreate",  "cuArrayCreate",   "cuArray3DCreate",
-                                           "cuMemAddressReserve"};
+    static const char *const prefixes[] = {"cuMemAlloc",          "cuMemHostAlloc",
+                                           "cuMemHostRegister",   "cuMemCreate",
+                                           "cuArrayCreate",       "cuArray3DCreate",
+                                           "cuMipmappedArrayCreate", "cuMemAddressReserve"};
     for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
         if (strncmp(name, prefixes[i], strlen(prefixes[i])) == 0) return true;
     return false;

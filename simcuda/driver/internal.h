@@ -82,6 +82,7 @@ enum hkind {
     HK_PHYS,
     HK_GRAPH_EXEC,
     HK_NODE,
+    HK_MIPMAPPED,
     HK_COUNT
 };
 
@@ -187,7 +188,7 @@ struct alloc {
     uint64_t size;       /* bytes asked for */
     uint64_t block;      /* bytes taken from the heap */
     void *host;          /* AK_MANAGED: the host mapping handed to the client */
-    void *owner;         /* AK_ARRAY: struct array; AK_PHYS: struct phys */
+    void *owner;         /* AK_ARRAY: struct array or mipmapped array; AK_PHYS: struct phys */
     uint64_t serial;     /* unique per allocation, so a stale IPC handle is recognised */
 };
 
@@ -353,7 +354,8 @@ HIDDEN CUresult kernel_run_node(const struct node *n);
 
 HIDDEN void module_ctx_teardown(struct ctx *c);
 HIDDEN void ipc_ctx_teardown(struct ctx *c);
-HIDDEN void array_dead(void *array);
+/* Marks the array or mipmapped array (with its levels) owning an AK_ARRAY block dead. */
+HIDDEN void array_dead(void *owner);
 HIDDEN CUresult vmm_xlate(uint64_t addr, size_t n, bool write, char **host, size_t *contig);
 HIDDEN CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
 /* An imported pool pointer (cuMemPoolImportPointer): an alias of `target` like an IPC mapping,

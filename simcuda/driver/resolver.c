@@ -211,6 +211,9 @@ static const struct entry table[] = {
     ROW("cuArray3DGetDescriptor", 2000, cuArray3DGetDescriptor),
     ROW("cuArray3DGetDescriptor", 3020, cuArray3DGetDescriptor_v2),
     ROW("cuArrayDestroy", 2000, cuArrayDestroy),
+    ROW("cuMipmappedArrayCreate", 5000, cuMipmappedArrayCreate),
+    ROW("cuMipmappedArrayGetLevel", 5000, cuMipmappedArrayGetLevel),
+    ROW("cuMipmappedArrayDestroy", 5000, cuMipmappedArrayDestroy),
 
     /* IPC */
     ROW("cuIpcGetMemHandle", 4010, cuIpcGetMemHandle),

@@ -36,6 +36,7 @@ typedef struct CUfunc_st *CUfunction;
 typedef struct CUlib_st *CUlibrary;
 typedef struct CUkern_st *CUkernel;
 typedef struct CUarray_st *CUarray;
+typedef struct CUmipmappedArray_st *CUmipmappedArray;
 typedef struct CUstream_st *CUstream;
 typedef struct CUevent_st *CUevent;
 typedef struct CUmemPoolHandle_st *CUmemoryPool;
@@ -299,6 +300,13 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_st {
     unsigned int NumChannels;
     unsigned int Flags;
 } CUDA_ARRAY3D_DESCRIPTOR;
+
+/* CUDA_ARRAY3D_DESCRIPTOR Flags (the simulator stores them; only the layered and cubemap
+ * bits change anything: a mipmapped array's layer count is not halved, see simcuda/README.md). */
+#define CUDA_ARRAY3D_LAYERED 0x01
+#define CUDA_ARRAY3D_SURFACE_LDST 0x02
+#define CUDA_ARRAY3D_CUBEMAP 0x04
+#define CUDA_ARRAY3D_TEXTURE_GATHER 0x08
 
 /* The pre-3.2 descriptors with 32-bit extents, only for the v1 entry points. */
 typedef struct CUDA_ARRAY_DESCRIPTOR_v1_st {
@@ -676,6 +684,23 @@ SIMCUDA_API CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDe
                                                CUarray hArray);
 SIMCUDA_API CUresult cuArrayDestroy(CUarray hArray);
 
+/* Mipmapped arrays (CUDA 5.0). One block of device memory holds every level: the sum over
+ * levels l = 0 .. numMipmapLevels - 1 of
+ *   max(1, Width >> l) * H_l * D_l * element size * NumChannels,
+ * H_l = Height ? max(1, Height >> l) : 1, D_l = Depth ? max(1, Depth >> l) : 1, except that with
+ * CUDA_ARRAY3D_LAYERED or CUDA_ARRAY3D_CUBEMAP in Flags D_l = max(Depth, 1) (layers are not
+ * halved), after numMipmapLevels is clamped to [1, 1 + floor(log2(max extent))] (see
+ * simcuda/README.md). A level's CUarray lives as
+ * long as its mipmapped array and cannot be destroyed on its own (cuArrayDestroy:
+ * CUDA_ERROR_INVALID_HANDLE). */
+SIMCUDA_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                            const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                            unsigned int numMipmapLevels);
+SIMCUDA_API CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray,
+                                              CUmipmappedArray hMipmappedArray,
+                                              unsigned int level);
+SIMCUDA_API CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
+
 /* Inter-process memory handles (same-process open only, see simcuda/README.md). */
 SIMCUDA_API CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
 SIMCUDA_API CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
@@ -949,14 +974,20 @@ typedef enum cudaError_enum_rt {
     cudaErrorInvalidValue = 1,
     cudaErrorMemoryAllocation = 2,
     cudaErrorInitializationError = 3,
+    cudaErrorInvalidChannelDescriptor = 20,
     cudaErrorInvalidMemcpyDirection = 21,
     cudaErrorInsufficientDriver = 35,
+    cudaErrorCallRequiresNewerDriver = 36,
     cudaErrorNoDevice = 100,
     cudaErrorInvalidDevice = 101,
     cudaErrorInvalidResourceHandle = 400,
     cudaErrorSymbolNotFound = 500,
     cudaErrorNotReady = 600,
+    cudaErrorHostMemoryAlreadyRegistered = 712,
+    cudaErrorHostMemoryNotRegistered = 713,
     cudaErrorNotSupported = 801,
+    cudaErrorStreamCaptureUnsupported = 900,
+    cudaErrorStreamCaptureInvalidated = 901,
     cudaErrorUnknown = 999
 } cudaError_t;
 
@@ -995,6 +1026,126 @@ typedef struct cudaIpcMemHandle_st {
 #define cudaEnableDefault 0x0
 #define cudaEnableLegacyStream 0x1
 #define cudaEnablePerThreadDefaultStream 0x2
+
+#define cudaHostRegisterDefault 0x00
+#define cudaHostRegisterPortable 0x01
+#define cudaHostRegisterMapped 0x02
+#define cudaHostRegisterIoMemory 0x04
+#define cudaHostRegisterReadOnly 0x08
+
+/* Arrays. A channel format descriptor gives each component's size in bits (x, y, z, w: the
+ * nonzero ones must be x, x y, or x y z w, all of one size) and their kind; the runtime maps it
+ * to the driver's CUarray_format and channel count (anything else:
+ * cudaErrorInvalidChannelDescriptor). Array handles are the driver's. */
+enum cudaChannelFormatKind {
+    cudaChannelFormatKindSigned = 0,
+    cudaChannelFormatKindUnsigned = 1,
+    cudaChannelFormatKindFloat = 2,
+    cudaChannelFormatKindNone = 3
+};
+
+typedef struct cudaChannelFormatDesc {
+    int x, y, z, w;
+    enum cudaChannelFormatKind f;
+} cudaChannelFormatDesc;
+
+typedef struct cudaExtent {
+    size_t width;  /* in elements for arrays, in bytes for cudaMalloc3D */
+    size_t height;
+    size_t depth;
+} cudaExtent;
+
+typedef struct cudaPitchedPtr {
+    void *ptr;
+    size_t pitch;
+    size_t xsize;
+    size_t ysize;
+} cudaPitchedPtr;
+
+typedef CUarray cudaArray_t;
+typedef CUmipmappedArray cudaMipmappedArray_t;
+
+/* Array flags: the driver's CUDA_ARRAY3D_* values. */
+#define cudaArrayDefault 0x00
+#define cudaArrayLayered 0x01
+#define cudaArraySurfaceLoadStore 0x02
+#define cudaArrayCubemap 0x04
+#define cudaArrayTextureGather 0x08
+
+/* Stream capture and graphs. Graph, executable graph and node handles are the driver's. The
+ * parameter structures are the runtime's own, with the member names and types of the public
+ * runtime documentation; each has the layout of its driver counterpart (same members in the
+ * same order and of the same sizes: a runtime void * where the driver has a CUdeviceptr), which
+ * runtime/graph.c asserts, so the runtime passes them to the driver as they are:
+ * cudaMemAllocNodeParams ~ CUDA_MEM_ALLOC_NODE_PARAMS, cudaGraphNodeParams ~ CUgraphNodeParams
+ * (256 bytes; alloc, free and child graph members here), cudaGraphInstantiateParams ~
+ * CUDA_GRAPH_INSTANTIATE_PARAMS (uploadStream and errNode_out for hUploadStream and
+ * hErrNode_out). cudaGraphEdgeData has the driver's very members and is its typedef. */
+typedef CUgraph cudaGraph_t;
+typedef CUgraphExec cudaGraphExec_t;
+typedef CUgraphNode cudaGraphNode_t;
+typedef CUmemAccessDesc cudaMemAccessDesc;
+typedef CUgraphEdgeData cudaGraphEdgeData;
+
+typedef struct cudaMemAllocNodeParams {
+    cudaMemPoolProps poolProps;
+    const cudaMemAccessDesc *accessDescs;
+    size_t accessDescCount;
+    size_t bytesize;
+    void *dptr; /* out: the allocation's fixed address */
+} cudaMemAllocNodeParams;
+
+typedef struct cudaMemFreeNodeParams {
+    void *dptr;
+} cudaMemFreeNodeParams;
+
+#define cudaGraphChildGraphOwnershipClone CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE
+#define cudaGraphChildGraphOwnershipMove CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE
+
+typedef struct cudaChildGraphNodeParams {
+    cudaGraph_t graph;
+    CUgraphChildGraphNodeOwnership ownership;
+} cudaChildGraphNodeParams;
+
+/* Node types: the driver's values (cudaGraphNodeType* names for the ones modelled). */
+#define cudaGraphNodeTypeGraph CU_GRAPH_NODE_TYPE_GRAPH
+#define cudaGraphNodeTypeMemAlloc CU_GRAPH_NODE_TYPE_MEM_ALLOC
+#define cudaGraphNodeTypeMemFree CU_GRAPH_NODE_TYPE_MEM_FREE
+
+typedef struct cudaGraphNodeParams {
+    CUgraphNodeType type;
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        cudaMemAllocNodeParams alloc;
+        cudaMemFreeNodeParams free;
+        cudaChildGraphNodeParams graph;
+    };
+    long long reserved2;
+} cudaGraphNodeParams;
+
+typedef enum cudaGraphInstantiateResult {
+    cudaGraphInstantiateSuccess = 0,
+    cudaGraphInstantiateError = 1
+} cudaGraphInstantiateResult;
+
+typedef struct cudaGraphInstantiateParams {
+    unsigned long long flags;
+    cudaStream_t uploadStream;
+    cudaGraphNode_t errNode_out;
+    cudaGraphInstantiateResult result_out;
+} cudaGraphInstantiateParams;
+
+enum cudaStreamCaptureMode {
+    cudaStreamCaptureModeGlobal = 0,
+    cudaStreamCaptureModeThreadLocal = 1,
+    cudaStreamCaptureModeRelaxed = 2
+};
+
+#define cudaGraphInstantiateFlagAutoFreeOnLaunch 1ull
+#define cudaGraphInstantiateFlagUpload 2ull
+#define cudaGraphInstantiateFlagDeviceLaunch 4ull
+#define cudaGraphInstantiateFlagUseNodePriority 8ull
 
 /* The version of the CUDA runtime the simulated libcudart reports (12.9). */
 #define SIMCUDART_VERSION 12090
@@ -1045,6 +1196,68 @@ SIMCUDA_API cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcP
 SIMCUDA_API cudaError_t cudaGetDriverEntryPointByVersion(
     const char *symbol, void **funcPtr, unsigned int cudaVersion, unsigned long long flags,
     cudaDriverEntryPointQueryResult *driverStatus);
+
+/* Per-thread default stream variants (what nvcc --default-stream per-thread compiles the plain
+ * names to): stream 0 is the calling thread's default stream. They call the driver's _ptsz
+ * entry points, resolved with CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM. */
+SIMCUDA_API cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
+                                                     cudaMemPool_t memPool, cudaStream_t stream);
+
+/* Arrays, mipmapped arrays, 3D pitched memory. cudaMallocArray's flags may be
+ * cudaArrayDefault, cudaArraySurfaceLoadStore or cudaArrayTextureGather (others:
+ * cudaErrorInvalidValue); cudaMalloc3D is one pitched allocation of extent.width bytes by
+ * extent.height * extent.depth rows. */
+SIMCUDA_API cudaError_t cudaMallocArray(cudaArray_t *array, const struct cudaChannelFormatDesc *desc,
+                                        size_t width, size_t height, unsigned int flags);
+SIMCUDA_API cudaError_t cudaMalloc3DArray(cudaArray_t *array,
+                                          const struct cudaChannelFormatDesc *desc,
+                                          struct cudaExtent extent, unsigned int flags);
+SIMCUDA_API cudaError_t cudaMallocMipmappedArray(cudaMipmappedArray_t *mipmappedArray,
+                                                 const struct cudaChannelFormatDesc *desc,
+                                                 struct cudaExtent extent, unsigned int numLevels,
+                                                 unsigned int flags);
+SIMCUDA_API cudaError_t cudaMalloc3D(struct cudaPitchedPtr *pitchedDevPtr, struct cudaExtent extent);
+SIMCUDA_API cudaError_t cudaFreeArray(cudaArray_t array);
+SIMCUDA_API cudaError_t cudaFreeMipmappedArray(cudaMipmappedArray_t mipmappedArray);
+
+/* Host memory registration. */
+SIMCUDA_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags);
+SIMCUDA_API cudaError_t cudaHostUnregister(void *ptr);
+
+/* Stream capture and graphs. cudaGraphInstantiate is the CUDA 12 three-argument ABI. */
+SIMCUDA_API cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode);
+SIMCUDA_API cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph);
+SIMCUDA_API cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags);
+SIMCUDA_API cudaError_t cudaGraphDestroy(cudaGraph_t graph);
+SIMCUDA_API cudaError_t cudaGraphAddMemAllocNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                                 const cudaGraphNode_t *pDependencies,
+                                                 size_t numDependencies,
+                                                 cudaMemAllocNodeParams *nodeParams);
+SIMCUDA_API cudaError_t cudaGraphAddMemFreeNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                                const cudaGraphNode_t *pDependencies,
+                                                size_t numDependencies, void *dptr);
+SIMCUDA_API cudaError_t cudaGraphAddNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                         const cudaGraphNode_t *pDependencies,
+                                         size_t numDependencies, cudaGraphNodeParams *nodeParams);
+SIMCUDA_API cudaError_t cudaGraphAddNode_v2(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                            const cudaGraphNode_t *pDependencies,
+                                            const cudaGraphEdgeData *dependencyData,
+                                            size_t numDependencies,
+                                            cudaGraphNodeParams *nodeParams);
+SIMCUDA_API cudaError_t cudaGraphInstantiate(cudaGraphExec_t *pGraphExec, cudaGraph_t graph,
+                                             unsigned long long flags);
+SIMCUDA_API cudaError_t cudaGraphInstantiateWithFlags(cudaGraphExec_t *pGraphExec,
+                                                      cudaGraph_t graph, unsigned long long flags);
+SIMCUDA_API cudaError_t cudaGraphInstantiateWithParams(cudaGraphExec_t *pGraphExec,
+                                                       cudaGraph_t graph,
+                                                       cudaGraphInstantiateParams *instantiateParams);
+SIMCUDA_API cudaError_t cudaGraphInstantiateWithParams_ptsz(
+    cudaGraphExec_t *pGraphExec, cudaGraph_t graph, cudaGraphInstantiateParams *instantiateParams);
+SIMCUDA_API cudaError_t cudaGraphLaunch(cudaGraphExec_t graphExec, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaGraphLaunch_ptsz(cudaGraphExec_t graphExec, cudaStream_t stream);
+SIMCUDA_API cudaError_t cudaGraphExecDestroy(cudaGraphExec_t graphExec);
 
 #ifdef __cplusplus
 }

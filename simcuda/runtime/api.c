@@ -8,16 +8,6 @@
 
 #include "rt.h"
 
-#define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
-
-/* Runs `call` (a driver call) after making sure a context is current. */
-#define WITH_CONTEXT(call)                                   \
-    do {                                                     \
-        cudaError_t ctx_ = rt_context();                     \
-        if (ctx_ != cudaSuccess) return rt_error(ctx_);      \
-        return rt_error(rt_from_driver(call));               \
-    } while (0)
-
 SIMCUDA_API cudaError_t cudaGetDeviceCount(int *count) {
     if (!count) return rt_error(cudaErrorInvalidValue);
     cudaError_t e = rt_init();
@@ -98,6 +88,36 @@ SIMCUDA_API cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMem
     return rt_error(rt_from_driver(r));
 }
 
+/* The per-thread default stream variants call the driver's _ptsz entry points, for which a
+ * NULL stream is the calling thread's default stream, as NVIDIA's runtime does. */
+SIMCUDA_API cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t stream) {
+    if (!devPtr) return rt_error(cudaErrorInvalidValue);
+    NEED(cuMemAllocAsync_ptsz);
+    cudaError_t e = rt_context();
+    if (e != cudaSuccess) return rt_error(e);
+    CUdeviceptr p = 0;
+    CUresult r = drv.cuMemAllocAsync_ptsz(&p, size, stream);
+    if (r == CUDA_SUCCESS) *devPtr = (void *)(uintptr_t)p;
+    return rt_error(rt_from_driver(r));
+}
+
+SIMCUDA_API cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t stream) {
+    NEED(cuMemFreeAsync_ptsz);
+    WITH_CONTEXT(drv.cuMemFreeAsync_ptsz(DPTR(devPtr), stream));
+}
+
+SIMCUDA_API cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size,
+                                                     cudaMemPool_t memPool, cudaStream_t stream) {
+    if (!ptr) return rt_error(cudaErrorInvalidValue);
+    NEED(cuMemAllocFromPoolAsync_ptsz);
+    cudaError_t e = rt_context();
+    if (e != cudaSuccess) return rt_error(e);
+    CUdeviceptr p = 0;
+    CUresult r = drv.cuMemAllocFromPoolAsync_ptsz(&p, size, memPool, stream);
+    if (r == CUDA_SUCCESS) *ptr = (void *)(uintptr_t)p;
+    return rt_error(rt_from_driver(r));
+}
+
 SIMCUDA_API cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const cudaMemPoolProps *poolProps) {
     WITH_CONTEXT(drv.cuMemPoolCreate(memPool, poolProps));
 }
@@ -150,6 +170,17 @@ SIMCUDA_API cudaError_t cudaFreeHost(void *ptr) {
     if (e != cudaSuccess) return rt_error(e);
     if (!ptr) return cudaSuccess;
     return rt_error(rt_from_driver(drv.cuMemFreeHost(ptr)));
+}
+
+/* The runtime's cudaHostRegister* flags are the driver's CU_MEMHOSTREGISTER_* values. */
+SIMCUDA_API cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+    NEED(cuMemHostRegister_v2);
+    WITH_CONTEXT(drv.cuMemHostRegister_v2(ptr, size, flags));
+}
+
+SIMCUDA_API cudaError_t cudaHostUnregister(void *ptr) {
+    NEED(cuMemHostUnregister);
+    WITH_CONTEXT(drv.cuMemHostUnregister(ptr));
 }
 
 SIMCUDA_API cudaError_t cudaMallocPitch(void **devPtr, size_t *pitch, size_t width, size_t height) {
@@ -257,15 +288,27 @@ static const struct {
     {cudaErrorInvalidValue, "cudaErrorInvalidValue", "invalid argument"},
     {cudaErrorMemoryAllocation, "cudaErrorMemoryAllocation", "out of memory"},
     {cudaErrorInitializationError, "cudaErrorInitializationError", "initialization error"},
+    {cudaErrorInvalidChannelDescriptor, "cudaErrorInvalidChannelDescriptor",
+     "invalid channel descriptor"},
     {cudaErrorInvalidMemcpyDirection, "cudaErrorInvalidMemcpyDirection", "invalid copy direction for memcpy"},
     {cudaErrorInsufficientDriver, "cudaErrorInsufficientDriver",
      "CUDA driver version is insufficient for CUDA runtime version"},
+    {cudaErrorCallRequiresNewerDriver, "cudaErrorCallRequiresNewerDriver",
+     "API call is not supported in the installed CUDA driver"},
     {cudaErrorNoDevice, "cudaErrorNoDevice", "no CUDA-capable device is detected"},
     {cudaErrorInvalidDevice, "cudaErrorInvalidDevice", "invalid device ordinal"},
     {cudaErrorInvalidResourceHandle, "cudaErrorInvalidResourceHandle", "invalid resource handle"},
     {cudaErrorSymbolNotFound, "cudaErrorSymbolNotFound", "named symbol not found"},
     {cudaErrorNotReady, "cudaErrorNotReady", "device not ready"},
+    {cudaErrorHostMemoryAlreadyRegistered, "cudaErrorHostMemoryAlreadyRegistered",
+     "part or all of the requested memory range is already mapped"},
+    {cudaErrorHostMemoryNotRegistered, "cudaErrorHostMemoryNotRegistered",
+     "pointer does not correspond to a registered memory region"},
     {cudaErrorNotSupported, "cudaErrorNotSupported", "operation not supported"},
+    {cudaErrorStreamCaptureUnsupported, "cudaErrorStreamCaptureUnsupported",
+     "operation not permitted when stream is capturing"},
+    {cudaErrorStreamCaptureInvalidated, "cudaErrorStreamCaptureInvalidated",
+     "operation failed due to a previous error during capture"},
     {cudaErrorUnknown, "cudaErrorUnknown", "unknown error"},
 };
 

@@ -4,7 +4,8 @@
  * Start-up mirrors NVIDIA's runtime: dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL), dlsym of
  * "cuGetProcAddress_v2" on that handle (falling back to the 4-argument "cuGetProcAddress"), a
  * request for "cuGetProcAddress" itself (at 12000, or 11030 for the 4-argument ABI) whose answer
- * is used from then on, and one request per driver function by base name and ABI version.
+ * is used from then on, and one request per driver function by base name, ABI version and flags
+ * (the per-thread default stream for the _ptsz entry points of the _ptsz runtime functions).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -35,13 +36,26 @@ static bool retained[RT_MAX_DEVICES];
 static _Thread_local int thread_device;
 static _Thread_local cudaError_t last_error;
 
-#define WANT(name, version) {#name, version, offsetof(struct driver, name)}
-#define WANT_V(base, version, field) {base, version, offsetof(struct driver, field)}
+#define PER_THREAD CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM
 
-/* Base names and ABI versions as NVIDIA's runtime 12.9 requests them. */
+/* Required entry points (the runtime does not start without them), by name or by base name
+ * for a versioned variant; optional ones (MAYBE*), which a driver may lack; and per-thread
+ * variants (MAYBE_PT: the same base name asked for with CU_GET_PROC_ADDRESS_PER_THREAD_-
+ * DEFAULT_STREAM, which answers the _ptsz / _ptds entry point). */
+#define WANT(name, version) {#name, version, 0, true, offsetof(struct driver, name)}
+#define WANT_V(base, version, field) {base, version, 0, true, offsetof(struct driver, field)}
+#define MAYBE(name, version) {#name, version, 0, false, offsetof(struct driver, name)}
+#define MAYBE_V(base, version, field) {base, version, 0, false, offsetof(struct driver, field)}
+#define MAYBE_PT(base, version, field)                                                       \
+    {base, version, PER_THREAD, false, offsetof(struct driver, field)}
+
+/* Base names, ABI versions and flags as NVIDIA's runtime 12.9 requests them
+ * (tests/data/libcudart-12.9.79.tsv). */
 static const struct {
     const char *name;
     int version;
+    cuuint64_t flags;
+    bool required;
     size_t offset;
 } wanted[] = {
     WANT(cuInit, 2000),
@@ -85,6 +99,30 @@ static const struct {
     WANT(cuEventRecord, 2000),
     WANT(cuEventSynchronize, 2000),
     WANT_V("cuEventDestroy", 4000, cuEventDestroy_v2),
+    MAYBE_PT("cuMemAllocAsync", 11020, cuMemAllocAsync_ptsz),
+    MAYBE_PT("cuMemFreeAsync", 11020, cuMemFreeAsync_ptsz),
+    MAYBE_PT("cuMemAllocFromPoolAsync", 11020, cuMemAllocFromPoolAsync_ptsz),
+    MAYBE_V("cuMemHostRegister", 6050, cuMemHostRegister_v2),
+    MAYBE(cuMemHostUnregister, 4000),
+    MAYBE_V("cuArrayCreate", 3020, cuArrayCreate_v2),
+    MAYBE_V("cuArray3DCreate", 3020, cuArray3DCreate_v2),
+    MAYBE(cuArrayDestroy, 2000),
+    MAYBE(cuMipmappedArrayCreate, 5000),
+    MAYBE(cuMipmappedArrayDestroy, 5000),
+    MAYBE_V("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
+    MAYBE(cuStreamEndCapture, 10000),
+    MAYBE(cuGraphCreate, 10000),
+    MAYBE(cuGraphDestroy, 10000),
+    MAYBE(cuGraphAddMemAllocNode, 11040),
+    MAYBE(cuGraphAddMemFreeNode, 11040),
+    MAYBE(cuGraphAddNode, 12020),
+    MAYBE_V("cuGraphAddNode", 12030, cuGraphAddNode_v2),
+    MAYBE(cuGraphInstantiateWithFlags, 11040),
+    MAYBE(cuGraphInstantiateWithParams, 12000),
+    MAYBE_PT("cuGraphInstantiateWithParams", 12000, cuGraphInstantiateWithParams_ptsz),
+    MAYBE(cuGraphLaunch, 10000),
+    MAYBE_PT("cuGraphLaunch", 10000, cuGraphLaunch_ptsz),
+    MAYBE(cuGraphExecDestroy, 10000),
 };
 
 static CUresult ask(const char *name, int version, cuuint64_t flags, void **fn,
@@ -114,10 +152,9 @@ static cudaError_t load_driver(void) {
     }
     for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
         void *fn = NULL;
-        if (ask(wanted[i].name, wanted[i].version, CU_GET_PROC_ADDRESS_DEFAULT, &fn, NULL) !=
-                CUDA_SUCCESS ||
-            !fn)
-            return cudaErrorInsufficientDriver;
+        if (ask(wanted[i].name, wanted[i].version, wanted[i].flags, &fn, NULL) != CUDA_SUCCESS)
+            fn = NULL;
+        if (!fn && wanted[i].required) return cudaErrorInsufficientDriver;
         memcpy((char *)&drv + wanted[i].offset, &fn, sizeof fn);
     }
     return cudaSuccess;

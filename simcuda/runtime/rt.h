@@ -11,6 +11,7 @@
 #define SIMCUDART_RT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "simcuda.h"
 
@@ -59,6 +60,39 @@ struct driver {
     CUresult (*cuEventRecord)(CUevent, CUstream);
     CUresult (*cuEventSynchronize)(CUevent);
     CUresult (*cuEventDestroy_v2)(CUevent);
+    /* Optional: a driver without them leaves them NULL, and only the cuda* functions that
+     * need them fail (cudaErrorCallRequiresNewerDriver). */
+    CUresult (*cuMemAllocAsync_ptsz)(CUdeviceptr *, size_t, CUstream);
+    CUresult (*cuMemFreeAsync_ptsz)(CUdeviceptr, CUstream);
+    CUresult (*cuMemAllocFromPoolAsync_ptsz)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
+    CUresult (*cuMemHostRegister_v2)(void *, size_t, unsigned int);
+    CUresult (*cuMemHostUnregister)(void *);
+    CUresult (*cuArrayCreate_v2)(CUarray *, const CUDA_ARRAY_DESCRIPTOR *);
+    CUresult (*cuArray3DCreate_v2)(CUarray *, const CUDA_ARRAY3D_DESCRIPTOR *);
+    CUresult (*cuArrayDestroy)(CUarray);
+    CUresult (*cuMipmappedArrayCreate)(CUmipmappedArray *, const CUDA_ARRAY3D_DESCRIPTOR *,
+                                       unsigned int);
+    CUresult (*cuMipmappedArrayDestroy)(CUmipmappedArray);
+    CUresult (*cuStreamBeginCapture_v2)(CUstream, CUstreamCaptureMode);
+    CUresult (*cuStreamEndCapture)(CUstream, CUgraph *);
+    CUresult (*cuGraphCreate)(CUgraph *, unsigned int);
+    CUresult (*cuGraphDestroy)(CUgraph);
+    CUresult (*cuGraphAddMemAllocNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                       CUDA_MEM_ALLOC_NODE_PARAMS *);
+    CUresult (*cuGraphAddMemFreeNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                                      CUdeviceptr);
+    CUresult (*cuGraphAddNode)(CUgraphNode *, CUgraph, const CUgraphNode *, size_t,
+                               CUgraphNodeParams *);
+    CUresult (*cuGraphAddNode_v2)(CUgraphNode *, CUgraph, const CUgraphNode *,
+                                  const CUgraphEdgeData *, size_t, CUgraphNodeParams *);
+    CUresult (*cuGraphInstantiateWithFlags)(CUgraphExec *, CUgraph, unsigned long long);
+    CUresult (*cuGraphInstantiateWithParams)(CUgraphExec *, CUgraph,
+                                             CUDA_GRAPH_INSTANTIATE_PARAMS *);
+    CUresult (*cuGraphInstantiateWithParams_ptsz)(CUgraphExec *, CUgraph,
+                                                  CUDA_GRAPH_INSTANTIATE_PARAMS *);
+    CUresult (*cuGraphLaunch)(CUgraphExec, CUstream);
+    CUresult (*cuGraphLaunch_ptsz)(CUgraphExec, CUstream);
+    CUresult (*cuGraphExecDestroy)(CUgraphExec);
 };
 
 RT_HIDDEN extern struct driver drv;
@@ -83,5 +117,24 @@ RT_HIDDEN cudaError_t rt_error(cudaError_t e);
 RT_HIDDEN cudaError_t rt_take_last_error(bool reset);
 
 static inline cudaError_t rt_from_driver(CUresult r) { return (cudaError_t)r; }
+
+#define DPTR(p) ((CUdeviceptr)(uintptr_t)(p))
+
+/* Runs `call` (a driver call) after making sure a context is current. */
+#define WITH_CONTEXT(call)                                   \
+    do {                                                     \
+        cudaError_t ctx_ = rt_context();                     \
+        if (ctx_ != cudaSuccess) return rt_error(ctx_);      \
+        return rt_error(rt_from_driver(call));               \
+    } while (0)
+
+/* After the runtime's start-up checks: an optional entry point the driver did not provide
+ * means the call needs a newer driver. */
+#define NEED(field)                                                                  \
+    do {                                                                             \
+        cudaError_t need_ = rt_init();                                               \
+        if (need_ != cudaSuccess) return rt_error(need_);                            \
+        if (!drv.field) return rt_error(cudaErrorCallRequiresNewerDriver);           \
+    } while (0)
 
 #endif /* SIMCUDART_RT_H */

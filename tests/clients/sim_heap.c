@@ -159,6 +159,143 @@ static int arrays(int argc, char **argv) {
     return 0;
 }
 
+static void put_descriptor(const char *key, CUarray a) {
+    CUDA_ARRAY3D_DESCRIPTOR d;
+    CUresult r = cuArray3DGetDescriptor_v2(&d, a);
+    if (r != CUDA_SUCCESS)
+        printf("%s %d\n", key, (int)r);
+    else
+        printf("%s %zu %zu %zu %d %u %u\n", key, d.Width, d.Height, d.Depth, (int)d.Format,
+               d.NumChannels, d.Flags);
+}
+
+// Creates a mipmapped array and prints the device memory it took ("<key> <result> <bytes>").
+static CUmipmappedArray put_mipmap(const char *key, size_t w, size_t h, size_t d,
+                                   CUarray_format format, unsigned int channels,
+                                   unsigned int flags, unsigned int levels) {
+    CUDA_ARRAY3D_DESCRIPTOR desc = {w, h, d, format, channels, flags};
+    CUmipmappedArray m = NULL;
+    size_t before = free_bytes();
+    CUresult r = cuMipmappedArrayCreate(&m, &desc, levels);
+    printf("%s %d %zu\n", key, (int)r, before - free_bytes());
+    return m;
+}
+
+// Mipmapped arrays: the device memory of every level in one block, levels as arrays that
+// only their mipmapped array can destroy, double destroys refused.
+static int mipmaps(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    size_t start = free_bytes();
+    CUmipmappedArray m2 = put_mipmap("mip_2d", 64, 32, 0, CU_AD_FORMAT_FLOAT, 4, 0, 4);
+    CUmipmappedArray layered =
+        put_mipmap("mip_layered", 32, 16, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_LAYERED, 3);
+    CUmipmappedArray cube =
+        put_mipmap("mip_cubemap", 16, 16, 6, CU_AD_FORMAT_FLOAT, 1, CUDA_ARRAY3D_CUBEMAP, 5);
+    CUmipmappedArray m3 = put_mipmap("mip_3d", 16, 16, 16, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0, 5);
+    CUmipmappedArray m1 = put_mipmap("mip_1d", 64, 0, 0, CU_AD_FORMAT_HALF, 2, 0, 7);
+    // More levels than halvings: clamped to the last level whose extents are all 1; no level
+    // is clamped to one.
+    CUmipmappedArray deep = put_mipmap("mip_deep", 64, 0, 0, CU_AD_FORMAT_FLOAT, 4, 0, 100);
+    CUmipmappedArray huge = put_mipmap("mip_huge_levels", 1, 0, 0, CU_AD_FORMAT_UNSIGNED_INT8, 1, 0, 0xffffffffu);
+    CUmipmappedArray none = put_mipmap("mip_zero_levels", 64, 32, 0, CU_AD_FORMAT_FLOAT, 4, 0, 0);
+    put_mipmap("mip_zero_width", 0, 32, 0, CU_AD_FORMAT_FLOAT, 4, 0, 2);
+    put_mipmap("mip_bad_format", 64, 32, 0, (CUarray_format)0x77, 4, 0, 2);
+    put_mipmap("mip_bad_channels", 64, 32, 0, CU_AD_FORMAT_FLOAT, 3, 0, 2);
+    put_mipmap("mip_overflow", (size_t)1 << 40, (size_t)1 << 40, 0, CU_AD_FORMAT_FLOAT, 4, 0, 2);
+    CUDA_ARRAY3D_DESCRIPTOR desc = {64, 32, 0, CU_AD_FORMAT_FLOAT, 4, 0};
+    put_result("mip_null_handle", cuMipmappedArrayCreate(NULL, &desc, 2));
+    put_result("mip_null_desc", cuMipmappedArrayCreate(&m1, NULL, 2));
+
+    CUarray l0, l3, l3_again, bad = NULL;
+    put_result("level0", cuMipmappedArrayGetLevel(&l0, m2, 0));
+    put_result("level3", cuMipmappedArrayGetLevel(&l3, m2, 3));
+    CHECK(cuMipmappedArrayGetLevel(&l3_again, m2, 3));
+    put_u64("level3_same_handle", l3 == l3_again);
+    put_u64("level_not_mipmap", (void *)l0 != (void *)m2);
+    put_result("level4", cuMipmappedArrayGetLevel(&bad, m2, 4));
+    put_result("level_null_out", cuMipmappedArrayGetLevel(NULL, m2, 0));
+    put_result("level_bad_handle", cuMipmappedArrayGetLevel(&bad, (CUmipmappedArray)l0, 0));
+    put_descriptor("level0_desc", l0);
+    put_descriptor("level3_desc", l3);
+    CUarray ll, l3d;
+    CHECK(cuMipmappedArrayGetLevel(&ll, layered, 2));
+    put_descriptor("layered_level2_desc", ll);
+    CHECK(cuMipmappedArrayGetLevel(&l3d, m3, 2));
+    put_descriptor("level2_3d_desc", l3d);
+    CUarray deep6;
+    put_result("deep_level6", cuMipmappedArrayGetLevel(&deep6, deep, 6));
+    put_descriptor("deep_level6_desc", deep6);
+    put_result("deep_level7", cuMipmappedArrayGetLevel(&bad, deep, 7));
+    put_result("destroy_level", cuArrayDestroy(l0));
+    put_result("destroy_as_array", cuArrayDestroy((CUarray)m2));
+    put_result("destroy_array_as_mipmap", cuMipmappedArrayDestroy((CUmipmappedArray)l0));
+
+    size_t before = free_bytes();
+    put_result("destroy", cuMipmappedArrayDestroy(m2));
+    put_u64("destroy_freed", free_bytes() - before);
+    put_result("destroy_again", cuMipmappedArrayDestroy(m2));
+    put_result("level_after_destroy", cuMipmappedArrayGetLevel(&bad, m2, 0));
+    put_descriptor("level0_desc_after_destroy", l0);
+    put_result("destroy_level_after_destroy", cuArrayDestroy(l3));
+    put_result("destroy_null", cuMipmappedArrayDestroy(NULL));
+    CHECK(cuMipmappedArrayDestroy(layered));
+    CHECK(cuMipmappedArrayDestroy(cube));
+    CHECK(cuMipmappedArrayDestroy(m3));
+    CHECK(cuMipmappedArrayDestroy(m1));
+    CHECK(cuMipmappedArrayDestroy(deep));
+    CHECK(cuMipmappedArrayDestroy(huge));
+    CHECK(cuMipmappedArrayDestroy(none));
+    put_u64("used_after", start - free_bytes());
+    return 0;
+}
+
+// Mipmapped arrays die with their context: a primary context reset, and cuCtxDestroy.
+static int mipmap_teardown(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    size_t start = free_bytes();
+    CUDA_ARRAY3D_DESCRIPTOR desc = {64, 32, 0, CU_AD_FORMAT_FLOAT, 4, 0};
+    CUmipmappedArray m;
+    CUarray level;
+    CHECK(cuMipmappedArrayCreate(&m, &desc, 4));
+    CHECK(cuMipmappedArrayGetLevel(&level, m, 1));
+    put_u64("used", start - free_bytes());
+    put_result("reset", cuDevicePrimaryCtxReset_v2(0));
+    CUcontext primary;
+    CHECK(cuDevicePrimaryCtxRetain(&primary, 0));
+    CHECK(cuCtxSetCurrent(primary));
+    put_u64("reset_freed", free_bytes() == start);
+    put_result("destroy_after_reset", cuMipmappedArrayDestroy(m));
+    put_descriptor("level_after_reset", level);
+
+    CUcontext ctx;
+    CHECK(cuCtxCreate_v2(&ctx, 0, 0));
+    CHECK(cuMipmappedArrayCreate(&m, &desc, 4));
+    CHECK(cuMipmappedArrayGetLevel(&level, m, 1));
+    put_u64("used_in_created", start - free_bytes());
+    put_result("ctx_destroy", cuCtxDestroy_v2(ctx));
+    CHECK(cuCtxSetCurrent(primary));
+    put_u64("ctx_destroy_freed", free_bytes() == start);
+    put_result("destroy_after_ctx_destroy", cuMipmappedArrayDestroy(m));
+    put_descriptor("level_after_ctx_destroy", level);
+    return 0;
+}
+
+// Two cuMipmappedArrayCreate calls (for SIMCUDA_FAIL).
+static int mipmap_faults(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUDA_ARRAY3D_DESCRIPTOR desc = {64, 32, 0, CU_AD_FORMAT_FLOAT, 4, 0};
+    size_t start = free_bytes();
+    CUmipmappedArray m = NULL;
+    put_result("create1", cuMipmappedArrayCreate(&m, &desc, 4));
+    put_u64("create1_used", start - free_bytes());
+    put_result("create2", cuMipmappedArrayCreate(&m, &desc, 4));
+    put_u64("create2_used", start - free_bytes());
+    return 0;
+}
+
 // The 32-bit entry points exist but are not implemented.
 static int legacy(int argc, char **argv) {
     (void)argc, (void)argv;
@@ -178,6 +315,8 @@ int main(int argc, char **argv) {
         {"first-fit", first_fit}, {"fragment", fragment}, {"meminfo", meminfo},
         {"bad-frees", bad_frees}, {"pitch", pitch},       {"faults", faults},
         {"arrays", arrays},       {"legacy", legacy},
+        {"mipmaps", mipmaps},     {"mipmap-teardown", mipmap_teardown},
+        {"mipmap-faults", mipmap_faults},
     };
     return DISPATCH(cmds);
 }

@@ -160,6 +160,8 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuArrayCreate_v2",
         "cuArray3DCreate_v2",
         "cuArrayDestroy",
+        "cuMipmappedArrayCreate",
+        "cuMipmappedArrayDestroy",
         "cuIpcOpenMemHandle_v2",
         "cuIpcCloseMemHandle",
         "cuMemPoolImportPointer",
@@ -290,6 +292,140 @@ fn a_static_runtime_is_seen_at_the_driver_once_per_allocation() {
     assert!(
         allocs.iter().all(|r| r["via"] == "-"),
         "a static runtime's calls cannot be tagged"
+    );
+}
+
+/// (record type, via, api, size) of every Alloc, Free and GraphExec record, in trace order.
+fn tagged_records(records: &[serde_json::Value]) -> Vec<(String, String, String, u64)> {
+    records
+        .iter()
+        .filter(|r| ["Alloc", "Free", "GraphExec"].contains(&r["type"].as_str().unwrap()))
+        .map(|r| {
+            (
+                r["type"].as_str().unwrap().to_string(),
+                r["via"].as_str().unwrap().to_string(),
+                r["api"].as_str().unwrap().to_string(),
+                r["size"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_runtime_s_per_thread_array_registration_and_graph_calls_tag_their_driver_records() {
+    let dir = TempDir::new();
+    let run = |name: &str| {
+        let trace = dir.path().join(format!("{name}.trace"));
+        let out = shim_command(client(name), &trace).output().unwrap();
+        assert_ok(&out);
+        tagged_records(&dump(&trace))
+    };
+    let expect: Vec<(String, String, String, u64)> = [
+        ("Alloc", "cudaMallocAsync_ptsz", "cuMemAllocAsync_ptsz", 2048),
+        (
+            "Alloc",
+            "cudaMallocFromPoolAsync_ptsz",
+            "cuMemAllocFromPoolAsync_ptsz",
+            4096,
+        ),
+        ("Free", "cudaFreeAsync_ptsz", "cuMemFreeAsync_ptsz", 0),
+        ("Free", "cudaFreeAsync_ptsz", "cuMemFreeAsync_ptsz", 0),
+        ("Alloc", "cudaMallocArray", "cuArrayCreate_v2", 64 * 16 * 4),
+        ("Alloc", "cudaMalloc3DArray", "cuArray3DCreate_v2", 8 * 8 * 4 * 4),
+        // float4 (16 bytes), 64 x 32, four levels; then two.
+        (
+            "Alloc",
+            "cudaMallocMipmappedArray",
+            "cuMipmappedArrayCreate",
+            16 * (2048 + 512 + 128 + 32),
+        ),
+        (
+            "Alloc",
+            "cudaMallocMipmappedArray",
+            "cuMipmappedArrayCreate",
+            16 * (2048 + 512),
+        ),
+        ("Alloc", "cudaMalloc3D", "cuMemAllocPitch_v2", 100 * 10 * 2),
+        ("Alloc", "cudaHostRegister", "cuMemHostRegister_v2", 8192),
+        ("Free", "cudaFreeArray", "cuArrayDestroy", 0),
+        ("Free", "cudaFreeArray", "cuArrayDestroy", 0),
+        ("Free", "cudaFreeMipmappedArray", "cuMipmappedArrayDestroy", 0),
+        ("Free", "cudaFree", "cuMemFree_v2", 0),
+        ("Free", "cudaHostUnregister", "cuMemHostUnregister", 0),
+        ("Alloc", "cudaMallocAsync", "cuMemAllocAsync", 1024),
+        ("Free", "cudaFreeAsync", "cuMemFreeAsync", 0),
+        ("GraphExec", "cudaGraphInstantiate", "cuGraphInstantiateWithFlags", 0),
+        (
+            "GraphExec",
+            "cudaGraphInstantiateWithParams",
+            "cuGraphInstantiateWithParams",
+            0,
+        ),
+        (
+            "GraphExec",
+            "cudaGraphInstantiateWithParams_ptsz",
+            "cuGraphInstantiateWithParams_ptsz",
+            0,
+        ),
+        ("Alloc", "cudaGraphAddMemAllocNode", "cuGraphAddMemAllocNode", 64 << 10),
+        ("Alloc", "cudaGraphAddNode", "cuGraphAddNode", 32 << 10),
+        ("Alloc", "cudaGraphAddNode_v2", "cuGraphAddNode_v2", 16 << 10),
+        (
+            "GraphExec",
+            "cudaGraphInstantiateWithFlags",
+            "cuGraphInstantiateWithFlags",
+            0,
+        ),
+    ]
+    .iter()
+    .map(|(t, v, a, s)| (t.to_string(), v.to_string(), a.to_string(), *s))
+    .collect();
+    assert_eq!(run("shim_runtime_tags"), expect);
+    // A static runtime makes the same driver calls, which cannot be tagged.
+    let untagged: Vec<_> = expect
+        .iter()
+        .map(|(t, _, a, s)| (t.clone(), "-".to_string(), a.clone(), *s))
+        .collect();
+    assert_eq!(run("shim_runtime_tags_static"), untagged);
+
+    // The report names the call the program made for each leak: the second mipmapped array,
+    // and the node the graph's launch left allocated; the rest was freed.
+    let trace = dir.path().join("shim_runtime_tags.trace");
+    let out = gpuleak_e2e::gpuleak_report(&["--format", "json"], &[&trace]);
+    assert_ok(&out);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let leaks: Vec<(u64, &str, &str, &str, &str)> = report["leaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| {
+            (
+                l["bytes"].as_u64().unwrap(),
+                l["kind"].as_str().unwrap(),
+                l["api"].as_str().unwrap(),
+                l["via"].as_str().unwrap_or("null"),
+                l["stack"][0]["function"].as_str().unwrap_or("?"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        leaks,
+        [
+            (
+                16 * (2048 + 512),
+                "array",
+                "cuMipmappedArrayCreate",
+                "cudaMallocMipmappedArray",
+                "leak_mipmapped"
+            ),
+            (
+                16 << 10,
+                "graph",
+                "cuGraphAddNode_v2",
+                "cudaGraphAddNode_v2",
+                "add_node_v2"
+            ),
+        ]
     );
 }
 

@@ -740,7 +740,27 @@ pub unsafe fn array3d_create(
     })
 }
 
-/// `cuArrayDestroy`.
+/// `cuMipmappedArrayCreate`: one allocation of every level's bytes, at the handle.
+pub unsafe fn mipmapped_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUmipmappedArray, *const CUDA_ARRAY3D_DESCRIPTOR, u32) -> CUresult,
+    array: *mut CUmipmappedArray,
+    desc: *const CUDA_ARRAY3D_DESCRIPTOR,
+    levels: u32,
+) -> CUresult {
+    // SAFETY: as above.
+    let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(d, levels));
+    record_alloc(api, std::ptr::null_mut(), size, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(array, desc, levels);
+            (r, out(r, array) as u64)
+        }
+    })
+}
+
+/// `cuArrayDestroy`, `cuMipmappedArrayDestroy`.
 pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUresult, array: CUarray) -> CUresult {
     record_free(api, std::ptr::null_mut(), array as u64, 0, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only

@@ -121,6 +121,8 @@ hooks! {
         cuArrayCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY_DESCRIPTOR) => memory::array_create;
         cuArray3DCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY3D_DESCRIPTOR) => memory::array3d_create;
         cuArrayDestroy(array: CUarray) => memory::array_destroy;
+        cuMipmappedArrayCreate(array: *mut CUmipmappedArray, desc: *const CUDA_ARRAY3D_DESCRIPTOR, levels: u32) => memory::mipmapped_create;
+        cuMipmappedArrayDestroy(array: CUmipmappedArray) => memory::array_destroy;
         cuIpcOpenMemHandle_v2(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcOpenMemHandle(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcCloseMemHandle(dptr: CUdeviceptr) => memory::ipc_close;
@@ -249,6 +251,30 @@ hooks! {
         cudaIpcOpenMemHandle(p: Pptr, handle: CUipcMemHandle, flags: u32) => runtime::tag3;
         cudaIpcCloseMemHandle(p: *mut c_void) => runtime::tag1;
         cudaDeviceReset() => runtime::tag0;
+        cudaMallocAsync_ptsz(p: Pptr, size: usize, stream: CUstream) => runtime::tag3;
+        cudaFreeAsync_ptsz(p: *mut c_void, stream: CUstream) => runtime::tag2;
+        cudaMallocFromPoolAsync_ptsz(p: Pptr, size: usize, pool: CUmemoryPool, stream: CUstream) => runtime::tag4;
+        cudaMallocArray(array: *mut CUarray, desc: *const c_void, width: usize, height: usize, flags: u32) => runtime::tag5;
+        cudaMalloc3DArray(array: *mut CUarray, desc: *const c_void, extent: cudaExtent, flags: u32) => runtime::tag4;
+        cudaMallocMipmappedArray(array: *mut CUmipmappedArray, desc: *const c_void, extent: cudaExtent, levels: u32, flags: u32) => runtime::tag5;
+        cudaMalloc3D(pitched: *mut c_void, extent: cudaExtent) => runtime::tag2;
+        cudaFreeArray(array: CUarray) => runtime::tag1;
+        cudaFreeMipmappedArray(array: CUmipmappedArray) => runtime::tag1;
+        cudaHostRegister(p: *mut c_void, size: usize, flags: u32) => runtime::tag3;
+        cudaHostUnregister(p: *mut c_void) => runtime::tag1;
+        cudaGraphAddMemAllocNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut c_void) => runtime::tag5;
+        // Five arguments in CUDA 12.2 to 12.9 (`ndeps`, `params`), six in CUDA 13 (an edge
+        // data array before them): all six registers are passed on, and the runtime reads
+        // those its version has (x86-64 and aarch64 pass the first six integer arguments in
+        // registers, so the sixth is ignored, never read from the caller's stack).
+        cudaGraphAddNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, a3: usize, a4: usize, a5: usize) => runtime::tag6;
+        cudaGraphAddNode_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, params: *mut c_void) => runtime::tag6;
+        // Five arguments before CUDA 12 (error node, log buffer and its size), three since
+        // (flags): passed on as five registers, as above.
+        cudaGraphInstantiate(exec: *mut CUgraphExec, graph: CUgraph, a2: usize, a3: usize, a4: usize) => runtime::tag5;
+        cudaGraphInstantiateWithFlags(exec: *mut CUgraphExec, graph: CUgraph, flags: u64) => runtime::tag3;
+        cudaGraphInstantiateWithParams(exec: *mut CUgraphExec, graph: CUgraph, params: *mut c_void) => runtime::tag3;
+        cudaGraphInstantiateWithParams_ptsz(exec: *mut CUgraphExec, graph: CUgraph, params: *mut c_void) => runtime::tag3;
         cudaGetDriverEntryPoint(symbol: *const c_char, fp: Pptr, flags: u64, status: *mut i32) => runtime::entry_point;
         cudaGetDriverEntryPointByVersion(symbol: *const c_char, fp: Pptr, version: u32, flags: u64, status: *mut i32) => runtime::entry_point_by_version;
     }

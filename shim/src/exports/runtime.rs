@@ -24,51 +24,38 @@ pub fn find_real(name: &CStr) -> usize {
     elf::find_function(&[b"libcudart.so"], name).unwrap_or(0)
 }
 
-/// A runtime call with no arguments.
-pub unsafe fn tag0(api: Api, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
-    guard::with_via(api, || {
-        // SAFETY: the program's own arguments, passed through.
-        unsafe { real() }
-    })
+macro_rules! tags {
+    ($($(#[$doc:meta])* $name:ident ($($arg:ident : $ty:ident),*);)*) => {$(
+        $(#[$doc])*
+        #[allow(clippy::too_many_arguments)]
+        pub unsafe fn $name<$($ty),*>(
+            api: Api,
+            real: unsafe extern "C" fn($($ty),*) -> CUresult,
+            $($arg: $ty),*
+        ) -> CUresult {
+            guard::with_via(api, || {
+                // SAFETY: the program's own arguments, passed through.
+                unsafe { real($($arg),*) }
+            })
+        }
+    )*};
 }
 
-/// A runtime call with one argument.
-pub unsafe fn tag1<A>(api: Api, real: unsafe extern "C" fn(A) -> CUresult, a: A) -> CUresult {
-    guard::with_via(api, || {
-        // SAFETY: the program's own arguments, passed through.
-        unsafe { real(a) }
-    })
-}
-
-/// A runtime call with two arguments.
-pub unsafe fn tag2<A, B>(api: Api, real: unsafe extern "C" fn(A, B) -> CUresult, a: A, b: B) -> CUresult {
-    guard::with_via(api, || {
-        // SAFETY: the program's own arguments, passed through.
-        unsafe { real(a, b) }
-    })
-}
-
-/// A runtime call with three arguments.
-pub unsafe fn tag3<A, B, C>(api: Api, real: unsafe extern "C" fn(A, B, C) -> CUresult, a: A, b: B, c: C) -> CUresult {
-    guard::with_via(api, || {
-        // SAFETY: the program's own arguments, passed through.
-        unsafe { real(a, b, c) }
-    })
-}
-
-/// A runtime call with four arguments.
-pub unsafe fn tag4<A, B, C, D>(
-    api: Api,
-    real: unsafe extern "C" fn(A, B, C, D) -> CUresult,
-    a: A,
-    b: B,
-    c: C,
-    d: D,
-) -> CUresult {
-    guard::with_via(api, || {
-        // SAFETY: the program's own arguments, passed through.
-        unsafe { real(a, b, c, d) }
-    })
+tags! {
+    /// A runtime call with no arguments.
+    tag0();
+    /// A runtime call with one argument.
+    tag1(a: A);
+    /// A runtime call with two arguments.
+    tag2(a: A, b: B);
+    /// A runtime call with three arguments.
+    tag3(a: A, b: B, c: C);
+    /// A runtime call with four arguments.
+    tag4(a: A, b: B, c: C, d: D);
+    /// A runtime call with five arguments.
+    tag5(a: A, b: B, c: C, d: D, e: E);
+    /// A runtime call with six arguments.
+    tag6(a: A, b: B, c: C, d: D, e: E, f: F);
 }
 
 /// `cudaGetDriverEntryPoint`: a driver function handed out by the runtime.

@@ -162,6 +162,128 @@ fn arrays_take_their_extent_of_device_memory() {
     ]);
 }
 
+/// The simulator's mipmapped array size (simcuda/README.md): the sum over the levels of
+/// max(1, w >> l) * H_l * D_l * element bytes, where a zero height or depth counts 1, and the
+/// depth of a layered or cubemap array (a layer count) is never halved; the levels clamped to
+/// [1, 1 + floor(log2(largest extent))].
+fn mipmap_bytes(w: u64, h: u64, d: u64, elem: u64, layers: bool, levels: u32) -> u64 {
+    let half = |x: u64, l: u32| x.checked_shr(l).unwrap_or(0).max(1);
+    let largest = w.max(h).max(if layers { 0 } else { d });
+    let levels = levels.clamp(1, 1 + largest.ilog2());
+    (0..levels)
+        .map(|l| {
+            let hl = if h == 0 { 1 } else { half(h, l) };
+            let dl = match (d, layers) {
+                (0, _) => 1,
+                (d, true) => d,
+                (d, false) => half(d, l),
+            };
+            half(w, l) * hl * dl * elem
+        })
+        .sum()
+}
+
+/// "<result> <bytes taken>" as sim_heap prints them, the bytes being whole 256-byte blocks.
+fn created(bytes: u64) -> String {
+    format!("0 {}", bytes.next_multiple_of(256))
+}
+
+#[test]
+fn mipmapped_arrays_take_every_level_from_the_heap() {
+    let f = run("sim_heap", "mipmaps");
+    // 64 x 32 float4, 4 levels: exactly 16 * (64*32 + 32*16 + 16*8 + 8*4) bytes.
+    assert_eq!(
+        mipmap_bytes(64, 32, 0, 16, false, 4),
+        16 * (64 * 32 + 32 * 16 + 16 * 8 + 8 * 4)
+    );
+    f.expect("mip_2d", "0 43520");
+    // Layered: 6 layers at every level, 4 * 6 * (32*16 + 16*8 + 8*4) = 16128 bytes.
+    f.expect("mip_layered", "0 16128");
+    assert_eq!(mipmap_bytes(32, 16, 6, 4, true, 3), 16128);
+    f.expect("mip_cubemap", &created(mipmap_bytes(16, 16, 6, 4, true, 5)));
+    f.expect("mip_3d", &created(mipmap_bytes(16, 16, 16, 1, false, 5)));
+    f.expect("mip_1d", &created(mipmap_bytes(64, 0, 0, 4, false, 7)));
+    // Levels are clamped: 64 halves six times, so seven levels of 100; one of none.
+    assert_eq!(
+        mipmap_bytes(64, 0, 0, 16, false, 100),
+        16 * (64 + 32 + 16 + 8 + 4 + 2 + 1)
+    );
+    f.expect("mip_deep", &created(mipmap_bytes(64, 0, 0, 16, false, 100)));
+    f.expect("mip_zero_levels", &created(64 * 32 * 16));
+    f.expect_all(&[
+        ("mip_huge_levels", "0 256"),
+        ("mip_zero_width", "1 0"),
+        ("mip_bad_format", "1 0"),
+        ("mip_bad_channels", "1 0"),
+        ("mip_overflow", "2 0"),
+        ("mip_null_handle", "1"),
+        ("mip_null_desc", "1"),
+    ]);
+    // Levels: arrays with the level's extents (format 0x20 float, flags kept), one handle each.
+    f.expect_all(&[
+        ("level0", "0"),
+        ("level3", "0"),
+        ("level3_same_handle", "1"),
+        ("level_not_mipmap", "1"),
+        ("level4", "1"),
+        ("level_null_out", "1"),
+        ("level_bad_handle", "400"),
+        ("level0_desc", "64 32 0 32 4 0"),
+        ("level3_desc", "8 4 0 32 4 0"),
+        ("layered_level2_desc", "8 4 6 32 1 1"),
+        ("level2_3d_desc", "4 4 4 1 1 0"),
+        ("deep_level6", "0"),
+        ("deep_level6_desc", "1 0 0 32 4 0"),
+        ("deep_level7", "1"),
+    ]);
+    // Only the mipmapped array itself can be destroyed, once; its levels die with it.
+    f.expect_all(&[
+        ("destroy_level", "400"),
+        ("destroy_as_array", "400"),
+        ("destroy_array_as_mipmap", "400"),
+        ("destroy", "0"),
+        ("destroy_freed", "43520"),
+        ("destroy_again", "400"),
+        ("level_after_destroy", "400"),
+        ("level0_desc_after_destroy", "400"),
+        ("destroy_level_after_destroy", "400"),
+        ("destroy_null", "400"),
+        ("used_after", "0"),
+    ]);
+}
+
+#[test]
+fn mipmapped_arrays_die_with_their_context() {
+    let f = run("sim_heap", "mipmap-teardown");
+    f.expect_all(&[
+        ("used", "43520"),
+        ("reset", "0"),
+        ("reset_freed", "1"),
+        ("destroy_after_reset", "400"),
+        ("level_after_reset", "400"),
+        ("used_in_created", "43520"),
+        ("ctx_destroy", "0"),
+        ("ctx_destroy_freed", "1"),
+        ("destroy_after_ctx_destroy", "400"),
+        ("level_after_ctx_destroy", "400"),
+    ]);
+}
+
+#[test]
+fn an_injected_fault_fails_a_mipmapped_array_with_out_of_memory() {
+    let f = run_with(
+        "sim_heap",
+        "mipmap-faults",
+        &[("SIMCUDA_FAIL", "cuMipmappedArrayCreate:1")],
+    );
+    f.expect_all(&[
+        ("create1", "2"),
+        ("create1_used", "0"),
+        ("create2", "0"),
+        ("create2_used", "43520"),
+    ]);
+}
+
 #[test]
 fn the_32_bit_entry_points_exist_but_are_not_supported() {
     let f = run("sim_heap", "legacy");
