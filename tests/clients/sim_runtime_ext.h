@@ -97,7 +97,10 @@ static void arrays(size_t start) {
     put("free_mipmapped", cudaFreeMipmappedArray(m));
     put("free_mipmapped_again", cudaFreeMipmappedArray(m));
     put("free_mipmapped_null", cudaFreeMipmappedArray(NULL));
+    /* No level is clamped to one, as the driver documents. */
     put("mipmapped_zero_levels", cudaMallocMipmappedArray(&m, &float4, e2, 0, 0));
+    printf("mipmapped_zero_levels_used %zu\n", start - free_now());
+    put("free_mipmapped_zero_levels", cudaFreeMipmappedArray(m));
     put("mipmapped_bad_desc", cudaMallocMipmappedArray(&m, &three, e2, 2, 0));
 
     struct cudaPitchedPtr pp;

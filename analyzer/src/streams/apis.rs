@@ -46,6 +46,11 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemcpy3DAsync_v2_ptsz
             // Its upload stream (no record carries it).
             | Api::cuGraphInstantiateWithParams_ptsz
+            // Runtime calls (only ever a record's `via`).
+            | Api::cudaMallocAsync_ptsz
+            | Api::cudaFreeAsync_ptsz
+            | Api::cudaMallocFromPoolAsync_ptsz
+            | Api::cudaGraphInstantiateWithParams_ptsz
     )
 }
 

@@ -140,7 +140,9 @@ fn check_runtime_ext(f: &Facts) {
         ("free_mipmapped", "0"),
         ("free_mipmapped_again", "400"),
         ("free_mipmapped_null", "0"),
-        ("mipmapped_zero_levels", "1"),
+        ("mipmapped_zero_levels", "0"),
+        ("mipmapped_zero_levels_used", "32768"),
+        ("free_mipmapped_zero_levels", "0"),
         ("mipmapped_bad_desc", "20"),
         // 100 bytes by 10 rows by 3 slices: rows of 512 bytes.
         ("malloc_3d", "0"),
