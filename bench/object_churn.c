@@ -11,12 +11,21 @@
  *   launch          cuLaunchKernel of the simulator's fill_u32 over one element, three
  *                   parameters (hooked: recorded with the parameters that may be device
  *                   pointers, no stack)
+ *   graph_launch    cuGraphLaunch of a graph whose allocation node's 4 KiB its free node
+ *                   frees (hooked: recorded, no stack; with GPULEAK_LIVE=1 the live gauges
+ *                   also look the executable graph up and charge and release its memory)
+ *   instantiate     cuGraphInstantiateWithFlags of a graph of GRAPH_NODES allocation nodes
+ *                   and as many free nodes, destroyed after each call, untimed (hooked: the
+ *                   shim lists the graph's memory nodes, one driver getter per node, and
+ *                   records them with a stack)
  *
  *     object_churn [FRAMES=25] [CALLS=100000]
  *
  * Prints one line per measurement: `object_churn op=NAME calls=N ns_per_call=X cpu_ns_per_call=Y`
  * (wall clock and the thread's CPU time, see bench/frames.h).
  */
+#include <string.h>
+
 #include "simcuda.h"
 #include "frames.h"
 
@@ -103,6 +112,51 @@ static struct spent launch(CUfunction f, CUdeviceptr d, CUstream st, long n) {
     return s;
 }
 
+#define GRAPH_NODES 16
+
+/* A graph of `nodes` allocation nodes of 4 KiB, each freed by a free node after it. */
+static CUgraph memory_graph(int nodes) {
+    CUgraph g;
+    if (cuGraphCreate(&g, 0) != CUDA_SUCCESS) return NULL;
+    for (int i = 0; i < nodes; i++) {
+        CUDA_MEM_ALLOC_NODE_PARAMS p;
+        memset(&p, 0, sizeof p);
+        p.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+        p.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+        p.poolProps.location.id = 0;
+        p.bytesize = 4096;
+        CUgraphNode alloc, free_node;
+        if (cuGraphAddMemAllocNode(&alloc, g, NULL, 0, &p) != CUDA_SUCCESS ||
+            cuGraphAddMemFreeNode(&free_node, g, &alloc, 1, p.dptr) != CUDA_SUCCESS)
+            failures++;
+    }
+    return g;
+}
+
+static struct spent graph_launch(CUgraphExec e, CUstream st, long batches) {
+    struct spent s = {0, 0};
+    for (long b = 0; b < batches; b++) {
+        struct stamp t0 = stamp();
+        for (int i = 0; i < BATCH; i++)
+            if (cuGraphLaunch(e, st) != CUDA_SUCCESS) failures++;
+        add(&s, t0, stamp());
+        if (cuStreamSynchronize(st) != CUDA_SUCCESS) failures++;
+    }
+    return s;
+}
+
+static struct spent instantiate(CUgraph g, long n) {
+    struct spent s = {0, 0};
+    for (long i = 0; i < n; i++) {
+        CUgraphExec e;
+        struct stamp t0 = stamp();
+        CUresult r = cuGraphInstantiateWithFlags(&e, g, 0);
+        add(&s, t0, stamp());
+        if (r != CUDA_SUCCESS || cuGraphExecDestroy(e) != CUDA_SUCCESS) failures++;
+    }
+    return s;
+}
+
 __attribute__((noinline)) static long churn(void) {
     long batches = calls / BATCH;
     if (batches < 1) batches = 1;
@@ -137,6 +191,19 @@ __attribute__((noinline)) static long churn(void) {
     launch(fill, buf, st, 1000);
     report("launch", n, launch(fill, buf, st, n));
     cuStreamSynchronize(st);
+
+    CUgraph one = memory_graph(1), many = memory_graph(GRAPH_NODES);
+    CUgraphExec exec;
+    if (!one || !many || cuGraphInstantiateWithFlags(&exec, one, 0)) return 1;
+    graph_launch(exec, st, 2);
+    report("graph_launch", n, graph_launch(exec, st, batches));
+    cuGraphExecDestroy(exec);
+    /* Instantiation costs the simulator far more than a launch: a tenth as many calls. */
+    long m = n / 10 > 0 ? n / 10 : 1;
+    instantiate(many, 100);
+    report("instantiate", m, instantiate(many, m));
+    cuGraphDestroy(one);
+    cuGraphDestroy(many);
     cuModuleUnload(mod);
     cuMemFree_v2(buf);
     cuEventDestroy_v2(ev);
