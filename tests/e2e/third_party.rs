@@ -7,7 +7,8 @@
 //! exactly those allocations, with the driver entry point the client really reached, each freed
 //! one freed once and each leaked one never. The programs live in `examples/cudarc-leak/` (built
 //! by `cargo build --release --workspace`) and `tests/python/` (run by `target/pyenv`, which
-//! `scripts/python-env` installs from PyPI).
+//! `scripts/python-env` installs from PyPI). cuda-bindings also builds and launches a graph with
+//! memory nodes (`tests/python/cuda_bindings_graphs.py`), checked through the report.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -433,6 +434,69 @@ fn cuda_bindings_allocations_reached_through_the_resolver_are_recorded_and_its_l
         };
         assert_eq!(r["stream"], want, "stream of {r}");
     }
+}
+
+/// Graph memory nodes made through cuda-bindings' resolver table (cuGraphAddMemAllocNode, and
+/// the generic cuGraphAddNode at the version cuda-bindings asks for): the node its graph does
+/// not free is a `graph` leak at the Python line that made it; the node its graph frees lives
+/// only while the graph runs; with that memory freed after the launch, nothing leaks.
+#[test]
+fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
+    let dir = TempDir::new();
+    let run = |mode: &str| {
+        let plain = wrapped(python_command("cuda_bindings_graphs.py"), |p| sim_command(p))
+            .arg(mode)
+            .output()
+            .unwrap();
+        assert_ok(&plain);
+        let trace = dir.path().join(format!("{mode}.trace"));
+        let traced = wrapped(python_command("cuda_bindings_graphs.py"), |p| shim_command(p, &trace))
+            .arg(mode)
+            .output()
+            .unwrap();
+        assert_ok(&traced);
+        let expected = "node call=cuGraphAddMemAllocNode size=65536\n\
+                        node call=cuGraphAddNode size=262144\nlaunched\ndone\n";
+        assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
+        assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
+        let report = std::process::Command::new(gpuleak_e2e::gpuleak_bin())
+            .args(["report", "--format", "json"])
+            .arg(&trace)
+            .output()
+            .unwrap();
+        assert_ok(&report);
+        serde_json::from_slice::<Value>(&report.stdout).unwrap()
+    };
+    let leak = run("leak");
+    let leaks = leak["leaks"].as_array().unwrap();
+    assert_eq!(leaks.len(), 1, "{leaks:#?}");
+    let l = &leaks[0];
+    assert_eq!(
+        (
+            l["bytes"].as_u64(),
+            l["kind"].as_str(),
+            l["api"].as_str(),
+            l["at"].as_str()
+        ),
+        (Some(262144), Some("graph"), Some("cuGraphAddNode_v2"), Some("teardown")),
+        "{l:#}"
+    );
+    let made_here = |f: &Value| {
+        f["function"] == "add_generic_node"
+            && f["module"] == "python"
+            && f["file"]
+                .as_str()
+                .is_some_and(|p| p.ends_with("cuda_bindings_graphs.py"))
+    };
+    assert!(l["stack"].as_array().unwrap().iter().any(made_here), "{l:#}");
+    // The freed node never counts: the peak is the kept node alone.
+    assert_eq!(leak["summary"]["peak_bytes"], 262144);
+    assert_eq!(leak["findings"].as_array().unwrap().len(), 0);
+
+    let clean = run("clean");
+    assert_eq!(clean["leaks"].as_array().unwrap().len(), 0, "{clean:#}");
+    assert_eq!(clean["findings"].as_array().unwrap().len(), 0, "{clean:#}");
+    assert_eq!(clean["summary"]["leaked_bytes"], 0);
 }
 
 #[test]
