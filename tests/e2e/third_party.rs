@@ -177,6 +177,13 @@ fn run_traced(client: &Client, trace: &Path) -> Output {
     out
 }
 
+/// `gpuleak report --format json TRACE`, which must succeed.
+fn report_json(trace: &Path) -> Value {
+    let out = gpuleak_e2e::gpuleak_report(&["--format", "json"], &[trace]);
+    assert_ok(&out);
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON: {e}"))
+}
+
 /// The allocation lines of a client's stdout; any other `alloc` line is a test bug.
 fn printed(stdout: &[u8]) -> Vec<Printed> {
     String::from_utf8_lossy(stdout)
@@ -459,13 +466,7 @@ fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
                         node call=cuGraphAddNode size=262144\nlaunched\ndone\n";
         assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
         assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
-        let report = std::process::Command::new(gpuleak_e2e::gpuleak_bin())
-            .args(["report", "--format", "json"])
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert_ok(&report);
-        serde_json::from_slice::<Value>(&report.stdout).unwrap()
+        report_json(&trace)
     };
     let leak = run("leak");
     let leaks = leak["leaks"].as_array().unwrap();
@@ -543,13 +544,7 @@ fn cuda_core_pools_leak_only_when_no_finalizer_runs() {
         assert_eq!(String::from_utf8_lossy(&out.stdout), "done\n");
         let records = dump(&trace);
         let count = |ty: &str| records.iter().filter(|r| r["type"] == ty && r["result"] == 0).count();
-        let report = std::process::Command::new(gpuleak_e2e::gpuleak_bin())
-            .args(["report", "--format", "json"])
-            .arg(&trace)
-            .output()
-            .unwrap();
-        assert_ok(&report);
-        let r: Value = serde_json::from_slice(&report.stdout).unwrap();
+        let r = report_json(&trace);
         let leaks: Vec<Value> = r["findings"]
             .as_array()
             .unwrap()
