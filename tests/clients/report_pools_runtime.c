@@ -2,25 +2,10 @@
 // A memory pool through the runtime (cudaMemPoolCreate, cudaMallocFromPoolAsync,
 // cudaMemPoolDestroy), whose driver calls the runtime resolves with cuGetProcAddress. With
 // "leak" the pool is never destroyed; with "clean" it is.
-#include <stdio.h>
-#include <string.h>
-#include "simcuda.h"
-
-#define CHECK_RT(call)                                                        \
-    do {                                                                      \
-        cudaError_t e_ = (call);                                              \
-        if (e_ != cudaSuccess) {                                              \
-            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)e_); \
-            return 1;                                                         \
-        }                                                                     \
-    } while (0)
+#include "sim_util.h"
 
 __attribute__((noinline)) cudaError_t make_runtime_pool(cudaMemPool_t *pool) {
-    cudaMemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
+    cudaMemPoolProps props = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     return cudaMemPoolCreate(pool, &props);
 }
 

@@ -8,27 +8,7 @@
 // Everything is freed but two things: the second mipmapped array (leak_mipmapped) and the
 // memory of the node that add_node_v2 makes, which the graph's one launch leaves allocated.
 // The other two nodes of that graph are freed by free nodes of the same graph.
-#include <stdio.h>
-#include <string.h>
-#include "simcuda.h"
-
-#define CHECK_RT(call)                                                                  \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)e_);   \
-            return 1;                                                                   \
-        }                                                                               \
-    } while (0)
-
-static cudaMemPoolProps device_pool(void) {
-    cudaMemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
-    return props;
-}
+#include "sim_util.h"
 
 __attribute__((noinline)) static cudaError_t leak_mipmapped(cudaMipmappedArray_t *m,
                                                             const cudaChannelFormatDesc *desc) {
@@ -40,7 +20,7 @@ __attribute__((noinline)) static cudaError_t add_mem_alloc_node(cudaGraphNode_t 
                                                                 size_t size, void **p) {
     cudaMemAllocNodeParams params;
     memset(&params, 0, sizeof params);
-    params.poolProps = device_pool();
+    params.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     params.bytesize = size;
     cudaError_t r = cudaGraphAddMemAllocNode(n, g, NULL, 0, &params);
     *p = (void *)(uintptr_t)params.dptr;
@@ -52,7 +32,7 @@ __attribute__((noinline)) static cudaError_t add_node(cudaGraphNode_t *n, cudaGr
     cudaGraphNodeParams params;
     memset(&params, 0, sizeof params);
     params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
-    params.alloc.poolProps = device_pool();
+    params.alloc.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     params.alloc.bytesize = size;
     cudaError_t r = cudaGraphAddNode(n, g, NULL, 0, &params);
     *p = (void *)(uintptr_t)params.alloc.dptr;
@@ -64,7 +44,7 @@ __attribute__((noinline)) static cudaError_t add_node_v2(cudaGraphNode_t *n, cud
     cudaGraphNodeParams params;
     memset(&params, 0, sizeof params);
     params.type = CU_GRAPH_NODE_TYPE_MEM_ALLOC;
-    params.alloc.poolProps = device_pool();
+    params.alloc.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     params.alloc.bytesize = size;
     cudaError_t r = cudaGraphAddNode_v2(n, g, NULL, NULL, 0, &params);
     *p = (void *)(uintptr_t)params.alloc.dptr;
@@ -74,7 +54,7 @@ __attribute__((noinline)) static cudaError_t add_node_v2(cudaGraphNode_t *n, cud
 int main(void) {
     void *a = NULL, *b = NULL;
     cudaMemPool_t pool;
-    cudaMemPoolProps props = device_pool();
+    cudaMemPoolProps props = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     CHECK_RT(cudaMemPoolCreate(&pool, &props));
     CHECK_RT(cudaMallocAsync_ptsz(&a, 2048, 0));
     CHECK_RT(cudaMallocFromPoolAsync_ptsz(&b, 4096, pool, 0));

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "simcuda.h"
+#include "sim_util.h"
 
 #define GRAPH_LO 0x5a0000000000ull
 #define GRAPH_HI 0x5b0000000000ull
@@ -191,15 +191,6 @@ static void captured_graphs(size_t start) {
     cudaStreamDestroy(s);
 }
 
-static CUmemPoolProps device_props(void) {
-    CUmemPoolProps props;
-    memset(&props, 0, sizeof props);
-    props.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    props.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    props.location.id = 0;
-    return props;
-}
-
 /* A graph built with cudaGraphAddMemAllocNode, cudaGraphAddNode, cudaGraphAddNode_v2 and
  * cudaGraphAddMemFreeNode, instantiated with parameters. */
 static void built_graphs(size_t start) {
@@ -210,7 +201,7 @@ static void built_graphs(size_t start) {
 
     cudaMemAllocNodeParams ap;
     memset(&ap, 0, sizeof ap);
-    ap.poolProps = device_props();
+    ap.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     ap.bytesize = 1 << 16;
     cudaGraphNode_t n1 = NULL, n2 = NULL, n3 = NULL, n4 = NULL;
     put("add_mem_alloc_node", cudaGraphAddMemAllocNode(&n1, g, NULL, 0, &ap));
@@ -219,7 +210,7 @@ static void built_graphs(size_t start) {
     cudaGraphNodeParams np;
     memset(&np, 0, sizeof np);
     np.type = cudaGraphNodeTypeMemAlloc;
-    np.alloc.poolProps = device_props();
+    np.alloc.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     np.alloc.bytesize = 1 << 17;
     put("add_node_alloc", cudaGraphAddNode(&n2, g, &n1, 1, &np));
     printf("add_node_address_in_graph_range %d\n", in_graph_range((void *)(uintptr_t)np.alloc.dptr));
@@ -263,7 +254,7 @@ static void built_graphs(size_t start) {
     cudaGraphNodeParams lp;
     memset(&lp, 0, sizeof lp);
     lp.type = cudaGraphNodeTypeMemAlloc;
-    lp.alloc.poolProps = device_props();
+    lp.alloc.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     lp.alloc.bytesize = 1 << 18;
     put("add_node_v2_alloc", cudaGraphAddNode_v2(&n1, h, NULL, NULL, 0, &lp));
     put("live_instantiate", cudaGraphInstantiate(&exec, h, 0));

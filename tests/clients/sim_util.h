@@ -21,6 +21,17 @@
         }                                                                                  \
     } while (0)
 
+/* CHECK for a runtime call: prints the call and its cudaError_t, and returns 1 from the
+ * calling function (main). */
+#define CHECK_RT(call)                                                                     \
+    do {                                                                                   \
+        cudaError_t check_rt_ = (call);                                                    \
+        if (check_rt_ != cudaSuccess) {                                                    \
+            fprintf(stderr, "%s:%d: %s -> %d\n", __FILE__, __LINE__, #call, (int)check_rt_); \
+            return 1;                                                                      \
+        }                                                                                  \
+    } while (0)
+
 /* cuInit, then the primary context of device 0 made current. */
 static inline CUcontext setup(void) {
     CUdevice dev;

@@ -748,7 +748,7 @@ pub unsafe fn mipmapped_create(
     desc: *const CUDA_ARRAY3D_DESCRIPTOR,
     levels: u32,
 ) -> CUresult {
-    // SAFETY: as above.
+    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(d, levels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
         // SAFETY: the program's own arguments, passed through; out-parameters are read only

@@ -83,6 +83,16 @@ impl Script {
     }
 }
 
+/// The replay found neither a leak nor a bad free.
+fn assert_clean(r: &Replay) {
+    assert!(
+        r.leaks.is_empty() && r.bad_frees.is_empty(),
+        "{:?} {:?}",
+        r.leaks,
+        r.bad_frees
+    );
+}
+
 #[test]
 fn memory_a_graph_launch_allocated_and_nobody_freed_is_a_graph_leak_at_the_capture() {
     let mut script = Script::default();
@@ -117,12 +127,7 @@ fn memory_a_graph_launch_allocated_and_nobody_freed_is_a_graph_leak_at_the_captu
             .launch(EXEC)
             .free(free, NODE);
         let r = twin.run();
-        assert!(
-            r.leaks.is_empty() && r.bad_frees.is_empty(),
-            "{:?} {:?}",
-            r.leaks,
-            r.bad_frees
-        );
+        assert_clean(&r);
         assert_eq!((r.counts.allocations, r.counts.frees, r.counts.graph_frees), (2, 2, 0));
         assert_eq!(r.peak_bytes, 4096);
     }
@@ -250,7 +255,7 @@ fn launches_of_graphs_with_unknown_nodes_count_nothing_and_are_noted() {
     });
     script.launch(EXEC).launch(EXEC + 9).free(Api::cuMemFreeAsync, NODE);
     let r = script.run();
-    assert!(r.leaks.is_empty() && r.bad_frees.is_empty());
+    assert_clean(&r);
     assert_eq!((r.counts.unknown_graph_launches, r.counts.graph_frees), (2, 1));
 }
 
@@ -308,12 +313,7 @@ fn the_generic_cu_graph_add_node_makes_a_node_like_cu_graph_add_mem_alloc_node()
         // The twin: freed after the launch.
         script.free(Api::cuMemFree_v2, NODE);
         let r = script.run();
-        assert!(
-            r.leaks.is_empty() && r.bad_frees.is_empty(),
-            "{:?} {:?}",
-            r.leaks,
-            r.bad_frees
-        );
+        assert_clean(&r);
     }
 }
 
