@@ -90,6 +90,35 @@ pub fn runner() -> Option<Vec<String>> {
     (!words.is_empty()).then_some(words)
 }
 
+/// The CPython that runs the Python clients (`tests/python/`), with NVIDIA's CUDA Python
+/// packages that `scripts/python-env` pins: `GPULEAK_E2E_PYTHON` if set (`scripts/test-aarch64`
+/// names an aarch64 CPython in its sysroot, which the [`runner`] runs), else
+/// `target/pyenv/bin/python`. Start it through [`sim_command`] or [`shim_command`], which add the
+/// runner.
+pub fn python() -> PathBuf {
+    match std::env::var_os("GPULEAK_E2E_PYTHON").filter(|v| !v.is_empty()) {
+        Some(path) => {
+            let path = PathBuf::from(path);
+            assert!(path.is_file(), "GPULEAK_E2E_PYTHON={} is not a file", path.display());
+            path
+        }
+        None => {
+            assert!(
+                runner().is_none(),
+                "GPULEAK_E2E_RUNNER is set without GPULEAK_E2E_PYTHON: the Python clients need a \
+                 CPython of the clients' architecture (scripts/test-aarch64 sets both)"
+            );
+            let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../target/pyenv/bin/python");
+            assert!(
+                path.is_file(),
+                "{} is missing: run scripts/python-env (the third_party tests check its packages)",
+                path.display()
+            );
+            path
+        }
+    }
+}
+
 /// The `gpuleak` command line, built in the same profile as the tests.
 pub fn gpuleak_bin() -> PathBuf {
     built("gpuleak")

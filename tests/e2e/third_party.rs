@@ -88,13 +88,6 @@ const CUDA_CORE: Client = Client {
     leaks: 0,
 };
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .expect("tests/ has a parent")
-        .to_path_buf()
-}
-
 fn cudarc_command() -> Command {
     let exe = target_dir().join("gpuleak-example-cudarc");
     assert!(
@@ -105,14 +98,16 @@ fn cudarc_command() -> Command {
     Command::new(exe)
 }
 
-/// `target/pyenv/bin/python`, checked to hold the pinned packages.
+/// [`gpuleak_e2e::python`], checked to hold the pinned packages.
 fn python() -> PathBuf {
-    let python = repo_root().join("target/pyenv/bin/python");
-    let fix = format!("run scripts/python-env, which installs {PYTHON_PACKAGES} from PyPI into target/pyenv");
-    assert!(python.is_file(), "{} is missing: {fix}", python.display());
+    let python = gpuleak_e2e::python();
+    let fix = format!(
+        "run scripts/python-env, which installs {PYTHON_PACKAGES} from PyPI into target/pyenv \
+         (scripts/test-aarch64 installs them into its sysroot)"
+    );
     let probe = "from importlib.metadata import version as v; \
                  print(f\"cuda-bindings=={v('cuda-bindings')} cuda-core=={v('cuda-core')}\")";
-    let out = Command::new(&python).args(["-I", "-c", probe]).output();
+    let out = sim_command(&python).args(["-I", "-c", probe]).output();
     let found = match &out {
         Ok(out) if out.status.success() => String::from_utf8_lossy(&out.stdout).trim().to_string(),
         Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
