@@ -90,6 +90,27 @@ pub fn runner() -> Option<Vec<String>> {
     (!words.is_empty()).then_some(words)
 }
 
+/// The executable of the Rust example `name` (`examples/`, e.g. `gpuleak-example-cudarc`):
+/// in `GPULEAK_E2E_EXAMPLES` if set (`scripts/test-aarch64` builds them for its target), else
+/// beside the tests.
+pub fn example(name: &str) -> PathBuf {
+    match std::env::var_os("GPULEAK_E2E_EXAMPLES").filter(|v| !v.is_empty()) {
+        Some(dir) => {
+            let path = Path::new(&dir).join(name);
+            assert!(path.is_file(), "{} is missing (GPULEAK_E2E_EXAMPLES)", path.display());
+            path
+        }
+        None => {
+            assert!(
+                runner().is_none(),
+                "GPULEAK_E2E_RUNNER is set without GPULEAK_E2E_EXAMPLES: {name} must be built for \
+                 the clients' architecture (scripts/test-aarch64 sets both)"
+            );
+            built(name)
+        }
+    }
+}
+
 /// The CPython that runs the Python clients (`tests/python/`), with NVIDIA's CUDA Python
 /// packages that `scripts/python-env` pins: `GPULEAK_E2E_PYTHON` if set (`scripts/test-aarch64`
 /// names an aarch64 CPython in its sysroot, which the [`runner`] runs), else

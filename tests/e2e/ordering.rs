@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpuleak_e2e::{client, gpuleak_bin, shim_command, target_dir, TempDir};
+use gpuleak_e2e::{client, example, gpuleak_bin, shim_command, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, hex, of_type};
@@ -269,12 +269,7 @@ fn sync_stacks_can_be_sampled() {
 /// tracking turned off, the same program races, once.
 #[test]
 fn cudarc_s_event_tracking_orders_streams_and_turning_it_off_races_once() {
-    let exe = target_dir().join("gpuleak-example-cudarc-streams");
-    assert!(
-        exe.is_file(),
-        "{} is missing: cargo build --release --workspace",
-        exe.display()
-    );
+    let exe = example("gpuleak-example-cudarc-streams");
     for (mode, expected) in [("tracked", vec![]), ("untracked", vec!["cross-stream-race"])] {
         let dir = TempDir::new();
         let trace = dir.path().join("t.trace");

@@ -13,7 +13,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use gpuleak_e2e::{shim_command, sim_command, target_dir, TempDir};
+use gpuleak_e2e::{example, shim_command, sim_command, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, hex};
@@ -89,13 +89,7 @@ const CUDA_CORE: Client = Client {
 };
 
 fn cudarc_command() -> Command {
-    let exe = target_dir().join("gpuleak-example-cudarc");
-    assert!(
-        exe.is_file(),
-        "{} is missing: build it first: cargo build --release --workspace",
-        exe.display()
-    );
-    Command::new(exe)
+    Command::new(example("gpuleak-example-cudarc"))
 }
 
 /// [`gpuleak_e2e::python`], checked to hold the pinned packages.
