@@ -223,6 +223,8 @@ apis! {
     255 cudaGraphInstantiateWithFlags,
     256 cudaGraphInstantiateWithParams,
     257 cudaGraphInstantiateWithParams_ptsz,
+    // A pool trimmed (no record of its own: the shim samples the pool at once, a PoolUsage).
+    258 cuMemPoolTrimTo,
 }
 
 impl Api {

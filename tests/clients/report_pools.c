@@ -8,6 +8,8 @@
 //           the imported one never is;
 //   outstanding  the pool is destroyed while an allocation from it is outstanding (the driver
 //           keeps it until that is freed), then the allocation is freed;
+//   trimmed like leak, but the pool is trimmed to nothing after the synchronization (prints
+//           "trimmed N", what it reserves after), and a trim of a destroyed pool is refused;
 //   failed  refused pool calls only (properties the driver rejects, a destroy of the default
 //           pool, a second destroy of a destroyed pool): no pool is ever left alive.
 // Prints "reserved N" as the pool says after the synchronization, and each refused call's
@@ -79,6 +81,16 @@ int main(int argc, char **argv) {
         close(fd);
         (void)imported;
         CHECK(cuMemPoolDestroy(pool));
+    } else if (strcmp(mode, "trimmed") == 0) {
+        CUmemoryPool pool = make_pool(CU_MEM_HANDLE_TYPE_NONE);
+        use(pool, s);
+        CHECK(cuMemPoolTrimTo(pool, 0));
+        cuuint64_t reserved = 1;
+        CHECK(cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &reserved));
+        printf("trimmed %llu\n", (unsigned long long)reserved);
+        CUmemoryPool gone = make_pool(CU_MEM_HANDLE_TYPE_NONE);
+        CHECK(cuMemPoolDestroy(gone));
+        printf("trim of a destroyed pool: %d\n", (int)cuMemPoolTrimTo(gone, 0));
     } else {
         CUmemoryPool pool = make_pool(CU_MEM_HANDLE_TYPE_NONE);
         use(pool, s);

@@ -608,6 +608,57 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
     assert_eq!(report_json(&[], &[&trace])["findings"], serde_json::json!([]));
 }
 
+/// `cuMemPoolTrimTo` gives reserved memory back at once, so a successful trim samples its pool
+/// then, whatever the count to the next sample: the memory pass ends the pool at 0 bytes
+/// reserved where its twin, never trimmed, ends at what the pool kept. A refused trim (of a
+/// destroyed pool) and `GPULEAK_POOL_SAMPLE=0` sample nothing.
+#[test]
+fn a_trimmed_pool_is_sampled_at_the_trim() {
+    const SIZE: u64 = 4 << 20;
+    let dir = TempDir::new();
+    let run = |mode: &str, sample: &str| {
+        let trace = dir.path().join(format!("{mode}-{sample}.trace"));
+        let out = shim_command(client("report_pools"), &trace)
+            .arg(mode)
+            .env("GPULEAK_POOL_SAMPLE", sample)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        (String::from_utf8(out.stdout).unwrap(), trace)
+    };
+    // (reserved, used) of every sample of the first pool created, and the memory pass's last.
+    let samples = |trace: &Path| {
+        let records = dump(trace);
+        let created = of_type(&records, "PoolCreate");
+        let pool = u(&created[0]["pool"]);
+        let others: Vec<u64> = created[1..].iter().map(|c| u(&c["pool"])).collect();
+        let usage = of_type(&records, "PoolUsage");
+        assert!(usage.iter().all(|p| !others.contains(&u(&p["pool"]))), "{usage:#?}");
+        let seen: Vec<(u64, u64)> = usage
+            .iter()
+            .filter(|p| u(&p["pool"]) == pool)
+            .map(|p| (u(&p["reserved"]), u(&p["used"])))
+            .collect();
+        let r = report_json(&["--memory"], &[trace]);
+        let pools = r["process"]["memory"]["pools"].as_array().unwrap().clone();
+        let entry = pools.iter().find(|p| u(&p["pool"]) == pool).unwrap().clone();
+        (seen, u(&entry["reserved_bytes"]), u(&entry["reserved_bytes_max"]))
+    };
+
+    let (stdout, trimmed) = run("trimmed", "64");
+    assert!(stdout.contains("trimmed 0\n"), "{stdout}");
+    assert!(stdout.contains("trim of a destroyed pool: 1\n"), "{stdout}");
+    assert_eq!(samples(&trimmed), (vec![(SIZE, SIZE), (0, 0)], 0, SIZE));
+
+    // The twin, never trimmed: its one sample (the allocation, the thread's first
+    // stream-ordered call) is its last.
+    let (_, kept) = run("leak", "64");
+    assert_eq!(samples(&kept), (vec![(SIZE, SIZE)], SIZE, SIZE));
+
+    let (_, off) = run("trimmed", "0");
+    assert!(of_type(&dump(&off), "PoolUsage").is_empty());
+}
+
 /// `cuMemCreate` puts memory where its properties say, not on the current context's device:
 /// the shim's live accounting and the report's per-device memory follow the properties.
 #[test]

@@ -165,6 +165,7 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuIpcOpenMemHandle_v2",
         "cuIpcCloseMemHandle",
         "cuMemPoolImportPointer",
+        "cuMemPoolTrimTo",
         "cuCtxCreate_v2",
         "cuCtxDestroy_v2",
         "cuDevicePrimaryCtxRetain",
@@ -226,6 +227,7 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuMemImportFromShareableHandle",
         "cuMulticastCreate",
         "cuMemPoolImportPointer",
+        "cuMemPoolTrimTo",
     ] {
         assert!(seen_tracked.contains(must), "no request resolved to {must}");
     }

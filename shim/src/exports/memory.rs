@@ -435,6 +435,24 @@ fn sample_pool(result: CUresult, pool: u64) {
     }
 }
 
+/// `cuMemPoolTrimTo`: the pool gives back what it reserved beyond `keep` now, so a successful
+/// trim samples the pool at once, whatever this thread's count to its next sample (trims are
+/// rare; the report's reserved bytes then fall where the program trimmed, not at some later
+/// stream-ordered call, which a program that trims before it ends may never make).
+pub unsafe fn pool_trim(
+    _api: Api,
+    real: unsafe extern "C" fn(CUmemoryPool, usize) -> CUresult,
+    pool: CUmemoryPool,
+    keep: usize,
+) -> CUresult {
+    // SAFETY: passed through.
+    let r = unsafe { real(pool, keep) };
+    if r == CUDA_SUCCESS && pool_every() != 0 {
+        sample_pool_now(pool as u64);
+    }
+    r
+}
+
 #[cold]
 fn sample_pool_now(pool: u64) {
     // Not tracing (GPULEAK_DISABLE=1, or the tracer could not start): ask the driver nothing.
