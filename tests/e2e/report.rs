@@ -440,6 +440,19 @@ fn pool_leaks(r: &Value) -> Vec<(String, String, String)> {
         .collect()
 }
 
+/// Runs the pool client `name` in `mode` under the shim with `GPULEAK_POOL_SAMPLE=sample`,
+/// writing its trace into `dir`: (stdout, trace).
+fn run_pool_client(dir: &Path, name: &str, mode: &str, sample: &str) -> (String, PathBuf) {
+    let trace = dir.join(format!("{name}-{mode}-{sample}.trace"));
+    let out = shim_command(client(name), &trace)
+        .arg(mode)
+        .env("GPULEAK_POOL_SAMPLE", sample)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    (String::from_utf8(out.stdout).unwrap(), trace)
+}
+
 /// A memory pool created and never destroyed keeps what it reserved until the process ends: a
 /// `pool-leak` warning at its creation stack with the bytes it last reserved. A destroyed pool,
 /// a refused creation or destroy, and the exporter's own destroyed pool are no finding; an
@@ -449,16 +462,7 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
     const SIZE: u64 = 4 << 20;
     let dir = TempDir::new();
     // `sample` (GPULEAK_POOL_SAMPLE) 1: every stream-ordered call samples its pool.
-    let run_sampled = |name: &str, mode: &str, sample: &str| {
-        let trace = dir.path().join(format!("{name}-{mode}-{sample}.trace"));
-        let out = shim_command(client(name), &trace)
-            .arg(mode)
-            .env("GPULEAK_POOL_SAMPLE", sample)
-            .output()
-            .unwrap();
-        assert_ok(&out);
-        (String::from_utf8(out.stdout).unwrap(), trace)
-    };
+    let run_sampled = |name: &str, mode: &str, sample: &str| run_pool_client(dir.path(), name, mode, sample);
     let run = |name: &str, mode: &str| run_sampled(name, mode, "64");
 
     let (stdout, trace) = run("report_pools", "leak");
@@ -616,16 +620,7 @@ fn memory_pools_never_destroyed_are_pool_leaks() {
 fn a_trimmed_pool_is_sampled_at_the_trim() {
     const SIZE: u64 = 4 << 20;
     let dir = TempDir::new();
-    let run = |mode: &str, sample: &str| {
-        let trace = dir.path().join(format!("{mode}-{sample}.trace"));
-        let out = shim_command(client("report_pools"), &trace)
-            .arg(mode)
-            .env("GPULEAK_POOL_SAMPLE", sample)
-            .output()
-            .unwrap();
-        assert_ok(&out);
-        (String::from_utf8(out.stdout).unwrap(), trace)
-    };
+    let run = |mode: &str, sample: &str| run_pool_client(dir.path(), "report_pools", mode, sample);
     // (reserved, used) of every sample of the first pool created, and the memory pass's last.
     let samples = |trace: &Path| {
         let records = dump(trace);
