@@ -54,16 +54,11 @@ impl Script {
             frees: Addrs(Cow::Owned(frees.to_vec())),
         });
         self.push(GraphExec {
-            api: Api::cuGraphInstantiateWithFlags,
-            via: Api::NONE,
-            result: CuResult::SUCCESS,
-            exec,
             graph: 0x5ce0_0000_0b01,
             flags,
             alloc_nodes: allocs.len() as u32,
             free_nodes: frees.len() as u32,
-            nodes_known: 1,
-            stack: StackId(40),
+            ..graph_exec(exec)
         })
     }
 
@@ -91,6 +86,23 @@ fn assert_clean(r: &Replay) {
         r.leaks,
         r.bad_frees
     );
+}
+
+/// A successful `cuGraphInstantiateWithFlags` of `exec` from graph 1, no flags, nodes listed
+/// (none), at stack 40: what the tests change field by field.
+fn graph_exec(exec: u64) -> GraphExec {
+    GraphExec {
+        api: Api::cuGraphInstantiateWithFlags,
+        via: Api::NONE,
+        result: CuResult::SUCCESS,
+        exec,
+        graph: 1,
+        flags: 0,
+        alloc_nodes: 0,
+        free_nodes: 0,
+        nodes_known: 1,
+        stack: StackId(40),
+    }
 }
 
 #[test]
@@ -242,16 +254,8 @@ fn cu_graph_add_mem_alloc_node_is_a_node_and_the_instantiation_stands_in_for_unk
 fn launches_of_graphs_with_unknown_nodes_count_nothing_and_are_noted() {
     let mut script = Script::default();
     script.captured(NODE, 4096, 3, false).push(GraphExec {
-        api: Api::cuGraphInstantiateWithFlags,
-        via: Api::NONE,
-        result: CuResult::SUCCESS,
-        exec: EXEC,
-        graph: 1,
-        flags: 0,
-        alloc_nodes: 0,
-        free_nodes: 0,
         nodes_known: 0,
-        stack: StackId(40),
+        ..graph_exec(EXEC)
     });
     script.launch(EXEC).launch(EXEC + 9).free(Api::cuMemFreeAsync, NODE);
     let r = script.run();
@@ -268,16 +272,9 @@ fn a_failed_instantiation_makes_no_graph() {
         frees: Addrs(Cow::Owned(vec![])),
     });
     script.push(GraphExec {
-        api: Api::cuGraphInstantiateWithFlags,
-        via: Api::NONE,
         result: CuResult(1),
-        exec: EXEC,
-        graph: 1,
-        flags: 0,
         alloc_nodes: 1,
-        free_nodes: 0,
-        nodes_known: 1,
-        stack: StackId(40),
+        ..graph_exec(EXEC)
     });
     script.launch(EXEC);
     let r = script.run();
@@ -344,16 +341,8 @@ fn a_node_s_location_names_its_device_or_host_memory() {
         frees: Addrs(Cow::Owned(vec![])),
     });
     graphs.instantiated(&GraphExec {
-        api: Api::cuGraphInstantiateWithFlags,
-        via: Api::NONE,
-        result: CuResult::SUCCESS,
-        exec: EXEC,
-        graph: 1,
-        flags: 0,
         alloc_nodes: 4,
-        free_nodes: 0,
-        nodes_known: 1,
-        stack: StackId(40),
+        ..graph_exec(EXEC)
     });
     let exec = graphs.exec(EXEC).expect("instantiated");
     let devices: Vec<i32> = exec.allocs.iter().map(|a| a.device).collect();
