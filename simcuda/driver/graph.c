@@ -133,6 +133,11 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
     e->memory = memory;
     e->nodes = nodes;
     e->n = n;
+    if (!graph_user_objects_to(g, H(e))) {
+        userobj_owner_release(H(e));
+        e->h.alive = false;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (memory) graph_set_instance(g, H(e));
     *out = (CUgraphExec)(uintptr_t)H(e);
     return CUDA_SUCCESS;
@@ -163,6 +168,7 @@ static CUresult exec_destroy(CUgraphExec h) {
     struct graph_exec *e = obj_get(HK_GRAPH_EXEC, (uint64_t)(uintptr_t)h);
     if (!e) return CUDA_ERROR_INVALID_VALUE;
     e->h.alive = false;
+    userobj_owner_release(H(e));
     return CUDA_SUCCESS;
 }
 
@@ -281,7 +287,11 @@ SIMCUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec,
 
 SIMCUDA_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     API_ENTER();
-    API_LOCKED(exec_destroy(hGraphExec));
+    sim_lock();
+    CUresult r = exec_destroy(hGraphExec);
+    sim_unlock();
+    userobj_after_unlock();
+    return r;
 }
 
 SIMCUDA_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {

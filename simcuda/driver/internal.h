@@ -83,6 +83,7 @@ enum hkind {
     HK_GRAPH_EXEC,
     HK_NODE,
     HK_MIPMAPPED,
+    HK_USER_OBJECT,
     HK_COUNT
 };
 
@@ -347,6 +348,17 @@ HIDDEN struct graph *graph_get(CUgraph h);
 HIDDEN struct ctx *graph_ctx(const struct graph *g);
 HIDDEN const struct node *graph_nodes(const struct graph *g, size_t *n);
 HIDDEN void graph_ctx_teardown(struct ctx *c);
+/* Graph exec e takes references to every user object that g and its child graphs hold. */
+HIDDEN bool graph_user_objects_to(const struct graph *g, uint64_t exec);
+
+/* ---- user objects (userobj.c) ------------------------------------------------------------ */
+
+/* Releases every user-object reference that a graph or executable graph holds; lock held. */
+HIDDEN void userobj_owner_release(uint64_t owner);
+/* Gives `to` references to what `from` holds; lock held. False if out of memory. */
+HIDDEN bool userobj_owner_copy(uint64_t from, uint64_t to);
+/* Runs the destructors that releases made due; lock not held. */
+HIDDEN void userobj_after_unlock(void);
 /* Runs one kernel node (module.c); lock held. */
 HIDDEN CUresult kernel_run_node(const struct node *n);
 

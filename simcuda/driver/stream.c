@@ -240,6 +240,14 @@ CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n) {
     return r;
 }
 
+bool graph_user_objects_to(const struct graph *g, uint64_t exec) {
+    if (!userobj_owner_copy(H(g), exec)) return false;
+    for (size_t i = 0; i < g->nnodes; i++)
+        if (g->nodes[i].kind == N_CHILD && !graph_user_objects_to(g->nodes[i].child, exec))
+            return false;
+    return true;
+}
+
 uint64_t graph_instance(const struct graph *g) {
     return g->instance && obj_get(HK_GRAPH_EXEC, g->instance) ? g->instance : 0;
 }
@@ -424,6 +432,7 @@ static CUresult stream_end_capture(CUstream h, CUgraph *out) {
 /* A graph and the child graphs its nodes own die together. */
 static void graph_kill(struct graph *g) {
     g->h.alive = false;
+    userobj_owner_release(H(g));
     for (size_t i = 0; i < g->nnodes; i++)
         if (g->nodes[i].kind == N_CHILD) graph_kill(g->nodes[i].child);
 }
@@ -585,7 +594,11 @@ SIMCUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 
 SIMCUDA_API CUresult cuGraphDestroy(CUgraph hGraph) {
     API_ENTER();
-    API_LOCKED(graph_destroy(hGraph));
+    sim_lock();
+    CUresult r = graph_destroy(hGraph);
+    sim_unlock();
+    userobj_after_unlock();
+    return r;
 }
 
 /* ---- events ------------------------------------------------------------------------------- */

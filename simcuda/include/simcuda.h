@@ -44,6 +44,7 @@ typedef struct CUgraph_st *CUgraph;
 typedef struct CUgraphExec_st *CUgraphExec;
 typedef struct CUgraphNode_st *CUgraphNode;
 typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUuserObject_st *CUuserObject;
 
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
@@ -813,6 +814,20 @@ SIMCUDA_API CUresult cuGraphInstantiateWithParams(CUgraphExec *phGraphExec, CUgr
                                                   CUDA_GRAPH_INSTANTIATE_PARAMS *params);
 SIMCUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec, CUgraph hGraph,
                                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params);
+
+/* User objects (CUDA 11.3): reference-counted objects with a destructor, whose references a
+ * graph can hold (cuda-core keeps what its executable graphs need alive this way). */
+typedef enum CUuserObject_flags_enum { CU_USER_OBJECT_NO_DESTRUCTOR_SYNC = 1 } CUuserObject_flags;
+typedef enum CUuserObjectRetain_flags_enum { CU_GRAPH_USER_OBJECT_MOVE = 1 } CUuserObjectRetain_flags;
+
+SIMCUDA_API CUresult cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy,
+                                        unsigned int initialRefcount, unsigned int flags);
+SIMCUDA_API CUresult cuUserObjectRetain(CUuserObject object, unsigned int count);
+SIMCUDA_API CUresult cuUserObjectRelease(CUuserObject object, unsigned int count);
+SIMCUDA_API CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
+                                             unsigned int count, unsigned int flags);
+SIMCUDA_API CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object,
+                                              unsigned int count);
 
 /* Child graphs and the generic node constructor (CUDA 12.2; _v2 with edge data, 12.3). A
  * child graph node embeds a clone of a graph without memory nodes (cuGraphAddChildGraphNode,

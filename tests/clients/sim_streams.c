@@ -1,6 +1,6 @@
 // link: driver
 // Streams and events: creation flags and priorities, the three special streams, callbacks
-// (which may call the driver), event timing, and destroyed handles.
+// (which may call the driver), event timing, and destroyed handles; graphs' user objects.
 #include "sim_util.h"
 
 static int callback_calls;
@@ -81,7 +81,71 @@ static int events(int argc, char **argv) {
     return 0;
 }
 
+static int destroyed;
+
+static void destroy(void *data) { destroyed += *(int *)data; }
+
+/* User objects: the destructor runs when the last reference goes, whoever held it (the
+ * program, a graph, or an executable graph made from a graph that held one). */
+static int user_objects(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    int one = 1;
+    CUuserObject a, b;
+    CUgraph g, child, parent;
+    CUgraphExec e;
+    CUgraphNode n;
+    put_result("create_no_flag", cuUserObjectCreate(&a, &one, destroy, 1, 0));
+    put_result("create_no_refs", cuUserObjectCreate(&a, &one, destroy, 0, 1));
+    CHECK(cuUserObjectCreate(&a, &one, destroy, 2, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuUserObjectRelease(a, 1));
+    put_u64("after_one_of_two", destroyed);
+    CHECK(cuUserObjectRetain(a, 1));
+    CHECK(cuUserObjectRelease(a, 2));
+    put_u64("after_the_last", destroyed);
+    put_result("release_destroyed", cuUserObjectRelease(a, 1));
+    /* Moved into a graph, kept by the executable graph after the graph goes. */
+    CHECK(cuUserObjectCreate(&a, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuGraphCreate(&g, 0));
+    put_result("graph_retain_bad_flags", cuGraphRetainUserObject(g, a, 1, 2));
+    CHECK(cuGraphRetainUserObject(g, a, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CHECK(cuGraphDestroy(g));
+    put_u64("graph_destroyed", destroyed);
+    CHECK(cuGraphExecDestroy(e));
+    put_u64("exec_destroyed", destroyed);
+    /* A graph's own reference (not moved), released by the graph, then the program's. */
+    CHECK(cuUserObjectCreate(&b, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphRetainUserObject(g, b, 2, 0));
+    put_result("graph_release_too_many", cuGraphReleaseUserObject(g, b, 3));
+    CHECK(cuGraphReleaseUserObject(g, b, 2));
+    put_u64("graph_released", destroyed);
+    CHECK(cuUserObjectRelease(b, 1));
+    put_u64("program_released", destroyed);
+    put_result("graph_release_unheld", cuGraphReleaseUserObject(g, b, 1));
+    CHECK(cuGraphDestroy(g));
+    /* Held by a child graph moved into its parent: the parent's executable graph keeps it. */
+    CHECK(cuUserObjectCreate(&a, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuGraphCreate(&child, 0));
+    CHECK(cuGraphCreate(&parent, 0));
+    CHECK(cuGraphRetainUserObject(child, a, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    CUgraphNodeParams p;
+    memset(&p, 0, sizeof p);
+    p.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    p.graph.graph = child;
+    p.graph.ownership = CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE;
+    CHECK(cuGraphAddNode(&n, parent, NULL, 0, &p));
+    CHECK(cuGraphInstantiateWithFlags(&e, parent, 0));
+    CHECK(cuGraphDestroy(parent));
+    put_u64("parent_destroyed", destroyed);
+    CHECK(cuGraphExecDestroy(e));
+    put_u64("parent_exec_destroyed", destroyed);
+    return 0;
+}
+
 int main(int argc, char **argv) {
-    static const struct subcommand cmds[] = {{"streams", streams}, {"events", events}};
+    static const struct subcommand cmds[] = {
+        {"streams", streams}, {"events", events}, {"user-objects", user_objects}};
     return DISPATCH(cmds);
 }

@@ -489,6 +489,73 @@ fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
     assert_eq!(clean["summary"]["leaked_bytes"], 0);
 }
 
+/// cuda-core's explicit graphs (`GraphDefinition`, which keeps what an executable graph needs
+/// alive with a user object): the allocation node its graph does not free is a `graph` leak at
+/// the Python line that made it; the node its graph frees lives only while the graph runs; a
+/// second graph's free node frees the first one's memory, and then nothing leaks.
+#[test]
+fn cuda_core_graph_definitions_are_reported_at_the_python_line_that_made_them() {
+    let dir = TempDir::new();
+    let run = |mode: &str| {
+        let plain = wrapped(python_command("cuda_core_graphs.py"), |p| sim_command(p))
+            .arg(mode)
+            .output()
+            .unwrap();
+        assert_ok(&plain);
+        let trace = dir.path().join(format!("{mode}.trace"));
+        let traced = wrapped(python_command("cuda_core_graphs.py"), |p| shim_command(p, &trace))
+            .arg(mode)
+            .output()
+            .unwrap();
+        assert_ok(&traced);
+        let expected = "node size=65536 freed=1\nnode size=262144 freed=0\nlaunched\ndone\n";
+        assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
+        assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
+        report_json(&trace)
+    };
+    let leak = run("leak");
+    let leaks = leak["leaks"].as_array().unwrap();
+    assert_eq!(leaks.len(), 1, "{leaks:#?}");
+    let l = &leaks[0];
+    assert_eq!(
+        (
+            l["bytes"].as_u64(),
+            l["kind"].as_str(),
+            l["api"].as_str(),
+            l["at"].as_str()
+        ),
+        (
+            Some(262144),
+            Some("graph"),
+            Some("cuGraphAddMemAllocNode"),
+            Some("teardown")
+        ),
+        "{l:#}"
+    );
+    let made_here = |f: &Value| {
+        f["function"] == "allocate_kept"
+            && f["module"] == "python"
+            && f["file"].as_str().is_some_and(|p| p.ends_with("cuda_core_graphs.py"))
+    };
+    assert!(l["stack"].as_array().unwrap().iter().any(made_here), "{l:#}");
+    // The scratch node never counts: the peak is the kept node alone.
+    assert_eq!(leak["summary"]["peak_bytes"], 262144);
+    assert_eq!(leak["findings"].as_array().unwrap().len(), 0, "{leak:#}");
+    // cuda-core's extension modules are stripped: the note says which frames have no name.
+    let stripped = leak["notes"].as_array().unwrap().iter().any(|n| {
+        n.as_str().is_some_and(|n| {
+            n.contains("_graph_definition.cpython") && n.contains("only its exported functions have names")
+        })
+    });
+    assert!(stripped, "{:#}", leak["notes"]);
+
+    let clean = run("clean");
+    assert_eq!(clean["leaks"].as_array().unwrap().len(), 0, "{clean:#}");
+    assert_eq!(clean["findings"].as_array().unwrap().len(), 0, "{clean:#}");
+    assert_eq!(clean["summary"]["leaked_bytes"], 0);
+    assert_eq!(clean["summary"]["peak_bytes"], 262144);
+}
+
 #[test]
 fn cuda_core_runs_on_the_simulator_alone() {
     let out = run_plain(&CUDA_CORE);

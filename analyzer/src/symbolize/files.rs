@@ -156,9 +156,17 @@ pub(super) fn find(
 
     let outcome = match (&files.dwarf, &files.symbols) {
         (Some(dwarf), _) => format!("its symbols come from {}", dwarf.display()),
-        (None, Some(symbols)) => format!(
+        (None, Some(symbols)) if rank >= 2 => format!(
             "no DWARF debug info in the file or the debug dirs: its frames have function names \
              (from {}) but no file or line; give --debug-dir where its debug file is",
+            symbols.display()
+        ),
+        // A stripped library keeps only the dynamic symbol table: the functions it exports.
+        (None, Some(symbols)) => format!(
+            "no DWARF debug info or full symbol table in the file or the debug dirs: only its \
+             exported functions have names (from the dynamic symbols of {}), its other frames \
+             show as module+offset, and none has a file or line; give --debug-dir where its \
+             debug file is",
             symbols.display()
         ),
         (None, None) => "no symbols in the file or the debug dirs: its frames show as module+offset".to_owned(),

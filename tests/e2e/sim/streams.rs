@@ -1,4 +1,4 @@
-//! Streams, events, modules and kernels.
+//! Streams, events, graphs' user objects, modules and kernels.
 
 use super::run;
 
@@ -51,6 +51,28 @@ fn events_record_time_and_die_with_destroy() {
         ("record_destroyed", "400"),
         ("wait_destroyed", "400"),
         ("destroy_destroyed", "400"),
+    ]);
+}
+
+#[test]
+fn user_objects_are_destroyed_with_their_last_reference() {
+    let f = run("sim_streams", "user-objects");
+    f.expect_all(&[
+        ("create_no_flag", "1"),
+        ("create_no_refs", "1"),
+        ("after_one_of_two", "0"),
+        ("after_the_last", "1"),
+        ("release_destroyed", "1"),
+        ("graph_retain_bad_flags", "1"),
+        // The executable graph holds its own reference.
+        ("graph_destroyed", "1"),
+        ("exec_destroyed", "2"),
+        ("graph_release_too_many", "1"),
+        ("graph_released", "2"),
+        ("program_released", "3"),
+        ("graph_release_unheld", "1"),
+        ("parent_destroyed", "3"),
+        ("parent_exec_destroyed", "4"),
     ]);
 }
 
