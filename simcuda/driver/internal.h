@@ -305,6 +305,11 @@ struct sref {
 HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
 /* Appends an operation to the graph a capturing stream builds. */
 HIDDEN CUresult stream_capture_node(struct sref *r, const struct node *n);
+/* A stream's capture: its status and, while capturing (or invalidated), its id and graph. */
+HIDDEN CUresult stream_capture_state(CUstream h, CUstreamCaptureStatus *status, uint64_t *id,
+                                     struct graph **g);
+/* The node most recently added to g (what a capture's next node depends on), or NULL. */
+HIDDEN const struct node *graph_last_node(const struct graph *g);
 /* A stream-ordered allocation under capture: an allocation node of `size` bytes on the
  * capturing context's device; its fixed address in *out. */
 HIDDEN CUresult stream_capture_alloc(struct sref *r, size_t size, CUdeviceptr *out);

@@ -49,6 +49,7 @@ struct stream {
     CUstreamCaptureStatus capture;
     CUstreamCaptureMode mode;
     struct graph *graph;
+    uint64_t capture_id; /* of the capture under way (or invalidated), unique in the process */
 };
 
 struct event {
@@ -381,6 +382,30 @@ static CUresult stream_get(CUstream h, enum stream_field f, void *out) {
     return CUDA_SUCCESS;
 }
 
+CUresult stream_capture_state(CUstream h, CUstreamCaptureStatus *status, uint64_t *id,
+                              struct graph **g) {
+    *id = 0;
+    *g = NULL;
+    if (special_stream(h)) {
+        struct ctx *c;
+        CUresult r = ctx_current(&c);
+        if (r == CUDA_SUCCESS) *status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return r;
+    }
+    struct stream *s = obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
+    if (!s) return CUDA_ERROR_INVALID_HANDLE;
+    *status = s->capture;
+    if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+        *id = s->capture_id;
+        *g = s->graph;
+    }
+    return CUDA_SUCCESS;
+}
+
+const struct node *graph_last_node(const struct graph *g) {
+    return g->nnodes ? &g->nodes[g->nnodes - 1] : NULL;
+}
+
 static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status) {
     if (!status) return CUDA_ERROR_INVALID_VALUE;
     if (special_stream(h)) {
@@ -405,9 +430,11 @@ static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
     if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
     struct graph *g = graph_new(s->ctx);
     if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    static uint64_t captures;
     s->graph = g;
     s->mode = mode;
     s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    s->capture_id = ++captures;
     return CUDA_SUCCESS;
 }
 

@@ -875,6 +875,36 @@ SIMCUDA_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
                                        const CUgraphNode *dependencies,
                                        const CUgraphEdgeData *dependencyData,
                                        size_t numDependencies, CUgraphNodeParams *nodeParams);
+/* A stream's capture (10.1; with its graph and current dependencies, 11.3; with their edge
+ * data, 12.3, the ABI that CUDA 13 names cuStreamGetCaptureInfo). */
+SIMCUDA_API CUresult cuStreamGetCaptureInfo(CUstream hStream,
+                                            CUstreamCaptureStatus *captureStatus_out,
+                                            cuuint64_t *id_out);
+SIMCUDA_API CUresult cuStreamGetCaptureInfo_ptsz(CUstream hStream,
+                                                 CUstreamCaptureStatus *captureStatus_out,
+                                                 cuuint64_t *id_out);
+SIMCUDA_API CUresult cuStreamGetCaptureInfo_v2(CUstream hStream,
+                                               CUstreamCaptureStatus *captureStatus_out,
+                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                               const CUgraphNode **dependencies_out,
+                                               size_t *numDependencies_out);
+SIMCUDA_API CUresult cuStreamGetCaptureInfo_v2_ptsz(CUstream hStream,
+                                                    CUstreamCaptureStatus *captureStatus_out,
+                                                    cuuint64_t *id_out, CUgraph *graph_out,
+                                                    const CUgraphNode **dependencies_out,
+                                                    size_t *numDependencies_out);
+SIMCUDA_API CUresult cuStreamGetCaptureInfo_v3(CUstream hStream,
+                                               CUstreamCaptureStatus *captureStatus_out,
+                                               cuuint64_t *id_out, CUgraph *graph_out,
+                                               const CUgraphNode **dependencies_out,
+                                               const CUgraphEdgeData **edgeData_out,
+                                               size_t *numDependencies_out);
+SIMCUDA_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
+                                                    CUstreamCaptureStatus *captureStatus_out,
+                                                    cuuint64_t *id_out, CUgraph *graph_out,
+                                                    const CUgraphNode **dependencies_out,
+                                                    const CUgraphEdgeData **edgeData_out,
+                                                    size_t *numDependencies_out);
 SIMCUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                               const CUgraphNode *dependencies,
                                               size_t numDependencies, CUgraph childGraph);

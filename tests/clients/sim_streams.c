@@ -1,6 +1,7 @@
 // link: driver
 // Streams and events: creation flags and priorities, the three special streams, callbacks
-// (which may call the driver), event timing, and destroyed handles; graphs' user objects.
+// (which may call the driver), event timing, and destroyed handles; capture info; graphs' user
+// objects.
 #include "sim_util.h"
 
 static int callback_calls;
@@ -81,6 +82,48 @@ static int events(int argc, char **argv) {
     return 0;
 }
 
+/* cuStreamGetCaptureInfo in its three ABIs: a capture's id, graph and current dependencies. */
+static int capture_info(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUstreamCaptureStatus status = 99;
+    cuuint64_t id = 99, first;
+    CUgraph g = (CUgraph)1, ended;
+    const CUgraphNode *deps = (const CUgraphNode *)1;
+    const CUgraphEdgeData *edges = (const CUgraphEdgeData *)1;
+    size_t n = 99;
+    CHECK(cuStreamGetCaptureInfo_v3(s, &status, &id, &g, &deps, &edges, &n));
+    printf("idle %d %llu %d %d %d %zu\n", (int)status, (unsigned long long)id, g == NULL,
+           deps == NULL, edges == NULL, n);
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuStreamGetCaptureInfo_v3(s, &status, &first, &g, &deps, &edges, &n));
+    printf("begun %d %d %d %zu\n", (int)status, first != 0, g != NULL, n);
+    CUdeviceptr p;
+    CHECK(cuMemAllocAsync(&p, 4096, s));
+    CHECK(cuStreamGetCaptureInfo_v2(s, &status, &id, &g, &deps, &n));
+    CUgraphNodeType type = 99;
+    CHECK(cuGraphNodeGetType(deps[0], &type));
+    printf("after_alloc %d %d %zu %d\n", (int)status, id == first, n, (int)type);
+    CHECK(cuStreamGetCaptureInfo_v3_ptsz(s, &status, &id, &g, &deps, &edges, &n));
+    printf("edge_data %d %d %d\n", edges != NULL, edges[0].type, edges[0].to_port);
+    put_result("edges_without_deps", cuStreamGetCaptureInfo_v3(s, &status, &id, &g, NULL, &edges, &n));
+    put_result("no_status", cuStreamGetCaptureInfo(s, NULL, &id));
+    CHECK(cuStreamEndCapture(s, &ended));
+    printf("same_graph %d\n", ended == g);
+    CHECK(cuStreamGetCaptureInfo_ptsz(s, &status, &id));
+    printf("ended %d\n", (int)status);
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuStreamGetCaptureInfo(s, &status, &id));
+    printf("second_id_differs %d\n", id != first);
+    CHECK(cuStreamEndCapture(s, &ended));
+    CHECK(cuStreamGetCaptureInfo_v2(CU_STREAM_LEGACY, &status, &id, &g, &deps, &n));
+    printf("legacy %d %zu\n", (int)status, n);
+    put_result("bogus", cuStreamGetCaptureInfo((CUstream)(uintptr_t)0xdeadbeef, &status, &id));
+    return 0;
+}
+
 static int destroyed;
 
 static void destroy(void *data) { destroyed += *(int *)data; }
@@ -146,6 +189,9 @@ static int user_objects(int argc, char **argv) {
 
 int main(int argc, char **argv) {
     static const struct subcommand cmds[] = {
-        {"streams", streams}, {"events", events}, {"user-objects", user_objects}};
+        {"streams", streams},
+        {"events", events},
+        {"capture-info", capture_info},
+        {"user-objects", user_objects}};
     return DISPATCH(cmds);
 }

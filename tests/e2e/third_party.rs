@@ -489,12 +489,14 @@ fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
     assert_eq!(clean["summary"]["leaked_bytes"], 0);
 }
 
-/// cuda-core's explicit graphs (`GraphDefinition`, which keeps what an executable graph needs
-/// alive with a user object): the allocation node its graph does not free is a `graph` leak at
-/// the Python line that made it; the node its graph frees lives only while the graph runs; a
-/// second graph's free node frees the first one's memory, and then nothing leaks.
+/// cuda-core's graphs, built node by node (`GraphDefinition`) and captured (`GraphBuilder`
+/// with a `GraphMemoryResource`), which keep what an executable graph needs alive with a user
+/// object. The allocation a graph frees itself never counts. The definition's kept node,
+/// which no Python object owns, leaks unless a second graph frees it, and is reported at the
+/// Python line that made it; the captured `Buffer` is freed by its finalizer, so it leaks
+/// only when none runs (`os._exit`), at the line that captured it.
 #[test]
-fn cuda_core_graph_definitions_are_reported_at_the_python_line_that_made_them() {
+fn cuda_core_graphs_are_reported_at_the_python_line_that_made_them() {
     let dir = TempDir::new();
     let run = |mode: &str| {
         let plain = wrapped(python_command("cuda_core_graphs.py"), |p| sim_command(p))
@@ -508,38 +510,43 @@ fn cuda_core_graph_definitions_are_reported_at_the_python_line_that_made_them() 
             .output()
             .unwrap();
         assert_ok(&traced);
-        let expected = "node size=65536 freed=1\nnode size=262144 freed=0\nlaunched\ndone\n";
+        let expected = "node size=65536 freed=1\nnode size=262144 freed=0\n\
+                        node size=65536 freed=1\nnode size=131072 freed=0\nlaunched\ndone\n";
         assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
         assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
         report_json(&trace)
     };
+    let made_in = |leak: &Value, function: &str| {
+        leak["stack"].as_array().unwrap().iter().any(|f| {
+            f["function"] == function
+                && f["module"] == "python"
+                && f["file"].as_str().is_some_and(|p| p.ends_with("cuda_core_graphs.py"))
+        })
+    };
+    let summary = |l: &Value| {
+        (
+            l["bytes"].as_u64().unwrap(),
+            l["kind"].as_str().unwrap().to_owned(),
+            l["api"].as_str().unwrap().to_owned(),
+            l["at"].as_str().unwrap().to_owned(),
+        )
+    };
+
     let leak = run("leak");
     let leaks = leak["leaks"].as_array().unwrap();
     assert_eq!(leaks.len(), 1, "{leaks:#?}");
-    let l = &leaks[0];
     assert_eq!(
+        summary(&leaks[0]),
         (
-            l["bytes"].as_u64(),
-            l["kind"].as_str(),
-            l["api"].as_str(),
-            l["at"].as_str()
-        ),
-        (
-            Some(262144),
-            Some("graph"),
-            Some("cuGraphAddMemAllocNode"),
-            Some("teardown")
-        ),
-        "{l:#}"
+            262144,
+            "graph".into(),
+            "cuGraphAddMemAllocNode".into(),
+            "teardown".into()
+        )
     );
-    let made_here = |f: &Value| {
-        f["function"] == "allocate_kept"
-            && f["module"] == "python"
-            && f["file"].as_str().is_some_and(|p| p.ends_with("cuda_core_graphs.py"))
-    };
-    assert!(l["stack"].as_array().unwrap().iter().any(made_here), "{l:#}");
-    // The scratch node never counts: the peak is the kept node alone.
-    assert_eq!(leak["summary"]["peak_bytes"], 262144);
+    assert!(made_in(&leaks[0], "allocate_kept"), "{:#}", leaks[0]);
+    // The scratch nodes never count: the peak is the two kept allocations.
+    assert_eq!(leak["summary"]["peak_bytes"], 262144 + 131072);
     assert_eq!(leak["findings"].as_array().unwrap().len(), 0, "{leak:#}");
     // cuda-core's extension modules are stripped: the note says which frames have no name.
     let stripped = leak["notes"].as_array().unwrap().iter().any(|n| {
@@ -549,11 +556,33 @@ fn cuda_core_graph_definitions_are_reported_at_the_python_line_that_made_them() 
     });
     assert!(stripped, "{:#}", leak["notes"]);
 
+    let exit = run("exit");
+    let leaks = exit["leaks"].as_array().unwrap();
+    assert_eq!(leaks.len(), 2, "{leaks:#?}");
+    let kept = leaks
+        .iter()
+        .find(|l| l["bytes"] == 262144)
+        .expect("the definition's node");
+    let captured = leaks
+        .iter()
+        .find(|l| l["bytes"] == 131072)
+        .expect("the captured buffer");
+    assert_eq!(
+        summary(kept),
+        (262144, "graph".into(), "cuGraphAddMemAllocNode".into(), "exit".into())
+    );
+    assert!(made_in(kept, "allocate_kept"), "{kept:#}");
+    assert_eq!(
+        summary(captured),
+        (131072, "graph".into(), "cuMemAllocAsync".into(), "exit".into())
+    );
+    assert!(made_in(captured, "capture_kept"), "{captured:#}");
+
     let clean = run("clean");
     assert_eq!(clean["leaks"].as_array().unwrap().len(), 0, "{clean:#}");
     assert_eq!(clean["findings"].as_array().unwrap().len(), 0, "{clean:#}");
     assert_eq!(clean["summary"]["leaked_bytes"], 0);
-    assert_eq!(clean["summary"]["peak_bytes"], 262144);
+    assert_eq!(clean["summary"]["peak_bytes"], 262144 + 131072);
 }
 
 #[test]

@@ -97,7 +97,7 @@ fn is_variant_of(name: &str, symbol: &str, per_thread: bool) -> bool {
         return false;
     };
     let legacy = ["", "_v2", "_v3", "_v4"];
-    let threaded = ["_ptsz", "_ptds", "_v2_ptsz", "_v2_ptds"];
+    let threaded = ["_ptsz", "_ptds", "_v2_ptsz", "_v2_ptds", "_v3_ptsz", "_v3_ptds"];
     legacy.contains(&suffix) || (per_thread && threaded.contains(&suffix))
 }
 

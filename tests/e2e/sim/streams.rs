@@ -1,4 +1,4 @@
-//! Streams, events, graphs' user objects, modules and kernels.
+//! Streams, events, capture info, graphs' user objects, modules and kernels.
 
 use super::run;
 
@@ -51,6 +51,27 @@ fn events_record_time_and_die_with_destroy() {
         ("record_destroyed", "400"),
         ("wait_destroyed", "400"),
         ("destroy_destroyed", "400"),
+    ]);
+}
+
+#[test]
+fn capture_info_names_the_capture_its_graph_and_its_last_node() {
+    let f = run("sim_streams", "capture-info");
+    f.expect_all(&[
+        // Not capturing: status none, everything else empty.
+        ("idle", "0 0 1 1 1 0"),
+        // Active (1), with an id and a graph, and nothing to depend on yet.
+        ("begun", "1 1 1 0"),
+        // The allocation node (type 10) is what the next node depends on.
+        ("after_alloc", "1 1 1 10"),
+        ("edge_data", "1 0 0"),
+        ("edges_without_deps", "1"),
+        ("no_status", "1"),
+        ("same_graph", "1"),
+        ("ended", "0"),
+        ("second_id_differs", "1"),
+        ("legacy", "0 0"),
+        ("bogus", "400"),
     ]);
 }
 
