@@ -94,6 +94,8 @@ struct hdr {
     uint64_t handle;
 };
 
+/* Makes room for `need` elements of `elem` bytes in *v (capacity *cap, doubled as needed). */
+HIDDEN bool sim_grow(void **v, size_t *cap, size_t need, size_t elem);
 /* Allocates a zeroed object of `size` bytes (starting with struct hdr) and gives it a handle. */
 HIDDEN void *obj_new(enum hkind kind, size_t size);
 /* The live object of that kind named by `handle`, or NULL. */

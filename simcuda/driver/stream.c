@@ -408,16 +408,9 @@ const struct node *graph_last_node(const struct graph *g) {
 
 static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status) {
     if (!status) return CUDA_ERROR_INVALID_VALUE;
-    if (special_stream(h)) {
-        struct ctx *c;
-        CUresult r = ctx_current(&c);
-        if (r == CUDA_SUCCESS) *status = CU_STREAM_CAPTURE_STATUS_NONE;
-        return r;
-    }
-    struct stream *s = obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
-    if (!s) return CUDA_ERROR_INVALID_HANDLE;
-    *status = s->capture;
-    return CUDA_SUCCESS;
+    uint64_t id;
+    struct graph *g;
+    return stream_capture_state(h, status, &id, &g);
 }
 
 static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {

@@ -21,7 +21,7 @@ struct objtab {
 
 static struct objtab objs[HK_COUNT];
 
-static bool grow(void **v, size_t *cap, size_t need, size_t elem) {
+bool sim_grow(void **v, size_t *cap, size_t need, size_t elem) {
     if (need <= *cap) return true;
     size_t cap2 = *cap ? *cap * 2 : 16;
     while (cap2 < need) cap2 *= 2;
@@ -34,7 +34,7 @@ static bool grow(void **v, size_t *cap, size_t need, size_t elem) {
 
 void *obj_new(enum hkind kind, size_t size) {
     struct objtab *t = &objs[kind];
-    if (!grow((void **)&t->v, &t->cap, t->n + 1, sizeof(void *))) return NULL;
+    if (!sim_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(void *))) return NULL;
     struct hdr *h = calloc(1, size);
     if (!h) return NULL;
     h->kind = kind;
@@ -93,7 +93,7 @@ bool rtab_overlaps(const struct rtab *t, uint64_t addr, uint64_t size) {
 
 bool rtab_insert(struct rtab *t, uint64_t addr, uint64_t size, void *obj) {
     if (size == 0 || rtab_overlaps(t, addr, size)) return false;
-    if (!grow((void **)&t->v, &t->cap, t->n + 1, sizeof(struct range))) return false;
+    if (!sim_grow((void **)&t->v, &t->cap, t->n + 1, sizeof(struct range))) return false;
     size_t i = upper(t, addr);
     memmove(&t->v[i + 1], &t->v[i], (t->n - i) * sizeof(struct range));
     t->v[i] = (struct range){addr, size, obj};

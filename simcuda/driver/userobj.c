@@ -35,23 +35,12 @@ static size_t g_nheld, g_capheld;
 static struct user_object **g_due;
 static size_t g_ndue, g_capdue;
 
-static bool grow_to(void **v, size_t *cap, size_t need, size_t elem) {
-    if (need <= *cap) return true;
-    size_t n = *cap ? *cap * 2 : 8;
-    while (n < need) n *= 2;
-    void *p = realloc(*v, n * elem);
-    if (!p) return false;
-    *v = p;
-    *cap = n;
-    return true;
-}
-
 /* Drops `count` references; a destructor due is queued. Lock held. */
 static void drop(struct user_object *o, long long count) {
     o->refs -= count;
     if (o->refs > 0 || !o->h.alive) return;
     o->h.alive = false;
-    if (o->destroy && grow_to((void **)&g_due, &g_capdue, g_ndue + 1, sizeof *g_due))
+    if (o->destroy && sim_grow((void **)&g_due, &g_capdue, g_ndue + 1, sizeof *g_due))
         g_due[g_ndue++] = o;
 }
 
@@ -77,7 +66,7 @@ static bool hold(uint64_t owner, struct user_object *o, long long count) {
         e->count += count;
         return true;
     }
-    if (!grow_to((void **)&g_held, &g_capheld, g_nheld + 1, sizeof *g_held)) return false;
+    if (!sim_grow((void **)&g_held, &g_capheld, g_nheld + 1, sizeof *g_held)) return false;
     g_held[g_nheld++] = (struct held){owner, o, count};
     return true;
 }

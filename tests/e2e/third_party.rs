@@ -432,6 +432,25 @@ fn cuda_bindings_allocations_reached_through_the_resolver_are_recorded_and_its_l
     }
 }
 
+/// Runs `tests/python/<script> MODE` on the simulator alone and under the shim: both must
+/// print `expected`; returns the JSON report of the traced run.
+fn run_graph_client(dir: &TempDir, script: &str, mode: &str, expected: &str) -> Value {
+    let plain = wrapped(python_command(script), |p| sim_command(p))
+        .arg(mode)
+        .output()
+        .unwrap();
+    assert_ok(&plain);
+    let trace = dir.path().join(format!("{mode}.trace"));
+    let traced = wrapped(python_command(script), |p| shim_command(p, &trace))
+        .arg(mode)
+        .output()
+        .unwrap();
+    assert_ok(&traced);
+    assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
+    assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
+    report_json(&trace)
+}
+
 /// Graph memory nodes made through cuda-bindings' resolver table (cuGraphAddMemAllocNode, and
 /// the generic cuGraphAddNode at the version cuda-bindings asks for): the node its graph does
 /// not free is a `graph` leak at the Python line that made it; the node its graph frees lives
@@ -439,24 +458,9 @@ fn cuda_bindings_allocations_reached_through_the_resolver_are_recorded_and_its_l
 #[test]
 fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
     let dir = TempDir::new();
-    let run = |mode: &str| {
-        let plain = wrapped(python_command("cuda_bindings_graphs.py"), |p| sim_command(p))
-            .arg(mode)
-            .output()
-            .unwrap();
-        assert_ok(&plain);
-        let trace = dir.path().join(format!("{mode}.trace"));
-        let traced = wrapped(python_command("cuda_bindings_graphs.py"), |p| shim_command(p, &trace))
-            .arg(mode)
-            .output()
-            .unwrap();
-        assert_ok(&traced);
-        let expected = "node call=cuGraphAddMemAllocNode size=65536\n\
-                        node call=cuGraphAddNode size=262144\nlaunched\ndone\n";
-        assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
-        assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
-        report_json(&trace)
-    };
+    let expected = "node call=cuGraphAddMemAllocNode size=65536\n\
+                    node call=cuGraphAddNode size=262144\nlaunched\ndone\n";
+    let run = |mode: &str| run_graph_client(&dir, "cuda_bindings_graphs.py", mode, expected);
     let leak = run("leak");
     let leaks = leak["leaks"].as_array().unwrap();
     assert_eq!(leaks.len(), 1, "{leaks:#?}");
@@ -498,24 +502,9 @@ fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
 #[test]
 fn cuda_core_graphs_are_reported_at_the_python_line_that_made_them() {
     let dir = TempDir::new();
-    let run = |mode: &str| {
-        let plain = wrapped(python_command("cuda_core_graphs.py"), |p| sim_command(p))
-            .arg(mode)
-            .output()
-            .unwrap();
-        assert_ok(&plain);
-        let trace = dir.path().join(format!("{mode}.trace"));
-        let traced = wrapped(python_command("cuda_core_graphs.py"), |p| shim_command(p, &trace))
-            .arg(mode)
-            .output()
-            .unwrap();
-        assert_ok(&traced);
-        let expected = "node size=65536 freed=1\nnode size=262144 freed=0\n\
-                        node size=65536 freed=1\nnode size=131072 freed=0\nlaunched\ndone\n";
-        assert_eq!(String::from_utf8_lossy(&plain.stdout), expected);
-        assert_eq!(plain.stdout, traced.stdout, "the shim changed what the program printed");
-        report_json(&trace)
-    };
+    let expected = "node size=65536 freed=1\nnode size=262144 freed=0\n\
+                    node size=65536 freed=1\nnode size=131072 freed=0\nlaunched\ndone\n";
+    let run = |mode: &str| run_graph_client(&dir, "cuda_core_graphs.py", mode, expected);
     let made_in = |leak: &Value, function: &str| {
         leak["stack"].as_array().unwrap().iter().any(|f| {
             f["function"] == function
