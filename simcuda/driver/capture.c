@@ -6,12 +6,10 @@
  * always the default (zero). The dependency array returned stays valid until the calling
  * thread's next call of these functions (CUDA: until the next API call on the stream).
  */
-#include <string.h>
-
 #include "internal.h"
 
 static _Thread_local CUgraphNode t_dep;
-static _Thread_local CUgraphEdgeData t_edge;
+static const CUgraphEdgeData default_edge; /* all zero */
 
 static CUresult capture_info(CUstream h, CUstreamCaptureStatus *status, cuuint64_t *id,
                              CUgraph *graph, const CUgraphNode **deps,
@@ -26,9 +24,8 @@ static CUresult capture_info(CUstream h, CUstreamCaptureStatus *status, cuuint64
     if (graph) *graph = active ? graph_handle(g) : NULL;
     const struct node *last = active ? graph_last_node(g) : NULL;
     t_dep = last ? (CUgraphNode)(uintptr_t)last->handle : NULL;
-    memset(&t_edge, 0, sizeof t_edge);
     if (deps) *deps = last ? &t_dep : NULL;
-    if (edges) *edges = last ? &t_edge : NULL;
+    if (edges) *edges = last ? &default_edge : NULL;
     if (ndeps) *ndeps = last ? 1 : 0;
     return CUDA_SUCCESS;
 }

@@ -287,11 +287,7 @@ SIMCUDA_API CUresult cuGraphInstantiateWithParams_ptsz(CUgraphExec *phGraphExec,
 
 SIMCUDA_API CUresult cuGraphExecDestroy(CUgraphExec hGraphExec) {
     API_ENTER();
-    sim_lock();
-    CUresult r = exec_destroy(hGraphExec);
-    sim_unlock();
-    userobj_after_unlock();
-    return r;
+    API_LOCKED_THEN_DESTRUCTORS(exec_destroy(hGraphExec));
 }
 
 SIMCUDA_API CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream) {

@@ -66,6 +66,17 @@ HIDDEN const char *sim_error_string(CUresult e);
         return locked_;                               \
     } while (0)
 
+/* API_LOCKED, then the destructors of user objects whose last reference the call dropped
+ * (userobj.c), run unlocked. */
+#define API_LOCKED_THEN_DESTRUCTORS(call)             \
+    do {                                              \
+        sim_lock();                                   \
+        CUresult locked_ = (call);                    \
+        sim_unlock();                                 \
+        userobj_after_unlock();                       \
+        return locked_;                               \
+    } while (0)
+
 /* ---- handles and sorted range tables (table.c) ------------------------------------------- */
 
 enum hkind {

@@ -614,11 +614,7 @@ SIMCUDA_API CUresult cuStreamEndCapture_ptsz(CUstream hStream, CUgraph *phGraph)
 
 SIMCUDA_API CUresult cuGraphDestroy(CUgraph hGraph) {
     API_ENTER();
-    sim_lock();
-    CUresult r = graph_destroy(hGraph);
-    sim_unlock();
-    userobj_after_unlock();
-    return r;
+    API_LOCKED_THEN_DESTRUCTORS(graph_destroy(hGraph));
 }
 
 /* ---- events ------------------------------------------------------------------------------- */

@@ -31,7 +31,7 @@ struct held {
 static struct held *g_held;
 static size_t g_nheld, g_capheld;
 
-/* Destructors due, run by run_pending once the lock is released. */
+/* Destructors due, run by userobj_after_unlock once the lock is released. */
 static struct user_object **g_due;
 static size_t g_ndue, g_capdue;
 
@@ -44,7 +44,7 @@ static void drop(struct user_object *o, long long count) {
         g_due[g_ndue++] = o;
 }
 
-static void run_pending(void) {
+void userobj_after_unlock(void) {
     for (;;) {
         sim_lock();
         struct user_object *o = g_ndue ? g_due[--g_ndue] : NULL;
@@ -91,8 +91,6 @@ bool userobj_owner_copy(uint64_t from, uint64_t to) {
     }
     return true;
 }
-
-void userobj_after_unlock(void) { run_pending(); }
 
 static struct user_object *user_object(CUuserObject h) {
     return obj_get(HK_USER_OBJECT, (uint64_t)(uintptr_t)h);
@@ -151,15 +149,6 @@ static CUresult graph_release(CUgraph graph, CUuserObject h, unsigned int count)
     return CUDA_SUCCESS;
 }
 
-#define LOCKED_THEN_DESTRUCTORS(call)                 \
-    do {                                              \
-        sim_lock();                                   \
-        CUresult locked_ = (call);                    \
-        sim_unlock();                                 \
-        run_pending();                                \
-        return locked_;                               \
-    } while (0)
-
 SIMCUDA_API CUresult cuUserObjectCreate(CUuserObject *object_out, void *ptr, CUhostFn destroy,
                                         unsigned int initialRefcount, unsigned int flags) {
     API_ENTER();
@@ -173,7 +162,7 @@ SIMCUDA_API CUresult cuUserObjectRetain(CUuserObject object, unsigned int count)
 
 SIMCUDA_API CUresult cuUserObjectRelease(CUuserObject object, unsigned int count) {
     API_ENTER();
-    LOCKED_THEN_DESTRUCTORS(release(object, count));
+    API_LOCKED_THEN_DESTRUCTORS(release(object, count));
 }
 
 SIMCUDA_API CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
@@ -185,5 +174,5 @@ SIMCUDA_API CUresult cuGraphRetainUserObject(CUgraph graph, CUuserObject object,
 SIMCUDA_API CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object,
                                               unsigned int count) {
     API_ENTER();
-    LOCKED_THEN_DESTRUCTORS(graph_release(graph, object, count));
+    API_LOCKED_THEN_DESTRUCTORS(graph_release(graph, object, count));
 }
