@@ -414,7 +414,72 @@ fn stripped_copies_keep_function_names_from_the_symbol_table() {
         assert_eq!((&frames[0].file, frames[0].line), (&None, None), "{frames:#?}");
         let warnings = s.warnings();
         assert!(warnings.iter().any(|w| w.contains("no DWARF")), "{warnings:?}");
+        // The full symbol table is still there: the note must not say only exports have names.
+        assert!(
+            warnings.iter().any(|w| w.contains("its frames have function names")),
+            "{warnings:?}"
+        );
+        assert!(
+            !warnings.iter().any(|w| w.contains("only its exported functions")),
+            "{warnings:?}"
+        );
     }
+}
+
+/// A library stripped to its dynamic symbols (as distributions and wheels ship them) names only
+/// its exported functions, and the note says so; its other frames show as module+offset.
+#[test]
+fn a_library_with_only_dynamic_symbols_is_noted_as_such() {
+    let dir = scratch("strip-all-shared");
+    let lib = dir.join("libonly.so");
+    let source = dir.join("only.c");
+    std::fs::write(
+        &source,
+        "__attribute__((noinline)) int hidden(int x) { return x * 3; }\n\
+         __attribute__((visibility(\"default\"))) int exported(int x) { return hidden(x) + 1; }\n",
+    )
+    .unwrap();
+    run_ok(
+        Command::new(std::env::var("CC").unwrap_or_else(|_| "gcc".into()))
+            .args(["-O1", "-g", "-shared", "-fPIC", "-fvisibility=hidden", "-o"])
+            .arg(&lib)
+            .arg(&source),
+    );
+    // Where the two functions are, read before stripping.
+    let nm = run_ok(Command::new("nm").arg(&lib));
+    let at = |name: &str| {
+        nm.lines()
+            .find_map(|l| l.strip_suffix(&format!(" {name}")))
+            .and_then(|l| l.split(' ').next())
+            .map(hex)
+            .unwrap_or_else(|| panic!("{name} not in\n{nm}"))
+    };
+    let (exported, hidden) = (at("exported"), at("hidden"));
+    run_ok(Command::new("strip").arg(&lib));
+    let base = 0x7f00_0000_0000;
+    let module = ModuleInfo {
+        base,
+        start: base,
+        end: base + 0x10_0000,
+        path: lib.to_str().unwrap().to_owned(),
+        build_id: Vec::new(),
+    };
+    let s = Symbolizer::new(vec![module], vec![]);
+    // An address inside the function (frames are return addresses, looked up one byte back).
+    let named = |addr: u64| s.symbolize(base + addr + 2)[0].function.clone();
+    assert_eq!(named(exported).as_deref(), Some("exported"));
+    assert_eq!(named(hidden), None);
+    let warnings = s.warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("only its exported functions have names")),
+        "{warnings:?}"
+    );
+    assert!(
+        !warnings.iter().any(|w| w.contains("its frames have function names")),
+        "{warnings:?}"
+    );
 }
 
 #[test]
