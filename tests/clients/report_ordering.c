@@ -3,9 +3,12 @@
 // ordered twins named by the second: ordered by an event ("event"), by host synchronization
 // ("host"), or by the legacy default stream's implicit ordering ("legacy"); leaks have a
 // "destroyed" twin, and unsynchronized work a "teardown" variant (the context torn down
-// instead of exit). Every subcommand otherwise cleans up after itself (streams
+// instead of exit). "handoff", "handoff-event" and "handoff-unsynced" hand the buffer from the
+// thread that produced it to another through a mutex (after a stream synchronize, after an
+// event synchronize, or before either). Every subcommand otherwise cleans up after itself (streams
 // and events destroyed, memory freed, work waited for), so a mistake is the only finding in
 // its report and a twin's report has none.
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +93,60 @@ static int race(const char *how) {
     CHECK(cuEventDestroy_v2(e));
     CHECK(cuMemFree_v2(d));
     return host_buf[N - 1] == 7 ? 0 : 4;
+}
+
+/* A buffer handed from one host thread to another, which the trace cannot see. */
+struct handoff {
+    pthread_mutex_t lock;
+    pthread_cond_t ready_cv;
+    int ready;
+    const char *how;
+    CUdeviceptr d;
+    CUstream a;
+    CUevent e;
+};
+
+/* The producer: a kernel on stream a writes the buffer; the host then waits for it (or, in
+   the mistake, does not) before handing the buffer over. */
+static void *producer(void *arg) {
+    struct handoff *h = arg;
+    produce(h->d, 9, h->a);
+    if (!strcmp(h->how, "handoff")) {
+        CHECK(cuStreamSynchronize(h->a));
+    } else if (!strcmp(h->how, "handoff-event")) {
+        CHECK(cuEventRecord(h->e, h->a));
+        CHECK(cuEventSynchronize(h->e));
+    }
+    pthread_mutex_lock(&h->lock);
+    h->ready = 1;
+    pthread_cond_signal(&h->ready_cv);
+    pthread_mutex_unlock(&h->lock);
+    return NULL;
+}
+
+/* The consumer is the main thread, already at work on stream b before the buffer exists (as
+   a loop that processes one buffer after another is): it waits for the producer through the
+   mutex, then reads the buffer with a copy on stream b. */
+static int handoff(const char *how) {
+    struct handoff h = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, how, 0, 0, 0};
+    CUstream b = make_stream(CU_STREAM_NON_BLOCKING);
+    h.a = make_stream(CU_STREAM_NON_BLOCKING);
+    h.e = make_event();
+    h.d = make_buffer();
+    CHECK(cuMemsetD8Async(h.d, 0, N * sizeof(unsigned), b));
+    CHECK(cuStreamSynchronize(b));
+    pthread_t t;
+    if (pthread_create(&t, NULL, producer, &h) != 0) return 5;
+    pthread_mutex_lock(&h.lock);
+    while (!h.ready) pthread_cond_wait(&h.ready_cv, &h.lock);
+    pthread_mutex_unlock(&h.lock);
+    CHECK(cuMemcpyDtoHAsync_v2(host_buf, h.d, sizeof host_buf, b));
+    pthread_join(t, NULL);
+    finish(h.a, b);
+    CHECK(cuEventDestroy_v2(h.e));
+    CHECK(cuMemFree_v2(h.d));
+    /* Without the wait the copy may have read the buffer before the kernel wrote it. */
+    return host_buf[N - 1] == 9 || !strcmp(how, "handoff-unsynced") ? 0 : 4;
 }
 
 /* A kernel on stream a uses memory that stream b frees. */
@@ -224,6 +281,7 @@ int main(int argc, char **argv) {
     setup();
     const char *check = argv[1];
     const char *how = argc > 2 ? argv[2] : "";
+    if (!strcmp(check, "cross-stream-race") && !strncmp(how, "handoff", 7)) return handoff(how);
     if (!strcmp(check, "cross-stream-race")) return race(how);
     if (!strcmp(check, "unordered-free")) return unordered_free(how);
     if (!strcmp(check, "use-after-free")) return use_after_free(how);

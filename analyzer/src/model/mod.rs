@@ -116,7 +116,7 @@ pub struct Model {
     /// The stream-ordering model, unless the caller runs it ([`Model::without_ordering`]).
     ordering: Option<crate::streams::Streams>,
     /// The context teardown the last record made, for a caller that runs the ordering model.
-    teardown: Option<(u32, Api)>,
+    teardown: Option<Api>,
     /// Which stacks belong to caching allocators (memory pass only).
     pools: Pools,
     /// Stream-ordered memory pools the program created, alive now.
@@ -172,9 +172,9 @@ impl Model {
         }
     }
 
-    /// The context teardown made by the record just applied, as `(tid, api)` for
+    /// The API of the context teardown made by the record just applied, for
     /// [`crate::streams::Streams::teardown`], which must follow that record's `apply`.
-    pub fn take_teardown(&mut self) -> Option<(u32, Api)> {
+    pub fn take_teardown(&mut self) -> Option<Api> {
         self.teardown.take()
     }
 
@@ -245,7 +245,7 @@ impl Model {
             Body::PoolDestroy(d) => self.mem_pools.destroy(d),
             Body::PoolUsage(u) => self.mem_pools.usage(u.pool, u.reserved),
             Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
-            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(tid, d),
+            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(d),
             Body::GraphMem(m) => self.graphs.listed(m),
             Body::GraphExec(g) => self.graphs.instantiated(g),
             Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => self.launch_graph(tid, record, l),
@@ -618,11 +618,11 @@ impl Model {
         }
     }
 
-    fn destroy_context(&mut self, tid: u32, d: &CtxDestroy) {
+    fn destroy_context(&mut self, d: &CtxDestroy) {
         let Some(ctx) = self.contexts.destroy(d) else { return };
         match &mut self.ordering {
-            Some(ordering) => ordering.teardown(tid, d.api),
-            None => self.teardown = Some((tid, d.api)),
+            Some(ordering) => ordering.teardown(d.api),
+            None => self.teardown = Some(d.api),
         }
         let mut gone: Vec<(Space, u64)> = self
             .live

@@ -92,8 +92,8 @@ fn one(file: &TraceFile, options: &Options, pipelined: bool, progress: Option<&P
 
 /// A batch of decoded records, passed from stage to stage.
 type Batch<'a> = Vec<Result<Entry<'a>, DecodeError>>;
-/// Context teardowns in a batch: (index of the record that made it, tid, api).
-type Teardowns = Vec<(usize, u32, Api)>;
+/// Context teardowns in a batch: (index of the record that made it, api).
+type Teardowns = Vec<(usize, Api)>;
 
 /// Replays every readable record of `file` (decoding errors are kept in the result, and the
 /// records around them still replayed). When `pipelined`, three threads share the work, each
@@ -155,8 +155,8 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
                     if let Ok(e) = r {
                         streams.apply(e.tid, &e.record);
                     }
-                    while let Some((_, tid, api)) = teardowns.next_if(|t| t.0 == i) {
-                        streams.teardown(tid, api);
+                    while let Some((_, api)) = teardowns.next_if(|t| t.0 == i) {
+                        streams.teardown(api);
                     }
                 }
                 batch.clear();
@@ -170,8 +170,8 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
             let mut teardowns = Teardowns::new();
             for (i, r) in batch.iter().enumerate() {
                 read.apply(&mut model, r);
-                if let Some((tid, api)) = model.take_teardown() {
-                    teardowns.push((i, tid, api));
+                if let Some(api) = model.take_teardown() {
+                    teardowns.push((i, api));
                 }
             }
             read.advanced();

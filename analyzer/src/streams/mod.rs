@@ -33,9 +33,17 @@
 //! to wait for, but never races. Host functions (`cuLaunchHostFunc`) and callbacks are
 //! operations with no memory too.
 //!
-//! Host threads synchronize with each other in ways the trace cannot see (mutexes, joins), so
-//! a thread's clock starts, at its first call, with everything any thread had waited for by
-//! then; "waited for before exit" means by any thread.
+//! The host is one: what any thread has waited for is known complete to every later call of
+//! every thread. Host threads synchronize with each other in ways the trace cannot see
+//! (mutexes, condition variables, queues, joins), and a buffer handed from the thread that
+//! waited for its producer to another thread is the usual way of a pipeline. Waits are
+//! numbered after their call returns, so a wait numbered before an operation had returned
+//! before the operation was numbered (a synchronizing free is numbered before its call, like
+//! every free: an operation another thread queues while it waits counts as after it). What
+//! this cannot see is two threads that do not synchronize at all and whose calls happen to
+//! fall in a harmless order: a race that the threads' timing decided, not their code, is
+//! found only when it shows in the trace's order.
+//! "Waited for before exit" means by any thread.
 //!
 //! # Memory
 //!
@@ -156,8 +164,7 @@ pub struct Streams {
     generations: Vec<u32>,
     free_slots: Vec<Slot>,
     by_name: FastMap<StreamName, Slot>,
-    threads: FastMap<u32, Clock>,
-    /// What any host thread has waited for.
+    /// What the host has waited for, on any thread.
     host: Clock,
     /// Every stream's work.
     all: Clock,
@@ -243,19 +250,19 @@ impl Streams {
         }
     }
 
-    /// A context was torn down by `api` on thread `tid` (successfully, and for a primary
+    /// A context was torn down by `api` (successfully, and for a primary
     /// context, the last release or a reset): work the host never waited for is reported,
     /// then the driver has finished (or dropped) all of it.
     ///
     /// Records do not say which context a stream belongs to, so in a program that has used
     /// several contexts (several devices, say) a teardown is not judged: work left on the
     /// streams of the one torn down is reported at exit instead.
-    pub fn teardown(&mut self, tid: u32, api: Api) {
+    pub fn teardown(&mut self, api: Api) {
         if self.contexts.len() > 1 {
             return;
         }
         self.report_unsynchronized(Moment::Teardown(api));
-        self.host_learns(tid, Known::All);
+        self.host_learns(Known::All);
         self.sweep();
     }
 
@@ -389,12 +396,11 @@ impl Streams {
         }
     }
 
-    /// Thread `tid` now knows complete what `what` knows (nothing for an event never
-    /// recorded or a slot no longer in use).
-    fn host_learns(&mut self, tid: u32, what: Known) {
+    /// The host now knows complete what `what` knows (nothing for an event never recorded or
+    /// a slot no longer in use).
+    fn host_learns(&mut self, what: Known) {
         let Streams {
             states,
-            threads,
             host,
             all,
             events,
@@ -405,28 +411,25 @@ impl Streams {
             Known::Event(handle) => events.get(&handle).and_then(|e| e.clock.as_ref()),
             Known::All => Some(&*all),
         };
-        let Some(clock) = clock else { return };
-        let t = threads.entry(tid).or_insert_with(|| host.clone());
-        t.join(clock);
-        host.join(t);
+        if let Some(clock) = clock {
+            host.join(clock);
+        }
     }
 
-    /// Thread `tid` queues an operation on `slot`: the stream learns what the thread knows,
-    /// and the legacy stream's implicit ordering applies.
-    fn enqueue(&mut self, tid: u32, slot: Slot) {
+    /// The host queues an operation on `slot`: the stream learns what the host knows, and the
+    /// legacy stream's implicit ordering applies.
+    fn enqueue(&mut self, slot: Slot) {
         let Streams {
             states,
-            threads,
             host,
             blocking,
             barrier,
             ..
         } = self;
-        let t = threads.entry(tid).or_insert_with(|| host.clone());
         let Some(st) = states[slot.0 as usize].as_mut() else {
             return;
         };
-        st.clock.join(t);
+        st.clock.join(host);
         if st.name == StreamName::Legacy {
             st.clock.join(blocking);
         } else if st.blocking {
@@ -476,7 +479,7 @@ impl Streams {
         if self.capturing(slot) {
             return None;
         }
-        self.enqueue(tid, slot);
+        self.enqueue(slot);
         self.judge_unrecorded_wait(slot);
         let epoch = self.tick(slot);
         let op = Op {

@@ -50,7 +50,7 @@ impl Streams {
             return;
         };
         if blocking {
-            self.host_learns(tid, Known::Stream(slot));
+            self.host_learns(Known::Stream(slot));
         }
     }
 
@@ -124,7 +124,7 @@ impl Streams {
                 seq,
                 tid,
             };
-            self.enqueue(tid, slot);
+            self.enqueue(slot);
             self.judge_unrecorded_wait(slot);
             let epoch = self.tick(slot);
             let Some(st) = self.states[slot.0 as usize].as_ref() else {
@@ -161,7 +161,7 @@ impl Streams {
             return;
         }
         if apis::is_synchronizing_free(f.api) {
-            self.host_learns(tid, Known::All);
+            self.host_learns(Known::All);
         }
         let op = Op {
             api: f.api,
@@ -200,7 +200,7 @@ impl Streams {
         if self.capturing(slot) {
             return;
         }
-        self.enqueue(tid, slot);
+        self.enqueue(slot);
         let Streams { states, events, .. } = self;
         let Some(st) = states[slot.0 as usize].as_ref() else {
             return;
@@ -267,7 +267,7 @@ impl Streams {
         if self.capturing(slot) {
             return;
         }
-        self.enqueue(tid, slot);
+        self.enqueue(slot);
         let Streams { states, events, .. } = self;
         match (
             events.get(&w.event.0).and_then(|e| e.clock.as_ref()),
@@ -294,11 +294,11 @@ impl Streams {
         match s.api {
             Api::cuStreamSynchronize | Api::cuStreamSynchronize_ptsz | Api::cuStreamQuery | Api::cuStreamQuery_ptsz => {
                 let slot = self.slot_for(Self::name_of(s.api, s.stream.0, tid));
-                self.host_learns(tid, Known::Stream(slot));
+                self.host_learns(Known::Stream(slot));
             }
             Api::cuEventSynchronize | Api::cuEventQuery => {
                 match self.events.get(&s.event.0).and_then(|e| e.clock.as_ref()) {
-                    Some(_) => self.host_learns(tid, Known::Event(s.event.0)),
+                    Some(_) => self.host_learns(Known::Event(s.event.0)),
                     // A query of an unrecorded event is a poll, not a wait.
                     None if apis::is_event_wait(s.api) => {
                         let op = Op {
@@ -308,7 +308,7 @@ impl Streams {
                             seq,
                             tid,
                         };
-                        let knows = self.threads.get(&tid).cloned().unwrap_or_else(|| self.host.clone());
+                        let knows = self.host.clone();
                         self.unrecorded(op, s.event.0, None, &knows);
                     }
                     None => {}
@@ -316,7 +316,7 @@ impl Streams {
             }
             // Context (and so device) synchronization: every stream. With several contexts,
             // this is more than the driver promises (a known limit of the model).
-            Api::cuCtxSynchronize | Api::cuCtxSynchronize_v2 => self.host_learns(tid, Known::All),
+            Api::cuCtxSynchronize | Api::cuCtxSynchronize_v2 => self.host_learns(Known::All),
             _ => {}
         }
     }
