@@ -5,7 +5,10 @@
  * module and library contains the same two built-in kernels, executed on the host at launch:
  *   fill_u32(unsigned *p, unsigned value, unsigned n)   p[i] = value
  *   add_u32(unsigned *p, unsigned delta, unsigned n)    p[i] += delta
+ *   check_u32(const unsigned *p, unsigned value, unsigned n)   assert(p[i] == value)
  * for i < min(n, gridDimX * blockDimX), as a one-dimensional kernel with a bounds check would.
+ * check_u32 only reads: a failed assertion is CUDA_ERROR_ASSERT, returned at once (the real
+ * driver reports a device-side assertion asynchronously).
  * Parameters arrive either as kernelParams or packed in the `extra` buffer at offsets 0, 8, 12.
  * A launch that would touch memory outside a live allocation returns CUDA_ERROR_ILLEGAL_ADDRESS
  * at once (the real driver reports it asynchronously and makes it sticky). A launch on a
@@ -17,9 +20,9 @@
 
 #include "internal.h"
 
-enum builtin { K_FILL, K_ADD, K_COUNT };
+enum builtin { K_FILL, K_ADD, K_CHECK, K_COUNT };
 
-static const char *const builtin_names[K_COUNT] = {"fill_u32", "add_u32"};
+static const char *const builtin_names[K_COUNT] = {"fill_u32", "add_u32", "check_u32"};
 static const size_t param_offset[3] = {0, 8, 12};
 static const size_t param_size[3] = {8, 4, 4};
 
@@ -235,14 +238,21 @@ static CUresult run_kernel(enum builtin k, const struct launch_args *a, uint64_t
     if (count == 0) return CUDA_SUCCESS;
     if (a->p % 4 != 0) return CUDA_ERROR_ILLEGAL_ADDRESS;
     size_t n = (size_t)count * 4;
+    enum xmode mode = k == K_CHECK ? X_DEV_READ : X_DEV_WRITE;
+    bool asserted = false;
     for (int pass = 0; pass < 2; pass++) {
         for (size_t off = 0; off < n;) {
             char *h;
             size_t c;
-            if (xlate(a->p + off, n - off, X_DEV_WRITE, &h, &c) != CUDA_SUCCESS || c % 4 != 0)
+            if (xlate(a->p + off, n - off, mode, &h, &c) != CUDA_SUCCESS || c % 4 != 0)
                 return CUDA_ERROR_ILLEGAL_ADDRESS;
             for (size_t i = 0; pass == 1 && i < c; i += 4) {
                 unsigned int v = a->value;
+                if (k == K_CHECK) {
+                    memcpy(&v, h + i, sizeof v);
+                    asserted |= v != a->value;
+                    continue;
+                }
                 if (k == K_ADD) {
                     memcpy(&v, h + i, sizeof v);
                     v += a->value;
@@ -252,7 +262,7 @@ static CUresult run_kernel(enum builtin k, const struct launch_args *a, uint64_t
             off += c;
         }
     }
-    return CUDA_SUCCESS;
+    return asserted ? CUDA_ERROR_ASSERT : CUDA_SUCCESS;
 }
 
 static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,

@@ -68,6 +68,7 @@ typedef enum CUresult_enum {
     CUDA_ERROR_ILLEGAL_ADDRESS = 700,
     CUDA_ERROR_PRIMARY_CONTEXT_ACTIVE = 708,
     CUDA_ERROR_CONTEXT_IS_DESTROYED = 709,
+    CUDA_ERROR_ASSERT = 710,
     CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED = 712,
     CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED = 713,
     CUDA_ERROR_NOT_PERMITTED = 800,
@@ -935,8 +936,9 @@ SIMCUDA_API CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CU
 SIMCUDA_API CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd);
 
 /* Modules, libraries, kernels: images are any bytes starting with "simcuda"; the built-in
- * kernels are fill_u32(unsigned *p, unsigned value, unsigned n) and
- * add_u32(unsigned *p, unsigned delta, unsigned n). */
+ * kernels are fill_u32(unsigned *p, unsigned value, unsigned n),
+ * add_u32(unsigned *p, unsigned delta, unsigned n) and
+ * check_u32(const unsigned *p, unsigned value, unsigned n), which only reads p. */
 SIMCUDA_API CUresult cuModuleLoadData(CUmodule *module, const void *image);
 SIMCUDA_API CUresult cuModuleLoadDataEx(CUmodule *module, const void *image,
                                         unsigned int numOptions, CUjit_option *options,

@@ -5,7 +5,8 @@
 // "destroyed" twin, and unsynchronized work a "teardown" variant (the context torn down
 // instead of exit). "handoff", "handoff-event" and "handoff-unsynced" hand the buffer from the
 // thread that produced it to another through a mutex (after a stream synchronize, after an
-// event synchronize, or before either). Every subcommand otherwise cleans up after itself (streams
+// event synchronize, or before either). "weights" and "weights-event" have two streams run a
+// kernel that only reads one buffer (unordered, and ordered by an event). Every subcommand otherwise cleans up after itself (streams
 // and events destroyed, memory freed, work waited for), so a mistake is the only finding in
 // its report and a twin's report has none.
 #include <pthread.h>
@@ -26,7 +27,7 @@
 #define N 1024
 
 static CUdevice dev;
-static CUfunction fill;
+static CUfunction fill, assert_equal;
 static unsigned host_buf[N];
 
 static void setup(void) {
@@ -38,6 +39,7 @@ static void setup(void) {
     CHECK(cuCtxSetCurrent(ctx));
     CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
     CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
+    CHECK(cuModuleGetFunction(&assert_equal, mod, "check_u32"));
 }
 
 __attribute__((noinline)) static CUstream make_stream(unsigned flags) {
@@ -63,6 +65,13 @@ static void produce(CUdeviceptr d, unsigned value, CUstream s) {
     unsigned n = N;
     void *params[] = {&d, &value, &n};
     CHECK(cuLaunchKernel(fill, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+}
+
+/* check_u32(d, value, N) on stream s: a kernel that only reads d (an assertion). */
+static void consume(CUdeviceptr d, unsigned value, CUstream s) {
+    unsigned n = N;
+    void *params[] = {&d, &value, &n};
+    CHECK(cuLaunchKernel(assert_equal, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
 }
 
 static void finish(CUstream a, CUstream b) {
@@ -93,6 +102,27 @@ static int race(const char *how) {
     CHECK(cuEventDestroy_v2(e));
     CHECK(cuMemFree_v2(d));
     return host_buf[N - 1] == 7 ? 0 : 4;
+}
+
+/* Two streams share read-only data (a model's weights, say): written and waited for once,
+   then read by a kernel on each stream with no ordering between them, or (the twin) with an
+   event between them. */
+static int weights(const char *how) {
+    CUstream a = make_stream(CU_STREAM_NON_BLOCKING), b = make_stream(CU_STREAM_NON_BLOCKING);
+    CUevent e = make_event();
+    CUdeviceptr d = make_buffer();
+    produce(d, 5, a);
+    CHECK(cuStreamSynchronize(a));
+    consume(d, 5, a);
+    if (!strcmp(how, "weights-event")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    }
+    consume(d, 5, b);
+    finish(a, b);
+    CHECK(cuEventDestroy_v2(e));
+    CHECK(cuMemFree_v2(d));
+    return 0;
 }
 
 /* A buffer handed from one host thread to another, which the trace cannot see. */
@@ -282,6 +312,7 @@ int main(int argc, char **argv) {
     const char *check = argv[1];
     const char *how = argc > 2 ? argv[2] : "";
     if (!strcmp(check, "cross-stream-race") && !strncmp(how, "handoff", 7)) return handoff(how);
+    if (!strcmp(check, "cross-stream-race") && !strncmp(how, "weights", 7)) return weights(how);
     if (!strcmp(check, "cross-stream-race")) return race(how);
     if (!strcmp(check, "unordered-free")) return unordered_free(how);
     if (!strcmp(check, "use-after-free")) return use_after_free(how);

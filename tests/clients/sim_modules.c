@@ -1,5 +1,5 @@
 // link: driver
-// Modules, libraries and the built-in kernels fill_u32 / add_u32, launched with kernelParams,
+// Modules, libraries and the built-in kernels fill_u32 / add_u32 / check_u32, launched with kernelParams,
 // with the `extra` buffer, and as a CUkernel.
 #include <stdint.h>
 
@@ -57,6 +57,15 @@ static int modules(int argc, char **argv) {
     put_result("launch_add", cuLaunchKernel_ptsz(add, 8, 1, 1, 128, 1, 1, 0, CU_STREAM_PER_THREAD,
                                                  NULL, extra));
     printf("add %u %u %u\n", read_at(p, 0), read_at(p, 511), read_at(p, 999));
+
+    // check_u32 only reads: it passes over the first 512 elements (12), asserts over all 1000.
+    CUfunction check;
+    CHECK(cuModuleGetFunction(&check, mod, "check_u32"));
+    unsigned int expected = 12;
+    void *check_params[] = {&p, &expected, &n};
+    put_result("launch_check_holds", cuLaunchKernel(check, 4, 1, 1, 128, 1, 1, 0, NULL, check_params, NULL));
+    put_result("launch_check_fails", cuLaunchKernel(check, 8, 1, 1, 128, 1, 1, 0, NULL, check_params, NULL));
+    printf("check_wrote_nothing %u %u %u\n", read_at(p, 0), read_at(p, 511), read_at(p, 999));
 
     unsigned int too_many = COUNT + 1;
     void *oob[] = {&p, &value, &too_many};

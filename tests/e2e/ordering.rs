@@ -199,6 +199,45 @@ fn a_buffer_handed_to_another_thread_before_its_producer_was_waited_for_is_a_rac
     assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
 }
 
+/// Two streams that run kernels reading one buffer with no ordering between them (streams
+/// sharing a model's weights) are a race only if a kernel writes the bytes, which the driver
+/// does not say: a warning, which `gpuleak check` fails on only with `--fail-on warning`; with
+/// a copy or memset on either side (the tests above) the race is an error.
+#[test]
+fn two_kernels_on_unordered_streams_are_a_warning_that_says_they_may_only_read() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "report_ordering", &["cross-stream-race", "weights"], &[]);
+    let report = report_json(&trace);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!(f["check"], "cross-stream-race");
+    assert_eq!(f["severity"], "warning");
+    let message = f["message"].as_str().unwrap();
+    assert!(message.starts_with("cuLaunchKernel on stream"), "{message}");
+    assert!(
+        message.contains("and the earlier cuLaunchKernel on stream"),
+        "{message}"
+    );
+    assert!(
+        message.contains("a race if either kernel writes those bytes")
+            && message.contains("none if both only read them"),
+        "{message}"
+    );
+    let check = |extra: &[&str]| {
+        Command::new(gpuleak_bin())
+            .arg("check")
+            .args(extra)
+            .arg(&trace)
+            .output()
+            .unwrap()
+    };
+    let out = check(&[]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    let out = check(&["--fail-on", "warning"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+}
+
 #[test]
 fn work_never_waited_for_before_a_teardown_is_found_at_the_teardown() {
     let (findings, _) = findings_of(&["unsynchronized-at-exit", "teardown"], &[]);

@@ -6,10 +6,10 @@
 //! allocation involved, else the creation stack of the stream or event. `allocation_stack`,
 //! `first_free_stack` (the free, for a use after free) and `related_stacks` carry the others.
 
-use gpuleak_format::{Api, StackId};
+use gpuleak_format::StackId;
 
 use crate::model::Replay;
-use crate::streams::{AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
+use crate::streams::{is_kernel_launch, AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
 
 use super::frames::Stacks;
 use super::owner;
@@ -72,14 +72,17 @@ fn message(f: &StreamFinding) -> String {
             f.ptr,
             on(free)
         ),
+        (Check::CrossStreamRace, Some(other)) if f.kernels_only() => format!(
+            "{} and the earlier {} touch {:#x} in {alloc} with no ordering between them (no event \
+             wait, synchronization or legacy-stream edge): a race if either kernel writes those \
+             bytes (the driver does not say which parameters a kernel writes), none if both only \
+             read them, as streams that share a model's weights do",
+            on(&f.op),
+            on(other),
+            f.ptr
+        ),
         (Check::CrossStreamRace, Some(other)) => {
-            let launch = |api: Api| {
-                matches!(
-                    api,
-                    Api::cuLaunchKernel | Api::cuLaunchKernel_ptsz | Api::cuLaunchKernelEx | Api::cuLaunchKernelEx_ptsz
-                )
-            };
-            let kernels = if launch(f.op.api) || launch(other.api) {
+            let kernels = if is_kernel_launch(f.op.api) || is_kernel_launch(other.api) {
                 " (a kernel is taken to write the memory it is given)"
             } else {
                 ""
@@ -194,7 +197,7 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
         (None, None, None) => (Vec::new(), None),
     };
     let mut message = message(f);
-    let mut severity = if f.check.is_error() {
+    let mut severity = if f.is_error() {
         Severity::Error
     } else {
         Severity::Warning

@@ -108,6 +108,32 @@ pub struct StreamFinding {
     pub count: u64,
 }
 
+/// A kernel launch: an operation whose memory accesses are the tracked addresses among its
+/// parameters, written or only read (the driver does not say which).
+pub fn is_kernel_launch(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuLaunchKernel | Api::cuLaunchKernel_ptsz | Api::cuLaunchKernelEx | Api::cuLaunchKernelEx_ptsz
+    )
+}
+
+impl StreamFinding {
+    /// A race between two kernel launches: neither side is known to write (a copy's
+    /// destination, a memset and a stream-ordered allocation are), so both may only read, as
+    /// two streams that share a model's weights do.
+    pub fn kernels_only(&self) -> bool {
+        self.check == Check::CrossStreamRace
+            && is_kernel_launch(self.op.api)
+            && self.other.is_some_and(|o| is_kernel_launch(o.api))
+    }
+
+    /// Whether the finding is an error: a bug whatever the timing. A race between two kernels
+    /// is a warning (it is one only if either kernel writes the bytes both touch).
+    pub fn is_error(&self) -> bool {
+        self.check.is_error() && !self.kernels_only()
+    }
+}
+
 type Key = (Check, Api, StackId, Api, StackId, StackId, u64);
 
 /// Findings as they are met, folded by root cause.

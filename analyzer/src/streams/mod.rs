@@ -80,7 +80,7 @@ mod tests;
 use gpuleak_format::{Api, Body, Record, Seq, StackId, StreamCreate};
 
 pub use clock::{Clock, Epoch, Slot};
-pub use found::{Check, Created, Moment, StreamFinding};
+pub use found::{is_kernel_launch, Check, Created, Moment, StreamFinding};
 pub use memory::{AllocInfo, Mode, Op};
 
 use fast_hash::{FastMap, FastSet};

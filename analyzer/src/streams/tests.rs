@@ -645,3 +645,21 @@ fn a_reused_slot_does_not_inherit_ordering_from_its_previous_stream() {
     r.ctx_sync().destroy(B).destroy(0xc0).free_with(Api::cuMemFree_v2, P, 0);
     assert_eq!(r.checks(), vec!["cross-stream-race"]);
 }
+
+/// Two kernels are a race only if one writes, which the driver does not say: a warning. A
+/// copy's destination or a memset is known to write: an error with a kernel on the other side.
+#[test]
+fn a_race_between_two_kernels_is_no_error_and_one_with_a_memset_is() {
+    let mut r = two_streams(1);
+    r.launch(A, P).launch(B, P);
+    tidy(&mut r);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(found[0].kernels_only() && !found[0].is_error(), "{found:#?}");
+    let mut r = two_streams(1);
+    r.launch(A, P).copy(Api::cuMemsetD8Async, B, P, 0, 64);
+    tidy(&mut r);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert!(!found[0].kernels_only() && found[0].is_error(), "{found:#?}");
+}

@@ -111,6 +111,9 @@ fn built_in_kernels_run_on_device_memory() {
         ("fill", "7 7 0"), // 4 x 128 threads cover elements 0..512 only
         ("launch_add", "0"),
         ("add", "12 12 5"),
+        ("launch_check_holds", "0"),
+        ("launch_check_fails", "710"),
+        ("check_wrote_nothing", "12 12 5"),
         ("launch_out_of_bounds", "700"),
         ("out_of_bounds_wrote_nothing", "1"),
         ("launch_too_many_threads", "1"),
