@@ -681,6 +681,34 @@ fn stacks_start_at_the_program_s_call_site() {
     assert!(frames.len() >= 3, "main, libc start, _start: {frames:x?}");
 }
 
+/// Functions built with pointer authentication (aarch64's `pac-ret`, as distributions build
+/// their arm64 packages) save signed return addresses in their frame records: the stack names
+/// each of them all the same (unsigned, the frame-pointer walk read the signatures as parts of
+/// the addresses, which then fell in no module). On x86-64 the same program is unsigned.
+#[test]
+fn signed_return_addresses_name_their_functions() {
+    let dir = TempDir::new();
+    let trace = dir.path().join("signed.trace");
+    assert_ok(&shim_command(client("shim_signed_returns"), &trace).output().unwrap());
+    let out = gpuleak_e2e::gpuleak_report(&["--format", "json"], &[&trace]);
+    assert_ok(&out);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let leaks = report["leaks"].as_array().unwrap();
+    assert_eq!(leaks.len(), 1, "{report:#}");
+    assert_eq!(leaks[0]["bytes"], 12345);
+    let functions: Vec<&str> = leaks[0]["stack"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["function"].as_str().unwrap_or("?"))
+        .collect();
+    assert_eq!(
+        functions[..4],
+        ["signed_leaf", "signed_middle", "signed_outer", "main"],
+        "{functions:?}"
+    );
+}
+
 /// Runs `shim_sites` with `sites` call sites in turn, `rounds` times, and checks every
 /// allocation's stack: one stack per site, whose frame 0 is the return address into that site.
 /// Captures of a site are replayed from the unwinder's memos and their stack ids found by key
