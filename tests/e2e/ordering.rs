@@ -260,6 +260,34 @@ fn sampled_stacks_name_the_calls_themselves() {
     assert_eq!(functions(other)[0], "produce");
     assert_eq!(functions(&f["allocation_stack"])[0], "make_buffer");
     assert_eq!(f["stack_role"], serde_json::Value::Null);
+    assert!(!f["message"].as_str().unwrap().contains("not recorded"), "{f:#}");
+}
+
+/// Without their stacks (the default), a finding says which setting records the calls'.
+#[test]
+fn a_finding_without_the_stacks_of_its_calls_names_the_setting_that_records_them() {
+    for (check, hint) in [
+        (
+            "cross-stream-race",
+            "; the calls' stacks were not recorded (GPULEAK_SYNC_STACKS=1 records them)",
+        ),
+        (
+            "unordered-free",
+            "; the calls' stacks were not recorded (GPULEAK_FREE_STACKS=1 and GPULEAK_SYNC_STACKS=1 record them)",
+        ),
+        (
+            "unsynchronized-at-exit",
+            "; the call's stack was not recorded (GPULEAK_FREE_STACKS=1 records it)",
+        ),
+    ] {
+        let (findings, _) = findings_of(&[check], &[]);
+        let message = findings[0]["message"].as_str().unwrap();
+        assert!(message.ends_with(hint), "{check}: {message}");
+        // With the settings the stacks are there and the hint is gone.
+        let (findings, _) = findings_of(&[check], &[("GPULEAK_SYNC_STACKS", "1"), ("GPULEAK_FREE_STACKS", "1")]);
+        let message = findings[0]["message"].as_str().unwrap();
+        assert!(!message.contains("not recorded"), "{check}: {message}");
+    }
 }
 
 #[test]

@@ -6,7 +6,7 @@
 //! allocation involved, else the creation stack of the stream or event. `allocation_stack`,
 //! `first_free_stack` (the free, for a use after free) and `related_stacks` carry the others.
 
-use gpuleak_format::StackId;
+use gpuleak_format::{Api, StackId};
 
 use crate::model::Replay;
 use crate::streams::{is_kernel_launch, AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
@@ -141,6 +141,48 @@ fn message(f: &StreamFinding) -> String {
     m
 }
 
+/// The setting that records the stacks of calls of `api`, if one does: `GPULEAK_SYNC_STACKS`
+/// for copies, memsets and kernel and graph launches, `GPULEAK_FREE_STACKS` for frees.
+fn stack_setting(api: Api) -> Option<&'static str> {
+    let name = api.name()?;
+    if name.starts_with("cuMemFree") {
+        Some("GPULEAK_FREE_STACKS")
+    } else if ["cuMemcpy", "cuMemset", "cuLaunchKernel", "cuGraphLaunch"]
+        .iter()
+        .any(|p| name.starts_with(p))
+    {
+        Some("GPULEAK_SYNC_STACKS")
+    } else {
+        None
+    }
+}
+
+/// What to add to the message of a finding whose calls have no stack of their own: which
+/// setting records them.
+fn missing_stacks_hint(f: &StreamFinding) -> Option<String> {
+    let calls: Vec<&Op> = [Some(&f.op), f.other.as_ref()]
+        .into_iter()
+        .flatten()
+        .filter(|o| o.stack == StackId::NONE)
+        .collect();
+    let mut settings: Vec<&str> = calls.iter().filter_map(|o| stack_setting(o.api)).collect();
+    settings.sort_unstable();
+    settings.dedup();
+    let setting = settings
+        .iter()
+        .map(|s| format!("{s}=1"))
+        .collect::<Vec<_>>()
+        .join(" and ");
+    match (calls.len(), settings.len()) {
+        (_, 0) => None,
+        (1, _) => Some(format!("; the call's stack was not recorded ({setting} records it)")),
+        (_, 1) => Some(format!(
+            "; the calls' stacks were not recorded ({setting} records them)"
+        )),
+        _ => Some(format!("; the calls' stacks were not recorded ({setting} record them)")),
+    }
+}
+
 fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
     let mut stack_of = |id: StackId| -> Option<Vec<Frame>> {
         replay
@@ -197,6 +239,9 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
         (None, None, None) => (Vec::new(), None),
     };
     let mut message = message(f);
+    if !is_leak {
+        message.extend(missing_stacks_hint(f));
+    }
     let mut severity = if f.is_error() {
         Severity::Error
     } else {
