@@ -12,6 +12,16 @@
  * graph addresses (see pool.c); synchronising or querying a capturing stream, or adding a
  * stream callback to it, fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
  * capture; cuStreamEndCapture returns the CUgraph.
+ *
+ * Cross-stream capture: an event recorded on a capturing stream records nothing but marks the
+ * event as the capture's; a created stream that waits for it joins the capture (its work goes
+ * into the same graph) until the capture ends on the stream that began it, which releases every
+ * stream that joined. Ending the capture on a joined stream fails with
+ * CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; waiting for a capture's event from a stream in another
+ * capture fails with CUDA_ERROR_STREAM_CAPTURE_ISOLATION, from the legacy or per-thread
+ * default stream with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; invalidating a joined stream's
+ * capture invalidates the whole capture. (A simulator limit: the end does not check that every
+ * joined stream was joined back into the origin stream.)
  */
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +60,7 @@ struct stream {
     CUstreamCaptureMode mode;
     struct graph *graph;
     uint64_t capture_id; /* of the capture under way (or invalidated), unique in the process */
+    struct stream *origin; /* for a stream that joined a capture: the stream that began it */
 };
 
 struct event {
@@ -58,6 +69,9 @@ struct event {
     unsigned int flags;
     bool recorded;
     struct timespec when;
+    /* Last recorded on a capturing stream: that capture's id and origin stream (else 0, NULL). */
+    uint64_t capture_id;
+    struct stream *capture_origin;
 };
 
 static uint64_t next_graph_address = GRAPH_BASE;
@@ -315,25 +329,56 @@ static CUresult stream_destroy(CUstream h) {
     return CUDA_SUCCESS;
 }
 
+/* A capture gone wrong: the stream's, and the stream's that began it when it joined one. */
+static void capture_invalidate(struct stream *st) {
+    st->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    if (st->origin) st->origin->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+}
+
 /* Synchronize and query on a capturing stream are illegal and invalidate the capture. */
 static CUresult stream_wait_idle(CUstream h, bool ptsz) {
     struct sref r;
     CUresult res = stream_ref(h, ptsz, &r);
     if (res != CUDA_SUCCESS) return res;
     if (r.capturing) {
-        r.st->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        capture_invalidate(r.st);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     pools_sync(r.ctx->dev);
     return CUDA_SUCCESS;
 }
 
+/* The capture under way whose event ev is (its origin stream), or NULL: the event was last
+   recorded outside a capture, or in one that has ended since. */
+static struct stream *event_capture(const struct event *ev) {
+    struct stream *o = ev->capture_origin;
+    if (!o || !o->h.alive || o->capture_id != ev->capture_id ||
+        o->capture == CU_STREAM_CAPTURE_STATUS_NONE)
+        return NULL;
+    return o;
+}
+
+/* A wait for an event of a capture under way joins the waiting stream to that capture. */
 static CUresult stream_wait_event(CUstream h, CUevent e, unsigned int flags, bool ptsz) {
     struct sref r;
     CUresult res = stream_ref(h, ptsz, &r);
     if (res != CUDA_SUCCESS) return res;
-    if (!obj_get(HK_EVENT, (uint64_t)(uintptr_t)e)) return CUDA_ERROR_INVALID_HANDLE;
-    return flags == CU_EVENT_WAIT_DEFAULT ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    struct event *ev = obj_get(HK_EVENT, (uint64_t)(uintptr_t)e);
+    if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+    if (flags != CU_EVENT_WAIT_DEFAULT) return CUDA_ERROR_INVALID_VALUE;
+    struct stream *origin = event_capture(ev);
+    if (!origin) return CUDA_SUCCESS;
+    if (!r.st) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+    if (r.st->capture != CU_STREAM_CAPTURE_STATUS_NONE)
+        return r.st->capture_id == ev->capture_id ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+    if (origin->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
+        return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    r.st->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    r.st->mode = origin->mode;
+    r.st->graph = origin->graph;
+    r.st->capture_id = origin->capture_id;
+    r.st->origin = origin;
+    return CUDA_SUCCESS;
 }
 
 static CUresult stream_callback_check(CUstream h, CUstreamCallback cb, unsigned int flags,
@@ -343,7 +388,7 @@ static CUresult stream_callback_check(CUstream h, CUstreamCallback cb, unsigned 
     CUresult res = stream_ref(h, ptsz, &r);
     if (res != CUDA_SUCCESS) return res;
     if (r.capturing) {
-        r.st->capture = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        capture_invalidate(r.st);
         return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     }
     return CUDA_SUCCESS;
@@ -436,8 +481,18 @@ static CUresult stream_end_capture(CUstream h, CUgraph *out) {
     struct stream *s = special_stream(h) ? NULL : obj_get(HK_STREAM, (uint64_t)(uintptr_t)h);
     if (!s) return special_stream(h) ? CUDA_ERROR_ILLEGAL_STATE : CUDA_ERROR_INVALID_HANDLE;
     if (s->capture == CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
+    if (s->origin) return CUDA_ERROR_STREAM_CAPTURE_UNMATCHED;
     struct graph *g = s->graph;
     bool invalidated = s->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+    /* Every stream that joined this capture leaves it too. */
+    for (size_t i = 0; i < obj_count(HK_STREAM); i++) {
+        struct stream *j = obj_at(HK_STREAM, i);
+        if (j->origin != s || j->capture_id != s->capture_id) continue;
+        invalidated |= j->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED;
+        j->capture = CU_STREAM_CAPTURE_STATUS_NONE;
+        j->graph = NULL;
+        j->origin = NULL;
+    }
     s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
     s->graph = NULL;
     if (invalidated) {
@@ -651,7 +706,14 @@ static CUresult event_record(CUevent h, CUstream s, unsigned int flags, bool pts
     if (!e) return CUDA_ERROR_INVALID_HANDLE;
     struct sref r;
     CUresult res = stream_ref(s, ptsz, &r);
-    if (res != CUDA_SUCCESS || r.capturing) return res;
+    if (res != CUDA_SUCCESS) return res;
+    if (r.capturing) {
+        e->capture_id = r.st->capture_id;
+        e->capture_origin = r.st->origin ? r.st->origin : r.st;
+        return CUDA_SUCCESS;
+    }
+    e->capture_id = 0;
+    e->capture_origin = NULL;
     e->recorded = true;
     clock_gettime(CLOCK_MONOTONIC, &e->when);
     return CUDA_SUCCESS;

@@ -1,7 +1,7 @@
 // link: driver
 // Streams and events: creation flags and priorities, the three special streams, callbacks
-// (which may call the driver), event timing, and destroyed handles; capture info; graphs' user
-// objects.
+// (which may call the driver), event timing, and destroyed handles; capture info; captures
+// that other streams join through events; graphs' user objects.
 #include "sim_util.h"
 
 static int callback_calls;
@@ -124,6 +124,84 @@ static int capture_info(int argc, char **argv) {
     return 0;
 }
 
+/* Fork and join: a second stream joins a capture by waiting for an event recorded in it, adds
+   its own work to the capture's graph, and leaves the capture when it ends. */
+static int capture_join(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUstream origin, side, other, elsewhere;
+    CUevent fork, join, plain;
+    CHECK(cuStreamCreate(&origin, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&side, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&other, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&elsewhere, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventCreate(&plain, CU_EVENT_DISABLE_TIMING));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    CHECK(cuMemsetD32_v2(d, 1, 1024));
+    CHECK(cuEventRecord(plain, origin));
+
+    CHECK(cuStreamBeginCapture_v2(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuEventRecord(fork, origin));
+    /* An event recorded before the capture began is an ordinary one: no join. */
+    CHECK(cuStreamWaitEvent(other, plain, 0));
+    CUstreamCaptureStatus status = 99;
+    CHECK(cuStreamIsCapturing(other, &status));
+    printf("plain_wait_joins %d\n", (int)status);
+    CHECK(cuStreamWaitEvent(side, fork, 0));
+    cuuint64_t origin_id, side_id;
+    CHECK(cuStreamGetCaptureInfo(origin, &status, &origin_id));
+    CHECK(cuStreamGetCaptureInfo(side, &status, &side_id));
+    printf("joined %d %d\n", (int)status, side_id == origin_id);
+    /* The side stream's work goes into the graph, not run now. */
+    CHECK(cuMemsetD32Async(d, 7, 1024, side));
+    CUdeviceptr scratch;
+    CHECK(cuMemAllocAsync(&scratch, 4096, side));
+    CHECK(cuMemFreeAsync(scratch, side));
+    unsigned int first = 0;
+    CHECK(cuMemcpyDtoH_v2(&first, d, sizeof first));
+    printf("side_work_deferred %u\n", first);
+    CHECK(cuEventRecord(join, side));
+    CHECK(cuStreamWaitEvent(origin, join, 0));
+    put_result("wait_from_legacy", cuStreamWaitEvent(NULL, fork, 0));
+    CHECK(cuStreamBeginCapture_v2(elsewhere, CU_STREAM_CAPTURE_MODE_RELAXED));
+    put_result("wait_from_another_capture", cuStreamWaitEvent(elsewhere, fork, 0));
+    CUgraph other_graph;
+    CHECK(cuStreamEndCapture(elsewhere, &other_graph));
+    CUgraph g;
+    put_result("end_on_joined", cuStreamEndCapture(side, &g));
+    CHECK(cuStreamEndCapture(origin, &g));
+    CHECK(cuStreamIsCapturing(side, &status));
+    printf("side_after_end %d\n", (int)status);
+    size_t nodes = 0;
+    CHECK(cuGraphGetNodes(g, NULL, &nodes));
+    printf("graph_nodes %zu\n", nodes);
+    /* After the end the capture's events join nothing. */
+    CHECK(cuStreamWaitEvent(other, fork, 0));
+    CHECK(cuStreamIsCapturing(other, &status));
+    printf("stale_event_joins %d\n", (int)status);
+    CUgraphExec exec;
+    CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
+    CHECK(cuGraphLaunch(exec, origin));
+    CHECK(cuStreamSynchronize(origin));
+    CHECK(cuMemcpyDtoH_v2(&first, d, sizeof first));
+    printf("after_launch %u\n", first);
+
+    /* A sync on a joined stream invalidates the whole capture. */
+    CHECK(cuStreamBeginCapture_v2(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuEventRecord(fork, origin));
+    CHECK(cuStreamWaitEvent(side, fork, 0));
+    put_result("sync_joined", cuStreamSynchronize(side));
+    put_result("end_invalidated", cuStreamEndCapture(origin, &g));
+    CHECK(cuStreamIsCapturing(side, &status));
+    printf("side_after_invalidated_end %d\n", (int)status);
+    CHECK(cuGraphExecDestroy(exec));
+    CHECK(cuMemFree_v2(d));
+    return 0;
+}
+
 static int destroyed;
 
 static void destroy(void *data) { destroyed += *(int *)data; }
@@ -192,6 +270,7 @@ int main(int argc, char **argv) {
         {"streams", streams},
         {"events", events},
         {"capture-info", capture_info},
+        {"capture-join", capture_join},
         {"user-objects", user_objects}};
     return DISPATCH(cmds);
 }

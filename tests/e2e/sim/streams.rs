@@ -76,6 +76,28 @@ fn capture_info_names_the_capture_its_graph_and_its_last_node() {
 }
 
 #[test]
+fn a_stream_joins_a_capture_by_waiting_for_its_event_and_leaves_it_at_the_end() {
+    let f = run("sim_streams", "capture-join");
+    f.expect_all(&[
+        ("plain_wait_joins", "0"),
+        // Active (1), in the origin's capture.
+        ("joined", "1 1"),
+        ("side_work_deferred", "1"),
+        ("wait_from_legacy", "906"),
+        ("wait_from_another_capture", "905"),
+        ("end_on_joined", "903"),
+        ("side_after_end", "0"),
+        // The memset, the allocation and the free of the side stream.
+        ("graph_nodes", "3"),
+        ("stale_event_joins", "0"),
+        ("after_launch", "7"),
+        ("sync_joined", "900"),
+        ("end_invalidated", "901"),
+        ("side_after_invalidated_end", "0"),
+    ]);
+}
+
+#[test]
 fn user_objects_are_destroyed_with_their_last_reference() {
     let f = run("sim_streams", "user-objects");
     f.expect_all(&[
