@@ -8,6 +8,7 @@
 //! assert!(errors.is_empty());
 //! ```
 
+pub mod captures;
 pub mod check;
 pub mod dump;
 pub mod file;

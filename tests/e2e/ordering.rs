@@ -238,6 +238,28 @@ fn two_kernels_on_unordered_streams_are_a_warning_that_says_they_may_only_read()
     assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
+/// A capture that forks onto a side stream through an event and joins back: the side stream's
+/// work and its stream-ordered allocation are graph nodes, so there is no finding (its work
+/// never waited for) and no leak (a graph address counted as memory); after the capture ended
+/// the side stream runs for real, and real work on it that nothing waits for is found.
+#[test]
+fn a_stream_that_joins_a_capture_through_an_event_is_capturing_until_the_capture_ends() {
+    let dir = TempDir::new();
+    let r = report_json(&traced(&dir, "report_capture_join", &[], &[]));
+    assert!(r["findings"].as_array().unwrap().is_empty(), "{r:#}");
+    assert!(r["leaks"].as_array().unwrap().is_empty(), "{r:#}");
+    assert_eq!(
+        r["summary"]["allocations"], 1,
+        "the captured allocation is no memory: {r:#}"
+    );
+    let r = report_json(&traced(&dir, "report_capture_join", &["leave"], &[]));
+    let findings = r["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0]["check"], "unsynchronized-at-exit");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.contains("the last of it: cuMemsetD32Async"), "{message}");
+}
+
 #[test]
 fn work_never_waited_for_before_a_teardown_is_found_at_the_teardown() {
     let (findings, _) = findings_of(&["unsynchronized-at-exit", "teardown"], &[]);

@@ -53,7 +53,7 @@ mod vmm;
 #[cfg(test)]
 mod tests;
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 use gpuleak_format::{
     Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Launch, Map, MemKind, MemLocation, Ptr, Record, Seq,
@@ -66,6 +66,7 @@ pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
 pub use space::{is_owned_memory, Space};
 
+use crate::captures::Captures;
 use crate::memory::{Tracker, TrackerOptions};
 use contexts::Contexts;
 use graphs::Graphs;
@@ -107,7 +108,9 @@ pub struct Model {
     recent: RecentFrees,
     mappings: Mappings,
     contexts: Contexts,
-    capturing: HashSet<Stream>,
+    /// Streams under capture (their stream-ordered allocations are graph nodes, not memory),
+    /// including those that joined a capture by waiting for one of its events.
+    capturing: Captures<Stream>,
     /// Graphs' allocation nodes and executable graphs.
     graphs: Graphs,
     leaks: HashMap<LeakKey, LeakGroup>,
@@ -141,7 +144,7 @@ impl Model {
             recent: RecentFrees::new(RECENT_FREES),
             mappings: Mappings::default(),
             contexts: Contexts::default(),
-            capturing: HashSet::new(),
+            capturing: Captures::default(),
             graphs: Graphs::default(),
             leaks: HashMap::new(),
             bad_frees: Vec::new(),
@@ -251,11 +254,14 @@ impl Model {
             Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => self.launch_graph(tid, record, l),
             Body::Capture(c) if c.result.is_success() => {
                 if c.begin != 0 {
-                    self.capturing.insert(c.stream);
+                    self.capturing.begin(c.stream);
                 } else {
-                    self.capturing.remove(&c.stream);
+                    self.capturing.end(c.stream);
                 }
             }
+            Body::EventRecord(r) if r.result.is_success() => self.capturing.record(r.event.0, r.stream),
+            Body::StreamWait(w) if w.result.is_success() => self.capturing.wait(w.stream, w.event.0),
+            Body::StreamDestroy(d) if d.result.is_success() => self.capturing.forget(d.stream),
             _ => {}
         }
     }
@@ -325,7 +331,7 @@ impl Model {
             return;
         }
         let Some(kind) = a.api.mem_kind() else { return };
-        if kind == MemKind::Async && self.capturing.contains(&a.stream) {
+        if kind == MemKind::Async && self.capturing.is_capturing(&a.stream) {
             self.replay.counts.graph_allocations += 1;
             self.graphs.node(a);
             return;
@@ -410,7 +416,7 @@ impl Model {
     fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
         let ok = f.result.is_success();
         let kind = f.api.mem_kind();
-        if kind == Some(MemKind::Async) && self.capturing.contains(&f.stream) {
+        if kind == Some(MemKind::Async) && self.capturing.is_capturing(&f.stream) {
             // A free node of the graph being captured, not a free.
             return;
         }

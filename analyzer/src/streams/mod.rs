@@ -28,7 +28,8 @@
 //! Stream handle 0 names the legacy default stream, or the calling thread's per-thread
 //! default stream for `_ptsz`/`_ptds` APIs; handles 1 and 2 are `CU_STREAM_LEGACY` and
 //! `CU_STREAM_PER_THREAD`. Operations on a stream under capture build a graph and are left
-//! out; a graph launch is an operation of its stream that touches no memory the model knows
+//! out (a stream that waits for an event recorded in a capture joins it until it ends:
+//! [`crate::captures`]); a graph launch is an operation of its stream that touches no memory the model knows
 //! (what a graph touches is not recorded), so it orders and is ordered, and counts as work
 //! to wait for, but never races. Host functions (`cuLaunchHostFunc`) and callbacks are
 //! operations with no memory too.
@@ -83,6 +84,7 @@ pub use clock::{Clock, Epoch, Slot};
 pub use found::{is_kernel_launch, Check, Created, Moment, StreamFinding};
 pub use memory::{AllocInfo, Mode, Op};
 
+use crate::captures::Captures;
 use fast_hash::{FastMap, FastSet};
 use found::Found;
 use memory::{Access, Memory, Touch};
@@ -128,7 +130,6 @@ struct StreamState {
     blocking: bool,
     created: Option<Created>,
     destroyed: bool,
-    capturing: bool,
     last_work: Option<Work>,
     /// A wait on an event not recorded, judged at this stream's next work.
     unrecorded_wait: Option<UnrecordedWait>,
@@ -173,6 +174,8 @@ pub struct Streams {
     /// The last legacy-stream operation (what later blocking-stream work waits for).
     barrier: Clock,
     events: FastMap<u64, EventState>,
+    /// Streams under capture, a capture's events and the streams that joined it through them.
+    captures: Captures<StreamName>,
     /// Contexts the trace has shown (created, retained, or current at an allocation).
     contexts: FastSet<u64>,
     memory: Memory,
@@ -340,7 +343,6 @@ impl Streams {
             blocking,
             created,
             destroyed: false,
-            capturing: false,
             last_work: None,
             unrecorded_wait: None,
         });
@@ -391,6 +393,7 @@ impl Streams {
     }
 
     fn destroy_stream(&mut self, handle: u64) {
+        self.captures.forget(StreamName::Handle(handle));
         if let Some(slot) = self.by_name.remove(&StreamName::Handle(handle)) {
             self.state(slot).destroyed = true;
         }
@@ -460,7 +463,9 @@ impl Streams {
     }
 
     fn capturing(&self, slot: Slot) -> bool {
-        self.states[slot.0 as usize].as_ref().is_some_and(|s| s.capturing)
+        self.states[slot.0 as usize]
+            .as_ref()
+            .is_some_and(|s| self.captures.is_capturing(&s.name))
     }
 
     /// Queues work on a stream, touching `accesses` (address, length, mode); returns its

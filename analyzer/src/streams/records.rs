@@ -77,8 +77,13 @@ impl Streams {
     }
 
     pub(super) fn capture(&mut self, tid: u32, c: &Capture) {
-        let slot = self.slot_for(Self::name_of(c.api, c.stream.0, tid));
-        self.state(slot).capturing = c.begin != 0;
+        let name = Self::name_of(c.api, c.stream.0, tid);
+        self.slot_for(name);
+        if c.begin != 0 {
+            self.captures.begin(name);
+        } else {
+            self.captures.end(name);
+        }
     }
 
     pub(super) fn alloc(&mut self, tid: u32, seq: Seq, a: &Alloc) {
@@ -196,7 +201,9 @@ impl Streams {
     }
 
     pub(super) fn record_event(&mut self, tid: u32, r: &EventRecord) {
-        let slot = self.slot_for(Self::name_of(r.api, r.stream.0, tid));
+        let name = Self::name_of(r.api, r.stream.0, tid);
+        let slot = self.slot_for(name);
+        self.captures.record(r.event.0, name);
         if self.capturing(slot) {
             return;
         }
@@ -264,6 +271,7 @@ impl Streams {
     pub(super) fn stream_wait(&mut self, tid: u32, seq: Seq, w: &StreamWait) {
         let name = Self::name_of(w.api, w.stream.0, tid);
         let slot = self.slot_for(name);
+        self.captures.wait(name, w.event.0);
         if self.capturing(slot) {
             return;
         }
