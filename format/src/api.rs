@@ -225,6 +225,9 @@ apis! {
     257 cudaGraphInstantiateWithParams_ptsz,
     // A pool trimmed (no record of its own: the shim samples the pool at once, a PoolUsage).
     258 cuMemPoolTrimTo,
+    // A capture into the program's own graph (12.3; Capture records).
+    259 cuStreamBeginCaptureToGraph,
+    260 cuStreamBeginCaptureToGraph_ptsz,
 }
 
 impl Api {

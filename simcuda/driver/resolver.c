@@ -254,6 +254,8 @@ static const struct entry table[] = {
     PTROW("cuStreamBeginCapture", 10000, cuStreamBeginCapture_ptsz),
     ROW("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2),
     PTROW("cuStreamBeginCapture", 10010, cuStreamBeginCapture_v2_ptsz),
+    ROW("cuStreamBeginCaptureToGraph", 12030, cuStreamBeginCaptureToGraph),
+    PTROW("cuStreamBeginCaptureToGraph", 12030, cuStreamBeginCaptureToGraph_ptsz),
     ROW("cuStreamEndCapture", 10000, cuStreamEndCapture),
     PTROW("cuStreamEndCapture", 10000, cuStreamEndCapture_ptsz),
     ROW("cuGraphDestroy", 10000, cuGraphDestroy),

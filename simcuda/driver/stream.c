@@ -61,6 +61,7 @@ struct stream {
     struct graph *graph;
     uint64_t capture_id; /* of the capture under way (or invalidated), unique in the process */
     struct stream *origin; /* for a stream that joined a capture: the stream that began it */
+    bool graph_given;      /* captured into the program's graph (cuStreamBeginCaptureToGraph) */
 };
 
 struct event {
@@ -458,7 +459,10 @@ static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status) {
     return stream_capture_state(h, status, &id, &g);
 }
 
-static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
+/* A capture begins on h, into a new graph, or into `into` (the program's) when not NULL. */
+static CUresult stream_begin_capture_into(CUstream h, CUstreamCaptureMode mode, CUgraph into,
+                                          const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                                          size_t ndeps) {
     if ((unsigned)mode > CU_STREAM_CAPTURE_MODE_RELAXED) return CUDA_ERROR_INVALID_VALUE;
     if (h == NULL || h == CU_STREAM_LEGACY) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     if (h == CU_STREAM_PER_THREAD) return CUDA_ERROR_NOT_SUPPORTED; /* a simulator limit */
@@ -466,14 +470,30 @@ static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
     if (!s) return CUDA_ERROR_INVALID_HANDLE;
     if (!ctx_usable(s->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
     if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
-    struct graph *g = graph_new(s->ctx);
-    if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    struct graph *g;
+    if (into) {
+        g = graph_get(into);
+        if (!g || g->owner || g->ctx != s->ctx || !graph_owns_nodes(g, deps, ndeps))
+            return CUDA_ERROR_INVALID_VALUE;
+        for (size_t i = 0; edges && i < ndeps; i++) {
+            static const CUgraphEdgeData zero;
+            if (memcmp(&edges[i], &zero, sizeof zero) != 0) return CUDA_ERROR_INVALID_VALUE;
+        }
+    } else {
+        g = graph_new(s->ctx);
+        if (!g) return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     static uint64_t captures;
+    s->graph_given = into != NULL;
     s->graph = g;
     s->mode = mode;
     s->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     s->capture_id = ++captures;
     return CUDA_SUCCESS;
+}
+
+static CUresult stream_begin_capture(CUstream h, CUstreamCaptureMode mode) {
+    return stream_begin_capture_into(h, mode, NULL, NULL, NULL, 0);
 }
 
 static CUresult stream_end_capture(CUstream h, CUgraph *out) {
@@ -496,7 +516,7 @@ static CUresult stream_end_capture(CUstream h, CUgraph *out) {
     s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
     s->graph = NULL;
     if (invalidated) {
-        g->h.alive = false;
+        if (!s->graph_given) g->h.alive = false;
         *out = NULL;
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
     }
@@ -655,6 +675,25 @@ SIMCUDA_API CUresult cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMo
 SIMCUDA_API CUresult cuStreamBeginCapture_v2_ptsz(CUstream hStream, CUstreamCaptureMode mode) {
     API_ENTER();
     API_LOCKED(stream_begin_capture(hStream, mode));
+}
+
+SIMCUDA_API CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                 const CUgraphNode *dependencies,
+                                                 const CUgraphEdgeData *dependencyData,
+                                                 size_t numDependencies, CUstreamCaptureMode mode) {
+    API_ENTER();
+    API_LOCKED(stream_begin_capture_into(hStream, mode, hGraph, dependencies, dependencyData,
+                                         numDependencies));
+}
+
+SIMCUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                      const CUgraphNode *dependencies,
+                                                      const CUgraphEdgeData *dependencyData,
+                                                      size_t numDependencies,
+                                                      CUstreamCaptureMode mode) {
+    API_ENTER();
+    API_LOCKED(stream_begin_capture_into(hStream, mode, hGraph, dependencies, dependencyData,
+                                         numDependencies));
 }
 
 SIMCUDA_API CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph) {

@@ -879,6 +879,17 @@ SIMCUDA_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
                                        const CUgraphNode *dependencies,
                                        const CUgraphEdgeData *dependencyData,
                                        size_t numDependencies, CUgraphNodeParams *nodeParams);
+/* A capture into an existing graph (12.3): its nodes are added to hGraph, after the given
+ * dependencies (nodes of hGraph; edge data NULL or all zero). */
+SIMCUDA_API CUresult cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                 const CUgraphNode *dependencies,
+                                                 const CUgraphEdgeData *dependencyData,
+                                                 size_t numDependencies, CUstreamCaptureMode mode);
+SIMCUDA_API CUresult cuStreamBeginCaptureToGraph_ptsz(CUstream hStream, CUgraph hGraph,
+                                                      const CUgraphNode *dependencies,
+                                                      const CUgraphEdgeData *dependencyData,
+                                                      size_t numDependencies,
+                                                      CUstreamCaptureMode mode);
 /* A stream's capture (10.1; with its graph and current dependencies, 11.3; with their edge
  * data, 12.3, the ABI that CUDA 13 names cuStreamGetCaptureInfo). */
 SIMCUDA_API CUresult cuStreamGetCaptureInfo(CUstream hStream,

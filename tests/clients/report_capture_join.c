@@ -5,7 +5,8 @@
 // nodes, neither work nor memory. The graph is then launched and waited for on the origin
 // stream; the side stream never runs anything, so it is never waited for. Its report has no
 // finding and no leak. With the argument "leave", the side stream gets real work after the
-// capture ended, which nothing waits for: one unsynchronized-at-exit finding.
+// capture ended, which nothing waits for: one unsynchronized-at-exit finding. With "to-graph",
+// the capture goes into a graph the program made first (cuStreamBeginCaptureToGraph).
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 
 int main(int argc, char **argv) {
     int leave = argc > 1 && !strcmp(argv[1], "leave");
+    int to_graph = argc > 1 && !strcmp(argv[1], "to-graph");
     CUdevice dev;
     CUcontext ctx;
     CHECK(cuInit(0));
@@ -39,7 +41,13 @@ int main(int argc, char **argv) {
     CUdeviceptr d;
     CHECK(cuMemAlloc_v2(&d, N * sizeof(unsigned)));
 
-    CHECK(cuStreamBeginCapture_v2(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUgraph given = NULL;
+    if (to_graph) {
+        CHECK(cuGraphCreate(&given, 0));
+        CHECK(cuStreamBeginCaptureToGraph(origin, given, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    } else {
+        CHECK(cuStreamBeginCapture_v2(origin, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    }
     CHECK(cuEventRecord(fork, origin));
     CHECK(cuStreamWaitEvent(side, fork, 0));
     CHECK(cuMemsetD32Async(d, 7, N, side));
@@ -51,6 +59,7 @@ int main(int argc, char **argv) {
     CHECK(cuMemFreeAsync(scratch, origin));
     CUgraph graph;
     CHECK(cuStreamEndCapture(origin, &graph));
+    if (to_graph && graph != given) return 5;
 
     CUgraphExec exec;
     CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));

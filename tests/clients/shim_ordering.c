@@ -123,6 +123,13 @@ int main(void) {
     CHECK(cuStreamBeginCapture_ptsz(s));
     CHECK(cuStreamEndCapture_ptsz(s, &g));
     CHECK(cuGraphDestroy(g));
+    CUgraph given, same;
+    CHECK(cuGraphCreate(&given, 0));
+    CHECK(cuStreamBeginCaptureToGraph(s2, given, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuStreamEndCapture(s2, &same));
+    CHECK(cuStreamBeginCaptureToGraph_ptsz(s, given, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuStreamEndCapture_ptsz(s, &same));
+    CHECK(cuGraphDestroy(given));
 
     CHECK(cuMemFree_v2(d));
     CHECK(cuMemFree_v2(d2));

@@ -202,6 +202,57 @@ static int capture_join(int argc, char **argv) {
     return 0;
 }
 
+/* A capture into a graph the program made, after one of its nodes. */
+static int capture_to_graph(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    CHECK(cuMemsetD32_v2(d, 1, 1024));
+    CUgraph g, other, ended;
+    CHECK(cuGraphCreate(&g, 0));
+    CHECK(cuGraphCreate(&other, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS params;
+    memset(&params, 0, sizeof params);
+    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params.poolProps.location.id = 0;
+    params.bytesize = 4096;
+    CUgraphNode first, foreign;
+    CHECK(cuGraphAddMemAllocNode(&first, g, NULL, 0, &params));
+    CHECK(cuGraphAddMemAllocNode(&foreign, other, NULL, 0, &params));
+    put_result("foreign_dependency",
+               cuStreamBeginCaptureToGraph(s, g, &foreign, NULL, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUgraphEdgeData edge;
+    memset(&edge, 0, sizeof edge);
+    edge.type = 1;
+    put_result("edge_data", cuStreamBeginCaptureToGraph(s, g, &first, &edge, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    edge.type = 0;
+    CHECK(cuStreamBeginCaptureToGraph(s, g, &first, &edge, 1, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    put_result("begin_again", cuStreamBeginCaptureToGraph(s, g, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemsetD32Async(d, 7, 1024, s));
+    unsigned int v = 0;
+    CHECK(cuMemcpyDtoH_v2(&v, d, sizeof v));
+    printf("deferred %u\n", v);
+    CHECK(cuStreamEndCapture(s, &ended));
+    size_t n = 0;
+    CHECK(cuGraphGetNodes(g, NULL, &n));
+    printf("same_graph %d %zu\n", ended == g, n);
+    /* An invalidated capture into the program's graph leaves the graph to the program. */
+    CHECK(cuStreamBeginCaptureToGraph_ptsz(s, other, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_RELAXED));
+    put_result("sync_in_capture", cuStreamSynchronize(s));
+    put_result("end_invalidated", cuStreamEndCapture(s, &ended));
+    n = 0;
+    put_result("graph_kept", cuGraphGetNodes(other, NULL, &n));
+    put_result("legacy", cuStreamBeginCaptureToGraph(NULL, g, NULL, NULL, 0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuGraphDestroy(other));
+    CHECK(cuMemFree_v2(d));
+    return 0;
+}
+
 static int destroyed;
 
 static void destroy(void *data) { destroyed += *(int *)data; }
@@ -271,6 +322,7 @@ int main(int argc, char **argv) {
         {"events", events},
         {"capture-info", capture_info},
         {"capture-join", capture_join},
+        {"capture-to-graph", capture_to_graph},
         {"user-objects", user_objects}};
     return DISPATCH(cmds);
 }

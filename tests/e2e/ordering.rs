@@ -252,6 +252,11 @@ fn a_stream_that_joins_a_capture_through_an_event_is_capturing_until_the_capture
         r["summary"]["allocations"], 1,
         "the captured allocation is no memory: {r:#}"
     );
+    // The same, captured into a graph the program made (cuStreamBeginCaptureToGraph).
+    let r = report_json(&traced(&dir, "report_capture_join", &["to-graph"], &[]));
+    assert!(r["findings"].as_array().unwrap().is_empty(), "{r:#}");
+    assert!(r["leaks"].as_array().unwrap().is_empty(), "{r:#}");
+    assert_eq!(r["summary"]["allocations"], 1, "{r:#}");
     let r = report_json(&traced(&dir, "report_capture_join", &["leave"], &[]));
     let findings = r["findings"].as_array().unwrap();
     assert_eq!(findings.len(), 1, "{findings:#?}");
@@ -464,6 +469,8 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         "cuStreamBeginCapture",
         "cuStreamBeginCapture_v2_ptsz",
         "cuStreamBeginCapture_ptsz",
+        "cuStreamBeginCaptureToGraph",
+        "cuStreamBeginCaptureToGraph_ptsz",
         "cuEventDestroy",
         "cuStreamDestroy",
         "cuStreamDestroy_v2",
@@ -471,8 +478,8 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
     for api in once {
         assert_eq!(count(api), 1, "{api}");
     }
-    assert_eq!(count("cuStreamEndCapture"), 2);
-    assert_eq!(count("cuStreamEndCapture_ptsz"), 2);
+    assert_eq!(count("cuStreamEndCapture"), 3);
+    assert_eq!(count("cuStreamEndCapture_ptsz"), 3);
     assert_eq!(count("cuLaunchKernel"), 2);
     assert_eq!(count("cuLaunchKernel_ptsz"), 2);
     // Kernel parameters: the buffer, through kernelParams and through the extra buffer, and

@@ -18,6 +18,7 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuLaunchHostFunc_v2_ptsz
             | Api::cuStreamBeginCapture_v2_ptsz
             | Api::cuStreamBeginCapture_ptsz
+            | Api::cuStreamBeginCaptureToGraph_ptsz
             | Api::cuStreamEndCapture_ptsz
             | Api::cuMemAllocAsync_ptsz
             | Api::cuMemAllocFromPoolAsync_ptsz

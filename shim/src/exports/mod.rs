@@ -182,6 +182,8 @@ hooks! {
         cuStreamBeginCapture_ptsz(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_v2(stream: CUstream, mode: u32) => ordering::begin_capture;
         cuStreamBeginCapture_v2_ptsz(stream: CUstream, mode: u32) => ordering::begin_capture;
+        cuStreamBeginCaptureToGraph(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
+        cuStreamBeginCaptureToGraph_ptsz(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
         cuStreamEndCapture(stream: CUstream, graph: Pptr) => ordering::end_capture;
         cuStreamEndCapture_ptsz(stream: CUstream, graph: Pptr) => ordering::end_capture;
 

@@ -235,6 +235,25 @@ pub unsafe fn begin_capture(
     )
 }
 
+/// `cuStreamBeginCaptureToGraph[_ptsz]`: a capture into the program's graph (`aux` = mode).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn begin_capture_to_graph(
+    api: Api,
+    real: unsafe extern "C" fn(CUstream, CUgraph, *const CUgraphNode, *const c_void, usize, u32) -> CUresult,
+    stream: CUstream,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    edges: *const c_void,
+    ndeps: usize,
+    mode: u32,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(stream, graph, deps, edges, ndeps, mode) },
+        |r| capture_body(api, r, stream, true, u64::from(mode)),
+    )
+}
+
 /// `cuStreamBeginCapture[_ptsz]`, the first ABI (global mode).
 pub unsafe fn begin_capture_v1(
     api: Api,

@@ -98,6 +98,23 @@ fn a_stream_joins_a_capture_by_waiting_for_its_event_and_leaves_it_at_the_end() 
 }
 
 #[test]
+fn a_capture_into_the_program_s_graph_adds_to_it_after_the_given_nodes() {
+    let f = run("sim_streams", "capture-to-graph");
+    f.expect_all(&[
+        ("foreign_dependency", "1"),
+        ("edge_data", "1"),
+        ("begin_again", "401"),
+        ("deferred", "1"),
+        // The allocation node made by hand, then the captured memset.
+        ("same_graph", "1 2"),
+        ("sync_in_capture", "900"),
+        ("end_invalidated", "901"),
+        ("graph_kept", "0"),
+        ("legacy", "900"),
+    ]);
+}
+
+#[test]
 fn user_objects_are_destroyed_with_their_last_reference() {
     let f = run("sim_streams", "user-objects");
     f.expect_all(&[
