@@ -7,31 +7,14 @@
 // finding and no leak. With the argument "leave", the side stream gets real work after the
 // capture ended, which nothing waits for: one unsynchronized-at-exit finding. With "to-graph",
 // the capture goes into a graph the program made first (cuStreamBeginCaptureToGraph).
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "simcuda.h"
-
-#define CHECK(x)                                                                       \
-    do {                                                                               \
-        CUresult rc_ = (x);                                                            \
-        if (rc_ != CUDA_SUCCESS) {                                                     \
-            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
-            exit(3);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "sim_util.h"
 
 #define N 1024
 
 int main(int argc, char **argv) {
     int leave = argc > 1 && !strcmp(argv[1], "leave");
     int to_graph = argc > 1 && !strcmp(argv[1], "to-graph");
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    setup();
     CUstream origin, side;
     CUevent fork, join;
     CHECK(cuStreamCreate(&origin, CU_STREAM_NON_BLOCKING));

@@ -216,9 +216,7 @@ static int capture_to_graph(int argc, char **argv) {
     CHECK(cuGraphCreate(&other, 0));
     CUDA_MEM_ALLOC_NODE_PARAMS params;
     memset(&params, 0, sizeof params);
-    params.poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
-    params.poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-    params.poolProps.location.id = 0;
+    params.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
     params.bytesize = 4096;
     CUgraphNode first, foreign;
     CHECK(cuGraphAddMemAllocNode(&first, g, NULL, 0, &params));
