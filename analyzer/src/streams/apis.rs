@@ -106,6 +106,15 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
     }
 }
 
+/// A kernel launch: an operation whose memory accesses are the tracked addresses among its
+/// parameters, written or only read (the driver does not say which).
+pub fn is_kernel_launch(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuLaunchKernel | Api::cuLaunchKernel_ptsz | Api::cuLaunchKernelEx | Api::cuLaunchKernelEx_ptsz
+    )
+}
+
 /// A stream-ordered free (`cuMemFreeAsync`), as opposed to a synchronous one.
 pub fn is_async_free(api: Api) -> bool {
     matches!(api, Api::cuMemFreeAsync | Api::cuMemFreeAsync_ptsz)

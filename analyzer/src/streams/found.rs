@@ -2,6 +2,7 @@
 
 use gpuleak_format::{Api, Seq, StackId};
 
+use super::apis::is_kernel_launch;
 use super::fast_hash::FastMap;
 use super::memory::{AllocInfo, Op};
 use super::StreamName;
@@ -106,15 +107,6 @@ pub struct StreamFinding {
     pub moment: Option<Moment>,
     /// Occurrences folded in.
     pub count: u64,
-}
-
-/// A kernel launch: an operation whose memory accesses are the tracked addresses among its
-/// parameters, written or only read (the driver does not say which).
-pub fn is_kernel_launch(api: Api) -> bool {
-    matches!(
-        api,
-        Api::cuLaunchKernel | Api::cuLaunchKernel_ptsz | Api::cuLaunchKernelEx | Api::cuLaunchKernelEx_ptsz
-    )
 }
 
 impl StreamFinding {

@@ -80,8 +80,9 @@ mod tests;
 
 use gpuleak_format::{Api, Body, Record, Seq, StackId, StreamCreate};
 
+pub use apis::is_kernel_launch;
 pub use clock::{Clock, Epoch, Slot};
-pub use found::{is_kernel_launch, Check, Created, Moment, StreamFinding};
+pub use found::{Check, Created, Moment, StreamFinding};
 pub use memory::{AllocInfo, Mode, Op};
 
 use crate::captures::Captures;

@@ -78,7 +78,6 @@ impl Streams {
 
     pub(super) fn capture(&mut self, tid: u32, c: &Capture) {
         let name = Self::name_of(c.api, c.stream.0, tid);
-        self.slot_for(name);
         if c.begin != 0 {
             self.captures.begin(name);
         } else {
