@@ -228,6 +228,28 @@ apis! {
     // A capture into the program's own graph (12.3; Capture records).
     259 cuStreamBeginCaptureToGraph,
     260 cuStreamBeginCaptureToGraph_ptsz,
+    // Stream memory operations (MemOp records): waits on and writes of 32- and 64-bit values,
+    // and batches of them; the first ABI (CUDA 8 and 9) and `_v2` (11.7), each with `_ptsz`.
+    261 cuStreamWaitValue32,
+    262 cuStreamWaitValue32_ptsz,
+    263 cuStreamWaitValue32_v2,
+    264 cuStreamWaitValue32_v2_ptsz,
+    265 cuStreamWaitValue64,
+    266 cuStreamWaitValue64_ptsz,
+    267 cuStreamWaitValue64_v2,
+    268 cuStreamWaitValue64_v2_ptsz,
+    269 cuStreamWriteValue32,
+    270 cuStreamWriteValue32_ptsz,
+    271 cuStreamWriteValue32_v2,
+    272 cuStreamWriteValue32_v2_ptsz,
+    273 cuStreamWriteValue64,
+    274 cuStreamWriteValue64_ptsz,
+    275 cuStreamWriteValue64_v2,
+    276 cuStreamWriteValue64_v2_ptsz,
+    277 cuStreamBatchMemOp,
+    278 cuStreamBatchMemOp_ptsz,
+    279 cuStreamBatchMemOp_v2,
+    280 cuStreamBatchMemOp_v2_ptsz,
 }
 
 impl Api {

@@ -477,6 +477,28 @@ records! {
         aux: u64,
     }
 
+    /// A stream memory operation (`cuStreamWaitValue32/64`, `cuStreamWriteValue32/64`, and
+    /// each operation of a `cuStreamBatchMemOp`, one record per operation in array order).
+    43 MemOp {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream.
+        stream: Stream,
+        /// The operation, numbered as `CUstreamBatchMemOpType`: 1 wait for a 32-bit value,
+        /// 2 write one, 3 flush remote writes, 4 wait for a 64-bit value, 5 write one,
+        /// 6 memory barrier; 0 for a batch the driver refused (its array is not read).
+        op: u32,
+        /// The memory location (0 for flushes and barriers).
+        addr: Ptr,
+        /// The value waited for or written.
+        value: u64,
+        /// The call's flags (a wait's condition, `CUstreamWaitValue_flags`; a write's
+        /// `CUstreamWriteValue_flags`; a barrier's scope).
+        flags: u32,
+    }
+
     /// A step marker or other named point set by the program (`gpuleak_mark`).
     48 Mark<'a> {
         /// Marker name.
@@ -892,6 +914,16 @@ mod tests {
                 function: 9,
                 ptrs: Addrs(Cow::Owned(vec![1, 2])),
                 stack: StackId::NONE,
+            }
+            .into(),
+            MemOp {
+                api: Api::cuStreamWaitValue64_v2,
+                result: CuResult(0),
+                stream: Stream(0xdead),
+                op: 4,
+                addr: Ptr(0x7f00_0000_1000),
+                value: u64::MAX - 1,
+                flags: 1 << 30,
             }
             .into(),
             Mark {

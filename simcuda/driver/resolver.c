@@ -289,6 +289,28 @@ static const struct entry table[] = {
     ROW("cuLaunchHostFunc", 13010, cuLaunchHostFunc_v2),
     PTROW("cuLaunchHostFunc", 13010, cuLaunchHostFunc_v2_ptsz),
 
+    /* stream memory operations: the first ABI (8.0; 9.0 for 64-bit values), _v2 at 11.7 */
+    ROW("cuStreamWaitValue32", 8000, cuStreamWaitValue32),
+    PTROW("cuStreamWaitValue32", 8000, cuStreamWaitValue32_ptsz),
+    ROW("cuStreamWaitValue32", 11070, cuStreamWaitValue32_v2),
+    PTROW("cuStreamWaitValue32", 11070, cuStreamWaitValue32_v2_ptsz),
+    ROW("cuStreamWriteValue32", 8000, cuStreamWriteValue32),
+    PTROW("cuStreamWriteValue32", 8000, cuStreamWriteValue32_ptsz),
+    ROW("cuStreamWriteValue32", 11070, cuStreamWriteValue32_v2),
+    PTROW("cuStreamWriteValue32", 11070, cuStreamWriteValue32_v2_ptsz),
+    ROW("cuStreamWaitValue64", 9000, cuStreamWaitValue64),
+    PTROW("cuStreamWaitValue64", 9000, cuStreamWaitValue64_ptsz),
+    ROW("cuStreamWaitValue64", 11070, cuStreamWaitValue64_v2),
+    PTROW("cuStreamWaitValue64", 11070, cuStreamWaitValue64_v2_ptsz),
+    ROW("cuStreamWriteValue64", 9000, cuStreamWriteValue64),
+    PTROW("cuStreamWriteValue64", 9000, cuStreamWriteValue64_ptsz),
+    ROW("cuStreamWriteValue64", 11070, cuStreamWriteValue64_v2),
+    PTROW("cuStreamWriteValue64", 11070, cuStreamWriteValue64_v2_ptsz),
+    ROW("cuStreamBatchMemOp", 8000, cuStreamBatchMemOp),
+    PTROW("cuStreamBatchMemOp", 8000, cuStreamBatchMemOp_ptsz),
+    ROW("cuStreamBatchMemOp", 11070, cuStreamBatchMemOp_v2),
+    PTROW("cuStreamBatchMemOp", 11070, cuStreamBatchMemOp_v2_ptsz),
+
     /* events */
     ROW("cuEventCreate", 2000, cuEventCreate),
     ROW("cuEventDestroy", 2000, cuEventDestroy),

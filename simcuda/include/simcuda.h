@@ -935,6 +935,98 @@ SIMCUDA_API CUresult cuLaunchHostFunc_v2(CUstream hStream, CUhostFn fn, void *us
 SIMCUDA_API CUresult cuLaunchHostFunc_v2_ptsz(CUstream hStream, CUhostFn fn, void *userData,
                                               unsigned int syncMode);
 
+/* Stream memory operations (waits on and writes of 32- and 64-bit values, and batches of
+ * them). A write stores its value when enqueued, as all work runs then; a wait is checked
+ * when enqueued and, since an idle device can never see a later write, one whose condition
+ * does not hold is taken as met (the work after it runs at once, as a real device would run it
+ * once another agent wrote the value). Not captured: on a capturing stream they are refused
+ * with CUDA_ERROR_NOT_SUPPORTED. */
+typedef enum CUstreamWaitValue_flags_enum {
+    CU_STREAM_WAIT_VALUE_GEQ = 0x0,
+    CU_STREAM_WAIT_VALUE_EQ = 0x1,
+    CU_STREAM_WAIT_VALUE_AND = 0x2,
+    CU_STREAM_WAIT_VALUE_NOR = 0x3,
+    CU_STREAM_WAIT_VALUE_FLUSH = 1 << 30
+} CUstreamWaitValue_flags;
+
+typedef enum CUstreamWriteValue_flags_enum {
+    CU_STREAM_WRITE_VALUE_DEFAULT = 0x0,
+    CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER = 0x1
+} CUstreamWriteValue_flags;
+
+typedef enum CUstreamBatchMemOpType_enum {
+    CU_STREAM_MEM_OP_WAIT_VALUE_32 = 1,
+    CU_STREAM_MEM_OP_WRITE_VALUE_32 = 2,
+    CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3,
+    CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,
+    CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
+    CU_STREAM_MEM_OP_BARRIER = 6
+} CUstreamBatchMemOpType;
+
+/* One operation of a batch: a tagged union of 48 bytes, as the public header lays it out. */
+typedef union CUstreamBatchMemOpParams_union {
+    CUstreamBatchMemOpType operation;
+    struct {
+        CUstreamBatchMemOpType operation;
+        CUdeviceptr address;
+        union {
+            cuuint32_t value;
+            cuuint64_t value64;
+        };
+        unsigned int flags;
+        CUdeviceptr alias;
+    } waitValue, writeValue;
+    struct {
+        CUstreamBatchMemOpType operation;
+        unsigned int flags;
+    } flushRemoteWrites, memoryBarrier;
+    cuuint64_t pad[6];
+} CUstreamBatchMemOpParams;
+
+SIMCUDA_API CUresult cuStreamWaitValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                         unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue32_ptsz(CUstream stream, CUdeviceptr addr,
+                                              cuuint32_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue32_v2(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                            unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                                 cuuint32_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                         unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue64_ptsz(CUstream stream, CUdeviceptr addr,
+                                              cuuint64_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue64_v2(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                            unsigned int flags);
+SIMCUDA_API CUresult cuStreamWaitValue64_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                                 cuuint64_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue32(CUstream stream, CUdeviceptr addr, cuuint32_t value,
+                                          unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue32_ptsz(CUstream stream, CUdeviceptr addr,
+                                               cuuint32_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue32_v2(CUstream stream, CUdeviceptr addr,
+                                             cuuint32_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue32_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                                  cuuint32_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue64(CUstream stream, CUdeviceptr addr, cuuint64_t value,
+                                          unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue64_ptsz(CUstream stream, CUdeviceptr addr,
+                                               cuuint64_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue64_v2(CUstream stream, CUdeviceptr addr,
+                                             cuuint64_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamWriteValue64_v2_ptsz(CUstream stream, CUdeviceptr addr,
+                                                  cuuint64_t value, unsigned int flags);
+SIMCUDA_API CUresult cuStreamBatchMemOp(CUstream stream, unsigned int count,
+                                        CUstreamBatchMemOpParams *paramArray, unsigned int flags);
+SIMCUDA_API CUresult cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count,
+                                             CUstreamBatchMemOpParams *paramArray,
+                                             unsigned int flags);
+SIMCUDA_API CUresult cuStreamBatchMemOp_v2(CUstream stream, unsigned int count,
+                                           CUstreamBatchMemOpParams *paramArray,
+                                           unsigned int flags);
+SIMCUDA_API CUresult cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
+                                                CUstreamBatchMemOpParams *paramArray,
+                                                unsigned int flags);
+
 /* Events. */
 SIMCUDA_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags);
 SIMCUDA_API CUresult cuEventDestroy(CUevent hEvent);

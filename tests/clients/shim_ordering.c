@@ -131,6 +131,38 @@ int main(void) {
     CHECK(cuStreamEndCapture_ptsz(s, &same));
     CHECK(cuGraphDestroy(given));
 
+    /* Stream memory operations: each single-value variant once (writes, then waits for what
+     * was written), and each batch variant with a write and a wait. */
+    CHECK(cuStreamWriteValue32(s, d, 1, 0));
+    CHECK(cuStreamWriteValue32_ptsz(NULL, d, 2, 0));
+    CHECK(cuStreamWriteValue32_v2(s, d, 3, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+    CHECK(cuStreamWriteValue32_v2_ptsz(s2, d, 4, 0));
+    CHECK(cuStreamWriteValue64(s, d + 8, 5, 0));
+    CHECK(cuStreamWriteValue64_ptsz(NULL, d + 8, 6, 0));
+    CHECK(cuStreamWriteValue64_v2(s, d + 8, 7, 0));
+    CHECK(cuStreamWriteValue64_v2_ptsz(s2, d + 8, 0x1122334455667788ull, 0));
+    CHECK(cuStreamWaitValue32(s2, d, 4, CU_STREAM_WAIT_VALUE_GEQ));
+    CHECK(cuStreamWaitValue32_ptsz(NULL, d, 4, CU_STREAM_WAIT_VALUE_EQ));
+    CHECK(cuStreamWaitValue32_v2(s, d, 4, CU_STREAM_WAIT_VALUE_AND));
+    CHECK(cuStreamWaitValue32_v2_ptsz(NULL, d, 1, CU_STREAM_WAIT_VALUE_NOR | CU_STREAM_WAIT_VALUE_FLUSH));
+    CHECK(cuStreamWaitValue64(s, d + 8, 7, 0));
+    CHECK(cuStreamWaitValue64_ptsz(NULL, d + 8, 7, 0));
+    CHECK(cuStreamWaitValue64_v2(s, d + 8, 7, 0));
+    CHECK(cuStreamWaitValue64_v2_ptsz(s2, d + 8, 0x1122334455667788ull, CU_STREAM_WAIT_VALUE_EQ));
+    CUstreamBatchMemOpParams ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = d + 16;
+    ops[0].writeValue.value = 9;
+    ops[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_64;
+    ops[1].waitValue.address = d + 8;
+    ops[1].waitValue.value64 = 0x1122334455667788ull;
+    ops[1].waitValue.flags = CU_STREAM_WAIT_VALUE_EQ;
+    CHECK(cuStreamBatchMemOp(s, 2, ops, 0));
+    CHECK(cuStreamBatchMemOp_ptsz(NULL, 2, ops, 0));
+    CHECK(cuStreamBatchMemOp_v2(s2, 2, ops, 0));
+    CHECK(cuStreamBatchMemOp_v2_ptsz(s, 2, ops, 0));
+
     CHECK(cuMemFree_v2(d));
     CHECK(cuMemFree_v2(d2));
     CHECK(cuEventDestroy(e));

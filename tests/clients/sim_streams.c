@@ -1,7 +1,7 @@
 // link: driver
 // Streams and events: creation flags and priorities, the three special streams, callbacks
 // (which may call the driver), event timing, and destroyed handles; capture info; captures
-// that other streams join through events; graphs' user objects.
+// that other streams join through events; graphs' user objects; stream memory operations.
 #include "sim_util.h"
 
 static int callback_calls;
@@ -251,6 +251,66 @@ static int capture_to_graph(int argc, char **argv) {
     return 0;
 }
 
+/* Stream memory operations: writes store their values, waits and batches are validated, and
+ * the per-thread and first-ABI variants act alike. */
+static int memops(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 64));
+    CHECK(cuMemsetD32_v2(d, 0, 16));
+    CHECK(cuStreamWriteValue32_v2(s, d, 7, CU_STREAM_WRITE_VALUE_DEFAULT));
+    CHECK(cuStreamWriteValue64_v2_ptsz(NULL, d + 8, 0x1122334455667788ull, 0));
+    CHECK(cuStreamWriteValue32(s, d + 16, 9, CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER));
+    CHECK(cuStreamWriteValue64_ptsz(s, d + 24, 5, 0));
+    uint32_t w[8];
+    CHECK(cuMemcpyDtoH_v2(w, d, sizeof w));
+    printf("written %u %08x%08x %u %u\n", w[0], w[3], w[2], w[4], w[6]);
+    CHECK(cuStreamWaitValue32_v2(s, d, 7, CU_STREAM_WAIT_VALUE_EQ | CU_STREAM_WAIT_VALUE_FLUSH));
+    /* Not met: taken as met, for an idle device never sees a later write. */
+    put_result("unmet_wait", cuStreamWaitValue64_v2(s, d + 8, ~0ull, CU_STREAM_WAIT_VALUE_EQ));
+    put_result("bad_condition", cuStreamWaitValue32_v2(s, d, 1, 4));
+    put_result("bad_write_flags", cuStreamWriteValue32_v2(s, d, 1, 2));
+    put_result("misaligned", cuStreamWriteValue64_v2(s, d + 4, 1, 0));
+    put_result("outside", cuStreamWriteValue32_v2(s, d + 64, 1, 0));
+    put_result("null_address", cuStreamWaitValue32_v2(s, 0, 1, 0));
+    /* Page-locked host memory is addressable too. */
+    uint32_t *host;
+    CHECK(cuMemAllocHost_v2((void **)&host, 8));
+    host[0] = 0;
+    CHECK(cuStreamWriteValue32_v2(s, (CUdeviceptr)(uintptr_t)host, 3, 0));
+    printf("host_written %u\n", host[0]);
+    CUstreamBatchMemOpParams ops[3];
+    memset(ops, 0, sizeof ops);
+    ops[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+    ops[0].writeValue.address = d + 32;
+    ops[0].writeValue.value = 11;
+    ops[1].memoryBarrier.operation = CU_STREAM_MEM_OP_BARRIER;
+    ops[2].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+    ops[2].waitValue.address = d + 32;
+    ops[2].waitValue.value = 11;
+    CHECK(cuStreamBatchMemOp_v2(s, 3, ops, 0));
+    /* The first ABI has no barrier; a bad operation anywhere refuses the whole batch. */
+    ops[0].writeValue.value = 12;
+    put_result("v1_barrier", cuStreamBatchMemOp(s, 3, ops, 0));
+    put_result("count_zero", cuStreamBatchMemOp_v2_ptsz(s, 0, ops, 0));
+    put_result("batch_flags", cuStreamBatchMemOp_ptsz(s, 1, ops, 1));
+    CHECK(cuMemcpyDtoH_v2(w, d + 32, 4));
+    printf("batch_written %u\n", w[0]);
+    /* Not captured here. */
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    put_result("captured", cuStreamWriteValue32_v2(s, d, 1, 0));
+    CUgraph g;
+    CHECK(cuStreamEndCapture(s, &g));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuMemFreeHost(host));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuStreamDestroy_v2(s));
+    return 0;
+}
+
 static int destroyed;
 
 static void destroy(void *data) { destroyed += *(int *)data; }
@@ -321,6 +381,7 @@ int main(int argc, char **argv) {
         {"capture-info", capture_info},
         {"capture-join", capture_join},
         {"capture-to-graph", capture_to_graph},
+        {"memops", memops},
         {"user-objects", user_objects}};
     return DISPATCH(cmds);
 }

@@ -471,6 +471,22 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         "cuStreamBeginCapture_ptsz",
         "cuStreamBeginCaptureToGraph",
         "cuStreamBeginCaptureToGraph_ptsz",
+        "cuStreamWriteValue32",
+        "cuStreamWriteValue32_ptsz",
+        "cuStreamWriteValue32_v2",
+        "cuStreamWriteValue32_v2_ptsz",
+        "cuStreamWriteValue64",
+        "cuStreamWriteValue64_ptsz",
+        "cuStreamWriteValue64_v2",
+        "cuStreamWriteValue64_v2_ptsz",
+        "cuStreamWaitValue32",
+        "cuStreamWaitValue32_ptsz",
+        "cuStreamWaitValue32_v2",
+        "cuStreamWaitValue32_v2_ptsz",
+        "cuStreamWaitValue64",
+        "cuStreamWaitValue64_ptsz",
+        "cuStreamWaitValue64_v2",
+        "cuStreamWaitValue64_v2_ptsz",
         "cuEventDestroy",
         "cuStreamDestroy",
         "cuStreamDestroy_v2",
@@ -482,6 +498,56 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
     assert_eq!(count("cuStreamEndCapture_ptsz"), 3);
     assert_eq!(count("cuLaunchKernel"), 2);
     assert_eq!(count("cuLaunchKernel_ptsz"), 2);
+    // A batch is a record per operation, in array order.
+    for api in [
+        "cuStreamBatchMemOp",
+        "cuStreamBatchMemOp_ptsz",
+        "cuStreamBatchMemOp_v2",
+        "cuStreamBatchMemOp_v2_ptsz",
+    ] {
+        let ops: Vec<_> = records
+            .iter()
+            .filter(|r| r["api"] == api)
+            .map(|r| {
+                (
+                    r["op"].as_u64(),
+                    hex(&r["addr"]),
+                    r["value"].as_u64(),
+                    r["flags"].as_u64(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            ops,
+            vec![
+                (Some(2), ptr + 16, Some(9), Some(0)),
+                (Some(4), ptr + 8, Some(0x1122_3344_5566_7788), Some(1))
+            ],
+            "{api}"
+        );
+    }
+    let wait = records
+        .iter()
+        .find(|r| r["api"] == "cuStreamWaitValue32_v2_ptsz")
+        .unwrap();
+    assert_eq!(
+        (
+            wait["type"].as_str(),
+            wait["op"].as_u64(),
+            hex(&wait["addr"]),
+            wait["value"].as_u64()
+        ),
+        (Some("MemOp"), Some(1), ptr, Some(1))
+    );
+    assert_eq!((hex(&wait["stream"]), wait["flags"].as_u64()), (0, Some(3 | 1 << 30)));
+    let write = records
+        .iter()
+        .find(|r| r["api"] == "cuStreamWriteValue64_v2_ptsz")
+        .unwrap();
+    assert_eq!(
+        (write["op"].as_u64(), write["value"].as_u64()),
+        (Some(5), Some(0x1122_3344_5566_7788))
+    );
     // Kernel parameters: the buffer, through kernelParams and through the extra buffer, and
     // nothing else (the 4-byte value and count are not recorded).
     for l in of_type(&records, "Launch") {

@@ -186,6 +186,26 @@ hooks! {
         cuStreamBeginCaptureToGraph_ptsz(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
         cuStreamEndCapture(stream: CUstream, graph: Pptr) => ordering::end_capture;
         cuStreamEndCapture_ptsz(stream: CUstream, graph: Pptr) => ordering::end_capture;
+        cuStreamWaitValue32(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWaitValue32_ptsz(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWaitValue32_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWaitValue64(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWaitValue64_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWaitValue64_v2(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWaitValue64_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWriteValue32(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWriteValue32_ptsz(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWriteValue32_v2(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWriteValue32_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
+        cuStreamWriteValue64(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWriteValue64_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWriteValue64_v2(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamWriteValue64_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
+        cuStreamBatchMemOp(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
+        cuStreamBatchMemOp_ptsz(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
+        cuStreamBatchMemOp_v2(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
+        cuStreamBatchMemOp_v2_ptsz(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
 
         cuMemcpy(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => ordering::copy_sync;
         cuMemcpy_ptds(dst: CUdeviceptr, src: CUdeviceptr, n: usize) => ordering::copy_sync;

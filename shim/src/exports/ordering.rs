@@ -12,10 +12,12 @@
 //! stream callback; `cuLaunchKernelEx` a `Launch` with the stream of its `CUlaunchConfig`;
 //! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what a graph touches is
 //! not known at its launch); 2D and 3D copies a `Copy` whose addresses and length come from
-//! their descriptor ([`regions`]).
+//! their descriptor ([`regions`]). Stream memory operations have their own kind, `MemOp`
+//! ([`memops`]).
 
 mod copies;
 mod launches;
+pub mod memops;
 mod regions;
 
 pub use copies::*;

@@ -115,6 +115,27 @@ fn a_capture_into_the_program_s_graph_adds_to_it_after_the_given_nodes() {
 }
 
 #[test]
+fn stream_memory_operations_write_their_values_and_are_validated() {
+    let f = run("sim_streams", "memops");
+    f.expect_all(&[
+        ("written", "7 1122334455667788 9 5"),
+        ("unmet_wait", "0"),
+        ("bad_condition", "1"),
+        ("bad_write_flags", "1"),
+        ("misaligned", "1"),
+        ("outside", "1"),
+        ("null_address", "1"),
+        ("host_written", "3"),
+        ("v1_barrier", "1"),
+        ("count_zero", "1"),
+        ("batch_flags", "1"),
+        // The refused batches wrote nothing.
+        ("batch_written", "11"),
+        ("captured", "801"),
+    ]);
+}
+
+#[test]
 fn user_objects_are_destroyed_with_their_last_reference() {
     let f = run("sim_streams", "user-objects");
     f.expect_all(&[
