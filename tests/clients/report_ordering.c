@@ -6,10 +6,14 @@
 // instead of exit). "handoff", "handoff-event" and "handoff-unsynced" hand the buffer from the
 // thread that produced it to another through a mutex (after a stream synchronize, after an
 // event synchronize, or before either). "weights" and "weights-event" have two streams run a
-// kernel that only reads one buffer (unordered, and ordered by an event). Every subcommand otherwise cleans up after itself (streams
+// kernel that only reads one buffer (unordered, and ordered by an event). "value" and
+// "value-batch" order a race's streams by a value one writes and the other waits for (stream
+// memory operations, single and batched); "value-early" writes the value before the kernel.
+// Every subcommand otherwise cleans up after itself (streams
 // and events destroyed, memory freed, work waited for), so a mistake is the only finding in
 // its report and a twin's report has none.
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,12 +92,33 @@ static int race(const char *how) {
     CUstream a = make_stream(flags), b = make_stream(flags);
     CUevent e = make_event();
     CUdeviceptr d = make_buffer();
+    /* A flag in page-locked memory for the stream memory operations. */
+    unsigned *flag;
+    CHECK(cuMemAllocHost_v2((void **)&flag, sizeof *flag));
+    *flag = 0;
+    CUdeviceptr f = (CUdeviceptr)(uintptr_t)flag;
+    if (!strcmp(how, "value-early")) CHECK(cuStreamWriteValue32_v2(a, f, 1, 0));
     produce(d, 7, a);
     if (!strcmp(how, "event")) {
         CHECK(cuEventRecord(e, a));
         CHECK(cuStreamWaitEvent(b, e, 0));
     } else if (!strcmp(how, "host")) {
         CHECK(cuStreamSynchronize(a));
+    } else if (!strcmp(how, "value")) {
+        CHECK(cuStreamWriteValue32_v2(a, f, 1, CU_STREAM_WRITE_VALUE_DEFAULT));
+        CHECK(cuStreamWaitValue32_v2(b, f, 1, CU_STREAM_WAIT_VALUE_EQ));
+    } else if (!strcmp(how, "value-batch")) {
+        CUstreamBatchMemOpParams op;
+        memset(&op, 0, sizeof op);
+        op.writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        op.writeValue.address = f;
+        op.writeValue.value = 1;
+        CHECK(cuStreamBatchMemOp_v2(a, 1, &op, 0));
+        op.waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+        op.waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ;
+        CHECK(cuStreamBatchMemOp_v2(b, 1, &op, 0));
+    } else if (!strcmp(how, "value-early")) {
+        CHECK(cuStreamWaitValue32_v2(b, f, 1, CU_STREAM_WAIT_VALUE_EQ));
     }
     /* The legacy twin reads on the legacy default stream, which waits for blocking a. */
     CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, sizeof host_buf, legacy ? NULL : b));
@@ -101,6 +126,7 @@ static int race(const char *how) {
     CHECK(cuStreamSynchronize(NULL));
     CHECK(cuEventDestroy_v2(e));
     CHECK(cuMemFree_v2(d));
+    CHECK(cuMemFreeHost(flag));
     return host_buf[N - 1] == 7 ? 0 : 4;
 }
 

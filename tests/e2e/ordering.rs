@@ -165,7 +165,15 @@ fn correctly_ordered_twins_report_nothing() {
     let twins: [(&str, &[&str]); 7] = [
         (
             "cross-stream-race",
-            &["event", "host", "legacy", "handoff", "handoff-event"],
+            &[
+                "event",
+                "host",
+                "legacy",
+                "handoff",
+                "handoff-event",
+                "value",
+                "value-batch",
+            ],
         ),
         ("unordered-free", &["event", "host", "legacy"]),
         ("use-after-free", &["event", "host", "legacy"]),
@@ -197,6 +205,24 @@ fn a_buffer_handed_to_another_thread_before_its_producer_was_waited_for_is_a_rac
     let message = f["message"].as_str().unwrap();
     assert!(message.contains("cuMemcpyDtoHAsync_v2 on stream"), "{message}");
     assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+}
+
+/// A value written by one stream and waited for by another (stream memory operations) orders
+/// the work after the wait after the work before the write (the twins `value` and
+/// `value-batch` above report nothing); written before the kernel, it orders nothing of it.
+#[test]
+fn a_value_written_before_the_kernel_does_not_order_the_kernel() {
+    let (findings, report) = findings_of(&["cross-stream-race", "value-early"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let f = &findings[0];
+    assert_eq!(
+        (f["check"].as_str(), f["severity"].as_str()),
+        (Some("cross-stream-race"), Some("error"))
+    );
+    let message = f["message"].as_str().unwrap();
+    assert!(message.contains("cuMemcpyDtoHAsync_v2 on stream"), "{message}");
+    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+    assert!(report["leaks"].as_array().unwrap().is_empty());
 }
 
 /// Two streams that run kernels reading one buffer with no ordering between them (streams

@@ -40,6 +40,16 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemsetD32Async_ptsz
             | Api::cuLaunchKernelEx_ptsz
             | Api::cuGraphLaunch_ptsz
+            | Api::cuStreamWaitValue32_ptsz
+            | Api::cuStreamWaitValue32_v2_ptsz
+            | Api::cuStreamWaitValue64_ptsz
+            | Api::cuStreamWaitValue64_v2_ptsz
+            | Api::cuStreamWriteValue32_ptsz
+            | Api::cuStreamWriteValue32_v2_ptsz
+            | Api::cuStreamWriteValue64_ptsz
+            | Api::cuStreamWriteValue64_v2_ptsz
+            | Api::cuStreamBatchMemOp_ptsz
+            | Api::cuStreamBatchMemOp_v2_ptsz
             | Api::cuMemcpy2D_v2_ptds
             | Api::cuMemcpy2DUnaligned_v2_ptds
             | Api::cuMemcpy2DAsync_v2_ptsz

@@ -74,6 +74,16 @@ impl Clock {
         }
     }
 
+    /// Keeps only what `other` knows too (element-wise minimum).
+    pub fn meet(&mut self, other: &Clock) {
+        self.0.truncate(other.0.len());
+        for (a, b) in self.0.iter_mut().zip(&other.0) {
+            if *b < *a {
+                *a = *b;
+            }
+        }
+    }
+
     /// Whether `self` knows of operations of some stream other than `except` that `other`
     /// does not.
     pub fn knows_more_than(&self, other: &Clock, except: Option<Slot>) -> bool {
@@ -94,7 +104,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn join_is_the_elementwise_maximum_and_grows_as_needed() {
+    fn join_is_the_elementwise_maximum_and_grows_as_needed_and_meet_the_minimum() {
         let mut a = Clock::new();
         a.set(Slot(0), 3);
         let mut b = Clock::new();
@@ -110,5 +120,12 @@ mod tests {
         assert!(a.knows_more_than(&b, None));
         assert!(!a.knows_more_than(&b, Some(Slot(0))));
         assert!(!b.knows_more_than(&a, None));
+        let mut m = a.clone();
+        m.meet(&b);
+        assert_eq!((m.get(Slot(0)), m.get(Slot(1)), m.get(Slot(2))), (1, 0, 5));
+        let mut short = Clock::new();
+        short.set(Slot(0), 9);
+        m.meet(&short);
+        assert_eq!((m.get(Slot(0)), m.get(Slot(2))), (1, 0));
     }
 }

@@ -32,7 +32,9 @@
 //! [`crate::captures`]); a graph launch is an operation of its stream that touches no memory the model knows
 //! (what a graph touches is not recorded), so it orders and is ordered, and counts as work
 //! to wait for, but never races. Host functions (`cuLaunchHostFunc`) and callbacks are
-//! operations with no memory too.
+//! operations with no memory too, and so are the writes of stream memory operations; a
+//! stream's wait for a value is an edge from the writes queued before it that could have
+//! written that value ([`values`]).
 //!
 //! The host is one: what any thread has waited for is known complete to every later call of
 //! every thread. Host threads synchronize with each other in ways the trace cannot see
@@ -74,6 +76,7 @@ pub(crate) mod fast_hash;
 mod found;
 pub mod memory;
 mod records;
+mod values;
 
 #[cfg(test)]
 mod tests;
@@ -180,6 +183,8 @@ pub struct Streams {
     /// Contexts the trace has shown (created, retained, or current at an allocation).
     contexts: FastSet<u64>,
     memory: Memory,
+    /// Values written by stream memory operations, for the waits that may read them.
+    values: values::Values,
     found: Found,
 }
 
@@ -239,6 +244,7 @@ impl Streams {
                 }
             }
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
+            Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
             Body::Alloc(a) if success(a.result) => {
                 if a.ctx.0 != 0 {

@@ -2,11 +2,13 @@
 //! capture, allocations and frees, events, waits and synchronizations.
 
 use gpuleak_format::{
-    Alloc, Api, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, Seq, StackId, StreamWait, Sync,
+    Alloc, Api, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, MemOp, Seq, StackId,
+    StreamWait, Sync,
 };
 
 use super::apis::{self, HostSide};
 use super::memory::{self, AllocInfo, Mode, Op};
+use super::values;
 use super::{
     leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
     Work,
@@ -74,6 +76,40 @@ impl Streams {
     pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {
         let name = Self::name_of(h.api, h.stream.0, tid);
         self.work(tid, seq, h.api, StackId::NONE, name, &[]);
+    }
+
+    /// A stream memory operation: a write is work with no memory, remembered for the waits
+    /// that may read it; a wait learns what those writes knew ([`values`]).
+    pub(super) fn mem_op(&mut self, tid: u32, seq: Seq, m: &MemOp) {
+        let name = Self::name_of(m.api, m.stream.0, tid);
+        match m.op {
+            values::WRITE_32 | values::WRITE_64 | values::REDUCTION => {
+                let Some(slot) = self.work(tid, seq, m.api, StackId::NONE, name, &[]) else {
+                    return;
+                };
+                let Streams { states, values, .. } = self;
+                if let Some(st) = states[slot.0 as usize].as_ref() {
+                    values.write(m.addr.0, slot, m.op, m.value, &st.clock);
+                }
+            }
+            values::WAIT_32 | values::WAIT_64 => {
+                let slot = self.slot_for(name);
+                if self.capturing(slot) {
+                    return;
+                }
+                self.enqueue(slot);
+                let Streams { states, values, .. } = self;
+                if let (Some(learned), Some(st)) = (
+                    values.wait(m.addr.0, m.op, m.flags, m.value),
+                    states[slot.0 as usize].as_mut(),
+                ) {
+                    st.clock.join(&learned);
+                }
+                self.publish(slot);
+            }
+            // Flushes and barriers order nothing between streams.
+            _ => {}
+        }
     }
 
     pub(super) fn capture(&mut self, tid: u32, c: &Capture) {

@@ -7,6 +7,7 @@ use gpuleak_format::*;
 use super::*;
 
 mod later_apis;
+mod memops;
 
 const A: u64 = 0xa0;
 const B: u64 = 0xb0;

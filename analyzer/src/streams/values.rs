@@ -1,0 +1,198 @@
+//! Stream memory operations: values that streams write (`cuStreamWriteValue32/64`, atomic
+//! reductions in a `cuStreamBatchMemOp`) and wait for (`cuStreamWaitValue32/64`).
+//!
+//! A wait is satisfied by some write of a value that meets its condition. The model orders a
+//! wait after the writes queued before it, as far as the trace can tell which one satisfied
+//! it:
+//!
+//! - of the plain writes to its address with its width whose value meets the condition (the
+//!   last such write of each stream is kept), the wait needs only one: it learns what all of
+//!   them have in common (the meet of their clocks), which for writes from one stream is the
+//!   first of them;
+//! - atomic reductions are counters that several streams add to, and a wait for the total is
+//!   met when all have added: it learns every reduction of its address (the join of their
+//!   clocks), whatever the reduction computes;
+//! - a wait with no such write queued before it (a value written by a later call, by a
+//!   kernel, by the host or by another process, as barriers across processes are) orders
+//!   nothing: the model cannot tell which work comes before the write it waits for.
+//!
+//! Flushes and memory barriers order nothing between streams. The values written are not
+//! memory accesses of the model: a flag is meant to be read and written by streams that run
+//! at once.
+
+use super::clock::{Clock, Slot};
+use super::fast_hash::FastMap;
+
+/// `CUstreamBatchMemOpType`, as `MemOp` records number operations.
+pub const WAIT_32: u32 = 1;
+/// A 32-bit write.
+pub const WRITE_32: u32 = 2;
+/// A 64-bit wait.
+pub const WAIT_64: u32 = 4;
+/// A 64-bit write.
+pub const WRITE_64: u32 = 5;
+/// An atomic reduction (CUDA 13.1).
+pub const REDUCTION: u32 = 8;
+
+/// `CU_STREAM_WAIT_VALUE_FLUSH`: not part of the condition.
+const FLUSH: u32 = 1 << 30;
+
+/// Addresses remembered at most; past this, what was remembered is forgotten (a wait then
+/// orders nothing, as for a value written outside the trace).
+pub const MAX_ADDRESSES: usize = 1 << 16;
+
+#[derive(Debug)]
+struct Write {
+    slot: Slot,
+    /// 64-bit (a plain write's width; reductions match waits of either width).
+    wide: bool,
+    reduction: bool,
+    value: u64,
+    /// The writing stream's clock after the write.
+    clock: Clock,
+}
+
+/// The last write of each stream to each address.
+#[derive(Debug, Default)]
+pub struct Values {
+    by_addr: FastMap<u64, Vec<Write>>,
+}
+
+/// Whether `current` at the location meets a wait's condition (`CUstreamWaitValue_flags`)
+/// for `value`; `None` for a condition this reader does not know.
+pub fn meets(flags: u32, wide: bool, current: u64, value: u64) -> Option<bool> {
+    let mask = if wide { u64::MAX } else { u64::from(u32::MAX) };
+    let (current, value) = (current & mask, value & mask);
+    Some(match flags & !FLUSH {
+        // A cyclic comparison: (int32_t)(current - value) >= 0, or its 64-bit form.
+        0 if wide => current.wrapping_sub(value) as i64 >= 0,
+        0 => (current as u32).wrapping_sub(value as u32) as i32 >= 0,
+        1 => current == value,
+        2 => current & value != 0,
+        3 => !(current | value) & mask != 0,
+        _ => return None,
+    })
+}
+
+impl Values {
+    /// Remembers a write by the stream on `slot`, whose clock after it is `clock`.
+    pub fn write(&mut self, addr: u64, slot: Slot, op: u32, value: u64, clock: &Clock) {
+        if self.by_addr.len() >= MAX_ADDRESSES && !self.by_addr.contains_key(&addr) {
+            self.by_addr.clear();
+        }
+        let reduction = op == REDUCTION;
+        let wide = op == WRITE_64;
+        let writes = self.by_addr.entry(addr).or_default();
+        match writes.iter_mut().find(|w| w.slot == slot && w.reduction == reduction) {
+            Some(w) => {
+                w.wide = wide;
+                w.value = value;
+                w.clock.clone_from(clock);
+            }
+            None => writes.push(Write {
+                slot,
+                wide,
+                reduction,
+                value,
+                clock: clock.clone(),
+            }),
+        }
+    }
+
+    /// What a wait at `addr` learns (see the module documentation), or `None`.
+    pub fn wait(&self, addr: u64, op: u32, flags: u32, value: u64) -> Option<Clock> {
+        let wide = op == WAIT_64;
+        let writes = self.by_addr.get(&addr)?;
+        let mut any_of: Option<Clock> = None;
+        for w in writes.iter().filter(|w| !w.reduction && w.wide == wide) {
+            if meets(flags, wide, w.value, value) == Some(true) {
+                match &mut any_of {
+                    Some(c) => c.meet(&w.clock),
+                    None => any_of = Some(w.clock.clone()),
+                }
+            }
+        }
+        let mut learned = any_of;
+        for w in writes.iter().filter(|w| w.reduction) {
+            match &mut learned {
+                Some(c) => c.join(&w.clock),
+                None => learned = Some(w.clock.clone()),
+            }
+        }
+        learned
+    }
+
+    /// Addresses remembered (for memory bounds in tests).
+    #[cfg(test)]
+    pub fn len(&self) -> usize {
+        self.by_addr.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn conditions_are_the_documented_ones_at_either_width() {
+        // Greater or equal, cyclic: wrapping past zero still counts as later.
+        assert_eq!(meets(0, false, 5, 5), Some(true));
+        assert_eq!(meets(0, false, 4, 5), Some(false));
+        assert_eq!(meets(0, false, 1, u64::from(u32::MAX)), Some(true));
+        assert_eq!(meets(0, true, 1, u64::MAX), Some(true));
+        assert_eq!(meets(0, true, u64::MAX, 1), Some(false));
+        // A 32-bit wait sees the low word only.
+        assert_eq!(meets(1, false, 0x1_0000_0007, 7), Some(true));
+        assert_eq!(meets(1, true, 0x1_0000_0007, 7), Some(false));
+        assert_eq!(meets(2, false, 0b1010, 0b0010), Some(true));
+        assert_eq!(meets(2, false, 0b1000, 0b0010), Some(false));
+        // NOR: some bit clear in both.
+        assert_eq!(meets(3, false, 0xffff_0000, 0x0000_fffe), Some(true));
+        assert_eq!(meets(3, false, 0xffff_0000, 0x0000_ffff), Some(false));
+        assert_eq!(meets(3, true, 0xffff_0000, 0x0000_ffff), Some(true));
+        // The flush bit is not part of the condition; unknown conditions meet nothing.
+        assert_eq!(meets(1 | FLUSH, false, 7, 7), Some(true));
+        assert_eq!(meets(4, false, 7, 7), None);
+    }
+
+    fn clock(pairs: &[(u32, u64)]) -> Clock {
+        let mut c = Clock::new();
+        for &(s, n) in pairs {
+            c.set(Slot(s), n);
+        }
+        c
+    }
+
+    #[test]
+    fn a_wait_learns_what_every_satisfying_write_has_in_common_and_every_reduction() {
+        let mut v = Values::default();
+        v.write(0x100, Slot(0), WRITE_32, 1, &clock(&[(0, 3), (2, 1)]));
+        v.write(0x100, Slot(1), WRITE_32, 1, &clock(&[(1, 4), (2, 1)]));
+        v.write(0x100, Slot(3), WRITE_32, 0, &clock(&[(3, 9)]));
+        // Either write of 1 may be the one: only what both knew.
+        assert_eq!(v.wait(0x100, WAIT_32, 1, 1), Some(clock(&[(0, 0), (1, 0), (2, 1)])));
+        // Only slot 3 wrote 0.
+        assert_eq!(v.wait(0x100, WAIT_32, 1, 0), Some(clock(&[(3, 9)])));
+        // No write of 2, another width, another address: nothing.
+        assert_eq!(v.wait(0x100, WAIT_32, 1, 2), None);
+        assert_eq!(v.wait(0x100, WAIT_64, 1, 1), None);
+        assert_eq!(v.wait(0x104, WAIT_32, 1, 1), None);
+        // A stream's later write replaces its earlier one.
+        v.write(0x100, Slot(0), WRITE_32, 2, &clock(&[(0, 5)]));
+        assert_eq!(v.wait(0x100, WAIT_32, 1, 2), Some(clock(&[(0, 5)])));
+        // Reductions: all of them, whatever the value.
+        v.write(0x200, Slot(0), REDUCTION, 1, &clock(&[(0, 6)]));
+        v.write(0x200, Slot(1), REDUCTION, 1, &clock(&[(1, 7)]));
+        assert_eq!(v.wait(0x200, WAIT_64, 0, 2), Some(clock(&[(0, 6), (1, 7)])));
+    }
+
+    #[test]
+    fn addresses_are_bounded() {
+        let mut v = Values::default();
+        for i in 0..(MAX_ADDRESSES as u64 + 10) {
+            v.write(i * 8, Slot(0), WRITE_64, i, &clock(&[(0, i)]));
+        }
+        assert!(v.len() <= MAX_ADDRESSES);
+        assert_eq!(v.len(), 10);
+    }
+}
