@@ -12,8 +12,8 @@
 //!
 //! let mut c = Captures::default();
 //! c.begin(1u64);
-//! c.record(0xe, 1);
-//! c.wait(2, 0xe);
+//! c.record(0xe, 1, 0);
+//! c.wait(2, 0xe, 0);
 //! assert!(c.is_capturing(&2));
 //! c.end(1);
 //! assert!(!c.is_capturing(&2));
@@ -21,6 +21,10 @@
 
 use std::collections::HashMap;
 use std::hash::Hash;
+
+/// `CU_EVENT_RECORD_EXTERNAL` and `CU_EVENT_WAIT_EXTERNAL` (both 1): in a capture, an event
+/// record or wait node of the graph instead of the capture's own use of the event.
+pub const EXTERNAL: u32 = 1;
 
 /// The capturing streams (named by `K`) and the events recorded in their captures.
 #[derive(Debug)]
@@ -59,8 +63,13 @@ impl<K: Copy + Eq + Hash> Captures<K> {
         }
     }
 
-    /// `event` was recorded on `stream`: in its capture if it is capturing, else outside any.
-    pub fn record(&mut self, event: u64, stream: K) {
+    /// `event` was recorded on `stream` with `flags`: in its capture if it is capturing, else
+    /// outside any. A record with [`EXTERNAL`] in a capture is an event record node of the
+    /// graph (recorded when the graph runs), not a fork of the capture: it changes nothing here.
+    pub fn record(&mut self, event: u64, stream: K, flags: u32) {
+        if flags & EXTERNAL != 0 {
+            return;
+        }
         match self.streams.get(&stream) {
             Some(&id) => {
                 self.events.insert(event, id);
@@ -71,8 +80,12 @@ impl<K: Copy + Eq + Hash> Captures<K> {
         }
     }
 
-    /// `stream` waited for `event`: it joins the capture the event was recorded in, if any.
-    pub fn wait(&mut self, stream: K, event: u64) {
+    /// `stream` waited for `event` with `flags`: it joins the capture the event was recorded
+    /// in, if any (a wait with [`EXTERNAL`], an event wait node of a capture, joins nothing).
+    pub fn wait(&mut self, stream: K, event: u64, flags: u32) {
+        if flags & EXTERNAL != 0 {
+            return;
+        }
         if let Some(&id) = self.events.get(&event) {
             self.streams.entry(stream).or_insert(id);
         }
@@ -88,6 +101,11 @@ impl<K: Copy + Eq + Hash> Captures<K> {
     pub fn is_capturing(&self, stream: &K) -> bool {
         self.streams.contains_key(stream)
     }
+
+    /// The capture `stream` is in (an id unique in the trace), if any.
+    pub fn capture_of(&self, stream: &K) -> Option<u64> {
+        self.streams.get(stream).copied()
+    }
 }
 
 #[cfg(test)]
@@ -99,24 +117,30 @@ mod tests {
         let mut c = Captures::default();
         c.begin(1u64);
         c.begin(10);
-        c.record(0xe, 1);
-        c.record(0xf, 10);
-        c.wait(2, 0xe);
-        c.wait(3, 0xf);
+        c.record(0xe, 1, 0);
+        c.record(0xf, 10, 0);
+        c.wait(2, 0xe, 0);
+        c.wait(3, 0xf, 0);
         assert!(c.is_capturing(&2) && c.is_capturing(&3));
         // Ending the first capture releases only the streams in it.
         c.end(1);
         assert!(!c.is_capturing(&1) && !c.is_capturing(&2));
         assert!(c.is_capturing(&10) && c.is_capturing(&3));
         // Its event is no capture's any more.
-        c.wait(4, 0xe);
+        c.wait(4, 0xe, 0);
         assert!(!c.is_capturing(&4));
         // Recorded again outside a capture, an event joins nothing.
-        c.record(0xf, 5);
-        c.wait(6, 0xf);
+        c.record(0xf, 5, 0);
+        c.wait(6, 0xf, 0);
         assert!(!c.is_capturing(&6));
         // A destroyed stream is in no capture; the capture goes on for the others.
         c.forget(3);
         assert!(!c.is_capturing(&3) && c.is_capturing(&10));
+        assert_eq!((c.capture_of(&10), c.capture_of(&3)), (Some(2), None));
+        // External records and waits are graph nodes: no fork, no join.
+        c.record(0xd, 10, EXTERNAL);
+        c.wait(7, 0xd, EXTERNAL);
+        c.wait(8, 0xd, 0);
+        assert!(!c.is_capturing(&7) && !c.is_capturing(&8));
     }
 }

@@ -182,6 +182,8 @@ static CUresult run_node(const struct node *n) {
     case N_FREE: graph_mem_free(n->maddr); return CUDA_SUCCESS;
     case N_HOST: break;
     case N_CHILD: break; /* never in an executable graph: instantiation flattens them */
+    case N_EVENT_RECORD: event_record_node_ran(n->event); break;
+    case N_EVENT_WAIT: break; /* every stream is idle: what it waits for is complete */
     }
     return CUDA_SUCCESS;
 }
@@ -401,6 +403,8 @@ static CUresult node_type(CUgraphNode h, CUgraphNodeType *type) {
     case N_ALLOC: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
     case N_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
     case N_CHILD: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
+    case N_EVENT_RECORD: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
+    case N_EVENT_WAIT: *type = CU_GRAPH_NODE_TYPE_WAIT_EVENT; break;
     }
     return CUDA_SUCCESS;
 }

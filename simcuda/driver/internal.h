@@ -286,7 +286,7 @@ struct stream;
 struct graph;
 
 /* One operation captured into a graph, replayed by cuGraphLaunch. */
-enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE, N_CHILD };
+enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE, N_CHILD, N_EVENT_RECORD, N_EVENT_WAIT };
 
 typedef void (*sim_host_fn)(void *userData);
 
@@ -305,6 +305,7 @@ struct node {
     uint64_t msize;                 /* N_ALLOC */
     int mdev;                       /* N_ALLOC */
     struct graph *child;            /* N_CHILD: the embedded graph, owned by the node */
+    uint64_t event;                 /* N_EVENT_RECORD, N_EVENT_WAIT: the CUevent */
     uint64_t handle;                /* its CUgraphNode (an HK_NODE object) */
 };
 
@@ -316,6 +317,8 @@ struct sref {
 };
 
 HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
+/* An event record node ran: the event is recorded now (nothing if it was destroyed). */
+HIDDEN void event_record_node_ran(uint64_t event);
 /* Appends an operation to the graph a capturing stream builds. */
 HIDDEN CUresult stream_capture_node(struct sref *r, const struct node *n);
 /* A stream's capture: its status and, while capturing (or invalidated), its id and graph. */

@@ -366,7 +366,12 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned int flags, boo
     if (res != CUDA_SUCCESS) return res;
     struct event *ev = obj_get(HK_EVENT, (uint64_t)(uintptr_t)e);
     if (!ev) return CUDA_ERROR_INVALID_HANDLE;
-    if (flags != CU_EVENT_WAIT_DEFAULT) return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(unsigned)CU_EVENT_WAIT_EXTERNAL) return CUDA_ERROR_INVALID_VALUE;
+    /* External: an event wait node of the capture (invalid outside one). */
+    if (flags & CU_EVENT_WAIT_EXTERNAL) {
+        if (!r.capturing) return CUDA_ERROR_INVALID_VALUE;
+        return stream_capture_node(&r, &(struct node){.kind = N_EVENT_WAIT, .event = H(ev)});
+    }
     struct stream *origin = event_capture(ev);
     if (!origin) return CUDA_SUCCESS;
     if (!r.st) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
@@ -746,6 +751,12 @@ static CUresult event_record(CUevent h, CUstream s, unsigned int flags, bool pts
     struct sref r;
     CUresult res = stream_ref(s, ptsz, &r);
     if (res != CUDA_SUCCESS) return res;
+    /* External: an event record node of the capture, recorded at each launch of the graph
+     * (invalid outside a capture). */
+    if (flags & CU_EVENT_RECORD_EXTERNAL) {
+        if (!r.capturing) return CUDA_ERROR_INVALID_VALUE;
+        return stream_capture_node(&r, &(struct node){.kind = N_EVENT_RECORD, .event = H(e)});
+    }
     if (r.capturing) {
         e->capture_id = r.st->capture_id;
         e->capture_origin = r.st->origin ? r.st->origin : r.st;
@@ -756,6 +767,15 @@ static CUresult event_record(CUevent h, CUstream s, unsigned int flags, bool pts
     e->recorded = true;
     clock_gettime(CLOCK_MONOTONIC, &e->when);
     return CUDA_SUCCESS;
+}
+
+void event_record_node_ran(uint64_t event) {
+    struct event *e = obj_get(HK_EVENT, event);
+    if (!e) return;
+    e->capture_id = 0;
+    e->capture_origin = NULL;
+    e->recorded = true;
+    clock_gettime(CLOCK_MONOTONIC, &e->when);
 }
 
 static CUresult event_query(CUevent h, bool synchronize) {

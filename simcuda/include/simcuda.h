@@ -171,6 +171,7 @@ typedef struct CUctxCreateParams_st {
 #define CU_EVENT_RECORD_DEFAULT 0x0
 #define CU_EVENT_RECORD_EXTERNAL 0x1
 #define CU_EVENT_WAIT_DEFAULT 0x0
+#define CU_EVENT_WAIT_EXTERNAL 0x1
 
 typedef void (*CUstreamCallback)(CUstream hStream, CUresult status, void *userData);
 /* A host function queued with cuLaunchHostFunc; it must not call CUDA. */
@@ -775,6 +776,8 @@ typedef enum CUgraphNodeType_enum {
     CU_GRAPH_NODE_TYPE_HOST = 3,
     CU_GRAPH_NODE_TYPE_GRAPH = 4,
     CU_GRAPH_NODE_TYPE_EMPTY = 5,
+    CU_GRAPH_NODE_TYPE_WAIT_EVENT = 6,
+    CU_GRAPH_NODE_TYPE_EVENT_RECORD = 7,
     CU_GRAPH_NODE_TYPE_MEM_ALLOC = 10,
     CU_GRAPH_NODE_TYPE_MEM_FREE = 11
 } CUgraphNodeType;

@@ -1,7 +1,8 @@
 // link: driver
 // Streams and events: creation flags and priorities, the three special streams, callbacks
 // (which may call the driver), event timing, and destroyed handles; capture info; captures
-// that other streams join through events; graphs' user objects; stream memory operations.
+// that other streams join through events; external event nodes; graphs' user objects; stream
+// memory operations.
 #include "sim_util.h"
 
 static int callback_calls;
@@ -251,6 +252,55 @@ static int capture_to_graph(int argc, char **argv) {
     return 0;
 }
 
+/* External event nodes: a record or wait with the external flag in a capture adds an event
+ * node to the graph (invalid outside a capture), and each launch records the event. */
+static int capture_external(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUstream s, s2;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CUevent start, ext, other;
+    CHECK(cuEventCreate(&start, CU_EVENT_DEFAULT));
+    CHECK(cuEventCreate(&ext, CU_EVENT_DEFAULT));
+    CHECK(cuEventCreate(&other, CU_EVENT_DEFAULT));
+    put_result("record_outside", cuEventRecordWithFlags(ext, s, CU_EVENT_RECORD_EXTERNAL));
+    put_result("wait_outside", cuStreamWaitEvent(s, other, CU_EVENT_WAIT_EXTERNAL));
+    put_result("wait_bad_flags", cuStreamWaitEvent(s, other, 2));
+    CHECK(cuEventRecord(start, s));
+    CHECK(cuEventRecord(other, s));
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuStreamWaitEvent(s, other, CU_EVENT_WAIT_EXTERNAL));
+    CHECK(cuEventRecordWithFlags(ext, s, CU_EVENT_RECORD_EXTERNAL));
+    CUgraph g;
+    CHECK(cuStreamEndCapture(s, &g));
+    CUgraphNode nodes[4];
+    size_t n = 4;
+    CHECK(cuGraphGetNodes(g, nodes, &n));
+    CUgraphNodeType types[2] = {0, 0};
+    for (size_t i = 0; i < n && i < 2; i++) CHECK(cuGraphNodeGetType(nodes[i], &types[i]));
+    printf("nodes %zu %d %d\n", n, (int)types[0], (int)types[1]);
+    float ms;
+    put_result("before_launch", cuEventElapsedTime(&ms, start, ext));
+    CUgraphExec x;
+    CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+    CHECK(cuGraphLaunch(x, s));
+    put_result("after_launch", cuEventElapsedTime(&ms, start, ext));
+    /* Not a capture's event: a wait for it joins no capture. */
+    CHECK(cuStreamWaitEvent(s2, ext, 0));
+    CUstreamCaptureStatus status;
+    CHECK(cuStreamIsCapturing(s2, &status));
+    printf("joined %d\n", (int)status);
+    CHECK(cuGraphExecDestroy(x));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuEventDestroy_v2(start));
+    CHECK(cuEventDestroy_v2(ext));
+    CHECK(cuEventDestroy_v2(other));
+    CHECK(cuStreamDestroy_v2(s));
+    CHECK(cuStreamDestroy_v2(s2));
+    return 0;
+}
+
 /* Stream memory operations: writes store their values, waits and batches are validated, and
  * the per-thread and first-ABI variants act alike. */
 static int memops(int argc, char **argv) {
@@ -382,6 +432,7 @@ int main(int argc, char **argv) {
         {"capture-join", capture_join},
         {"capture-to-graph", capture_to_graph},
         {"memops", memops},
+        {"capture-external", capture_external},
         {"user-objects", user_objects}};
     return DISPATCH(cmds);
 }

@@ -291,6 +291,27 @@ fn a_stream_that_joins_a_capture_through_an_event_is_capturing_until_the_capture
     assert!(message.contains("the last of it: cuMemsetD32Async"), "{message}");
 }
 
+/// A graph that records an event in an external record node hands its work to the streams
+/// that wait for the event: each launch records it. Without the flag the record is the
+/// capture's own, so the other stream's wait is a no-op and nothing waits for the launch.
+#[test]
+fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
+    let dir = TempDir::new();
+    let r = report_json(&traced(&dir, "report_graph_events", &[], &[]));
+    assert!(r["findings"].as_array().unwrap().is_empty(), "{r:#}");
+    assert!(r["leaks"].as_array().unwrap().is_empty(), "{r:#}");
+    let r = report_json(&traced(&dir, "report_graph_events", &["internal"], &[]));
+    let checks: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(checks, ["unsynchronized-at-exit", "wait-on-unrecorded-event"], "{r:#}");
+    let launch = &r["findings"][0]["message"];
+    assert!(launch.as_str().unwrap().contains("cuGraphLaunch"), "{launch}");
+}
+
 #[test]
 fn work_never_waited_for_before_a_teardown_is_found_at_the_teardown() {
     let (findings, _) = findings_of(&["unsynchronized-at-exit", "teardown"], &[]);

@@ -68,6 +68,7 @@ pub use space::{is_owned_memory, Space};
 
 use crate::captures::Captures;
 use crate::memory::{Tracker, TrackerOptions};
+use crate::streams::is_graph_launch;
 use contexts::Contexts;
 use graphs::Graphs;
 use mempools::MemPools;
@@ -259,8 +260,8 @@ impl Model {
                     self.capturing.end(c.stream);
                 }
             }
-            Body::EventRecord(r) if r.result.is_success() => self.capturing.record(r.event.0, r.stream),
-            Body::StreamWait(w) if w.result.is_success() => self.capturing.wait(w.stream, w.event.0),
+            Body::EventRecord(r) if r.result.is_success() => self.capturing.record(r.event.0, r.stream, r.flags),
+            Body::StreamWait(w) if w.result.is_success() => self.capturing.wait(w.stream, w.event.0, w.flags),
             Body::StreamDestroy(d) if d.result.is_success() => self.capturing.forget(d.stream),
             _ => {}
         }
@@ -696,11 +697,6 @@ impl Model {
             g.first = *a;
         }
     }
-}
-
-/// Whether `api` launches an executable graph (its `Launch` record's `function`).
-fn is_graph_launch(api: Api) -> bool {
-    api == Api::cuGraphLaunch || api == Api::cuGraphLaunch_ptsz
 }
 
 /// Whether a family's pointers or handles count references, each released on its own: VMM

@@ -125,6 +125,11 @@ pub fn is_kernel_launch(api: Api) -> bool {
     )
 }
 
+/// Whether `api` launches an executable graph (its `Launch` record's `function`).
+pub fn is_graph_launch(api: Api) -> bool {
+    api == Api::cuGraphLaunch || api == Api::cuGraphLaunch_ptsz
+}
+
 /// A stream-ordered free (`cuMemFreeAsync`), as opposed to a synchronous one.
 pub fn is_async_free(api: Api) -> bool {
     matches!(api, Api::cuMemFreeAsync | Api::cuMemFreeAsync_ptsz)

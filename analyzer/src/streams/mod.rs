@@ -31,7 +31,8 @@
 //! out (a stream that waits for an event recorded in a capture joins it until it ends:
 //! [`crate::captures`]); a graph launch is an operation of its stream that touches no memory the model knows
 //! (what a graph touches is not recorded), so it orders and is ordered, and counts as work
-//! to wait for, but never races. Host functions (`cuLaunchHostFunc`) and callbacks are
+//! to wait for, but never races; it waits for and records the events of the external event
+//! nodes captured into its graph ([`graph_events`]). Host functions (`cuLaunchHostFunc`) and callbacks are
 //! operations with no memory too, and so are the writes of stream memory operations; a
 //! stream's wait for a value is an edge from the writes queued before it that could have
 //! written that value ([`values`]).
@@ -74,6 +75,7 @@ mod apis;
 pub mod clock;
 pub(crate) mod fast_hash;
 mod found;
+mod graph_events;
 pub mod memory;
 mod records;
 mod values;
@@ -83,7 +85,7 @@ mod tests;
 
 use gpuleak_format::{Api, Body, Record, Seq, StackId, StreamCreate};
 
-pub use apis::is_kernel_launch;
+pub use apis::{is_graph_launch, is_kernel_launch};
 pub use clock::{Clock, Epoch, Slot};
 pub use found::{Check, Created, Moment, StreamFinding};
 pub use memory::{AllocInfo, Mode, Op};
@@ -185,6 +187,8 @@ pub struct Streams {
     memory: Memory,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
+    /// Event record and wait nodes of captured graphs, which their launches carry out.
+    graph_events: graph_events::GraphEvents,
     found: Found,
 }
 
@@ -246,6 +250,7 @@ impl Streams {
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
+            Body::GraphExec(g) if success(g.result) => self.graph_events.instantiated(g.graph, g.exec),
             Body::Alloc(a) if success(a.result) => {
                 if a.ctx.0 != 0 {
                     self.contexts.insert(a.ctx.0);

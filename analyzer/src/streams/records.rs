@@ -13,6 +13,7 @@ use super::{
     leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
     Work,
 };
+use crate::captures::EXTERNAL;
 
 impl Streams {
     /// A refused call named `addr`: a use after free if the address was freed.
@@ -70,7 +71,42 @@ impl Streams {
             heap = l.ptrs.0.iter().map(|&p| (p, 1, Mode::Kernel)).collect();
             &heap[..]
         };
-        self.work(tid, seq, l.api, l.stack, name, accesses);
+        let nodes = if apis::is_graph_launch(l.api) {
+            self.graph_events.of_exec(l.function).cloned()
+        } else {
+            None
+        };
+        let Some(nodes) = nodes else {
+            self.work(tid, seq, l.api, l.stack, name, accesses);
+            return;
+        };
+        // A graph with event nodes: its launch waits for the events of its wait nodes, and
+        // records those of its record nodes (see `graph_events`).
+        let slot = self.slot_for(name);
+        if self.capturing(slot) {
+            return;
+        }
+        let Streams { states, events, .. } = self;
+        if let Some(st) = states[slot.0 as usize].as_mut() {
+            for e in &nodes.waits {
+                if let Some(c) = events.get(e).and_then(|e| e.clock.as_ref()) {
+                    st.clock.join(c);
+                }
+            }
+        }
+        let Some(slot) = self.work(tid, seq, l.api, l.stack, name, accesses) else {
+            return;
+        };
+        let Streams { states, events, .. } = self;
+        if let Some(st) = states[slot.0 as usize].as_ref() {
+            for e in nodes.records {
+                let event = events.entry(e).or_default();
+                match &mut event.clock {
+                    Some(c) => c.clone_from(&st.clock),
+                    None => event.clock = Some(st.clock.clone()),
+                }
+            }
+        }
     }
 
     pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {
@@ -117,7 +153,12 @@ impl Streams {
         if c.begin != 0 {
             self.captures.begin(name);
         } else {
+            let id = self.captures.capture_of(&name);
             self.captures.end(name);
+            if let Some(id) = id {
+                // The graph's handle is the end's `aux`.
+                self.graph_events.ended(id, c.aux);
+            }
         }
     }
 
@@ -238,8 +279,11 @@ impl Streams {
     pub(super) fn record_event(&mut self, tid: u32, r: &EventRecord) {
         let name = Self::name_of(r.api, r.stream.0, tid);
         let slot = self.slot_for(name);
-        self.captures.record(r.event.0, name);
+        self.captures.record(r.event.0, name, r.flags);
         if self.capturing(slot) {
+            if let (true, Some(id)) = (r.flags & EXTERNAL != 0, self.captures.capture_of(&name)) {
+                self.graph_events.record(id, r.event.0);
+            }
             return;
         }
         self.enqueue(slot);
@@ -306,8 +350,11 @@ impl Streams {
     pub(super) fn stream_wait(&mut self, tid: u32, seq: Seq, w: &StreamWait) {
         let name = Self::name_of(w.api, w.stream.0, tid);
         let slot = self.slot_for(name);
-        self.captures.wait(name, w.event.0);
+        self.captures.wait(name, w.event.0, w.flags);
         if self.capturing(slot) {
+            if let (true, Some(id)) = (w.flags & EXTERNAL != 0, self.captures.capture_of(&name)) {
+                self.graph_events.wait(id, w.event.0);
+            }
             return;
         }
         self.enqueue(slot);

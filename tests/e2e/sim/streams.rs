@@ -115,6 +115,21 @@ fn a_capture_into_the_program_s_graph_adds_to_it_after_the_given_nodes() {
 }
 
 #[test]
+fn external_event_nodes_are_captured_and_recorded_at_each_launch() {
+    let f = run("sim_streams", "capture-external");
+    f.expect_all(&[
+        ("record_outside", "1"),
+        ("wait_outside", "1"),
+        ("wait_bad_flags", "1"),
+        // A wait node (6), then a record node (7).
+        ("nodes", "2 6 7"),
+        ("before_launch", "400"),
+        ("after_launch", "0"),
+        ("joined", "0"),
+    ]);
+}
+
+#[test]
 fn stream_memory_operations_write_their_values_and_are_validated() {
     let f = run("sim_streams", "memops");
     f.expect_all(&[

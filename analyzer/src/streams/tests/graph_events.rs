@@ -1,0 +1,166 @@
+//! External event nodes captured into graphs: launches of the graph record and wait for
+//! their events.
+
+use gpuleak_format::*;
+
+use super::super::*;
+use super::{two_streams, Run, A, B, E, P};
+
+const G: u64 = 0x6000;
+const X: u64 = 0x7000;
+const EXTERNAL: u32 = 1;
+
+impl Run {
+    fn capture_on(&mut self, stream: u64, begin: u32, aux: u64) -> &mut Run {
+        self.r(Capture {
+            api: if begin != 0 {
+                Api::cuStreamBeginCapture_v2
+            } else {
+                Api::cuStreamEndCapture
+            },
+            result: CuResult::SUCCESS,
+            stream: Stream(stream),
+            begin,
+            aux,
+        })
+    }
+
+    fn record_flags(&mut self, e: u64, s: u64, flags: u32) -> &mut Run {
+        self.r(EventRecord {
+            api: Api::cuEventRecordWithFlags,
+            result: CuResult::SUCCESS,
+            event: Event(e),
+            stream: Stream(s),
+            flags,
+        })
+    }
+
+    fn wait_flags(&mut self, s: u64, e: u64, flags: u32) -> &mut Run {
+        self.r(StreamWait {
+            api: Api::cuStreamWaitEvent,
+            result: CuResult::SUCCESS,
+            stream: Stream(s),
+            event: Event(e),
+            flags,
+        })
+    }
+
+    fn instantiate(&mut self, graph: u64, exec: u64) -> &mut Run {
+        self.r(GraphExec {
+            api: Api::cuGraphInstantiateWithFlags,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            exec,
+            graph,
+            flags: 0,
+            alloc_nodes: 0,
+            free_nodes: 0,
+            nodes_known: 1,
+            stack: StackId::NONE,
+        })
+    }
+
+    fn launch_graph(&mut self, exec: u64, stream: u64) -> &mut Run {
+        self.r(Launch {
+            api: Api::cuGraphLaunch,
+            result: CuResult::SUCCESS,
+            stream: Stream(stream),
+            function: exec,
+            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
+            stack: StackId::NONE,
+        })
+    }
+
+    /// The end of these programs: the buffer freed without a synchronizing free (which would
+    /// wait for every stream), both streams destroyed.
+    fn end(&mut self) -> Vec<StreamFinding> {
+        self.free_with(Api::cuMemFreeAsync, P, B).sync(B).destroy(A).destroy(B);
+        self.finish()
+    }
+}
+
+fn checks(found: &[StreamFinding]) -> Vec<&'static str> {
+    found.iter().map(|f| f.check.name()).collect()
+}
+
+#[test]
+fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
+    let run = |flags: u32| {
+        let mut r = two_streams(1);
+        r.event(E)
+            .capture_on(A, 1, 0)
+            .launch(A, P)
+            .record_flags(E, A, flags)
+            .capture_on(A, 0, G)
+            .instantiate(G, X)
+            .launch_graph(X, A)
+            // B follows the launch through the event; the host waits for B only.
+            .wait_flags(B, E, 0)
+            .launch(B, P)
+            .event_destroy(E);
+        r.end()
+    };
+    assert_eq!(checks(&run(EXTERNAL)), Vec::<&str>::new());
+    // Twin: recorded in the capture without the flag, the event is the capture's own and no
+    // launch records it: B's wait orders nothing and the launch is never waited for.
+    let found = run(0);
+    assert_eq!(
+        checks(&found),
+        vec!["wait-on-unrecorded-event", "unsynchronized-at-exit"],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_launch_waits_for_the_events_of_its_graph_s_external_wait_nodes() {
+    let run = |flags: u32| {
+        let mut r = two_streams(1);
+        r.event(E)
+            .event(E + 1)
+            .launch(B, P)
+            .record(E, B)
+            // The capture: a wait node for E (or, without the flag, a join that changes
+            // nothing: E was recorded outside any capture).
+            .capture_on(A, 1, 0)
+            .wait_flags(A, E, flags)
+            .capture_on(A, 0, G)
+            .instantiate(G, X)
+            .launch_graph(X, A)
+            .record(E + 1, A)
+            // The host waits for A's launch only; B's kernel is known done through it.
+            .sync_on(super::MAIN, Api::cuEventSynchronize, 0, E + 1)
+            .event_destroy(E)
+            .event_destroy(E + 1)
+            .destroy(A)
+            .destroy(B);
+        r.finish()
+    };
+    assert_eq!(checks(&run(EXTERNAL)), Vec::<&str>::new());
+    let found = run(0);
+    assert_eq!(checks(&found), vec!["unsynchronized-at-exit"], "{found:#?}");
+    assert_eq!(found[0].op.stream, StreamName::Handle(B));
+}
+
+#[test]
+fn an_executable_graph_made_from_a_graph_without_event_nodes_records_nothing() {
+    let mut r = two_streams(1);
+    r.event(E)
+        .capture_on(A, 1, 0)
+        .record_flags(E, A, EXTERNAL)
+        .capture_on(A, 0, G)
+        // Another capture ends with a graph at the same handle, with no event node.
+        .capture_on(A, 1, 0)
+        .launch(A, P)
+        .capture_on(A, 0, G)
+        .instantiate(G, X)
+        .launch_graph(X, A)
+        .wait_flags(B, E, 0)
+        .launch(B, P)
+        .event_destroy(E);
+    let found = r.end();
+    assert_eq!(
+        checks(&found),
+        vec!["wait-on-unrecorded-event", "unsynchronized-at-exit"],
+        "{found:#?}"
+    );
+}
