@@ -8,7 +8,8 @@
 //! one freed once and each leaked one never. The programs live in `examples/cudarc-leak/` (built
 //! by `cargo build --release --workspace`) and `tests/python/` (run by `target/pyenv`, which
 //! `scripts/python-env` installs from PyPI). cuda-bindings also builds and launches a graph with
-//! memory nodes (`tests/python/cuda_bindings_graphs.py`), checked through the report.
+//! memory nodes (`tests/python/cuda_bindings_graphs.py`) and orders two streams by a memory
+//! value (`tests/python/cuda_bindings_memops.py`), both checked through the report.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -491,6 +492,49 @@ fn cuda_bindings_graph_nodes_are_reported_at_the_python_line_that_made_them() {
     assert_eq!(clean["leaks"].as_array().unwrap().len(), 0, "{clean:#}");
     assert_eq!(clean["findings"].as_array().unwrap().len(), 0, "{clean:#}");
     assert_eq!(clean["summary"]["leaked_bytes"], 0);
+}
+
+/// Streams ordered by a value one writes and the other waits for (stream memory operations),
+/// called through cuda-bindings' resolver table: the `_v2` variants are recorded, the ordered
+/// and batched programs report nothing, and the program whose consumer does not wait reports
+/// the race.
+#[test]
+fn cuda_bindings_stream_memory_operations_order_streams() {
+    let dir = TempDir::new();
+    let run = |mode: &str| run_graph_client(&dir, "cuda_bindings_memops.py", mode, "value 7\ndone\n");
+    for mode in ["ordered", "batched"] {
+        let r = run(mode);
+        assert_eq!(r["findings"].as_array().unwrap().len(), 0, "{mode}: {r:#}");
+        assert_eq!(r["leaks"].as_array().unwrap().len(), 0, "{mode}: {r:#}");
+    }
+    let records = dump(&dir.path().join("ordered.trace"));
+    let apis: Vec<&str> = records
+        .iter()
+        .filter(|r| r["type"] == "MemOp")
+        .map(|r| r["api"].as_str().unwrap())
+        .collect();
+    assert_eq!(apis, ["cuStreamWriteValue32_v2", "cuStreamWaitValue32_v2"]);
+    let records = dump(&dir.path().join("batched.trace"));
+    let ops: Vec<(Option<&str>, Option<u64>)> = records
+        .iter()
+        .filter(|r| r["type"] == "MemOp")
+        .map(|r| (r["api"].as_str(), r["op"].as_u64()))
+        .collect();
+    assert_eq!(
+        ops,
+        [
+            (Some("cuStreamBatchMemOp_v2"), Some(2)),
+            (Some("cuStreamBatchMemOp_v2"), Some(1))
+        ]
+    );
+    let r = run("unordered");
+    let checks: Vec<&str> = r["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect();
+    assert_eq!(checks, ["cross-stream-race"], "{r:#}");
 }
 
 /// cuda-core's graphs, built node by node (`GraphDefinition`) and captured (`GraphBuilder`
