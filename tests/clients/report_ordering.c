@@ -9,6 +9,8 @@
 // kernel that only reads one buffer (unordered, and ordered by an event). "value" and
 // "value-batch" order a race's streams by a value one writes and the other waits for (stream
 // memory operations, single and batched); "value-early" writes the value before the kernel.
+// "pageable" and "pinned" end with an asynchronous copy into pageable memory (which the host
+// waits for) or into pinned memory (which it does not), leaking their buffers.
 // Every subcommand otherwise cleans up after itself (streams
 // and events destroyed, memory freed, work waited for), so a mistake is the only finding in
 // its report and a twin's report has none.
@@ -307,6 +309,21 @@ static int unsynchronized(const char *how) {
     int legacy = !strcmp(how, "legacy");
     CUstream a = make_stream(legacy ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING);
     CUevent e = make_event();
+    int pinned = !strcmp(how, "pinned");
+    if (pinned || !strcmp(how, "pageable")) {
+        /* The copy back is the last work, and its destination decides whether the host
+           waited for it: an asynchronous copy into pageable memory returns once it is
+           complete. Nothing is freed after it (a free would wait, or be work of its own), so
+           the buffers leak. */
+        CUdeviceptr src = make_buffer();
+        produce(src, 3, a);
+        void *dst = host_buf;
+        if (pinned) CHECK(cuMemAllocHost_v2(&dst, sizeof host_buf));
+        CHECK(cuMemcpyDtoHAsync_v2(dst, src, sizeof host_buf, a));
+        CHECK(cuStreamDestroy_v2(a));
+        CHECK(cuEventDestroy_v2(e));
+        return 0;
+    }
     CUdeviceptr d;
     CHECK(cuMemAllocAsync(&d, N * sizeof(unsigned), a));
     produce(d, 3, a);

@@ -312,6 +312,26 @@ fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
     assert!(launch.as_str().unwrap().contains("cuGraphLaunch"), "{launch}");
 }
 
+/// An asynchronous copy into pageable host memory returns only once it is complete (CUDA's
+/// "API synchronization behavior"), so work that ends with one was waited for; into pinned
+/// memory the host goes on at once, and the same work was never waited for.
+#[test]
+fn a_copy_into_pageable_memory_is_waited_for_and_one_into_pinned_memory_is_not() {
+    let (findings, report) = findings_of(&["unsynchronized-at-exit", "pageable"], &[]);
+    assert!(findings.is_empty(), "{findings:#?}");
+    assert_eq!(report["leaks"].as_array().unwrap().len(), 1, "the source buffer");
+    let (findings, report) = findings_of(&["unsynchronized-at-exit", "pinned"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    assert_eq!(findings[0]["check"], "unsynchronized-at-exit");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.contains("the last of it: cuMemcpyDtoHAsync_v2"), "{message}");
+    assert_eq!(
+        report["leaks"].as_array().unwrap().len(),
+        2,
+        "the source and the pinned buffer"
+    );
+}
+
 #[test]
 fn work_never_waited_for_before_a_teardown_is_found_at_the_teardown() {
     let (findings, _) = findings_of(&["unsynchronized-at-exit", "teardown"], &[]);

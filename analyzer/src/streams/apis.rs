@@ -116,6 +116,24 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
     }
 }
 
+/// An asynchronous copy that returns only once it is complete when its destination is
+/// pageable host memory (CUDA's "API synchronization behavior": a transfer from device memory
+/// to pageable host memory, or between any two host memories, is synchronous with respect to
+/// the host): device-to-host copies, and unified copies whose destination may be host memory.
+pub fn waits_for_pageable_destination(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuMemcpyDtoHAsync_v2
+            | Api::cuMemcpyDtoHAsync_v2_ptsz
+            | Api::cuMemcpyAsync
+            | Api::cuMemcpyAsync_ptsz
+            | Api::cuMemcpy2DAsync_v2
+            | Api::cuMemcpy2DAsync_v2_ptsz
+            | Api::cuMemcpy3DAsync_v2
+            | Api::cuMemcpy3DAsync_v2_ptsz
+    )
+}
+
 /// A kernel launch: an operation whose memory accesses are the tracked addresses among its
 /// parameters, written or only read (the driver does not say which).
 pub fn is_kernel_launch(api: Api) -> bool {

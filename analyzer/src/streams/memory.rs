@@ -209,6 +209,15 @@ impl Memory {
         }
     }
 
+    /// Whether `addr` is in memory the model tracks, live or freed (device, managed,
+    /// stream-ordered or page-locked host memory).
+    pub fn is_tracked(&self, addr: u64) -> bool {
+        match self.live.range(..=addr).next_back() {
+            Some((_, l)) if addr < l.end => true,
+            _ => matches!(self.freed_at(addr), Touch::Freed(_)),
+        }
+    }
+
     /// The live allocation starting exactly at `ptr`.
     pub fn at(&self, ptr: u64) -> Option<&Live> {
         self.live.get(&ptr)

@@ -21,6 +21,8 @@
 //!   (`cuMemcpy`, `HtoD`, `DtoH`, and 2D/3D copies with a side in host memory: an address
 //!   outside the device memory the model tracks) also make the host wait for them. Synchronous
 //!   device-to-device copies and memsets do not (CUDA's "API synchronization behavior");
+//!   asynchronous copies whose destination is pageable host memory (no memory the trace shows
+//!   allocated, registered, reserved or mapped) do, as the same rules say;
 //! - **legacy default stream**: an operation on it waits for all earlier work of every
 //!   blocking stream, and every later operation of a blocking stream waits for it.
 //!   Non-blocking streams (flag 1) are exempt; per-thread default streams are blocking.
@@ -185,6 +187,10 @@ pub struct Streams {
     /// Contexts the trace has shown (created, retained, or current at an allocation).
     contexts: FastSet<u64>,
     memory: Memory,
+    /// Address ranges (start to end) of memory that is not pageable host memory and that
+    /// `memory` does not track: VMM reservations, IPC mappings, imported pool pointers, graph
+    /// memory and registered host ranges (see `is_pageable`).
+    unpageable: std::collections::BTreeMap<u64, u64>,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
     /// Event record and wait nodes of captured graphs, which their launches carry out.

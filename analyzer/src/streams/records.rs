@@ -47,6 +47,7 @@ impl Streams {
             HostSide::BySides => [c.dst.0, c.src]
                 .iter()
                 .any(|&a| a != 0 && !self.memory.is_device_memory(a)),
+            HostSide::Async => !memset && apis::waits_for_pageable_destination(c.api) && self.is_pageable(c.dst.0),
             s => s == HostSide::Blocking,
         };
         let Some(slot) = self.work(tid, seq, c.api, c.stack, name, &accesses[..n]) else {
@@ -162,8 +163,28 @@ impl Streams {
         }
     }
 
+    /// Whether `addr` is pageable host memory as far as the trace shows: not 0 (an array),
+    /// not memory the model tracks, and in no other range the trace shows allocated. Memory the
+    /// trace does not show (allocated before the shim could see it, say) counts as pageable, so
+    /// a copy into it is taken to make the host wait: that can hide a race, never make one up.
+    fn is_pageable(&self, addr: u64) -> bool {
+        addr != 0
+            && !self.memory.is_tracked(addr)
+            && !self
+                .unpageable
+                .range(..=addr)
+                .next_back()
+                .is_some_and(|(_, &end)| addr < end)
+    }
+
     pub(super) fn alloc(&mut self, tid: u32, seq: Seq, a: &Alloc) {
         let Some(kind) = a.api.mem_kind() else { return };
+        if matches!(
+            kind,
+            MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc | MemKind::PoolImport | MemKind::Graph
+        ) {
+            self.unpageable.insert(a.ptr.0, a.ptr.0.saturating_add(a.size.max(1)));
+        }
         if !memory::tracked(kind) {
             return;
         }
@@ -181,7 +202,8 @@ impl Streams {
         let name = Self::name_of(a.api, a.stream.0, tid);
         let slot = self.slot_for(name);
         if self.capturing(slot) {
-            // A graph node's address, not memory.
+            // A graph node's address, not memory (device memory once the graph runs).
+            self.unpageable.insert(a.ptr.0, a.ptr.0.saturating_add(a.size.max(1)));
             return;
         }
         self.memory.insert(info);
@@ -192,6 +214,7 @@ impl Streams {
 
     pub(super) fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
         let ptr = f.ptr.0;
+        self.unpageable.remove(&ptr);
         if apis::is_async_free(f.api) {
             let name = Self::name_of(f.api, f.stream.0, tid);
             let slot = self.slot_for(name);

@@ -9,6 +9,7 @@ use super::*;
 mod graph_events;
 mod later_apis;
 mod memops;
+mod pageable;
 
 const A: u64 = 0xa0;
 const B: u64 = 0xb0;

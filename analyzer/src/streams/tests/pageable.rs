@@ -1,0 +1,104 @@
+//! Asynchronous copies into pageable host memory make the host wait (CUDA's "API
+//! synchronization behavior"); into memory the trace shows pinned, registered, reserved or
+//! mapped, they do not.
+
+use gpuleak_format::*;
+
+use super::super::*;
+use super::{tidy, two_streams, Run, A, B, P};
+
+/// A host address no record names: pageable memory.
+const PAGEABLE: u64 = 0x1000;
+/// Page-locked host memory (`cuMemAllocHost`).
+const PINNED: u64 = 0x2000_0000;
+/// A registered host range (`cuMemHostRegister`).
+const REGISTERED: u64 = 0x3000_0000;
+/// A VMM reservation (`cuMemAddressReserve`), mapped device memory the model does not track.
+const RESERVED: u64 = 0x4000_0000;
+
+impl Run {
+    /// `P` copied to `dst` on `stream` by `api`, then a memset of `P` on B.
+    fn copy_out_then_overwrite(&mut self, api: Api, dst: u64) -> &mut Run {
+        self.launch(A, P)
+            .copy(api, A, dst, P, 64)
+            .copy(Api::cuMemsetD8Async, B, P, 0, 64)
+    }
+}
+
+fn with_ranges() -> Run {
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocHost_v2, PINNED, 4096, 0)
+        .alloc_with(Api::cuMemHostRegister_v2, REGISTERED, 4096, 0)
+        .alloc_with(Api::cuMemAddressReserve, RESERVED, 1 << 21, 0);
+    r
+}
+
+#[test]
+fn a_device_to_host_copy_into_pageable_memory_orders_what_the_host_queues_next() {
+    for api in [
+        Api::cuMemcpyDtoHAsync_v2,
+        Api::cuMemcpyAsync,
+        Api::cuMemcpy2DAsync_v2_ptsz,
+    ] {
+        let mut r = with_ranges();
+        r.copy_out_then_overwrite(api, PAGEABLE);
+        tidy(&mut r);
+        assert_eq!(r.checks(), Vec::<&str>::new(), "{api}");
+        // Twins: a destination the trace shows as memory; the host goes on at once.
+        for dst in [PINNED, REGISTERED, RESERVED + 64] {
+            let mut r = with_ranges();
+            r.copy_out_then_overwrite(api, dst);
+            tidy(&mut r);
+            assert_eq!(r.checks(), vec!["cross-stream-race"], "{api} to {dst:#x}");
+        }
+    }
+}
+
+#[test]
+fn a_copy_from_pageable_memory_or_a_device_to_device_copy_does_not_make_the_host_wait() {
+    // Host to device from pageable memory may be staged without waiting (the driver "may"
+    // synchronize): no edge.
+    let mut r = two_streams(1);
+    r.launch(A, P)
+        .copy(Api::cuMemcpyHtoDAsync_v2, A, P + 64, PAGEABLE, 64)
+        .copy(Api::cuMemsetD8Async, B, P, 0, 64);
+    tidy(&mut r);
+    assert_eq!(r.checks(), vec!["cross-stream-race"]);
+    // Device to device within tracked memory: no edge.
+    let mut r = two_streams(1);
+    r.launch(A, P)
+        .copy(Api::cuMemcpyDtoDAsync_v2, A, P + 64, P, 64)
+        .copy(Api::cuMemsetD8Async, B, P, 0, 64);
+    tidy(&mut r);
+    assert_eq!(r.checks(), vec!["cross-stream-race"]);
+}
+
+#[test]
+fn a_range_freed_or_unregistered_is_pageable_again() {
+    let mut r = with_ranges();
+    r.free_with(Api::cuMemHostUnregister, REGISTERED, 0)
+        .copy_out_then_overwrite(Api::cuMemcpyDtoHAsync_v2, REGISTERED);
+    tidy(&mut r);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+    // A stream-ordered allocation made in a capture is graph memory, not pageable.
+    let mut r = two_streams(1);
+    let node = 0x5a00_0000_0000;
+    r.r(Capture {
+        api: Api::cuStreamBeginCapture_v2,
+        result: CuResult::SUCCESS,
+        stream: Stream(A),
+        begin: 1,
+        aux: 0,
+    })
+    .alloc_with(Api::cuMemAllocAsync, node, 4096, A)
+    .r(Capture {
+        api: Api::cuStreamEndCapture,
+        result: CuResult::SUCCESS,
+        stream: Stream(A),
+        begin: 0,
+        aux: 0x6000,
+    })
+    .copy_out_then_overwrite(Api::cuMemcpyAsync, node);
+    tidy(&mut r);
+    assert_eq!(r.checks(), vec!["cross-stream-race"]);
+}
