@@ -170,11 +170,11 @@ impl Streams {
     fn is_pageable(&self, addr: u64) -> bool {
         addr != 0
             && !self.memory.is_tracked(addr)
-            && !self
+            && self
                 .unpageable
                 .range(..=addr)
                 .next_back()
-                .is_some_and(|(_, &end)| addr < end)
+                .is_none_or(|(_, &end)| addr >= end)
     }
 
     pub(super) fn alloc(&mut self, tid: u32, seq: Seq, a: &Alloc) {
