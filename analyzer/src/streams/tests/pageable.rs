@@ -4,7 +4,6 @@
 
 use gpuleak_format::*;
 
-use super::super::*;
 use super::{tidy, two_streams, Run, A, B, P};
 
 /// A host address no record names: pageable memory.
