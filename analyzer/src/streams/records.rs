@@ -98,6 +98,10 @@ impl Streams {
         let Some(slot) = self.work(tid, seq, l.api, l.stack, name, accesses) else {
             return;
         };
+        for &e in &nodes.records {
+            // Recorded outside any capture now.
+            self.captures.record(e, name, 0);
+        }
         let Streams { states, events, .. } = self;
         if let Some(st) = states[slot.0 as usize].as_ref() {
             for e in nodes.records {
