@@ -50,15 +50,20 @@ fn main() {
     println!("cargo:rerun-if-env-changed=GPULEAK_E2E_TARGET");
     println!("cargo:rerun-if-changed={}", simcuda.display());
     println!("cargo:rerun-if-changed={}", clients.display());
-    // The C workload of scripts/validate-gpu, run on the simulator by tests/e2e/validation.rs.
-    let validation = root.join("validation/leak_driver.c");
-    println!("cargo:rerun-if-changed={}", validation.display());
+    // The C workloads of scripts/validate-gpu, run on the simulator by tests/e2e/validation.rs.
+    let validation = [
+        root.join("validation/leak_driver.c"),
+        root.join("validation/ordered_driver.c"),
+    ];
+    for v in &validation {
+        println!("cargo:rerun-if-changed={}", v.display());
+    }
 
     let compiler = Compiler::new(&simcuda.join("include"));
     build_driver(&compiler, &simcuda, &sim);
     build_runtime(&compiler, &simcuda, &sim, &obj);
     let mut sources = c_sources(&clients);
-    sources.push(validation);
+    sources.extend(validation);
     build_clients(&compiler, &sources, &clients, &sim, &bin);
 
     println!("cargo:rustc-env=GPULEAK_E2E_SIM_DIR={}", sim.display());

@@ -1,7 +1,7 @@
 //! `scripts/validate-gpu`, the real-GPU validation of issue 8, run end to end on the simulated
 //! driver (`SIM=1`), so that the script a GPU session relies on keeps working as the report
-//! evolves: its C workload must come out "agrees" (gpuleak's leaked bytes and findings are the
-//! expected ones), and "DIFFERS" when the workload leaks something else.
+//! evolves: its C workloads must come out "agrees" (gpuleak's leaked bytes and findings are the
+//! expected ones), and "DIFFERS" when a workload leaks something else.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -75,6 +75,31 @@ fn validate_gpu_script_agrees_on_the_c_workload() {
     assert_eq!(row[3], "stream-leak,unsynchronized-at-exit", "{row:?}");
     assert_eq!(row[4], "agrees", "{row:?}");
     assert_ne!(row[8], "fail", "the traced run failed: {row:?}");
+    // validation/ordered_driver.c: streams ordered by memory values, a graph's external event
+    // and a copy into pageable memory; nothing leaked, nothing found.
+    let table = fs::read_to_string(dir.path().join("out/results.md")).expect("results.md");
+    let row: Vec<&str> = table
+        .lines()
+        .find(|l| l.starts_with("| c-ordered |"))
+        .unwrap_or_else(|| panic!("no c-ordered row in\n{table}"))
+        .trim_matches('|')
+        .split('|')
+        .map(str::trim)
+        .collect();
+    assert_eq!(&row[1..5], ["0; -", "0", "-", "agrees"], "{row:?}");
+    assert_ne!(row[8], "fail", "the traced run failed: {row:?}");
+}
+
+/// A directory of workloads for the script: `leak_driver` as `script` says, and the real
+/// `ordered_driver` beside it.
+fn workloads(dir: &Path, script: &str) -> PathBuf {
+    let bin = dir.join("bin");
+    fs::create_dir_all(&bin).expect("workload directory");
+    let wrapper = bin.join("leak_driver");
+    fs::write(&wrapper, script).expect("wrapper");
+    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::os::unix::fs::symlink(client("ordered_driver"), bin.join("ordered_driver")).expect("symlink");
+    bin
 }
 
 #[test]
@@ -82,11 +107,7 @@ fn validate_gpu_script_says_differs_when_the_workload_leaks_otherwise() {
     let dir = TempDir::new();
     let real = client("leak_driver");
     // A workload that leaks 9 MiB + 4 KiB where the script expects 10 MiB + 4 KiB.
-    let bin = dir.path().join("bin");
-    fs::create_dir_all(&bin).expect("workload directory");
-    let wrapper = bin.join("leak_driver");
-    fs::write(&wrapper, format!("#!/bin/sh\nexec '{}' 9\n", real.display())).expect("wrapper");
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let bin = workloads(dir.path(), &format!("#!/bin/sh\nexec '{}' 9\n", real.display()));
     let row = script_row(&bin, &dir.path().join("out"), "c");
     assert_eq!(row[2], (9 * 1048576 + 4096).to_string(), "{row:?}");
     assert_eq!(row[4], "DIFFERS", "{row:?}");
@@ -97,11 +118,7 @@ fn validate_gpu_script_stops_a_hanging_workload_and_keeps_its_row() {
     let dir = TempDir::new();
     // A workload that hangs (as a tool on a GPU machine might): stopped after CASE_TIMEOUT, its
     // row written with "timeout" in the cells of the runs that were stopped.
-    let bin = dir.path().join("bin");
-    fs::create_dir_all(&bin).expect("workload directory");
-    let wrapper = bin.join("leak_driver");
-    fs::write(&wrapper, "#!/bin/sh\nexec sleep 60\n").expect("wrapper");
-    fs::set_permissions(&wrapper, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let bin = workloads(dir.path(), "#!/bin/sh\nexec sleep 60\n");
     let started = std::time::Instant::now();
     let row = script_row_with(
         &bin,
