@@ -14,6 +14,11 @@
 //! ```
 //!
 //! A reader meets a kind it does not know as [`Body::Unknown`] and skips it by its length.
+//! That is why a kind added after the first readers (43 and up) must not use the field types
+//! coded against the block's running state ([`Ptr`], [`Stream`], [`Ctx`], [`Event`]: each is
+//! written as the difference from the last one): a reader that skips such a record would not
+//! update its state, and would misread every later pointer or handle in the block. Such kinds
+//! carry handles and addresses as plain `u64`.
 
 use std::borrow::Cow;
 
@@ -479,19 +484,23 @@ records! {
 
     /// A stream memory operation (`cuStreamWaitValue32/64`, `cuStreamWriteValue32/64`, and
     /// each operation of a `cuStreamBatchMemOp`, one record per operation in array order).
+    /// Its stream and address are plain numbers, not the block's delta-coded handles, so that
+    /// readers older than this kind skip it without losing their place (see the module
+    /// documentation).
     43 MemOp {
         /// Exact driver entry point.
         api: Api,
         /// Driver result.
         result: CuResult,
-        /// Stream.
-        stream: Stream,
+        /// Stream (`CUstream`; 0 the legacy default stream, or the calling thread's
+        /// per-thread default stream for `_ptsz` variants).
+        stream: u64,
         /// The operation, numbered as `CUstreamBatchMemOpType`: 1 wait for a 32-bit value,
         /// 2 write one, 3 flush remote writes, 4 wait for a 64-bit value, 5 write one,
         /// 6 memory barrier; 0 for a batch the driver refused (its array is not read).
         op: u32,
         /// The memory location (0 for flushes and barriers).
-        addr: Ptr,
+        addr: u64,
         /// The value waited for or written.
         value: u64,
         /// The call's flags (a wait's condition, `CUstreamWaitValue_flags`; a write's
@@ -919,9 +928,9 @@ mod tests {
             MemOp {
                 api: Api::cuStreamWaitValue64_v2,
                 result: CuResult(0),
-                stream: Stream(0xdead),
+                stream: 0xdead,
                 op: 4,
-                addr: Ptr(0x7f00_0000_1000),
+                addr: 0x7f00_0000_1000,
                 value: u64::MAX - 1,
                 flags: 1 << 30,
             }
@@ -1184,6 +1193,54 @@ mod tests {
         let mut tiny = [0u8; 8];
         assert_eq!(recs[2].encode(&mut st, &mut tiny), Err(NoRoom));
         assert_eq!(st, before);
+    }
+
+    /// Every kind from 43 on, met by a reader that does not know it (its kind byte replaced by
+    /// one no reader knows), is skipped without changing how the records after it decode.
+    #[test]
+    fn kinds_added_later_can_be_skipped_by_readers_that_do_not_know_them() {
+        let around = |seq: u64, ptr: u64| Record {
+            seq: Seq(seq),
+            time_ns: seq,
+            body: Alloc {
+                api: Api::cuMemAllocAsync,
+                via: Api::NONE,
+                result: CuResult(0),
+                ctx: Ctx(0x5c00_0000_0000 + ptr),
+                stream: Stream(0x5d00_0000_0000 + ptr),
+                ptr: Ptr(0x7000_0000_0000 + ptr),
+                size: 4096,
+                stack: StackId::NONE,
+                aux: 0,
+            }
+            .into(),
+        };
+        let later: Vec<Record<'static>> = sample_records().into_iter().filter(|r| r.body.kind() >= 43).collect();
+        assert!(later.iter().any(|r| r.body.kind() == MemOp::KIND));
+        for r in later {
+            let mut buf = vec![0u8; 4096];
+            let mut st = BlockState::default();
+            let mut at = 0;
+            let mut starts = vec![];
+            for rec in [around(1, 0x100), r.clone(), around(3, 0x900)] {
+                starts.push(at);
+                at += rec.encode(&mut st, &mut buf[at..]).unwrap();
+            }
+            for (i, rec) in [&around(1, 0x100), &r, &around(3, 0x900)].iter().enumerate() {
+                buf[starts[i]] = rec.body.kind();
+            }
+            buf[starts[1]] = 250;
+            let mut st = BlockState::default();
+            let mut at = 0;
+            let mut seen = vec![];
+            while let Some((rec, n)) = Record::decode(&buf[at..], at as u64, &mut st).unwrap() {
+                seen.push(rec);
+                at += n;
+            }
+            assert_eq!(seen.len(), 3, "{}", r.body.name());
+            assert_eq!(seen[1].body.kind(), 250);
+            assert_eq!(seen[2], around(3, 0x900), "after an unknown {}", r.body.name());
+        }
     }
 
     #[test]

@@ -578,7 +578,7 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
             .map(|r| {
                 (
                     r["op"].as_u64(),
-                    hex(&r["addr"]),
+                    r["addr"].as_u64(),
                     r["value"].as_u64(),
                     r["flags"].as_u64(),
                 )
@@ -587,8 +587,8 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         assert_eq!(
             ops,
             vec![
-                (Some(2), ptr + 16, Some(9), Some(0)),
-                (Some(4), ptr + 8, Some(0x1122_3344_5566_7788), Some(1))
+                (Some(2), Some(ptr + 16), Some(9), Some(0)),
+                (Some(4), Some(ptr + 8), Some(0x1122_3344_5566_7788), Some(1))
             ],
             "{api}"
         );
@@ -601,12 +601,15 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         (
             wait["type"].as_str(),
             wait["op"].as_u64(),
-            hex(&wait["addr"]),
+            wait["addr"].as_u64(),
             wait["value"].as_u64()
         ),
-        (Some("MemOp"), Some(1), ptr, Some(1))
+        (Some("MemOp"), Some(1), Some(ptr), Some(1))
     );
-    assert_eq!((hex(&wait["stream"]), wait["flags"].as_u64()), (0, Some(3 | 1 << 30)));
+    assert_eq!(
+        (wait["stream"].as_u64(), wait["flags"].as_u64()),
+        (Some(0), Some(3 | 1 << 30))
+    );
     let write = records
         .iter()
         .find(|r| r["api"] == "cuStreamWriteValue64_v2_ptsz")

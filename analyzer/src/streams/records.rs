@@ -122,7 +122,7 @@ impl Streams {
     /// A stream memory operation: a write is work with no memory, remembered for the waits
     /// that may read it; a wait learns what those writes knew ([`values`]).
     pub(super) fn mem_op(&mut self, tid: u32, seq: Seq, m: &MemOp) {
-        let name = Self::name_of(m.api, m.stream.0, tid);
+        let name = Self::name_of(m.api, m.stream, tid);
         match m.op {
             values::WRITE_32 | values::WRITE_64 | values::REDUCTION => {
                 let Some(slot) = self.work(tid, seq, m.api, StackId::NONE, name, &[]) else {
@@ -130,7 +130,7 @@ impl Streams {
                 };
                 let Streams { states, values, .. } = self;
                 if let Some(st) = states[slot.0 as usize].as_ref() {
-                    values.write(m.addr.0, slot, m.op, m.value, &st.clock);
+                    values.write(m.addr, slot, m.op, m.value, &st.clock);
                 }
             }
             values::WAIT_32 | values::WAIT_64 => {
@@ -141,7 +141,7 @@ impl Streams {
                 self.enqueue(slot);
                 let Streams { states, values, .. } = self;
                 if let (Some(learned), Some(st)) = (
-                    values.wait(m.addr.0, m.op, m.flags, m.value),
+                    values.wait(m.addr, m.op, m.flags, m.value),
                     states[slot.0 as usize].as_mut(),
                 ) {
                     st.clock.join(&learned);

@@ -17,9 +17,9 @@ impl Run {
         self.r(MemOp {
             api,
             result: CuResult::SUCCESS,
-            stream: Stream(stream),
+            stream,
             op,
-            addr: Ptr(addr),
+            addr,
             value,
             flags,
         })
@@ -178,9 +178,9 @@ fn a_write_is_work_to_wait_for_and_barriers_and_captured_operations_are_nothing(
     r.r(MemOp {
         api: Api::cuStreamWriteValue32_v2,
         result: CuResult(1),
-        stream: Stream(A),
+        stream: A,
         op: WRITE_32,
-        addr: Ptr(FLAG),
+        addr: FLAG,
         value: 1,
         flags: 0,
     });

@@ -6,7 +6,7 @@
 
 use std::ffi::c_void;
 
-use gpuleak_format::{Api, CuResult, MemOp, Ptr, Stream};
+use gpuleak_format::{Api, CuResult, MemOp};
 
 use crate::cuda::*;
 use crate::{guard, tracer};
@@ -48,9 +48,9 @@ fn record(api: Api, r: CUresult, stream: CUstream, op: u32, addr: u64, value: u6
     MemOp {
         api,
         result: CuResult(r),
-        stream: Stream(stream as u64),
+        stream: stream as u64,
         op,
-        addr: Ptr(addr),
+        addr,
         value,
         flags,
     }
