@@ -72,14 +72,16 @@ pub enum HostSide {
     Async,
     /// Synchronous API on the default stream, but the host does not wait for the work
     /// (device-to-device copies and memsets of device memory, per the CUDA documentation's
-    /// "API synchronization behavior").
+    /// "API synchronization behavior"; a memset of page-locked host or managed memory is
+    /// synchronous, which the model tells from its address).
     Enqueue,
     /// The host waits until the copy is complete (copies to or from host memory).
     Blocking,
-    /// Synchronous 2D and 3D copies: `Blocking` when a side is host memory, `Enqueue` when
-    /// both are device memory (or arrays). Which it is follows from the descriptor's memory
-    /// types, which the record carries as its addresses: a host side is a host address, an
-    /// array side 0 (see [`super::Streams`]'s copy handling).
+    /// Synchronous unified (`cuMemcpy`), 2D and 3D copies: `Blocking` when a side is host
+    /// memory, `Enqueue` when both are device memory (or arrays). For 2D and 3D copies, which
+    /// it is follows from the descriptor's memory types, which the record carries as its
+    /// addresses: a host side is a host address, an array side 0 (see [`super::Streams`]'s
+    /// copy handling).
     BySides,
 }
 
@@ -87,12 +89,9 @@ pub enum HostSide {
 pub fn copy_kind(api: Api) -> (HostSide, bool) {
     use HostSide::*;
     match api {
-        Api::cuMemcpy
-        | Api::cuMemcpy_ptds
-        | Api::cuMemcpyHtoD_v2
-        | Api::cuMemcpyHtoD_v2_ptds
-        | Api::cuMemcpyDtoH_v2
-        | Api::cuMemcpyDtoH_v2_ptds => (Blocking, false),
+        Api::cuMemcpyHtoD_v2 | Api::cuMemcpyHtoD_v2_ptds | Api::cuMemcpyDtoH_v2 | Api::cuMemcpyDtoH_v2_ptds => {
+            (Blocking, false)
+        }
         Api::cuMemcpyDtoD_v2 | Api::cuMemcpyDtoD_v2_ptds => (Enqueue, false),
         Api::cuMemsetD8_v2
         | Api::cuMemsetD8_v2_ptds
@@ -106,7 +105,10 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
         | Api::cuMemsetD16Async_ptsz
         | Api::cuMemsetD32Async
         | Api::cuMemsetD32Async_ptsz => (Async, true),
-        Api::cuMemcpy2D_v2
+        // A unified copy makes the host wait unless both sides are device memory.
+        Api::cuMemcpy
+        | Api::cuMemcpy_ptds
+        | Api::cuMemcpy2D_v2
         | Api::cuMemcpy2D_v2_ptds
         | Api::cuMemcpy2DUnaligned_v2
         | Api::cuMemcpy2DUnaligned_v2_ptds

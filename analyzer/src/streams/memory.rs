@@ -209,6 +209,14 @@ impl Memory {
         }
     }
 
+    /// The family of the live allocation holding `addr`, if any.
+    pub fn kind_at(&self, addr: u64) -> Option<MemKind> {
+        match self.live.range(..=addr).next_back() {
+            Some((_, l)) if addr < l.end => Some(l.info.kind),
+            _ => None,
+        }
+    }
+
     /// Whether `addr` is in memory the model tracks, live or freed (device, managed,
     /// stream-ordered or page-locked host memory).
     pub fn is_tracked(&self, addr: u64) -> bool {

@@ -22,7 +22,8 @@
 //!   outside the device memory the model tracks) also make the host wait for them. Synchronous
 //!   device-to-device copies and memsets do not (CUDA's "API synchronization behavior");
 //!   asynchronous copies whose destination is pageable host memory (no memory the trace shows
-//!   allocated, registered, reserved or mapped) do, as the same rules say;
+//!   allocated, registered, reserved or mapped) do, as the same rules say, and so do
+//!   synchronous memsets of page-locked host or managed memory;
 //! - **legacy default stream**: an operation on it waits for all earlier work of every
 //!   blocking stream, and every later operation of a blocking stream waits for it.
 //!   Non-blocking streams (flag 1) are exempt; per-thread default streams are blocking.
@@ -190,7 +191,7 @@ pub struct Streams {
     /// Address ranges (start to end) of memory that is not pageable host memory and that
     /// `memory` does not track: VMM reservations, IPC mappings, imported pool pointers, graph
     /// memory and registered host ranges (see `is_pageable`).
-    unpageable: std::collections::BTreeMap<u64, u64>,
+    unpageable: std::collections::BTreeMap<u64, (u64, gpuleak_format::MemKind)>,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
     /// Event record and wait nodes of captured graphs, which their launches carry out.

@@ -48,6 +48,9 @@ impl Streams {
                 .iter()
                 .any(|&a| a != 0 && !self.memory.is_device_memory(a)),
             HostSide::Async => !memset && apis::waits_for_pageable_destination(c.api) && self.is_pageable(c.dst.0),
+            // "The synchronous memset functions are asynchronous with respect to the host
+            // except when the target is pinned host memory or a Unified Memory region".
+            HostSide::Enqueue if memset => self.is_pinned_or_managed(c.dst.0),
             s => s == HostSide::Blocking,
         };
         let Some(slot) = self.work(tid, seq, c.api, c.stack, name, &accesses[..n]) else {
@@ -178,7 +181,17 @@ impl Streams {
                 .unpageable
                 .range(..=addr)
                 .next_back()
-                .is_none_or(|(_, &end)| addr >= end)
+                .is_none_or(|(_, &(end, _))| addr >= end)
+    }
+
+    /// Whether `addr` is page-locked host memory (allocated or registered) or managed memory.
+    fn is_pinned_or_managed(&self, addr: u64) -> bool {
+        let registered = self
+            .unpageable
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(_, &(end, kind))| addr < end && kind == MemKind::HostRegistered);
+        registered || matches!(self.memory.kind_at(addr), Some(MemKind::Host | MemKind::Managed))
     }
 
     pub(super) fn alloc(&mut self, tid: u32, seq: Seq, a: &Alloc) {
@@ -187,7 +200,8 @@ impl Streams {
             kind,
             MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc | MemKind::PoolImport | MemKind::Graph
         ) {
-            self.unpageable.insert(a.ptr.0, a.ptr.0.saturating_add(a.size.max(1)));
+            self.unpageable
+                .insert(a.ptr.0, (a.ptr.0.saturating_add(a.size.max(1)), kind));
         }
         if !memory::tracked(kind) {
             return;
@@ -207,7 +221,8 @@ impl Streams {
         let slot = self.slot_for(name);
         if self.capturing(slot) {
             // A graph node's address, not memory (device memory once the graph runs).
-            self.unpageable.insert(a.ptr.0, a.ptr.0.saturating_add(a.size.max(1)));
+            self.unpageable
+                .insert(a.ptr.0, (a.ptr.0.saturating_add(a.size.max(1)), MemKind::Graph));
             return;
         }
         self.memory.insert(info);

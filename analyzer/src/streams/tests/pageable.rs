@@ -101,3 +101,58 @@ fn a_range_freed_or_unregistered_is_pageable_again() {
     tidy(&mut r);
     assert_eq!(r.checks(), vec!["cross-stream-race"]);
 }
+
+/// Managed memory (`cuMemAllocManaged`).
+const MANAGED: u64 = 0x7100_0000_0000;
+
+#[test]
+fn a_synchronous_memset_of_pinned_or_managed_memory_makes_the_host_wait() {
+    for (api, target) in [(Api::cuMemAllocManaged, MANAGED), (Api::cuMemAllocHost_v2, PINNED)] {
+        let mut r = two_streams(1);
+        r.alloc_with(api, target, 4096, 0)
+            .copy(Api::cuMemsetD32_v2, 0, target, 0, 64)
+            .launch(A, target);
+        tidy(&mut r);
+        assert_eq!(r.checks(), Vec::<&str>::new(), "{api}");
+        // Twin: the asynchronous memset is not waited for.
+        let mut r = two_streams(1);
+        r.alloc_with(api, target, 4096, 0)
+            .copy(Api::cuMemsetD32Async, B, target, 0, 64)
+            .launch(A, target);
+        tidy(&mut r);
+        assert_eq!(r.checks(), vec!["cross-stream-race"], "{api}");
+    }
+    // Registered memory is no memory the model tracks (no race to see), but the host's wait
+    // shows: the legacy stream's memset is not left unwaited at the end.
+    let end = |r: &mut Run| {
+        r.sync(A).sync(B).destroy(A).destroy(B);
+        r.checks()
+    };
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemHostRegister_v2, REGISTERED, 4096, 0)
+        .copy(Api::cuMemsetD32_v2, 0, REGISTERED, 0, 64);
+    assert_eq!(end(&mut r), Vec::<&str>::new());
+    let mut r = two_streams(1);
+    r.copy(Api::cuMemsetD32_v2, 0, P, 0, 64);
+    assert_eq!(end(&mut r), vec!["unsynchronized-at-exit"]);
+    // And a memset of device memory on the legacy stream does not make the host wait: a
+    // non-blocking stream's kernel races it.
+    let mut r = two_streams(1);
+    r.copy(Api::cuMemsetD32_v2, 0, P, 0, 64).launch(A, P);
+    tidy(&mut r);
+    assert_eq!(r.checks(), vec!["cross-stream-race"]);
+}
+
+#[test]
+fn a_unified_copy_between_device_buffers_does_not_make_the_host_wait() {
+    let q = P + 0x10000;
+    let mut r = two_streams(1);
+    r.alloc(q).copy(Api::cuMemcpy, 0, q, P, 64).launch(A, q);
+    tidy(&mut r);
+    assert_eq!(r.checks(), vec!["cross-stream-race"]);
+    // Twin: from (pageable) host memory, it does.
+    let mut r = two_streams(1);
+    r.alloc(q).copy(Api::cuMemcpy, 0, q, PAGEABLE, 64).launch(A, q);
+    tidy(&mut r);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+}
