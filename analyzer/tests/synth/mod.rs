@@ -23,9 +23,10 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphExec, GraphMem, HostFn, Launch, Lost, Map, Mark, Module,
-    PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack,
-    StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphExec, GraphMem, HostFn, Launch, Lost, Map, Mark, MemOp,
+    Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot,
+    Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION,
+    HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -318,11 +319,23 @@ impl Bytes<'_> {
                 stack: self.stack(),
             }
             .into(),
-            25 => match self.below(2) {
+            25 => match self.below(3) {
                 0 => HostFn {
                     api: self.api(),
                     result: self.result(),
                     stream: self.stream(),
+                }
+                .into(),
+                1 => MemOp {
+                    api: self.api(),
+                    result: self.result(),
+                    stream: self.stream().0,
+                    // Waits, writes, flushes, barriers, reductions and unknown operations, on
+                    // a few flags, with values and conditions that often match.
+                    op: self.pick(&[0, 1, 2, 3, 4, 5, 6, 8, 9, u32::MAX]),
+                    addr: self.pick(&[0, 0x5000_0000, 0x5000_0004, PTRS[0]]),
+                    value: self.pick(&[0, 1, 2, u64::from(u32::MAX), u64::MAX]),
+                    flags: self.pick(&[0, 1, 2, 3, 4, 1 << 30, 3 | 1 << 30, u32::MAX]),
                 }
                 .into(),
                 _ => Capture {
