@@ -250,6 +250,9 @@ apis! {
     278 cuStreamBatchMemOp_ptsz,
     279 cuStreamBatchMemOp_v2,
     280 cuStreamBatchMemOp_v2_ptsz,
+    // Cooperative kernel launches (Launch records).
+    281 cuLaunchCooperativeKernel,
+    282 cuLaunchCooperativeKernel_ptsz,
 }
 
 impl Api {

@@ -403,6 +403,31 @@ SIMCUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
                       kernelParams, extra, true));
 }
 
+/* Cooperative launches: the same, without the extra buffer (built-in kernels never sync
+ * across the grid, so there is no limit on the grid to check). */
+SIMCUDA_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX,
+                                               unsigned int gridDimY, unsigned int gridDimZ,
+                                               unsigned int blockDimX, unsigned int blockDimY,
+                                               unsigned int blockDimZ, unsigned int sharedMemBytes,
+                                               CUstream hStream, void **kernelParams) {
+    API_ENTER();
+    (void)sharedMemBytes;
+    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+                      kernelParams, NULL, false));
+}
+
+SIMCUDA_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
+                                                    unsigned int gridDimY, unsigned int gridDimZ,
+                                                    unsigned int blockDimX, unsigned int blockDimY,
+                                                    unsigned int blockDimZ,
+                                                    unsigned int sharedMemBytes, CUstream hStream,
+                                                    void **kernelParams) {
+    API_ENTER();
+    (void)sharedMemBytes;
+    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
+                      kernelParams, NULL, true));
+}
+
 SIMCUDA_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,
                                       void **kernelParams, void **extra) {
     API_ENTER();

@@ -284,6 +284,8 @@ static const struct entry table[] = {
     ROW("cuGraphReleaseUserObject", 11030, cuGraphReleaseUserObject),
     ROW("cuGraphLaunch", 10000, cuGraphLaunch),
     PTROW("cuGraphLaunch", 10000, cuGraphLaunch_ptsz),
+    ROW("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel),
+    PTROW("cuLaunchCooperativeKernel", 9000, cuLaunchCooperativeKernel_ptsz),
     ROW("cuLaunchHostFunc", 10000, cuLaunchHostFunc),
     PTROW("cuLaunchHostFunc", 10000, cuLaunchHostFunc_ptsz),
     ROW("cuLaunchHostFunc", 13010, cuLaunchHostFunc_v2),

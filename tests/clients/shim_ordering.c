@@ -91,6 +91,9 @@ int main(void) {
     // The same functions again (their parameter layouts come from the shim's cache).
     CHECK(cuLaunchKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params, NULL));
     CHECK(cuLaunchKernel_ptsz(add, 8, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+    // Cooperative launches (kernelParams only).
+    CHECK(cuLaunchCooperativeKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params));
+    CHECK(cuLaunchCooperativeKernel_ptsz(fill, 8, 1, 1, 128, 1, 1, 0, NULL, params));
 
     int calls = 0;
     CHECK(cuStreamAddCallback(s, callback, &calls, 0));

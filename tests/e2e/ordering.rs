@@ -538,6 +538,8 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         "cuStreamBeginCapture_ptsz",
         "cuStreamBeginCaptureToGraph",
         "cuStreamBeginCaptureToGraph_ptsz",
+        "cuLaunchCooperativeKernel",
+        "cuLaunchCooperativeKernel_ptsz",
         "cuStreamWriteValue32",
         "cuStreamWriteValue32_ptsz",
         "cuStreamWriteValue32_v2",

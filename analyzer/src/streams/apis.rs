@@ -39,6 +39,7 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemsetD16Async_ptsz
             | Api::cuMemsetD32Async_ptsz
             | Api::cuLaunchKernelEx_ptsz
+            | Api::cuLaunchCooperativeKernel_ptsz
             | Api::cuGraphLaunch_ptsz
             | Api::cuStreamWaitValue32_ptsz
             | Api::cuStreamWaitValue32_v2_ptsz
@@ -141,7 +142,12 @@ pub fn waits_for_pageable_destination(api: Api) -> bool {
 pub fn is_kernel_launch(api: Api) -> bool {
     matches!(
         api,
-        Api::cuLaunchKernel | Api::cuLaunchKernel_ptsz | Api::cuLaunchKernelEx | Api::cuLaunchKernelEx_ptsz
+        Api::cuLaunchKernel
+            | Api::cuLaunchKernel_ptsz
+            | Api::cuLaunchKernelEx
+            | Api::cuLaunchKernelEx_ptsz
+            | Api::cuLaunchCooperativeKernel
+            | Api::cuLaunchCooperativeKernel_ptsz
     )
 }
 

@@ -237,6 +237,8 @@ hooks! {
         cuMemsetD32Async_ptsz(dst: CUdeviceptr, value: u32, n: usize, stream: CUstream) => ordering::memset32_async;
         cuLaunchKernel(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr, extra: Pptr) => ordering::launch;
         cuLaunchKernel_ptsz(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr, extra: Pptr) => ordering::launch;
+        cuLaunchCooperativeKernel(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr) => ordering::launch_cooperative;
+        cuLaunchCooperativeKernel_ptsz(f: *mut c_void, gx: u32, gy: u32, gz: u32, bx: u32, by: u32, bz: u32, shared: u32, stream: CUstream, params: Pptr) => ordering::launch_cooperative;
         cuLaunchKernelEx(config: *const CUlaunchConfig, f: *mut c_void, params: Pptr, extra: Pptr) => ordering::launch_ex;
         cuLaunchKernelEx_ptsz(config: *const CUlaunchConfig, f: *mut c_void, params: Pptr, extra: Pptr) => ordering::launch_ex;
         cuGraphLaunch(exec: *mut c_void, stream: CUstream) => ordering::graph_launch;

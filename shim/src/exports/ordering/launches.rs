@@ -42,6 +42,33 @@ fn record_launch(
     });
 }
 
+/// `cuLaunchCooperativeKernel[_ptsz]`: `cuLaunchKernel` without the `extra` buffer, whose
+/// blocks may synchronize across the grid.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn launch_cooperative(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, u32, u32, u32, u32, u32, u32, u32, CUstream, *mut *mut c_void) -> CUresult,
+    f: *mut c_void,
+    gx: u32,
+    gy: u32,
+    gz: u32,
+    bx: u32,
+    by: u32,
+    bz: u32,
+    shared: u32,
+    stream: CUstream,
+    params: *mut *mut c_void,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params) };
+    record_launch(&g, api, r, stream, f, params, std::ptr::null_mut());
+    r
+}
+
 /// `cuLaunchKernel[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn launch(
