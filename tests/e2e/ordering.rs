@@ -10,7 +10,7 @@ use std::process::Command;
 use gpuleak_e2e::{client, example, gpuleak_bin, shim_command, TempDir};
 use serde_json::Value;
 
-use crate::trace::{assert_ok, dump, hex, of_type};
+use crate::trace::{assert_ok, checks, dump, hex, of_type};
 
 mod later_calls;
 mod suppressions;
@@ -301,12 +301,7 @@ fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
     assert!(r["findings"].as_array().unwrap().is_empty(), "{r:#}");
     assert!(r["leaks"].as_array().unwrap().is_empty(), "{r:#}");
     let r = report_json(&traced(&dir, "report_graph_events", &["internal"], &[]));
-    let checks: Vec<&str> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["check"].as_str().unwrap())
-        .collect();
+    let checks = checks(&r);
     assert_eq!(checks, ["unsynchronized-at-exit", "wait-on-unrecorded-event"], "{r:#}");
     let launch = &r["findings"][0]["message"];
     assert!(launch.as_str().unwrap().contains("cuGraphLaunch"), "{launch}");
@@ -455,12 +450,7 @@ fn cudarc_s_event_tracking_orders_streams_and_turning_it_off_races_once() {
         let out = shim_command(&exe, &trace).arg(mode).output().unwrap();
         assert_ok(&out);
         let r = report_json(&trace);
-        let checks: Vec<&str> = r["findings"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|f| f["check"].as_str().unwrap())
-            .collect();
+        let checks = checks(&r);
         assert_eq!(checks, expected, "{mode}: {r:#}");
         if mode == "untracked" {
             let message = r["findings"][0]["message"].as_str().unwrap();
@@ -637,12 +627,7 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
     // The program mixes a non-blocking stream with the default streams on one buffer
     // without ever waiting: races, and nothing else.
     let r = report_json(&trace);
-    let checks: Vec<&str> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["check"].as_str().unwrap())
-        .collect();
+    let checks = checks(&r);
     assert!(
         !checks.is_empty() && checks.iter().all(|c| *c == "cross-stream-race"),
         "{checks:?}"

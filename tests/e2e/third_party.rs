@@ -17,7 +17,7 @@ use std::process::{Command, Output};
 use gpuleak_e2e::{example, shim_command, sim_command, TempDir};
 use serde_json::Value;
 
-use crate::trace::{assert_ok, dump, hex};
+use crate::trace::{assert_ok, checks, dump, hex};
 
 /// The versions `scripts/python-env` pins; a stale environment fails with a pointer to it.
 const PYTHON_PACKAGES: &str = "cuda-bindings==13.5.0 cuda-core==1.2.2";
@@ -528,12 +528,7 @@ fn cuda_bindings_stream_memory_operations_order_streams() {
         ]
     );
     let r = run("unordered");
-    let checks: Vec<&str> = r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|f| f["check"].as_str().unwrap())
-        .collect();
+    let checks = checks(&r);
     assert_eq!(checks, ["cross-stream-race"], "{r:#}");
 }
 

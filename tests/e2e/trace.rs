@@ -43,6 +43,16 @@ pub fn hex(v: &Value) -> u64 {
     u64::from_str_radix(s.trim_start_matches("0x"), 16).unwrap()
 }
 
+/// The check names of a report's findings, in the report's order.
+pub fn checks(report: &Value) -> Vec<&str> {
+    report["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["check"].as_str().unwrap())
+        .collect()
+}
+
 /// One line a client printed about a call it made.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Call {

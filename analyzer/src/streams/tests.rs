@@ -118,6 +118,21 @@ impl Run {
         )
     }
 
+    /// A capture begins (`begin` 1) or ends (0, with the graph `aux`) on `stream`.
+    fn capture_on(&mut self, stream: u64, begin: u32, aux: u64) -> &mut Run {
+        self.r(Capture {
+            api: if begin != 0 {
+                Api::cuStreamBeginCapture_v2
+            } else {
+                Api::cuStreamEndCapture
+            },
+            result: CuResult::SUCCESS,
+            stream: Stream(stream),
+            begin,
+            aux,
+        })
+    }
+
     fn sync(&mut self, s: u64) -> &mut Run {
         self.sync_on(MAIN, Api::cuStreamSynchronize, s, 0)
     }
@@ -572,14 +587,7 @@ fn with_several_contexts_a_teardown_is_not_judged() {
 #[test]
 fn work_on_a_capturing_stream_builds_a_graph_and_is_left_out() {
     let mut r = two_streams(1);
-    let capture = |begin| Capture {
-        api: Api::cuStreamBeginCapture_v2,
-        result: CuResult::SUCCESS,
-        stream: Stream(A),
-        begin,
-        aux: 0,
-    };
-    r.r(capture(1)).launch(A, P).r(capture(0)).read_back(B);
+    r.capture_on(A, 1, 0).launch(A, P).capture_on(A, 0, 0).read_back(B);
     tidy(&mut r);
     assert_eq!(r.checks(), Vec::<&str>::new());
 }

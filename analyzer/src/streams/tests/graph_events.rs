@@ -11,20 +11,6 @@ const X: u64 = 0x7000;
 const EXTERNAL: u32 = 1;
 
 impl Run {
-    fn capture_on(&mut self, stream: u64, begin: u32, aux: u64) -> &mut Run {
-        self.r(Capture {
-            api: if begin != 0 {
-                Api::cuStreamBeginCapture_v2
-            } else {
-                Api::cuStreamEndCapture
-            },
-            result: CuResult::SUCCESS,
-            stream: Stream(stream),
-            begin,
-            aux,
-        })
-    }
-
     fn record_flags(&mut self, e: u64, s: u64, flags: u32) -> &mut Run {
         self.r(EventRecord {
             api: Api::cuEventRecordWithFlags,

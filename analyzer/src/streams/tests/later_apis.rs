@@ -121,23 +121,37 @@ fn a_host_function_is_queued_work_like_a_callback() {
 }
 
 #[test]
-fn a_kernel_launched_with_a_config_races_and_orders_like_any_kernel() {
-    let mut r = two_streams(1);
-    r.launch_on(MAIN_THREAD, Api::cuLaunchKernelEx, A, &[P]).read_back(B);
-    tidy(&mut r);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].check, Check::CrossStreamRace);
-    assert_eq!(found[0].other.unwrap().api, Api::cuLaunchKernelEx);
-    let mut r = two_streams(1);
-    r.event(E)
-        .launch_on(MAIN_THREAD, Api::cuLaunchKernelEx_ptsz, A, &[P])
-        .record(E, A)
-        .wait(B, E)
-        .read_back(B)
-        .event_destroy(E);
-    tidy(&mut r);
-    assert_eq!(r.checks(), Vec::<&str>::new());
+fn a_kernel_launched_with_a_config_or_cooperatively_races_and_orders_like_any_kernel() {
+    for (api, ptsz) in [
+        (Api::cuLaunchKernelEx, Api::cuLaunchKernelEx_ptsz),
+        (Api::cuLaunchCooperativeKernel, Api::cuLaunchCooperativeKernel_ptsz),
+    ] {
+        let mut r = two_streams(1);
+        r.launch_on(MAIN_THREAD, api, A, &[P]).read_back(B);
+        tidy(&mut r);
+        let found = r.finish();
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert_eq!(found[0].check, Check::CrossStreamRace);
+        assert_eq!(found[0].other.unwrap().api, api);
+        assert!(found[0].is_error(), "{found:#?}");
+        // With another kernel: a warning (neither is known to write).
+        let mut r = two_streams(1);
+        r.launch_on(MAIN_THREAD, ptsz, 0, &[P]).launch(B, P);
+        tidy(&mut r);
+        let found = r.finish();
+        assert_eq!(found.len(), 1, "{found:#?}");
+        assert!(found[0].kernels_only() && !found[0].is_error(), "{found:#?}");
+        // Twin: ordered by an event.
+        let mut r = two_streams(1);
+        r.event(E)
+            .launch_on(MAIN_THREAD, ptsz, A, &[P])
+            .record(E, A)
+            .wait(B, E)
+            .read_back(B)
+            .event_destroy(E);
+        tidy(&mut r);
+        assert_eq!(r.checks(), Vec::<&str>::new(), "{api}");
+    }
 }
 
 #[test]
@@ -206,33 +220,4 @@ fn the_new_per_thread_variants_name_the_thread_s_stream() {
     );
     let found = r.finish();
     assert_eq!(found[0].op.stream, StreamName::PerThread(7), "{found:#?}");
-}
-
-#[test]
-fn a_cooperative_launch_races_and_orders_like_any_kernel() {
-    let mut r = two_streams(1);
-    r.launch_on(MAIN_THREAD, Api::cuLaunchCooperativeKernel, A, &[P])
-        .read_back(B);
-    tidy(&mut r);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert!(found[0].is_error(), "{found:#?}");
-    // Two kernels: a warning.
-    let mut r = two_streams(1);
-    r.launch_on(MAIN_THREAD, Api::cuLaunchCooperativeKernel_ptsz, 0, &[P])
-        .launch(B, P);
-    tidy(&mut r);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert!(found[0].kernels_only() && !found[0].is_error(), "{found:#?}");
-    // Twin: ordered by an event.
-    let mut r = two_streams(1);
-    r.event(E)
-        .launch_on(MAIN_THREAD, Api::cuLaunchCooperativeKernel, A, &[P])
-        .record(E, A)
-        .wait(B, E)
-        .read_back(B)
-        .event_destroy(E);
-    tidy(&mut r);
-    assert_eq!(r.checks(), Vec::<&str>::new());
 }

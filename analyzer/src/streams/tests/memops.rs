@@ -156,18 +156,11 @@ fn a_write_is_work_to_wait_for_and_barriers_and_captured_operations_are_nothing(
     tidy(&mut r);
     assert_eq!(r.checks(), vec!["cross-stream-race"]);
     // A write under capture is a graph node: nothing to wait for, nothing to wait on.
-    let capture = |begin| Capture {
-        api: Api::cuStreamBeginCapture_v2,
-        result: CuResult::SUCCESS,
-        stream: Stream(A),
-        begin,
-        aux: 0,
-    };
     let mut r = two_streams(1);
     r.launch(A, P)
-        .r(capture(1))
+        .capture_on(A, 1, 0)
         .write_value(A, 1)
-        .r(capture(0))
+        .capture_on(A, 0, 0)
         .wait_value(B, 1)
         .read_back(B);
     tidy(&mut r);

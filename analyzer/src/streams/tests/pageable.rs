@@ -82,22 +82,10 @@ fn a_range_freed_or_unregistered_is_pageable_again() {
     // A stream-ordered allocation made in a capture is graph memory, not pageable.
     let mut r = two_streams(1);
     let node = 0x5a00_0000_0000;
-    r.r(Capture {
-        api: Api::cuStreamBeginCapture_v2,
-        result: CuResult::SUCCESS,
-        stream: Stream(A),
-        begin: 1,
-        aux: 0,
-    })
-    .alloc_with(Api::cuMemAllocAsync, node, 4096, A)
-    .r(Capture {
-        api: Api::cuStreamEndCapture,
-        result: CuResult::SUCCESS,
-        stream: Stream(A),
-        begin: 0,
-        aux: 0x6000,
-    })
-    .copy_out_then_overwrite(Api::cuMemcpyAsync, node);
+    r.capture_on(A, 1, 0)
+        .alloc_with(Api::cuMemAllocAsync, node, 4096, A)
+        .capture_on(A, 0, 0x6000)
+        .copy_out_then_overwrite(Api::cuMemcpyAsync, node);
     tidy(&mut r);
     assert_eq!(r.checks(), vec!["cross-stream-race"]);
 }
