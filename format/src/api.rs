@@ -253,6 +253,11 @@ apis! {
     // Cooperative kernel launches (Launch records).
     281 cuLaunchCooperativeKernel,
     282 cuLaunchCooperativeKernel_ptsz,
+    // Batches of copies (12.8; `_v2` without the failure index, 13.0), a Copy record per copy.
+    283 cuMemcpyBatchAsync,
+    284 cuMemcpyBatchAsync_ptsz,
+    285 cuMemcpyBatchAsync_v2,
+    286 cuMemcpyBatchAsync_v2_ptsz,
 }
 
 impl Api {

@@ -394,3 +394,75 @@ SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstrea
     API_ENTER();
     API_LOCKED(copy3d_async(pCopy, hStream, true));
 }
+
+/* ---- batches of copies ---------------------------------------------------------------------- */
+
+/* Checks the batch and its attributes, then every copy, then runs them in order (a capture
+ * gets one copy node per copy). */
+static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                           size_t *failIdx, CUstream s, bool ptsz) {
+    if (failIdx) *failIdx = SIZE_MAX;
+    if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attrsIdxs || numAttrs == 0 ||
+        numAttrs > count || attrsIdxs[0] != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t j = 0; j < numAttrs; j++) {
+        if (j > 0 && (attrsIdxs[j] <= attrsIdxs[j - 1] || attrsIdxs[j] >= count))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (attrs[j].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+            attrs[j].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    struct sref ref;
+    CUresult r = stream_ref(s, ptsz, &ref);
+    if (r != CUDA_SUCCESS) return r;
+    for (size_t i = 0; i < count; i++) {
+        r = mem_copy_valid(dsts[i], X_ANY_WRITE, srcs[i], X_ANY_READ, sizes[i]);
+        if (r != CUDA_SUCCESS) {
+            if (failIdx) *failIdx = i;
+            return r;
+        }
+    }
+    for (size_t i = 0; i < count; i++) {
+        struct xfer x = linear(dsts[i], X_ANY_WRITE, srcs[i], X_ANY_READ, sizes[i]);
+        r = ref.capturing ? stream_capture_node(&ref, &(struct node){.kind = N_COPY, .copy = x})
+                          : xfer_run_locked(&x);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                        size_t count, CUmemcpyAttributes *attrs,
+                                        size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                        CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream,
+                          false));
+}
+
+SIMCUDA_API CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                             size_t count, CUmemcpyAttributes *attrs,
+                                             size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                             CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream,
+                          true));
+}
+
+SIMCUDA_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                           size_t count, CUmemcpyAttributes *attrs,
+                                           size_t *attrsIdxs, size_t numAttrs, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream,
+                          false));
+}
+
+SIMCUDA_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs,
+                                                size_t *sizes, size_t count,
+                                                CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                                size_t numAttrs, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream,
+                          true));
+}

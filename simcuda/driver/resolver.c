@@ -161,6 +161,10 @@ static const struct entry table[] = {
     PTROW("cuMemcpy3D", 7000, cuMemcpy3D_v2_ptds),
     ROW("cuMemcpy3DAsync", 3020, cuMemcpy3DAsync_v2),
     PTROW("cuMemcpy3DAsync", 7000, cuMemcpy3DAsync_v2_ptsz),
+    ROW("cuMemcpyBatchAsync", 12080, cuMemcpyBatchAsync),
+    PTROW("cuMemcpyBatchAsync", 12080, cuMemcpyBatchAsync_ptsz),
+    ROW("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2),
+    PTROW("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2_ptsz),
 
     /* stream-ordered allocation and pools */
     ROW("cuMemAllocAsync", 11020, cuMemAllocAsync),

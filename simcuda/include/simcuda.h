@@ -578,6 +578,40 @@ SIMCUDA_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
+
+/* Batches of copies (12.8; 13.0's _v2 has no failure index): copy i moves sizes[i] bytes from
+ * srcs[i] to dsts[i]; attrs[j] applies from copy attrsIdxs[j] on (attrsIdxs[0] is 0 and the
+ * indices increase). Every copy is checked before any runs; a failed check sets *failIdx to the
+ * copy's index (SIZE_MAX when no copy failed, or for an error of the batch itself). */
+typedef enum CUmemcpySrcAccessOrder_enum {
+    CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0,
+    CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 1,
+    CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL = 2,
+    CU_MEMCPY_SRC_ACCESS_ORDER_ANY = 3
+} CUmemcpySrcAccessOrder;
+
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes;
+
+SIMCUDA_API CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                        size_t count, CUmemcpyAttributes *attrs,
+                                        size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                        CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                             size_t count, CUmemcpyAttributes *attrs,
+                                             size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                             CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
+                                           size_t count, CUmemcpyAttributes *attrs,
+                                           size_t *attrsIdxs, size_t numAttrs, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs,
+                                                size_t *sizes, size_t count,
+                                                CUmemcpyAttributes *attrs, size_t *attrsIdxs,
+                                                size_t numAttrs, CUstream hStream);
 SIMCUDA_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
 SIMCUDA_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
 SIMCUDA_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N);

@@ -9,6 +9,8 @@
 // kernel that only reads one buffer (unordered, and ordered by an event). "value" and
 // "value-batch" order a race's streams by a value one writes and the other waits for (stream
 // memory operations, single and batched); "value-early" writes the value before the kernel.
+// "batch" reads the buffer with a batch of copies (cuMemcpyBatchAsync_v2), unordered: a race;
+// "batch-event" orders it by an event.
 // "pageable" and "pinned" end with an asynchronous copy into pageable memory (which the host
 // waits for) or into pinned memory (which it does not), leaking their buffers.
 // Every subcommand otherwise cleans up after itself (streams
@@ -122,8 +124,24 @@ static int race(const char *how) {
     } else if (!strcmp(how, "value-early")) {
         CHECK(cuStreamWaitValue32_v2(b, f, 1, CU_STREAM_WAIT_VALUE_EQ));
     }
-    /* The legacy twin reads on the legacy default stream, which waits for blocking a. */
-    CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, sizeof host_buf, legacy ? NULL : b));
+    if (!strcmp(how, "batch-event")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    }
+    if (!strncmp(how, "batch", 5)) {
+        /* The read is a batch of copies (the buffer's two halves). */
+        CUdeviceptr dsts[2] = {(CUdeviceptr)(uintptr_t)host_buf,
+                               (CUdeviceptr)(uintptr_t)(host_buf + N / 2)};
+        CUdeviceptr srcs[2] = {d, d + N / 2 * sizeof(unsigned)};
+        size_t sizes[2] = {sizeof host_buf / 2, sizeof host_buf / 2}, idx = 0;
+        CUmemcpyAttributes attr;
+        memset(&attr, 0, sizeof attr);
+        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        CHECK(cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, &attr, &idx, 1, b));
+    } else {
+        /* The legacy twin reads on the legacy default stream, which waits for blocking a. */
+        CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, sizeof host_buf, legacy ? NULL : b));
+    }
     finish(a, b);
     CHECK(cuStreamSynchronize(NULL));
     CHECK(cuEventDestroy_v2(e));

@@ -91,6 +91,16 @@ int main(void) {
     // The same functions again (their parameter layouts come from the shim's cache).
     CHECK(cuLaunchKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params, NULL));
     CHECK(cuLaunchKernel_ptsz(add, 8, 1, 1, 128, 1, 1, 0, NULL, NULL, extra));
+    // Batches of copies, two copies each: d to d2 at offsets 0 and 64.
+    CUdeviceptr bdsts[2] = {d2, d2 + 64}, bsrcs[2] = {d, d + 64};
+    size_t bsizes[2] = {64, 32}, bidxs[1] = {0}, bfail;
+    CUmemcpyAttributes battrs[1];
+    memset(battrs, 0, sizeof battrs);
+    battrs[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CHECK(cuMemcpyBatchAsync(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, &bfail, s));
+    CHECK(cuMemcpyBatchAsync_ptsz(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, &bfail, NULL));
+    CHECK(cuMemcpyBatchAsync_v2(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, s));
+    CHECK(cuMemcpyBatchAsync_v2_ptsz(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, NULL));
     // Cooperative launches (kernelParams only).
     CHECK(cuLaunchCooperativeKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params));
     CHECK(cuLaunchCooperativeKernel_ptsz(fill, 8, 1, 1, 128, 1, 1, 0, NULL, params));

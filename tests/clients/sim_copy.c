@@ -186,9 +186,59 @@ static int ipc(int argc, char **argv) {
     return 0;
 }
 
+/* Batches of copies: every copy runs in order, each checked before any runs, with the
+ * attribute rules and the failure index. */
+static int batch(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUdeviceptr a, b;
+    CHECK(cuMemAlloc_v2(&a, 4096));
+    CHECK(cuMemAlloc_v2(&b, 4096));
+    unsigned host[1024], back[1024];
+    for (unsigned i = 0; i < 1024; i++) host[i] = i * 3;
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    /* Host to a, then a to b, in one batch: the second copy sees the first's bytes. */
+    CUdeviceptr dsts[2] = {a, b}, srcs[2] = {(CUdeviceptr)(uintptr_t)host, a};
+    size_t sizes[2] = {sizeof host, sizeof host};
+    CUmemcpyAttributes attrs[2];
+    memset(attrs, 0, sizeof attrs);
+    attrs[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    attrs[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+    size_t idxs[2] = {0, 1}, fail = 7;
+    CHECK(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 2, &fail, s));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("in_order %d %zu\n", !memcmp(back, host, sizeof host), fail);
+    CHECK(cuMemsetD32_v2(b, 0, 1024));
+    CHECK(cuMemcpyBatchAsync_v2_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 1, NULL));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("v2 %d\n", !memcmp(back, host, sizeof host));
+    /* The second copy runs past b's end: nothing is copied, and the index says which. */
+    CHECK(cuMemsetD32_v2(a, 0, 1024));
+    sizes[1] = 8192;
+    put_result("past_end", cuMemcpyBatchAsync_ptsz(dsts, srcs, sizes, 2, attrs, idxs, 1, &fail, s));
+    printf("fail_idx %zu\n", fail);
+    CHECK(cuMemcpyDtoH_v2(back, a, sizeof back));
+    printf("nothing_copied %d\n", back[1] == 0);
+    sizes[1] = sizeof host;
+    put_result("no_attrs", cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 0, s));
+    idxs[0] = 1;
+    put_result("first_index", cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 2, attrs, idxs, 1, s));
+    idxs[0] = 0;
+    attrs[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+    put_result("bad_order", cuMemcpyBatchAsync(dsts, srcs, sizes, 2, attrs, idxs, 1, &fail, s));
+    printf("batch_fail_idx %d\n", fail == (size_t)-1);
+    put_result("empty", cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 0, attrs, idxs, 1, s));
+    CHECK(cuStreamDestroy_v2(s));
+    CHECK(cuMemFree_v2(a));
+    CHECK(cuMemFree_v2(b));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static const struct subcommand cmds[] = {
         {"ipc", ipc},
+        {"batch", batch},
         {"round-trip", round_trip},
         {"host-memory", host_memory},
         {"no-host-access", no_host_access},

@@ -173,6 +173,7 @@ fn correctly_ordered_twins_report_nothing() {
                 "handoff-event",
                 "value",
                 "value-batch",
+                "batch-event",
             ],
         ),
         ("unordered-free", &["event", "host", "legacy"]),
@@ -205,6 +206,18 @@ fn a_buffer_handed_to_another_thread_before_its_producer_was_waited_for_is_a_rac
     let message = f["message"].as_str().unwrap();
     assert!(message.contains("cuMemcpyDtoHAsync_v2 on stream"), "{message}");
     assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+}
+
+/// A batch of copies (`cuMemcpyBatchAsync`) reads like any copy: unordered with the kernel
+/// that wrote the buffer, it races (its `batch-event` twin above reports nothing).
+#[test]
+fn a_batch_of_copies_races_like_any_copy() {
+    let (findings, _) = findings_of(&["cross-stream-race", "batch"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.starts_with("cuMemcpyBatchAsync_v2 on stream"), "{message}");
+    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+    assert_eq!(findings[0]["severity"], "error");
 }
 
 /// A value written by one stream and waited for by another (stream memory operations) orders
@@ -420,8 +433,17 @@ fn sync_stacks_can_be_sampled() {
             .unwrap();
         assert_ok(&out);
         let records = dump(&trace);
-        let copies = of_type(&records, "Copy");
-        assert_eq!(copies.len(), 28);
+        // A batch of copies is one call: its records share the call's stack (or its lack).
+        let (batched, copies): (Vec<&Value>, Vec<&Value>) = of_type(&records, "Copy")
+            .into_iter()
+            .partition(|c| c["api"].as_str().unwrap().starts_with("cuMemcpyBatchAsync"));
+        assert_eq!((copies.len(), batched.len()), (28, 8));
+        for pair in batched.chunks(2) {
+            assert_eq!(pair[0]["stack"], pair[1]["stack"], "{pair:?}");
+        }
+        if value == "1" {
+            assert!(batched.iter().all(|c| c["stack"] != 0));
+        }
         let sampled = copies.iter().filter(|c| c["stack"] != 0).count();
         (sampled, String::from_utf8_lossy(&out.stderr).into_owned())
     };
@@ -557,7 +579,26 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
     assert_eq!(count("cuStreamEndCapture_ptsz"), 3);
     assert_eq!(count("cuLaunchKernel"), 2);
     assert_eq!(count("cuLaunchKernel_ptsz"), 2);
-    // A batch is a record per operation, in array order.
+    // A batch of copies is a Copy per copy, in array order.
+    let d2 = records
+        .iter()
+        .find(|r| r["api"] == "cuMemcpyBatchAsync")
+        .map(|r| hex(&r["dst"]))
+        .unwrap();
+    for api in [
+        "cuMemcpyBatchAsync",
+        "cuMemcpyBatchAsync_ptsz",
+        "cuMemcpyBatchAsync_v2",
+        "cuMemcpyBatchAsync_v2_ptsz",
+    ] {
+        let copies: Vec<(u64, u64, Option<u64>)> = records
+            .iter()
+            .filter(|r| r["api"] == api)
+            .map(|r| (hex(&r["dst"]), r["src"].as_u64().unwrap(), r["bytes"].as_u64()))
+            .collect();
+        assert_eq!(copies, [(d2, ptr, Some(64)), (d2 + 64, ptr + 64, Some(32))], "{api}");
+    }
+    // A batch of memory operations is a record per operation, in array order.
     for api in [
         "cuStreamBatchMemOp",
         "cuStreamBatchMemOp_ptsz",

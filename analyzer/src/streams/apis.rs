@@ -56,6 +56,8 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemcpy2DAsync_v2_ptsz
             | Api::cuMemcpy3D_v2_ptds
             | Api::cuMemcpy3DAsync_v2_ptsz
+            | Api::cuMemcpyBatchAsync_ptsz
+            | Api::cuMemcpyBatchAsync_v2_ptsz
             // Its upload stream (no record carries it).
             | Api::cuGraphInstantiateWithParams_ptsz
             // Runtime calls (only ever a record's `via`).

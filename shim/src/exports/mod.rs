@@ -253,6 +253,10 @@ hooks! {
         cuMemcpy3D_v2_ptds(p: *const CUDA_MEMCPY3D) => ordering::copy_descriptor;
         cuMemcpy3DAsync_v2(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_descriptor_async;
         cuMemcpy3DAsync_v2_ptsz(p: *const CUDA_MEMCPY3D, stream: CUstream) => ordering::copy_descriptor_async;
+        cuMemcpyBatchAsync(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, stream: CUstream) => ordering::copy_batch;
+        cuMemcpyBatchAsync_ptsz(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, stream: CUstream) => ordering::copy_batch;
+        cuMemcpyBatchAsync_v2(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, stream: CUstream) => ordering::copy_batch_v2;
+        cuMemcpyBatchAsync_v2_ptsz(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, stream: CUstream) => ordering::copy_batch_v2;
 
         cuGetProcAddress(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
         cuGetProcAddress_v2(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;

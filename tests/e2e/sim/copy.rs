@@ -17,6 +17,23 @@ fn data_round_trips_through_device_memory() {
 }
 
 #[test]
+fn a_batch_of_copies_runs_in_order_and_is_checked_whole() {
+    let f = run("sim_copy", "batch");
+    f.expect_all(&[
+        ("in_order", "1 18446744073709551615"),
+        ("v2", "1"),
+        ("past_end", "1"),
+        ("fail_idx", "1"),
+        ("nothing_copied", "1"),
+        ("no_attrs", "1"),
+        ("first_index", "1"),
+        ("bad_order", "1"),
+        ("batch_fail_idx", "1"),
+        ("empty", "1"),
+    ]);
+}
+
+#[test]
 fn copies_outside_a_live_allocation_fail_with_invalid_value() {
     let f = run("sim_copy", "round-trip");
     f.expect_all(&[

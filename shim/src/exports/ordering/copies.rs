@@ -2,7 +2,7 @@
 
 use std::ffi::c_void;
 
-use gpuleak_format::{Api, Copy, CuResult, Ptr, Stream};
+use gpuleak_format::{Api, Copy, CuResult, Ptr, StackId, Stream};
 
 use super::{regions, sampled};
 use crate::cuda::*;
@@ -293,4 +293,115 @@ pub unsafe fn copy_descriptor_async<T: Descriptor>(
         // SAFETY: as in `copy_descriptor`.
         || unsafe { described(p) },
     )
+}
+
+/// Records a batch of copies (`cuMemcpyBatchAsync[_v2][_ptsz]`): a `Copy` per copy, read after
+/// a successful call (the driver has read the arrays then), all with the one stack the call
+/// gets; a refused batch is one `Copy` of nothing.
+///
+/// # Safety
+/// On success, `dsts`, `srcs` and `sizes` hold `count` entries each.
+unsafe fn record_batch(
+    g: &guard::HookGuard,
+    api: Api,
+    r: CUresult,
+    stream: CUstream,
+    dsts: *const CUdeviceptr,
+    srcs: *const CUdeviceptr,
+    sizes: *const usize,
+    count: usize,
+) {
+    let ok = r == CUDA_SUCCESS && !dsts.is_null() && !srcs.is_null() && !sizes.is_null() && count > 0;
+    // SAFETY: as the function's contract says (entry 0 exists when `ok`).
+    let entry = |i: usize| unsafe { (dsts.add(i).read(), srcs.add(i).read(), sizes.add(i).read() as u64) };
+    let record = |(dst, src, bytes): (u64, u64, u64), stack| Copy {
+        api,
+        result: CuResult(r),
+        stream: Stream(stream as u64),
+        dst: Ptr(dst),
+        src,
+        bytes,
+        stack,
+    };
+    let first = if ok { entry(0) } else { (0, 0, 0) };
+    let mut stack = StackId::NONE;
+    tracer::hot_event(g, |s| {
+        stack = s;
+        record(first, s)
+    });
+    if ok {
+        for i in 1..count {
+            tracer::event_fields(g, &record(entry(i), stack));
+        }
+    }
+}
+
+/// `cuMemcpyBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn copy_batch(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *const CUdeviceptr,
+        *const CUdeviceptr,
+        *const usize,
+        usize,
+        *const c_void,
+        *const usize,
+        usize,
+        *mut usize,
+        CUstream,
+    ) -> CUresult,
+    dsts: *const CUdeviceptr,
+    srcs: *const CUdeviceptr,
+    sizes: *const usize,
+    count: usize,
+    attrs: *const c_void,
+    attr_idxs: *const usize,
+    num_attrs: usize,
+    fail_idx: *mut usize,
+    stream: CUstream,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream) };
+    // SAFETY: on success the driver read `count` entries of each array.
+    unsafe { record_batch(&g, api, r, stream, dsts, srcs, sizes, count) };
+    r
+}
+
+/// `cuMemcpyBatchAsync_v2[_ptsz]` (CUDA 13.0: no failure index).
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn copy_batch_v2(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *const CUdeviceptr,
+        *const CUdeviceptr,
+        *const usize,
+        usize,
+        *const c_void,
+        *const usize,
+        usize,
+        CUstream,
+    ) -> CUresult,
+    dsts: *const CUdeviceptr,
+    srcs: *const CUdeviceptr,
+    sizes: *const usize,
+    count: usize,
+    attrs: *const c_void,
+    attr_idxs: *const usize,
+    num_attrs: usize,
+    stream: CUstream,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        // SAFETY: passed through.
+        return unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream) };
+    };
+    // SAFETY: passed through.
+    let r = unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream) };
+    // SAFETY: on success the driver read `count` entries of each array.
+    unsafe { record_batch(&g, api, r, stream, dsts, srcs, sizes, count) };
+    r
 }
