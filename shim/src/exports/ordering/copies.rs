@@ -301,6 +301,7 @@ pub unsafe fn copy_descriptor_async<T: Descriptor>(
 ///
 /// # Safety
 /// On success, `dsts`, `srcs` and `sizes` hold `count` entries each.
+#[allow(clippy::too_many_arguments)]
 unsafe fn record_batch(
     g: &guard::HookGuard,
     api: Api,
