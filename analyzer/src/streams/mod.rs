@@ -35,10 +35,10 @@
 //! [`crate::captures`]); a graph launch is an operation of its stream that touches no memory the model knows
 //! (what a graph touches is not recorded), so it orders and is ordered, and counts as work
 //! to wait for, but never races; it waits for and records the events of the external event
-//! nodes captured into its graph ([`graph_events`]). Host functions (`cuLaunchHostFunc`) and callbacks are
+//! nodes captured into its graph (`graph_events`). Host functions (`cuLaunchHostFunc`) and callbacks are
 //! operations with no memory too, and so are the writes of stream memory operations; a
 //! stream's wait for a value is an edge from the writes queued before it that could have
-//! written that value ([`values`]).
+//! written that value (`values`).
 //!
 //! The host is one: what any thread has waited for is known complete to every later call of
 //! every thread. Host threads synchronize with each other in ways the trace cannot see
@@ -58,7 +58,9 @@
 //! once the host has waited for its work (its counts continue, and accesses remembered from
 //! its earlier occupant count as ordered); each allocation keeps at most
 //! [`memory::HISTORY`] accesses; freed ranges are remembered up to [`memory::FREED`];
-//! findings are folded by root cause as they are met.
+//! values written by stream memory operations for at most `values::MAX_ADDRESSES`
+//! addresses, and graphs' event nodes for a bounded number of captures, graphs and executable
+//! graphs; findings are folded by root cause as they are met.
 //!
 //! ```
 //! use gpuleak_analyzer::streams::{Check, Streams};
