@@ -266,7 +266,7 @@ pub(crate) fn memory(m: &MemoryView) -> J {
                     ("stack_id", u(u64::from(id.0))),
                     ("bytes", u(*a)),
                     ("to_bytes", u(*b)),
-                    ("delta", J::I(*b as i64 - *a as i64)),
+                    ("delta", J::I(delta(*a, *b))),
                 ])
             })
             .collect();
@@ -307,4 +307,11 @@ fn pin_list(pins: &[PinSite]) -> J {
             })
             .collect(),
     )
+}
+
+/// `to - from` as a signed number, saturated at the ends of `i64` (byte counts past 2^63 come
+/// only from a corrupt trace, but must not overflow).
+fn delta(from: u64, to: u64) -> i64 {
+    let d = i128::from(to) - i128::from(from);
+    i64::try_from(d).unwrap_or(if d > 0 { i64::MAX } else { i64::MIN })
 }
