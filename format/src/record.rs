@@ -691,6 +691,19 @@ impl GraphMem<'_> {
     }
 }
 
+impl MemOp {
+    /// `op`: a wait for a 32-bit value (`CU_STREAM_MEM_OP_WAIT_VALUE_32`).
+    pub const WAIT_32: u32 = 1;
+    /// `op`: a write of a 32-bit value.
+    pub const WRITE_32: u32 = 2;
+    /// `op`: a wait for a 64-bit value.
+    pub const WAIT_64: u32 = 4;
+    /// `op`: a write of a 64-bit value.
+    pub const WRITE_64: u32 = 5;
+    /// `op`: an atomic reduction (CUDA 13.1, `CU_STREAM_MEM_OP_ATOMIC_REDUCTION`).
+    pub const REDUCTION: u32 = 8;
+}
+
 impl GraphExec {
     /// The flag of `GraphExec::flags` that frees a launch's unfreed allocations at the next
     /// launch (`CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`).
@@ -929,7 +942,7 @@ mod tests {
                 api: Api::cuStreamWaitValue64_v2,
                 result: CuResult(0),
                 stream: 0xdead,
-                op: 4,
+                op: MemOp::WAIT_64,
                 addr: 0x7f00_0000_1000,
                 value: u64::MAX - 1,
                 flags: 1 << 30,

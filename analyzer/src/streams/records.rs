@@ -8,7 +8,6 @@ use gpuleak_format::{
 
 use super::apis::{self, HostSide};
 use super::memory::{self, AllocInfo, Mode, Op};
-use super::values;
 use super::{
     leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
     Work,
@@ -123,11 +122,11 @@ impl Streams {
     }
 
     /// A stream memory operation: a write is work with no memory, remembered for the waits
-    /// that may read it; a wait learns what those writes knew ([`values`]).
+    /// that may read it; a wait learns what those writes knew (`values`).
     pub(super) fn mem_op(&mut self, tid: u32, seq: Seq, m: &MemOp) {
         let name = Self::name_of(m.api, m.stream, tid);
         match m.op {
-            values::WRITE_32 | values::WRITE_64 | values::REDUCTION => {
+            MemOp::WRITE_32 | MemOp::WRITE_64 | MemOp::REDUCTION => {
                 let Some(slot) = self.work(tid, seq, m.api, StackId::NONE, name, &[]) else {
                     return;
                 };
@@ -136,7 +135,7 @@ impl Streams {
                     values.write(m.addr, slot, m.op, m.value, &st.clock);
                 }
             }
-            values::WAIT_32 | values::WAIT_64 => {
+            MemOp::WAIT_32 | MemOp::WAIT_64 => {
                 let slot = self.slot_for(name);
                 if self.capturing(slot) {
                     return;

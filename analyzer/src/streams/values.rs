@@ -20,19 +20,10 @@
 //! memory accesses of the model: a flag is meant to be read and written by streams that run
 //! at once.
 
+use gpuleak_format::MemOp;
+
 use super::clock::{Clock, Slot};
 use super::fast_hash::FastMap;
-
-/// `CUstreamBatchMemOpType`, as `MemOp` records number operations.
-pub const WAIT_32: u32 = 1;
-/// A 32-bit write.
-pub const WRITE_32: u32 = 2;
-/// A 64-bit wait.
-pub const WAIT_64: u32 = 4;
-/// A 64-bit write.
-pub const WRITE_64: u32 = 5;
-/// An atomic reduction (CUDA 13.1).
-pub const REDUCTION: u32 = 8;
 
 /// `CU_STREAM_WAIT_VALUE_FLUSH`: not part of the condition.
 const FLUSH: u32 = 1 << 30;
@@ -80,8 +71,8 @@ impl Values {
         if self.by_addr.len() >= MAX_ADDRESSES && !self.by_addr.contains_key(&addr) {
             self.by_addr.clear();
         }
-        let reduction = op == REDUCTION;
-        let wide = op == WRITE_64;
+        let reduction = op == MemOp::REDUCTION;
+        let wide = op == MemOp::WRITE_64;
         let writes = self.by_addr.entry(addr).or_default();
         match writes.iter_mut().find(|w| w.slot == slot && w.reduction == reduction) {
             Some(w) => {
@@ -101,7 +92,7 @@ impl Values {
 
     /// What a wait at `addr` learns (see the module documentation), or `None`.
     pub fn wait(&self, addr: u64, op: u32, flags: u32, value: u64) -> Option<Clock> {
-        let wide = op == WAIT_64;
+        let wide = op == MemOp::WAIT_64;
         let writes = self.by_addr.get(&addr)?;
         let mut any_of: Option<Clock> = None;
         for w in writes.iter().filter(|w| !w.reduction && w.wide == wide) {
@@ -166,31 +157,34 @@ mod tests {
     #[test]
     fn a_wait_learns_what_every_satisfying_write_has_in_common_and_every_reduction() {
         let mut v = Values::default();
-        v.write(0x100, Slot(0), WRITE_32, 1, &clock(&[(0, 3), (2, 1)]));
-        v.write(0x100, Slot(1), WRITE_32, 1, &clock(&[(1, 4), (2, 1)]));
-        v.write(0x100, Slot(3), WRITE_32, 0, &clock(&[(3, 9)]));
+        v.write(0x100, Slot(0), MemOp::WRITE_32, 1, &clock(&[(0, 3), (2, 1)]));
+        v.write(0x100, Slot(1), MemOp::WRITE_32, 1, &clock(&[(1, 4), (2, 1)]));
+        v.write(0x100, Slot(3), MemOp::WRITE_32, 0, &clock(&[(3, 9)]));
         // Either write of 1 may be the one: only what both knew.
-        assert_eq!(v.wait(0x100, WAIT_32, 1, 1), Some(clock(&[(0, 0), (1, 0), (2, 1)])));
+        assert_eq!(
+            v.wait(0x100, MemOp::WAIT_32, 1, 1),
+            Some(clock(&[(0, 0), (1, 0), (2, 1)]))
+        );
         // Only slot 3 wrote 0.
-        assert_eq!(v.wait(0x100, WAIT_32, 1, 0), Some(clock(&[(3, 9)])));
+        assert_eq!(v.wait(0x100, MemOp::WAIT_32, 1, 0), Some(clock(&[(3, 9)])));
         // No write of 2, another width, another address: nothing.
-        assert_eq!(v.wait(0x100, WAIT_32, 1, 2), None);
-        assert_eq!(v.wait(0x100, WAIT_64, 1, 1), None);
-        assert_eq!(v.wait(0x104, WAIT_32, 1, 1), None);
+        assert_eq!(v.wait(0x100, MemOp::WAIT_32, 1, 2), None);
+        assert_eq!(v.wait(0x100, MemOp::WAIT_64, 1, 1), None);
+        assert_eq!(v.wait(0x104, MemOp::WAIT_32, 1, 1), None);
         // A stream's later write replaces its earlier one.
-        v.write(0x100, Slot(0), WRITE_32, 2, &clock(&[(0, 5)]));
-        assert_eq!(v.wait(0x100, WAIT_32, 1, 2), Some(clock(&[(0, 5)])));
+        v.write(0x100, Slot(0), MemOp::WRITE_32, 2, &clock(&[(0, 5)]));
+        assert_eq!(v.wait(0x100, MemOp::WAIT_32, 1, 2), Some(clock(&[(0, 5)])));
         // Reductions: all of them, whatever the value.
-        v.write(0x200, Slot(0), REDUCTION, 1, &clock(&[(0, 6)]));
-        v.write(0x200, Slot(1), REDUCTION, 1, &clock(&[(1, 7)]));
-        assert_eq!(v.wait(0x200, WAIT_64, 0, 2), Some(clock(&[(0, 6), (1, 7)])));
+        v.write(0x200, Slot(0), MemOp::REDUCTION, 1, &clock(&[(0, 6)]));
+        v.write(0x200, Slot(1), MemOp::REDUCTION, 1, &clock(&[(1, 7)]));
+        assert_eq!(v.wait(0x200, MemOp::WAIT_64, 0, 2), Some(clock(&[(0, 6), (1, 7)])));
     }
 
     #[test]
     fn addresses_are_bounded() {
         let mut v = Values::default();
         for i in 0..(MAX_ADDRESSES as u64 + 10) {
-            v.write(i * 8, Slot(0), WRITE_64, i, &clock(&[(0, i)]));
+            v.write(i * 8, Slot(0), MemOp::WRITE_64, i, &clock(&[(0, i)]));
         }
         assert!(v.len() <= MAX_ADDRESSES);
         assert_eq!(v.len(), 10);

@@ -3,7 +3,6 @@
 
 use gpuleak_format::*;
 
-use super::super::values::{REDUCTION, WAIT_32, WAIT_64, WRITE_32, WRITE_64};
 use super::super::*;
 use super::{tidy, two_streams, Run, A, B, P};
 
@@ -26,11 +25,11 @@ impl Run {
     }
 
     fn write_value(&mut self, stream: u64, value: u64) -> &mut Run {
-        self.mem_op(Api::cuStreamWriteValue32_v2, stream, WRITE_32, FLAG, value, 0)
+        self.mem_op(Api::cuStreamWriteValue32_v2, stream, MemOp::WRITE_32, FLAG, value, 0)
     }
 
     fn wait_value(&mut self, stream: u64, value: u64) -> &mut Run {
-        self.mem_op(Api::cuStreamWaitValue32_v2, stream, WAIT_32, FLAG, value, EQ)
+        self.mem_op(Api::cuStreamWaitValue32_v2, stream, MemOp::WAIT_32, FLAG, value, EQ)
     }
 }
 
@@ -86,11 +85,11 @@ fn a_wait_for_a_counter_follows_every_reduction_of_it() {
     let run = |reduce_b: bool| {
         let mut r = two_streams(1);
         r.alloc(q).stream(C, 1).launch(A, P).launch(B, q);
-        r.mem_op(batch, A, REDUCTION, FLAG, 1, 0);
+        r.mem_op(batch, A, MemOp::REDUCTION, FLAG, 1, 0);
         if reduce_b {
-            r.mem_op(batch, B, REDUCTION, FLAG, 1, 0);
+            r.mem_op(batch, B, MemOp::REDUCTION, FLAG, 1, 0);
         }
-        r.mem_op(batch, C, WAIT_64, FLAG, 2, 0)
+        r.mem_op(batch, C, MemOp::WAIT_64, FLAG, 2, 0)
             .copy(Api::cuMemcpyDtoHAsync_v2, C, 0x1000, P, 64)
             .copy(Api::cuMemcpyDtoHAsync_v2, C, 0x1000, q, 64)
             .sync(C)
@@ -109,7 +108,7 @@ fn widths_conditions_and_variants_are_told_apart() {
     // A 64-bit write does not meet a 32-bit wait at its address.
     let mut r = two_streams(1);
     r.launch(A, P)
-        .mem_op(Api::cuStreamWriteValue64_v2, A, WRITE_64, FLAG, 1, 0)
+        .mem_op(Api::cuStreamWriteValue64_v2, A, MemOp::WRITE_64, FLAG, 1, 0)
         .wait_value(B, 1)
         .read_back(B);
     tidy(&mut r);
@@ -118,8 +117,8 @@ fn widths_conditions_and_variants_are_told_apart() {
     // streams work alike.
     let mut r = two_streams(1);
     r.launch_on(super::MAIN, Api::cuLaunchKernel_ptsz, 0, &[P])
-        .mem_op(Api::cuStreamWriteValue64_ptsz, 0, WRITE_64, FLAG, 7, 0)
-        .mem_op(Api::cuStreamWaitValue64, B, WAIT_64, FLAG, 5, 0)
+        .mem_op(Api::cuStreamWriteValue64_ptsz, 0, MemOp::WRITE_64, FLAG, 7, 0)
+        .mem_op(Api::cuStreamWaitValue64, B, MemOp::WAIT_64, FLAG, 5, 0)
         .read_back(B)
         .sync_on(super::MAIN, Api::cuStreamSynchronize_ptsz, 0, 0);
     tidy(&mut r);
@@ -161,7 +160,7 @@ fn a_write_is_work_to_wait_for_and_barriers_and_captured_operations_are_nothing(
         api: Api::cuStreamWriteValue32_v2,
         result: CuResult(1),
         stream: A,
-        op: WRITE_32,
+        op: MemOp::WRITE_32,
         addr: FLAG,
         value: 1,
         flags: 0,

@@ -295,23 +295,22 @@ pub unsafe fn copy_descriptor_async<T: Descriptor>(
     )
 }
 
-/// Records a batch of copies (`cuMemcpyBatchAsync[_v2][_ptsz]`): a `Copy` per copy, read after
-/// a successful call (the driver has read the arrays then), all with the one stack the call
-/// gets; a refused batch is one `Copy` of nothing.
+/// Runs a batch of copies (`cuMemcpyBatchAsync[_v2][_ptsz]`) and records a `Copy` per copy,
+/// read after a successful call (the driver has read the arrays then), all with the one stack
+/// the call gets; a refused batch is one `Copy` of nothing.
 ///
 /// # Safety
 /// On success, `dsts`, `srcs` and `sizes` hold `count` entries each.
-#[allow(clippy::too_many_arguments)]
-unsafe fn record_batch(
-    g: &guard::HookGuard,
+unsafe fn batched(
     api: Api,
-    r: CUresult,
     stream: CUstream,
-    dsts: *const CUdeviceptr,
-    srcs: *const CUdeviceptr,
-    sizes: *const usize,
-    count: usize,
-) {
+    (dsts, srcs, sizes, count): (*const CUdeviceptr, *const CUdeviceptr, *const usize, usize),
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let r = call();
     let ok = r == CUDA_SUCCESS && !dsts.is_null() && !srcs.is_null() && !sizes.is_null() && count > 0;
     // SAFETY: as the function's contract says (entry 0 exists when `ok`).
     let entry = |i: usize| unsafe { (dsts.add(i).read(), srcs.add(i).read(), sizes.add(i).read() as u64) };
@@ -326,15 +325,16 @@ unsafe fn record_batch(
     };
     let first = if ok { entry(0) } else { (0, 0, 0) };
     let mut stack = StackId::NONE;
-    tracer::hot_event(g, |s| {
+    tracer::hot_event(&g, |s| {
         stack = s;
         record(first, s)
     });
     if ok {
         for i in 1..count {
-            tracer::event_fields(g, &record(entry(i), stack));
+            tracer::event_fields(&g, &record(entry(i), stack));
         }
     }
+    r
 }
 
 /// `cuMemcpyBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
@@ -362,15 +362,12 @@ pub unsafe fn copy_batch(
     fail_idx: *mut usize,
     stream: CUstream,
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream) };
-    };
-    // SAFETY: passed through.
-    let r = unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream) };
-    // SAFETY: on success the driver read `count` entries of each array.
-    unsafe { record_batch(&g, api, r, stream, dsts, srcs, sizes, count) };
-    r
+    // SAFETY: passed through; on success the driver read `count` entries of each array.
+    unsafe {
+        batched(api, stream, (dsts, srcs, sizes, count), || {
+            real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream)
+        })
+    }
 }
 
 /// `cuMemcpyBatchAsync_v2[_ptsz]` (CUDA 13.0: no failure index).
@@ -396,13 +393,10 @@ pub unsafe fn copy_batch_v2(
     num_attrs: usize,
     stream: CUstream,
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream) };
-    };
-    // SAFETY: passed through.
-    let r = unsafe { real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream) };
-    // SAFETY: on success the driver read `count` entries of each array.
-    unsafe { record_batch(&g, api, r, stream, dsts, srcs, sizes, count) };
-    r
+    // SAFETY: passed through; on success the driver read `count` entries of each array.
+    unsafe {
+        batched(api, stream, (dsts, srcs, sizes, count), || {
+            real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream)
+        })
+    }
 }

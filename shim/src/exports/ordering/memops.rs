@@ -8,16 +8,9 @@ use std::ffi::c_void;
 
 use gpuleak_format::{Api, CuResult, MemOp};
 
+use super::plain;
 use crate::cuda::*;
 use crate::{guard, tracer};
-
-/// `CUstreamBatchMemOpType` values (the `op` of a `MemOp` record).
-const WAIT_32: u32 = 1;
-const WRITE_32: u32 = 2;
-const WAIT_64: u32 = 4;
-const WRITE_64: u32 = 5;
-/// CUDA 13.1's `CU_STREAM_MEM_OP_ATOMIC_REDUCTION`: its address and operand sit further in.
-const ATOMIC_REDUCTION: u32 = 8;
 
 /// `sizeof(CUstreamBatchMemOpParams)`: a union padded to six 64-bit words.
 const PARAMS_SIZE: usize = 48;
@@ -30,24 +23,24 @@ fn op_of(api: Api) -> u32 {
         Api::cuStreamWaitValue32
         | Api::cuStreamWaitValue32_ptsz
         | Api::cuStreamWaitValue32_v2
-        | Api::cuStreamWaitValue32_v2_ptsz => WAIT_32,
+        | Api::cuStreamWaitValue32_v2_ptsz => MemOp::WAIT_32,
         Api::cuStreamWriteValue32
         | Api::cuStreamWriteValue32_ptsz
         | Api::cuStreamWriteValue32_v2
-        | Api::cuStreamWriteValue32_v2_ptsz => WRITE_32,
+        | Api::cuStreamWriteValue32_v2_ptsz => MemOp::WRITE_32,
         Api::cuStreamWaitValue64
         | Api::cuStreamWaitValue64_ptsz
         | Api::cuStreamWaitValue64_v2
-        | Api::cuStreamWaitValue64_v2_ptsz => WAIT_64,
-        _ => WRITE_64,
+        | Api::cuStreamWaitValue64_v2_ptsz => MemOp::WAIT_64,
+        _ => MemOp::WRITE_64,
     }
 }
 
 #[inline(always)]
-fn record(api: Api, r: CUresult, stream: CUstream, op: u32, addr: u64, value: u64, flags: u32) -> MemOp {
+fn record(api: Api, result: CuResult, stream: CUstream, op: u32, addr: u64, value: u64, flags: u32) -> MemOp {
     MemOp {
         api,
-        result: CuResult(r),
+        result,
         stream: stream as u64,
         op,
         addr,
@@ -65,14 +58,11 @@ pub unsafe fn value32(
     value: u32,
     flags: u32,
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
+    plain(
         // SAFETY: passed through.
-        return unsafe { real(stream, addr, value, flags) };
-    };
-    // SAFETY: passed through.
-    let r = unsafe { real(stream, addr, value, flags) };
-    tracer::event_fields(&g, &record(api, r, stream, op_of(api), addr, u64::from(value), flags));
-    r
+        || unsafe { real(stream, addr, value, flags) },
+        |r| record(api, r, stream, op_of(api), addr, u64::from(value), flags),
+    )
 }
 
 /// `cuStreamWaitValue64` and `cuStreamWriteValue64`, every ABI.
@@ -84,14 +74,11 @@ pub unsafe fn value64(
     value: u64,
     flags: u32,
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
+    plain(
         // SAFETY: passed through.
-        return unsafe { real(stream, addr, value, flags) };
-    };
-    // SAFETY: passed through.
-    let r = unsafe { real(stream, addr, value, flags) };
-    tracer::event_fields(&g, &record(api, r, stream, op_of(api), addr, value, flags));
-    r
+        || unsafe { real(stream, addr, value, flags) },
+        |r| record(api, r, stream, op_of(api), addr, value, flags),
+    )
 }
 
 /// Reads operation `i` of a batch: (op, address, value, flags).
@@ -107,11 +94,11 @@ unsafe fn batch_entry(params: *const u8, i: usize) -> (u32, u64, u64, u32) {
         let half = |off: usize| p.add(off).cast::<u32>().read_unaligned();
         let op = half(0);
         match op {
-            WAIT_32 | WRITE_32 => (op, word(8), u64::from(half(16)), half(24)),
-            WAIT_64 | WRITE_64 => (op, word(8), word(16), half(24)),
+            MemOp::WAIT_32 | MemOp::WRITE_32 => (op, word(8), u64::from(half(16)), half(24)),
+            MemOp::WAIT_64 | MemOp::WRITE_64 => (op, word(8), word(16), half(24)),
             // The reduction's kind and data type (at 8 and 12) are left out: the analyzer
             // orders a wait after every reduction of its address, whatever it computes.
-            ATOMIC_REDUCTION => (op, word(16), word(24), half(4)),
+            MemOp::REDUCTION => (op, word(16), word(24), half(4)),
             // Flushes and barriers: a flags word and nothing else.
             _ => (op, 0, 0, half(4)),
         }
@@ -136,13 +123,13 @@ pub unsafe fn batch(
     // SAFETY: passed through.
     let r = unsafe { real(stream, count, params, flags) };
     if r != CUDA_SUCCESS || params.is_null() {
-        tracer::event_fields(&g, &record(api, r, stream, 0, 0, 0, flags));
+        tracer::event_fields(&g, &record(api, CuResult(r), stream, 0, 0, 0, flags));
         return r;
     }
     for i in 0..count.min(MAX_BATCH) as usize {
         // SAFETY: the driver accepted `count` operations from this array.
         let (op, addr, value, op_flags) = unsafe { batch_entry(params.cast::<u8>(), i) };
-        tracer::event_fields(&g, &record(api, r, stream, op, addr, value, op_flags));
+        tracer::event_fields(&g, &record(api, CuResult(r), stream, op, addr, value, op_flags));
     }
     r
 }
@@ -157,26 +144,26 @@ mod tests {
         let put32 = |b: &mut [u8], off: usize, v: u32| b[off..off + 4].copy_from_slice(&v.to_le_bytes());
         let put64 = |b: &mut [u8], off: usize, v: u64| b[off..off + 8].copy_from_slice(&v.to_le_bytes());
         // A 32-bit write whose upper value word holds garbage.
-        put32(&mut params, 0, WRITE_32);
+        put32(&mut params, 0, MemOp::WRITE_32);
         put64(&mut params, 8, 0x7000_1000);
         put64(&mut params, 16, 0xdead_beef_0000_0007);
         put32(&mut params, 24, 1);
         // A 64-bit wait with the flush flag.
         let b = &mut params[PARAMS_SIZE..];
-        put32(b, 0, WAIT_64);
+        put32(b, 0, MemOp::WAIT_64);
         put64(b, 8, 0x7000_2000);
         put64(b, 16, u64::MAX);
         put32(b, 24, 1 << 30);
         // A reduction.
         let b = &mut params[2 * PARAMS_SIZE..];
-        put32(b, 0, ATOMIC_REDUCTION);
+        put32(b, 0, MemOp::REDUCTION);
         put32(b, 4, 0);
         put64(b, 16, 0x7000_3000);
         put64(b, 24, 1);
         // SAFETY: three operations.
         let read = |i| unsafe { batch_entry(params.as_ptr(), i) };
-        assert_eq!(read(0), (WRITE_32, 0x7000_1000, 7, 1));
-        assert_eq!(read(1), (WAIT_64, 0x7000_2000, u64::MAX, 1 << 30));
-        assert_eq!(read(2), (ATOMIC_REDUCTION, 0x7000_3000, 1, 0));
+        assert_eq!(read(0), (MemOp::WRITE_32, 0x7000_1000, 7, 1));
+        assert_eq!(read(1), (MemOp::WAIT_64, 0x7000_2000, u64::MAX, 1 << 30));
+        assert_eq!(read(2), (MemOp::REDUCTION, 0x7000_3000, 1, 0));
     }
 }
