@@ -258,6 +258,29 @@ apis! {
     284 cuMemcpyBatchAsync_ptsz,
     285 cuMemcpyBatchAsync_v2,
     286 cuMemcpyBatchAsync_v2_ptsz,
+    // Copies between contexts (Copy records; the synchronous ones are serialized with all
+    // work of the contexts involved).
+    287 cuMemcpyPeer,
+    288 cuMemcpyPeer_ptds,
+    289 cuMemcpyPeerAsync,
+    290 cuMemcpyPeerAsync_ptsz,
+    291 cuMemcpy3DPeer,
+    292 cuMemcpy3DPeer_ptds,
+    293 cuMemcpy3DPeerAsync,
+    294 cuMemcpy3DPeerAsync_ptsz,
+    // 2D memsets (Copy records with src 0).
+    295 cuMemsetD2D8_v2,
+    296 cuMemsetD2D8_v2_ptds,
+    297 cuMemsetD2D16_v2,
+    298 cuMemsetD2D16_v2_ptds,
+    299 cuMemsetD2D32_v2,
+    300 cuMemsetD2D32_v2_ptds,
+    301 cuMemsetD2D8Async,
+    302 cuMemsetD2D8Async_ptsz,
+    303 cuMemsetD2D16Async,
+    304 cuMemsetD2D16Async_ptsz,
+    305 cuMemsetD2D32Async,
+    306 cuMemsetD2D32Async_ptsz,
 }
 
 impl Api {

@@ -364,6 +364,11 @@ pub struct CUDA_MEMCPY3D {
     pub depth: usize,
 }
 
+/// `CUDA_MEMCPY3D_PEER`: the layout of [`CUDA_MEMCPY3D`], with the source and destination
+/// contexts (`CUcontext`, which the shim does not read) where it has `reserved0` and
+/// `reserved1`.
+pub type CUDA_MEMCPY3D_PEER = CUDA_MEMCPY3D;
+
 #[cfg(test)]
 mod tests {
     use super::*;

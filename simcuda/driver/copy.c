@@ -6,7 +6,9 @@
  * 2D and 3D copies take each side's memory type from the descriptor: host and unified sides
  * may be any host memory, device sides must lie in device memory; array sides are refused with
  * CUDA_ERROR_NOT_SUPPORTED (array contents are not reachable in the simulator). Every row is
- * checked before any byte is copied.
+ * checked before any byte is copied. 2D memsets check every row before writing one, and reject
+ * overlapping or misaligned rows. Peer copies need both contexts valid and then copy like their
+ * device-to-device counterparts (every device shares the simulator's one address space).
  */
 #include <string.h>
 
@@ -66,24 +68,26 @@ static CUresult copy_async(uint64_t dst, enum xmode dmode, uint64_t src, enum xm
     return xfer_async(&x, s, ptsz);
 }
 
-static CUresult set_sync(uint64_t dst, const void *pattern, size_t elem, size_t count) {
+static CUresult set_sync(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
+                         size_t count, size_t rows) {
     struct ctx *c;
     CUresult r = ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
-    return mem_set_locked(dst, pattern, elem, count);
+    return mem_set_rows_locked(dst, pitch, pattern, elem, count, rows);
 }
 
-static CUresult set_async(uint64_t dst, const void *pattern, size_t elem, size_t count,
-                          CUstream s, bool ptsz) {
+static CUresult set_async(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
+                          size_t count, size_t rows, CUstream s, bool ptsz) {
     struct sref ref;
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     if (ref.capturing) {
-        struct node n = {.kind = N_SET, .dst = dst, .elem = elem, .count = count};
+        struct node n = {.kind = N_SET, .dst = dst, .elem = elem, .count = count,
+                         .pitch = pitch, .rows = rows};
         memcpy(n.pattern, pattern, elem);
         return stream_capture_node(&ref, &n);
     }
-    return mem_set_locked(dst, pattern, elem, count);
+    return mem_set_rows_locked(dst, pitch, pattern, elem, count, rows);
 }
 
 /* ---- 2D and 3D descriptors ---------------------------------------------------------------- */
@@ -279,68 +283,68 @@ SIMCUDA_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdevicept
 
 SIMCUDA_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
     API_ENTER();
-    API_LOCKED(set_sync(dstDevice, &uc, 1, N));
+    API_LOCKED(set_sync(dstDevice, 0, &uc, 1, N, 1));
 }
 
 SIMCUDA_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
     API_ENTER();
-    API_LOCKED(set_sync(dstDevice, &uc, 1, N));
+    API_LOCKED(set_sync(dstDevice, 0, &uc, 1, N, 1));
 }
 
 SIMCUDA_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N) {
     API_ENTER();
-    API_LOCKED(set_sync(dstDevice, &us, 2, N));
+    API_LOCKED(set_sync(dstDevice, 0, &us, 2, N, 1));
 }
 
 SIMCUDA_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N) {
     API_ENTER();
-    API_LOCKED(set_sync(dstDevice, &us, 2, N));
+    API_LOCKED(set_sync(dstDevice, 0, &us, 2, N, 1));
 }
 
 SIMCUDA_API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
     API_ENTER();
-    API_LOCKED(set_sync(dstDevice, &ui, 4, N));
+    API_LOCKED(set_sync(dstDevice, 0, &ui, 4, N, 1));
 }
 
 SIMCUDA_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
     API_ENTER();
-    API_LOCKED(set_sync(dstDevice, &ui, 4, N));
+    API_LOCKED(set_sync(dstDevice, 0, &ui, 4, N, 1));
 }
 
 SIMCUDA_API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
                                      CUstream hStream) {
     API_ENTER();
-    API_LOCKED(set_async(dstDevice, &uc, 1, N, hStream, false));
+    API_LOCKED(set_async(dstDevice, 0, &uc, 1, N, 1, hStream, false));
 }
 
 SIMCUDA_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N,
                                           CUstream hStream) {
     API_ENTER();
-    API_LOCKED(set_async(dstDevice, &uc, 1, N, hStream, true));
+    API_LOCKED(set_async(dstDevice, 0, &uc, 1, N, 1, hStream, true));
 }
 
 SIMCUDA_API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
                                       CUstream hStream) {
     API_ENTER();
-    API_LOCKED(set_async(dstDevice, &us, 2, N, hStream, false));
+    API_LOCKED(set_async(dstDevice, 0, &us, 2, N, 1, hStream, false));
 }
 
 SIMCUDA_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N,
                                            CUstream hStream) {
     API_ENTER();
-    API_LOCKED(set_async(dstDevice, &us, 2, N, hStream, true));
+    API_LOCKED(set_async(dstDevice, 0, &us, 2, N, 1, hStream, true));
 }
 
 SIMCUDA_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
                                       CUstream hStream) {
     API_ENTER();
-    API_LOCKED(set_async(dstDevice, &ui, 4, N, hStream, false));
+    API_LOCKED(set_async(dstDevice, 0, &ui, 4, N, 1, hStream, false));
 }
 
 SIMCUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
                                            CUstream hStream) {
     API_ENTER();
-    API_LOCKED(set_async(dstDevice, &ui, 4, N, hStream, true));
+    API_LOCKED(set_async(dstDevice, 0, &ui, 4, N, 1, hStream, true));
 }
 
 /* ---- 2D and 3D copies --------------------------------------------------------------------- */
@@ -393,6 +397,185 @@ SIMCUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hSt
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream) {
     API_ENTER();
     API_LOCKED(copy3d_async(pCopy, hStream, true));
+}
+
+/* ---- 2D memsets ---------------------------------------------------------------------------- */
+
+SIMCUDA_API CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                     size_t Width, size_t Height) {
+    API_ENTER();
+    API_LOCKED(set_sync(dstDevice, dstPitch, &uc, 1, Width, Height));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+                                          unsigned char uc, size_t Width, size_t Height) {
+    API_ENTER();
+    API_LOCKED(set_sync(dstDevice, dstPitch, &uc, 1, Width, Height));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+                                      size_t Width, size_t Height) {
+    API_ENTER();
+    API_LOCKED(set_sync(dstDevice, dstPitch, &us, 2, Width, Height));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+                                           unsigned short us, size_t Width, size_t Height) {
+    API_ENTER();
+    API_LOCKED(set_sync(dstDevice, dstPitch, &us, 2, Width, Height));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+                                      size_t Width, size_t Height) {
+    API_ENTER();
+    API_LOCKED(set_sync(dstDevice, dstPitch, &ui, 4, Width, Height));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+                                           unsigned int ui, size_t Width, size_t Height) {
+    API_ENTER();
+    API_LOCKED(set_sync(dstDevice, dstPitch, &ui, 4, Width, Height));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                       size_t Width, size_t Height, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(set_async(dstDevice, dstPitch, &uc, 1, Width, Height, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+                                            unsigned char uc, size_t Width, size_t Height,
+                                            CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(set_async(dstDevice, dstPitch, &uc, 1, Width, Height, hStream, true));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch,
+                                        unsigned short us, size_t Width, size_t Height,
+                                        CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(set_async(dstDevice, dstPitch, &us, 2, Width, Height, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+                                             unsigned short us, size_t Width, size_t Height,
+                                             CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(set_async(dstDevice, dstPitch, &us, 2, Width, Height, hStream, true));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
+                                        unsigned int ui, size_t Width, size_t Height,
+                                        CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(set_async(dstDevice, dstPitch, &ui, 4, Width, Height, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+                                             unsigned int ui, size_t Width, size_t Height,
+                                             CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(set_async(dstDevice, dstPitch, &ui, 4, Width, Height, hStream, true));
+}
+
+/* ---- copies between contexts ---------------------------------------------------------------- */
+
+/* Both contexts must be given and usable (the simulator's devices share one address space, so
+ * a peer copy is a device-to-device copy once they are). */
+static CUresult peer_contexts(CUcontext dst, CUcontext src) {
+    struct ctx *c;
+    if (!dst || !src) return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = ctx_resolve(dst, &c);
+    if (r == CUDA_SUCCESS) r = ctx_resolve(src, &c);
+    return r;
+}
+
+static CUresult peer_sync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                          size_t n) {
+    CUresult r = peer_contexts(dctx, sctx);
+    return r == CUDA_SUCCESS ? copy_sync(dst, X_DEV_WRITE, src, X_DEV_READ, n) : r;
+}
+
+static CUresult peer_async(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
+                           size_t n, CUstream s, bool ptsz) {
+    CUresult r = peer_contexts(dctx, sctx);
+    return r == CUDA_SUCCESS ? copy_async(dst, X_DEV_WRITE, src, X_DEV_READ, n, s, ptsz) : r;
+}
+
+/* A 3D peer descriptor is a 3D descriptor with the two contexts where it has reserved fields. */
+static CUresult from_3d_peer(const CUDA_MEMCPY3D_PEER *p, struct xfer *x) {
+    if (!p) return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = peer_contexts(p->dstContext, p->srcContext);
+    if (r != CUDA_SUCCESS) return r;
+    CUDA_MEMCPY3D d = {
+        .srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcZ = p->srcZ, .srcLOD = p->srcLOD,
+        .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost, .srcDevice = p->srcDevice,
+        .srcArray = p->srcArray, .srcPitch = p->srcPitch, .srcHeight = p->srcHeight,
+        .dstXInBytes = p->dstXInBytes, .dstY = p->dstY, .dstZ = p->dstZ, .dstLOD = p->dstLOD,
+        .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
+        .dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
+        .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};
+    return from_3d(&d, x);
+}
+
+static CUresult copy3d_peer_sync(const CUDA_MEMCPY3D_PEER *p) {
+    struct xfer x;
+    CUresult r = from_3d_peer(p, &x);
+    return r == CUDA_SUCCESS ? xfer_sync(&x) : r;
+}
+
+static CUresult copy3d_peer_async(const CUDA_MEMCPY3D_PEER *p, CUstream s, bool ptsz) {
+    struct xfer x;
+    CUresult r = from_3d_peer(p, &x);
+    return r == CUDA_SUCCESS ? xfer_async(&x, s, ptsz) : r;
+}
+
+SIMCUDA_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
+                                  CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount) {
+    API_ENTER();
+    API_LOCKED(peer_sync(dstDevice, dstContext, srcDevice, srcContext, ByteCount));
+}
+
+SIMCUDA_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
+                                       CUdeviceptr srcDevice, CUcontext srcContext,
+                                       size_t ByteCount) {
+    API_ENTER();
+    API_LOCKED(peer_sync(dstDevice, dstContext, srcDevice, srcContext, ByteCount));
+}
+
+SIMCUDA_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                       CUdeviceptr srcDevice, CUcontext srcContext,
+                                       size_t ByteCount, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(peer_async(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
+                                            CUdeviceptr srcDevice, CUcontext srcContext,
+                                            size_t ByteCount, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(peer_async(dstDevice, dstContext, srcDevice, srcContext, ByteCount, hStream, true));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy3d_peer_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy) {
+    API_ENTER();
+    API_LOCKED(copy3d_peer_sync(pCopy));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy3d_peer_async(pCopy, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy,
+                                              CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy3d_peer_async(pCopy, hStream, true));
 }
 
 /* ---- batches of copies ---------------------------------------------------------------------- */

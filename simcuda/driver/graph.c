@@ -176,7 +176,7 @@ static CUresult exec_destroy(CUgraphExec h) {
 static CUresult run_node(const struct node *n) {
     switch (n->kind) {
     case N_COPY: return xfer_run_locked(&n->copy);
-    case N_SET: return mem_set_locked(n->dst, n->pattern, n->elem, n->count);
+    case N_SET: return mem_set_rows_locked(n->dst, n->pitch, n->pattern, n->elem, n->count, n->rows);
     case N_KERNEL: return kernel_run_node(n);
     case N_ALLOC: return CUDA_SUCCESS; /* allocated before the nodes run (graph_launch) */
     case N_FREE: graph_mem_free(n->maddr); return CUDA_SUCCESS;

@@ -226,6 +226,9 @@ HIDDEN CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, en
 HIDDEN CUresult mem_copy_valid(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
                                size_t n);
 HIDDEN CUresult mem_set_locked(uint64_t dst, const void *pattern, size_t elem, size_t count);
+/* A 2D memset: `rows` rows of `count` elements, `pitch` bytes apart (pitch unused for one row). */
+HIDDEN CUresult mem_set_rows_locked(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
+                                    size_t count, size_t rows);
 
 /* Host ranges known to the driver: pinned allocations, registrations, managed memory. */
 enum hrkind { HR_PINNED, HR_REGISTERED, HR_MANAGED };
@@ -295,7 +298,8 @@ struct node {
     struct xfer copy;               /* N_COPY */
     uint64_t dst;                   /* N_SET */
     unsigned char pattern[4];       /* N_SET */
-    size_t elem, count;             /* N_SET */
+    size_t elem, count;             /* N_SET: elements per row */
+    size_t pitch, rows;             /* N_SET: rows (1 for a 1D memset), pitch bytes apart */
     int kernel;                     /* N_KERNEL: a built-in kernel (module.c) */
     uint64_t kparams[3];            /* N_KERNEL: pointer, value, n */
     uint64_t threads;               /* N_KERNEL: gridDimX * blockDimX */

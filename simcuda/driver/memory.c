@@ -156,27 +156,39 @@ CUresult mem_copy_valid(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode
     return copy_passes(dst, dmode, src, smode, n, 1);
 }
 
-CUresult mem_set_locked(uint64_t dst, const void *pattern, size_t elem, size_t count) {
-    if (count == 0) return CUDA_SUCCESS;
+CUresult mem_set_rows_locked(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
+                             size_t count, size_t rows) {
+    if (count == 0 || rows == 0) return CUDA_SUCCESS;
     if (dst % elem != 0 || count > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
     size_t n = count * elem;
+    /* Rows must not overlap, and each starts on an element. */
+    if (rows > 1 && (pitch < n || pitch % elem != 0 || rows - 1 > (UINT64_MAX - dst) / pitch))
+        return CUDA_ERROR_INVALID_VALUE;
     const unsigned char *pat = pattern;
+    /* Every row is checked before any byte is written. */
     for (int pass = 0; pass < 2; pass++) {
-        for (size_t off = 0; off < n;) {
-            char *h;
-            size_t c;
-            CUresult r = xlate(dst + off, n - off, X_DEV_WRITE, &h, &c);
-            if (r != CUDA_SUCCESS) return r;
-            if (pass == 1) {
-                if (elem == 1)
-                    memset(h, pat[0], c);
-                else
-                    for (size_t i = 0; i < c; i++) h[i] = (char)pat[(off + i) % elem];
+        for (size_t row = 0; row < rows; row++) {
+            uint64_t at = dst + (uint64_t)row * pitch;
+            for (size_t off = 0; off < n;) {
+                char *h;
+                size_t c;
+                CUresult r = xlate(at + off, n - off, X_DEV_WRITE, &h, &c);
+                if (r != CUDA_SUCCESS) return r;
+                if (pass == 1) {
+                    if (elem == 1)
+                        memset(h, pat[0], c);
+                    else
+                        for (size_t i = 0; i < c; i++) h[i] = (char)pat[(off + i) % elem];
+                }
+                off += c;
             }
-            off += c;
         }
     }
     return CUDA_SUCCESS;
+}
+
+CUresult mem_set_locked(uint64_t dst, const void *pattern, size_t elem, size_t count) {
+    return mem_set_rows_locked(dst, 0, pattern, elem, count, 1);
 }
 
 /* ---- device, pitch and managed allocations ------------------------------------------------ */

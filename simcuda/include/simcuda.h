@@ -386,6 +386,36 @@ typedef struct CUDA_MEMCPY3D_st {
     size_t Depth;
 } CUDA_MEMCPY3D;
 
+/* A 3D copy between contexts: CUDA_MEMCPY3D's layout with each side's context where it has
+ * its reserved fields. */
+typedef struct CUDA_MEMCPY3D_PEER_st {
+    size_t srcXInBytes;
+    size_t srcY;
+    size_t srcZ;
+    size_t srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    CUcontext srcContext;
+    size_t srcPitch;
+    size_t srcHeight;
+    size_t dstXInBytes;
+    size_t dstY;
+    size_t dstZ;
+    size_t dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    CUcontext dstContext;
+    size_t dstPitch;
+    size_t dstHeight;
+    size_t WidthInBytes;
+    size_t Height;
+    size_t Depth;
+} CUDA_MEMCPY3D_PEER;
+
 /* Modules, libraries, kernels. */
 typedef int CUjit_option;
 typedef int CUlibraryOption;
@@ -578,6 +608,22 @@ SIMCUDA_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
+                                  CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,
+                                       CUdeviceptr srcDevice, CUcontext srcContext,
+                                       size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyPeerAsync(CUdeviceptr dstDevice, CUcontext dstContext,
+                                       CUdeviceptr srcDevice, CUcontext srcContext,
+                                       size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyPeerAsync_ptsz(CUdeviceptr dstDevice, CUcontext dstContext,
+                                            CUdeviceptr srcDevice, CUcontext srcContext,
+                                            size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy);
+SIMCUDA_API CUresult cuMemcpy3DPeer_ptds(const CUDA_MEMCPY3D_PEER *pCopy);
+SIMCUDA_API CUresult cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy,
+                                              CUstream hStream);
 
 /* Batches of copies (12.8; 13.0's _v2 has no failure index): copy i moves sizes[i] bytes from
  * srcs[i] to dsts[i]; attrs[j] applies from copy attrsIdxs[j] on (attrsIdxs[0] is 0 and the
@@ -630,6 +676,36 @@ SIMCUDA_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, si
                                       CUstream hStream);
 SIMCUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
                                            CUstream hStream);
+/* 2D memsets: Height rows of Width elements, dstPitch bytes apart. */
+SIMCUDA_API CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                     size_t Width, size_t Height);
+SIMCUDA_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+                                          unsigned char uc, size_t Width, size_t Height);
+SIMCUDA_API CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
+                                      size_t Width, size_t Height);
+SIMCUDA_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+                                           unsigned short us, size_t Width, size_t Height);
+SIMCUDA_API CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
+                                      size_t Width, size_t Height);
+SIMCUDA_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
+                                           unsigned int ui, size_t Width, size_t Height);
+SIMCUDA_API CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
+                                       size_t Width, size_t Height, CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+                                            unsigned char uc, size_t Width, size_t Height,
+                                            CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch,
+                                        unsigned short us, size_t Width, size_t Height,
+                                        CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+                                             unsigned short us, size_t Width, size_t Height,
+                                             CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
+                                        unsigned int ui, size_t Width, size_t Height,
+                                        CUstream hStream);
+SIMCUDA_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
+                                             unsigned int ui, size_t Width, size_t Height,
+                                             CUstream hStream);
 
 /* Stream-ordered allocation and memory pools. */
 SIMCUDA_API CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream);

@@ -11,6 +11,9 @@
 // memory operations, single and batched); "value-early" writes the value before the kernel.
 // "batch" reads the buffer with a batch of copies (cuMemcpyBatchAsync_v2), unordered: a race;
 // "batch-event" orders it by an event.
+// "peer" reads the buffer with a synchronous peer copy (cuMemcpyPeer, serialized with all work,
+// non-blocking streams included); "peer-async" with cuMemcpyPeerAsync on the other stream, a
+// race.
 // "pageable" and "pinned" end with an asynchronous copy into pageable memory (which the host
 // waits for) or into pinned memory (which it does not), leaking their buffers.
 // Every subcommand otherwise cleans up after itself (streams
@@ -35,11 +38,11 @@
 #define N 1024
 
 static CUdevice dev;
+static CUcontext ctx;
 static CUfunction fill, assert_equal;
 static unsigned host_buf[N];
 
 static void setup(void) {
-    CUcontext ctx;
     CUmodule mod;
     CHECK(cuInit(0));
     CHECK(cuDeviceGet(&dev, 0));
@@ -128,7 +131,18 @@ static int race(const char *how) {
         CHECK(cuEventRecord(e, a));
         CHECK(cuStreamWaitEvent(b, e, 0));
     }
-    if (!strncmp(how, "batch", 5)) {
+    if (!strncmp(how, "peer", 4)) {
+        /* The read is a copy to another context's buffer (here the same context's), read back
+         * once the device is idle. */
+        CUdeviceptr d2 = make_buffer();
+        if (!strcmp(how, "peer"))
+            CHECK(cuMemcpyPeer(d2, ctx, d, ctx, sizeof host_buf));
+        else
+            CHECK(cuMemcpyPeerAsync(d2, ctx, d, ctx, sizeof host_buf, b));
+        CHECK(cuCtxSynchronize());
+        CHECK(cuMemcpyDtoH_v2(host_buf, d2, sizeof host_buf));
+        CHECK(cuMemFree_v2(d2));
+    } else if (!strncmp(how, "batch", 5)) {
         /* The read is a batch of copies (the buffer's two halves). */
         CUdeviceptr dsts[2] = {(CUdeviceptr)(uintptr_t)host_buf,
                                (CUdeviceptr)(uintptr_t)(host_buf + N / 2)};

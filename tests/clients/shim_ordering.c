@@ -74,6 +74,44 @@ int main(void) {
     CHECK(cuMemsetD16Async_ptsz(d, 1, 32, s));
     CHECK(cuMemsetD32Async(d, 1, 16, s));
     CHECK(cuMemsetD32Async_ptsz(d, 1, 16, s));
+    // 2D memsets: 3 rows of 16 elements, 256 bytes apart.
+    CHECK(cuMemsetD2D8_v2(d, 256, 1, 16, 3));
+    CHECK(cuMemsetD2D8_v2_ptds(d, 256, 1, 16, 3));
+    CHECK(cuMemsetD2D16_v2(d, 256, 1, 16, 3));
+    CHECK(cuMemsetD2D16_v2_ptds(d, 256, 1, 16, 3));
+    CHECK(cuMemsetD2D32_v2(d, 256, 1, 16, 3));
+    CHECK(cuMemsetD2D32_v2_ptds(d, 256, 1, 16, 3));
+    CHECK(cuMemsetD2D8Async(d, 256, 1, 16, 3, s));
+    CHECK(cuMemsetD2D8Async_ptsz(d, 256, 1, 16, 3, NULL));
+    CHECK(cuMemsetD2D16Async(d, 256, 1, 16, 3, s));
+    CHECK(cuMemsetD2D16Async_ptsz(d, 256, 1, 16, 3, NULL));
+    CHECK(cuMemsetD2D32Async(d, 256, 1, 16, 3, s));
+    CHECK(cuMemsetD2D32Async_ptsz(d, 256, 1, 16, 3, NULL));
+    // Peer copies, d to d2 (one context on both sides); the 3D ones copy 2 rows of 64 bytes
+    // from rows 128 bytes apart into rows 256 bytes apart.
+    CHECK(cuMemcpyPeer(d2, ctx, d, ctx, 64));
+    CHECK(cuMemcpyPeer_ptds(d2, ctx, d, ctx, 64));
+    CHECK(cuMemcpyPeerAsync(d2, ctx, d, ctx, 64, s));
+    CHECK(cuMemcpyPeerAsync_ptsz(d2, ctx, d, ctx, 64, NULL));
+    CUDA_MEMCPY3D_PEER peer;
+    memset(&peer, 0, sizeof peer);
+    peer.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    peer.srcDevice = d;
+    peer.srcContext = ctx;
+    peer.srcPitch = 128;
+    peer.srcHeight = 2;
+    peer.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    peer.dstDevice = d2;
+    peer.dstContext = ctx;
+    peer.dstPitch = 256;
+    peer.dstHeight = 2;
+    peer.WidthInBytes = 64;
+    peer.Height = 2;
+    peer.Depth = 1;
+    CHECK(cuMemcpy3DPeer(&peer));
+    CHECK(cuMemcpy3DPeer_ptds(&peer));
+    CHECK(cuMemcpy3DPeerAsync(&peer, s));
+    CHECK(cuMemcpy3DPeerAsync_ptsz(&peer, NULL));
 
     // fill_u32(d, 5, 1024) through kernelParams; add_u32 through the extra buffer.
     unsigned value = 5, n = 1024;

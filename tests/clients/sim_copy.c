@@ -235,10 +235,83 @@ static int batch(int argc, char **argv) {
     return 0;
 }
 
+/* Copies between two devices' contexts (run with SIMCUDA_DEVICES=2) and 2D memsets. */
+static int peer(int argc, char **argv) {
+    (void)argc, (void)argv;
+    CUcontext c0 = setup(), c1;
+    CUdevice d1;
+    CHECK(cuDeviceGet(&d1, 1));
+    CHECK(cuDevicePrimaryCtxRetain(&c1, d1));
+    CUdeviceptr a, b;
+    CHECK(cuMemAlloc_v2(&a, 4096));
+    CHECK(cuCtxSetCurrent(c1));
+    CHECK(cuMemAlloc_v2(&b, 4096));
+    unsigned host[1024], back[1024];
+    for (unsigned i = 0; i < 1024; i++) host[i] = i * 5 + 1;
+    CHECK(cuMemcpyHtoD_v2(a, host, sizeof host));
+    CHECK(cuMemcpyPeer(b, c1, a, c0, sizeof host));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("peer %d\n", !memcmp(back, host, sizeof host));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuMemsetD32_v2(a, 0, 1024));
+    CHECK(cuMemcpyPeerAsync_ptsz(a, c0, b, c1, sizeof host, s));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuMemcpyDtoH_v2(back, a, sizeof back));
+    printf("peer_async %d\n", !memcmp(back, host, sizeof host));
+    put_result("peer_no_context", cuMemcpyPeer(b, NULL, a, c0, 64));
+    put_result("peer_past_end", cuMemcpyPeerAsync(b, c1, a + 64, c0, 4096, s));
+    /* 3D: rows 0 and 1 of a (256-byte rows) into b's rows 128 bytes apart, 64 bytes each. */
+    CHECK(cuMemsetD8_v2(b, 0, 4096));
+    CUDA_MEMCPY3D_PEER p;
+    memset(&p, 0, sizeof p);
+    p.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.srcDevice = a;
+    p.srcContext = c0;
+    p.srcPitch = 256;
+    p.srcHeight = 2;
+    p.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    p.dstDevice = b;
+    p.dstContext = c1;
+    p.dstPitch = 128;
+    p.dstHeight = 2;
+    p.WidthInBytes = 64;
+    p.Height = 2;
+    p.Depth = 1;
+    CHECK(cuMemcpy3DPeer(&p));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("peer_3d %d\n", !memcmp(back, host, 64) && !memcmp(back + 32, host + 64, 64) &&
+                               back[16] == 0 && back[48] == 0);
+    p.dstContext = NULL;
+    put_result("peer_3d_no_context", cuMemcpy3DPeerAsync(&p, s));
+    /* 2D memsets: 3 rows of 4 16-bit elements, 64 bytes apart, the gaps left alone. */
+    CHECK(cuMemsetD8_v2(b, 0xee, 4096));
+    CHECK(cuMemsetD2D16Async_ptsz(b, 64, 0x1234, 4, 3, s));
+    CHECK(cuStreamSynchronize(s));
+    unsigned short row[96];
+    CHECK(cuMemcpyDtoH_v2(row, b, sizeof row));
+    int ok = 1;
+    for (int y = 0; y < 3; y++)
+        for (int x = 0; x < 32; x++) ok &= row[y * 32 + x] == (x < 4 ? 0x1234 : 0xeeee);
+    printf("memset_2d %d\n", ok);
+    put_result("memset_2d_overlapping", cuMemsetD2D32_v2(b, 8, 0, 4, 3));
+    put_result("memset_2d_misaligned_pitch", cuMemsetD2D16_v2(b, 63, 0, 4, 3));
+    put_result("memset_2d_past_end", cuMemsetD2D8_v2(b, 2048, 0, 64, 3));
+    CHECK(cuMemcpyDtoH_v2(row, b, sizeof row));
+    printf("memset_2d_nothing_written %d\n", row[0] == 0x1234);
+    put_result("memset_2d_one_row_any_pitch", cuMemsetD2D8_v2(b, 0, 7, 64, 1));
+    CHECK(cuStreamDestroy_v2(s));
+    CHECK(cuMemFree_v2(b));
+    CHECK(cuCtxSetCurrent(c0));
+    CHECK(cuMemFree_v2(a));
+    return 0;
+}
+
 int main(int argc, char **argv) {
     static const struct subcommand cmds[] = {
         {"ipc", ipc},
         {"batch", batch},
+        {"peer", peer},
         {"round-trip", round_trip},
         {"host-memory", host_memory},
         {"no-host-access", no_host_access},

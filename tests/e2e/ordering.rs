@@ -174,6 +174,7 @@ fn correctly_ordered_twins_report_nothing() {
                 "value",
                 "value-batch",
                 "batch-event",
+                "peer",
             ],
         ),
         ("unordered-free", &["event", "host", "legacy"]),
@@ -218,6 +219,20 @@ fn a_batch_of_copies_races_like_any_copy() {
     assert!(message.starts_with("cuMemcpyBatchAsync_v2 on stream"), "{message}");
     assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
     assert_eq!(findings[0]["severity"], "error");
+}
+
+/// A synchronous peer copy is serialized with all work, so it reads the buffer after the
+/// kernel on a non-blocking stream wrote it (the twin `peer` above reports nothing); the
+/// asynchronous one is an operation of its stream only, and races.
+#[test]
+fn an_asynchronous_peer_copy_races_where_a_synchronous_one_is_serialized() {
+    let (findings, report) = findings_of(&["cross-stream-race", "peer-async"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.starts_with("cuMemcpyPeerAsync on stream"), "{message}");
+    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+    assert_eq!(findings[0]["severity"], "error");
+    assert!(report["leaks"].as_array().unwrap().is_empty());
 }
 
 /// A value written by one stream and waited for by another (stream memory operations) orders
@@ -437,7 +452,7 @@ fn sync_stacks_can_be_sampled() {
         let (batched, copies): (Vec<&Value>, Vec<&Value>) = of_type(&records, "Copy")
             .into_iter()
             .partition(|c| c["api"].as_str().unwrap().starts_with("cuMemcpyBatchAsync"));
-        assert_eq!((copies.len(), batched.len()), (28, 8));
+        assert_eq!((copies.len(), batched.len()), (48, 8));
         for pair in batched.chunks(2) {
             assert_eq!(pair[0]["stack"], pair[1]["stack"], "{pair:?}");
         }
@@ -447,9 +462,9 @@ fn sync_stacks_can_be_sampled() {
         let sampled = copies.iter().filter(|c| c["stack"] != 0).count();
         (sampled, String::from_utf8_lossy(&out.stderr).into_owned())
     };
-    assert_eq!(copies_with_stacks("1").0, 28);
-    // The 28 copies are this thread's first calls of the kind: the 1st, 3rd, ... 27th.
-    assert_eq!(copies_with_stacks("2").0, 14);
+    assert_eq!(copies_with_stacks("1").0, 48);
+    // The 48 copies are this thread's first calls of the kind: the 1st, 3rd, ... 47th.
+    assert_eq!(copies_with_stacks("2").0, 24);
     assert_eq!(copies_with_stacks("0").0, 0);
     let (sampled, stderr) = copies_with_stacks("often");
     assert_eq!(sampled, 0);
@@ -579,6 +594,37 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
     assert_eq!(count("cuStreamEndCapture_ptsz"), 3);
     assert_eq!(count("cuLaunchKernel"), 2);
     assert_eq!(count("cuLaunchKernel_ptsz"), 2);
+    // 2D memsets span their rows; peer copies name both sides, the 3D ones from their
+    // descriptors (the larger span: one 256-byte row and 64 bytes).
+    let copies = |api: &str| -> Vec<(u64, u64, Option<u64>)> {
+        records
+            .iter()
+            .filter(|r| r["api"] == api)
+            .map(|r| (hex(&r["dst"]), r["src"].as_u64().unwrap(), r["bytes"].as_u64()))
+            .collect()
+    };
+    for (elem, apis) in [
+        (1, ["cuMemsetD2D8_v2", "cuMemsetD2D8_v2_ptds", "cuMemsetD2D8Async", "cuMemsetD2D8Async_ptsz"]),
+        (2, ["cuMemsetD2D16_v2", "cuMemsetD2D16_v2_ptds", "cuMemsetD2D16Async", "cuMemsetD2D16Async_ptsz"]),
+        (4, ["cuMemsetD2D32_v2", "cuMemsetD2D32_v2_ptds", "cuMemsetD2D32Async", "cuMemsetD2D32Async_ptsz"]),
+    ] {
+        for api in apis {
+            assert_eq!(copies(api), [(ptr, 0, Some(2 * 256 + 16 * elem))], "{api}");
+        }
+    }
+    let d2 = copies("cuMemcpyPeer")[0].0;
+    assert_ne!(d2, ptr);
+    for api in ["cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz"] {
+        assert_eq!(copies(api), [(d2, ptr, Some(64))], "{api}");
+    }
+    for api in [
+        "cuMemcpy3DPeer",
+        "cuMemcpy3DPeer_ptds",
+        "cuMemcpy3DPeerAsync",
+        "cuMemcpy3DPeerAsync_ptsz",
+    ] {
+        assert_eq!(copies(api), [(d2, ptr, Some(256 + 64))], "{api}");
+    }
     // A batch of copies is a Copy per copy, in array order.
     let d2 = records
         .iter()

@@ -58,6 +58,16 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemcpy3DAsync_v2_ptsz
             | Api::cuMemcpyBatchAsync_ptsz
             | Api::cuMemcpyBatchAsync_v2_ptsz
+            | Api::cuMemcpyPeer_ptds
+            | Api::cuMemcpyPeerAsync_ptsz
+            | Api::cuMemcpy3DPeer_ptds
+            | Api::cuMemcpy3DPeerAsync_ptsz
+            | Api::cuMemsetD2D8_v2_ptds
+            | Api::cuMemsetD2D16_v2_ptds
+            | Api::cuMemsetD2D32_v2_ptds
+            | Api::cuMemsetD2D8Async_ptsz
+            | Api::cuMemsetD2D16Async_ptsz
+            | Api::cuMemsetD2D32Async_ptsz
             // Its upload stream (no record carries it).
             | Api::cuGraphInstantiateWithParams_ptsz
             // Runtime calls (only ever a record's `via`).
@@ -95,19 +105,34 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
         Api::cuMemcpyHtoD_v2 | Api::cuMemcpyHtoD_v2_ptds | Api::cuMemcpyDtoH_v2 | Api::cuMemcpyDtoH_v2_ptds => {
             (Blocking, false)
         }
-        Api::cuMemcpyDtoD_v2 | Api::cuMemcpyDtoD_v2_ptds => (Enqueue, false),
+        // A synchronous peer copy is "asynchronous with respect to the host" (its documentation).
+        Api::cuMemcpyDtoD_v2 | Api::cuMemcpyDtoD_v2_ptds | Api::cuMemcpyPeer | Api::cuMemcpyPeer_ptds => {
+            (Enqueue, false)
+        }
         Api::cuMemsetD8_v2
         | Api::cuMemsetD8_v2_ptds
         | Api::cuMemsetD16_v2
         | Api::cuMemsetD16_v2_ptds
         | Api::cuMemsetD32_v2
-        | Api::cuMemsetD32_v2_ptds => (Enqueue, true),
+        | Api::cuMemsetD32_v2_ptds
+        | Api::cuMemsetD2D8_v2
+        | Api::cuMemsetD2D8_v2_ptds
+        | Api::cuMemsetD2D16_v2
+        | Api::cuMemsetD2D16_v2_ptds
+        | Api::cuMemsetD2D32_v2
+        | Api::cuMemsetD2D32_v2_ptds => (Enqueue, true),
         Api::cuMemsetD8Async
         | Api::cuMemsetD8Async_ptsz
         | Api::cuMemsetD16Async
         | Api::cuMemsetD16Async_ptsz
         | Api::cuMemsetD32Async
-        | Api::cuMemsetD32Async_ptsz => (Async, true),
+        | Api::cuMemsetD32Async_ptsz
+        | Api::cuMemsetD2D8Async
+        | Api::cuMemsetD2D8Async_ptsz
+        | Api::cuMemsetD2D16Async
+        | Api::cuMemsetD2D16Async_ptsz
+        | Api::cuMemsetD2D32Async
+        | Api::cuMemsetD2D32Async_ptsz => (Async, true),
         // A unified copy makes the host wait unless both sides are device memory.
         Api::cuMemcpy
         | Api::cuMemcpy_ptds
@@ -116,9 +141,25 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
         | Api::cuMemcpy2DUnaligned_v2
         | Api::cuMemcpy2DUnaligned_v2_ptds
         | Api::cuMemcpy3D_v2
-        | Api::cuMemcpy3D_v2_ptds => (BySides, false),
+        | Api::cuMemcpy3D_v2_ptds
+        // "Synchronous with respect to the host only if the source or destination of the
+        // transfer is host memory".
+        | Api::cuMemcpy3DPeer
+        | Api::cuMemcpy3DPeer_ptds => (BySides, false),
         _ => (Async, false),
     }
+}
+
+/// A synchronous peer copy (`cuMemcpyPeer`, `cuMemcpy3DPeer`), "serialized with respect to
+/// all pending and future asynchronous work" of the current, source and destination contexts:
+/// it comes after all earlier work of every stream, non-blocking ones too, and all later work
+/// comes after it. The model has one context, so this orders every stream of the process
+/// (more than the driver does with several contexts: it can hide findings, never add one).
+pub fn serializes_device(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuMemcpyPeer | Api::cuMemcpyPeer_ptds | Api::cuMemcpy3DPeer | Api::cuMemcpy3DPeer_ptds
+    )
 }
 
 /// An asynchronous copy that returns only once it is complete when its destination is
@@ -136,6 +177,8 @@ pub fn waits_for_pageable_destination(api: Api) -> bool {
             | Api::cuMemcpy2DAsync_v2_ptsz
             | Api::cuMemcpy3DAsync_v2
             | Api::cuMemcpy3DAsync_v2_ptsz
+            | Api::cuMemcpy3DPeerAsync
+            | Api::cuMemcpy3DPeerAsync_ptsz
     )
 }
 

@@ -27,6 +27,9 @@
 //! - **legacy default stream**: an operation on it waits for all earlier work of every
 //!   blocking stream, and every later operation of a blocking stream waits for it.
 //!   Non-blocking streams (flag 1) are exempt; per-thread default streams are blocking.
+//! - **synchronous peer copies** (`cuMemcpyPeer`, `cuMemcpy3DPeer`) are serialized with all
+//!   work: such a copy waits for all earlier work of every stream, non-blocking ones included,
+//!   and every later operation of every stream waits for it.
 //!
 //! Stream handle 0 names the legacy default stream, or the calling thread's per-thread
 //! default stream for `_ptsz`/`_ptds` APIs; handles 1 and 2 are `CU_STREAM_LEGACY` and
@@ -184,6 +187,9 @@ pub struct Streams {
     blocking: Clock,
     /// The last legacy-stream operation (what later blocking-stream work waits for).
     barrier: Clock,
+    /// The last operation serialized with all work (a synchronous peer copy), which every
+    /// later operation of every stream waits for (empty until there is one).
+    fence: Clock,
     events: FastMap<u64, EventState>,
     /// Streams under capture, a capture's events and the streams that joined it through them.
     captures: Captures<StreamName>,
@@ -448,12 +454,14 @@ impl Streams {
             host,
             blocking,
             barrier,
+            fence,
             ..
         } = self;
         let Some(st) = states[slot.0 as usize].as_mut() else {
             return;
         };
         st.clock.join(host);
+        st.clock.join(fence);
         if st.name == StreamName::Legacy {
             st.clock.join(blocking);
         } else if st.blocking {

@@ -52,9 +52,27 @@ impl Streams {
             HostSide::Enqueue if memset => self.is_pinned_or_managed(c.dst.0),
             s => s == HostSide::Blocking,
         };
+        let serialized = apis::serializes_device(c.api);
+        if serialized {
+            // After all earlier work of every stream.
+            let slot = self.slot_for(name);
+            if !self.capturing(slot) {
+                let Streams { states, all, .. } = self;
+                if let Some(st) = states[slot.0 as usize].as_mut() {
+                    st.clock.join(all);
+                }
+            }
+        }
         let Some(slot) = self.work(tid, seq, c.api, c.stack, name, &accesses[..n]) else {
             return;
         };
+        if serialized {
+            // Before all later work of every stream.
+            let Streams { states, fence, .. } = self;
+            if let Some(st) = states[slot.0 as usize].as_ref() {
+                fence.join(&st.clock);
+            }
+        }
         if blocking {
             self.host_learns(Known::Stream(slot));
         }

@@ -10,6 +10,7 @@ mod graph_events;
 mod later_apis;
 mod memops;
 mod pageable;
+mod peer;
 
 const A: u64 = 0xa0;
 const B: u64 = 0xb0;

@@ -34,6 +34,26 @@ fn a_batch_of_copies_runs_in_order_and_is_checked_whole() {
 }
 
 #[test]
+fn peer_copies_move_bytes_between_contexts_and_2d_memsets_set_only_their_rows() {
+    let f = super::run_with("sim_copy", "peer", &[("SIMCUDA_DEVICES", "2")]);
+    f.expect_all(&[
+        ("peer", "1"),
+        ("peer_async", "1"),
+        // CUDA_ERROR_INVALID_CONTEXT, CUDA_ERROR_INVALID_VALUE.
+        ("peer_no_context", "201"),
+        ("peer_past_end", "1"),
+        ("peer_3d", "1"),
+        ("peer_3d_no_context", "201"),
+        ("memset_2d", "1"),
+        ("memset_2d_overlapping", "1"),
+        ("memset_2d_misaligned_pitch", "1"),
+        ("memset_2d_past_end", "1"),
+        ("memset_2d_nothing_written", "1"),
+        ("memset_2d_one_row_any_pitch", "0"),
+    ]);
+}
+
+#[test]
 fn copies_outside_a_live_allocation_fail_with_invalid_value() {
     let f = run("sim_copy", "round-trip");
     f.expect_all(&[

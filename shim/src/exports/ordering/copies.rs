@@ -199,6 +199,165 @@ pub unsafe fn memset32_async(
     })
 }
 
+/// `cuMemcpyPeer[_ptds]`: a device-to-device copy between two contexts (which the record does
+/// not keep; the analyzer takes every context to be one).
+pub unsafe fn copy_peer(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize) -> CUresult,
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    n: usize,
+) -> CUresult {
+    copy(api, NO_STREAM, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, dst_ctx, src, src_ctx, n) }
+    })
+}
+
+/// `cuMemcpyPeerAsync[_ptsz]`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn copy_peer_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    dst_ctx: CUcontext,
+    src: CUdeviceptr,
+    src_ctx: CUcontext,
+    n: usize,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, dst_ctx, src, src_ctx, n, stream) }
+    })
+}
+
+/// The bytes a 2D memset of `height` rows of `width` elements of `elem` bytes, rows `pitch`
+/// bytes apart, spans from its first byte to one past its last.
+fn span_2d(pitch: usize, width: usize, height: usize, elem: u64) -> u64 {
+    if width == 0 || height == 0 {
+        return 0;
+    }
+    ((height - 1) as u64)
+        .saturating_mul(pitch as u64)
+        .saturating_add((width as u64).saturating_mul(elem))
+}
+
+/// `cuMemsetD2D{8,16,32}_v2[_ptds]` (`value` widened to 32 bits; `elem` its width in bytes).
+#[inline(always)]
+fn memset_2d(
+    api: Api,
+    stream: CUstream,
+    (dst, pitch, width, height, elem): (CUdeviceptr, usize, usize, usize, u64),
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
+    copy(api, stream, dst, 0, span_2d(pitch, width, height, elem), call)
+}
+
+/// `cuMemsetD2D8_v2[_ptds]`.
+pub unsafe fn memset2d8(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, u8, usize, usize) -> CUresult,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u8,
+    width: usize,
+    height: usize,
+) -> CUresult {
+    memset_2d(api, NO_STREAM, (dst, pitch, width, height, 1), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, pitch, value, width, height) }
+    })
+}
+
+/// `cuMemsetD2D16_v2[_ptds]`.
+pub unsafe fn memset2d16(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, u16, usize, usize) -> CUresult,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u16,
+    width: usize,
+    height: usize,
+) -> CUresult {
+    memset_2d(api, NO_STREAM, (dst, pitch, width, height, 2), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, pitch, value, width, height) }
+    })
+}
+
+/// `cuMemsetD2D32_v2[_ptds]`.
+pub unsafe fn memset2d32(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, u32, usize, usize) -> CUresult,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u32,
+    width: usize,
+    height: usize,
+) -> CUresult {
+    memset_2d(api, NO_STREAM, (dst, pitch, width, height, 4), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, pitch, value, width, height) }
+    })
+}
+
+/// `cuMemsetD2D8Async[_ptsz]`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn memset2d8_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, u8, usize, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u8,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> CUresult {
+    memset_2d(api, stream, (dst, pitch, width, height, 1), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, pitch, value, width, height, stream) }
+    })
+}
+
+/// `cuMemsetD2D16Async[_ptsz]`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn memset2d16_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, u16, usize, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u16,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> CUresult {
+    memset_2d(api, stream, (dst, pitch, width, height, 2), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, pitch, value, width, height, stream) }
+    })
+}
+
+/// `cuMemsetD2D32Async[_ptsz]`.
+#[allow(clippy::too_many_arguments)]
+pub unsafe fn memset2d32_async(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, u32, usize, usize, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    pitch: usize,
+    value: u32,
+    width: usize,
+    height: usize,
+    stream: CUstream,
+) -> CUresult {
+    memset_2d(api, stream, (dst, pitch, width, height, 4), || {
+        // SAFETY: passed through.
+        unsafe { real(dst, pitch, value, width, height, stream) }
+    })
+}
+
 /// A 2D or 3D copy: like [`copy`], with the addresses and length read from the descriptor
 /// after the call, and only when it succeeded (the driver has then read and validated it; a
 /// refused copy is recorded with no addresses).
@@ -261,8 +420,8 @@ unsafe fn described<T: Descriptor>(p: *const T) -> regions::Region {
     unsafe { p.read_unaligned() }.region()
 }
 
-/// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]`, `cuMemcpy3D_v2[_ptds]` (the
-/// default stream, as for `cuMemcpy`).
+/// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]`, `cuMemcpy3D_v2[_ptds]`,
+/// `cuMemcpy3DPeer[_ptds]` (the default stream, as for `cuMemcpy`).
 pub unsafe fn copy_descriptor<T: Descriptor>(
     api: Api,
     real: unsafe extern "C" fn(*const T) -> CUresult,
@@ -278,7 +437,7 @@ pub unsafe fn copy_descriptor<T: Descriptor>(
     )
 }
 
-/// `cuMemcpy2DAsync_v2[_ptsz]`, `cuMemcpy3DAsync_v2[_ptsz]`.
+/// `cuMemcpy2DAsync_v2[_ptsz]`, `cuMemcpy3DAsync_v2[_ptsz]`, `cuMemcpy3DPeerAsync[_ptsz]`.
 pub unsafe fn copy_descriptor_async<T: Descriptor>(
     api: Api,
     real: unsafe extern "C" fn(*const T, CUstream) -> CUresult,
@@ -398,5 +557,21 @@ pub unsafe fn copy_batch_v2(
         batched(api, stream, (dsts, srcs, sizes, count), || {
             real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream)
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::span_2d;
+
+    #[test]
+    fn a_2d_memset_spans_its_rows_pitches_apart_and_its_last_row_s_elements() {
+        // 3 rows of 10 two-byte elements, 64 bytes apart: 2 * 64 + 20.
+        assert_eq!(span_2d(64, 10, 3, 2), 148);
+        // One row: the pitch does not matter.
+        assert_eq!(span_2d(0, 10, 1, 4), 40);
+        assert_eq!(span_2d(64, 0, 3, 1), 0);
+        assert_eq!(span_2d(64, 10, 0, 1), 0);
+        assert_eq!(span_2d(usize::MAX, usize::MAX, usize::MAX, 4), u64::MAX);
     }
 }
