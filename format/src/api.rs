@@ -281,6 +281,13 @@ apis! {
     304 cuMemsetD2D16Async_ptsz,
     305 cuMemsetD2D32Async,
     306 cuMemsetD2D32Async_ptsz,
+    // External memory (Vulkan, D3D or another process's, through a shareable handle): the
+    // imported object, and buffers and mipmapped arrays mapped onto it, which the program
+    // frees with cuMemFree and cuMipmappedArrayDestroy.
+    307 cuImportExternalMemory,
+    308 cuExternalMemoryGetMappedBuffer,
+    309 cuExternalMemoryGetMappedMipmappedArray,
+    310 cuDestroyExternalMemory,
 }
 
 impl Api {
@@ -310,6 +317,9 @@ impl Api {
             | Api::cuMipmappedArrayCreate
             | Api::cuMipmappedArrayDestroy => Array,
             Api::cuIpcOpenMemHandle_v2 | Api::cuIpcOpenMemHandle | Api::cuIpcCloseMemHandle => Ipc,
+            Api::cuImportExternalMemory | Api::cuDestroyExternalMemory => External,
+            Api::cuExternalMemoryGetMappedBuffer => ExternalBuffer,
+            Api::cuExternalMemoryGetMappedMipmappedArray => ExternalArray,
             _ => return None,
         })
     }

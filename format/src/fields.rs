@@ -355,11 +355,22 @@ pub enum MemKind {
     /// `cuMemFreeAsync` or `cuMemFree`, or by the next launch of a graph instantiated with
     /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`. Destroying the graph frees nothing.
     Graph = 12,
+    /// An external memory object (`cuImportExternalMemory`: memory of Vulkan, D3D or another
+    /// process, through a shareable handle); `ptr` holds its handle, `size` the object's
+    /// size. Destroyed by `cuDestroyExternalMemory`; not this process's memory.
+    External = 13,
+    /// A buffer mapped onto an external memory object (`cuExternalMemoryGetMappedBuffer`):
+    /// the object's memory at a device address, until the program frees it with `cuMemFree`.
+    ExternalBuffer = 14,
+    /// A mipmapped array mapped onto an external memory object
+    /// (`cuExternalMemoryGetMappedMipmappedArray`); `ptr` holds its handle. Freed by
+    /// `cuMipmappedArrayDestroy`.
+    ExternalArray = 15,
 }
 
 impl MemKind {
     /// Every kind, in number order.
-    pub const ALL: [MemKind; 13] = [
+    pub const ALL: [MemKind; 16] = [
         MemKind::Device,
         MemKind::Managed,
         MemKind::Host,
@@ -373,6 +384,9 @@ impl MemKind {
         MemKind::Multicast,
         MemKind::PoolImport,
         MemKind::Graph,
+        MemKind::External,
+        MemKind::ExternalBuffer,
+        MemKind::ExternalArray,
     ];
 
     /// Short lowercase name used in reports.
@@ -391,6 +405,9 @@ impl MemKind {
             MemKind::Multicast => "multicast",
             MemKind::PoolImport => "pool-import",
             MemKind::Graph => "graph",
+            MemKind::External => "external",
+            MemKind::ExternalBuffer => "external-buffer",
+            MemKind::ExternalArray => "external-array",
         }
     }
 }

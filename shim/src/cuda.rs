@@ -369,9 +369,60 @@ pub struct CUDA_MEMCPY3D {
 /// `reserved1`.
 pub type CUDA_MEMCPY3D_PEER = CUDA_MEMCPY3D;
 
+/// `CUexternalMemory`.
+pub type CUexternalMemory = *mut c_void;
+
+/// `CUDA_EXTERNAL_MEMORY_HANDLE_DESC`, as far as the shim reads it (the flags and reserved
+/// words after `size` are left out: it is only ever read through the program's pointer).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+    /// `CUexternalMemoryHandleType`.
+    pub handle_type: u32,
+    /// The handle union (a file descriptor, two Win32 pointers, or an NvSciBuf object).
+    pub handle: [u64; 2],
+    /// The object's size in bytes.
+    pub size: u64,
+}
+
+/// `CUDA_EXTERNAL_MEMORY_BUFFER_DESC`, as far as the shim reads it.
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC {
+    /// Offset of the buffer in the object.
+    pub offset: u64,
+    /// The buffer's size in bytes.
+    pub size: u64,
+}
+
+/// `CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC`, as far as the shim reads it.
+#[repr(C)]
+pub struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+    /// Offset of the array in the object.
+    pub offset: u64,
+    /// The array's shape and format.
+    pub array_desc: CUDA_ARRAY3D_DESCRIPTOR,
+    /// Mipmap levels.
+    pub num_levels: u32,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn external_memory_descriptors_have_the_public_offsets() {
+        // cuda.h: the union after a 4-byte enum starts at 8; size at 24; the buffer's at 8.
+        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, handle), 8);
+        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_HANDLE_DESC, size), 24);
+        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_BUFFER_DESC, size), 8);
+        // The array descriptor (three size_t, an enum and two unsigned: 36 bytes, 40 with its
+        // padding) at 8, the level count after it.
+        assert_eq!(std::mem::size_of::<CUDA_ARRAY3D_DESCRIPTOR>(), 40);
+        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, array_desc), 8);
+        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, num_levels), 48);
+        assert_eq!(std::mem::size_of::<CUDA_MEMCPY3D_PEER>(), 200);
+    }
 
     fn desc(width: usize, height: usize, depth: usize, flags: u32) -> CUDA_ARRAY3D_DESCRIPTOR {
         // FLOAT, four channels: 16 bytes per element.

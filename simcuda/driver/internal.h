@@ -95,6 +95,7 @@ enum hkind {
     HK_NODE,
     HK_MIPMAPPED,
     HK_USER_OBJECT,
+    HK_EXTMEM,
     HK_COUNT
 };
 
@@ -398,7 +399,8 @@ HIDDEN CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
 /* An imported pool pointer (cuMemPoolImportPointer): an alias of `target` like an IPC mapping,
  * reference-counted, made in context c. */
 HIDDEN CUresult ipc_alias_pool(struct alloc *target, struct ctx *c, CUdeviceptr *out);
-/* Frees one reference of the imported pool pointer at dptr; false if there is none there. */
+/* Frees one reference of the imported pool pointer, or the external buffer, at dptr; false if
+ * there is none there. */
 HIDDEN bool ipc_free_pool_alias(CUdeviceptr dptr);
 /* Shareable handles (POSIX file descriptors): a memfd holding `n` bytes of payload, or -1;
  * and reading such a payload back from the descriptor a client passed (os_handle), checking

@@ -26,6 +26,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* memfd_create, for the scripts that build the driver by hand */
 #endif
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -57,6 +58,9 @@ struct ipc_alias {
     int refs;
     struct ctx *ctx;
     bool pool;           /* cuMemPoolImportPointer's: freed by cuMemFree[Async], not closed */
+    bool external;       /* a buffer mapped onto external memory: freed by cuMemFree, never
+                            shared with another mapping; `length` bytes at `offset` of target */
+    uint64_t offset, length;
 };
 
 static struct rtab reservations; /* obj unused */
@@ -496,16 +500,22 @@ _Static_assert(sizeof(struct ipc_payload) <= CU_IPC_HANDLE_SIZE, "IPC payload mu
 static bool ipc_target_live(const struct ipc_alias *al) {
     struct alloc *a = heap_find(al->target_addr);
     if (a != al->target || a->addr != al->target_addr || a->serial != al->serial) return false;
-    return al->pool ? a->kind == AK_ASYNC && !a->cached : a->kind == AK_DEVICE || a->kind == AK_PITCH;
+    if (al->pool) return a->kind == AK_ASYNC && !a->cached;
+    return a->kind == AK_DEVICE || a->kind == AK_PITCH;
+}
+
+/* The bytes an alias maps: a whole allocation, or an external buffer's part of one. */
+static uint64_t alias_length(const struct ipc_alias *al) {
+    return al->external ? al->length : al->target->size;
 }
 
 CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig) {
     struct range *r = rtab_find(&ipc_aliases, addr);
     if (!r || !ipc_target_live(r->obj)) return CUDA_ERROR_INVALID_VALUE;
-    struct alloc *a = ((struct ipc_alias *)r->obj)->target;
-    uint64_t off = addr - r->addr;
-    if (n > a->size || off > a->size - n) return CUDA_ERROR_INVALID_VALUE;
-    *host = heap_host(a) + off;
+    const struct ipc_alias *al = r->obj;
+    uint64_t off = addr - r->addr, len = alias_length(al);
+    if (n > len || off > len - n) return CUDA_ERROR_INVALID_VALUE;
+    *host = heap_host(al->target) + (al->external ? al->offset : 0) + off;
     *contig = n;
     return CUDA_SUCCESS;
 }
@@ -555,18 +565,19 @@ static CUresult ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle, unsig
 static CUresult alias_open(const struct ipc_alias *probe, struct ctx *c, CUdeviceptr *pdptr) {
     for (size_t i = 0; i < ipc_aliases.n; i++) {
         struct ipc_alias *al = ipc_aliases.v[i].obj;
-        if (al->serial == probe->serial && al->pool == probe->pool && ipc_target_live(al)) {
+        if (!probe->external && !al->external && al->serial == probe->serial &&
+            al->pool == probe->pool && ipc_target_live(al)) {
             al->refs++;
             *pdptr = ipc_aliases.v[i].addr;
             return CUDA_SUCCESS;
         }
     }
     uint64_t addr;
-    if (!rtab_first_fit(&ipc_aliases, IPC_BASE, IPC_BASE + IPC_SPAN, probe->target->block, HEAP_ALIGN,
-                        &addr))
+    uint64_t span = probe->external ? round_up(probe->length, HEAP_ALIGN) : probe->target->block;
+    if (!rtab_first_fit(&ipc_aliases, IPC_BASE, IPC_BASE + IPC_SPAN, span, HEAP_ALIGN, &addr))
         return CUDA_ERROR_OUT_OF_MEMORY;
     struct ipc_alias *al = malloc(sizeof *al);
-    if (!al || !rtab_insert(&ipc_aliases, addr, probe->target->block, al)) {
+    if (!al || !rtab_insert(&ipc_aliases, addr, span, al)) {
         free(al);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -584,10 +595,13 @@ CUresult ipc_alias_pool(struct alloc *target, struct ctx *c, CUdeviceptr *out) {
     return alias_open(&probe, c, out);
 }
 
-/* Drops one reference of the alias at dptr, if it is of the kind asked for. */
-static bool alias_close(CUdeviceptr dptr, bool pool) {
+/* Drops one reference of the alias at dptr, if it is of the kind asked for (an IPC mapping;
+ * or, `freed`, what cuMemFree frees: an imported pool pointer or an external buffer). */
+static bool alias_close(CUdeviceptr dptr, bool freed) {
     struct range *r = rtab_exact(&ipc_aliases, dptr);
-    if (!r || ((struct ipc_alias *)r->obj)->pool != pool) return false;
+    if (!r) return false;
+    const struct ipc_alias *found = r->obj;
+    if ((found->pool || found->external) != freed) return false;
     struct ipc_alias *al = r->obj;
     if (--al->refs == 0) {
         rtab_remove(&ipc_aliases, dptr);
@@ -601,10 +615,10 @@ bool ipc_free_pool_alias(CUdeviceptr dptr) { return alias_close(dptr, true); }
 bool ipc_address_range(uint64_t addr, uint64_t *base, uint64_t *size) {
     struct range *r = rtab_find(&ipc_aliases, addr);
     if (!r || !ipc_target_live(r->obj)) return false;
-    struct alloc *a = ((struct ipc_alias *)r->obj)->target;
-    if (addr - r->addr >= a->size) return false;
+    uint64_t len = alias_length(r->obj);
+    if (addr - r->addr >= len) return false;
     *base = r->addr;
-    *size = a->size;
+    *size = len;
     return true;
 }
 
@@ -632,4 +646,91 @@ SIMCUDA_API CUresult cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle ha
 SIMCUDA_API CUresult cuIpcCloseMemHandle(CUdeviceptr dptr) {
     API_ENTER();
     API_LOCKED(ipc_close(dptr));
+}
+
+/* ---- external memory ---------------------------------------------------------------------- */
+
+/* An imported external memory object: the simulator backs it with device memory of its own
+ * (an opaque file descriptor carries no memory here); buffers mapped onto it are aliases of
+ * parts of that memory, freed by cuMemFree. */
+struct extmem {
+    struct hdr h;
+    uint64_t addr;   /* the backing allocation */
+    uint64_t size;
+};
+
+static CUresult ext_import(CUexternalMemory *out, const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *desc) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    if (!out || !desc || desc->size == 0 || (desc->flags & ~CUDA_EXTERNAL_MEMORY_DEDICATED))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (desc->type != CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD) return CUDA_ERROR_NOT_SUPPORTED;
+    if (desc->handle.fd < 0 || fcntl(desc->handle.fd, F_GETFD) < 0) return CUDA_ERROR_INVALID_VALUE;
+    struct extmem *m = obj_new(HK_EXTMEM, sizeof *m);
+    if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
+    CUdeviceptr addr;
+    r = mem_alloc_locked(&addr, desc->size, AK_DEVICE);
+    if (r != CUDA_SUCCESS) {
+        m->h.alive = false;
+        return r;
+    }
+    m->addr = addr;
+    m->size = desc->size;
+    /* The driver owns the descriptor once the import succeeded. */
+    close(desc->handle.fd);
+    *out = (CUexternalMemory)(uintptr_t)H(m);
+    return CUDA_SUCCESS;
+}
+
+static CUresult ext_buffer(CUdeviceptr *out, CUexternalMemory ext,
+                           const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *desc) {
+    struct ctx *c;
+    CUresult r = ctx_current(&c);
+    if (r != CUDA_SUCCESS) return r;
+    struct extmem *m = obj_get(HK_EXTMEM, (uint64_t)(uintptr_t)ext);
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    if (!out || !desc || desc->flags || desc->size == 0 || desc->offset > m->size ||
+        desc->size > m->size - desc->offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct alloc *a = heap_find(m->addr);
+    struct ipc_alias probe = {.target = a, .target_addr = m->addr, .serial = a->serial,
+                              .external = true, .offset = desc->offset, .length = desc->size};
+    return alias_open(&probe, c, out);
+}
+
+static CUresult ext_destroy(CUexternalMemory ext) {
+    struct extmem *m = obj_get(HK_EXTMEM, (uint64_t)(uintptr_t)ext);
+    if (!m) return CUDA_ERROR_INVALID_HANDLE;
+    /* Buffers still mapped onto it die with it (they "must no longer be used"). */
+    struct alloc *a = heap_find(m->addr);
+    if (a && a->addr == m->addr) heap_release(a);
+    m->h.alive = false;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuImportExternalMemory(CUexternalMemory *extMem_out,
+                                            const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc) {
+    API_ENTER();
+    API_LOCKED(ext_import(extMem_out, memHandleDesc));
+}
+
+SIMCUDA_API CUresult cuExternalMemoryGetMappedBuffer(
+    CUdeviceptr *devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc) {
+    API_ENTER();
+    API_LOCKED(ext_buffer(devPtr, extMem, bufferDesc));
+}
+
+SIMCUDA_API CUresult cuExternalMemoryGetMappedMipmappedArray(
+    CUmipmappedArray *mipmap, CUexternalMemory extMem,
+    const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *mipmapDesc) {
+    (void)mipmap, (void)extMem, (void)mipmapDesc;
+    API_ENTER();
+    /* A simulator limit: arrays onto external memory are not simulated. */
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+SIMCUDA_API CUresult cuDestroyExternalMemory(CUexternalMemory extMem) {
+    API_ENTER();
+    API_LOCKED(ext_destroy(extMem));
 }

@@ -812,6 +812,56 @@ SIMCUDA_API CUresult cuArrayDestroy(CUarray hArray);
 SIMCUDA_API CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
                                             const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
                                             unsigned int numMipmapLevels);
+
+/* External memory (OPAQUE_FD only): the object is backed by simulated device memory; buffers
+ * mapped onto it are aliases freed by cuMemFree; mapped mipmapped arrays are not simulated
+ * (CUDA_ERROR_NOT_SUPPORTED). */
+typedef struct CUextMemory_st *CUexternalMemory;
+typedef enum CUexternalMemoryHandleType_enum {
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD = 1,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32 = 2,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_WIN32_KMT = 3,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_HEAP = 4,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D12_RESOURCE = 5,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE = 6,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_D3D11_RESOURCE_KMT = 7,
+    CU_EXTERNAL_MEMORY_HANDLE_TYPE_NVSCIBUF = 8
+} CUexternalMemoryHandleType;
+#define CUDA_EXTERNAL_MEMORY_DEDICATED 0x1
+typedef struct CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st {
+    CUexternalMemoryHandleType type;
+    union {
+        int fd;
+        struct {
+            void *handle;
+            const void *name;
+        } win32;
+        const void *nvSciBufObject;
+    } handle;
+    unsigned long long size;
+    unsigned int flags;
+    unsigned int reserved[16];
+} CUDA_EXTERNAL_MEMORY_HANDLE_DESC;
+typedef struct CUDA_EXTERNAL_MEMORY_BUFFER_DESC_st {
+    unsigned long long offset;
+    unsigned long long size;
+    unsigned int flags;
+    unsigned int reserved[16];
+} CUDA_EXTERNAL_MEMORY_BUFFER_DESC;
+typedef struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC_st {
+    unsigned long long offset;
+    CUDA_ARRAY3D_DESCRIPTOR arrayDesc;
+    unsigned int numLevels;
+    unsigned int reserved[16];
+} CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC;
+SIMCUDA_API CUresult cuImportExternalMemory(CUexternalMemory *extMem_out,
+                                            const CUDA_EXTERNAL_MEMORY_HANDLE_DESC *memHandleDesc);
+SIMCUDA_API CUresult cuExternalMemoryGetMappedBuffer(
+    CUdeviceptr *devPtr, CUexternalMemory extMem, const CUDA_EXTERNAL_MEMORY_BUFFER_DESC *bufferDesc);
+SIMCUDA_API CUresult cuExternalMemoryGetMappedMipmappedArray(
+    CUmipmappedArray *mipmap, CUexternalMemory extMem,
+    const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC *mipmapDesc);
+SIMCUDA_API CUresult cuDestroyExternalMemory(CUexternalMemory extMem);
 SIMCUDA_API CUresult cuMipmappedArrayGetLevel(CUarray *pLevelArray,
                                               CUmipmappedArray hMipmappedArray,
                                               unsigned int level);

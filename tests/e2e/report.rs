@@ -426,6 +426,53 @@ fn imported_pool_pointers_and_reopened_ipc_handles_each_need_their_own_release()
     assert!(text.contains("opened again 1 time, 1 cuIpcCloseMemHandle"), "{text}");
 }
 
+/// External memory: a buffer mapped onto an imported object is freed with `cuMemFree` and the
+/// object destroyed with `cuDestroyExternalMemory`; done so, nothing is reported (no bad free
+/// of memory the trace never saw allocated); left, both are unreleased, with their stacks, and
+/// neither counts as this process's memory.
+#[test]
+fn external_memory_and_its_mapped_buffers_are_released_by_their_own_calls() {
+    let dir = TempDir::new();
+    let run = |mode: &str| {
+        let trace = dir.path().join(format!("{mode}.trace"));
+        let out = shim_command(client("report_external"), &trace).arg(mode).output().unwrap();
+        assert_ok(&out);
+        let stdout = String::from_utf8(out.stdout).unwrap();
+        assert!(stdout.contains("round trip: 1\n"), "{stdout}");
+        assert!(stdout.contains("past_the_buffer 1\n"), "{stdout}");
+        trace
+    };
+    let trace = run("clean");
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
+    assert_eq!(u(&r["summary"]["peak_bytes"]), 4096, "the exporter's memory is not counted");
+
+    let trace = run("leak");
+    let r = report_json(&[], &[&trace]);
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    let mut unreleased: Vec<(String, u64)> = r["unreleased"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| (h["kind"].as_str().unwrap().to_string(), u(&h["bytes"])))
+        .collect();
+    unreleased.sort();
+    assert_eq!(
+        unreleased,
+        [("external".to_string(), 1 << 20), ("external-buffer".to_string(), 64 << 10)],
+        "{r:#}"
+    );
+    for h in r["unreleased"].as_array().unwrap() {
+        let frame0 = if h["kind"] == "external" { "import_object" } else { "map_buffer" };
+        assert_frame0(&h["stack"], frame0, "report_external");
+    }
+    let text = report_text(&[], &[&trace]);
+    assert!(text.contains("cuExternalMemoryGetMappedBuffer"), "{text}");
+}
+
 /// The `pool-leak` findings of a report: (severity, api, message).
 fn pool_leaks(r: &Value) -> Vec<(String, String, String)> {
     r["findings"]

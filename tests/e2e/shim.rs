@@ -166,6 +166,10 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuIpcCloseMemHandle",
         "cuMemPoolImportPointer",
         "cuMemPoolTrimTo",
+        "cuImportExternalMemory",
+        "cuExternalMemoryGetMappedBuffer",
+        "cuExternalMemoryGetMappedMipmappedArray",
+        "cuDestroyExternalMemory",
         "cuCtxCreate_v2",
         "cuCtxDestroy_v2",
         "cuDevicePrimaryCtxRetain",
@@ -228,6 +232,8 @@ fn every_recorded_resolver_request_gets_the_same_variant_through_the_shim() {
         "cuMulticastCreate",
         "cuMemPoolImportPointer",
         "cuMemPoolTrimTo",
+        "cuImportExternalMemory",
+        "cuExternalMemoryGetMappedBuffer",
     ] {
         assert!(seen_tracked.contains(must), "no request resolved to {must}");
     }

@@ -7,8 +7,9 @@ use gpuleak_format::MemKind;
 ///
 /// Device, managed and stream-ordered memory share one space because the driver lets
 /// `cuMemFree` release stream-ordered memory and `cuMemFreeAsync` release `cuMemAlloc` memory;
-/// pointers imported from another process's pool, and graph memory, are freed by the same two
-/// functions.
+/// pointers imported from another process's pool, graph memory, and buffers mapped onto
+/// external memory, are freed by the same two functions (mipmapped arrays mapped onto external
+/// memory, like the program's own arrays, by `cuMipmappedArrayDestroy`).
 /// Every other family has its own handles or its own free function.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Space {
@@ -26,25 +27,33 @@ pub enum Space {
     Array,
     /// Addresses opened from another process's IPC handle.
     Ipc,
+    /// External memory object handles.
+    External,
 }
 
 impl Space {
     /// The space of a memory family.
     pub fn of(kind: MemKind) -> Space {
         match kind {
-            MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::PoolImport | MemKind::Graph => Space::Device,
+            MemKind::Device
+            | MemKind::Managed
+            | MemKind::Async
+            | MemKind::PoolImport
+            | MemKind::Graph
+            | MemKind::ExternalBuffer => Space::Device,
             MemKind::Host => Space::Host,
             MemKind::HostRegistered => Space::Registered,
             MemKind::VmmReserve => Space::Reserve,
             // cuMemRelease releases all three kinds of handle, one name space.
             MemKind::VmmPhysical | MemKind::VmmImport | MemKind::Multicast => Space::Physical,
-            MemKind::Array => Space::Array,
+            MemKind::Array | MemKind::ExternalArray => Space::Array,
             MemKind::Ipc => Space::Ipc,
+            MemKind::External => Space::External,
         }
     }
 
     /// Every space, for looking a pointer up in the others.
-    pub const ALL: [Space; 7] = [
+    pub const ALL: [Space; 8] = [
         Space::Device,
         Space::Host,
         Space::Registered,
@@ -52,13 +61,14 @@ impl Space {
         Space::Physical,
         Space::Array,
         Space::Ipc,
+        Space::External,
     ];
 }
 
 /// Whether a family is memory the program owns, counted in leaked and peak bytes.
 ///
 /// Host-registered memory belongs to the program's own allocator, IPC-opened and pool-imported
-/// memory to another process, and an address reservation is no memory at all (DESIGN.md §6). An imported VMM
+/// memory to another process, external memory (and what is mapped onto it) to its exporter, and an address reservation is no memory at all (DESIGN.md §6). An imported VMM
 /// handle is a reference to memory its exporter created (and counts); a multicast object only
 /// binds memory the devices created with `cuMemCreate`. Unreleased ones are reported, but
 /// never counted as leaked bytes.
@@ -76,7 +86,10 @@ pub fn is_owned_memory(kind: MemKind) -> bool {
         | MemKind::Ipc
         | MemKind::VmmImport
         | MemKind::Multicast
-        | MemKind::PoolImport => false,
+        | MemKind::PoolImport
+        | MemKind::External
+        | MemKind::ExternalBuffer
+        | MemKind::ExternalArray => false,
     }
 }
 

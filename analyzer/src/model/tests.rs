@@ -548,6 +548,57 @@ fn pool_imported_pointers_are_freed_like_device_memory_but_not_owned() {
 }
 
 #[test]
+fn external_memory_and_what_is_mapped_onto_it_are_released_by_their_own_calls_and_not_owned() {
+    // The object, a buffer freed with cuMemFree and a mipmapped array freed with
+    // cuMipmappedArrayDestroy: no bad free, no leak, no bytes of this process.
+    let tidy = Script::default()
+        .alloc(Api::cuImportExternalMemory, 0xe100, 1 << 20, 2)
+        .alloc(Api::cuExternalMemoryGetMappedBuffer, 0x7800_0000, 4096, 3)
+        .alloc(Api::cuExternalMemoryGetMappedMipmappedArray, 0xa200, 8192, 4)
+        .free(Api::cuMemFree_v2, 0x7800_0000)
+        .free(Api::cuMipmappedArrayDestroy, 0xa200)
+        .free(Api::cuDestroyExternalMemory, 0xe100)
+        .run();
+    assert!(tidy.bad_frees.is_empty(), "{:?}", tidy.bad_frees);
+    assert!(tidy.leaks.is_empty(), "{:?}", tidy.leaks);
+    assert_eq!(tidy.peak_bytes, 0, "the exporter's memory");
+    // Twin: none of the three released: each reported, none counted as leaked bytes.
+    let r = Script::default()
+        .alloc(Api::cuImportExternalMemory, 0xe100, 1 << 20, 2)
+        .alloc(Api::cuExternalMemoryGetMappedBuffer, 0x7800_0000, 4096, 3)
+        .alloc(Api::cuExternalMemoryGetMappedMipmappedArray, 0xa200, 8192, 4)
+        .run();
+    let mut kinds: Vec<MemKind> = r.leaks.iter().map(|l| l.kind).collect();
+    kinds.sort_by_key(|k| *k as u8);
+    assert_eq!(
+        kinds,
+        [MemKind::External, MemKind::ExternalBuffer, MemKind::ExternalArray]
+    );
+    assert_eq!(leaked_bytes(&r), 0);
+    // Destroying the object frees nothing mapped onto it (the program must free those).
+    let r = Script::default()
+        .alloc(Api::cuImportExternalMemory, 0xe100, 1 << 20, 2)
+        .alloc(Api::cuExternalMemoryGetMappedBuffer, 0x7800_0000, 4096, 3)
+        .free(Api::cuDestroyExternalMemory, 0xe100)
+        .run();
+    assert_eq!(r.leaks.len(), 1);
+    assert_eq!(r.leaks[0].kind, MemKind::ExternalBuffer);
+    // The object is not a pointer cuMemFree takes, nor the buffer one the object's destroy
+    // takes: wrong family.
+    let r = Script::default()
+        .alloc(Api::cuImportExternalMemory, 0xe100, 1 << 20, 2)
+        .alloc(Api::cuExternalMemoryGetMappedBuffer, 0x7800_0000, 4096, 3)
+        .free_with(Api::cuMemFree_v2, 0xe100, 1, 8)
+        .free_with(Api::cuDestroyExternalMemory, 0x7800_0000, 1, 9)
+        .run();
+    assert_eq!(r.bad_frees.len(), 2);
+    assert!(r
+        .bad_frees
+        .iter()
+        .all(|b| matches!(b.cause, BadFreeCause::WrongFamily(_))));
+}
+
+#[test]
 fn memory_mapped_again_at_the_same_address_needs_one_release_per_opening() {
     // The driver returns the address an IPC handle (pool pointer) is already mapped at and
     // counts one more reference: two opens, two closes, no double free.

@@ -215,7 +215,12 @@ impl Streams {
         let Some(kind) = a.api.mem_kind() else { return };
         if matches!(
             kind,
-            MemKind::HostRegistered | MemKind::VmmReserve | MemKind::Ipc | MemKind::PoolImport | MemKind::Graph
+            MemKind::HostRegistered
+                | MemKind::VmmReserve
+                | MemKind::Ipc
+                | MemKind::PoolImport
+                | MemKind::Graph
+                | MemKind::ExternalBuffer
         ) {
             self.unpageable
                 .insert(a.ptr.0, (a.ptr.0.saturating_add(a.size.max(1)), kind));

@@ -858,6 +858,84 @@ pub unsafe fn pool_import(
     })
 }
 
+/// `cuImportExternalMemory`: an external memory object (its handle, the size the descriptor
+/// gives), not this process's memory.
+pub unsafe fn external_import(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUexternalMemory, *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) -> CUresult,
+    ext: *mut CUexternalMemory,
+    desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
+) -> CUresult {
+    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
+    let size = unsafe { desc.as_ref() }.map_or(0, |d| d.size);
+    record_alloc(api, std::ptr::null_mut(), size, 0, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(ext, desc);
+            (r, out(r, ext) as u64)
+        }
+    })
+}
+
+/// `cuExternalMemoryGetMappedBuffer` (`aux` = the object): a buffer of the object mapped at a
+/// device address, which the program frees with `cuMemFree`.
+pub unsafe fn external_buffer(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUdeviceptr, CUexternalMemory, *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) -> CUresult,
+    dptr: *mut CUdeviceptr,
+    ext: CUexternalMemory,
+    desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
+) -> CUresult {
+    // SAFETY: as in `external_import`.
+    let size = unsafe { desc.as_ref() }.map_or(0, |d| d.size);
+    record_alloc(api, std::ptr::null_mut(), size, ext as u64, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(dptr, ext, desc);
+            (r, out(r, dptr))
+        }
+    })
+}
+
+/// `cuExternalMemoryGetMappedMipmappedArray` (`aux` = the object): a mipmapped array of the
+/// object, which the program frees with `cuMipmappedArrayDestroy`.
+pub unsafe fn external_array(
+    api: Api,
+    real: unsafe extern "C" fn(
+        *mut CUmipmappedArray,
+        CUexternalMemory,
+        *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+    ) -> CUresult,
+    array: *mut CUmipmappedArray,
+    ext: CUexternalMemory,
+    desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
+) -> CUresult {
+    // SAFETY: as in `external_import`.
+    let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(&d.array_desc, d.num_levels));
+    record_alloc(api, std::ptr::null_mut(), size, ext as u64, || {
+        // SAFETY: the program's own arguments, passed through; out-parameters are read only
+        // after the driver reported success.
+        unsafe {
+            let r = real(array, ext, desc);
+            (r, out(r, array) as u64)
+        }
+    })
+}
+
+/// `cuDestroyExternalMemory`.
+pub unsafe fn external_destroy(
+    api: Api,
+    real: unsafe extern "C" fn(CUexternalMemory) -> CUresult,
+    ext: CUexternalMemory,
+) -> CUresult {
+    record_free(api, std::ptr::null_mut(), ext as u64, 0, || {
+        // SAFETY: the program's own arguments, passed through.
+        unsafe { real(ext) }
+    })
+}
+
 /// `cuIpcCloseMemHandle`.
 pub unsafe fn ipc_close(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
     record_free(api, std::ptr::null_mut(), dptr, 0, || {

@@ -126,6 +126,10 @@ hooks! {
         cuIpcOpenMemHandle_v2(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcOpenMemHandle(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => memory::ipc_open;
         cuIpcCloseMemHandle(dptr: CUdeviceptr) => memory::ipc_close;
+        cuImportExternalMemory(ext: *mut CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) => memory::external_import;
+        cuExternalMemoryGetMappedBuffer(dptr: *mut CUdeviceptr, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) => memory::external_buffer;
+        cuExternalMemoryGetMappedMipmappedArray(array: *mut CUmipmappedArray, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) => memory::external_array;
+        cuDestroyExternalMemory(ext: CUexternalMemory) => memory::external_destroy;
         cuMemPoolImportPointer(dptr: Dptr, pool: CUmemoryPool, data: *mut c_void) => memory::pool_import;
         cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolPropsHead) => objects::pool_create;
         cuMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;

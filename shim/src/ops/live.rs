@@ -332,14 +332,21 @@ pub fn forget_in_child() {
 fn namespace(api: Api) -> u8 {
     match api.mem_kind() {
         Some(
-            MemKind::Device | MemKind::Managed | MemKind::Async | MemKind::Ipc | MemKind::PoolImport | MemKind::Graph,
+            MemKind::Device
+            | MemKind::Managed
+            | MemKind::Async
+            | MemKind::Ipc
+            | MemKind::PoolImport
+            | MemKind::Graph
+            | MemKind::ExternalBuffer,
         )
         | None => 0,
         Some(MemKind::Host) => 1,
         Some(MemKind::HostRegistered) => 2,
         Some(MemKind::VmmReserve) => 3,
         Some(MemKind::VmmPhysical | MemKind::VmmImport | MemKind::Multicast) => 4,
-        Some(MemKind::Array) => 5,
+        Some(MemKind::Array | MemKind::ExternalArray) => 5,
+        Some(MemKind::External) => 6,
     }
 }
 
