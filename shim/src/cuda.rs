@@ -419,8 +419,14 @@ mod tests {
         // The array descriptor (three size_t, an enum and two unsigned: 36 bytes, 40 with its
         // padding) at 8, the level count after it.
         assert_eq!(std::mem::size_of::<CUDA_ARRAY3D_DESCRIPTOR>(), 40);
-        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, array_desc), 8);
-        assert_eq!(std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, num_levels), 48);
+        assert_eq!(
+            std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, array_desc),
+            8
+        );
+        assert_eq!(
+            std::mem::offset_of!(CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC, num_levels),
+            48
+        );
         assert_eq!(std::mem::size_of::<CUDA_MEMCPY3D_PEER>(), 200);
     }
 

@@ -604,9 +604,33 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
             .collect()
     };
     for (elem, apis) in [
-        (1, ["cuMemsetD2D8_v2", "cuMemsetD2D8_v2_ptds", "cuMemsetD2D8Async", "cuMemsetD2D8Async_ptsz"]),
-        (2, ["cuMemsetD2D16_v2", "cuMemsetD2D16_v2_ptds", "cuMemsetD2D16Async", "cuMemsetD2D16Async_ptsz"]),
-        (4, ["cuMemsetD2D32_v2", "cuMemsetD2D32_v2_ptds", "cuMemsetD2D32Async", "cuMemsetD2D32Async_ptsz"]),
+        (
+            1,
+            [
+                "cuMemsetD2D8_v2",
+                "cuMemsetD2D8_v2_ptds",
+                "cuMemsetD2D8Async",
+                "cuMemsetD2D8Async_ptsz",
+            ],
+        ),
+        (
+            2,
+            [
+                "cuMemsetD2D16_v2",
+                "cuMemsetD2D16_v2_ptds",
+                "cuMemsetD2D16Async",
+                "cuMemsetD2D16Async_ptsz",
+            ],
+        ),
+        (
+            4,
+            [
+                "cuMemsetD2D32_v2",
+                "cuMemsetD2D32_v2_ptds",
+                "cuMemsetD2D32Async",
+                "cuMemsetD2D32Async_ptsz",
+            ],
+        ),
     ] {
         for api in apis {
             assert_eq!(copies(api), [(ptr, 0, Some(2 * 256 + 16 * elem))], "{api}");
@@ -614,7 +638,12 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
     }
     let d2 = copies("cuMemcpyPeer")[0].0;
     assert_ne!(d2, ptr);
-    for api in ["cuMemcpyPeer", "cuMemcpyPeer_ptds", "cuMemcpyPeerAsync", "cuMemcpyPeerAsync_ptsz"] {
+    for api in [
+        "cuMemcpyPeer",
+        "cuMemcpyPeer_ptds",
+        "cuMemcpyPeerAsync",
+        "cuMemcpyPeerAsync_ptsz",
+    ] {
         assert_eq!(copies(api), [(d2, ptr, Some(64))], "{api}");
     }
     for api in [

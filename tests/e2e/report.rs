@@ -435,7 +435,10 @@ fn external_memory_and_its_mapped_buffers_are_released_by_their_own_calls() {
     let dir = TempDir::new();
     let run = |mode: &str| {
         let trace = dir.path().join(format!("{mode}.trace"));
-        let out = shim_command(client("report_external"), &trace).arg(mode).output().unwrap();
+        let out = shim_command(client("report_external"), &trace)
+            .arg(mode)
+            .output()
+            .unwrap();
         assert_ok(&out);
         let stdout = String::from_utf8(out.stdout).unwrap();
         assert!(stdout.contains("round trip: 1\n"), "{stdout}");
@@ -447,7 +450,11 @@ fn external_memory_and_its_mapped_buffers_are_released_by_their_own_calls() {
     assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
     assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
     assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
-    assert_eq!(u(&r["summary"]["peak_bytes"]), 4096, "the exporter's memory is not counted");
+    assert_eq!(
+        u(&r["summary"]["peak_bytes"]),
+        4096,
+        "the exporter's memory is not counted"
+    );
 
     let trace = run("leak");
     let r = report_json(&[], &[&trace]);
@@ -462,11 +469,18 @@ fn external_memory_and_its_mapped_buffers_are_released_by_their_own_calls() {
     unreleased.sort();
     assert_eq!(
         unreleased,
-        [("external".to_string(), 1 << 20), ("external-buffer".to_string(), 64 << 10)],
+        [
+            ("external".to_string(), 1 << 20),
+            ("external-buffer".to_string(), 64 << 10)
+        ],
         "{r:#}"
     );
     for h in r["unreleased"].as_array().unwrap() {
-        let frame0 = if h["kind"] == "external" { "import_object" } else { "map_buffer" };
+        let frame0 = if h["kind"] == "external" {
+            "import_object"
+        } else {
+            "map_buffer"
+        };
         assert_frame0(&h["stack"], frame0, "report_external");
     }
     let text = report_text(&[], &[&trace]);

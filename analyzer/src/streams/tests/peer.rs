@@ -76,7 +76,11 @@ fn a_synchronous_peer_copy_does_not_make_the_host_wait() {
 
 #[test]
 fn a_2d_memset_writes_its_span_and_only_the_asynchronous_one_is_unordered() {
-    for api in [Api::cuMemsetD2D8Async, Api::cuMemsetD2D16Async_ptsz, Api::cuMemsetD2D32Async] {
+    for api in [
+        Api::cuMemsetD2D8Async,
+        Api::cuMemsetD2D16Async_ptsz,
+        Api::cuMemsetD2D32Async,
+    ] {
         let stream = if api == Api::cuMemsetD2D16Async_ptsz { 0 } else { B };
         // The kernel touches byte 1000, inside the memset's span.
         let mut r = non_blocking_pair();
