@@ -112,91 +112,52 @@ pub unsafe fn copy_dtoh_async(
     })
 }
 
-/// `cuMemsetD8_v2[_ptds]` (`bytes` = N).
-pub unsafe fn memset8(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u8, usize) -> CUresult,
-    dst: CUdeviceptr,
-    value: u8,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, 0, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n) }
-    })
+/// A memset's element (`u8`, `u16`, `u32`): its width in bytes is what `N` counts.
+fn element_bytes<T>() -> u64 {
+    std::mem::size_of::<T>() as u64
 }
 
-/// `cuMemsetD16_v2[_ptds]` (`bytes` = 2N).
-pub unsafe fn memset16(
+/// `cuMemsetD{8,16,32}_v2[_ptds]` (`bytes` = N times the element's width).
+pub unsafe fn memset<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u16, usize) -> CUresult,
+    real: unsafe extern "C" fn(CUdeviceptr, T, usize) -> CUresult,
     dst: CUdeviceptr,
-    value: u16,
+    value: T,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(2), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n) }
-    })
+    copy(
+        api,
+        NO_STREAM,
+        dst,
+        0,
+        (n as u64).saturating_mul(element_bytes::<T>()),
+        || {
+            // SAFETY: passed through.
+            unsafe { real(dst, value, n) }
+        },
+    )
 }
 
-/// `cuMemsetD32_v2[_ptds]` (`bytes` = 4N).
-pub unsafe fn memset32(
+/// `cuMemsetD{8,16,32}Async[_ptsz]`.
+pub unsafe fn memset_async<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u32, usize) -> CUresult,
+    real: unsafe extern "C" fn(CUdeviceptr, T, usize, CUstream) -> CUresult,
     dst: CUdeviceptr,
-    value: u32,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, 0, (n as u64).saturating_mul(4), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n) }
-    })
-}
-
-/// `cuMemsetD8Async[_ptsz]`.
-pub unsafe fn memset8_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u8, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    value: u8,
+    value: T,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst, 0, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n, stream) }
-    })
-}
-
-/// `cuMemsetD16Async[_ptsz]`.
-pub unsafe fn memset16_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u16, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    value: u16,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst, 0, (n as u64).saturating_mul(2), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n, stream) }
-    })
-}
-
-/// `cuMemsetD32Async[_ptsz]`.
-pub unsafe fn memset32_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, u32, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    value: u32,
-    n: usize,
-    stream: CUstream,
-) -> CUresult {
-    copy(api, stream, dst, 0, (n as u64).saturating_mul(4), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, value, n, stream) }
-    })
+    copy(
+        api,
+        stream,
+        dst,
+        0,
+        (n as u64).saturating_mul(element_bytes::<T>()),
+        || {
+            // SAFETY: passed through.
+            unsafe { real(dst, value, n, stream) }
+        },
+    )
 }
 
 /// `cuMemcpyPeer[_ptds]`: a device-to-device copy between two contexts (which the record does
@@ -245,114 +206,37 @@ fn span_2d(pitch: usize, width: usize, height: usize, elem: u64) -> u64 {
         .saturating_add((width as u64).saturating_mul(elem))
 }
 
-/// `cuMemsetD2D{8,16,32}_v2[_ptds]` (`value` widened to 32 bits; `elem` its width in bytes).
-#[inline(always)]
-fn memset_2d(
+/// `cuMemsetD2D{8,16,32}_v2[_ptds]`.
+pub unsafe fn memset_2d<T: std::marker::Copy>(
     api: Api,
-    stream: CUstream,
-    (dst, pitch, width, height, elem): (CUdeviceptr, usize, usize, usize, u64),
-    call: impl FnOnce() -> CUresult,
-) -> CUresult {
-    copy(api, stream, dst, 0, span_2d(pitch, width, height, elem), call)
-}
-
-/// `cuMemsetD2D8_v2[_ptds]`.
-pub unsafe fn memset2d8(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, u8, usize, usize) -> CUresult,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, T, usize, usize) -> CUresult,
     dst: CUdeviceptr,
     pitch: usize,
-    value: u8,
+    value: T,
     width: usize,
     height: usize,
 ) -> CUresult {
-    memset_2d(api, NO_STREAM, (dst, pitch, width, height, 1), || {
+    let bytes = span_2d(pitch, width, height, element_bytes::<T>());
+    copy(api, NO_STREAM, dst, 0, bytes, || {
         // SAFETY: passed through.
         unsafe { real(dst, pitch, value, width, height) }
     })
 }
 
-/// `cuMemsetD2D16_v2[_ptds]`.
-pub unsafe fn memset2d16(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, u16, usize, usize) -> CUresult,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: u16,
-    width: usize,
-    height: usize,
-) -> CUresult {
-    memset_2d(api, NO_STREAM, (dst, pitch, width, height, 2), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, pitch, value, width, height) }
-    })
-}
-
-/// `cuMemsetD2D32_v2[_ptds]`.
-pub unsafe fn memset2d32(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, u32, usize, usize) -> CUresult,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: u32,
-    width: usize,
-    height: usize,
-) -> CUresult {
-    memset_2d(api, NO_STREAM, (dst, pitch, width, height, 4), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, pitch, value, width, height) }
-    })
-}
-
-/// `cuMemsetD2D8Async[_ptsz]`.
+/// `cuMemsetD2D{8,16,32}Async[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn memset2d8_async(
+pub unsafe fn memset_2d_async<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, u8, usize, usize, CUstream) -> CUresult,
+    real: unsafe extern "C" fn(CUdeviceptr, usize, T, usize, usize, CUstream) -> CUresult,
     dst: CUdeviceptr,
     pitch: usize,
-    value: u8,
+    value: T,
     width: usize,
     height: usize,
     stream: CUstream,
 ) -> CUresult {
-    memset_2d(api, stream, (dst, pitch, width, height, 1), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, pitch, value, width, height, stream) }
-    })
-}
-
-/// `cuMemsetD2D16Async[_ptsz]`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn memset2d16_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, u16, usize, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: u16,
-    width: usize,
-    height: usize,
-    stream: CUstream,
-) -> CUresult {
-    memset_2d(api, stream, (dst, pitch, width, height, 2), || {
-        // SAFETY: passed through.
-        unsafe { real(dst, pitch, value, width, height, stream) }
-    })
-}
-
-/// `cuMemsetD2D32Async[_ptsz]`.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn memset2d32_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, u32, usize, usize, CUstream) -> CUresult,
-    dst: CUdeviceptr,
-    pitch: usize,
-    value: u32,
-    width: usize,
-    height: usize,
-    stream: CUstream,
-) -> CUresult {
-    memset_2d(api, stream, (dst, pitch, width, height, 4), || {
+    let bytes = span_2d(pitch, width, height, element_bytes::<T>());
+    copy(api, stream, dst, 0, bytes, || {
         // SAFETY: passed through.
         unsafe { real(dst, pitch, value, width, height, stream) }
     })
