@@ -288,6 +288,13 @@ apis! {
     308 cuExternalMemoryGetMappedBuffer,
     309 cuExternalMemoryGetMappedMipmappedArray,
     310 cuDestroyExternalMemory,
+    // Events over a whole context (12.5) or green context (12.4): an EventRecord of all the
+    // context's work so far, and a StreamWait of all its later work; the record's `stream`
+    // field holds the context (or green context) handle.
+    311 cuCtxRecordEvent,
+    312 cuCtxWaitEvent,
+    313 cuGreenCtxRecordEvent,
+    314 cuGreenCtxWaitEvent,
 }
 
 impl Api {

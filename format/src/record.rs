@@ -372,13 +372,14 @@ records! {
         ctx: Ctx,
     }
 
-    /// A stream made to wait for an event (`cuStreamWaitEvent`).
+    /// A stream made to wait for an event (`cuStreamWaitEvent`), or all later work of a
+    /// context (`cuCtxWaitEvent`, `cuGreenCtxWaitEvent`).
     35 StreamWait {
         /// Exact driver entry point.
         api: Api,
         /// Driver result.
         result: CuResult,
-        /// The waiting stream.
+        /// The waiting stream (for a context's wait, the context or green context).
         stream: Stream,
         /// The event.
         event: Event,
@@ -410,7 +411,8 @@ records! {
         event: Event,
     }
 
-    /// An event recorded on a stream.
+    /// An event recorded on a stream (or over a whole context: `cuCtxRecordEvent`,
+    /// `cuGreenCtxRecordEvent`).
     38 EventRecord {
         /// Exact driver entry point.
         api: Api,
@@ -418,7 +420,7 @@ records! {
         result: CuResult,
         /// The event.
         event: Event,
-        /// The stream.
+        /// The stream (for a context's record, the context or green context).
         stream: Stream,
         /// Flags.
         flags: u32,

@@ -16,6 +16,8 @@ pub type CUdeviceptr = u64;
 pub type CUstream = *mut c_void;
 /// A context handle.
 pub type CUcontext = *mut c_void;
+/// `CUgreenCtx`.
+pub type CUgreenCtx = *mut c_void;
 /// An event handle.
 pub type CUevent = *mut c_void;
 /// A memory pool handle.

@@ -83,6 +83,8 @@ static const struct entry table[] = {
     ROW("cuCtxGetDevice", 13000, cuCtxGetDevice_v2),
     ROW("cuCtxSynchronize", 2000, cuCtxSynchronize),
     ROW("cuCtxSynchronize", 13000, cuCtxSynchronize_v2),
+    ROW("cuCtxRecordEvent", 12050, cuCtxRecordEvent),
+    ROW("cuCtxWaitEvent", 12050, cuCtxWaitEvent),
     ROW("cuCtxGetStreamPriorityRange", 5050, cuCtxGetStreamPriorityRange),
     ROW("cuCtxGetApiVersion", 3020, cuCtxGetApiVersion),
     ROW("cuCtxGetFlags", 7000, cuCtxGetFlags),

@@ -796,6 +796,61 @@ static CUresult event_elapsed(float *ms, CUevent start, CUevent end) {
     return CUDA_SUCCESS;
 }
 
+/* Streams of context c under capture are invalidated: a context-wide event call is refused
+ * while any is (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED). True if there was one. */
+static bool ctx_captures_refused(const struct ctx *c) {
+    bool any = false;
+    for (size_t i = 0; i < obj_count(HK_STREAM); i++) {
+        struct stream *s = obj_at(HK_STREAM, i);
+        if (s->h.alive && s->ctx == c && s->capture == CU_STREAM_CAPTURE_STATUS_ACTIVE) {
+            capture_invalidate(s);
+            any = true;
+        }
+    }
+    return any;
+}
+
+/* cuCtxRecordEvent (12.5): the event captures all of the context's work so far (finished at
+ * once here). The event must be the context's. */
+static CUresult ctx_record_event(CUcontext h, CUevent e) {
+    struct ctx *c;
+    CUresult r = ctx_resolve(h, &c);
+    if (r != CUDA_SUCCESS) return r;
+    struct event *ev = event_get(e);
+    if (!ev || ev->ctx != c) return CUDA_ERROR_INVALID_HANDLE;
+    if (ctx_captures_refused(c)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    event_record_node_ran(H(ev));
+    return CUDA_SUCCESS;
+}
+
+/* cuCtxWaitEvent (12.5): all later work of the context waits for the event, which may be
+ * another context's (nothing to wait for on the simulated device). Refused for an event of a
+ * capture under way, which is invalidated, and while a stream of the context captures. */
+static CUresult ctx_wait_event(CUcontext h, CUevent e) {
+    struct ctx *c;
+    CUresult r = ctx_resolve(h, &c);
+    if (r != CUDA_SUCCESS) return r;
+    struct event *ev = event_get(e);
+    if (!ev) return CUDA_ERROR_INVALID_HANDLE;
+    struct stream *origin = event_capture(ev);
+    if (origin) {
+        capture_invalidate(origin);
+        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    }
+    if (ctx_captures_refused(c)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent) {
+    API_ENTER();
+    API_LOCKED(ctx_record_event(hCtx, hEvent));
+}
+
+SIMCUDA_API CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent) {
+    API_ENTER();
+    API_LOCKED(ctx_wait_event(hCtx, hEvent));
+}
+
 SIMCUDA_API CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags) {
     API_ENTER();
     API_LOCKED(event_create(phEvent, Flags));

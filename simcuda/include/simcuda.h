@@ -535,6 +535,8 @@ SIMCUDA_API CUresult cuCtxGetDevice(CUdevice *device);
 SIMCUDA_API CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx);
 SIMCUDA_API CUresult cuCtxSynchronize(void);
 SIMCUDA_API CUresult cuCtxSynchronize_v2(CUcontext ctx);
+SIMCUDA_API CUresult cuCtxRecordEvent(CUcontext hCtx, CUevent hEvent);
+SIMCUDA_API CUresult cuCtxWaitEvent(CUcontext hCtx, CUevent hEvent);
 SIMCUDA_API CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority);
 SIMCUDA_API CUresult cuCtxGetApiVersion(CUcontext ctx, unsigned int *version);
 SIMCUDA_API CUresult cuCtxGetFlags(unsigned int *flags);

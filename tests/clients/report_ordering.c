@@ -14,6 +14,10 @@
 // "peer" reads the buffer with a synchronous peer copy (cuMemcpyPeer, serialized with all work,
 // non-blocking streams included); "peer-async" with cuMemcpyPeerAsync on the other stream, a
 // race.
+// "ctx-event" orders the read by an event recorded over the whole context (cuCtxRecordEvent),
+// "ctx-wait" by the context's wait for an event of the producer (cuCtxWaitEvent); for
+// wait-on-unrecorded-event, "ctx" is the context's wait for an event nobody recorded (the
+// mistake) and "ctx-event" its twin, recorded over the context.
 // "pageable" and "pinned" end with an asynchronous copy into pageable memory (which the host
 // waits for) or into pinned memory (which it does not), leaking their buffers.
 // Every subcommand otherwise cleans up after itself (streams
@@ -126,6 +130,13 @@ static int race(const char *how) {
         CHECK(cuStreamBatchMemOp_v2(b, 1, &op, 0));
     } else if (!strcmp(how, "value-early")) {
         CHECK(cuStreamWaitValue32_v2(b, f, 1, CU_STREAM_WAIT_VALUE_EQ));
+    }
+    if (!strcmp(how, "ctx-event")) {
+        CHECK(cuCtxRecordEvent(ctx, e));
+        CHECK(cuStreamWaitEvent(b, e, 0));
+    } else if (!strcmp(how, "ctx-wait")) {
+        CHECK(cuEventRecord(e, a));
+        CHECK(cuCtxWaitEvent(ctx, e));
     }
     if (!strcmp(how, "batch-event")) {
         CHECK(cuEventRecord(e, a));
@@ -307,10 +318,15 @@ static int unrecorded(const char *how) {
     CUdeviceptr d = make_buffer();
     CUstream producer = legacy ? NULL : a;
     produce(d, 5, producer);
-    if (strcmp(how, "")) CHECK(cuEventRecord(e, producer));
+    if (!strcmp(how, "ctx-event"))
+        CHECK(cuCtxRecordEvent(ctx, e));
+    else if (strcmp(how, "") && strcmp(how, "ctx"))
+        CHECK(cuEventRecord(e, producer));
     CUdeviceptr next = make_buffer();
     if (!strcmp(how, "host")) {
         CHECK(cuEventSynchronize(e));
+    } else if (!strncmp(how, "ctx", 3)) {
+        CHECK(cuCtxWaitEvent(ctx, e));
     } else {
         CHECK(cuStreamWaitEvent(b, e, 0));
     }

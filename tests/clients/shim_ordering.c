@@ -44,6 +44,7 @@ int main(void) {
     CHECK(cuMemAlloc_v2(&d, 4096));
     CHECK(cuMemAlloc_v2(&d2, 4096));
     printf("ptr 0x%llx\n", (unsigned long long)d);
+    printf("ctx 0x%llx\n", (unsigned long long)(uintptr_t)ctx);
     unsigned host[1024] = {0};
 
     CHECK(cuMemcpy(d, d2, 64));
@@ -160,6 +161,8 @@ int main(void) {
     CHECK(cuStreamSynchronize_ptsz(NULL));
     CHECK(cuCtxSynchronize());
     CHECK(cuCtxSynchronize_v2(ctx));
+    CHECK(cuCtxRecordEvent(ctx, e));
+    CHECK(cuCtxWaitEvent(ctx, e));
 
     CUgraph g;
     CHECK(cuStreamBeginCapture_v2(s2, CU_STREAM_CAPTURE_MODE_GLOBAL));

@@ -1,7 +1,7 @@
 // link: driver
 // Streams and events: creation flags and priorities, the three special streams, callbacks
 // (which may call the driver), event timing, and destroyed handles; capture info; captures
-// that other streams join through events; external event nodes; graphs' user objects; stream
+// that other streams join through events; events over a whole context; external event nodes; graphs' user objects; stream
 // memory operations.
 #include "sim_util.h"
 
@@ -80,6 +80,46 @@ static int events(int argc, char **argv) {
     put_result("record_destroyed", cuEventRecord(b, s));
     put_result("wait_destroyed", cuStreamWaitEvent(s, b, 0));
     put_result("destroy_destroyed", cuEventDestroy_v2(b));
+    return 0;
+}
+
+/* Events over a whole context (cuCtxRecordEvent, cuCtxWaitEvent): the event must be the
+ * context's to record, may be another's to wait for, and neither works while a stream of the
+ * context captures (the capture is invalidated) nor, for the wait, on an event of a capture. */
+static int ctx_events(int argc, char **argv) {
+    (void)argc, (void)argv;
+    CUcontext ctx = setup();
+    CUevent a, b, other;
+    CUstream s;
+    float ms = -1;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK(cuEventCreate(&a, CU_EVENT_DEFAULT));
+    CHECK(cuEventCreate(&b, CU_EVENT_DEFAULT));
+    put_result("record", cuCtxRecordEvent(ctx, a));
+    put_result("record_current", cuCtxRecordEvent(NULL, b));
+    put_result("elapsed", cuEventElapsedTime(&ms, a, b));
+    put_result("wait", cuCtxWaitEvent(ctx, a));
+    CUcontext second;
+    CHECK(cuCtxCreate_v2(&second, 0, 0));
+    CHECK(cuEventCreate(&other, CU_EVENT_DEFAULT));
+    CHECK(cuCtxSetCurrent(ctx));
+    put_result("record_foreign_event", cuCtxRecordEvent(ctx, other));
+    put_result("wait_foreign_event", cuCtxWaitEvent(ctx, other));
+    CUgraph g;
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    put_result("record_capturing", cuCtxRecordEvent(ctx, a));
+    put_result("end_after_record", cuStreamEndCapture(s, &g));
+    CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuEventRecord(b, s));
+    put_result("wait_capture_event", cuCtxWaitEvent(second, b));
+    put_result("end_after_wait", cuStreamEndCapture(s, &g));
+    CHECK(cuEventDestroy_v2(other));
+    CHECK(cuCtxDestroy_v2(second));
+    put_result("record_destroyed_ctx", cuCtxRecordEvent(second, a));
+    CHECK(cuEventDestroy_v2(a));
+    put_result("wait_destroyed_event", cuCtxWaitEvent(ctx, a));
+    CHECK(cuEventDestroy_v2(b));
+    CHECK(cuStreamDestroy_v2(s));
     return 0;
 }
 
@@ -428,6 +468,7 @@ int main(int argc, char **argv) {
     static const struct subcommand cmds[] = {
         {"streams", streams},
         {"events", events},
+        {"ctx-events", ctx_events},
         {"capture-info", capture_info},
         {"capture-join", capture_join},
         {"capture-to-graph", capture_to_graph},

@@ -175,11 +175,13 @@ fn correctly_ordered_twins_report_nothing() {
                 "value-batch",
                 "batch-event",
                 "peer",
+                "ctx-event",
+                "ctx-wait",
             ],
         ),
         ("unordered-free", &["event", "host", "legacy"]),
         ("use-after-free", &["event", "host", "legacy"]),
-        ("wait-on-unrecorded-event", &["event", "host", "legacy"]),
+        ("wait-on-unrecorded-event", &["event", "host", "legacy", "ctx-event"]),
         ("stream-leak", &["destroyed"]),
         ("event-leak", &["destroyed"]),
         ("unsynchronized-at-exit", &["event", "host", "legacy"]),
@@ -232,6 +234,19 @@ fn an_asynchronous_peer_copy_races_where_a_synchronous_one_is_serialized() {
     assert!(message.starts_with("cuMemcpyPeerAsync on stream"), "{message}");
     assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
     assert_eq!(findings[0]["severity"], "error");
+    assert!(report["leaks"].as_array().unwrap().is_empty());
+}
+
+/// A context's wait (`cuCtxWaitEvent`) for an event nobody recorded orders nothing while a
+/// kernel is pending (its twin `ctx-event`, recorded over the context by `cuCtxRecordEvent`,
+/// reports nothing above).
+#[test]
+fn a_context_s_wait_for_an_event_never_recorded_is_found() {
+    let (findings, report) = findings_of(&["wait-on-unrecorded-event", "ctx"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.starts_with("cuCtxWaitEvent waits for event"), "{message}");
+    assert_eq!(functions(&findings[0]["stack"])[0], "make_event");
     assert!(report["leaks"].as_array().unwrap().is_empty());
 }
 
@@ -559,6 +574,8 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         "cuStreamSynchronize_ptsz",
         "cuCtxSynchronize",
         "cuCtxSynchronize_v2",
+        "cuCtxRecordEvent",
+        "cuCtxWaitEvent",
         "cuStreamBeginCapture_v2",
         "cuStreamBeginCapture",
         "cuStreamBeginCapture_v2_ptsz",
@@ -653,6 +670,17 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
         "cuMemcpy3DPeerAsync_ptsz",
     ] {
         assert_eq!(copies(api), [(d2, ptr, Some(256 + 64))], "{api}");
+    }
+    // A context's event record and wait carry the context where a stream would be.
+    let ctx = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("ctx 0x"))
+        .map(|h| u64::from_str_radix(h, 16).unwrap())
+        .unwrap();
+    for api in ["cuCtxRecordEvent", "cuCtxWaitEvent"] {
+        let r = records.iter().find(|r| r["api"] == api).unwrap();
+        assert_eq!(hex(&r["stream"]), ctx, "{api}: {r}");
+        assert_ne!(hex(&r["event"]), 0, "{api}: {r}");
     }
     // A batch of copies is a Copy per copy, in array order.
     let d2 = records

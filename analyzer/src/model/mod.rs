@@ -261,7 +261,10 @@ impl Model {
                 }
             }
             Body::EventRecord(r) if r.result.is_success() => self.capturing.record(r.event.0, r.stream, r.flags),
-            Body::StreamWait(w) if w.result.is_success() => self.capturing.wait(w.stream, w.event.0, w.flags),
+            // A context's wait is no stream's (and never on an event of a capture: refused).
+            Body::StreamWait(w) if w.result.is_success() && !crate::streams::apis::context_wide(w.api) => {
+                self.capturing.wait(w.stream, w.event.0, w.flags)
+            }
             Body::StreamDestroy(d) if d.result.is_success() => self.capturing.forget(d.stream),
             _ => {}
         }

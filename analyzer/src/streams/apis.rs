@@ -162,6 +162,19 @@ pub fn serializes_device(api: Api) -> bool {
     )
 }
 
+/// An event recorded over, or waited for by, a whole context (`cuCtxRecordEvent`,
+/// `cuCtxWaitEvent`) or green context (`cuGreenCtxRecordEvent`, `cuGreenCtxWaitEvent`): the
+/// record's `stream` field is the context. The model has one context, so a record captures
+/// every stream's work so far and a wait orders every stream's later work (more than the driver
+/// does when the process has several contexts or green contexts: it can hide findings, never
+/// add one).
+pub fn context_wide(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuCtxRecordEvent | Api::cuCtxWaitEvent | Api::cuGreenCtxRecordEvent | Api::cuGreenCtxWaitEvent
+    )
+}
+
 /// An asynchronous copy that returns only once it is complete when its destination is
 /// pageable host memory (CUDA's "API synchronization behavior": a transfer from device memory
 /// to pageable host memory, or between any two host memories, is synchronous with respect to

@@ -79,7 +79,7 @@
 //! assert_eq!(found[0].check, Check::StreamLeak);
 //! ```
 
-mod apis;
+pub(crate) mod apis;
 pub mod clock;
 pub(crate) mod fast_hash;
 mod found;
@@ -187,8 +187,9 @@ pub struct Streams {
     blocking: Clock,
     /// The last legacy-stream operation (what later blocking-stream work waits for).
     barrier: Clock,
-    /// The last operation serialized with all work (a synchronous peer copy), which every
-    /// later operation of every stream waits for (empty until there is one).
+    /// What every later operation of every stream waits for: the last operation serialized
+    /// with all work (a synchronous peer copy), and the events of context-wide waits
+    /// (`cuCtxWaitEvent`); empty until there is one.
     fence: Clock,
     events: FastMap<u64, EventState>,
     /// Streams under capture, a capture's events and the streams that joined it through them.

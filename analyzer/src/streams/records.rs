@@ -341,6 +341,17 @@ impl Streams {
     }
 
     pub(super) fn record_event(&mut self, tid: u32, r: &EventRecord) {
+        if apis::context_wide(r.api) {
+            // All the work of every stream so far (the driver refuses it while a stream of the
+            // context captures, so no capture is involved).
+            let Streams { events, all, .. } = self;
+            let event = events.entry(r.event.0).or_default();
+            match &mut event.clock {
+                Some(c) => c.clone_from(all),
+                None => event.clock = Some(all.clone()),
+            }
+            return;
+        }
         let name = Self::name_of(r.api, r.stream.0, tid);
         let slot = self.slot_for(name);
         self.captures.record(r.event.0, name, r.flags);
@@ -412,6 +423,10 @@ impl Streams {
     }
 
     pub(super) fn stream_wait(&mut self, tid: u32, seq: Seq, w: &StreamWait) {
+        if apis::context_wide(w.api) {
+            self.context_wait(tid, seq, w);
+            return;
+        }
         let name = Self::name_of(w.api, w.stream.0, tid);
         let slot = self.slot_for(name);
         self.captures.wait(name, w.event.0, w.flags);
@@ -442,6 +457,27 @@ impl Streams {
             }
         }
         self.publish(slot);
+    }
+
+    /// `cuCtxWaitEvent`, `cuGreenCtxWaitEvent`: every later operation of every stream waits for
+    /// the event's work (the host does not wait).
+    fn context_wait(&mut self, tid: u32, seq: Seq, w: &StreamWait) {
+        let Streams { events, fence, .. } = self;
+        match events.get(&w.event.0).and_then(|e| e.clock.as_ref()) {
+            Some(clock) => fence.join(clock),
+            None => {
+                let op = Op {
+                    api: w.api,
+                    stack: StackId::NONE,
+                    stream: StreamName::Host,
+                    seq,
+                    tid,
+                };
+                // It mattered if any work was pending then that the host had not waited for.
+                let knows = self.host.clone();
+                self.unrecorded(op, w.event.0, None, &knows);
+            }
+        }
     }
 
     pub(super) fn sync(&mut self, tid: u32, seq: Seq, s: &Sync) {

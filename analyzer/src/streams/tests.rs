@@ -6,6 +6,7 @@ use gpuleak_format::*;
 
 use super::*;
 
+mod ctx_events;
 mod graph_events;
 mod later_apis;
 mod memops;

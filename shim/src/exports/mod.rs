@@ -176,6 +176,10 @@ hooks! {
         cuEventQuery(event: CUevent) => ordering::event_query;
         cuCtxSynchronize() => ordering::ctx_sync;
         cuCtxSynchronize_v2(ctx: CUcontext) => ordering::ctx_sync_v2;
+        cuCtxRecordEvent(ctx: CUcontext, event: CUevent) => ordering::ctx_record_event;
+        cuCtxWaitEvent(ctx: CUcontext, event: CUevent) => ordering::ctx_wait_event;
+        cuGreenCtxRecordEvent(ctx: CUgreenCtx, event: CUevent) => ordering::ctx_record_event;
+        cuGreenCtxWaitEvent(ctx: CUgreenCtx, event: CUevent) => ordering::ctx_wait_event;
         cuStreamAddCallback(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
         cuStreamAddCallback_ptsz(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
         cuLaunchHostFunc(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;

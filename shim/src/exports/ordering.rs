@@ -193,6 +193,42 @@ pub unsafe fn event_record_flags(
     )
 }
 
+/// `cuCtxRecordEvent`, `cuGreenCtxRecordEvent`: the event captures all the work of the
+/// context (or green context) `ctx`, which the record carries in its `stream` field.
+pub unsafe fn ctx_record_event(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUevent) -> CUresult,
+    ctx: *mut c_void,
+    event: CUevent,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(ctx, event) },
+        |r| record_body(api, r, event, ctx, 0),
+    )
+}
+
+/// `cuCtxWaitEvent`, `cuGreenCtxWaitEvent`: all later work of the context (or green context)
+/// `ctx` waits for the event; the record carries `ctx` in its `stream` field.
+pub unsafe fn ctx_wait_event(
+    api: Api,
+    real: unsafe extern "C" fn(*mut c_void, CUevent) -> CUresult,
+    ctx: *mut c_void,
+    event: CUevent,
+) -> CUresult {
+    plain(
+        // SAFETY: passed through.
+        || unsafe { real(ctx, event) },
+        |r| StreamWait {
+            api,
+            result: r,
+            stream: Stream(ctx as u64),
+            event: Event(event as u64),
+            flags: 0,
+        },
+    )
+}
+
 /// `cuStreamAddCallback[_ptsz]`.
 pub unsafe fn add_callback(
     api: Api,

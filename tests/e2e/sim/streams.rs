@@ -55,6 +55,25 @@ fn events_record_time_and_die_with_destroy() {
 }
 
 #[test]
+fn context_events_record_the_context_s_work_and_refuse_while_it_captures() {
+    let f = run("sim_streams", "ctx-events");
+    f.expect_all(&[
+        ("record", "0"),
+        ("record_current", "0"),
+        ("elapsed", "0"),
+        ("wait", "0"),
+        ("record_foreign_event", "400"),
+        ("wait_foreign_event", "0"),
+        ("record_capturing", "900"),
+        ("end_after_record", "901"),
+        ("wait_capture_event", "900"),
+        ("end_after_wait", "901"),
+        ("record_destroyed_ctx", "201"),
+        ("wait_destroyed_event", "400"),
+    ]);
+}
+
+#[test]
 fn capture_info_names_the_capture_its_graph_and_its_last_node() {
     let f = run("sim_streams", "capture-info");
     f.expect_all(&[
