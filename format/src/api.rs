@@ -295,6 +295,19 @@ apis! {
     312 cuCtxWaitEvent,
     313 cuGreenCtxRecordEvent,
     314 cuGreenCtxWaitEvent,
+    // A stream of a green context (12.5; a StreamCreate record, always non-blocking).
+    315 cuGreenCtxStreamCreate,
+    // Copies with attributes (13.2: one copy; a 3D one described like an operation of a 3D
+    // batch) and batches of 3D copies (12.8; `_v2` without the failure index, 13.0): a Copy
+    // record per copy.
+    316 cuMemcpyWithAttributesAsync,
+    317 cuMemcpyWithAttributesAsync_ptsz,
+    318 cuMemcpy3DWithAttributesAsync,
+    319 cuMemcpy3DWithAttributesAsync_ptsz,
+    320 cuMemcpy3DBatchAsync,
+    321 cuMemcpy3DBatchAsync_ptsz,
+    322 cuMemcpy3DBatchAsync_v2,
+    323 cuMemcpy3DBatchAsync_v2_ptsz,
 }
 
 impl Api {

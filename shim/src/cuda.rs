@@ -151,6 +151,7 @@ pub struct CUDA_ARRAY_DESCRIPTOR {
 
 /// `CUDA_ARRAY3D_DESCRIPTOR`.
 #[repr(C)]
+#[derive(Clone, Copy, Default)]
 pub struct CUDA_ARRAY3D_DESCRIPTOR {
     /// Width in elements.
     pub width: usize,
@@ -370,6 +371,60 @@ pub struct CUDA_MEMCPY3D {
 /// contexts (`CUcontext`, which the shim does not read) where it has `reserved0` and
 /// `reserved1`.
 pub type CUDA_MEMCPY3D_PEER = CUDA_MEMCPY3D;
+
+/// `CUmemcpy3DOperand` (CUDA 12.8): a pointer (`ptr`, then the row length and layer height
+/// in elements, then a location hint) or an array (`ptr` is the `CUarray`, then the offset in
+/// elements: x, y, and z where the pointer has its hint), as the union's two members overlay.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CUmemcpy3DOperand {
+    /// `CU_MEMCPY_OPERAND_TYPE_POINTER` or `CU_MEMCPY_OPERAND_TYPE_ARRAY`.
+    pub kind: u32,
+    /// The pointer, or the array.
+    pub ptr: u64,
+    /// Elements per row (0: the copy's width), or the array offset's x.
+    pub row_length: usize,
+    /// Rows per layer (0: the copy's height), or the array offset's y.
+    pub layer_height: usize,
+    /// The location hint (`CUmemLocation`), or the array offset's z.
+    pub last: u64,
+}
+
+/// `CUmemcpy3DOperandType` of a pointer.
+pub const CU_MEMCPY_OPERAND_TYPE_POINTER: u32 = 1;
+/// `CUmemcpy3DOperandType` of an array.
+pub const CU_MEMCPY_OPERAND_TYPE_ARRAY: u32 = 2;
+
+/// `CUDA_MEMCPY3D_BATCH_OP` (CUDA 12.8): one copy of a 3D batch, or of
+/// `cuMemcpy3DWithAttributesAsync`; its extent counts elements (bytes between two pointers).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CUDA_MEMCPY3D_BATCH_OP {
+    /// Source operand.
+    pub src: CUmemcpy3DOperand,
+    /// Destination operand.
+    pub dst: CUmemcpy3DOperand,
+    /// Elements per row.
+    pub width: usize,
+    /// Rows per layer.
+    pub height: usize,
+    /// Layers.
+    pub depth: usize,
+    /// `CUmemcpySrcAccessOrder`.
+    pub src_access_order: u32,
+    /// `CUmemcpyFlags`.
+    pub flags: u32,
+}
+
+// The public layouts: a 40-byte operand (the union at 8), a 112-byte operation, a 40-byte
+// array descriptor.
+const _: () = assert!(std::mem::size_of::<CUmemcpy3DOperand>() == 40);
+const _: () = assert!(std::mem::offset_of!(CUmemcpy3DOperand, ptr) == 8);
+const _: () = assert!(std::mem::size_of::<CUDA_MEMCPY3D_BATCH_OP>() == 112);
+const _: () = assert!(std::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP, width) == 80);
+const _: () = assert!(std::mem::offset_of!(CUDA_MEMCPY3D_BATCH_OP, src_access_order) == 104);
+const _: () = assert!(std::mem::size_of::<CUDA_ARRAY3D_DESCRIPTOR>() == 40);
+const _: () = assert!(std::mem::offset_of!(CUDA_ARRAY3D_DESCRIPTOR, format) == 24);
 
 /// `CUexternalMemory`.
 pub type CUexternalMemory = *mut c_void;

@@ -26,19 +26,28 @@ static uint64_t row_at(uint64_t base, size_t pitch, size_t rows, size_t y, size_
     return base + ((uint64_t)z * rows + y) * pitch;
 }
 
-CUresult xfer_run_locked(const struct xfer *x) {
-    for (int pass = 0; pass < 2; pass++) {
-        for (size_t z = 0; z < x->depth; z++) {
-            for (size_t y = 0; y < x->height; y++) {
-                uint64_t d = row_at(x->dst, x->dpitch, x->drows, y, z);
-                uint64_t s = row_at(x->src, x->spitch, x->srows, y, z);
-                CUresult r = pass == 0 ? mem_copy_valid(d, x->dmode, s, x->smode, x->width)
-                                       : mem_copy_locked(d, x->dmode, s, x->smode, x->width);
-                if (r != CUDA_SUCCESS) return r;
-            }
+/* Checks every row of a copy, moving nothing. */
+static CUresult xfer_check(const struct xfer *x) {
+    for (size_t z = 0; z < x->depth; z++) {
+        for (size_t y = 0; y < x->height; y++) {
+            CUresult r = mem_copy_valid(row_at(x->dst, x->dpitch, x->drows, y, z), x->dmode,
+                                        row_at(x->src, x->spitch, x->srows, y, z), x->smode,
+                                        x->width);
+            if (r != CUDA_SUCCESS) return r;
         }
     }
     return CUDA_SUCCESS;
+}
+
+CUresult xfer_run_locked(const struct xfer *x) {
+    CUresult r = xfer_check(x);
+    for (size_t z = 0; r == CUDA_SUCCESS && z < x->depth; z++) {
+        for (size_t y = 0; r == CUDA_SUCCESS && y < x->height; y++) {
+            r = mem_copy_locked(row_at(x->dst, x->dpitch, x->drows, y, z), x->dmode,
+                                row_at(x->src, x->spitch, x->srows, y, z), x->smode, x->width);
+        }
+    }
+    return r;
 }
 
 static CUresult xfer_sync(const struct xfer *x) {
@@ -648,4 +657,112 @@ SIMCUDA_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *
     API_ENTER();
     API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream,
                           true));
+}
+
+SIMCUDA_API CUresult cuMemcpyWithAttributesAsync(CUdeviceptr dst, CUdeviceptr src, size_t size,
+                                                 CUmemcpyAttributes *attr, CUstream hStream) {
+    size_t first = 0;
+    API_ENTER();
+    API_LOCKED(copy_batch(&dst, &src, &size, 1, attr, &first, 1, NULL, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
+                                                      size_t size, CUmemcpyAttributes *attr,
+                                                      CUstream hStream) {
+    size_t first = 0;
+    API_ENTER();
+    API_LOCKED(copy_batch(&dst, &src, &size, 1, attr, &first, 1, NULL, hStream, true));
+}
+
+/* ---- batches of 3D copies ------------------------------------------------------------------- */
+
+/* An operation of a 3D batch as a transfer between two pointers (a byte per element). */
+static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x) {
+    if (op->srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
+        op->srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
+        return CUDA_ERROR_INVALID_VALUE;
+    const CUextent3D *e = &op->extent;
+    if (!e->width || !e->height || !e->depth) return CUDA_ERROR_INVALID_VALUE;
+    const CUmemcpy3DOperand *sides[2] = {&op->src, &op->dst};
+    for (int i = 0; i < 2; i++) {
+        if (sides[i]->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
+        if (sides[i]->type != CU_MEMCPY_OPERAND_TYPE_POINTER) return CUDA_ERROR_INVALID_VALUE;
+        size_t row = sides[i]->op.ptr.rowLength, layer = sides[i]->op.ptr.layerHeight;
+        if ((row && row < e->width) || (layer && layer < e->height)) return CUDA_ERROR_INVALID_VALUE;
+    }
+    const CUmemcpy3DOperand *s = &op->src, *d = &op->dst;
+    *x = (struct xfer){
+        .dst = d->op.ptr.ptr, .dmode = X_ANY_WRITE, .src = s->op.ptr.ptr, .smode = X_ANY_READ,
+        .dpitch = d->op.ptr.rowLength ? d->op.ptr.rowLength : e->width,
+        .spitch = s->op.ptr.rowLength ? s->op.ptr.rowLength : e->width,
+        .drows = d->op.ptr.layerHeight ? d->op.ptr.layerHeight : e->height,
+        .srows = s->op.ptr.layerHeight ? s->op.ptr.layerHeight : e->height,
+        .width = e->width, .height = e->height, .depth = e->depth};
+    return CUDA_SUCCESS;
+}
+
+/* Checks the batch, then every operation (a failure sets *failIdx to its index), then runs them
+ * in order (a capture gets one copy node per operation). Flags must be 0. */
+static CUresult copy_3d_batch(size_t n, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,
+                              unsigned long long flags, CUstream s, bool ptsz) {
+    if (failIdx) *failIdx = SIZE_MAX;
+    if (n == 0 || !ops || flags) return CUDA_ERROR_INVALID_VALUE;
+    struct sref ref;
+    CUresult r = stream_ref(s, ptsz, &ref);
+    if (r != CUDA_SUCCESS) return r;
+    struct xfer x;
+    for (size_t i = 0; i < n; i++) {
+        r = from_batch_op(&ops[i], &x);
+        if (r == CUDA_SUCCESS) r = xfer_check(&x);
+        if (r != CUDA_SUCCESS) {
+            if (failIdx) *failIdx = i;
+            return r;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        from_batch_op(&ops[i], &x);
+        r = ref.capturing ? stream_capture_node(&ref, &(struct node){.kind = N_COPY, .copy = x})
+                          : xfer_run_locked(&x);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    return CUDA_SUCCESS;
+}
+
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                          size_t *failIdx, unsigned long long flags,
+                                          CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_3d_batch(numOps, opList, failIdx, flags, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                               size_t *failIdx, unsigned long long flags,
+                                               CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_3d_batch(numOps, opList, failIdx, flags, hStream, true));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                             unsigned long long flags, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_3d_batch(numOps, opList, NULL, flags, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                                  unsigned long long flags, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_3d_batch(numOps, opList, NULL, flags, hStream, true));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *op,
+                                                   unsigned long long flags, CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_3d_batch(1, op, NULL, flags, hStream, false));
+}
+
+SIMCUDA_API CUresult cuMemcpy3DWithAttributesAsync_ptsz(CUDA_MEMCPY3D_BATCH_OP *op,
+                                                        unsigned long long flags,
+                                                        CUstream hStream) {
+    API_ENTER();
+    API_LOCKED(copy_3d_batch(1, op, NULL, flags, hStream, true));
 }

@@ -191,6 +191,14 @@ static const struct entry table[] = {
     PTROW("cuMemcpyBatchAsync", 12080, cuMemcpyBatchAsync_ptsz),
     ROW("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2),
     PTROW("cuMemcpyBatchAsync", 13000, cuMemcpyBatchAsync_v2_ptsz),
+    ROW("cuMemcpy3DBatchAsync", 12080, cuMemcpy3DBatchAsync),
+    PTROW("cuMemcpy3DBatchAsync", 12080, cuMemcpy3DBatchAsync_ptsz),
+    ROW("cuMemcpy3DBatchAsync", 13000, cuMemcpy3DBatchAsync_v2),
+    PTROW("cuMemcpy3DBatchAsync", 13000, cuMemcpy3DBatchAsync_v2_ptsz),
+    ROW("cuMemcpyWithAttributesAsync", 13020, cuMemcpyWithAttributesAsync),
+    PTROW("cuMemcpyWithAttributesAsync", 13020, cuMemcpyWithAttributesAsync_ptsz),
+    ROW("cuMemcpy3DWithAttributesAsync", 13020, cuMemcpy3DWithAttributesAsync),
+    PTROW("cuMemcpy3DWithAttributesAsync", 13020, cuMemcpy3DWithAttributesAsync_ptsz),
 
     /* stream-ordered allocation and pools */
     ROW("cuMemAllocAsync", 11020, cuMemAllocAsync),

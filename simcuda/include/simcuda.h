@@ -660,6 +660,69 @@ SIMCUDA_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *
                                                 size_t *sizes, size_t count,
                                                 CUmemcpyAttributes *attrs, size_t *attrsIdxs,
                                                 size_t numAttrs, CUstream hStream);
+/* One copy with a batch copy's attributes (13.2). */
+SIMCUDA_API CUresult cuMemcpyWithAttributesAsync(CUdeviceptr dst, CUdeviceptr src, size_t size,
+                                                 CUmemcpyAttributes *attr, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
+                                                      size_t size, CUmemcpyAttributes *attr,
+                                                      CUstream hStream);
+
+/* Batches of 3D copies (12.8; 13.0's _v2 has no failure index) and one such copy with
+ * attributes (13.2). Extents count elements (a byte each between two pointers); a pointer
+ * operand's row length and layer height are in elements, 0 meaning packed. The simulator copies
+ * no arrays: an array operand is CUDA_ERROR_NOT_SUPPORTED. */
+typedef enum CUmemcpy3DOperandType_enum {
+    CU_MEMCPY_OPERAND_TYPE_POINTER = 1,
+    CU_MEMCPY_OPERAND_TYPE_ARRAY = 2
+} CUmemcpy3DOperandType;
+
+typedef struct CUoffset3D_st {
+    size_t x, y, z;
+} CUoffset3D;
+
+typedef struct CUextent3D_st {
+    size_t width, height, depth;
+} CUextent3D;
+
+typedef struct CUmemcpy3DOperand_st {
+    CUmemcpy3DOperandType type;
+    union {
+        struct {
+            CUdeviceptr ptr;
+            size_t rowLength;
+            size_t layerHeight;
+            CUmemLocation locHint;
+        } ptr;
+        struct {
+            CUarray array;
+            CUoffset3D offset;
+        } array;
+    } op;
+} CUmemcpy3DOperand;
+
+typedef struct CUDA_MEMCPY3D_BATCH_OP_st {
+    CUmemcpy3DOperand src;
+    CUmemcpy3DOperand dst;
+    CUextent3D extent;
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    unsigned int flags;
+} CUDA_MEMCPY3D_BATCH_OP;
+
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                          size_t *failIdx, unsigned long long flags,
+                                          CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                               size_t *failIdx, unsigned long long flags,
+                                               CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                             unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                                  unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *op,
+                                                   unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpy3DWithAttributesAsync_ptsz(CUDA_MEMCPY3D_BATCH_OP *op,
+                                                        unsigned long long flags,
+                                                        CUstream hStream);
 SIMCUDA_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N);
 SIMCUDA_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N);
 SIMCUDA_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N);

@@ -10,7 +10,9 @@
 // "value-batch" order a race's streams by a value one writes and the other waits for (stream
 // memory operations, single and batched); "value-early" writes the value before the kernel.
 // "batch" reads the buffer with a batch of copies (cuMemcpyBatchAsync_v2), unordered: a race;
-// "batch-event" orders it by an event.
+// "batch-event" orders it by an event; "batch-3d" and "batch-3d-event" likewise with a batch
+// of 3D copies (cuMemcpy3DBatchAsync_v2), "attributes" and "attributes-event" with a copy with
+// attributes (cuMemcpyWithAttributesAsync).
 // "peer" reads the buffer with a synchronous peer copy (cuMemcpyPeer, serialized with all work,
 // non-blocking streams included); "peer-async" with cuMemcpyPeerAsync on the other stream, a
 // race.
@@ -138,7 +140,8 @@ static int race(const char *how) {
         CHECK(cuEventRecord(e, a));
         CHECK(cuCtxWaitEvent(ctx, e));
     }
-    if (!strcmp(how, "batch-event")) {
+    if (!strcmp(how, "batch-event") || !strcmp(how, "batch-3d-event") ||
+        !strcmp(how, "attributes-event")) {
         CHECK(cuEventRecord(e, a));
         CHECK(cuStreamWaitEvent(b, e, 0));
     }
@@ -153,6 +156,22 @@ static int race(const char *how) {
         CHECK(cuCtxSynchronize());
         CHECK(cuMemcpyDtoH_v2(host_buf, d2, sizeof host_buf));
         CHECK(cuMemFree_v2(d2));
+    } else if (!strncmp(how, "batch-3d", 8)) {
+        /* The read is a batch of 3D copies: the buffer as 4 rows of a quarter each, packed. */
+        CUDA_MEMCPY3D_BATCH_OP op;
+        memset(&op, 0, sizeof op);
+        op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+        op.src.op.ptr.ptr = d;
+        op.dst.op.ptr.ptr = (CUdeviceptr)(uintptr_t)host_buf;
+        op.extent = (CUextent3D){sizeof host_buf / 4, 4, 1};
+        op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        CHECK(cuMemcpy3DBatchAsync_v2(1, &op, 0, b));
+    } else if (!strncmp(how, "attributes", 10)) {
+        CUmemcpyAttributes attr;
+        memset(&attr, 0, sizeof attr);
+        attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+        CHECK(cuMemcpyWithAttributesAsync((CUdeviceptr)(uintptr_t)host_buf, d, sizeof host_buf,
+                                          &attr, b));
     } else if (!strncmp(how, "batch", 5)) {
         /* The read is a batch of copies (the buffer's two halves). */
         CUdeviceptr dsts[2] = {(CUdeviceptr)(uintptr_t)host_buf,

@@ -140,6 +140,28 @@ int main(void) {
     CHECK(cuMemcpyBatchAsync_ptsz(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, &bfail, NULL));
     CHECK(cuMemcpyBatchAsync_v2(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, s));
     CHECK(cuMemcpyBatchAsync_v2_ptsz(bdsts, bsrcs, bsizes, 2, battrs, bidxs, 1, NULL));
+    // A copy with attributes (d to d2, 64 bytes), and batches of 3D copies: 4 rows of 16 bytes
+    // from d, 64 bytes apart, into d2 packed, and 32 bytes from d + 256 to d2 + 128.
+    CHECK(cuMemcpyWithAttributesAsync(d2, d, 64, battrs, s));
+    CHECK(cuMemcpyWithAttributesAsync_ptsz(d2, d, 64, battrs, NULL));
+    CUDA_MEMCPY3D_BATCH_OP cops[2];
+    memset(cops, 0, sizeof cops);
+    cops[0].src.type = cops[0].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    cops[0].src.op.ptr.ptr = d;
+    cops[0].src.op.ptr.rowLength = 64;
+    cops[0].dst.op.ptr.ptr = d2;
+    cops[0].extent = (CUextent3D){16, 4, 1};
+    cops[1].src.type = cops[1].dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    cops[1].src.op.ptr.ptr = d + 256;
+    cops[1].dst.op.ptr.ptr = d2 + 128;
+    cops[1].extent = (CUextent3D){32, 1, 1};
+    cops[0].srcAccessOrder = cops[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CHECK(cuMemcpy3DBatchAsync(2, cops, &bfail, 0, s));
+    CHECK(cuMemcpy3DBatchAsync_ptsz(2, cops, &bfail, 0, NULL));
+    CHECK(cuMemcpy3DBatchAsync_v2(2, cops, 0, s));
+    CHECK(cuMemcpy3DBatchAsync_v2_ptsz(2, cops, 0, NULL));
+    CHECK(cuMemcpy3DWithAttributesAsync(cops, 0, s));
+    CHECK(cuMemcpy3DWithAttributesAsync_ptsz(cops, 0, NULL));
     // Cooperative launches (kernelParams only).
     CHECK(cuLaunchCooperativeKernel(fill, 8, 1, 1, 128, 1, 1, 0, s, params));
     CHECK(cuLaunchCooperativeKernel_ptsz(fill, 8, 1, 1, 128, 1, 1, 0, NULL, params));

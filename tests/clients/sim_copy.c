@@ -235,6 +235,91 @@ static int batch(int argc, char **argv) {
     return 0;
 }
 
+static CUmemcpy3DOperand pointer_operand(CUdeviceptr p, size_t row, size_t layer) {
+    CUmemcpy3DOperand o;
+    memset(&o, 0, sizeof o);
+    o.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    o.op.ptr.ptr = p;
+    o.op.ptr.rowLength = row;
+    o.op.ptr.layerHeight = layer;
+    return o;
+}
+
+/* Batches of 3D copies and copies with attributes: pitched and packed operands (a byte per
+ * element between pointers), checked whole with the failure index; arrays are not copied. */
+static int batch_3d(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUdeviceptr a, b;
+    CHECK(cuMemAlloc_v2(&a, 4096));
+    CHECK(cuMemAlloc_v2(&b, 4096));
+    unsigned char host[4096], back[4096];
+    for (unsigned i = 0; i < sizeof host; i++) host[i] = (unsigned char)(i * 7 + 1);
+    CHECK(cuMemcpyHtoD_v2(a, host, sizeof host));
+    CHECK(cuMemsetD8_v2(b, 0, 4096));
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    /* 2 layers of 3 rows of 10 bytes: from a (64-byte rows, 4-row layers) into b, packed. */
+    CUDA_MEMCPY3D_BATCH_OP ops[2];
+    memset(ops, 0, sizeof ops);
+    ops[0].src = pointer_operand(a, 64, 4);
+    ops[0].dst = pointer_operand(b, 0, 0);
+    ops[0].extent = (CUextent3D){10, 3, 2};
+    ops[0].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    /* And 16 bytes of a into b + 1024, one row. */
+    ops[1].src = pointer_operand(a + 512, 0, 0);
+    ops[1].dst = pointer_operand(b + 1024, 0, 0);
+    ops[1].extent = (CUextent3D){16, 1, 1};
+    ops[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    size_t fail = 7;
+    CHECK(cuMemcpy3DBatchAsync(2, ops, &fail, 0, s));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    int rows_ok = 1;
+    for (int z = 0; z < 2; z++)
+        for (int y = 0; y < 3; y++)
+            rows_ok &= !memcmp(back + (z * 3 + y) * 10, host + (z * 4 + y) * 64, 10);
+    printf("packed %d %d %zu\n", rows_ok, back[60] == 0, fail);
+    printf("second %d\n", !memcmp(back + 1024, host + 512, 16));
+    CHECK(cuMemsetD8_v2(b, 0, 4096));
+    CHECK(cuMemcpy3DBatchAsync_v2_ptsz(1, ops, 0, NULL));
+    CHECK(cuMemcpy3DWithAttributesAsync(&ops[1], 0, s));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("v2_and_single %d %d\n", !memcmp(back + 30, host + 4 * 64, 10),
+           !memcmp(back + 1024, host + 512, 16));
+    /* The second operation runs past b's end: nothing copied, its index said. */
+    CHECK(cuMemsetD8_v2(b, 0, 4096));
+    ops[1].dst = pointer_operand(b + 4090, 0, 0);
+    put_result("past_end", cuMemcpy3DBatchAsync_ptsz(2, ops, &fail, 0, s));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("fail_idx %zu %d\n", fail, back[0] == 0);
+    ops[1].dst = pointer_operand(b + 1024, 0, 0);
+    ops[0].src.op.ptr.rowLength = 5;
+    put_result("short_rows", cuMemcpy3DBatchAsync(2, ops, &fail, 0, s));
+    printf("short_rows_idx %zu\n", fail);
+    ops[0].src.op.ptr.rowLength = 64;
+    put_result("flags", cuMemcpy3DBatchAsync_v2(2, ops, 1, s));
+    put_result("empty", cuMemcpy3DBatchAsync_v2(0, ops, 0, s));
+    ops[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+    put_result("bad_order", cuMemcpy3DWithAttributesAsync_ptsz(&ops[1], 0, NULL));
+    ops[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+    ops[1].src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    put_result("array", cuMemcpy3DWithAttributesAsync(&ops[1], 0, s));
+    /* One copy with attributes. */
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CHECK(cuMemsetD8_v2(b, 0, 4096));
+    CHECK(cuMemcpyWithAttributesAsync(b, a, 100, &attr, s));
+    CHECK(cuMemcpyWithAttributesAsync_ptsz(b + 200, a, 100, &attr, NULL));
+    CHECK(cuMemcpyDtoH_v2(back, b, sizeof back));
+    printf("attributes %d %d\n", !memcmp(back, host, 100), !memcmp(back + 200, host, 100));
+    put_result("no_attribute", cuMemcpyWithAttributesAsync(b, a, 100, NULL, s));
+    CHECK(cuStreamDestroy_v2(s));
+    CHECK(cuMemFree_v2(a));
+    CHECK(cuMemFree_v2(b));
+    return 0;
+}
+
 /* Copies between two devices' contexts (run with SIMCUDA_DEVICES=2) and 2D memsets. */
 static int peer(int argc, char **argv) {
     (void)argc, (void)argv;
@@ -311,6 +396,7 @@ int main(int argc, char **argv) {
     static const struct subcommand cmds[] = {
         {"ipc", ipc},
         {"batch", batch},
+        {"batch-3d", batch_3d},
         {"peer", peer},
         {"round-trip", round_trip},
         {"host-memory", host_memory},

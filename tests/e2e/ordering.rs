@@ -174,6 +174,8 @@ fn correctly_ordered_twins_report_nothing() {
                 "value",
                 "value-batch",
                 "batch-event",
+                "batch-3d-event",
+                "attributes-event",
                 "peer",
                 "ctx-event",
                 "ctx-wait",
@@ -211,16 +213,23 @@ fn a_buffer_handed_to_another_thread_before_its_producer_was_waited_for_is_a_rac
     assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
 }
 
-/// A batch of copies (`cuMemcpyBatchAsync`) reads like any copy: unordered with the kernel
-/// that wrote the buffer, it races (its `batch-event` twin above reports nothing).
+/// A batch of copies (`cuMemcpyBatchAsync`), of 3D copies (`cuMemcpy3DBatchAsync`) and a copy
+/// with attributes (`cuMemcpyWithAttributesAsync`) read like any copy: unordered with the
+/// kernel that wrote the buffer, each races (their `-event` twins above report nothing).
 #[test]
 fn a_batch_of_copies_races_like_any_copy() {
-    let (findings, _) = findings_of(&["cross-stream-race", "batch"], &[]);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let message = findings[0]["message"].as_str().unwrap();
-    assert!(message.starts_with("cuMemcpyBatchAsync_v2 on stream"), "{message}");
-    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
-    assert_eq!(findings[0]["severity"], "error");
+    for (how, api) in [
+        ("batch", "cuMemcpyBatchAsync_v2"),
+        ("batch-3d", "cuMemcpy3DBatchAsync_v2"),
+        ("attributes", "cuMemcpyWithAttributesAsync"),
+    ] {
+        let (findings, _) = findings_of(&["cross-stream-race", how], &[]);
+        assert_eq!(findings.len(), 1, "{how}: {findings:#?}");
+        let message = findings[0]["message"].as_str().unwrap();
+        assert!(message.starts_with(&format!("{api} on stream")), "{message}");
+        assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+        assert_eq!(findings[0]["severity"], "error");
+    }
 }
 
 /// A synchronous peer copy is serialized with all work, so it reads the buffer after the
@@ -466,8 +475,8 @@ fn sync_stacks_can_be_sampled() {
         // A batch of copies is one call: its records share the call's stack (or its lack).
         let (batched, copies): (Vec<&Value>, Vec<&Value>) = of_type(&records, "Copy")
             .into_iter()
-            .partition(|c| c["api"].as_str().unwrap().starts_with("cuMemcpyBatchAsync"));
-        assert_eq!((copies.len(), batched.len()), (48, 8));
+            .partition(|c| c["api"].as_str().unwrap().contains("BatchAsync"));
+        assert_eq!((copies.len(), batched.len()), (52, 16));
         for pair in batched.chunks(2) {
             assert_eq!(pair[0]["stack"], pair[1]["stack"], "{pair:?}");
         }
@@ -477,9 +486,10 @@ fn sync_stacks_can_be_sampled() {
         let sampled = copies.iter().filter(|c| c["stack"] != 0).count();
         (sampled, String::from_utf8_lossy(&out.stderr).into_owned())
     };
-    assert_eq!(copies_with_stacks("1").0, 48);
-    // The 48 copies are this thread's first calls of the kind: the 1st, 3rd, ... 47th.
-    assert_eq!(copies_with_stacks("2").0, 24);
+    assert_eq!(copies_with_stacks("1").0, 52);
+    // The first 48 copies are this thread's first calls of the kind: the 1st, 3rd, ... 47th;
+    // the 4 copies with attributes come later, one call in two again.
+    assert_eq!(copies_with_stacks("2").0, 26);
     assert_eq!(copies_with_stacks("0").0, 0);
     let (sampled, stderr) = copies_with_stacks("often");
     assert_eq!(sampled, 0);
@@ -700,6 +710,26 @@ fn every_stream_ordering_variant_is_recorded_under_its_exact_name() {
             .map(|r| (hex(&r["dst"]), r["src"].as_u64().unwrap(), r["bytes"].as_u64()))
             .collect();
         assert_eq!(copies, [(d2, ptr, Some(64)), (d2 + 64, ptr + 64, Some(32))], "{api}");
+    }
+    // A copy with attributes is one copy; a 3D batch a Copy per operation, in array order,
+    // each spanning its larger side (the source's 4 rows 64 bytes apart: 3 * 64 + 16).
+    for api in ["cuMemcpyWithAttributesAsync", "cuMemcpyWithAttributesAsync_ptsz"] {
+        assert_eq!(copies(api), [(d2, ptr, Some(64))], "{api}");
+    }
+    for api in [
+        "cuMemcpy3DBatchAsync",
+        "cuMemcpy3DBatchAsync_ptsz",
+        "cuMemcpy3DBatchAsync_v2",
+        "cuMemcpy3DBatchAsync_v2_ptsz",
+    ] {
+        assert_eq!(
+            copies(api),
+            [(d2, ptr, Some(3 * 64 + 16)), (d2 + 128, ptr + 256, Some(32))],
+            "{api}"
+        );
+    }
+    for api in ["cuMemcpy3DWithAttributesAsync", "cuMemcpy3DWithAttributesAsync_ptsz"] {
+        assert_eq!(copies(api), [(d2, ptr, Some(3 * 64 + 16))], "{api}");
     }
     // A batch of memory operations is a record per operation, in array order.
     for api in [

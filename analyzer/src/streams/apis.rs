@@ -58,6 +58,10 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemcpy3DAsync_v2_ptsz
             | Api::cuMemcpyBatchAsync_ptsz
             | Api::cuMemcpyBatchAsync_v2_ptsz
+            | Api::cuMemcpy3DBatchAsync_ptsz
+            | Api::cuMemcpy3DBatchAsync_v2_ptsz
+            | Api::cuMemcpyWithAttributesAsync_ptsz
+            | Api::cuMemcpy3DWithAttributesAsync_ptsz
             | Api::cuMemcpyPeer_ptds
             | Api::cuMemcpyPeerAsync_ptsz
             | Api::cuMemcpy3DPeer_ptds

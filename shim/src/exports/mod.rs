@@ -156,6 +156,7 @@ hooks! {
 
         cuStreamCreate(stream: *mut CUstream, flags: u32) => objects::stream_create;
         cuStreamCreateWithPriority(stream: *mut CUstream, flags: u32, priority: i32) => objects::stream_create_prio;
+        cuGreenCtxStreamCreate(stream: *mut CUstream, green: CUgreenCtx, flags: u32, priority: i32) => objects::green_stream_create;
         cuStreamDestroy_v2(stream: CUstream) => objects::stream_destroy;
         cuEventCreate(event: *mut CUevent, flags: u32) => objects::event_create;
         cuEventDestroy_v2(event: CUevent) => objects::event_destroy;
@@ -285,6 +286,14 @@ hooks! {
         cuMemcpyBatchAsync_ptsz(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, fail_idx: *mut usize, stream: CUstream) => ordering::copy_batch;
         cuMemcpyBatchAsync_v2(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, stream: CUstream) => ordering::copy_batch_v2;
         cuMemcpyBatchAsync_v2_ptsz(dsts: *const CUdeviceptr, srcs: *const CUdeviceptr, sizes: *const usize, count: usize, attrs: *const c_void, attr_idxs: *const usize, num_attrs: usize, stream: CUstream) => ordering::copy_batch_v2;
+        cuMemcpy3DBatchAsync(count: usize, ops: *const CUDA_MEMCPY3D_BATCH_OP, fail_idx: *mut usize, flags: u64, stream: CUstream) => ordering::copy_3d_batch;
+        cuMemcpy3DBatchAsync_ptsz(count: usize, ops: *const CUDA_MEMCPY3D_BATCH_OP, fail_idx: *mut usize, flags: u64, stream: CUstream) => ordering::copy_3d_batch;
+        cuMemcpy3DBatchAsync_v2(count: usize, ops: *const CUDA_MEMCPY3D_BATCH_OP, flags: u64, stream: CUstream) => ordering::copy_3d_batch_v2;
+        cuMemcpy3DBatchAsync_v2_ptsz(count: usize, ops: *const CUDA_MEMCPY3D_BATCH_OP, flags: u64, stream: CUstream) => ordering::copy_3d_batch_v2;
+        cuMemcpyWithAttributesAsync(dst: CUdeviceptr, src: CUdeviceptr, n: usize, attr: *const c_void, stream: CUstream) => ordering::copy_with_attributes;
+        cuMemcpyWithAttributesAsync_ptsz(dst: CUdeviceptr, src: CUdeviceptr, n: usize, attr: *const c_void, stream: CUstream) => ordering::copy_with_attributes;
+        cuMemcpy3DWithAttributesAsync(op: *const CUDA_MEMCPY3D_BATCH_OP, flags: u64, stream: CUstream) => ordering::copy_3d_with_attributes;
+        cuMemcpy3DWithAttributesAsync_ptsz(op: *const CUDA_MEMCPY3D_BATCH_OP, flags: u64, stream: CUstream) => ordering::copy_3d_with_attributes;
 
         cuGetProcAddress(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64) => resolver::get_proc_address;
         cuGetProcAddress_v2(symbol: *const c_char, pfn: Pptr, version: i32, flags: u64, status: *mut i32) => resolver::get_proc_address_v2;

@@ -236,6 +236,26 @@ pub unsafe fn stream_create_prio(
     r
 }
 
+/// `cuGreenCtxStreamCreate`: a stream of a green context (`CU_STREAM_NON_BLOCKING` is
+/// required), recorded like a created stream of its flags and priority.
+pub unsafe fn green_stream_create(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUstream, CUgreenCtx, u32, i32) -> CUresult,
+    stream: *mut CUstream,
+    green: CUgreenCtx,
+    flags: u32,
+    priority: i32,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: as above.
+    let (r, s) = unsafe {
+        let r = real(stream, green, flags, priority);
+        (r, out(r, stream))
+    };
+    stream_created(&g, api, r, s, flags, priority);
+    r
+}
+
 /// `cuStreamDestroy_v2`.
 pub unsafe fn stream_destroy(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
     let Some(g) = guard::enter() else {

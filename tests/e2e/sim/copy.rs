@@ -34,6 +34,26 @@ fn a_batch_of_copies_runs_in_order_and_is_checked_whole() {
 }
 
 #[test]
+fn batches_of_3d_copies_and_copies_with_attributes_move_their_rows() {
+    let f = run("sim_copy", "batch-3d");
+    f.expect_all(&[
+        ("packed", "1 1 18446744073709551615"),
+        ("second", "1"),
+        ("v2_and_single", "1 1"),
+        ("past_end", "1"),
+        ("fail_idx", "1 1"),
+        ("short_rows", "1"),
+        ("short_rows_idx", "0"),
+        ("flags", "1"),
+        ("empty", "1"),
+        ("bad_order", "1"),
+        ("array", "801"),
+        ("attributes", "1 1"),
+        ("no_attribute", "1"),
+    ]);
+}
+
+#[test]
 fn peer_copies_move_bytes_between_contexts_and_2d_memsets_set_only_their_rows() {
     let f = super::run_with("sim_copy", "peer", &[("SIMCUDA_DEVICES", "2")]);
     f.expect_all(&[

@@ -1,6 +1,7 @@
 //! Copies and memsets, 1D, 2D and 3D, as `Copy` records (`src` 0 for a memset).
 
 use std::ffi::c_void;
+use std::sync::atomic::AtomicUsize;
 
 use gpuleak_format::{Api, Copy, CuResult, Ptr, StackId, Stream};
 
@@ -291,6 +292,31 @@ impl Descriptor for CUDA_MEMCPY3D {
     }
 }
 
+impl Descriptor for CUDA_MEMCPY3D_BATCH_OP {
+    fn region(&self) -> regions::Region {
+        regions::of_batch_op(self, array_element)
+    }
+}
+
+/// Bytes per element of `array`, as `cuArray3DGetDescriptor_v2` describes it (`None` if it
+/// cannot, or for a format or channel count this shim does not know).
+fn array_element(array: u64) -> Option<u64> {
+    static GET_DESCRIPTOR: AtomicUsize = AtomicUsize::new(0);
+    type GetDescriptor = unsafe extern "C" fn(*mut CUDA_ARRAY3D_DESCRIPTOR, CUarray) -> CUresult;
+    let f = crate::dl::driver_fn(&GET_DESCRIPTOR, c"cuArray3DGetDescriptor_v2")?;
+    // SAFETY: the driver's cuArray3DGetDescriptor_v2, found by name, with its C signature.
+    let f: GetDescriptor = unsafe { std::mem::transmute::<usize, GetDescriptor>(f) };
+    let mut d = CUDA_ARRAY3D_DESCRIPTOR::default();
+    // SAFETY: `d` is a valid out-parameter; the array was just copied with, so it is live.
+    if unsafe { f(&mut d, array as CUarray) } != CUDA_SUCCESS {
+        return None;
+    }
+    let channels = u64::from(d.num_channels);
+    matches!(channels, 1 | 2 | 4)
+        .then(|| array_format_bytes(d.format).map(|b| b * channels))
+        .flatten()
+}
+
 /// The region of the descriptor at `p` (nothing for NULL).
 ///
 /// # Safety
@@ -321,6 +347,24 @@ pub unsafe fn copy_descriptor<T: Descriptor>(
     )
 }
 
+/// `cuMemcpy3DWithAttributesAsync[_ptsz]` (CUDA 13.2: one operation of a 3D batch).
+pub unsafe fn copy_3d_with_attributes(
+    api: Api,
+    real: unsafe extern "C" fn(*const CUDA_MEMCPY3D_BATCH_OP, u64, CUstream) -> CUresult,
+    op: *const CUDA_MEMCPY3D_BATCH_OP,
+    flags: u64,
+    stream: CUstream,
+) -> CUresult {
+    copy_described(
+        api,
+        stream,
+        // SAFETY: passed through.
+        || unsafe { real(op, flags, stream) },
+        // SAFETY: as in `copy_descriptor`.
+        || unsafe { described(op) },
+    )
+}
+
 /// `cuMemcpy2DAsync_v2[_ptsz]`, `cuMemcpy3DAsync_v2[_ptsz]`, `cuMemcpy3DPeerAsync[_ptsz]`.
 pub unsafe fn copy_descriptor_async<T: Descriptor>(
     api: Api,
@@ -338,25 +382,24 @@ pub unsafe fn copy_descriptor_async<T: Descriptor>(
     )
 }
 
-/// Runs a batch of copies (`cuMemcpyBatchAsync[_v2][_ptsz]`) and records a `Copy` per copy,
-/// read after a successful call (the driver has read the arrays then), all with the one stack
-/// the call gets; a refused batch is one `Copy` of nothing.
+/// Runs a batch of copies and records a `Copy` per copy, `entry(i)` giving copy `i`'s
+/// destination, source and length, read after a successful call (the driver has read the
+/// batch then), all with the one stack the call gets; a refused batch is one `Copy` of nothing.
 ///
 /// # Safety
-/// On success, `dsts`, `srcs` and `sizes` hold `count` entries each.
+/// `entry(i)` may be called for every `i < count` when the call succeeded and `readable`.
 unsafe fn batched(
     api: Api,
     stream: CUstream,
-    (dsts, srcs, sizes, count): (*const CUdeviceptr, *const CUdeviceptr, *const usize, usize),
+    (count, readable): (usize, bool),
     call: impl FnOnce() -> CUresult,
+    entry: impl Fn(usize) -> (u64, u64, u64),
 ) -> CUresult {
     let Some(g) = guard::enter() else {
         return call();
     };
     let r = call();
-    let ok = r == CUDA_SUCCESS && !dsts.is_null() && !srcs.is_null() && !sizes.is_null() && count > 0;
-    // SAFETY: as the function's contract says (entry 0 exists when `ok`).
-    let entry = |i: usize| unsafe { (dsts.add(i).read(), srcs.add(i).read(), sizes.add(i).read() as u64) };
+    let ok = r == CUDA_SUCCESS && readable && count > 0;
     let record = |(dst, src, bytes): (u64, u64, u64), stack| Copy {
         api,
         result: CuResult(r),
@@ -378,6 +421,30 @@ unsafe fn batched(
         }
     }
     r
+}
+
+/// Copy `i` of a batch of 1D copies.
+///
+/// # Safety
+/// `dsts`, `srcs` and `sizes` hold more than `i` entries each.
+unsafe fn linear_entry(
+    dsts: *const CUdeviceptr,
+    srcs: *const CUdeviceptr,
+    sizes: *const usize,
+    i: usize,
+) -> (u64, u64, u64) {
+    // SAFETY: the caller's contract.
+    unsafe { (dsts.add(i).read(), srcs.add(i).read(), sizes.add(i).read() as u64) }
+}
+
+/// Operation `i` of a batch of 3D copies.
+///
+/// # Safety
+/// `ops` holds more than `i` operations.
+unsafe fn op_entry(ops: *const CUDA_MEMCPY3D_BATCH_OP, i: usize) -> (u64, u64, u64) {
+    // SAFETY: the caller's contract; read unaligned, as a program's array may be packed.
+    let r = unsafe { ops.add(i).read_unaligned() }.region();
+    (r.dst, r.src, r.bytes)
 }
 
 /// `cuMemcpyBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
@@ -407,9 +474,13 @@ pub unsafe fn copy_batch(
 ) -> CUresult {
     // SAFETY: passed through; on success the driver read `count` entries of each array.
     unsafe {
-        batched(api, stream, (dsts, srcs, sizes, count), || {
-            real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream)
-        })
+        batched(
+            api,
+            stream,
+            (count, !dsts.is_null() && !srcs.is_null() && !sizes.is_null()),
+            || real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream),
+            |i| linear_entry(dsts, srcs, sizes, i),
+        )
     }
 }
 
@@ -438,10 +509,73 @@ pub unsafe fn copy_batch_v2(
 ) -> CUresult {
     // SAFETY: passed through; on success the driver read `count` entries of each array.
     unsafe {
-        batched(api, stream, (dsts, srcs, sizes, count), || {
-            real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream)
-        })
+        batched(
+            api,
+            stream,
+            (count, !dsts.is_null() && !srcs.is_null() && !sizes.is_null()),
+            || real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream),
+            |i| linear_entry(dsts, srcs, sizes, i),
+        )
     }
+}
+
+/// `cuMemcpy3DBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
+pub unsafe fn copy_3d_batch(
+    api: Api,
+    real: unsafe extern "C" fn(usize, *const CUDA_MEMCPY3D_BATCH_OP, *mut usize, u64, CUstream) -> CUresult,
+    count: usize,
+    ops: *const CUDA_MEMCPY3D_BATCH_OP,
+    fail_idx: *mut usize,
+    flags: u64,
+    stream: CUstream,
+) -> CUresult {
+    // SAFETY: passed through; on success the driver read `count` operations.
+    unsafe {
+        batched(
+            api,
+            stream,
+            (count, !ops.is_null()),
+            || real(count, ops, fail_idx, flags, stream),
+            |i| op_entry(ops, i),
+        )
+    }
+}
+
+/// `cuMemcpy3DBatchAsync_v2[_ptsz]` (CUDA 13.0: no failure index).
+pub unsafe fn copy_3d_batch_v2(
+    api: Api,
+    real: unsafe extern "C" fn(usize, *const CUDA_MEMCPY3D_BATCH_OP, u64, CUstream) -> CUresult,
+    count: usize,
+    ops: *const CUDA_MEMCPY3D_BATCH_OP,
+    flags: u64,
+    stream: CUstream,
+) -> CUresult {
+    // SAFETY: as above.
+    unsafe {
+        batched(
+            api,
+            stream,
+            (count, !ops.is_null()),
+            || real(count, ops, flags, stream),
+            |i| op_entry(ops, i),
+        )
+    }
+}
+
+/// `cuMemcpyWithAttributesAsync[_ptsz]` (CUDA 13.2: one copy with the attributes of a batch's).
+pub unsafe fn copy_with_attributes(
+    api: Api,
+    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, *const c_void, CUstream) -> CUresult,
+    dst: CUdeviceptr,
+    src: CUdeviceptr,
+    n: usize,
+    attr: *const c_void,
+    stream: CUstream,
+) -> CUresult {
+    copy(api, stream, dst, src, n as u64, || {
+        // SAFETY: passed through.
+        unsafe { real(dst, src, n, attr, stream) }
+    })
 }
 
 #[cfg(test)]

@@ -10,7 +10,9 @@
 //! under-covered.
 
 use crate::cuda::{
-    CUDA_MEMCPY2D, CUDA_MEMCPY3D, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST, CU_MEMORYTYPE_UNIFIED,
+    CUmemcpy3DOperand, CUDA_MEMCPY2D, CUDA_MEMCPY3D, CUDA_MEMCPY3D_BATCH_OP, CU_MEMCPY_OPERAND_TYPE_ARRAY,
+    CU_MEMCPY_OPERAND_TYPE_POINTER, CU_MEMORYTYPE_ARRAY, CU_MEMORYTYPE_DEVICE, CU_MEMORYTYPE_HOST,
+    CU_MEMORYTYPE_UNIFIED,
 };
 
 /// The addresses and length a copy record carries.
@@ -132,6 +134,45 @@ pub fn of_3d(p: &CUDA_MEMCPY3D) -> Region {
     region(src, dst, p.width_in_bytes, p.height, p.depth)
 }
 
+/// The region of an operation of a 3D batch (`CUDA_MEMCPY3D_BATCH_OP`), whose extent and
+/// pointer pitches count elements: bytes between two pointers, the array's elements when one
+/// side is an array (`element_of` tells an array's element size in bytes; when it cannot, a
+/// byte each is assumed, which under-covers the pointer side rather than claiming bytes the
+/// copy never touched). Row length and layer height 0 mean packed rows and layers.
+pub fn of_batch_op(op: &CUDA_MEMCPY3D_BATCH_OP, element_of: impl FnOnce(u64) -> Option<u64>) -> Region {
+    let array = [&op.src, &op.dst]
+        .into_iter()
+        .find(|o| o.kind == CU_MEMCPY_OPERAND_TYPE_ARRAY);
+    let element = array.and_then(|a| element_of(a.ptr)).unwrap_or(1);
+    let (width, height, depth) = (op.width as u64, op.height as u64, op.depth as u64);
+    let side = |o: &CUmemcpy3DOperand| -> (u64, u64) {
+        if o.kind != CU_MEMCPY_OPERAND_TYPE_POINTER {
+            return (0, 0);
+        }
+        if width == 0 || height == 0 || depth == 0 {
+            return (o.ptr, 0);
+        }
+        let row = if o.row_length == 0 { width } else { o.row_length as u64 };
+        let layer = if o.layer_height == 0 {
+            height
+        } else {
+            o.layer_height as u64
+        };
+        let rows = (depth - 1).saturating_mul(layer).saturating_add(height - 1);
+        let span = rows
+            .saturating_mul(row.saturating_mul(element))
+            .saturating_add(width.saturating_mul(element));
+        (o.ptr, span)
+    };
+    let (src, src_span) = side(&op.src);
+    let (dst, dst_span) = side(&op.dst);
+    Region {
+        dst,
+        src,
+        bytes: src_span.max(dst_span),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::ptr::{null, null_mut};
@@ -187,6 +228,70 @@ mod tests {
         // Nothing copied: no bytes.
         p.height = 0;
         assert_eq!(of_2d(&p).bytes, 0);
+    }
+
+    fn pointer(ptr: u64, row_length: usize, layer_height: usize) -> CUmemcpy3DOperand {
+        CUmemcpy3DOperand {
+            kind: CU_MEMCPY_OPERAND_TYPE_POINTER,
+            ptr,
+            row_length,
+            layer_height,
+            last: 0,
+        }
+    }
+
+    #[test]
+    fn a_3d_batch_operation_counts_bytes_between_pointers_and_array_elements_otherwise() {
+        let mut op = CUDA_MEMCPY3D_BATCH_OP {
+            src: pointer(0x7000_0000_0000, 0, 0),
+            dst: pointer(0x7000_0010_0000, 256, 8),
+            width: 100,
+            height: 4,
+            depth: 3,
+            ..Default::default()
+        };
+        let never = |_| -> Option<u64> { panic!("no array here") };
+        // The source is packed (100-byte rows, 4-row layers): 3 * 4 * 100 bytes; the
+        // destination has 256-byte rows and 8-row layers: (2 * 8 + 3) * 256 + 100, the larger.
+        assert_eq!(
+            of_batch_op(&op, never),
+            Region {
+                dst: 0x7000_0010_0000,
+                src: 0x7000_0000_0000,
+                bytes: (2 * 8 + 3) * 256 + 100
+            }
+        );
+        // Nothing copied: no bytes, the addresses kept.
+        op.depth = 0;
+        assert_eq!(of_batch_op(&op, never).bytes, 0);
+        op.depth = 3;
+        // An array source: no address, and the destination counts its 16-byte elements.
+        op.src = CUmemcpy3DOperand {
+            kind: CU_MEMCPY_OPERAND_TYPE_ARRAY,
+            ptr: 0x5ce0,
+            ..Default::default()
+        };
+        let r = of_batch_op(&op, |a| {
+            assert_eq!(a, 0x5ce0);
+            Some(16)
+        });
+        assert_eq!((r.src, r.dst), (0, 0x7000_0010_0000));
+        assert_eq!(r.bytes, (2 * 8 + 3) * 256 * 16 + 100 * 16);
+        // An element size unknown: a byte each.
+        assert_eq!(of_batch_op(&op, |_| None).bytes, (2 * 8 + 3) * 256 + 100);
+        // An operand type this shim does not know: no address.
+        op.dst.kind = 9;
+        assert_eq!(of_batch_op(&op, |_| Some(4)), Region::default());
+        // Absurd extents saturate.
+        let huge = CUDA_MEMCPY3D_BATCH_OP {
+            src: pointer(1, usize::MAX, usize::MAX),
+            dst: pointer(2, 0, 0),
+            width: usize::MAX,
+            height: usize::MAX,
+            depth: usize::MAX,
+            ..Default::default()
+        };
+        assert_eq!(of_batch_op(&huge, never).bytes, u64::MAX);
     }
 
     #[test]
