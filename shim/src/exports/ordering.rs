@@ -144,14 +144,18 @@ pub unsafe fn stream_wait(
     plain(
         // SAFETY: passed through.
         || unsafe { real(stream, event, flags) },
-        |r| StreamWait {
-            api,
-            result: r,
-            stream: Stream(stream as u64),
-            event: Event(event as u64),
-            flags,
-        },
+        |r| wait_body(api, r, stream, event, flags),
     )
+}
+
+fn wait_body(api: Api, r: CuResult, stream: *mut c_void, event: CUevent, flags: u32) -> StreamWait {
+    StreamWait {
+        api,
+        result: r,
+        stream: Stream(stream as u64),
+        event: Event(event as u64),
+        flags,
+    }
 }
 
 fn record_body(api: Api, r: CuResult, event: CUevent, stream: CUstream, flags: u32) -> EventRecord {
@@ -219,13 +223,7 @@ pub unsafe fn ctx_wait_event(
     plain(
         // SAFETY: passed through.
         || unsafe { real(ctx, event) },
-        |r| StreamWait {
-            api,
-            result: r,
-            stream: Stream(ctx as u64),
-            event: Event(event as u64),
-            flags: 0,
-        },
+        |r| wait_body(api, r, ctx, event, 0),
     )
 }
 
