@@ -299,9 +299,7 @@ fn retained_imported_and_multicast_handles_each_need_their_own_release() {
     const GRAN: u64 = 2 << 20; // the simulator's VMM granularity
     let dir = TempDir::new();
     let (stdout, r) = vmm_refs(&dir, "clean");
-    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
-    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
-    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
+    assert_nothing_left(&r);
     assert_eq!(r["notes"], serde_json::json!([]), "{r:#}");
     assert_eq!(u(&r["summary"]["retains"]), 4);
     // The shim's live accounting keeps a retained handle's memory until its last release.
@@ -374,9 +372,7 @@ fn imported_pool_pointers_and_reopened_ipc_handles_each_need_their_own_release()
     assert!(stdout.contains(&format!("live while imported: {SIZE}\n")), "{stdout}");
     assert!(stdout.contains("live at end: 0\n"), "{stdout}");
     let r = report_json(&[], &[&trace]);
-    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
-    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
-    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
+    assert_nothing_left(&r);
     assert_eq!(
         u(&r["summary"]["peak_bytes"]),
         SIZE + 4096,
@@ -447,9 +443,7 @@ fn external_memory_and_its_mapped_buffers_are_released_by_their_own_calls() {
     };
     let trace = run("clean");
     let r = report_json(&[], &[&trace]);
-    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
-    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
-    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
+    assert_nothing_left(&r);
     assert_eq!(
         u(&r["summary"]["peak_bytes"]),
         4096,
@@ -1050,4 +1044,11 @@ fn a_directory_without_traces_is_an_error_naming_it() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.starts_with(&format!("gpuleak: {}: ", bad.display())), "{stderr}");
     assert!(stderr.contains("offset 8"), "{stderr}");
+}
+
+/// A report with no leak, no finding and nothing left unreleased.
+fn assert_nothing_left(r: &Value) {
+    assert_eq!(r["leaks"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["findings"], serde_json::json!([]), "{r:#}");
+    assert_eq!(r["unreleased"], serde_json::json!([]), "{r:#}");
 }
