@@ -1,6 +1,6 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds (Python frames, pool samples and graph memory nodes included), and the same
+//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes included), and the same
 //! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 16 {
+    match i % 18 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -134,7 +134,7 @@ fn body_at(i: u64) -> Body<'static> {
             frees: Addrs(Cow::Owned(vec![0x5a00_0000_0000 + i * 0x1000])),
         }
         .into(),
-        _ => GraphExec {
+        15 => GraphExec {
             api: Api::cuGraphInstantiateWithFlags,
             via: Api::NONE,
             result: CuResult(0),
@@ -145,6 +145,24 @@ fn body_at(i: u64) -> Body<'static> {
             free_nodes: 1,
             nodes_known: 1,
             stack: StackId(1),
+        }
+        .into(),
+        16 => GraphEvents {
+            exec: 0x9000 + i - 2,
+            records: Addrs(Cow::Owned(vec![0x6000 + i, 0xe000 + i, 0])),
+            waits: Addrs(Cow::Owned(vec![0x6100 + i, 0xe100 + i, 0x6200 + i])),
+        }
+        .into(),
+        _ => GraphUpdate {
+            api: Api::cuGraphExecUpdate_v2,
+            via: Api::NONE,
+            result: CuResult(0),
+            what: GraphUpdate::GRAPH,
+            exec: 0x9000 + i - 3,
+            node: 0,
+            event: 0,
+            graph: 0x8000 + i,
+            listed: 1,
         }
         .into(),
     }

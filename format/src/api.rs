@@ -308,6 +308,15 @@ apis! {
     321 cuMemcpy3DBatchAsync_ptsz,
     322 cuMemcpy3DBatchAsync_v2,
     323 cuMemcpy3DBatchAsync_v2_ptsz,
+    // Changes to the event nodes of an executable graph (GraphUpdate records): one node's
+    // event (11.1; the generic setter, 12.2), the whole graph's parameters (10.2; `_v2` with a
+    // result structure, 12.0) and a child graph node's (11.1).
+    324 cuGraphExecEventRecordNodeSetEvent,
+    325 cuGraphExecEventWaitNodeSetEvent,
+    326 cuGraphExecUpdate,
+    327 cuGraphExecUpdate_v2,
+    328 cuGraphExecChildGraphNodeSetParams,
+    329 cuGraphExecNodeSetParams,
 }
 
 impl Api {

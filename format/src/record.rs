@@ -662,6 +662,71 @@ records! {
         /// Call stack.
         stack: StackId,
     }
+    /// Event nodes of a graph, listed by the shim with the driver's getters
+    /// (`cuGraphGetNodes`, `cuGraphNodeGetType`, `cuGraphEventRecordNodeGetEvent`,
+    /// `cuGraphEventWaitNodeGetEvent`, and `cuGraphChildGraphNodeGetGraph` for the nodes of
+    /// child graphs at any depth): after a successful instantiation, just before its
+    /// [`GraphExec`] record, and after a successful update that takes a graph's parameters,
+    /// just before its [`GraphUpdate`] record. As many records as needed, at most
+    /// [`GraphEvents::MAX_NODES`] nodes of each kind in one; one with none when the graph has
+    /// none. No such record means the shim could not list them.
+    58 GraphEvents<'a> {
+        /// The executable graph (`CUgraphExec`) whose launches record and wait for them.
+        exec: u64,
+        /// Event record nodes as triples `(node, event, owner)`: the node (`CUgraphNode` of
+        /// the graph listed), the event each launch records, and the child graph node of the
+        /// listed graph's top level that holds the node (0 for a node at the top level; for
+        /// a child graph's update, that child graph node).
+        records: Addrs<'a>,
+        /// Event wait nodes, as triples the same way: the event each launch waits for.
+        waits: Addrs<'a>,
+    }
+    /// A successful or failed change to the event nodes of an executable graph:
+    /// `cuGraphExecEventRecordNodeSetEvent`, `cuGraphExecEventWaitNodeSetEvent` and
+    /// `cuGraphExecNodeSetParams` given an event node's parameters set one node's event
+    /// ([`GraphUpdate::NODE_EVENT`]); `cuGraphExecUpdate[_v2]` gives every node the
+    /// parameters of the same node of another graph ([`GraphUpdate::GRAPH`]), and
+    /// `cuGraphExecChildGraphNodeSetParams` (or `cuGraphExecNodeSetParams` given a child
+    /// graph's) those of a child graph node's nodes ([`GraphUpdate::CHILD_GRAPH`]): the
+    /// [`GraphEvents`] records just before this one list that graph's event nodes.
+    59 GraphUpdate {
+        /// Exact driver entry point.
+        api: Api,
+        /// Runtime call that led here, or `Api::NONE`.
+        via: Api,
+        /// Driver result.
+        result: CuResult,
+        /// What changed: [`GraphUpdate::NODE_EVENT`], [`GraphUpdate::GRAPH`] or
+        /// [`GraphUpdate::CHILD_GRAPH`].
+        what: u32,
+        /// The executable graph.
+        exec: u64,
+        /// The node (of the graph the executable graph was made from) whose event, or whose
+        /// child graph, changed; 0 for a whole graph's update.
+        node: u64,
+        /// The event the node now records or waits for ([`GraphUpdate::NODE_EVENT`]).
+        event: u64,
+        /// The graph whose parameters were taken (the update's graph, or the child graph).
+        graph: u64,
+        /// 1 when the shim listed that graph's event nodes in [`GraphEvents`] records just
+        /// before this one; 0 when it did not (a failed call, or a getter missing or failing).
+        listed: u32,
+    }
+}
+
+impl GraphEvents<'_> {
+    /// The most event record nodes (and the most wait nodes) one record lists, so that a
+    /// record always fits in a block.
+    pub const MAX_NODES: usize = 512;
+}
+
+impl GraphUpdate {
+    /// `what`: one node's event was set.
+    pub const NODE_EVENT: u32 = 1;
+    /// `what`: every node took the parameters of another graph's.
+    pub const GRAPH: u32 = 2;
+    /// `what`: a child graph node's nodes took the parameters of another graph's.
+    pub const CHILD_GRAPH: u32 = 3;
 }
 
 impl GraphMem<'_> {
@@ -1034,6 +1099,24 @@ mod tests {
                 stack: StackId(1),
             }
             .into(),
+            GraphEvents {
+                exec: 0x5ce0_0000_0007,
+                records: Addrs(Cow::Owned(vec![0x5e00_0000_0001, 0x5ee0_0000_0001, 0])),
+                waits: Addrs(Cow::Owned(vec![0x5e00_0000_0002, 0x5ee0_0000_0002, 0x5e00_0000_0003])),
+            }
+            .into(),
+            GraphUpdate {
+                api: Api::cuGraphExecUpdate_v2,
+                via: Api::NONE,
+                result: CuResult(0),
+                what: GraphUpdate::GRAPH,
+                exec: 0x5ce0_0000_0007,
+                node: 0,
+                event: 0,
+                graph: 0x5ce0_0000_0008,
+                listed: 1,
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -1069,6 +1152,8 @@ mod tests {
                     | Body::PoolDestroy(_)
                     | Body::GraphMem(_)
                     | Body::GraphExec(_)
+                    | Body::GraphEvents(_)
+                    | Body::GraphUpdate(_)
             )
         }) {
             let mut buf = vec![0u8; 64];

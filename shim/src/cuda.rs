@@ -38,6 +38,10 @@ pub type CUgraphExec = *mut c_void;
 pub type CUgraphNode = *mut c_void;
 /// `CU_GRAPH_NODE_TYPE_GRAPH` (`CUgraphNodeType`): a child graph node.
 pub const CU_GRAPH_NODE_TYPE_GRAPH: u32 = 4;
+/// `CU_GRAPH_NODE_TYPE_WAIT_EVENT` (`CUgraphNodeType`): an event wait node.
+pub const CU_GRAPH_NODE_TYPE_WAIT_EVENT: u32 = 6;
+/// `CU_GRAPH_NODE_TYPE_EVENT_RECORD` (`CUgraphNodeType`): an event record node.
+pub const CU_GRAPH_NODE_TYPE_EVENT_RECORD: u32 = 7;
 /// `CU_GRAPH_NODE_TYPE_MEM_ALLOC` and `CU_GRAPH_NODE_TYPE_MEM_FREE` (`CUgraphNodeType`).
 pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: u32 = 10;
 /// See [`CU_GRAPH_NODE_TYPE_MEM_ALLOC`].
@@ -83,6 +87,21 @@ pub struct CUgraphNodeParamsHead {
 const _: () = assert!(std::mem::offset_of!(CUgraphNodeParamsHead, alloc) == 16);
 // The allocation member lies within the union's 232 bytes.
 const _: () = assert!(std::mem::size_of::<CUDA_MEM_ALLOC_NODE_PARAMS>() <= 232);
+
+/// `CUgraphNodeParams` (CUDA 12.2) read as its type and the first member of its union when
+/// that member is a handle: the event of `CUDA_EVENT_RECORD_NODE_PARAMS` and
+/// `CUDA_EVENT_WAIT_NODE_PARAMS`, the graph of `CUDA_CHILD_GRAPH_NODE_PARAMS`.
+#[repr(C)]
+pub struct CUgraphNodeParamsHandle {
+    /// `CUgraphNodeType`.
+    pub kind: u32,
+    /// `int reserved0[3]`.
+    pub reserved0: [i32; 3],
+    /// The union's first member, a `CUevent` or `CUgraph`.
+    pub handle: *mut c_void,
+}
+
+const _: () = assert!(std::mem::offset_of!(CUgraphNodeParamsHandle, handle) == 16);
 
 /// `CUDA_GRAPH_INSTANTIATE_PARAMS` (CUDA 12.0), its first member (all the shim reads).
 #[repr(C)]

@@ -1,18 +1,29 @@
 //! Events that graphs record and wait for when they run.
 //!
-//! In a capture, `cuEventRecordWithFlags(CU_EVENT_RECORD_EXTERNAL)` and
-//! `cuStreamWaitEvent(CU_EVENT_WAIT_EXTERNAL)` record nothing and wait for nothing: they add
-//! an event record or wait node to the graph, and every launch of an executable graph made
-//! from it records the event or waits for it (PyTorch's `torch.cuda.Event(external=True)`
-//! inside `torch.cuda.graph` does this, to hand work of a replayed graph to other streams).
-//! The nodes are kept by capture, then by the graph the capture ended with, then by each
-//! executable graph instantiated from it. A launch is one operation of its stream, so it waits
-//! for the events of its wait nodes before it and records the events of its record nodes after
-//! it: a stream that waits for such an event follows the whole launch (a launch touches no
-//! memory the model knows, so this orders no access wrongly; it can only take work to be
-//! waited for that a node in the middle of the graph did not cover).
+//! A graph's event record and wait nodes record an event, or wait for it, at every launch of
+//! an executable graph made from it. Traces from shims that list a graph's nodes say which
+//! event nodes each executable graph has (`GraphEvents` records at each instantiation):
+//! nodes added by hand (`cuGraphAddEventRecordNode`, `cuGraphAddEventWaitNode`,
+//! `cuGraphAddNode`), nodes of child graphs, and nodes a capture made. Later changes are
+//! followed (`GraphUpdate` records): a node's new event (`cuGraphExecEventRecordNodeSetEvent`
+//! and the like), and updates that take another graph's parameters (`cuGraphExecUpdate`,
+//! `cuGraphExecChildGraphNodeSetParams`), listed the same way.
 //!
-//! Event nodes added to a graph by hand (`cuGraphAddEventRecordNode`) are not recorded.
+//! Without such a listing (older traces, a driver whose getters failed), the nodes of a
+//! capture are known from the capture itself: `cuEventRecordWithFlags(CU_EVENT_RECORD_EXTERNAL)`
+//! and `cuStreamWaitEvent(CU_EVENT_WAIT_EXTERNAL)` in a capture record nothing and wait for
+//! nothing, they add an event record or wait node to the graph (PyTorch's
+//! `torch.cuda.Event(external=True)` inside `torch.cuda.graph` does this, to hand work of a
+//! replayed graph to other streams). Those nodes are kept by capture, then by the graph the
+//! capture ended with, then by each executable graph instantiated from it.
+//!
+//! A launch is one operation of its stream, so it waits for the events of its wait nodes
+//! before it and records the events of its record nodes after it: a stream that waits for
+//! such an event follows the whole launch (a launch touches no memory the model knows, so
+//! this orders no access wrongly; it can only take work to be waited for that a node in the
+//! middle of the graph did not cover).
+
+use gpuleak_format::GraphUpdate;
 
 use super::fast_hash::FastMap;
 
@@ -20,21 +31,55 @@ use super::fast_hash::FastMap;
 /// forgotten then record and wait for nothing, as before this was modelled).
 const MAX_ENTRIES: usize = 4096;
 
+/// One event node.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct EventNode {
+    /// The node (`CUgraphNode`), or 0 for one known from its capture alone.
+    pub node: u64,
+    /// The event it records or waits for.
+    pub event: u64,
+    /// The child graph node of the instantiated graph's top level that holds it, or 0.
+    pub owner: u64,
+}
+
 /// A graph's event nodes.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Nodes {
-    /// Events its launches record, in capture order.
-    pub records: Vec<u64>,
-    /// Events its launches wait for.
-    pub waits: Vec<u64>,
+    /// Its record nodes: events its launches record.
+    pub records: Vec<EventNode>,
+    /// Its wait nodes: events its launches wait for.
+    pub waits: Vec<EventNode>,
 }
 
-/// Event nodes by capture (its id), by graph and by executable graph.
+impl Nodes {
+    fn is_empty(&self) -> bool {
+        self.records.is_empty() && self.waits.is_empty()
+    }
+
+    /// Appends the listed triples `(node, event, owner)`.
+    fn extend(&mut self, records: &[u64], waits: &[u64]) {
+        let triples = |v: &[u64]| {
+            v.chunks_exact(3)
+                .map(|t| EventNode {
+                    node: t[0],
+                    event: t[1],
+                    owner: t[2],
+                })
+                .collect::<Vec<_>>()
+        };
+        self.records.extend(triples(records));
+        self.waits.extend(triples(waits));
+    }
+}
+
+/// Event nodes by capture (its id), by graph and by executable graph, and the nodes listed
+/// for the instantiation or update of an executable graph that its next record completes.
 #[derive(Debug, Default)]
 pub struct GraphEvents {
     by_capture: FastMap<u64, Nodes>,
     by_graph: FastMap<u64, Nodes>,
     by_exec: FastMap<u64, Nodes>,
+    listed: FastMap<u64, Nodes>,
 }
 
 fn bounded<K: Eq + std::hash::Hash, V>(map: &mut FastMap<K, V>, key: &K) {
@@ -47,13 +92,21 @@ impl GraphEvents {
     /// Capture `capture` recorded `event` in an external record node.
     pub fn record(&mut self, capture: u64, event: u64) {
         bounded(&mut self.by_capture, &capture);
-        self.by_capture.entry(capture).or_default().records.push(event);
+        let node = EventNode {
+            event,
+            ..EventNode::default()
+        };
+        self.by_capture.entry(capture).or_default().records.push(node);
     }
 
     /// Capture `capture` waits for `event` in an external wait node.
     pub fn wait(&mut self, capture: u64, event: u64) {
         bounded(&mut self.by_capture, &capture);
-        self.by_capture.entry(capture).or_default().waits.push(event);
+        let node = EventNode {
+            event,
+            ..EventNode::default()
+        };
+        self.by_capture.entry(capture).or_default().waits.push(node);
     }
 
     /// Capture `capture` ended with graph `graph` (a handle reused for another graph loses
@@ -71,11 +124,60 @@ impl GraphEvents {
         }
     }
 
-    /// Executable graph `exec` was instantiated from `graph`.
+    /// The shim listed event nodes (triples) for the instantiation or update of `exec` that
+    /// its next `GraphExec` or `GraphUpdate` record completes.
+    pub fn listed(&mut self, exec: u64, records: &[u64], waits: &[u64]) {
+        bounded(&mut self.listed, &exec);
+        self.listed.entry(exec).or_default().extend(records, waits);
+    }
+
+    /// Executable graph `exec` was instantiated from `graph`: it has the event nodes listed
+    /// for it, or, when none were (an older trace), those of the capture that made `graph`.
     pub fn instantiated(&mut self, graph: u64, exec: u64) {
-        match self.by_graph.get(&graph) {
+        let nodes = match self.listed.remove(&exec) {
+            Some(listed) => Some(listed),
+            None => self.by_graph.get(&graph).cloned(),
+        };
+        self.set(exec, nodes);
+    }
+
+    /// An update of an executable graph's event nodes; a failed one changed nothing.
+    pub fn updated(&mut self, u: &GraphUpdate) {
+        let listed = self.listed.remove(&u.exec);
+        if !u.result.is_success() {
+            return;
+        }
+        match u.what {
+            GraphUpdate::NODE_EVENT => {
+                if let Some(n) = self.by_exec.get_mut(&u.exec) {
+                    for e in n.records.iter_mut().chain(n.waits.iter_mut()) {
+                        if e.node == u.node {
+                            e.event = u.event;
+                        }
+                    }
+                }
+            }
+            // Not listed: the update's nodes are unknown, so the last known ones stay (an
+            // event a launch no longer records can only hide a finding, never make one).
+            GraphUpdate::GRAPH if u.listed != 0 => self.set(u.exec, listed),
+            GraphUpdate::CHILD_GRAPH if u.listed != 0 => {
+                let mut nodes = self.by_exec.remove(&u.exec).unwrap_or_default();
+                nodes.records.retain(|e| e.owner != u.node);
+                nodes.waits.retain(|e| e.owner != u.node);
+                if let Some(l) = listed {
+                    nodes.records.extend(l.records);
+                    nodes.waits.extend(l.waits);
+                }
+                self.set(u.exec, Some(nodes));
+            }
+            _ => {}
+        }
+    }
+
+    /// `exec` has `nodes` (none, when empty or `None`).
+    fn set(&mut self, exec: u64, nodes: Option<Nodes>) {
+        match nodes.filter(|n| !n.is_empty()) {
             Some(n) => {
-                let n = n.clone();
                 bounded(&mut self.by_exec, &exec);
                 self.by_exec.insert(exec, n);
             }
@@ -93,7 +195,86 @@ impl GraphEvents {
 
 #[cfg(test)]
 mod tests {
+    use gpuleak_format::{Api, CuResult};
+
     use super::*;
+
+    /// The events `exec`'s launches record and wait for.
+    fn events(g: &GraphEvents, exec: u64) -> Option<(Vec<u64>, Vec<u64>)> {
+        let n = g.of_exec(exec)?;
+        let ev = |v: &[EventNode]| v.iter().map(|e| e.event).collect();
+        Some((ev(&n.records), ev(&n.waits)))
+    }
+
+    fn update(what: u32, exec: u64, node: u64, event: u64, listed: u32) -> GraphUpdate {
+        GraphUpdate {
+            api: Api::cuGraphExecUpdate_v2,
+            via: Api::NONE,
+            result: CuResult(0),
+            what,
+            exec,
+            node,
+            event,
+            graph: 0x60,
+            listed,
+        }
+    }
+
+    #[test]
+    fn listed_nodes_make_an_executable_graph_s_events_and_replace_what_its_capture_said() {
+        let mut g = GraphEvents::default();
+        // A capture's external record, then a listing of the graph at instantiation: the
+        // listing wins (it holds the hand-built wait node the capture could not see).
+        g.record(1, 0xe1);
+        g.ended(1, 0x61);
+        g.listed(0x71, &[0xa1, 0xe1, 0, 0xa2, 0xe2, 0xc1], &[0xa3, 0xe3, 0]);
+        g.instantiated(0x61, 0x71);
+        assert_eq!(events(&g, 0x71), Some((vec![0xe1, 0xe2], vec![0xe3])));
+        // A listing with no event node: none, whatever the capture said.
+        g.listed(0x72, &[], &[]);
+        g.instantiated(0x61, 0x72);
+        assert_eq!(events(&g, 0x72), None);
+        // No listing (an older trace): the capture's.
+        g.instantiated(0x61, 0x73);
+        assert_eq!(events(&g, 0x73), Some((vec![0xe1], vec![])));
+    }
+
+    #[test]
+    fn updates_change_a_node_s_event_a_child_graph_s_nodes_or_all_of_them() {
+        let mut g = GraphEvents::default();
+        g.listed(0x71, &[0xa1, 0xe1, 0, 0xa2, 0xe2, 0xc1], &[0xa3, 0xe3, 0xc1]);
+        g.instantiated(0x61, 0x71);
+        // One node's event; a failed call changes nothing, nor does a node the graph lacks.
+        g.updated(&update(GraphUpdate::NODE_EVENT, 0x71, 0xa1, 0xf1, 0));
+        let mut failed = update(GraphUpdate::NODE_EVENT, 0x71, 0xa2, 0xf2, 0);
+        failed.result = CuResult(1);
+        g.updated(&failed);
+        g.updated(&update(GraphUpdate::NODE_EVENT, 0x71, 0xa9, 0xf9, 0));
+        assert_eq!(events(&g, 0x71), Some((vec![0xf1, 0xe2], vec![0xe3])));
+        // The child graph node 0xc1 takes another graph's nodes: its two go, one comes.
+        g.listed(0x71, &[], &[0xb1, 0xe4, 0xc1]);
+        g.updated(&update(GraphUpdate::CHILD_GRAPH, 0x71, 0xc1, 0, 1));
+        assert_eq!(events(&g, 0x71), Some((vec![0xf1], vec![0xe4])));
+        // A whole update not listed keeps what was known; one listed replaces it.
+        g.updated(&update(GraphUpdate::GRAPH, 0x71, 0, 0, 0));
+        assert_eq!(events(&g, 0x71), Some((vec![0xf1], vec![0xe4])));
+        g.listed(0x71, &[0xa1, 0xe5, 0], &[]);
+        g.updated(&update(GraphUpdate::GRAPH, 0x71, 0, 0, 1));
+        assert_eq!(events(&g, 0x71), Some((vec![0xe5], vec![])));
+        // A failed update drops what was listed for it.
+        g.listed(0x71, &[0xa1, 0xe6, 0], &[]);
+        let mut failed = update(GraphUpdate::GRAPH, 0x71, 0, 0, 1);
+        failed.result = CuResult(910);
+        g.updated(&failed);
+        assert_eq!(events(&g, 0x71), Some((vec![0xe5], vec![])));
+        g.listed(0x71, &[], &[]);
+        g.updated(&update(GraphUpdate::GRAPH, 0x71, 0, 0, 1));
+        assert_eq!(events(&g, 0x71), None);
+        // A child graph's update gives nodes to an executable graph that had none.
+        g.listed(0x71, &[0xb2, 0xe7, 0xc2], &[]);
+        g.updated(&update(GraphUpdate::CHILD_GRAPH, 0x71, 0xc2, 0, 1));
+        assert_eq!(events(&g, 0x71), Some((vec![0xe7], vec![])));
+    }
 
     #[test]
     fn nodes_follow_a_capture_to_its_graph_and_every_executable_graph_made_from_it() {
@@ -105,12 +286,9 @@ mod tests {
         g.ended(1, 0x61);
         g.instantiated(0x61, 0x71);
         g.instantiated(0x61, 0x72);
-        let want = Nodes {
-            records: vec![0xe1, 0xe2],
-            waits: vec![0xe0],
-        };
-        assert_eq!(g.of_exec(0x71), Some(&want));
-        assert_eq!(g.of_exec(0x72), Some(&want));
+        let want = (vec![0xe1, 0xe2], vec![0xe0]);
+        assert_eq!(events(&g, 0x71), Some(want.clone()));
+        assert_eq!(events(&g, 0x72), Some(want));
         // A graph without event nodes, reusing an executable graph's handle, has none.
         g.ended(3, 0x62);
         g.instantiated(0x62, 0x71);
@@ -118,7 +296,7 @@ mod tests {
         // Capture 2 ended with another graph at the first graph's handle.
         g.ended(2, 0x61);
         g.instantiated(0x61, 0x73);
-        assert_eq!(g.of_exec(0x73).map(|n| n.records.clone()), Some(vec![0xe9]));
+        assert_eq!(events(&g, 0x73), Some((vec![0xe9], vec![])));
         // And a capture with none, at that handle again: nothing.
         g.ended(4, 0x61);
         g.instantiated(0x61, 0x74);

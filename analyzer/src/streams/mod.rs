@@ -37,8 +37,8 @@
 //! out (a stream that waits for an event recorded in a capture joins it until it ends:
 //! [`crate::captures`]); a graph launch is an operation of its stream that touches no memory the model knows
 //! (what a graph touches is not recorded), so it orders and is ordered, and counts as work
-//! to wait for, but never races; it waits for and records the events of the external event
-//! nodes captured into its graph (`graph_events`). Host functions (`cuLaunchHostFunc`) and callbacks are
+//! to wait for, but never races; it waits for and records the events of its graph's event
+//! nodes (`graph_events`: listed by the shim, or known from the capture that made the graph). Host functions (`cuLaunchHostFunc`) and callbacks are
 //! operations with no memory too, and so are the writes of stream memory operations; a
 //! stream's wait for a value is an edge from the writes queued before it that could have
 //! written that value (`values`).
@@ -266,7 +266,9 @@ impl Streams {
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
+            Body::GraphEvents(e) => self.graph_events.listed(e.exec, &e.records.0, &e.waits.0),
             Body::GraphExec(g) if success(g.result) => self.graph_events.instantiated(g.graph, g.exec),
+            Body::GraphUpdate(u) => self.graph_events.updated(u),
             Body::Alloc(a) if success(a.result) => {
                 if a.ctx.0 != 0 {
                     self.contexts.insert(a.ctx.0);

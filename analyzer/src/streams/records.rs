@@ -109,8 +109,8 @@ impl Streams {
         }
         let Streams { states, events, .. } = self;
         if let Some(st) = states[slot.0 as usize].as_mut() {
-            for e in &nodes.waits {
-                if let Some(c) = events.get(e).and_then(|e| e.clock.as_ref()) {
+            for w in &nodes.waits {
+                if let Some(c) = events.get(&w.event).and_then(|e| e.clock.as_ref()) {
                     st.clock.join(c);
                 }
             }
@@ -118,14 +118,14 @@ impl Streams {
         let Some(slot) = self.work(tid, seq, l.api, l.stack, name, accesses) else {
             return;
         };
-        for &e in &nodes.records {
+        for r in &nodes.records {
             // Recorded outside any capture now.
-            self.captures.record(e, name, 0);
+            self.captures.record(r.event, name, 0);
         }
         let Streams { states, events, .. } = self;
         if let Some(st) = states[slot.0 as usize].as_ref() {
-            for e in nodes.records {
-                let event = events.entry(e).or_default();
+            for r in nodes.records {
+                let event = events.entry(r.event).or_default();
                 match &mut event.clock {
                     Some(c) => c.clone_from(&st.clock),
                     None => event.clock = Some(st.clock.clone()),

@@ -6,8 +6,17 @@
 //! analyzer turns each later `cuGraphLaunch` of it into the allocations and frees its nodes
 //! make.
 //!
-//! Listing costs one driver call per node of the graph, once per instantiation (itself far
-//! dearer); launches cost nothing more than before.
+//! Graph events: the same listing finds the event record and wait nodes (`GraphEvents`
+//! records, whether captured with `CU_EVENT_RECORD_EXTERNAL` or added by hand with
+//! `cuGraphAddEventRecordNode`, `cuGraphAddEventWaitNode` or `cuGraphAddNode`), which each
+//! launch records and waits for. Changes to an executable graph's event nodes are recorded
+//! too (`GraphUpdate`): a node's new event (`cuGraphExecEventRecordNodeSetEvent`,
+//! `cuGraphExecEventWaitNodeSetEvent`, `cuGraphExecNodeSetParams`), and updates that take
+//! another graph's parameters (`cuGraphExecUpdate[_v2]`, `cuGraphExecChildGraphNodeSetParams`),
+//! after which the shim lists that graph's event nodes.
+//!
+//! Listing costs one driver call per node of the graph (two per memory or event node), once
+//! per instantiation or update (itself far dearer); launches cost nothing more than before.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -16,7 +25,9 @@ use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, MemKind, MemLocation, StackId, Stream};
+use gpuleak_format::{
+    Addrs, Api, CuResult, GraphEvents, GraphExec, GraphMem, GraphUpdate, MemKind, MemLocation, StackId, Stream,
+};
 
 use crate::cuda::*;
 use crate::dl::driver_fn;
@@ -222,7 +233,11 @@ unsafe fn instantiated(
     } else {
         0
     };
-    let nodes = if handle != 0 { memory_nodes(graph) } else { None };
+    let listing = if handle != 0 { list_nodes(graph, 0) } else { None };
+    let (nodes, events) = match listing {
+        Some(l) => (l.memory, l.events),
+        None => (None, None),
+    };
     let (allocs, frees) = nodes.as_ref().map_or((&[][..], &[][..]), |(a, f)| (&a[..], &f[..]));
     let per = GraphMem::MAX_NODES;
     let (mut a, mut f) = (allocs.chunks(per * 3), frees.chunks(per));
@@ -239,6 +254,9 @@ unsafe fn instantiated(
                 frees: Addrs(Cow::Borrowed(cf)),
             },
         );
+    }
+    if let Some((records, waits)) = &events {
+        write_events(g, handle, records, waits);
     }
     let stack = tracer::call_stack(g);
     if let Some((allocs, frees)) = nodes.as_ref().filter(|_| ops::flags() & ops::LIVE != 0) {
@@ -272,42 +290,51 @@ static NODE_GET_TYPE: AtomicUsize = AtomicUsize::new(0);
 static ALLOC_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
 static FREE_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
 static CHILD_GRAPH: AtomicUsize = AtomicUsize::new(0);
+static RECORD_NODE_EVENT: AtomicUsize = AtomicUsize::new(0);
+static WAIT_NODE_EVENT: AtomicUsize = AtomicUsize::new(0);
 
 /// The most graphs (the graph and the child graphs within it, at any depth) whose nodes one
 /// instantiation lists; a graph of more is taken as one whose nodes are unknown.
 const MAX_GRAPHS: usize = 4096;
 
-/// The memory nodes of `graph` and of the child graphs within it at any depth (a child graph
-/// moved into its parent, `CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE`, may hold memory nodes),
-/// asked of the driver's pure getters (`cuGraphGetNodes`, `cuGraphNodeGetType`,
+/// What the shim found listing a graph's nodes.
+struct Listing {
+    /// Allocation nodes as triples `(address, bytes, location)` and the addresses free nodes
+    /// free; `None` when a memory node's getter is missing or failed.
+    memory: Option<(Vec<u64>, Vec<u64>)>,
+    /// Event record and wait nodes as triples `(node, event, owner)` ([`GraphEvents`]);
+    /// `None` when an event node's getter is missing or failed.
+    events: Option<(Vec<u64>, Vec<u64>)>,
+}
+
+/// The memory and event nodes of `graph` and of the child graphs within it at any depth (a
+/// child graph moved into its parent, `CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE`, may hold memory
+/// nodes), asked of the driver's pure getters (`cuGraphGetNodes`, `cuGraphNodeGetType`,
 /// `cuGraphMemAllocNodeGetParams`, `cuGraphMemFreeNodeGetParams`,
-/// `cuGraphChildGraphNodeGetGraph`, all CUDA 11.4 or older): allocation nodes as triples
-/// `(address, bytes, location)` and the addresses free nodes free; `None` when a getter is
-/// missing or fails. Conditional nodes' bodies are not visited: they may not hold memory
-/// nodes (`CUDA_CONDITIONAL_NODE_PARAMS`).
-fn memory_nodes(graph: CUgraph) -> Option<(Vec<u64>, Vec<u64>)> {
+/// `cuGraphEventRecordNodeGetEvent`, `cuGraphEventWaitNodeGetEvent`,
+/// `cuGraphChildGraphNodeGetGraph`, all CUDA 11.4 or older). An event node's owner is
+/// `owner` when it is not 0 (a child graph's update names its node), else the child graph
+/// node of `graph`'s top level it lies within (0 at the top level). `None` when the nodes
+/// cannot be listed at all. Conditional nodes' bodies are not visited: they may hold
+/// neither memory nodes (`CUDA_CONDITIONAL_NODE_PARAMS`) nor event nodes.
+fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
     type GetNodes = unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut usize) -> CUresult;
     type GetType = unsafe extern "C" fn(CUgraphNode, *mut u32) -> CUresult;
-    type AllocParams = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult;
-    type FreeParams = unsafe extern "C" fn(CUgraphNode, *mut CUdeviceptr) -> CUresult;
-    type ChildGraph = unsafe extern "C" fn(CUgraphNode, *mut CUgraph) -> CUresult;
     let get_nodes = driver_fn(&GET_NODES, c"cuGraphGetNodes")?;
     let get_type = driver_fn(&NODE_GET_TYPE, c"cuGraphNodeGetType")?;
-    let alloc_params = driver_fn(&ALLOC_NODE_PARAMS, c"cuGraphMemAllocNodeGetParams")?;
-    let free_params = driver_fn(&FREE_NODE_PARAMS, c"cuGraphMemFreeNodeGetParams")?;
     // SAFETY: the driver's own functions, found by name, with their C signatures.
-    let (get_nodes, get_type, alloc_params, free_params) = unsafe {
+    let (get_nodes, get_type) = unsafe {
         (
             std::mem::transmute::<usize, GetNodes>(get_nodes),
             std::mem::transmute::<usize, GetType>(get_type),
-            std::mem::transmute::<usize, AllocParams>(alloc_params),
-            std::mem::transmute::<usize, FreeParams>(free_params),
         )
     };
     let (mut allocs, mut frees) = (Vec::new(), Vec::new());
-    let mut graphs = vec![graph];
+    let (mut records, mut waits) = (Vec::new(), Vec::new());
+    let (mut memory_known, mut events_known) = (true, true);
+    let mut graphs = vec![(graph, owner)];
     let mut visited = 0usize;
-    while let Some(graph) = graphs.pop() {
+    while let Some((graph, owner)) = graphs.pop() {
         visited += 1;
         if visited > MAX_GRAPHS {
             return None;
@@ -331,25 +358,26 @@ fn memory_nodes(graph: CUgraph) -> Option<(Vec<u64>, Vec<u64>)> {
                 return None;
             }
             match kind {
-                CU_GRAPH_NODE_TYPE_MEM_ALLOC => {
-                    let mut p = MaybeUninit::<CUDA_MEM_ALLOC_NODE_PARAMS>::zeroed();
-                    // SAFETY: an allocation node; `p` has the structure's size.
-                    if unsafe { alloc_params(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
-                        return None;
+                CU_GRAPH_NODE_TYPE_MEM_ALLOC => match alloc_node(node) {
+                    Some(triple) => allocs.extend(triple),
+                    None => memory_known = false,
+                },
+                CU_GRAPH_NODE_TYPE_MEM_FREE => match free_node(node) {
+                    Some(dptr) => frees.push(dptr),
+                    None => memory_known = false,
+                },
+                CU_GRAPH_NODE_TYPE_EVENT_RECORD | CU_GRAPH_NODE_TYPE_WAIT_EVENT => {
+                    let record = kind == CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+                    match node_event(node, record) {
+                        Some(event) => {
+                            let list = if record { &mut records } else { &mut waits };
+                            list.extend([node as u64, event, owner]);
+                        }
+                        None => events_known = false,
                     }
-                    // SAFETY: zeroed, then written by the driver: every member is initialized.
-                    let p = unsafe { p.assume_init() };
-                    allocs.extend([p.dptr, p.bytesize as u64, node_location(&p)]);
-                }
-                CU_GRAPH_NODE_TYPE_MEM_FREE => {
-                    let mut dptr: CUdeviceptr = 0;
-                    // SAFETY: a free node; `dptr` is a valid out-pointer.
-                    if unsafe { free_params(node, &mut dptr) } != CUDA_SUCCESS {
-                        return None;
-                    }
-                    frees.push(dptr);
                 }
                 CU_GRAPH_NODE_TYPE_GRAPH => {
+                    type ChildGraph = unsafe extern "C" fn(CUgraphNode, *mut CUgraph) -> CUresult;
                     let child_graph = driver_fn(&CHILD_GRAPH, c"cuGraphChildGraphNodeGetGraph")?;
                     // SAFETY: the driver's own function, found by name, with its C signature.
                     let child_graph = unsafe { std::mem::transmute::<usize, ChildGraph>(child_graph) };
@@ -359,13 +387,252 @@ fn memory_nodes(graph: CUgraph) -> Option<(Vec<u64>, Vec<u64>)> {
                     if unsafe { child_graph(node, &mut child) } != CUDA_SUCCESS || child.is_null() {
                         return None;
                     }
-                    graphs.push(child);
+                    graphs.push((child, if owner == 0 { node as u64 } else { owner }));
                 }
                 _ => {}
             }
         }
     }
-    Some((allocs, frees))
+    Some(Listing {
+        memory: memory_known.then_some((allocs, frees)),
+        events: events_known.then_some((records, waits)),
+    })
+}
+
+/// An allocation node's triple `(address, bytes, location)`, or `None` when the getter is
+/// missing or fails.
+fn alloc_node(node: CUgraphNode) -> Option<[u64; 3]> {
+    type AllocParams = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult;
+    let alloc_params = driver_fn(&ALLOC_NODE_PARAMS, c"cuGraphMemAllocNodeGetParams")?;
+    // SAFETY: the driver's own function, found by name, with its C signature.
+    let alloc_params = unsafe { std::mem::transmute::<usize, AllocParams>(alloc_params) };
+    let mut p = MaybeUninit::<CUDA_MEM_ALLOC_NODE_PARAMS>::zeroed();
+    // SAFETY: an allocation node; `p` has the structure's size.
+    if unsafe { alloc_params(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
+        return None;
+    }
+    // SAFETY: zeroed, then written by the driver: every member is initialized.
+    let p = unsafe { p.assume_init() };
+    Some([p.dptr, p.bytesize as u64, node_location(&p)])
+}
+
+/// The address a free node frees, or `None` when the getter is missing or fails.
+fn free_node(node: CUgraphNode) -> Option<u64> {
+    type FreeParams = unsafe extern "C" fn(CUgraphNode, *mut CUdeviceptr) -> CUresult;
+    let free_params = driver_fn(&FREE_NODE_PARAMS, c"cuGraphMemFreeNodeGetParams")?;
+    // SAFETY: the driver's own function, found by name, with its C signature.
+    let free_params = unsafe { std::mem::transmute::<usize, FreeParams>(free_params) };
+    let mut dptr: CUdeviceptr = 0;
+    // SAFETY: a free node; `dptr` is a valid out-pointer.
+    (unsafe { free_params(node, &mut dptr) } == CUDA_SUCCESS).then_some(dptr)
+}
+
+/// The event an event record node (`record`) or wait node names, or `None` when the getter
+/// is missing or fails.
+fn node_event(node: CUgraphNode, record: bool) -> Option<u64> {
+    type GetEvent = unsafe extern "C" fn(CUgraphNode, *mut CUevent) -> CUresult;
+    let getter = if record {
+        driver_fn(&RECORD_NODE_EVENT, c"cuGraphEventRecordNodeGetEvent")?
+    } else {
+        driver_fn(&WAIT_NODE_EVENT, c"cuGraphEventWaitNodeGetEvent")?
+    };
+    // SAFETY: the driver's own function, found by name, with its C signature.
+    let getter = unsafe { std::mem::transmute::<usize, GetEvent>(getter) };
+    let mut event: CUevent = std::ptr::null_mut();
+    // SAFETY: an event node of that kind; `event` is a valid out-pointer.
+    (unsafe { getter(node, &mut event) } == CUDA_SUCCESS).then_some(event as u64)
+}
+
+/// Writes the event nodes listed for `exec` as [`GraphEvents`] records: at least one, each
+/// holding at most [`GraphEvents::MAX_NODES`] nodes of each kind.
+fn write_events(g: &HookGuard, exec: u64, records: &[u64], waits: &[u64]) {
+    let per = GraphEvents::MAX_NODES * 3;
+    let (mut r, mut w) = (records.chunks(per), waits.chunks(per));
+    let mut first = true;
+    loop {
+        let (cr, cw) = (r.next().unwrap_or(&[]), w.next().unwrap_or(&[]));
+        if cr.is_empty() && cw.is_empty() && !first {
+            break;
+        }
+        first = false;
+        tracer::event(
+            g,
+            GraphEvents {
+                exec,
+                records: Addrs(Cow::Borrowed(cr)),
+                waits: Addrs(Cow::Borrowed(cw)),
+            },
+        );
+    }
+}
+
+// ---- Changes to an executable graph's event nodes ----
+
+/// `cuGraphExecEventRecordNodeSetEvent`, `cuGraphExecEventWaitNodeSetEvent`: the node's
+/// event for later launches.
+pub unsafe fn exec_set_event(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUevent) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    event: CUevent,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, event) };
+    if let Some(g) = &g {
+        updated(
+            g,
+            api,
+            r,
+            GraphUpdate::NODE_EVENT,
+            exec,
+            node as u64,
+            event as u64,
+            0,
+            false,
+        );
+    }
+    r
+}
+
+/// `cuGraphExecUpdate_v2` (CUDA 12.0: a result structure): every node takes the parameters
+/// of the same node of `graph`.
+pub unsafe fn exec_update_v2(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraph, *mut c_void) -> CUresult,
+    exec: CUgraphExec,
+    graph: CUgraph,
+    info: *mut c_void,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, graph, info) };
+    if let Some(g) = &g {
+        relisted(g, api, r, GraphUpdate::GRAPH, exec, 0, graph);
+    }
+    r
+}
+
+/// `cuGraphExecUpdate` (CUDA 10.2: the error node and result out-parameters).
+pub unsafe fn exec_update(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraph, *mut CUgraphNode, *mut u32) -> CUresult,
+    exec: CUgraphExec,
+    graph: CUgraph,
+    error_node: *mut CUgraphNode,
+    result: *mut u32,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, graph, error_node, result) };
+    if let Some(g) = &g {
+        relisted(g, api, r, GraphUpdate::GRAPH, exec, 0, graph);
+    }
+    r
+}
+
+/// `cuGraphExecChildGraphNodeSetParams`: the nodes of the child graph node `node` take the
+/// parameters of `child`'s.
+pub unsafe fn exec_child_set(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUgraph) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    child: CUgraph,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, child) };
+    if let Some(g) = &g {
+        relisted(g, api, r, GraphUpdate::CHILD_GRAPH, exec, node as u64, child);
+    }
+    r
+}
+
+/// `cuGraphExecNodeSetParams` (CUDA 12.2): an event node's new event, or a child graph
+/// node's new graph, as the specific setters; other nodes' parameters are not recorded.
+pub unsafe fn exec_node_set_params(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *mut CUgraphNodeParamsHandle) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *mut CUgraphNodeParamsHandle,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, params) };
+    let Some(g) = &g else { return r };
+    if params.is_null() {
+        return r;
+    }
+    // SAFETY: the caller's structure, which the driver read: its type, then the union's
+    // first member, a handle for the node types read here.
+    let (kind, handle) = unsafe { ((*params).kind, (*params).handle) };
+    match kind {
+        CU_GRAPH_NODE_TYPE_EVENT_RECORD | CU_GRAPH_NODE_TYPE_WAIT_EVENT => {
+            updated(
+                g,
+                api,
+                r,
+                GraphUpdate::NODE_EVENT,
+                exec,
+                node as u64,
+                handle as u64,
+                0,
+                false,
+            );
+        }
+        CU_GRAPH_NODE_TYPE_GRAPH => relisted(g, api, r, GraphUpdate::CHILD_GRAPH, exec, node as u64, handle),
+        _ => {}
+    }
+    r
+}
+
+/// After an update that takes `graph`'s parameters returned `r`: on success lists its event
+/// nodes (owned by `node`, for a child graph's), then records the update.
+fn relisted(g: &HookGuard, api: Api, r: CUresult, what: u32, exec: CUgraphExec, node: u64, graph: CUgraph) {
+    if tracer::get().is_none() {
+        return;
+    }
+    let events = if r == CUDA_SUCCESS {
+        list_nodes(graph, node).and_then(|l| l.events)
+    } else {
+        None
+    };
+    if let Some((records, waits)) = &events {
+        write_events(g, exec as u64, records, waits);
+    }
+    updated(g, api, r, what, exec, node, 0, graph as u64, events.is_some());
+}
+
+/// Records a `GraphUpdate`.
+#[allow(clippy::too_many_arguments)]
+fn updated(
+    g: &HookGuard,
+    api: Api,
+    r: CUresult,
+    what: u32,
+    exec: CUgraphExec,
+    node: u64,
+    event: u64,
+    graph: u64,
+    listed: bool,
+) {
+    tracer::event(
+        g,
+        GraphUpdate {
+            api,
+            via: guard::via(),
+            result: CuResult(r),
+            what,
+            exec: exec as u64,
+            node,
+            event,
+            graph,
+            listed: u32::from(listed),
+        },
+    );
 }
 
 // ---- Live accounting of graph memory (only while it is on: budget, metrics, GPULEAK_LIVE) ----

@@ -143,6 +143,12 @@ hooks! {
         cuGraphInstantiateWithFlags(exec: *mut CUgraphExec, graph: CUgraph, flags: u64) => graphs::instantiate_flags;
         cuGraphInstantiateWithParams(exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
         cuGraphInstantiateWithParams_ptsz(exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
+        cuGraphExecEventRecordNodeSetEvent(exec: CUgraphExec, node: CUgraphNode, event: CUevent) => graphs::exec_set_event;
+        cuGraphExecEventWaitNodeSetEvent(exec: CUgraphExec, node: CUgraphNode, event: CUevent) => graphs::exec_set_event;
+        cuGraphExecUpdate(exec: CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, result: *mut u32) => graphs::exec_update;
+        cuGraphExecUpdate_v2(exec: CUgraphExec, graph: CUgraph, info: *mut c_void) => graphs::exec_update_v2;
+        cuGraphExecChildGraphNodeSetParams(exec: CUgraphExec, node: CUgraphNode, child: CUgraph) => graphs::exec_child_set;
+        cuGraphExecNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *mut CUgraphNodeParamsHandle) => graphs::exec_node_set_params;
 
         cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
         cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
