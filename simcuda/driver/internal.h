@@ -377,7 +377,8 @@ HIDDEN CUresult graph_add_child(struct graph *g, struct graph *child, bool move,
 HIDDEN bool graph_is_child(const struct graph *g);
 /* The node of `clone` (a child graph node's copy of a graph) made from node `original` of the
  * graph it copies, in *out; false if there is none. */
-HIDDEN bool graph_find_in_clone(CUgraphNode original, const struct graph *clone, CUgraphNode *out);
+HIDDEN bool graph_find_in_clone(CUgraphNode original, const struct graph *clone,
+                                CUgraphNode *out);
 /* g's nodes with every child graph node replaced by the child's nodes, at any depth: a new
  * array of *n nodes (NULL when *n is 0), or CUDA_ERROR_OUT_OF_MEMORY. */
 HIDDEN CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n);
@@ -395,7 +396,8 @@ HIDDEN struct ctx *graph_ctx(const struct graph *g);
 HIDDEN const struct node *graph_nodes(const struct graph *g, size_t *n);
 HIDDEN void graph_ctx_teardown(struct ctx *c);
 /* Graph exec e takes references to every user object that g and its child graphs hold. */
-HIDDEN bool graph_user_objects_to(const struct graph *g, uint64_t exec);/* The CUgraphNodeType of a node kind (graph.c). */
+HIDDEN bool graph_user_objects_to(const struct graph *g, uint64_t exec);
+/* The CUgraphNodeType of a node kind (graph.c). */
 HIDDEN CUgraphNodeType node_kind_type(enum node_kind kind);
 /* The live event a CUevent names, as a handle value, or 0. */
 HIDDEN uint64_t event_handle(CUevent h);
