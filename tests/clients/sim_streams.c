@@ -753,6 +753,24 @@ static int user_objects(int argc, char **argv) {
     put_u64("parent_destroyed", destroyed);
     CHECK(cuGraphExecDestroy(e));
     put_u64("parent_exec_destroyed", destroyed);
+    /* A whole-graph update swaps the executable graph's references for the new graph's. */
+    CUgraph old_graph, new_graph;
+    CHECK(cuUserObjectCreate(&a, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuUserObjectCreate(&b, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuGraphCreate(&old_graph, 0));
+    CHECK(cuGraphCreate(&new_graph, 0));
+    CHECK(cuGraphRetainUserObject(old_graph, a, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    CHECK(cuGraphRetainUserObject(new_graph, b, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    CHECK(cuGraphInstantiateWithFlags(&e, old_graph, 0));
+    CHECK(cuGraphDestroy(old_graph));
+    put_u64("before_update", destroyed);
+    CUgraphExecUpdateResultInfo info;
+    CHECK(cuGraphExecUpdate_v2(e, new_graph, &info));
+    put_u64("update_released_old", destroyed);
+    CHECK(cuGraphDestroy(new_graph));
+    put_u64("update_holds_new", destroyed);
+    CHECK(cuGraphExecDestroy(e));
+    put_u64("updated_exec_destroyed", destroyed);
     return 0;
 }
 

@@ -281,6 +281,10 @@ fn user_objects_are_destroyed_with_their_last_reference() {
         ("graph_release_unheld", "1"),
         ("parent_destroyed", "3"),
         ("parent_exec_destroyed", "4"),
+        ("before_update", "4"),
+        ("update_released_old", "5"),
+        ("update_holds_new", "5"),
+        ("updated_exec_destroyed", "6"),
     ]);
 }
 
