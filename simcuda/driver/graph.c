@@ -3,12 +3,17 @@
  * functions.
  *
  * A captured graph (stream.c) is the list of operations enqueued on the capturing stream, in
- * order: copies, memsets, kernels, host functions, and memory nodes; a graph built by hand
- * holds memory nodes and child graph nodes. Instantiation copies that list, with each child
- * graph's nodes in place of its node, into an executable graph owned by the graph's context; each cuGraphLaunch runs every
- * operation again, in order, as if enqueued on the launch stream at that moment (all work runs
- * at enqueue time in the simulator). A launch into a capturing stream appends the operations to
- * that capture (not for graphs with memory nodes: CUDA_ERROR_NOT_SUPPORTED, a simulator limit).
+ * order: copies, memsets, kernels, host functions, event record and wait nodes, and memory
+ * nodes; a graph built by hand holds memory nodes, child graph nodes, event record and wait
+ * nodes and memsets (graphnode.c). Instantiation copies that list, with each child graph's
+ * nodes in place of its node, into an executable graph owned by the graph's context; each
+ * cuGraphLaunch runs every operation again, in order, as if enqueued on the launch stream at
+ * that moment (all work runs at enqueue time in the simulator): an event record node records
+ * its event, an event wait node has nothing to wait for. A launch into a capturing stream
+ * appends the operations to that capture (not for graphs with memory nodes:
+ * CUDA_ERROR_NOT_SUPPORTED, a simulator limit). graphexec.c changes an executable graph's nodes
+ * after instantiation (events, child graphs, whole-graph updates); what the next launch runs
+ * is what they hold then.
  *
  * Graph memory: an allocation node (cuMemAllocAsync under capture, cuGraphAddMemAllocNode,
  * cuGraphAddNode) has a fixed address in the graph range. Each launch allocates there (device
@@ -31,15 +36,6 @@
 _Static_assert(sizeof(CUgraphNodeParams) == 256, "CUgraphNodeParams is 256 bytes");
 
 #define INSTANTIATE_FLAGS 0xfull /* auto-free on launch, upload, device launch, node priority */
-
-struct graph_exec {
-    struct hdr h;
-    struct ctx *ctx;
-    struct node *nodes; /* never freed, so a launch running a host function unlocked is safe */
-    size_t n;
-    bool auto_free;
-    bool memory;        /* has memory nodes */
-};
 
 /* Memory a launch allocated, by its fixed address: the hidden heap block behind it. */
 struct gmem {
@@ -129,6 +125,7 @@ static CUresult instantiate(CUgraphExec *out, CUgraph h, unsigned long long flag
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     e->ctx = graph_ctx(g);
+    e->source = g;
     e->auto_free = flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH;
     e->memory = memory;
     e->nodes = nodes;
@@ -231,8 +228,11 @@ static CUresult graph_launch(CUgraphExec h, CUstream s, bool ptsz) {
         if (ref.capturing) {
             r = stream_capture_node(&ref, &nodes[i]);
         } else if (nodes[i].kind == N_HOST) {
+            /* Read under the lock: an update of the executable graph may change the node. */
+            sim_host_fn fn = nodes[i].fn;
+            void *data = nodes[i].data;
             sim_unlock();
-            nodes[i].fn(nodes[i].data);
+            fn(data);
             sim_lock();
         } else {
             r = run_node(&nodes[i]);
@@ -392,20 +392,25 @@ static CUresult get_nodes(CUgraph h, CUgraphNode *out, size_t *count) {
     return CUDA_SUCCESS;
 }
 
+CUgraphNodeType node_kind_type(enum node_kind kind) {
+    switch (kind) {
+    case N_COPY: return CU_GRAPH_NODE_TYPE_MEMCPY;
+    case N_SET: return CU_GRAPH_NODE_TYPE_MEMSET;
+    case N_KERNEL: return CU_GRAPH_NODE_TYPE_KERNEL;
+    case N_HOST: return CU_GRAPH_NODE_TYPE_HOST;
+    case N_ALLOC: return CU_GRAPH_NODE_TYPE_MEM_ALLOC;
+    case N_FREE: return CU_GRAPH_NODE_TYPE_MEM_FREE;
+    case N_CHILD: return CU_GRAPH_NODE_TYPE_GRAPH;
+    case N_EVENT_RECORD: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    case N_EVENT_WAIT: return CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    }
+    return CU_GRAPH_NODE_TYPE_EMPTY; /* unreachable: every kind is listed */
+}
+
 static CUresult node_type(CUgraphNode h, CUgraphNodeType *type) {
     const struct node *n = graph_node_get(h);
     if (!n || !type) return CUDA_ERROR_INVALID_VALUE;
-    switch (n->kind) {
-    case N_COPY: *type = CU_GRAPH_NODE_TYPE_MEMCPY; break;
-    case N_SET: *type = CU_GRAPH_NODE_TYPE_MEMSET; break;
-    case N_KERNEL: *type = CU_GRAPH_NODE_TYPE_KERNEL; break;
-    case N_HOST: *type = CU_GRAPH_NODE_TYPE_HOST; break;
-    case N_ALLOC: *type = CU_GRAPH_NODE_TYPE_MEM_ALLOC; break;
-    case N_FREE: *type = CU_GRAPH_NODE_TYPE_MEM_FREE; break;
-    case N_CHILD: *type = CU_GRAPH_NODE_TYPE_GRAPH; break;
-    case N_EVENT_RECORD: *type = CU_GRAPH_NODE_TYPE_EVENT_RECORD; break;
-    case N_EVENT_WAIT: *type = CU_GRAPH_NODE_TYPE_WAIT_EVENT; break;
-    }
+    *type = node_kind_type(n->kind);
     return CUDA_SUCCESS;
 }
 
@@ -442,8 +447,8 @@ static CUresult child_graph(CUgraphNode h, CUgraph *out) {
     return CUDA_SUCCESS;
 }
 
-/* cuGraphAddNode[_v2]: allocation, free and child graph nodes (any other type is
- * CUDA_ERROR_NOT_SUPPORTED here, a simulator limit). */
+/* cuGraphAddNode[_v2]: allocation, free, child graph, event record and event wait nodes (any
+ * other type is CUDA_ERROR_NOT_SUPPORTED here, a simulator limit). */
 static CUresult add_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
                          CUgraphNodeParams *p) {
     if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
@@ -457,6 +462,10 @@ static CUresult add_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, s
             return CUDA_ERROR_INVALID_VALUE;
         return add_child_node(out, h, deps, ndeps, p->graph.graph,
                               p->graph.ownership == CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE);
+    case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
+        return graph_add_event_node(out, h, deps, ndeps, p->eventRecord.event, N_EVENT_RECORD);
+    case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
+        return graph_add_event_node(out, h, deps, ndeps, p->eventWait.event, N_EVENT_WAIT);
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
 }

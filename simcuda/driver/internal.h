@@ -312,6 +312,21 @@ struct node {
     struct graph *child;            /* N_CHILD: the embedded graph, owned by the node */
     uint64_t event;                 /* N_EVENT_RECORD, N_EVENT_WAIT: the CUevent */
     uint64_t handle;                /* its CUgraphNode (an HK_NODE object) */
+    /* In an executable graph: the top-level child graph node (CUgraphNode) whose graph this
+     * node was flattened from, or 0 for a node of the instantiated graph itself; what
+     * cuGraphExecChildGraphNodeSetParams replaces. 0 in graphs. */
+    uint64_t owner;
+};
+
+/* An executable graph: the instantiated graph's nodes, child graphs flattened in place. */
+struct graph_exec {
+    struct hdr h;
+    struct ctx *ctx;
+    struct graph *source; /* the graph it was instantiated from (maybe destroyed since) */
+    struct node *nodes;   /* never freed, so a launch running a host function unlocked is safe */
+    size_t n;
+    bool auto_free;
+    bool memory;          /* has memory nodes */
 };
 
 /* What an operation on a stream argument resolved to. */
@@ -347,6 +362,8 @@ HIDDEN CUgraph graph_handle(const struct graph *g);
 HIDDEN CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out);
 /* The node a CUgraphNode names, or NULL. */
 HIDDEN const struct node *graph_node_get(CUgraphNode h);
+/* The same, to change its parameters in place; *g (if g is not NULL) is its graph. */
+HIDDEN struct node *graph_node_get_mut(CUgraphNode h, struct graph **g);
 /* Whether every one of the n handles is a node of g. */
 HIDDEN bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n);
 /* Whether graph g has an allocation node at addr that no free node of g frees yet. */
@@ -358,6 +375,10 @@ HIDDEN bool graph_has_memory_nodes(const struct graph *g);
 HIDDEN CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgraphNode *out);
 /* Whether g is owned by a child graph node (moved into a parent). */
 HIDDEN bool graph_is_child(const struct graph *g);
+/* The node of `clone` (a child graph node's copy of a graph) made from node `original` of the
+ * graph it copies, in *out; false if there is none. */
+HIDDEN bool graph_find_in_clone(CUgraphNode original, const struct graph *clone,
+                                CUgraphNode *out);
 /* g's nodes with every child graph node replaced by the child's nodes, at any depth: a new
  * array of *n nodes (NULL when *n is 0), or CUDA_ERROR_OUT_OF_MEMORY. */
 HIDDEN CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n);
@@ -376,6 +397,14 @@ HIDDEN const struct node *graph_nodes(const struct graph *g, size_t *n);
 HIDDEN void graph_ctx_teardown(struct ctx *c);
 /* Graph exec e takes references to every user object that g and its child graphs hold. */
 HIDDEN bool graph_user_objects_to(const struct graph *g, uint64_t exec);
+/* The CUgraphNodeType of a node kind (graph.c). */
+HIDDEN CUgraphNodeType node_kind_type(enum node_kind kind);
+/* The live event a CUevent names, as a handle value, or 0. */
+HIDDEN uint64_t event_handle(CUevent h);
+/* cuGraphAddNode's event record and wait nodes (graphnode.c): kind N_EVENT_RECORD or
+ * N_EVENT_WAIT. */
+HIDDEN CUresult graph_add_event_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps,
+                                     size_t ndeps, CUevent event, enum node_kind kind);
 
 /* ---- user objects (userobj.c) ------------------------------------------------------------ */
 
@@ -383,6 +412,8 @@ HIDDEN bool graph_user_objects_to(const struct graph *g, uint64_t exec);
 HIDDEN void userobj_owner_release(uint64_t owner);
 /* Gives `to` references to what `from` holds; lock held. False if out of memory. */
 HIDDEN bool userobj_owner_copy(uint64_t from, uint64_t to);
+/* Hands every reference `from` holds to `to` (which holds none); lock held. */
+HIDDEN void userobj_owner_move(uint64_t from, uint64_t to);
 /* Runs the destructors that releases made due; lock not held. */
 HIDDEN void userobj_after_unlock(void);
 /* Runs one kernel node (module.c); lock held. */

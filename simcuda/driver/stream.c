@@ -40,6 +40,7 @@ struct graph {
     size_t mem_nodes;   /* allocation and free nodes */
     uint64_t instance;  /* the executable graph made from it, while alive */
     struct graph *owner; /* the graph whose child graph node owns it (moved there), or NULL */
+    const struct graph *cloned_from; /* the graph a child graph node's clone was made of */
     struct node *nodes;
     size_t nnodes, capnodes;
 };
@@ -141,6 +142,7 @@ CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out) {
     if (n->kind == N_FREE) untrack_alloc(g, n->maddr);
     if (n->kind == N_ALLOC || n->kind == N_FREE) g->mem_nodes++;
     n->handle = H(gn);
+    n->owner = 0; /* a node of an executable graph launched into a capture is the capture's */
     g->nodes[g->nnodes++] = *n;
     if (out) *out = (CUgraphNode)(uintptr_t)H(gn);
     return CUDA_SUCCESS;
@@ -163,9 +165,12 @@ struct graph *graph_new(struct ctx *c) {
 
 CUgraph graph_handle(const struct graph *g) { return (CUgraph)(uintptr_t)H(g); }
 
-const struct node *graph_node_get(CUgraphNode h) {
+const struct node *graph_node_get(CUgraphNode h) { return graph_node_get_mut(h, NULL); }
+
+struct node *graph_node_get_mut(CUgraphNode h, struct graph **g) {
     struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)h);
     if (!gn || !gn->g->h.alive) return NULL;
+    if (g) *g = gn->g;
     return &gn->g->nodes[gn->index];
 }
 
@@ -193,11 +198,22 @@ bool graph_has_memory_nodes(const struct graph *g) {
 
 bool graph_is_child(const struct graph *g) { return g->owner != NULL; }
 
+/* A clone holds its source's nodes at the same indices (graph_clone), so the original's index
+ * names its counterpart; a node added to the original after the clone was made has none. */
+bool graph_find_in_clone(CUgraphNode original, const struct graph *clone, CUgraphNode *out) {
+    struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)original);
+    if (!gn || !clone->cloned_from || gn->g != clone->cloned_from || gn->index >= clone->nnodes)
+        return false;
+    *out = (CUgraphNode)(uintptr_t)clone->nodes[gn->index].handle;
+    return true;
+}
+
 /* A copy of src (which has no memory nodes), child graphs copied too, owned by `owner`. */
 static struct graph *graph_clone(const struct graph *src, struct graph *owner) {
     struct graph *g = graph_new(src->ctx);
     if (!g) return NULL;
     g->owner = owner;
+    g->cloned_from = src;
     for (size_t i = 0; i < src->nnodes; i++) {
         struct node n = src->nodes[i];
         if (n.kind == N_CHILD && !(n.child = graph_clone(src->nodes[i].child, g))) return NULL;
@@ -224,10 +240,14 @@ CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgrap
     return r;
 }
 
-static CUresult flatten_into(const struct graph *g, struct node **v, size_t *n, size_t *cap) {
+/* Appends g's nodes to *v, each marked as coming from child graph node `owner` (0 at the top
+ * level; a child graph at any depth below a top-level child graph node keeps that node's). */
+static CUresult flatten_into(const struct graph *g, struct node **v, size_t *n, size_t *cap,
+                             uint64_t owner) {
     for (size_t i = 0; i < g->nnodes; i++) {
         if (g->nodes[i].kind == N_CHILD) {
-            CUresult r = flatten_into(g->nodes[i].child, v, n, cap);
+            CUresult r = flatten_into(g->nodes[i].child, v, n, cap,
+                                      owner ? owner : g->nodes[i].handle);
             if (r != CUDA_SUCCESS) return r;
             continue;
         }
@@ -238,7 +258,8 @@ static CUresult flatten_into(const struct graph *g, struct node **v, size_t *n, 
             *v = w;
             *cap = c;
         }
-        (*v)[(*n)++] = g->nodes[i];
+        (*v)[*n] = g->nodes[i];
+        (*v)[(*n)++].owner = owner;
     }
     return CUDA_SUCCESS;
 }
@@ -247,7 +268,7 @@ CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n) {
     size_t cap = 0;
     *out = NULL;
     *n = 0;
-    CUresult r = flatten_into(g, out, n, &cap);
+    CUresult r = flatten_into(g, out, n, &cap, 0);
     if (r != CUDA_SUCCESS) {
         free(*out);
         *out = NULL;
@@ -736,6 +757,11 @@ static CUresult event_create(CUevent *ph, unsigned int flags) {
 }
 
 static struct event *event_get(CUevent h) { return obj_get(HK_EVENT, (uint64_t)(uintptr_t)h); }
+
+uint64_t event_handle(CUevent h) {
+    struct event *e = event_get(h);
+    return e ? H(e) : 0;
+}
 
 static CUresult event_destroy(CUevent h) {
     struct event *e = event_get(h);

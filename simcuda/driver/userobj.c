@@ -4,7 +4,9 @@
  * Retain, Release) or by graphs (cuGraphRetainUserObject, cuGraphReleaseUserObject); a graph
  * releases its references when it is destroyed, and instantiation gives the executable graph
  * references of its own to everything the graph and its child graphs hold, released when the
- * executable graph is destroyed (the programming guide's "CUDA User Objects").
+ * executable graph is destroyed (the programming guide's "CUDA User Objects"). A whole-graph
+ * update (cuGraphExecUpdate) replaces the executable graph's references with copies of the new
+ * source graph's; cuGraphExecChildGraphNodeSetParams adds the new child graph's.
  *
  * Destructors may not call the driver. The real driver runs them on an internal thread; here
  * they run on the calling thread before the call that dropped the last reference returns,
@@ -90,6 +92,11 @@ bool userobj_owner_copy(uint64_t from, uint64_t to) {
         o->refs += count;
     }
     return true;
+}
+
+void userobj_owner_move(uint64_t from, uint64_t to) {
+    for (size_t i = 0; i < g_nheld; i++)
+        if (g_held[i].owner == from) g_held[i].owner = to;
 }
 
 static struct user_object *user_object(CUuserObject h) {

@@ -78,6 +78,7 @@ typedef enum CUresult_enum {
     CUDA_ERROR_STREAM_CAPTURE_UNMATCHED = 903,
     CUDA_ERROR_STREAM_CAPTURE_ISOLATION = 905,
     CUDA_ERROR_STREAM_CAPTURE_IMPLICIT = 906,
+    CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE = 910,
     CUDA_ERROR_UNKNOWN = 999
 } CUresult;
 
@@ -1066,7 +1067,8 @@ SIMCUDA_API CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object
  * or cuGraphAddNode with CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE), or the graph itself, memory
  * nodes and all, with CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE (CUDA 12.9): the parent owns it,
  * and it can no longer be instantiated, destroyed or given memory nodes on its own.
- * cuGraphAddNode here makes allocation, free and child graph nodes only. */
+ * cuGraphAddNode here makes allocation, free, child graph, event record and event wait nodes
+ * only. */
 typedef enum CUgraphChildGraphNodeOwnership_enum {
     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0,
     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
@@ -1081,6 +1083,16 @@ typedef struct CUDA_MEM_FREE_NODE_PARAMS_st {
     CUdeviceptr dptr;
 } CUDA_MEM_FREE_NODE_PARAMS;
 
+/* Event record and wait nodes (CUDA 11.1): each launch of the graph records, or waits for,
+ * the event. */
+typedef struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
+    CUevent event;
+} CUDA_EVENT_RECORD_NODE_PARAMS;
+
+typedef struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
+    CUevent event;
+} CUDA_EVENT_WAIT_NODE_PARAMS;
+
 typedef struct CUgraphNodeParams_st {
     CUgraphNodeType type;
     int reserved0[3];
@@ -1089,6 +1101,8 @@ typedef struct CUgraphNodeParams_st {
         CUDA_MEM_ALLOC_NODE_PARAMS alloc;
         CUDA_MEM_FREE_NODE_PARAMS free;
         CUDA_CHILD_GRAPH_NODE_PARAMS graph;
+        CUDA_EVENT_WAIT_NODE_PARAMS eventWait;
+        CUDA_EVENT_RECORD_NODE_PARAMS eventRecord;
     };
     long long reserved2;
 } CUgraphNodeParams;
@@ -1152,6 +1166,79 @@ SIMCUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph 
                                               const CUgraphNode *dependencies,
                                               size_t numDependencies, CUgraph childGraph);
 SIMCUDA_API CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
+
+/* Graphs built by hand: event record and wait nodes (11.1), their events read and changed in
+ * the graph, and memset nodes (10.0; `value` holds the element's bits, `elementSize` is 1, 2
+ * or 4 bytes, `width` counts elements, `pitch` is in bytes and used when `height` > 1). */
+typedef struct CUDA_MEMSET_NODE_PARAMS_st {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+} CUDA_MEMSET_NODE_PARAMS;
+
+SIMCUDA_API CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                               const CUgraphNode *dependencies,
+                                               size_t numDependencies, CUevent event);
+SIMCUDA_API CUresult cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies,
+                                             size_t numDependencies, CUevent event);
+SIMCUDA_API CUresult cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+SIMCUDA_API CUresult cuGraphEventRecordNodeSetEvent(CUgraphNode hNode, CUevent event);
+SIMCUDA_API CUresult cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+SIMCUDA_API CUresult cuGraphEventWaitNodeSetEvent(CUgraphNode hNode, CUevent event);
+SIMCUDA_API CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies,
+                                          size_t numDependencies,
+                                          const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                          CUcontext ctx);
+/* A node's parameters changed in its graph through the generic structure (12.2): event
+ * record and wait nodes here. */
+SIMCUDA_API CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+/* The node of a cloned graph (here: the copy a child graph node holds, which
+ * cuGraphChildGraphNodeGetGraph returns) made from a node of the graph it copies. */
+SIMCUDA_API CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode,
+                                            CUgraph hClonedGraph);
+
+/* Executable graphs changed after instantiation. A node is named by its handle in the graph the
+ * executable graph was instantiated from (child graphs' nodes included): an update copies
+ * parameters, never node identities. */
+typedef enum CUgraphExecUpdateResult_enum {
+    CU_GRAPH_EXEC_UPDATE_SUCCESS = 0,
+    CU_GRAPH_EXEC_UPDATE_ERROR = 1,
+    CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 2,
+    CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 3,
+    CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 4,
+    CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 5,
+    CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 6,
+    CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 7,
+    CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 8
+} CUgraphExecUpdateResult;
+
+typedef struct CUgraphExecUpdateResultInfo_st {
+    CUgraphExecUpdateResult result;
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo;
+
+SIMCUDA_API CUresult cuGraphExecEventRecordNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                        CUevent event);
+SIMCUDA_API CUresult cuGraphExecEventWaitNodeSetEvent(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                      CUevent event);
+SIMCUDA_API CUresult cuGraphExecChildGraphNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                        CUgraph childGraph);
+/* 10.2's ABI, and 12.0's with the result in a structure (what the resolver answers from
+ * 12000). */
+SIMCUDA_API CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
+                                       CUgraphNode *hErrorNode_out,
+                                       CUgraphExecUpdateResult *updateResult_out);
+SIMCUDA_API CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
+                                          CUgraphExecUpdateResultInfo *resultInfo);
+/* 12.2: event record and wait nodes, child graph nodes; other types are not supported here. */
+SIMCUDA_API CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                              CUgraphNodeParams *nodeParams);
 
 /* Host functions, run in stream order (the simulator runs them when enqueued, or at the
  * launch of the graph they were captured into). */

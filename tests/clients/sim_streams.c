@@ -2,7 +2,10 @@
 // Streams and events: creation flags and priorities, the three special streams, callbacks
 // (which may call the driver), event timing, and destroyed handles; capture info; captures
 // that other streams join through events; events over a whole context; external event nodes; graphs' user objects; stream
-// memory operations.
+// memory operations; event nodes built by hand and executable graphs changed after
+// instantiation.
+#include <stddef.h>
+
 #include "sim_util.h"
 
 static int callback_calls;
@@ -401,6 +404,295 @@ static int memops(int argc, char **argv) {
     return 0;
 }
 
+/* Whether event e has been recorded (since timing start was): cuEventElapsedTime fails with
+ * CUDA_ERROR_INVALID_HANDLE for an event never recorded. */
+static CUresult recorded(CUevent start, CUevent e) {
+    float ms;
+    return cuEventElapsedTime(&ms, start, e);
+}
+
+static CUevent timed_event(void) {
+    CUevent e;
+    CHECK(cuEventCreate(&e, CU_EVENT_DEFAULT));
+    return e;
+}
+
+/* A graph of three nodes: memset d, record `rec`, wait for `wait` (each node after the last);
+ * the record and wait nodes' handles in *r and *w. */
+static CUgraph three_nodes(CUdeviceptr d, CUevent rec, CUevent wait, CUgraphNode *r,
+                          CUgraphNode *w) {
+    CUgraph g;
+    CUgraphNode m;
+    CHECK(cuGraphCreate(&g, 0));
+    CUDA_MEMSET_NODE_PARAMS p = {.dst = d, .value = 7, .elementSize = 4, .width = 1024,
+                                 .height = 1};
+    CHECK(cuGraphAddMemsetNode(&m, g, NULL, 0, &p, NULL));
+    CHECK(cuGraphAddEventRecordNode(r, g, &m, 1, rec));
+    CHECK(cuGraphAddEventWaitNode(w, g, r, 1, wait));
+    return g;
+}
+
+/* Event nodes built by hand and executable graphs changed after instantiation: the graph's
+ * getters and setters, the executable graph's event setters, whole-graph updates (both ABIs)
+ * and their refusals, child graph replacement, and the generic node structure. An event a
+ * launch records is seen through cuEventElapsedTime from `start`. */
+static int graph_events(int argc, char **argv) {
+    (void)argc, (void)argv;
+    setup();
+    CUstream s;
+    CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CUevent start = timed_event(), a = timed_event(), b = timed_event(), c = timed_event();
+    CUevent e = timed_event(), f = timed_event(), h = timed_event(), gone = timed_event();
+    CHECK(cuEventDestroy_v2(gone));
+    CHECK(cuEventRecord(start, s));
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, 4096));
+    CHECK(cuMemsetD32_v2(d, 0, 1024));
+
+    /* Built by hand: a memset, a record of a after it, a wait for c after that. */
+    CUgraphNode r, w, m, other_r, other_w, dummy;
+    CUgraph g = three_nodes(d, a, c, &r, &w);
+    CUgraph other = three_nodes(d, f, c, &other_r, &other_w);
+    size_t n = 3;
+    CUgraphNode nodes[3];
+    CHECK(cuGraphGetNodes(g, nodes, &n));
+    m = nodes[0];
+    CUgraphNodeType types[3];
+    for (int i = 0; i < 3; i++) CHECK(cuGraphNodeGetType(nodes[i], &types[i]));
+    printf("types %zu %d %d %d\n", n, (int)types[0], (int)types[1], (int)types[2]);
+    CUDA_MEMSET_NODE_PARAMS mp = {.dst = d, .value = 1, .elementSize = 3, .width = 4, .height = 1};
+    put_result("memset_bad_element", cuGraphAddMemsetNode(&dummy, g, NULL, 0, &mp, NULL));
+    mp.elementSize = 4, mp.height = 2, mp.pitch = 8;
+    put_result("memset_pitch_too_small", cuGraphAddMemsetNode(&dummy, g, NULL, 0, &mp, NULL));
+    put_result("record_no_graph", cuGraphAddEventRecordNode(&dummy, NULL, NULL, 0, a));
+    put_result("record_destroyed_event", cuGraphAddEventRecordNode(&dummy, g, NULL, 0, gone));
+    put_result("record_no_out", cuGraphAddEventRecordNode(NULL, g, NULL, 0, a));
+    put_result("wait_foreign_dependency", cuGraphAddEventWaitNode(&dummy, g, &other_r, 1, a));
+    put_result("wait_null_event", cuGraphAddEventWaitNode(&dummy, g, NULL, 0, NULL));
+
+    /* Getters and setters in the graph; the wrong kind of node is refused. */
+    CUevent got = NULL, got2 = NULL;
+    CUresult rg = cuGraphEventRecordNodeGetEvent(r, &got);
+    CUresult wg = cuGraphEventWaitNodeGetEvent(w, &got2);
+    printf("get %d %d %d %d\n", (int)rg, got == a, (int)wg, got2 == c);
+    put_result("record_get_on_wait", cuGraphEventRecordNodeGetEvent(w, &got));
+    put_result("wait_get_on_record", cuGraphEventWaitNodeGetEvent(r, &got));
+    put_result("record_set_on_memset", cuGraphEventRecordNodeSetEvent(m, b));
+    put_result("wait_set_on_record", cuGraphEventWaitNodeSetEvent(r, b));
+    put_result("record_set_destroyed_event", cuGraphEventRecordNodeSetEvent(r, gone));
+    put_result("wait_set", cuGraphEventWaitNodeSetEvent(w, a));
+    CHECK(cuGraphEventWaitNodeGetEvent(w, &got));
+    printf("wait_set_got %d\n", got == a);
+
+    /* Each launch records the record node's event. */
+    CUgraphExec x;
+    CHECK(cuGraphInstantiateWithFlags(&x, g, 0));
+    printf("before_launch %d\n", (int)recorded(start, a));
+    CHECK(cuGraphLaunch(x, s));
+    unsigned int v = 0;
+    CHECK(cuMemcpyDtoH_v2(&v, d, sizeof v));
+    printf("launch %d %u\n", (int)recorded(start, a), v);
+    /* A change in the graph leaves the executable graph as it was instantiated. */
+    put_result("record_set", cuGraphEventRecordNodeSetEvent(r, b));
+    CHECK(cuGraphEventRecordNodeGetEvent(r, &got));
+    printf("record_set_got %d\n", got == b);
+    CHECK(cuGraphLaunch(x, s));
+    printf("graph_set_not_in_exec %d\n", (int)recorded(start, b));
+
+    /* The executable graph's own event setters. */
+    put_result("exec_record_set", cuGraphExecEventRecordNodeSetEvent(x, r, e));
+    CHECK(cuGraphLaunch(x, s));
+    printf("exec_record_set_launch %d\n", (int)recorded(start, e));
+    put_result("exec_wait_set", cuGraphExecEventWaitNodeSetEvent(x, w, b));
+    put_result("exec_record_set_on_wait", cuGraphExecEventRecordNodeSetEvent(x, w, e));
+    put_result("exec_wait_set_on_record", cuGraphExecEventWaitNodeSetEvent(x, r, e));
+    put_result("exec_record_set_on_memset", cuGraphExecEventRecordNodeSetEvent(x, m, e));
+    put_result("exec_record_set_foreign_node", cuGraphExecEventRecordNodeSetEvent(x, other_r, e));
+    put_result("exec_record_set_destroyed_event", cuGraphExecEventRecordNodeSetEvent(x, r, gone));
+    put_result("exec_record_set_no_exec", cuGraphExecEventRecordNodeSetEvent(NULL, r, e));
+
+    /* A whole-graph update from g (whose record node now records b). */
+    CUgraphExecUpdateResultInfo info = {.result = 99, .errorNode = m, .errorFromNode = m};
+    CUresult ur = cuGraphExecUpdate_v2(x, g, &info);
+    printf("update %d %d %d %d\n", (int)ur, (int)info.result, info.errorNode == NULL,
+           info.errorFromNode == NULL);
+    CHECK(cuGraphLaunch(x, s));
+    printf("update_launch %d\n", (int)recorded(start, b));
+    /* From another graph of the same shape: its parameters, not its node handles. */
+    ur = cuGraphExecUpdate_v2(x, other, &info);
+    printf("update_other %d %d\n", (int)ur, (int)info.result);
+    CHECK(cuGraphLaunch(x, s));
+    printf("update_other_launch %d\n", (int)recorded(start, f));
+    put_result("other_graph_node", cuGraphExecEventRecordNodeSetEvent(x, other_r, a));
+    put_result("original_node", cuGraphExecEventRecordNodeSetEvent(x, r, a));
+
+    /* Refused updates change nothing: the executable graph still records a, never h. */
+    CUgraph fewer, swapped;
+    CUgraphNode fm, fr, sm, sw, sr;
+    CHECK(cuGraphCreate(&fewer, 0));
+    CUDA_MEMSET_NODE_PARAMS p7 = {.dst = d, .value = 7, .elementSize = 4, .width = 1024,
+                                  .height = 1};
+    CHECK(cuGraphAddMemsetNode(&fm, fewer, NULL, 0, &p7, NULL));
+    CHECK(cuGraphAddEventRecordNode(&fr, fewer, &fm, 1, h));
+    CHECK(cuGraphCreate(&swapped, 0));
+    CHECK(cuGraphAddMemsetNode(&sm, swapped, NULL, 0, &p7, NULL));
+    CHECK(cuGraphAddEventWaitNode(&sw, swapped, &sm, 1, h));
+    CHECK(cuGraphAddEventRecordNode(&sr, swapped, &sw, 1, h));
+    ur = cuGraphExecUpdate_v2(x, fewer, &info);
+    printf("update_topology %d %d %d\n", (int)ur, (int)info.result, info.errorNode == NULL);
+    ur = cuGraphExecUpdate_v2(x, swapped, &info);
+    printf("update_type %d %d %d\n", (int)ur, (int)info.result, info.errorNode == sw);
+    CUgraphNode error_node = m;
+    CUgraphExecUpdateResult result = 99;
+    ur = cuGraphExecUpdate(x, swapped, &error_node, &result);
+    printf("update_v1_type %d %d %d\n", (int)ur, (int)result, error_node == sw);
+    CHECK(cuGraphLaunch(x, s));
+    printf("refused_unchanged %d\n", (int)recorded(start, h));
+    put_result("update_no_info", cuGraphExecUpdate_v2(x, g, NULL));
+    put_result("update_v1_no_result", cuGraphExecUpdate(x, g, &error_node, NULL));
+    put_result("update_no_exec", cuGraphExecUpdate_v2(NULL, g, &info));
+    put_result("update_no_graph", cuGraphExecUpdate_v2(x, NULL, &info));
+    ur = cuGraphExecUpdate(x, g, &error_node, &result);
+    printf("update_v1 %d %d %d\n", (int)ur, (int)result, error_node == NULL);
+
+    /* Memory nodes cannot change: an allocation elsewhere is refused. */
+    CUDA_MEM_ALLOC_NODE_PARAMS ap;
+    memset(&ap, 0, sizeof ap);
+    ap.poolProps = pool_props(0, CU_MEM_HANDLE_TYPE_NONE);
+    ap.bytesize = 4096;
+    CUgraph mg, mg2;
+    CUgraphNode an, an2;
+    CUgraphExec mx;
+    CHECK(cuGraphCreate(&mg, 0));
+    CHECK(cuGraphAddMemAllocNode(&an, mg, NULL, 0, &ap));
+    CHECK(cuGraphAddMemFreeNode(&dummy, mg, &an, 1, ap.dptr));
+    CHECK(cuGraphCreate(&mg2, 0));
+    CHECK(cuGraphAddMemAllocNode(&an2, mg2, NULL, 0, &ap));
+    CHECK(cuGraphAddMemFreeNode(&dummy, mg2, &an2, 1, ap.dptr));
+    CHECK(cuGraphInstantiateWithFlags(&mx, mg, 0));
+    ur = cuGraphExecUpdate_v2(mx, mg2, &info);
+    printf("update_memory %d %d %d\n", (int)ur, (int)info.result, info.errorNode == an2);
+    ur = cuGraphExecUpdate_v2(mx, mg, &info);
+    printf("update_memory_same %d %d\n", (int)ur, (int)info.result);
+    put_result("memory_launch", cuGraphLaunch(mx, s));
+
+    /* Child graphs: the nodes a child graph node brought are replaced as a whole. */
+    CUevent k = timed_event(), l = timed_event();
+    CUgraph child, child2, child_type, child_count, parent, inner;
+    CUgraphNode cr, cr2, pm, pc, ir, found, other_child;
+    CHECK(cuGraphCreate(&child, 0));
+    CHECK(cuGraphAddEventRecordNode(&cr, child, NULL, 0, c));
+    CHECK(cuGraphCreate(&child2, 0));
+    CHECK(cuGraphAddEventRecordNode(&cr2, child2, NULL, 0, k));
+    CHECK(cuGraphCreate(&child_type, 0));
+    CHECK(cuGraphAddEventWaitNode(&dummy, child_type, NULL, 0, k));
+    CHECK(cuGraphCreate(&child_count, 0));
+    CHECK(cuGraphAddEventRecordNode(&dummy, child_count, NULL, 0, k));
+    CHECK(cuGraphAddEventRecordNode(&dummy, child_count, &dummy, 1, k));
+    CHECK(cuGraphCreate(&parent, 0));
+    CHECK(cuGraphAddMemsetNode(&pm, parent, NULL, 0, &p7, NULL));
+    CHECK(cuGraphAddChildGraphNode(&pc, parent, &pm, 1, child));
+    CHECK(cuGraphAddChildGraphNode(&other_child, other, NULL, 0, child));
+    CUgraphExec px;
+    CHECK(cuGraphInstantiateWithFlags(&px, parent, 0));
+    put_result("child_set", cuGraphExecChildGraphNodeSetParams(px, pc, child2));
+    CHECK(cuGraphLaunch(px, s));
+    printf("child_set_launch %d\n", (int)recorded(start, k));
+    put_result("child_set_type_changed", cuGraphExecChildGraphNodeSetParams(px, pc, child_type));
+    put_result("child_set_count_changed", cuGraphExecChildGraphNodeSetParams(px, pc, child_count));
+    put_result("child_set_on_memset", cuGraphExecChildGraphNodeSetParams(px, pm, child2));
+    put_result("child_set_foreign_node",
+               cuGraphExecChildGraphNodeSetParams(px, other_child, child2));
+    put_result("child_set_no_graph", cuGraphExecChildGraphNodeSetParams(px, pc, NULL));
+    /* The child's own nodes name their counterparts in the executable graph. */
+    CHECK(cuGraphChildGraphNodeGetGraph(pc, &inner));
+    n = 1;
+    CHECK(cuGraphGetNodes(inner, &ir, &n));
+    CUresult fr_ = cuGraphNodeFindInClone(&found, cr, inner);
+    printf("find_in_clone %d %d\n", (int)fr_, found == ir);
+    put_result("find_in_clone_foreign", cuGraphNodeFindInClone(&found, m, inner));
+    put_result("child_node_exec_set", cuGraphExecEventRecordNodeSetEvent(px, ir, l));
+    CHECK(cuGraphLaunch(px, s));
+    printf("child_node_launch %d\n", (int)recorded(start, l));
+
+    /* The generic structure: cuGraphAddNode, cuGraphNodeSetParams, cuGraphExecNodeSetParams. */
+    CUevent q = timed_event(), t = timed_event();
+    printf("params_offset %zu %zu\n", offsetof(CUgraphNodeParams, eventRecord),
+           offsetof(CUgraphNodeParams, eventWait));
+    CUgraphNodeParams gp;
+    memset(&gp, 0, sizeof gp);
+    CUgraph gg;
+    CUgraphNode gr, gw, gm;
+    CHECK(cuGraphCreate(&gg, 0));
+    CHECK(cuGraphAddMemsetNode(&gm, gg, NULL, 0, &p7, NULL));
+    gp.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    gp.eventRecord.event = a;
+    put_result("add_node_record", cuGraphAddNode(&gr, gg, &gm, 1, &gp));
+    gp.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    gp.eventWait.event = c;
+    put_result("add_node_wait", cuGraphAddNode_v2(&gw, gg, &gr, NULL, 1, &gp));
+    CHECK(cuGraphNodeGetType(gr, &types[0]));
+    CHECK(cuGraphNodeGetType(gw, &types[1]));
+    printf("add_node_types %d %d\n", (int)types[0], (int)types[1]);
+    gp.eventWait.event = gone;
+    put_result("add_node_destroyed_event", cuGraphAddNode(&dummy, gg, NULL, 0, &gp));
+    gp.eventWait.event = c;
+    gp.reserved2 = 1;
+    put_result("add_node_reserved", cuGraphAddNode(&dummy, gg, NULL, 0, &gp));
+    gp.reserved2 = 0;
+    gp.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    gp.eventRecord.event = q;
+    put_result("node_set_params", cuGraphNodeSetParams(gr, &gp));
+    CHECK(cuGraphEventRecordNodeGetEvent(gr, &got));
+    printf("node_set_params_got %d\n", got == q);
+    put_result("node_set_params_wrong_type", cuGraphNodeSetParams(gw, &gp));
+    gp.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    put_result("node_set_params_memset", cuGraphNodeSetParams(gm, &gp));
+    CUgraphExec gx;
+    CHECK(cuGraphInstantiateWithFlags(&gx, gg, 0));
+    gp.type = CU_GRAPH_NODE_TYPE_EVENT_RECORD;
+    gp.eventRecord.event = t;
+    put_result("exec_node_set_params", cuGraphExecNodeSetParams(gx, gr, &gp));
+    CHECK(cuGraphLaunch(gx, s));
+    printf("exec_node_set_params_launch %d %d\n", (int)recorded(start, t), (int)recorded(start, q));
+    gp.type = CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    gp.eventWait.event = a;
+    put_result("exec_node_set_params_wait", cuGraphExecNodeSetParams(gx, gw, &gp));
+    put_result("exec_node_set_params_wrong_type", cuGraphExecNodeSetParams(gx, gr, &gp));
+    put_result("exec_node_set_params_foreign_node", cuGraphExecNodeSetParams(gx, r, &gp));
+    gp.type = CU_GRAPH_NODE_TYPE_MEMSET;
+    put_result("exec_node_set_params_memset", cuGraphExecNodeSetParams(gx, gm, &gp));
+    gp.type = CU_GRAPH_NODE_TYPE_GRAPH;
+    gp.graph.graph = child;
+    put_result("exec_node_set_params_child", cuGraphExecNodeSetParams(px, pc, &gp));
+    /* Launched into a capture, the executable graph's nodes are the capture's, events and all. */
+    CUstream cap;
+    CUgraph captured;
+    CHECK(cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_RELAXED));
+    CHECK(cuGraphLaunch(gx, cap));
+    CHECK(cuStreamEndCapture(cap, &captured));
+    n = 3;
+    CHECK(cuGraphGetNodes(captured, nodes, &n));
+    for (size_t i = 0; i < n; i++) CHECK(cuGraphNodeGetType(nodes[i], &types[i]));
+    CHECK(cuGraphEventRecordNodeGetEvent(nodes[1], &got));
+    printf("captured_launch %zu %d %d %d %d\n", n, (int)types[0], (int)types[1], (int)types[2],
+           got == t);
+    CHECK(cuGraphDestroy(captured));
+    CHECK(cuStreamDestroy_v2(cap));
+
+    CHECK(cuGraphExecDestroy(gx));
+    CHECK(cuGraphExecDestroy(px));
+    CHECK(cuGraphExecDestroy(mx));
+    CHECK(cuGraphExecDestroy(x));
+    CUgraph graphs[] = {g, other, fewer, swapped, mg, mg2, child, child2, child_type, child_count,
+                        parent, gg};
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++) CHECK(cuGraphDestroy(graphs[i]));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuStreamDestroy_v2(s));
+    return 0;
+}
+
 static int destroyed;
 
 static void destroy(void *data) { destroyed += *(int *)data; }
@@ -461,6 +753,24 @@ static int user_objects(int argc, char **argv) {
     put_u64("parent_destroyed", destroyed);
     CHECK(cuGraphExecDestroy(e));
     put_u64("parent_exec_destroyed", destroyed);
+    /* A whole-graph update swaps the executable graph's references for the new graph's. */
+    CUgraph old_graph, new_graph;
+    CHECK(cuUserObjectCreate(&a, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuUserObjectCreate(&b, &one, destroy, 1, CU_USER_OBJECT_NO_DESTRUCTOR_SYNC));
+    CHECK(cuGraphCreate(&old_graph, 0));
+    CHECK(cuGraphCreate(&new_graph, 0));
+    CHECK(cuGraphRetainUserObject(old_graph, a, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    CHECK(cuGraphRetainUserObject(new_graph, b, 1, CU_GRAPH_USER_OBJECT_MOVE));
+    CHECK(cuGraphInstantiateWithFlags(&e, old_graph, 0));
+    CHECK(cuGraphDestroy(old_graph));
+    put_u64("before_update", destroyed);
+    CUgraphExecUpdateResultInfo info;
+    CHECK(cuGraphExecUpdate_v2(e, new_graph, &info));
+    put_u64("update_released_old", destroyed);
+    CHECK(cuGraphDestroy(new_graph));
+    put_u64("update_holds_new", destroyed);
+    CHECK(cuGraphExecDestroy(e));
+    put_u64("updated_exec_destroyed", destroyed);
     return 0;
 }
 
@@ -474,6 +784,7 @@ int main(int argc, char **argv) {
         {"capture-to-graph", capture_to_graph},
         {"memops", memops},
         {"capture-external", capture_external},
-        {"user-objects", user_objects}};
+        {"user-objects", user_objects},
+        {"graph-events", graph_events}};
     return DISPATCH(cmds);
 }

@@ -149,6 +149,99 @@ fn external_event_nodes_are_captured_and_recorded_at_each_launch() {
 }
 
 #[test]
+fn event_nodes_built_by_hand_and_executable_graph_edits_change_later_launches() {
+    let f = run("sim_streams", "graph-events");
+    f.expect_all(&[
+        // A memset (2), a record (7) and a wait (6) node.
+        ("types", "3 2 7 6"),
+        ("memset_bad_element", "1"),
+        ("memset_pitch_too_small", "1"),
+        ("record_no_graph", "1"),
+        ("record_destroyed_event", "1"),
+        ("record_no_out", "1"),
+        ("wait_foreign_dependency", "1"),
+        ("wait_null_event", "1"),
+        ("get", "0 1 0 1"),
+        ("record_get_on_wait", "1"),
+        ("wait_get_on_record", "1"),
+        ("record_set_on_memset", "1"),
+        ("wait_set_on_record", "1"),
+        ("record_set_destroyed_event", "1"),
+        ("wait_set", "0"),
+        ("wait_set_got", "1"),
+        // An event never recorded has no elapsed time (400); the launch records it.
+        ("before_launch", "400"),
+        ("launch", "0 7"),
+        ("record_set", "0"),
+        ("record_set_got", "1"),
+        ("graph_set_not_in_exec", "400"),
+        ("exec_record_set", "0"),
+        ("exec_record_set_launch", "0"),
+        ("exec_wait_set", "0"),
+        ("exec_record_set_on_wait", "1"),
+        ("exec_wait_set_on_record", "1"),
+        ("exec_record_set_on_memset", "1"),
+        ("exec_record_set_foreign_node", "1"),
+        ("exec_record_set_destroyed_event", "1"),
+        ("exec_record_set_no_exec", "1"),
+        ("update", "0 0 1 1"),
+        ("update_launch", "0"),
+        ("update_other", "0 0"),
+        ("update_other_launch", "0"),
+        // The executable graph's nodes keep the identities they were instantiated with.
+        ("other_graph_node", "1"),
+        ("original_node", "0"),
+        // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE: topology changed (2), node type changed (3,
+        // the other graph's node named), and nothing changed.
+        ("update_topology", "910 2 1"),
+        ("update_type", "910 3 1"),
+        ("update_v1_type", "910 3 1"),
+        ("refused_unchanged", "400"),
+        ("update_no_info", "1"),
+        ("update_v1_no_result", "1"),
+        ("update_no_exec", "1"),
+        ("update_no_graph", "1"),
+        ("update_v1", "0 0 1"),
+        // An allocation node elsewhere: parameters changed (5).
+        ("update_memory", "910 5 1"),
+        ("update_memory_same", "0 0"),
+        ("memory_launch", "0"),
+        ("child_set", "0"),
+        ("child_set_launch", "0"),
+        ("child_set_type_changed", "1"),
+        ("child_set_count_changed", "1"),
+        ("child_set_on_memset", "1"),
+        ("child_set_foreign_node", "1"),
+        ("child_set_no_graph", "1"),
+        ("find_in_clone", "0 1"),
+        ("find_in_clone_foreign", "1"),
+        ("child_node_exec_set", "0"),
+        ("child_node_launch", "0"),
+        ("params_offset", "16 16"),
+        ("add_node_record", "0"),
+        ("add_node_wait", "0"),
+        ("add_node_types", "7 6"),
+        ("add_node_destroyed_event", "1"),
+        ("add_node_reserved", "1"),
+        ("node_set_params", "0"),
+        ("node_set_params_got", "1"),
+        ("node_set_params_wrong_type", "1"),
+        // Other node types through the generic structure: not supported (801) here.
+        ("node_set_params_memset", "801"),
+        ("exec_node_set_params", "0"),
+        // The executable graph records its new event; the graph's (changed after
+        // instantiation) is not recorded.
+        ("exec_node_set_params_launch", "0 400"),
+        ("exec_node_set_params_wait", "0"),
+        ("exec_node_set_params_wrong_type", "1"),
+        ("exec_node_set_params_foreign_node", "1"),
+        ("exec_node_set_params_memset", "801"),
+        ("exec_node_set_params_child", "0"),
+        ("captured_launch", "3 2 7 6 1"),
+    ]);
+}
+
+#[test]
 fn stream_memory_operations_write_their_values_and_are_validated() {
     let f = run("sim_streams", "memops");
     f.expect_all(&[
@@ -188,6 +281,10 @@ fn user_objects_are_destroyed_with_their_last_reference() {
         ("graph_release_unheld", "1"),
         ("parent_destroyed", "3"),
         ("parent_exec_destroyed", "4"),
+        ("before_update", "4"),
+        ("update_released_old", "5"),
+        ("update_holds_new", "5"),
+        ("updated_exec_destroyed", "6"),
     ]);
 }
 
