@@ -359,6 +359,73 @@ fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
     assert!(launch.as_str().unwrap().contains("cuGraphLaunch"), "{launch}");
 }
 
+/// Event nodes added to a graph by hand: each launch records (or waits for) the event a node
+/// names, as the executable graph has it after the calls that change it (a node's event, a
+/// whole update, a child graph's). Correct programs report nothing; a graph changed to record
+/// another event, a failed update, or a wait node for another event leave the reader unordered.
+#[test]
+fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_changed() {
+    let dir = TempDir::new();
+    for mode in [
+        "record",
+        "generic",
+        "exec-set",
+        "exec-params",
+        "update",
+        "update-v1",
+        "child",
+        "child-params",
+        "wait",
+    ] {
+        let r = report_json(&traced(&dir, "report_graph_event_nodes", &[mode], &[]));
+        assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+        assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+    }
+    for (mode, want) in [
+        ("stale", &["cross-stream-race", "wait-on-unrecorded-event"][..]),
+        ("update-failed", &["cross-stream-race", "wait-on-unrecorded-event"]),
+        ("no-wait", &["cross-stream-race"]),
+    ] {
+        let r = report_json(&traced(&dir, "report_graph_event_nodes", &[mode], &[]));
+        let found = checks(&r);
+        for check in want {
+            assert!(found.contains(check), "{mode}: {check} not in {found:?}: {r:#}");
+        }
+    }
+}
+
+/// What the shim lists of a graph's event nodes: each node, its event and the child graph
+/// node that holds it, at the instantiation and again after a child graph's update.
+#[test]
+fn the_shim_lists_event_nodes_with_the_child_graph_node_that_holds_them() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "report_graph_event_nodes", &["child"], &[]);
+    let records = dump(&trace);
+    let listed = of_type(&records, "GraphEvents");
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let triple = |r: &Value| {
+        let v: Vec<u64> = r["records"].as_array().unwrap().iter().map(hex).collect();
+        assert_eq!(v.len(), 3, "{r:#}");
+        assert!(r["waits"].as_array().unwrap().is_empty(), "{r:#}");
+        (v[0], v[1], v[2])
+    };
+    let (node, other, owner) = triple(listed[0]);
+    let (node2, done, owner2) = triple(listed[1]);
+    assert!(node != 0 && owner != 0 && node != owner, "{:#}", listed[0]);
+    assert_eq!(
+        owner2, owner,
+        "the update's nodes belong to the child graph node it named"
+    );
+    assert_ne!(node2, node, "a node of the new child graph");
+    assert_ne!(done, other);
+    let updates = of_type(&records, "GraphUpdate");
+    assert_eq!(updates.len(), 1, "{updates:#?}");
+    let u = updates[0];
+    assert_eq!(u["api"], "cuGraphExecChildGraphNodeSetParams");
+    assert_eq!((u["what"].as_u64(), u["listed"].as_u64()), (Some(3), Some(1)), "{u:#}");
+    assert_eq!(u["node"].as_u64(), Some(owner));
+}
+
 /// An asynchronous copy into pageable host memory returns only once it is complete (CUDA's
 /// "API synchronization behavior"), so work that ends with one was waited for; into pinned
 /// memory the host goes on at once, and the same work was never waited for.

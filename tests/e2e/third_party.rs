@@ -452,6 +452,29 @@ fn run_graph_client(dir: &TempDir, script: &str, mode: &str, expected: &str) -> 
     report_json(&trace)
 }
 
+/// cuda-core's event nodes (`GraphDefinition.wait`, `.record`), and the three ways it switches
+/// an executable graph to other events: node by node (cuGraphExecNodeSetParams), from the
+/// edited definition (cuGraphNodeSetParams, then cuGraphExecUpdate_v2), and a child graph's
+/// (cuGraphExecNodeSetParams given a child graph). Each launch records the events its graph
+/// then names, so the consumer's waits order it after the launches: nothing to report. Not
+/// switching it leaves the second wait for an event never recorded.
+#[test]
+fn cuda_core_event_nodes_order_the_streams_that_wait_for_them_as_last_updated() {
+    let dir = TempDir::new();
+    for mode in ["node-update", "graph-update", "child-update", "no-update"] {
+        let done2 = u8::from(mode != "no-update");
+        let expected =
+            format!("mode {mode}\nlaunch 1 value=7 done=1 done2=0\nlaunch 2 value=7 done=1 done2={done2}\ndone\n");
+        let r = run_graph_client(&dir, "cuda_core_graph_events.py", mode, &expected);
+        assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+        if mode == "no-update" {
+            assert_eq!(checks(&r), ["wait-on-unrecorded-event"], "{r:#}");
+        } else {
+            assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+        }
+    }
+}
+
 /// Graph memory nodes made through cuda-bindings' resolver table (cuGraphAddMemAllocNode, and
 /// the generic cuGraphAddNode at the version cuda-bindings asks for): the node its graph does
 /// not free is a `graph` leak at the Python line that made it; the node its graph frees lives

@@ -23,7 +23,9 @@ argument:
     child-update  the three nodes sit in a child graph (`embed`: cuGraphAddChildGraphNode,
                   cuGraphChildGraphNodeGetGraph, cuGraphNodeFindInClone), replaced in the
                   executable graph by a second child definition that waits for READY2 and
-                  records DONE2 (`graph[child].update(definition)`: cuGraphExecNodeSetParams).
+                  records DONE2 (`graph[child].update(definition)`: cuGraphExecNodeSetParams);
+    no-update     the mistake: nothing is switched, so the second launch records DONE again
+                  and the consumer's wait for DONE2 is for an event never recorded.
 
 DONE and DONE2 have timing enabled: the time from START (recorded on the producer before the
 first launch) to each tells whether a launch has recorded it yet (cuEventElapsedTime fails for
@@ -33,6 +35,7 @@ Every buffer is closed on the consumer stream, and the executable graph is close
 """
 
 import ctypes
+import gc
 import sys
 
 from cuda.core import Device, EventOptions, LegacyPinnedMemoryResource
@@ -69,8 +72,8 @@ def consume(n, buf, host, consumer, done, events, start):
 
 
 def main(mode):
-    if mode not in ("node-update", "graph-update", "child-update"):
-        sys.exit(f"usage: {sys.argv[0]} node-update|graph-update|child-update")
+    if mode not in ("node-update", "graph-update", "child-update", "no-update"):
+        sys.exit(f"usage: {sys.argv[0]} node-update|graph-update|child-update|no-update")
     print(f"mode {mode}", flush=True)
     dev = Device(0)
     dev.set_current()
@@ -84,7 +87,22 @@ def main(mode):
     buf = dev.memory_resource.allocate(NBYTES, stream=consumer)
     host = LegacyPinnedMemoryResource().allocate(NBYTES, stream=consumer)
     buf.fill(0, stream=consumer)
+    launched(mode, buf, host, producer, consumer, (start, ready, ready2, done, done2), events)
 
+    # The definitions and the executable graph hold the buffer: they are gone, so it is freed
+    # now, on the consumer, which is then waited for.
+    gc.collect()
+    buf.close(consumer)
+    host.close(consumer)
+    consumer.sync()
+    producer.sync()
+    print("done", flush=True)
+
+
+def launched(mode, buf, host, producer, consumer, ev, events):
+    """Builds the graph, launches it twice, switching its events in between as `mode` says,
+    and closes it."""
+    start, ready, ready2, done, done2 = ev
     definition = GraphDefinition()
     if mode == "child-update":
         child = GraphDefinition()
@@ -108,19 +126,13 @@ def main(mode):
         wait.update(ready2)
         record.update(done2)
         graph.update(definition)
-    else:
+    elif mode == "child-update":
         second = GraphDefinition()
         build(second, buf, ready2, done2)
         graph[child_node].update(second)
     graph.launch(producer)
     consume(2, buf, host, consumer, done2, events, start)
-
     graph.close()
-    buf.close(consumer)
-    host.close(consumer)
-    consumer.sync()
-    producer.sync()
-    print("done", flush=True)
 
 
 if __name__ == "__main__":
