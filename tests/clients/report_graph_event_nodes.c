@@ -16,6 +16,11 @@
 //                  cuGraphExecChildGraphNodeSetParams takes a child graph that records the
 //                  awaited one;
 //   child-params   the same through cuGraphExecNodeSetParams;
+//   update-set     cuGraphExecUpdate_v2 takes a second graph that also records the other
+//                  event, then cuGraphExecEventRecordNodeSetEvent names the node by its handle
+//                  in the first graph (an update keeps the executable graph's node identities);
+//   child-set      likewise after cuGraphExecChildGraphNodeSetParams, naming the node of the
+//                  child graph node's own graph;
 //   wait           no record node: the memory is set on a third stream, which records an event
 //                  that the graph's wait node waits for, and the reading is on the launch's own
 //                  stream, after the launch.
@@ -107,7 +112,8 @@ int main(int argc, char **argv) {
             event_params(&p, CU_GRAPH_NODE_TYPE_EVENT_RECORD, done);
             CHECK(cuGraphCreate(&graph, 0));
             CHECK(cuGraphAddNode(&node, graph, NULL, 0, &p));
-        } else if (!strcmp(mode, "child") || !strcmp(mode, "child-params")) {
+        } else if (!strcmp(mode, "child") || !strcmp(mode, "child-params") ||
+                   !strcmp(mode, "child-set")) {
             CUgraphNode node;
             child = graph_recording(other);
             CHECK(cuGraphCreate(&graph, 0));
@@ -145,6 +151,17 @@ int main(int argc, char **argv) {
         } else if (!strcmp(mode, "child")) {
             second = graph_recording(done);
             CHECK(cuGraphExecChildGraphNodeSetParams(exec, node, second));
+        } else if (!strcmp(mode, "update-set")) {
+            second = graph_recording(other);
+            CUgraphExecUpdateResultInfo info;
+            CHECK(cuGraphExecUpdate_v2(exec, second, &info));
+            CHECK(cuGraphExecEventRecordNodeSetEvent(exec, node, done));
+        } else if (!strcmp(mode, "child-set")) {
+            second = graph_recording(other);
+            CHECK(cuGraphExecChildGraphNodeSetParams(exec, node, second));
+            CUgraph embedded;
+            CHECK(cuGraphChildGraphNodeGetGraph(node, &embedded));
+            CHECK(cuGraphExecEventRecordNodeSetEvent(exec, first_node(embedded), done));
         } else if (!strcmp(mode, "child-params")) {
             second = graph_recording(done);
             CUgraphNodeParams p;

@@ -375,6 +375,8 @@ fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_change
         "update-v1",
         "child",
         "child-params",
+        "update-set",
+        "child-set",
         "wait",
     ] {
         let r = report_json(&traced(&dir, "report_graph_event_nodes", &[mode], &[]));

@@ -82,6 +82,21 @@ pub struct GraphEvents {
     listed: FastMap<u64, Nodes>,
 }
 
+/// An update gives the executable graph's nodes the parameters of the nodes of another graph
+/// of the same shape, node for node in the order the shim listed both (the order the driver
+/// lists a graph's nodes in); the executable graph's nodes keep their identity, the node
+/// handles of the graph they were instantiated from, which later calls name. `false`, and
+/// nothing changed, when the counts differ (a graph the driver matched otherwise).
+fn take_events(nodes: &mut [EventNode], from: &[EventNode]) -> bool {
+    if nodes.len() != from.len() {
+        return false;
+    }
+    for (n, f) in nodes.iter_mut().zip(from) {
+        n.event = f.event;
+    }
+    true
+}
+
 fn bounded<K: Eq + std::hash::Hash, V>(map: &mut FastMap<K, V>, key: &K) {
     if map.len() >= MAX_ENTRIES && !map.contains_key(key) {
         map.clear();
@@ -159,15 +174,26 @@ impl GraphEvents {
             }
             // Not listed: the update's nodes are unknown, so the last known ones stay (an
             // event a launch no longer records can only hide a finding, never make one).
-            GraphUpdate::GRAPH if u.listed != 0 => self.set(u.exec, listed),
+            GraphUpdate::GRAPH if u.listed != 0 => {
+                let mut nodes = self.by_exec.remove(&u.exec).unwrap_or_default();
+                let listed = listed.unwrap_or_default();
+                if !take_events(&mut nodes.records, &listed.records) || !take_events(&mut nodes.waits, &listed.waits) {
+                    nodes = listed;
+                }
+                self.set(u.exec, Some(nodes));
+            }
             GraphUpdate::CHILD_GRAPH if u.listed != 0 => {
                 let mut nodes = self.by_exec.remove(&u.exec).unwrap_or_default();
-                nodes.records.retain(|e| e.owner != u.node);
-                nodes.waits.retain(|e| e.owner != u.node);
-                if let Some(l) = listed {
-                    nodes.records.extend(l.records);
-                    nodes.waits.extend(l.waits);
+                let listed = listed.unwrap_or_default();
+                let (mut records, others): (Vec<_>, Vec<_>) =
+                    nodes.records.into_iter().partition(|e| e.owner == u.node);
+                let (mut waits, other_waits): (Vec<_>, Vec<_>) =
+                    nodes.waits.into_iter().partition(|e| e.owner == u.node);
+                if !take_events(&mut records, &listed.records) || !take_events(&mut waits, &listed.waits) {
+                    (records, waits) = (listed.records, listed.waits);
                 }
+                nodes.records = others.into_iter().chain(records).collect();
+                nodes.waits = other_waits.into_iter().chain(waits).collect();
                 self.set(u.exec, Some(nodes));
             }
             _ => {}
@@ -274,6 +300,27 @@ mod tests {
         g.listed(0x71, &[0xb2, 0xe7, 0xc2], &[]);
         g.updated(&update(GraphUpdate::CHILD_GRAPH, 0x71, 0xc2, 0, 1));
         assert_eq!(events(&g, 0x71), Some((vec![0xe7], vec![])));
+    }
+
+    #[test]
+    fn an_updated_node_keeps_the_handle_later_calls_name_it_by() {
+        let mut g = GraphEvents::default();
+        g.listed(0x71, &[0xa1, 0xe1, 0, 0xb1, 0xe2, 0xc1], &[0xb2, 0xe3, 0xc1]);
+        g.instantiated(0x61, 0x71);
+        // The update's graph has its own node handles; the executable graph keeps its own.
+        g.listed(0x71, &[0xd1, 0xf1, 0], &[]);
+        g.listed(0x71, &[0xd2, 0xf2, 0xd9], &[0xd3, 0xf3, 0xd9]);
+        g.updated(&update(GraphUpdate::GRAPH, 0x71, 0, 0, 1));
+        assert_eq!(events(&g, 0x71), Some((vec![0xf1, 0xf2], vec![0xf3])));
+        g.updated(&update(GraphUpdate::NODE_EVENT, 0x71, 0xa1, 0xe9, 0));
+        g.updated(&update(GraphUpdate::NODE_EVENT, 0x71, 0xb2, 0xe8, 0));
+        assert_eq!(events(&g, 0x71), Some((vec![0xe9, 0xf2], vec![0xe8])));
+        // So does a child graph's: its node 0xb1 is named after the update too.
+        g.listed(0x71, &[0xd4, 0xf4, 0xc1], &[0xd5, 0xf5, 0xc1]);
+        g.updated(&update(GraphUpdate::CHILD_GRAPH, 0x71, 0xc1, 0, 1));
+        assert_eq!(events(&g, 0x71), Some((vec![0xe9, 0xf4], vec![0xf5])));
+        g.updated(&update(GraphUpdate::NODE_EVENT, 0x71, 0xb1, 0xe7, 0));
+        assert_eq!(events(&g, 0x71), Some((vec![0xe9, 0xe7], vec![0xf5])));
     }
 
     #[test]
