@@ -25,6 +25,11 @@
 //                  that the graph's wait node waits for, and the reading is on the launch's own
 //                  stream, after the launch.
 //
+//   relaunch       no event the reader waits for: the memory is set on a third stream, the
+//                  graph launched there, then launched again on the reader's stream, which a
+//                  launch of the same executable graph follows (cuGraphLaunch orders every
+//                  launch behind the last launch of its executable graph).
+//
 // Each of those is correct: its report has no finding. Their mistaken twins:
 //
 //   stale          the graph records the awaited event, but cuGraphExecEventRecordNodeSetEvent
@@ -33,7 +38,9 @@
 //   update-failed  cuGraphExecUpdate_v2 from a graph of another shape fails, so the executable
 //                  graph still records the other event;
 //   no-wait        as wait, with the graph's wait node waiting for another event (recorded
-//                  before the memory was set).
+//                  before the memory was set);
+//   two-execs      as relaunch, the second launch of a second executable graph made from the
+//                  same graph, which nothing orders after the first.
 //
 // Prints "first 7": what the consumer read.
 #include "sim_util.h"
@@ -92,7 +99,22 @@ int main(int argc, char **argv) {
     unsigned first = 0;
     CUgraph graph = NULL, second = NULL, child = NULL;
     CUgraphExec exec;
-    if (!strcmp(mode, "wait") || !strcmp(mode, "no-wait")) {
+    CUgraphExec second_exec = NULL;
+    if (!strcmp(mode, "relaunch") || !strcmp(mode, "two-execs")) {
+        graph = graph_recording(other);
+        CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
+        CUgraphExec again = exec;
+        if (!strcmp(mode, "two-execs")) {
+            CHECK(cuGraphInstantiateWithFlags(&second_exec, graph, 0));
+            again = second_exec;
+        }
+        CHECK(cuMemsetD32Async(d, 7, N, producer));
+        CHECK(cuGraphLaunch(exec, producer));
+        CHECK(cuGraphLaunch(again, replay));
+        CHECK(cuMemcpyDtoHAsync_v2(&first, d, sizeof first, replay));
+        CHECK(cuMemFreeAsync(d, replay));
+        CHECK(cuStreamSynchronize(replay));
+    } else if (!strcmp(mode, "wait") || !strcmp(mode, "no-wait")) {
         if (!strcmp(mode, "no-wait")) CHECK(cuEventRecord(other, producer));
         CHECK(cuMemsetD32Async(d, 7, N, producer));
         CHECK(cuEventRecord(ready, producer));
@@ -181,6 +203,7 @@ int main(int argc, char **argv) {
     printf("first %u\n", first);
 
     CHECK(cuGraphExecDestroy(exec));
+    if (second_exec) CHECK(cuGraphExecDestroy(second_exec));
     CHECK(cuGraphDestroy(graph));
     if (second) CHECK(cuGraphDestroy(second));
     if (child) CHECK(cuGraphDestroy(child));

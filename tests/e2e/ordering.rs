@@ -361,8 +361,10 @@ fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
 
 /// Event nodes added to a graph by hand: each launch records (or waits for) the event a node
 /// names, as the executable graph has it after the calls that change it (a node's event, a
-/// whole update, a child graph's). Correct programs report nothing; a graph changed to record
-/// another event, a failed update, or a wait node for another event leave the reader unordered.
+/// whole update, a child graph's); and a launch follows the last launch of its executable
+/// graph. Correct programs report nothing; a graph changed to record another event, a failed
+/// update, a wait node for another event, or a second executable graph leave the reader
+/// unordered.
 #[test]
 fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_changed() {
     let dir = TempDir::new();
@@ -378,6 +380,7 @@ fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_change
         "update-set",
         "child-set",
         "wait",
+        "relaunch",
     ] {
         let r = report_json(&traced(&dir, "report_graph_event_nodes", &[mode], &[]));
         assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
@@ -387,6 +390,7 @@ fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_change
         ("stale", &["cross-stream-race", "wait-on-unrecorded-event"][..]),
         ("update-failed", &["cross-stream-race", "wait-on-unrecorded-event"]),
         ("no-wait", &["cross-stream-race"]),
+        ("two-execs", &["cross-stream-race", "unsynchronized-at-exit"]),
     ] {
         let r = report_json(&traced(&dir, "report_graph_event_nodes", &[mode], &[]));
         let found = checks(&r);

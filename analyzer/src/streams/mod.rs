@@ -203,8 +203,11 @@ pub struct Streams {
     unpageable: std::collections::BTreeMap<u64, (u64, gpuleak_format::MemKind)>,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
-    /// Event record and wait nodes of captured graphs, which their launches carry out.
+    /// Event record and wait nodes of graphs, which their launches carry out.
     graph_events: graph_events::GraphEvents,
+    /// What the last launch of each executable graph knew, for its next launch, which follows
+    /// it on whatever stream (bounded as `graph_events`' maps are).
+    graph_launches: FastMap<u64, Clock>,
     found: Found,
 }
 
@@ -267,7 +270,11 @@ impl Streams {
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
             Body::GraphEvents(e) => self.graph_events.listed(e.exec, &e.records.0, &e.waits.0),
-            Body::GraphExec(g) if success(g.result) => self.graph_events.instantiated(g.graph, g.exec),
+            Body::GraphExec(g) if success(g.result) => {
+                self.graph_events.instantiated(g.graph, g.exec);
+                // A new executable graph at a handle seen before has no launches yet.
+                self.graph_launches.remove(&g.exec);
+            }
             Body::GraphUpdate(u) => self.graph_events.updated(u),
             Body::Alloc(a) if success(a.result) => {
                 if a.ctx.0 != 0 {

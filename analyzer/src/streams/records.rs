@@ -14,6 +14,10 @@ use super::{
 };
 use crate::captures::EXTERNAL;
 
+/// Executable graphs whose last launch is remembered at most; past this, the map is emptied
+/// (a launch of a graph forgotten then follows only its stream, as before this was modelled).
+const MAX_GRAPH_LAUNCHES: usize = 4096;
+
 impl Streams {
     /// A refused call named `addr`: a use after free if the address was freed.
     pub(super) fn refused(&mut self, op: Op, addr: u64) {
@@ -92,23 +96,29 @@ impl Streams {
             heap = l.ptrs.0.iter().map(|&p| (p, 1, Mode::Kernel)).collect();
             &heap[..]
         };
-        let nodes = if apis::is_graph_launch(l.api) {
-            self.graph_events.of_exec(l.function).cloned()
-        } else {
-            None
-        };
-        let Some(nodes) = nodes else {
+        if !apis::is_graph_launch(l.api) {
             self.work(tid, seq, l.api, l.stack, name, accesses);
             return;
-        };
-        // A graph with event nodes: its launch waits for the events of its wait nodes, and
+        }
+        // A graph launch follows the last launch of the same executable graph, on any stream
+        // (cuGraphLaunch: "ordered behind both any previous work in hStream and any previous
+        // launches of hGraphExec"), and waits for the events of its wait nodes; after it, it
         // records those of its record nodes (see `graph_events`).
+        let nodes = self.graph_events.of_exec(l.function).cloned().unwrap_or_default();
         let slot = self.slot_for(name);
         if self.capturing(slot) {
             return;
         }
-        let Streams { states, events, .. } = self;
+        let Streams {
+            states,
+            events,
+            graph_launches,
+            ..
+        } = self;
         if let Some(st) = states[slot.0 as usize].as_mut() {
+            if let Some(c) = graph_launches.get(&l.function) {
+                st.clock.join(c);
+            }
             for w in &nodes.waits {
                 if let Some(c) = events.get(&w.event).and_then(|e| e.clock.as_ref()) {
                     st.clock.join(c);
@@ -122,8 +132,22 @@ impl Streams {
             // Recorded outside any capture now.
             self.captures.record(r.event, name, 0);
         }
-        let Streams { states, events, .. } = self;
+        let Streams {
+            states,
+            events,
+            graph_launches,
+            ..
+        } = self;
         if let Some(st) = states[slot.0 as usize].as_ref() {
+            if graph_launches.len() >= MAX_GRAPH_LAUNCHES && !graph_launches.contains_key(&l.function) {
+                graph_launches.clear();
+            }
+            match graph_launches.get_mut(&l.function) {
+                Some(c) => c.clone_from(&st.clock),
+                None => {
+                    graph_launches.insert(l.function, st.clock.clone());
+                }
+            }
             for r in nodes.records {
                 let event = events.entry(r.event).or_default();
                 match &mut event.clock {

@@ -1,5 +1,5 @@
-//! External event nodes captured into graphs: launches of the graph record and wait for
-//! their events.
+//! Graph launches: they record and wait for the events of their graphs' event nodes (captured
+//! external events here), and follow the last launch of the same executable graph.
 
 use gpuleak_format::*;
 
@@ -147,6 +147,48 @@ fn an_executable_graph_made_from_a_graph_without_event_nodes_records_nothing() {
     assert_eq!(
         checks(&found),
         vec!["wait-on-unrecorded-event", "unsynchronized-at-exit"],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn a_launch_follows_the_last_launch_of_the_same_executable_graph_on_any_stream() {
+    let run = |second: u64| {
+        let mut r = two_streams(1);
+        r.launch(A, P)
+            .instantiate(G, X)
+            .instantiate(G, X + 1)
+            .launch_graph(X, A)
+            // The same executable graph again (or, the twin, another made from the same
+            // graph, which may run at once): on B, after A's kernel through the first launch.
+            .launch_graph(second, B)
+            .launch(B, P);
+        r.end()
+    };
+    assert_eq!(checks(&run(X)), Vec::<&str>::new());
+    let found = run(X + 1);
+    assert_eq!(
+        checks(&found),
+        vec!["cross-stream-race", "unordered-free", "unsynchronized-at-exit"],
+        "{found:#?}"
+    );
+}
+
+#[test]
+fn an_executable_graph_instantiated_at_a_handle_seen_before_has_no_launches_yet() {
+    let mut r = two_streams(1);
+    r.launch(A, P)
+        .instantiate(G, X)
+        .launch_graph(X, A)
+        // Destroyed, and a new executable graph at the same handle: its first launch follows
+        // nothing but its stream.
+        .instantiate(G, X)
+        .launch_graph(X, B)
+        .launch(B, P);
+    let found = r.end();
+    assert_eq!(
+        checks(&found),
+        vec!["cross-stream-race", "unordered-free", "unsynchronized-at-exit"],
         "{found:#?}"
     );
 }
