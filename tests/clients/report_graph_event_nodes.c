@@ -6,6 +6,8 @@
 //
 //   record         the record node records the event the consumer waits for;
 //   generic        the same node made with cuGraphAddNode;
+//   many           600 record nodes of another event before that one (the shim lists event
+//                  nodes 512 to a record);
 //   exec-set       the node records another event, and cuGraphExecEventRecordNodeSetEvent
 //                  makes the executable graph record the awaited one;
 //   exec-params    the same through cuGraphExecNodeSetParams;
@@ -128,6 +130,11 @@ int main(int argc, char **argv) {
     } else {
         if (!strcmp(mode, "record") || !strcmp(mode, "stale")) {
             graph = graph_recording(done);
+        } else if (!strcmp(mode, "many")) {
+            CUgraphNode node;
+            CHECK(cuGraphCreate(&graph, 0));
+            for (int i = 0; i < 600; i++) CHECK(cuGraphAddEventRecordNode(&node, graph, NULL, 0, other));
+            CHECK(cuGraphAddEventRecordNode(&node, graph, NULL, 0, done));
         } else if (!strcmp(mode, "generic")) {
             CUgraphNodeParams p;
             CUgraphNode node;

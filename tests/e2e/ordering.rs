@@ -370,6 +370,7 @@ fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_change
     let dir = TempDir::new();
     for mode in [
         "record",
+        "many",
         "generic",
         "exec-set",
         "exec-params",
@@ -430,6 +431,14 @@ fn the_shim_lists_event_nodes_with_the_child_graph_node_that_holds_them() {
     assert_eq!(u["api"], "cuGraphExecChildGraphNodeSetParams");
     assert_eq!((u["what"].as_u64(), u["listed"].as_u64()), (Some(3), Some(1)), "{u:#}");
     assert_eq!(u["node"].as_u64(), Some(owner));
+    // 601 record nodes: two records, of 512 and 89.
+    let trace = traced(&dir, "report_graph_event_nodes", &["many"], &[]);
+    let records = dump(&trace);
+    let sizes: Vec<usize> = of_type(&records, "GraphEvents")
+        .iter()
+        .map(|r| r["records"].as_array().unwrap().len() / 3)
+        .collect();
+    assert_eq!(sizes, [512, 89]);
 }
 
 /// An asynchronous copy into pageable host memory returns only once it is complete (CUDA's
