@@ -49,21 +49,19 @@
 
 #define N 1024
 
-static CUgraph graph_recording(CUevent event) {
+/* A graph of one node: a record node of event, or a wait node for it. */
+static CUgraph graph_of(CUevent event, int record) {
     CUgraph g;
     CUgraphNode node;
     CHECK(cuGraphCreate(&g, 0));
-    CHECK(cuGraphAddEventRecordNode(&node, g, NULL, 0, event));
+    if (record)
+        CHECK(cuGraphAddEventRecordNode(&node, g, NULL, 0, event));
+    else
+        CHECK(cuGraphAddEventWaitNode(&node, g, NULL, 0, event));
     return g;
 }
 
-static CUgraph graph_waiting(CUevent event) {
-    CUgraph g;
-    CUgraphNode node;
-    CHECK(cuGraphCreate(&g, 0));
-    CHECK(cuGraphAddEventWaitNode(&node, g, NULL, 0, event));
-    return g;
-}
+static CUgraph graph_recording(CUevent event) { return graph_of(event, 1); }
 
 /* The graph's first node. */
 static CUgraphNode first_node(CUgraph g) {
@@ -120,7 +118,7 @@ int main(int argc, char **argv) {
         if (!strcmp(mode, "no-wait")) CHECK(cuEventRecord(other, producer));
         CHECK(cuMemsetD32Async(d, 7, N, producer));
         CHECK(cuEventRecord(ready, producer));
-        graph = graph_waiting(!strcmp(mode, "wait") ? ready : other);
+        graph = graph_of(!strcmp(mode, "wait") ? ready : other, 0);
         CHECK(cuGraphInstantiateWithFlags(&exec, graph, 0));
         CHECK(cuGraphLaunch(exec, replay));
         CHECK(cuMemcpyDtoHAsync_v2(&first, d, sizeof first, replay));
