@@ -681,7 +681,9 @@ records! {
         /// Event wait nodes, as triples the same way: the event each launch waits for.
         waits: Addrs<'a>,
     }
-    /// A successful or failed change to the event nodes of an executable graph:
+    /// A successful or failed change to the event nodes of an executable graph (for
+    /// `cuGraphExecNodeSetParams`, a successful one only: a failed call's parameters may be
+    /// unreadable):
     /// `cuGraphExecEventRecordNodeSetEvent`, `cuGraphExecEventWaitNodeSetEvent` and
     /// `cuGraphExecNodeSetParams` given an event node's parameters set one node's event
     /// ([`GraphUpdate::NODE_EVENT`]); `cuGraphExecUpdate[_v2]` gives every node the

@@ -563,11 +563,13 @@ pub unsafe fn exec_node_set_params(
     // SAFETY: passed through unchanged.
     let r = unsafe { real(exec, node, params) };
     let Some(g) = &g else { return r };
-    if params.is_null() {
+    // A failed call may have been refused before the driver read the structure, which may
+    // then not be readable: nothing is recorded (nothing changed).
+    if params.is_null() || r != CUDA_SUCCESS {
         return r;
     }
-    // SAFETY: the caller's structure, which the driver read: its type, then the union's
-    // first member, a handle for the node types read here.
+    // SAFETY: the caller's structure, which the driver read (it succeeded): its type, then
+    // the union's first member, a handle for the node types read here.
     let (kind, handle) = unsafe { ((*params).kind, (*params).handle) };
     match kind {
         CU_GRAPH_NODE_TYPE_EVENT_RECORD | CU_GRAPH_NODE_TYPE_WAIT_EVENT => {
