@@ -23,10 +23,10 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphExec, GraphMem, HostFn, Launch, Lost, Map, Mark, MemOp,
-    Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot,
-    Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION,
-    HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphEvents, GraphExec, GraphMem, GraphUpdate, HostFn, Launch,
+    Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record,
+    Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE,
+    FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -156,7 +156,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(34) {
+        match self.below(36) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -411,6 +411,26 @@ impl Bytes<'_> {
                 exec: self.pick(&CODE),
                 allocs: self.addrs(&[PTRS[0], PTRS[1], 0, 1, 4096, u64::MAX]),
                 frees: self.addrs(&PTRS),
+            }
+            .into(),
+            // Event nodes named by the same values as events, with nodes and owners drawn
+            // from the same few values, so that updates find them.
+            33 => GraphEvents {
+                exec: self.pick(&CODE),
+                records: self.addrs(&[EVENTS[1], EVENTS[2], 0, 1, 2, u64::MAX]),
+                waits: self.addrs(&[EVENTS[1], EVENTS[3], 0, 1, 2]),
+            }
+            .into(),
+            34 => GraphUpdate {
+                api: self.pick(&[Api::cuGraphExecUpdate_v2, Api::cuGraphExecNodeSetParams, Api(999)]),
+                via: Api::NONE,
+                result: self.result(),
+                what: self.pick(&[0, 1, 2, 3, u32::MAX]),
+                exec: self.pick(&CODE),
+                node: self.pick(&[0, 1, 2, u64::MAX]),
+                event: self.pick(&EVENTS),
+                graph: self.pick(&[0, 1, u64::MAX]),
+                listed: self.pick(&[0, 1, 2]),
             }
             .into(),
             _ => GraphExec {
