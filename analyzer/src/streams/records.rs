@@ -142,18 +142,10 @@ impl Streams {
             if graph_launches.len() >= MAX_GRAPH_LAUNCHES && !graph_launches.contains_key(&l.function) {
                 graph_launches.clear();
             }
-            match graph_launches.get_mut(&l.function) {
-                Some(c) => c.clone_from(&st.clock),
-                None => {
-                    graph_launches.insert(l.function, st.clock.clone());
-                }
-            }
+            graph_launches.entry(l.function).or_default().clone_from(&st.clock);
             for r in nodes.records {
                 let event = events.entry(r.event).or_default();
-                match &mut event.clock {
-                    Some(c) => c.clone_from(&st.clock),
-                    None => event.clock = Some(st.clock.clone()),
-                }
+                event.clock.get_or_insert_with(Clock::new).clone_from(&st.clock);
             }
         }
     }
@@ -370,10 +362,7 @@ impl Streams {
             // context captures, so no capture is involved).
             let Streams { events, all, .. } = self;
             let event = events.entry(r.event.0).or_default();
-            match &mut event.clock {
-                Some(c) => c.clone_from(all),
-                None => event.clock = Some(all.clone()),
-            }
+            event.clock.get_or_insert_with(Clock::new).clone_from(all);
             return;
         }
         let name = Self::name_of(r.api, r.stream.0, tid);
@@ -391,10 +380,7 @@ impl Streams {
             return;
         };
         let event = events.entry(r.event.0).or_default();
-        match &mut event.clock {
-            Some(c) => c.clone_from(&st.clock),
-            None => event.clock = Some(st.clock.clone()),
-        }
+        event.clock.get_or_insert_with(Clock::new).clone_from(&st.clock);
         self.publish(slot);
     }
 
