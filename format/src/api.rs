@@ -317,6 +317,14 @@ apis! {
     327 cuGraphExecUpdate_v2,
     328 cuGraphExecChildGraphNodeSetParams,
     329 cuGraphExecNodeSetParams,
+    // Changes to what an executable graph's kernel, memcpy and memset nodes touch
+    // (GraphUpdate records, with GraphAccesses): one node's parameters (10.1; the kernel
+    // setter's `_v2`, 12.0), and a node enabled or disabled (11.6).
+    330 cuGraphExecKernelNodeSetParams,
+    331 cuGraphExecKernelNodeSetParams_v2,
+    332 cuGraphExecMemcpyNodeSetParams,
+    333 cuGraphExecMemsetNodeSetParams,
+    334 cuGraphNodeSetEnabled,
 }
 
 impl Api {

@@ -711,8 +711,36 @@ records! {
         /// The graph whose parameters were taken (the update's graph, or the child graph).
         graph: u64,
         /// 1 when the shim listed that graph's event nodes in [`GraphEvents`] records just
-        /// before this one; 0 when it did not (a failed call, or a getter missing or failing).
+        /// before this one (for [`GraphUpdate::NODE_PARAMS`], the node's entries in a
+        /// [`GraphAccesses`] record); 0 when it did not (a failed call, or a getter missing
+        /// or failing). Whether a graph's kernel, memcpy and memset nodes were listed is told
+        /// by [`GraphAccesses`] records alone.
         listed: u32,
+    }
+    /// What the kernel, memcpy and memset nodes of a graph touch, listed by the shim with the
+    /// driver's getters (`cuGraphKernelNodeGetParams`, `cuGraphMemcpyNodeGetParams`,
+    /// `cuGraphMemsetNodeGetParams`; child graphs at any depth), at the same moments as
+    /// [`GraphEvents`] (before the [`GraphExec`] or [`GraphUpdate`] record they belong to);
+    /// and, for one node whose parameters an executable-graph setter changed
+    /// (`cuGraphExecKernelNodeSetParams[_v2]`, `cuGraphExecMemcpyNodeSetParams`,
+    /// `cuGraphExecMemsetNodeSetParams`, `cuGraphExecNodeSetParams`), what it touches now,
+    /// read from the setter's parameters, before its [`GraphUpdate::NODE_PARAMS`] record.
+    /// As many records as needed, at most [`GraphAccesses::MAX_ENTRIES`] entries in one; one
+    /// with none when the graph has no such node. No such record means the shim could not
+    /// list them.
+    60 GraphAccesses<'a> {
+        /// The executable graph (`CUgraphExec`) whose launches touch this memory.
+        exec: u64,
+        /// Entries as quadruples `(node, owner, address, length and mode)`, every node's
+        /// entries one after another, nodes in the order the driver listed them: the node
+        /// (`CUgraphNode` of the graph listed, or the node the setter named), the child graph
+        /// node of the listed graph's top level that holds it (as in [`GraphEvents`]), the
+        /// first byte touched, and the length with the mode in its top two bits
+        /// ([`GraphAccesses::encode`]). Each node has at least one entry: a node that touches
+        /// nothing the shim could tell (a kernel with no 8-byte parameter, a node whose
+        /// parameters could not be read, a kernel node the device may update) has one entry
+        /// with address and length 0.
+        nodes: Addrs<'a>,
     }
 }
 
@@ -729,6 +757,37 @@ impl GraphUpdate {
     pub const GRAPH: u32 = 2;
     /// `what`: a child graph node's nodes took the parameters of another graph's.
     pub const CHILD_GRAPH: u32 = 3;
+    /// `what`: a kernel, memcpy or memset node's parameters were set (what it touches now is
+    /// in the [`GraphAccesses`] record before this one when `listed` is 1).
+    pub const NODE_PARAMS: u32 = 4;
+    /// `what`: a node was enabled (`event` 1) or disabled (`event` 0) by
+    /// `cuGraphNodeSetEnabled`; a disabled node does nothing when the graph runs.
+    pub const NODE_ENABLED: u32 = 5;
+}
+
+impl GraphAccesses<'_> {
+    /// The most entries (quadruples) one record holds, so that a record always fits in a
+    /// block.
+    pub const MAX_ENTRIES: usize = 512;
+    /// Mode: a copy's source.
+    pub const READ: u64 = 1;
+    /// Mode: a copy's destination or a memset.
+    pub const WRITE: u64 = 2;
+    /// Mode: a kernel's 8-byte parameter, which may be an address it reads or writes
+    /// (length 1).
+    pub const KERNEL: u64 = 3;
+    const MODE_SHIFT: u32 = 62;
+
+    /// The fourth member of an entry: `length` (at most 2^62 - 1; longer is clamped) and
+    /// `mode`.
+    pub fn encode(length: u64, mode: u64) -> u64 {
+        length.min((1 << Self::MODE_SHIFT) - 1) | (mode & 3) << Self::MODE_SHIFT
+    }
+
+    /// The length and mode an entry's fourth member holds.
+    pub fn decode(v: u64) -> (u64, u64) {
+        (v & ((1 << Self::MODE_SHIFT) - 1), v >> Self::MODE_SHIFT)
+    }
 }
 
 impl GraphMem<'_> {
@@ -1119,6 +1178,20 @@ mod tests {
                 listed: 1,
             }
             .into(),
+            GraphAccesses {
+                exec: 0x5ce0_0000_0007,
+                nodes: Addrs(Cow::Owned(vec![
+                    0x5e00_0000_0004,
+                    0,
+                    0x7f00_0000_0000,
+                    GraphAccesses::encode(1, GraphAccesses::KERNEL),
+                    0x5e00_0000_0005,
+                    0x5e00_0000_0003,
+                    0,
+                    0,
+                ])),
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -1156,9 +1229,10 @@ mod tests {
                     | Body::GraphExec(_)
                     | Body::GraphEvents(_)
                     | Body::GraphUpdate(_)
+                    | Body::GraphAccesses(_)
             )
         }) {
-            let mut buf = vec![0u8; 64];
+            let mut buf = vec![0u8; 128];
             let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();
             buf[0] = r.body.kind();
             buf[n] = 0;

@@ -36,6 +36,12 @@ pub type CUgraph = *mut c_void;
 pub type CUgraphExec = *mut c_void;
 /// A graph node handle.
 pub type CUgraphNode = *mut c_void;
+/// `CU_GRAPH_NODE_TYPE_KERNEL` (`CUgraphNodeType`): a kernel node.
+pub const CU_GRAPH_NODE_TYPE_KERNEL: u32 = 0;
+/// `CU_GRAPH_NODE_TYPE_MEMCPY` (`CUgraphNodeType`): a memcpy node.
+pub const CU_GRAPH_NODE_TYPE_MEMCPY: u32 = 1;
+/// `CU_GRAPH_NODE_TYPE_MEMSET` (`CUgraphNodeType`): a memset node.
+pub const CU_GRAPH_NODE_TYPE_MEMSET: u32 = 2;
 /// `CU_GRAPH_NODE_TYPE_GRAPH` (`CUgraphNodeType`): a child graph node.
 pub const CU_GRAPH_NODE_TYPE_GRAPH: u32 = 4;
 /// `CU_GRAPH_NODE_TYPE_WAIT_EVENT` (`CUgraphNodeType`): an event wait node.
@@ -102,6 +108,72 @@ pub struct CUgraphNodeParamsHandle {
 }
 
 const _: () = assert!(std::mem::offset_of!(CUgraphNodeParamsHandle, handle) == 16);
+
+/// `CUDA_KERNEL_NODE_PARAMS_v2` (CUDA 12.0; `_v3`, the generic node structure's kernel
+/// member, has the same layout). The first nine members are `CUDA_KERNEL_NODE_PARAMS_v1`,
+/// all that the 10.0 ABI reads and writes.
+#[repr(C)]
+pub struct CUDA_KERNEL_NODE_PARAMS {
+    /// `CUfunction`.
+    pub func: *mut c_void,
+    /// Grid and block dimensions.
+    pub dims: [u32; 6],
+    /// Dynamic shared memory bytes.
+    pub shared_mem_bytes: u32,
+    /// One pointer per parameter, to its value.
+    pub kernel_params: *mut *mut c_void,
+    /// The packed alternative (`CU_LAUNCH_PARAM_*` pairs).
+    pub extra: *mut *mut c_void,
+    /// `CUkernel`, used when `func` is NULL (`_v2` only).
+    pub kern: *mut c_void,
+    /// `CUcontext` (`_v2` only).
+    pub ctx: CUcontext,
+}
+
+const _: () = assert!(std::mem::offset_of!(CUDA_KERNEL_NODE_PARAMS, kernel_params) == 40);
+const _: () = assert!(std::mem::size_of::<CUDA_KERNEL_NODE_PARAMS>() == 72);
+
+/// `CUDA_MEMSET_NODE_PARAMS` (`_v1`; `_v2`, the generic node structure's memset member,
+/// adds a context after these).
+#[repr(C)]
+pub struct CUDA_MEMSET_NODE_PARAMS {
+    /// Destination.
+    pub dst: CUdeviceptr,
+    /// Bytes between rows.
+    pub pitch: usize,
+    /// Value.
+    pub value: u32,
+    /// Bytes per element: 1, 2 or 4.
+    pub element_size: u32,
+    /// Elements per row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+const _: () = assert!(std::mem::size_of::<CUDA_MEMSET_NODE_PARAMS>() == 40);
+
+/// `CUDA_MEMCPY_NODE_PARAMS` (CUDA 12.2), the generic node structure's memcpy member.
+#[repr(C)]
+pub struct CUDA_MEMCPY_NODE_PARAMS {
+    /// Must be 0.
+    pub flags: i32,
+    /// Must be 0.
+    pub reserved: i32,
+    /// `CUcontext` the copy runs in.
+    pub copy_ctx: CUcontext,
+    /// The copy.
+    pub copy_params: CUDA_MEMCPY3D,
+}
+
+const _: () = assert!(std::mem::offset_of!(CUDA_MEMCPY_NODE_PARAMS, copy_params) == 16);
+
+/// The offset of `CUgraphNodeParams`'s union, whose member the node type names.
+pub const NODE_PARAMS_UNION: usize = 16;
+
+/// `CUlaunchAttributeID` `CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE` (12.4): a kernel
+/// node whose parameters the device may change.
+pub const CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE: u32 = 13;
 
 /// `CUDA_GRAPH_INSTANTIATE_PARAMS` (CUDA 12.0), its first member (all the shim reads).
 #[repr(C)]

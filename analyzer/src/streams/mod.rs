@@ -83,6 +83,7 @@ pub(crate) mod apis;
 pub mod clock;
 pub(crate) mod fast_hash;
 mod found;
+mod graph_accesses;
 mod graph_events;
 pub mod memory;
 mod records;
@@ -205,6 +206,8 @@ pub struct Streams {
     values: values::Values,
     /// Event record and wait nodes of graphs, which their launches carry out.
     graph_events: graph_events::GraphEvents,
+    /// Memory that the kernel, memcpy and memset nodes of executable graphs touch.
+    graph_accesses: graph_accesses::GraphAccesses,
     /// What the last launch of each executable graph knew, for its next launch, which follows
     /// it on whatever stream (bounded as `graph_events`' maps are).
     graph_launches: FastMap<u64, Clock>,
@@ -270,12 +273,17 @@ impl Streams {
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
             Body::GraphEvents(e) => self.graph_events.listed(e.exec, &e.records.0, &e.waits.0),
+            Body::GraphAccesses(a) => self.graph_accesses.listed(a.exec, &a.nodes.0),
             Body::GraphExec(g) if success(g.result) => {
                 self.graph_events.instantiated(g.graph, g.exec);
+                self.graph_accesses.instantiated(g.exec);
                 // A new executable graph at a handle seen before has no launches yet.
                 self.graph_launches.remove(&g.exec);
             }
-            Body::GraphUpdate(u) => self.graph_events.updated(u),
+            Body::GraphUpdate(u) => {
+                self.graph_events.updated(u);
+                self.graph_accesses.updated(u);
+            }
             Body::Alloc(a) if success(a.result) => {
                 if a.ctx.0 != 0 {
                     self.contexts.insert(a.ctx.0);

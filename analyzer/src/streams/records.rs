@@ -102,8 +102,9 @@ impl Streams {
         }
         // A graph launch follows the last launch of the same executable graph, on any stream
         // (cuGraphLaunch: "ordered behind both any previous work in hStream and any previous
-        // launches of hGraphExec"), and waits for the events of its wait nodes; after it, it
-        // records those of its record nodes (see `graph_events`).
+        // launches of hGraphExec"), and waits for the events of its wait nodes; it touches
+        // what its nodes touch; after it, it records the events of its record nodes (see
+        // `graph_events`).
         let nodes = self.graph_events.of_exec(l.function).cloned().unwrap_or_default();
         let slot = self.slot_for(name);
         if self.capturing(slot) {
@@ -125,7 +126,11 @@ impl Streams {
                 }
             }
         }
-        let Some(slot) = self.work(tid, seq, l.api, l.stack, name, accesses) else {
+        // What its kernel, memcpy and memset nodes touch, as one operation of the stream
+        // (`graph_accesses`).
+        let touched = self.graph_accesses.of_exec(l.function);
+        let graph: Vec<(u64, u64, Mode)> = accesses.iter().chain(touched).copied().collect();
+        let Some(slot) = self.work(tid, seq, l.api, l.stack, name, &graph) else {
             return;
         };
         for r in &nodes.records {

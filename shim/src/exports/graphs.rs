@@ -15,8 +15,13 @@
 //! another graph's parameters (`cuGraphExecUpdate[_v2]`, `cuGraphExecChildGraphNodeSetParams`),
 //! after which the shim lists that graph's event nodes.
 //!
-//! Listing costs one driver call per node of the graph (two per memory or event node), once
-//! per instantiation or update (itself far dearer); launches cost nothing more than before.
+//! Graph accesses: the same listing reads the parameters of kernel, memcpy and memset nodes,
+//! what each launch touches (`GraphAccesses` records, see `graph_accesses`, which also hooks
+//! the setters that change one node of an executable graph).
+//!
+//! Listing costs one driver call per node of the graph (two per memory, event, memcpy or
+//! memset node, three per kernel node), once per instantiation or update (itself far
+//! dearer); launches cost nothing more than before.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -29,6 +34,7 @@ use gpuleak_format::{
     Addrs, Api, CuResult, GraphEvents, GraphExec, GraphMem, GraphUpdate, MemKind, MemLocation, StackId, Stream,
 };
 
+use super::graph_accesses;
 use crate::cuda::*;
 use crate::dl::driver_fn;
 use crate::guard::{self, HookGuard};
@@ -82,7 +88,7 @@ pub unsafe fn add_node(
     let g = guard::enter();
     // SAFETY: passed through unchanged.
     let r = unsafe { real(node, graph, deps, ndeps, params) };
-    // SAFETY: the caller's parameters, read after the call.
+    // SAFETY: the caller's parameters, read after a successful call.
     unsafe { generic_node_made(&g, api, r, params) };
     r
 }
@@ -116,14 +122,19 @@ pub unsafe fn add_node_v2(
 }
 
 /// After `cuGraphAddNode[_v2]` returned `r`: records the node if the parameters made an
-/// allocation node (a failed call too, so the failure is seen where it was made).
+/// allocation node. A failed call is not recorded: the driver may have refused it before
+/// reading the structure, which may then not be readable, so whether it asked for an
+/// allocation node cannot be told safely.
 ///
 /// # Safety
 /// `params` is the caller's parameter of that call.
 unsafe fn generic_node_made(g: &Option<HookGuard>, api: Api, r: CUresult, params: *mut CUgraphNodeParamsHead) {
     let Some(g) = g else { return };
-    // SAFETY: the driver read the structure; its type member is the first.
-    if params.is_null() || unsafe { (*params).kind } != CU_GRAPH_NODE_TYPE_MEM_ALLOC {
+    if r != CUDA_SUCCESS || params.is_null() {
+        return;
+    }
+    // SAFETY: the driver read the structure (it succeeded); its type member is the first.
+    if unsafe { (*params).kind } != CU_GRAPH_NODE_TYPE_MEM_ALLOC {
         return;
     }
     // SAFETY: an allocation node's parameters are the union's allocation member.
@@ -234,9 +245,9 @@ unsafe fn instantiated(
         0
     };
     let listing = if handle != 0 { list_nodes(graph, 0) } else { None };
-    let (nodes, events) = match listing {
-        Some(l) => (l.memory, l.events),
-        None => (None, None),
+    let (nodes, events, accesses) = match listing {
+        Some(l) => (l.memory, l.events, Some(l.accesses)),
+        None => (None, None, None),
     };
     let (allocs, frees) = nodes.as_ref().map_or((&[][..], &[][..]), |(a, f)| (&a[..], &f[..]));
     let per = GraphMem::MAX_NODES;
@@ -257,6 +268,9 @@ unsafe fn instantiated(
     }
     if let Some((records, waits)) = &events {
         write_events(g, handle, records, waits);
+    }
+    if let Some(accesses) = &accesses {
+        graph_accesses::write(g, handle, accesses);
     }
     let stack = tracer::call_stack(g);
     if let Some((allocs, frees)) = nodes.as_ref().filter(|_| ops::flags() & ops::LIVE != 0) {
@@ -305,6 +319,8 @@ struct Listing {
     /// Event record and wait nodes as triples `(node, event, owner)` ([`GraphEvents`]);
     /// `None` when an event node's getter is missing or failed.
     events: Option<(Vec<u64>, Vec<u64>)>,
+    /// What kernel, memcpy and memset nodes touch, as [`GraphAccesses`] entries.
+    accesses: Vec<u64>,
 }
 
 /// The memory and event nodes of `graph` and of the child graphs within it at any depth (a
@@ -331,6 +347,7 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
     };
     let (mut allocs, mut frees) = (Vec::new(), Vec::new());
     let (mut records, mut waits) = (Vec::new(), Vec::new());
+    let mut accesses = Vec::new();
     let (mut memory_known, mut events_known) = (true, true);
     let mut graphs = vec![(graph, owner)];
     let mut visited = 0usize;
@@ -389,13 +406,14 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
                     }
                     graphs.push((child, if owner == 0 { node as u64 } else { owner }));
                 }
-                _ => {}
+                kind => graph_accesses::list_node(node, kind, owner, &mut accesses),
             }
         }
     }
     Some(Listing {
         memory: memory_known.then_some((allocs, frees)),
         events: events_known.then_some((records, waits)),
+        accesses,
     })
 }
 
@@ -586,7 +604,10 @@ pub unsafe fn exec_node_set_params(
             );
         }
         CU_GRAPH_NODE_TYPE_GRAPH => relisted(g, api, r, GraphUpdate::CHILD_GRAPH, exec, node as u64, handle),
-        _ => {}
+        kind => {
+            // SAFETY: the call succeeded with this structure of type `kind`.
+            unsafe { graph_accesses::exec_generic_set(g, api, r, exec, node, kind, params.cast()) };
+        }
     }
     r
 }
@@ -597,20 +618,27 @@ fn relisted(g: &HookGuard, api: Api, r: CUresult, what: u32, exec: CUgraphExec, 
     if tracer::get().is_none() {
         return;
     }
-    let events = if r == CUDA_SUCCESS {
-        list_nodes(graph, node).and_then(|l| l.events)
+    let listing = if r == CUDA_SUCCESS {
+        list_nodes(graph, node)
     } else {
         None
     };
+    let (events, accesses) = match listing {
+        Some(l) => (l.events, Some(l.accesses)),
+        None => (None, None),
+    };
     if let Some((records, waits)) = &events {
         write_events(g, exec as u64, records, waits);
+    }
+    if let Some(accesses) = &accesses {
+        graph_accesses::write(g, exec as u64, accesses);
     }
     updated(g, api, r, what, exec, node, 0, graph as u64, events.is_some());
 }
 
 /// Records a `GraphUpdate`.
 #[allow(clippy::too_many_arguments)]
-fn updated(
+pub(super) fn updated(
     g: &HookGuard,
     api: Api,
     r: CUresult,

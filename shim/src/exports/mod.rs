@@ -7,6 +7,7 @@
 
 #![allow(non_snake_case)]
 
+pub mod graph_accesses;
 pub mod graphs;
 pub mod memory;
 pub mod objects;
@@ -149,6 +150,11 @@ hooks! {
         cuGraphExecUpdate_v2(exec: CUgraphExec, graph: CUgraph, info: *mut c_void) => graphs::exec_update_v2;
         cuGraphExecChildGraphNodeSetParams(exec: CUgraphExec, node: CUgraphNode, child: CUgraph) => graphs::exec_child_set;
         cuGraphExecNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *mut CUgraphNodeParamsHandle) => graphs::exec_node_set_params;
+        cuGraphExecKernelNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_KERNEL_NODE_PARAMS) => graph_accesses::exec_kernel_set;
+        cuGraphExecKernelNodeSetParams_v2(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_KERNEL_NODE_PARAMS) => graph_accesses::exec_kernel_set;
+        cuGraphExecMemcpyNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_MEMCPY3D, ctx: CUcontext) => graph_accesses::exec_memcpy_set;
+        cuGraphExecMemsetNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext) => graph_accesses::exec_memset_set;
+        cuGraphNodeSetEnabled(exec: CUgraphExec, node: CUgraphNode, enabled: u32) => graph_accesses::set_enabled;
 
         cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
         cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;

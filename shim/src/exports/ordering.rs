@@ -10,15 +10,15 @@
 //!
 //! Later entry points reuse the same record kinds: `cuLaunchHostFunc` is a `HostFn` like a
 //! stream callback; `cuLaunchKernelEx` a `Launch` with the stream of its `CUlaunchConfig`;
-//! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what a graph touches is
-//! not known at its launch); 2D and 3D copies a `Copy` whose addresses and length come from
+//! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what its nodes touch
+//! is listed at instantiation: `graph_accesses`); 2D and 3D copies a `Copy` whose addresses and length come from
 //! their descriptor ([`regions`]). Stream memory operations have their own kind, `MemOp`
 //! ([`memops`]).
 
 mod copies;
 mod launches;
 pub mod memops;
-mod regions;
+pub(crate) mod regions;
 
 pub use copies::*;
 pub use launches::*;

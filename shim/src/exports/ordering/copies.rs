@@ -196,17 +196,6 @@ pub unsafe fn copy_peer_async(
     })
 }
 
-/// The bytes a 2D memset of `height` rows of `width` elements of `elem` bytes, rows `pitch`
-/// bytes apart, spans from its first byte to one past its last.
-fn span_2d(pitch: usize, width: usize, height: usize, elem: u64) -> u64 {
-    if width == 0 || height == 0 {
-        return 0;
-    }
-    ((height - 1) as u64)
-        .saturating_mul(pitch as u64)
-        .saturating_add((width as u64).saturating_mul(elem))
-}
-
 /// `cuMemsetD2D{8,16,32}_v2[_ptds]`.
 pub unsafe fn memset_2d<T: std::marker::Copy>(
     api: Api,
@@ -217,7 +206,7 @@ pub unsafe fn memset_2d<T: std::marker::Copy>(
     width: usize,
     height: usize,
 ) -> CUresult {
-    let bytes = span_2d(pitch, width, height, element_bytes::<T>());
+    let bytes = regions::memset_span(pitch, width, height, element_bytes::<T>());
     copy(api, NO_STREAM, dst, 0, bytes, || {
         // SAFETY: passed through.
         unsafe { real(dst, pitch, value, width, height) }
@@ -236,7 +225,7 @@ pub unsafe fn memset_2d_async<T: std::marker::Copy>(
     height: usize,
     stream: CUstream,
 ) -> CUresult {
-    let bytes = span_2d(pitch, width, height, element_bytes::<T>());
+    let bytes = regions::memset_span(pitch, width, height, element_bytes::<T>());
     copy(api, stream, dst, 0, bytes, || {
         // SAFETY: passed through.
         unsafe { real(dst, pitch, value, width, height, stream) }
@@ -580,16 +569,16 @@ pub unsafe fn copy_with_attributes(
 
 #[cfg(test)]
 mod tests {
-    use super::span_2d;
+    use super::regions;
 
     #[test]
     fn a_2d_memset_spans_its_rows_pitches_apart_and_its_last_row_s_elements() {
         // 3 rows of 10 two-byte elements, 64 bytes apart: 2 * 64 + 20.
-        assert_eq!(span_2d(64, 10, 3, 2), 148);
+        assert_eq!(regions::memset_span(64, 10, 3, 2), 148);
         // One row: the pitch does not matter.
-        assert_eq!(span_2d(0, 10, 1, 4), 40);
-        assert_eq!(span_2d(64, 0, 3, 1), 0);
-        assert_eq!(span_2d(64, 10, 0, 1), 0);
-        assert_eq!(span_2d(usize::MAX, usize::MAX, usize::MAX, 4), u64::MAX);
+        assert_eq!(regions::memset_span(0, 10, 1, 4), 40);
+        assert_eq!(regions::memset_span(64, 0, 3, 1), 0);
+        assert_eq!(regions::memset_span(64, 10, 0, 1), 0);
+        assert_eq!(regions::memset_span(usize::MAX, usize::MAX, usize::MAX, 4), u64::MAX);
     }
 }

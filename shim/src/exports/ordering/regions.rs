@@ -74,6 +74,17 @@ fn region(src: Side, dst: Side, width: usize, height: usize, depth: usize) -> Re
     }
 }
 
+/// The bytes a 2D memset of `height` rows of `width` elements of `elem` bytes, rows `pitch`
+/// bytes apart, spans from its first byte to one past its last.
+pub fn memset_span(pitch: usize, width: usize, height: usize, elem: u64) -> u64 {
+    if width == 0 || height == 0 {
+        return 0;
+    }
+    ((height - 1) as u64)
+        .saturating_mul(pitch as u64)
+        .saturating_add((width as u64).saturating_mul(elem))
+}
+
 /// The region of a 2D copy.
 pub fn of_2d(p: &CUDA_MEMCPY2D) -> Region {
     let side = |memory_type, host: u64, device, x, y, pitch| Side {

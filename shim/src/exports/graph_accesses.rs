@@ -1,0 +1,376 @@
+//! What a graph's launches touch: the kernel, memcpy and memset nodes of a graph, read with
+//! the driver's getters when the shim lists the graph (`graphs::list_nodes`, at each
+//! instantiation and each update that takes another graph's parameters), and the changes the
+//! executable-graph setters make to one node (`cuGraphExecKernelNodeSetParams[_v2]`,
+//! `cuGraphExecMemcpyNodeSetParams`, `cuGraphExecMemsetNodeSetParams`,
+//! `cuGraphExecNodeSetParams`, `cuGraphNodeSetEnabled`). `GraphAccesses` records carry the
+//! nodes' entries; `GraphUpdate` records the changes.
+//!
+//! A kernel node's entries are its 8-byte parameters (possible addresses), found as at a
+//! launch (`params`); a copy's are its destination and source, a memset's its destination,
+//! each with the bytes its 2D or 3D shape spans (`ordering::regions`). Reading the graph as
+//! instantiated, rather than what its capture recorded, covers nodes added by hand, graphs
+//! changed before instantiation, cloned graphs and child graphs alike.
+//!
+//! A node whose parameters cannot be read, and a kernel node the device may update
+//! (`CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE`), is listed with no entry: the
+//! analyzer then knows no memory it touches, which can only hide a race, never make one up.
+
+use std::borrow::Cow;
+use std::ffi::c_void;
+use std::mem::MaybeUninit;
+use std::sync::atomic::AtomicUsize;
+
+use gpuleak_format::{Addrs, Api, GraphAccesses};
+
+use super::ordering::regions;
+use crate::cuda::*;
+use crate::dl::driver_fn;
+use crate::guard::{self, HookGuard};
+use crate::{params, tracer};
+
+static KERNEL_PARAMS_V2: AtomicUsize = AtomicUsize::new(0);
+static KERNEL_PARAMS: AtomicUsize = AtomicUsize::new(0);
+static KERNEL_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
+static MEMCPY_PARAMS: AtomicUsize = AtomicUsize::new(0);
+static MEMSET_PARAMS: AtomicUsize = AtomicUsize::new(0);
+
+/// Appends one entry of `node` (owned by `owner`) to `out`.
+fn push(out: &mut Vec<u64>, node: u64, owner: u64, addr: u64, len: u64, mode: u64) {
+    out.extend([node, owner, addr, GraphAccesses::encode(len, mode)]);
+}
+
+/// Appends the entries of a node whose parameters were read (`entries`, as
+/// (address, length, mode)), or the one empty entry of a node that touches nothing known.
+fn push_node(out: &mut Vec<u64>, node: u64, owner: u64, entries: &[(u64, u64, u64)]) {
+    let mut any = false;
+    for &(addr, len, mode) in entries.iter().filter(|e| e.0 != 0) {
+        push(out, node, owner, addr, len, mode);
+        any = true;
+    }
+    if !any {
+        push(out, node, owner, 0, 0, 0);
+    }
+}
+
+/// The entries of a kernel with these parameters: its 8-byte parameter values.
+///
+/// # Safety
+/// `p` was read by the driver (a successful setter) or written by it (a getter), so its
+/// `kernel_params` or `extra` describe readable parameter values of `function`'s layout.
+unsafe fn kernel_entries(p: &CUDA_KERNEL_NODE_PARAMS, function: *mut c_void) -> Vec<(u64, u64, u64)> {
+    let mut ptrs = [0u64; params::MAX_PTRS];
+    let layout = params::layout(function);
+    // SAFETY: the contract above.
+    let n = unsafe { params::pointers(&layout, p.kernel_params, p.extra, &mut ptrs) };
+    ptrs[..n].iter().map(|&a| (a, 1, GraphAccesses::KERNEL)).collect()
+}
+
+/// The entries of a copy: destination written, source read.
+fn copy_entries(p: &CUDA_MEMCPY3D) -> [(u64, u64, u64); 2] {
+    let r = regions::of_3d(p);
+    [
+        (r.dst, r.bytes, GraphAccesses::WRITE),
+        (r.src, r.bytes, GraphAccesses::READ),
+    ]
+}
+
+/// The entry of a memset: its destination, written.
+fn memset_entries(p: &CUDA_MEMSET_NODE_PARAMS) -> [(u64, u64, u64); 1] {
+    let bytes = regions::memset_span(p.pitch, p.width, p.height, u64::from(p.element_size));
+    [(p.dst, bytes, GraphAccesses::WRITE)]
+}
+
+/// Lists a kernel (`CU_GRAPH_NODE_TYPE_KERNEL`), memcpy or memset node of a graph into `out`
+/// (nothing for other kinds).
+pub fn list_node(node: CUgraphNode, kind: u32, owner: u64, out: &mut Vec<u64>) {
+    let handle = node as u64;
+    let entries = match kind {
+        CU_GRAPH_NODE_TYPE_KERNEL => kernel_node(node),
+        CU_GRAPH_NODE_TYPE_MEMCPY => memcpy_node(node).map(|p| copy_entries(&p).to_vec()),
+        CU_GRAPH_NODE_TYPE_MEMSET => memset_node(node).map(|p| memset_entries(&p).to_vec()),
+        _ => return,
+    };
+    push_node(out, handle, owner, &entries.unwrap_or_default());
+}
+
+/// A kernel node's entries; `None` when its parameters cannot be read or the device may
+/// change them.
+fn kernel_node(node: CUgraphNode) -> Option<Vec<(u64, u64, u64)>> {
+    type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_KERNEL_NODE_PARAMS) -> CUresult;
+    // The 12.0 ABI, else the 10.0 one (a prefix of the same structure).
+    let get = driver_fn(&KERNEL_PARAMS_V2, c"cuGraphKernelNodeGetParams_v2")
+        .or_else(|| driver_fn(&KERNEL_PARAMS, c"cuGraphKernelNodeGetParams"))?;
+    // SAFETY: the driver's own function, found by name, with its C signature.
+    let get = unsafe { std::mem::transmute::<usize, Get>(get) };
+    if device_updatable(node) {
+        return None;
+    }
+    let mut p = MaybeUninit::<CUDA_KERNEL_NODE_PARAMS>::zeroed();
+    // SAFETY: a kernel node; `p` has room for the larger ABI's structure.
+    if unsafe { get(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
+        return None;
+    }
+    // SAFETY: zeroed, then written by the driver: every member is initialized.
+    let p = unsafe { p.assume_init() };
+    let function = if p.func.is_null() { p.kern } else { p.func };
+    if function.is_null() {
+        return None;
+    }
+    // SAFETY: the driver returned the node's parameters, whose arrays and values it owns
+    // ("valid until the node is destroyed or its parameters are modified").
+    Some(unsafe { kernel_entries(&p, function) })
+}
+
+/// Whether a kernel node is device-updatable: its parameters may change on the device
+/// without a host call. A driver without the attribute (before 12.4) has none.
+fn device_updatable(node: CUgraphNode) -> bool {
+    type GetAttribute = unsafe extern "C" fn(CUgraphNode, u32, *mut [u64; 8]) -> CUresult;
+    let Some(get) = driver_fn(&KERNEL_ATTRIBUTE, c"cuGraphKernelNodeGetAttribute") else {
+        return false;
+    };
+    // SAFETY: the driver's own function, found by name, with its C signature (the value is
+    // the 64-byte `CUlaunchAttributeValue` union).
+    let get = unsafe { std::mem::transmute::<usize, GetAttribute>(get) };
+    let mut value = [0u64; 8];
+    // SAFETY: a kernel node; `value` has the union's size. Its first member for this
+    // attribute is `int deviceUpdatable`.
+    let r = unsafe { get(node, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &mut value) };
+    r == CUDA_SUCCESS && value[0] as u32 != 0
+}
+
+fn memcpy_node(node: CUgraphNode) -> Option<CUDA_MEMCPY3D> {
+    type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEMCPY3D) -> CUresult;
+    let get = driver_fn(&MEMCPY_PARAMS, c"cuGraphMemcpyNodeGetParams")?;
+    // SAFETY: the driver's own function, found by name, with its C signature.
+    let get = unsafe { std::mem::transmute::<usize, Get>(get) };
+    let mut p = MaybeUninit::<CUDA_MEMCPY3D>::zeroed();
+    // SAFETY: a memcpy node; `p` has the structure's size.
+    if unsafe { get(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
+        return None;
+    }
+    // SAFETY: zeroed, then written by the driver.
+    Some(unsafe { p.assume_init() })
+}
+
+fn memset_node(node: CUgraphNode) -> Option<CUDA_MEMSET_NODE_PARAMS> {
+    type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEMSET_NODE_PARAMS) -> CUresult;
+    let get = driver_fn(&MEMSET_PARAMS, c"cuGraphMemsetNodeGetParams")?;
+    // SAFETY: the driver's own function, found by name, with its C signature.
+    let get = unsafe { std::mem::transmute::<usize, Get>(get) };
+    let mut p = MaybeUninit::<CUDA_MEMSET_NODE_PARAMS>::zeroed();
+    // SAFETY: a memset node; `p` has the structure's size.
+    if unsafe { get(node, p.as_mut_ptr()) } != CUDA_SUCCESS {
+        return None;
+    }
+    // SAFETY: zeroed, then written by the driver.
+    Some(unsafe { p.assume_init() })
+}
+
+/// Writes `entries` for `exec` as [`GraphAccesses`] records: at least one, each holding at
+/// most [`GraphAccesses::MAX_ENTRIES`] entries.
+pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
+    let mut chunks = entries.chunks(GraphAccesses::MAX_ENTRIES * 4).peekable();
+    if chunks.peek().is_none() {
+        tracer::event(
+            g,
+            GraphAccesses {
+                exec,
+                nodes: Addrs(Cow::Borrowed(&[])),
+            },
+        );
+    }
+    for chunk in chunks {
+        tracer::event(
+            g,
+            GraphAccesses {
+                exec,
+                nodes: Addrs(Cow::Borrowed(chunk)),
+            },
+        );
+    }
+}
+
+// ---- Changes to one node of an executable graph ----
+
+/// After a setter of one node's parameters returned `r`: on success, the node's new entries
+/// (a `GraphAccesses` record), then the `GraphUpdate`.
+fn node_set(g: &HookGuard, api: Api, r: CUresult, exec: CUgraphExec, node: CUgraphNode, entries: &[(u64, u64, u64)]) {
+    if tracer::get().is_none() {
+        return;
+    }
+    let ok = r == CUDA_SUCCESS;
+    if ok {
+        let mut out = Vec::new();
+        push_node(&mut out, node as u64, 0, entries);
+        write(g, exec as u64, &out);
+    }
+    super::graphs::updated(
+        g,
+        api,
+        r,
+        gpuleak_format::GraphUpdate::NODE_PARAMS,
+        exec,
+        node as u64,
+        0,
+        0,
+        ok,
+    );
+}
+
+/// The entries of a kernel node's new parameters, read after the driver accepted them;
+/// `kern_too` for the 12.0 structure, whose `kern` names the kernel when `func` is NULL.
+///
+/// # Safety
+/// The setter succeeded with `p`, so the driver read it and the parameter values it points
+/// at.
+unsafe fn set_kernel_entries(p: *const CUDA_KERNEL_NODE_PARAMS, kern_too: bool) -> Vec<(u64, u64, u64)> {
+    if p.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the contract above; `kern` is read only when the structure has it.
+    let p = unsafe { &*p };
+    let function = if p.func.is_null() && kern_too { p.kern } else { p.func };
+    if function.is_null() {
+        return Vec::new();
+    }
+    // SAFETY: the contract above.
+    unsafe { kernel_entries(p, function) }
+}
+
+/// `cuGraphExecKernelNodeSetParams` (10.1) and `_v2` (12.0).
+pub unsafe fn exec_kernel_set(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_KERNEL_NODE_PARAMS) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *const CUDA_KERNEL_NODE_PARAMS,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, params) };
+    if let Some(g) = &g {
+        let entries = if r == CUDA_SUCCESS {
+            // SAFETY: the setter succeeded with these parameters; the 10.0 ABI's structure
+            // ends before `kern`.
+            unsafe { set_kernel_entries(params, api != Api::cuGraphExecKernelNodeSetParams) }
+        } else {
+            Vec::new()
+        };
+        node_set(g, api, r, exec, node, &entries);
+    }
+    r
+}
+
+/// `cuGraphExecMemcpyNodeSetParams`.
+pub unsafe fn exec_memcpy_set(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_MEMCPY3D, CUcontext) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *const CUDA_MEMCPY3D,
+    ctx: CUcontext,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, params, ctx) };
+    if let Some(g) = &g {
+        let entries = if r == CUDA_SUCCESS && !params.is_null() {
+            // SAFETY: the driver read the descriptor (it succeeded).
+            copy_entries(unsafe { &*params }).to_vec()
+        } else {
+            Vec::new()
+        };
+        node_set(g, api, r, exec, node, &entries);
+    }
+    r
+}
+
+/// `cuGraphExecMemsetNodeSetParams`.
+pub unsafe fn exec_memset_set(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_MEMSET_NODE_PARAMS, CUcontext) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *const CUDA_MEMSET_NODE_PARAMS,
+    ctx: CUcontext,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, params, ctx) };
+    if let Some(g) = &g {
+        let entries = if r == CUDA_SUCCESS && !params.is_null() {
+            // SAFETY: the driver read the structure (it succeeded).
+            memset_entries(unsafe { &*params }).to_vec()
+        } else {
+            Vec::new()
+        };
+        node_set(g, api, r, exec, node, &entries);
+    }
+    r
+}
+
+/// `cuGraphExecNodeSetParams` given a kernel, memcpy or memset node's parameters (read
+/// after success only, by the caller): records the node's new entries. Returns false for
+/// other node types.
+///
+/// # Safety
+/// The call succeeded with `params`, a `CUgraphNodeParams` whose type is `kind`: the driver
+/// read the union member of that type.
+pub unsafe fn exec_generic_set(
+    g: &HookGuard,
+    api: Api,
+    r: CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    kind: u32,
+    params: *const c_void,
+) -> bool {
+    // SAFETY: the union lies at its fixed offset in the caller's structure.
+    let body = unsafe { params.cast::<u8>().add(NODE_PARAMS_UNION) };
+    let entries = match kind {
+        // SAFETY: the kernel member (`CUDA_KERNEL_NODE_PARAMS_v3`, the 12.0 layout), read by
+        // the driver with the values it points at.
+        CU_GRAPH_NODE_TYPE_KERNEL => unsafe { set_kernel_entries(body.cast(), true) },
+        CU_GRAPH_NODE_TYPE_MEMCPY => {
+            // SAFETY: the memcpy member, read by the driver.
+            let p = unsafe { &*body.cast::<CUDA_MEMCPY_NODE_PARAMS>() };
+            copy_entries(&p.copy_params).to_vec()
+        }
+        CU_GRAPH_NODE_TYPE_MEMSET => {
+            // SAFETY: the memset member (`_v2`: these members, then a context).
+            memset_entries(unsafe { &*body.cast::<CUDA_MEMSET_NODE_PARAMS>() }).to_vec()
+        }
+        _ => return false,
+    };
+    node_set(g, api, r, exec, node, &entries);
+    true
+}
+
+/// `cuGraphNodeSetEnabled` (11.6): a kernel, memcpy or memset node of an executable graph
+/// enabled or disabled for later launches.
+pub unsafe fn set_enabled(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, u32) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    enabled: u32,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, enabled) };
+    if let Some(g) = &g {
+        super::graphs::updated(
+            g,
+            api,
+            r,
+            gpuleak_format::GraphUpdate::NODE_ENABLED,
+            exec,
+            node as u64,
+            u64::from(enabled != 0),
+            0,
+            false,
+        );
+    }
+    r
+}
