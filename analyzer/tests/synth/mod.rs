@@ -23,10 +23,10 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphEvents, GraphExec, GraphMem, GraphUpdate, HostFn, Launch,
-    Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record,
-    Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE,
-    FORMAT_VERSION, HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphAccesses, GraphEvents, GraphExec, GraphMem, GraphUpdate,
+    HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode,
+    PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync,
+    Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -156,7 +156,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(36) {
+        match self.below(37) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -422,15 +422,34 @@ impl Bytes<'_> {
             }
             .into(),
             34 => GraphUpdate {
-                api: self.pick(&[Api::cuGraphExecUpdate_v2, Api::cuGraphExecNodeSetParams, Api(999)]),
+                api: self.pick(&[
+                    Api::cuGraphExecUpdate_v2,
+                    Api::cuGraphExecNodeSetParams,
+                    Api::cuGraphNodeSetEnabled,
+                    Api(999),
+                ]),
                 via: Api::NONE,
                 result: self.result(),
-                what: self.pick(&[0, 1, 2, 3, u32::MAX]),
+                what: self.pick(&[0, 1, 2, 3, 4, 5, u32::MAX]),
                 exec: self.pick(&CODE),
                 node: self.pick(&[0, 1, 2, u64::MAX]),
                 event: self.pick(&EVENTS),
                 graph: self.pick(&[0, 1, u64::MAX]),
                 listed: self.pick(&[0, 1, 2]),
+            }
+            .into(),
+            35 => GraphAccesses {
+                exec: self.pick(&CODE),
+                nodes: self.addrs(&[
+                    0,
+                    1,
+                    2,
+                    PTRS[1],
+                    PTRS[2],
+                    GraphAccesses::encode(1, GraphAccesses::KERNEL),
+                    GraphAccesses::encode(64, GraphAccesses::WRITE),
+                    u64::MAX,
+                ]),
             }
             .into(),
             _ => GraphExec {
