@@ -19,9 +19,11 @@
 //!
 //! A launch is one operation of its stream, so it waits for the events of its wait nodes
 //! before it and records the events of its record nodes after it: a stream that waits for
-//! such an event follows the whole launch (a launch touches no memory the model knows, so
-//! this orders no access wrongly; it can only take work to be waited for that a node in the
-//! middle of the graph did not cover).
+//! such an event follows the whole launch, and the whole launch follows the events it waits
+//! for. For a node in the middle of the graph that orders more than the driver does: the
+//! nodes after a record node, or before a wait node, are taken to be ordered with the other
+//! stream too. That can hide a race with what those nodes touch (`graph_accesses`), never
+//! report one that cannot happen.
 
 use gpuleak_format::GraphUpdate;
 
