@@ -1,7 +1,9 @@
 /*
  * copy.c: memcpy and memset entry points, 1D, 2D and 3D. Work runs synchronously at enqueue
  * time; an operation enqueued on a capturing stream is not executed but appended to the graph
- * being captured, and runs at each launch of it (graph.c).
+ * being captured, and runs at each launch of it (graph.c). A copy node keeps the 3D descriptor
+ * of its copy (1D copies: one row, with each side's memory type: host, device, or unified for
+ * cuMemcpy(Async) and batches) for cuGraphMemcpyNodeGetParams.
  *
  * 2D and 3D copies take each side's memory type from the descriptor: host and unified sides
  * may be any host memory, device sides must lie in device memory; array sides are refused with
@@ -14,13 +16,25 @@
 
 #include "internal.h"
 
-/* A 1D copy as a transfer of one row. */
-static struct xfer linear(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
-                          size_t n) {
-    return (struct xfer){.dst = dst, .src = src, .dmode = dmode, .smode = smode, .dpitch = n,
-                         .spitch = n, .drows = 1, .srows = 1, .width = n, .height = 1,
-                         .depth = 1};
+/* A 1D copy as the 3D descriptor of one row of n bytes (what a copy node reports), each side
+ * of memory type HOST, DEVICE or UNIFIED. */
+static CUDA_MEMCPY3D linear(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
+                            size_t n) {
+    CUDA_MEMCPY3D d = {.srcMemoryType = stype, .srcPitch = n, .srcHeight = 1,
+                       .dstMemoryType = dtype, .dstPitch = n, .dstHeight = 1,
+                       .WidthInBytes = n, .Height = 1, .Depth = 1};
+    if (stype == CU_MEMORYTYPE_HOST)
+        d.srcHost = (const void *)(uintptr_t)src;
+    else
+        d.srcDevice = src;
+    if (dtype == CU_MEMORYTYPE_HOST)
+        d.dstHost = (void *)(uintptr_t)dst;
+    else
+        d.dstDevice = dst;
+    return d;
 }
+
+static CUresult from_3d(const CUDA_MEMCPY3D *p, struct xfer *x);
 
 static uint64_t row_at(uint64_t base, size_t pitch, size_t rows, size_t y, size_t z) {
     return base + ((uint64_t)z * rows + y) * pitch;
@@ -57,24 +71,43 @@ static CUresult xfer_sync(const struct xfer *x) {
     return xfer_run_locked(x);
 }
 
-static CUresult xfer_async(const struct xfer *x, CUstream s, bool ptsz) {
+/* A copy node: what runs (x) and the descriptor it was made from (d). */
+static struct node copy_node(const struct xfer *x, const CUDA_MEMCPY3D *d, struct ctx *c) {
+    return (struct node){.kind = N_COPY, .ctx = c, .copy = *x, .desc = *d};
+}
+
+static CUresult xfer_async(const struct xfer *x, const CUDA_MEMCPY3D *d, CUstream s, bool ptsz) {
     struct sref ref;
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
-    if (ref.capturing) return stream_capture_node(&ref, &(struct node){.kind = N_COPY, .copy = *x});
+    if (ref.capturing) {
+        struct node n = copy_node(x, d, ref.ctx);
+        return stream_capture_node(&ref, &n);
+    }
     return xfer_run_locked(x);
 }
 
-static CUresult copy_sync(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+CUresult copy_node_make(const CUDA_MEMCPY3D *p, struct ctx *c, struct node *n) {
+    struct xfer x;
+    CUresult r = from_3d(p, &x);
+    if (r == CUDA_SUCCESS) *n = copy_node(&x, p, c);
+    return r;
+}
+
+static CUresult copy_sync(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
                           size_t n) {
-    struct xfer x = linear(dst, dmode, src, smode, n);
+    CUDA_MEMCPY3D d = linear(dst, dtype, src, stype, n);
+    struct xfer x;
+    from_3d(&d, &x); /* a linear descriptor of these memory types always converts */
     return xfer_sync(&x);
 }
 
-static CUresult copy_async(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
+static CUresult copy_async(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
                            size_t n, CUstream s, bool ptsz) {
-    struct xfer x = linear(dst, dmode, src, smode, n);
-    return xfer_async(&x, s, ptsz);
+    CUDA_MEMCPY3D d = linear(dst, dtype, src, stype, n);
+    struct xfer x;
+    from_3d(&d, &x);
+    return xfer_async(&x, &d, s, ptsz);
 }
 
 static CUresult set_sync(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
@@ -91,8 +124,8 @@ static CUresult set_async(uint64_t dst, size_t pitch, const void *pattern, size_
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     if (ref.capturing) {
-        struct node n = {.kind = N_SET, .dst = dst, .elem = elem, .count = count,
-                         .pitch = pitch, .rows = rows};
+        struct node n = {.kind = N_SET, .ctx = ref.ctx, .dst = dst, .elem = elem,
+                         .count = count, .pitch = pitch, .rows = rows};
         memcpy(n.pattern, pattern, elem);
         return stream_capture_node(&ref, &n);
     }
@@ -146,9 +179,10 @@ static CUresult from_3d(const CUDA_MEMCPY3D *p, struct xfer *x) {
     return CUDA_SUCCESS;
 }
 
-static CUresult from_2d(const CUDA_MEMCPY2D *p, struct xfer *x) {
+/* A 2D descriptor as a transfer, and as the 3D descriptor it is (in *d). */
+static CUresult from_2d(const CUDA_MEMCPY2D *p, struct xfer *x, CUDA_MEMCPY3D *d) {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
-    CUDA_MEMCPY3D d = {
+    *d = (CUDA_MEMCPY3D){
         .srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcMemoryType = p->srcMemoryType,
         .srcHost = p->srcHost, .srcDevice = p->srcDevice, .srcArray = p->srcArray,
         .srcPitch = p->srcPitch, .srcHeight = p->Height,
@@ -156,19 +190,21 @@ static CUresult from_2d(const CUDA_MEMCPY2D *p, struct xfer *x) {
         .dstHost = p->dstHost, .dstDevice = p->dstDevice, .dstArray = p->dstArray,
         .dstPitch = p->dstPitch, .dstHeight = p->Height,
         .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = 1};
-    return from_3d(&d, x);
+    return from_3d(d, x);
 }
 
 static CUresult copy2d_sync(const CUDA_MEMCPY2D *p) {
     struct xfer x;
-    CUresult r = from_2d(p, &x);
+    CUDA_MEMCPY3D d;
+    CUresult r = from_2d(p, &x, &d);
     return r == CUDA_SUCCESS ? xfer_sync(&x) : r;
 }
 
 static CUresult copy2d_async(const CUDA_MEMCPY2D *p, CUstream s, bool ptsz) {
     struct xfer x;
-    CUresult r = from_2d(p, &x);
-    return r == CUDA_SUCCESS ? xfer_async(&x, s, ptsz) : r;
+    CUDA_MEMCPY3D d;
+    CUresult r = from_2d(p, &x, &d);
+    return r == CUDA_SUCCESS ? xfer_async(&x, &d, s, ptsz) : r;
 }
 
 static CUresult copy3d_sync(const CUDA_MEMCPY3D *p) {
@@ -180,59 +216,63 @@ static CUresult copy3d_sync(const CUDA_MEMCPY3D *p) {
 static CUresult copy3d_async(const CUDA_MEMCPY3D *p, CUstream s, bool ptsz) {
     struct xfer x;
     CUresult r = from_3d(p, &x);
-    return r == CUDA_SUCCESS ? xfer_async(&x, s, ptsz) : r;
+    return r == CUDA_SUCCESS ? xfer_async(&x, p, s, ptsz) : r;
 }
 
 #define HOST(p) ((uint64_t)(uintptr_t)(p))
+/* The memory types of 1D copies' sides. */
+#define HOST_MEM CU_MEMORYTYPE_HOST
+#define DEV_MEM CU_MEMORYTYPE_DEVICE
+#define ANY_MEM CU_MEMORYTYPE_UNIFIED
 
 /* ---- unified copies ----------------------------------------------------------------------- */
 
 SIMCUDA_API CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(dst, X_ANY_WRITE, src, X_ANY_READ, ByteCount));
+    API_LOCKED(copy_sync(dst, ANY_MEM, src, ANY_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(dst, X_ANY_WRITE, src, X_ANY_READ, ByteCount));
+    API_LOCKED(copy_sync(dst, ANY_MEM, src, ANY_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                                    CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(dst, X_ANY_WRITE, src, X_ANY_READ, ByteCount, hStream, false));
+    API_LOCKED(copy_async(dst, ANY_MEM, src, ANY_MEM, ByteCount, hStream, false));
 }
 
 SIMCUDA_API CUresult cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount,
                                         CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(dst, X_ANY_WRITE, src, X_ANY_READ, ByteCount, hStream, true));
+    API_LOCKED(copy_async(dst, ANY_MEM, src, ANY_MEM, ByteCount, hStream, true));
 }
 
 /* ---- host to device ----------------------------------------------------------------------- */
 
 SIMCUDA_API CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(dstDevice, X_DEV_WRITE, HOST(srcHost), X_ANY_READ, ByteCount));
+    API_LOCKED(copy_sync(dstDevice, DEV_MEM, HOST(srcHost), HOST_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost,
                                           size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(dstDevice, X_DEV_WRITE, HOST(srcHost), X_ANY_READ, ByteCount));
+    API_LOCKED(copy_sync(dstDevice, DEV_MEM, HOST(srcHost), HOST_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dstDevice, const void *srcHost,
                                           size_t ByteCount, CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(dstDevice, X_DEV_WRITE, HOST(srcHost), X_ANY_READ, ByteCount, hStream,
+    API_LOCKED(copy_async(dstDevice, DEV_MEM, HOST(srcHost), HOST_MEM, ByteCount, hStream,
                           false));
 }
 
 SIMCUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void *srcHost,
                                                size_t ByteCount, CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(dstDevice, X_DEV_WRITE, HOST(srcHost), X_ANY_READ, ByteCount, hStream,
+    API_LOCKED(copy_async(dstDevice, DEV_MEM, HOST(srcHost), HOST_MEM, ByteCount, hStream,
                           true));
 }
 
@@ -240,25 +280,25 @@ SIMCUDA_API CUresult cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dstDevice, const void
 
 SIMCUDA_API CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(HOST(dstHost), X_ANY_WRITE, srcDevice, X_DEV_READ, ByteCount));
+    API_LOCKED(copy_sync(HOST(dstHost), HOST_MEM, srcDevice, DEV_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(HOST(dstHost), X_ANY_WRITE, srcDevice, X_DEV_READ, ByteCount));
+    API_LOCKED(copy_sync(HOST(dstHost), HOST_MEM, srcDevice, DEV_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyDtoHAsync_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
                                           CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(HOST(dstHost), X_ANY_WRITE, srcDevice, X_DEV_READ, ByteCount, hStream,
+    API_LOCKED(copy_async(HOST(dstHost), HOST_MEM, srcDevice, DEV_MEM, ByteCount, hStream,
                           false));
 }
 
 SIMCUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDevice,
                                                size_t ByteCount, CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(HOST(dstHost), X_ANY_WRITE, srcDevice, X_DEV_READ, ByteCount, hStream,
+    API_LOCKED(copy_async(HOST(dstHost), HOST_MEM, srcDevice, DEV_MEM, ByteCount, hStream,
                           true));
 }
 
@@ -267,25 +307,25 @@ SIMCUDA_API CUresult cuMemcpyDtoHAsync_v2_ptsz(void *dstHost, CUdeviceptr srcDev
 SIMCUDA_API CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                      size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(dstDevice, X_DEV_WRITE, srcDevice, X_DEV_READ, ByteCount));
+    API_LOCKED(copy_sync(dstDevice, DEV_MEM, srcDevice, DEV_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyDtoD_v2_ptds(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                           size_t ByteCount) {
     API_ENTER();
-    API_LOCKED(copy_sync(dstDevice, X_DEV_WRITE, srcDevice, X_DEV_READ, ByteCount));
+    API_LOCKED(copy_sync(dstDevice, DEV_MEM, srcDevice, DEV_MEM, ByteCount));
 }
 
 SIMCUDA_API CUresult cuMemcpyDtoDAsync_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                           size_t ByteCount, CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(dstDevice, X_DEV_WRITE, srcDevice, X_DEV_READ, ByteCount, hStream, false));
+    API_LOCKED(copy_async(dstDevice, DEV_MEM, srcDevice, DEV_MEM, ByteCount, hStream, false));
 }
 
 SIMCUDA_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdeviceptr srcDevice,
                                                size_t ByteCount, CUstream hStream) {
     API_ENTER();
-    API_LOCKED(copy_async(dstDevice, X_DEV_WRITE, srcDevice, X_DEV_READ, ByteCount, hStream, true));
+    API_LOCKED(copy_async(dstDevice, DEV_MEM, srcDevice, DEV_MEM, ByteCount, hStream, true));
 }
 
 /* ---- memsets ------------------------------------------------------------------------------ */
@@ -502,21 +542,21 @@ static CUresult peer_contexts(CUcontext dst, CUcontext src) {
 static CUresult peer_sync(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
                           size_t n) {
     CUresult r = peer_contexts(dctx, sctx);
-    return r == CUDA_SUCCESS ? copy_sync(dst, X_DEV_WRITE, src, X_DEV_READ, n) : r;
+    return r == CUDA_SUCCESS ? copy_sync(dst, DEV_MEM, src, DEV_MEM, n) : r;
 }
 
 static CUresult peer_async(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx,
                            size_t n, CUstream s, bool ptsz) {
     CUresult r = peer_contexts(dctx, sctx);
-    return r == CUDA_SUCCESS ? copy_async(dst, X_DEV_WRITE, src, X_DEV_READ, n, s, ptsz) : r;
+    return r == CUDA_SUCCESS ? copy_async(dst, DEV_MEM, src, DEV_MEM, n, s, ptsz) : r;
 }
 
 /* A 3D peer descriptor is a 3D descriptor with the two contexts where it has reserved fields. */
-static CUresult from_3d_peer(const CUDA_MEMCPY3D_PEER *p, struct xfer *x) {
+static CUresult from_3d_peer(const CUDA_MEMCPY3D_PEER *p, struct xfer *x, CUDA_MEMCPY3D *d) {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     CUresult r = peer_contexts(p->dstContext, p->srcContext);
     if (r != CUDA_SUCCESS) return r;
-    CUDA_MEMCPY3D d = {
+    *d = (CUDA_MEMCPY3D){
         .srcXInBytes = p->srcXInBytes, .srcY = p->srcY, .srcZ = p->srcZ, .srcLOD = p->srcLOD,
         .srcMemoryType = p->srcMemoryType, .srcHost = p->srcHost, .srcDevice = p->srcDevice,
         .srcArray = p->srcArray, .srcPitch = p->srcPitch, .srcHeight = p->srcHeight,
@@ -524,19 +564,21 @@ static CUresult from_3d_peer(const CUDA_MEMCPY3D_PEER *p, struct xfer *x) {
         .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
         .dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
         .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};
-    return from_3d(&d, x);
+    return from_3d(d, x);
 }
 
 static CUresult copy3d_peer_sync(const CUDA_MEMCPY3D_PEER *p) {
     struct xfer x;
-    CUresult r = from_3d_peer(p, &x);
+    CUDA_MEMCPY3D d;
+    CUresult r = from_3d_peer(p, &x, &d);
     return r == CUDA_SUCCESS ? xfer_sync(&x) : r;
 }
 
 static CUresult copy3d_peer_async(const CUDA_MEMCPY3D_PEER *p, CUstream s, bool ptsz) {
     struct xfer x;
-    CUresult r = from_3d_peer(p, &x);
-    return r == CUDA_SUCCESS ? xfer_async(&x, s, ptsz) : r;
+    CUDA_MEMCPY3D d;
+    CUresult r = from_3d_peer(p, &x, &d);
+    return r == CUDA_SUCCESS ? xfer_async(&x, &d, s, ptsz) : r;
 }
 
 SIMCUDA_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
@@ -616,9 +658,12 @@ static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, 
         }
     }
     for (size_t i = 0; i < count; i++) {
-        struct xfer x = linear(dsts[i], X_ANY_WRITE, srcs[i], X_ANY_READ, sizes[i]);
-        r = ref.capturing ? stream_capture_node(&ref, &(struct node){.kind = N_COPY, .copy = x})
-                          : xfer_run_locked(&x);
+        CUDA_MEMCPY3D d = linear(dsts[i], CU_MEMORYTYPE_UNIFIED, srcs[i], CU_MEMORYTYPE_UNIFIED,
+                                 sizes[i]);
+        struct xfer x;
+        from_3d(&d, &x);
+        struct node n = copy_node(&x, &d, ref.ctx);
+        r = ref.capturing ? stream_capture_node(&ref, &n) : xfer_run_locked(&x);
         if (r != CUDA_SUCCESS) return r;
     }
     return CUDA_SUCCESS;
@@ -676,8 +721,10 @@ SIMCUDA_API CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr dst, CUdevicep
 
 /* ---- batches of 3D copies ------------------------------------------------------------------- */
 
-/* An operation of a 3D batch as a transfer between two pointers (a byte per element). */
-static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x) {
+/* An operation of a 3D batch as a transfer between two pointers (a byte per element), and as
+ * the unified-memory 3D descriptor it is (in *desc). */
+static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x,
+                              CUDA_MEMCPY3D *desc) {
     if (op->srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
         op->srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
         return CUDA_ERROR_INVALID_VALUE;
@@ -698,6 +745,11 @@ static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x) 
         .drows = d->op.ptr.layerHeight ? d->op.ptr.layerHeight : e->height,
         .srows = s->op.ptr.layerHeight ? s->op.ptr.layerHeight : e->height,
         .width = e->width, .height = e->height, .depth = e->depth};
+    *desc = (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_UNIFIED, .srcDevice = x->src,
+                            .srcPitch = x->spitch, .srcHeight = x->srows,
+                            .dstMemoryType = CU_MEMORYTYPE_UNIFIED, .dstDevice = x->dst,
+                            .dstPitch = x->dpitch, .dstHeight = x->drows,
+                            .WidthInBytes = x->width, .Height = x->height, .Depth = x->depth};
     return CUDA_SUCCESS;
 }
 
@@ -711,8 +763,9 @@ static CUresult copy_3d_batch(size_t n, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     struct xfer x;
+    CUDA_MEMCPY3D d;
     for (size_t i = 0; i < n; i++) {
-        r = from_batch_op(&ops[i], &x);
+        r = from_batch_op(&ops[i], &x, &d);
         if (r == CUDA_SUCCESS) r = xfer_check(&x);
         if (r != CUDA_SUCCESS) {
             if (failIdx) *failIdx = i;
@@ -720,9 +773,9 @@ static CUresult copy_3d_batch(size_t n, const CUDA_MEMCPY3D_BATCH_OP *ops, size_
         }
     }
     for (size_t i = 0; i < n; i++) {
-        from_batch_op(&ops[i], &x);
-        r = ref.capturing ? stream_capture_node(&ref, &(struct node){.kind = N_COPY, .copy = x})
-                          : xfer_run_locked(&x);
+        from_batch_op(&ops[i], &x, &d);
+        struct node node = copy_node(&x, &d, ref.ctx);
+        r = ref.capturing ? stream_capture_node(&ref, &node) : xfer_run_locked(&x);
         if (r != CUDA_SUCCESS) return r;
     }
     return CUDA_SUCCESS;

@@ -5,15 +5,16 @@
  * A captured graph (stream.c) is the list of operations enqueued on the capturing stream, in
  * order: copies, memsets, kernels, host functions, event record and wait nodes, and memory
  * nodes; a graph built by hand holds memory nodes, child graph nodes, event record and wait
- * nodes and memsets (graphnode.c). Instantiation copies that list, with each child graph's
+ * nodes (graphnode.c), kernels, copies and memsets (graphparams.c). Instantiation copies that list, with each child graph's
  * nodes in place of its node, into an executable graph owned by the graph's context; each
  * cuGraphLaunch runs every operation again, in order, as if enqueued on the launch stream at
  * that moment (all work runs at enqueue time in the simulator): an event record node records
  * its event, an event wait node has nothing to wait for. A launch into a capturing stream
  * appends the operations to that capture (not for graphs with memory nodes:
  * CUDA_ERROR_NOT_SUPPORTED, a simulator limit). graphexec.c changes an executable graph's nodes
- * after instantiation (events, child graphs, whole-graph updates); what the next launch runs
- * is what they hold then.
+ * after instantiation (kernels, copies, memsets, events, child graphs, whole-graph updates) and
+ * disables and enables them; what the next launch runs is what they hold then, without the
+ * disabled ones (into a capture too).
  *
  * Graph memory: an allocation node (cuMemAllocAsync under capture, cuGraphAddMemAllocNode,
  * cuGraphAddNode) has a fixed address in the graph range. Each launch allocates there (device
@@ -225,6 +226,7 @@ static CUresult graph_launch(CUgraphExec h, CUstream s, bool ptsz) {
     const struct node *nodes = e->nodes;
     size_t count = e->n;
     for (size_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        if (nodes[i].disabled) continue; /* an empty node until enabled again */
         if (ref.capturing) {
             r = stream_capture_node(&ref, &nodes[i]);
         } else if (nodes[i].kind == N_HOST) {
@@ -447,13 +449,23 @@ static CUresult child_graph(CUgraphNode h, CUgraph *out) {
     return CUDA_SUCCESS;
 }
 
-/* cuGraphAddNode[_v2]: allocation, free, child graph, event record and event wait nodes (any
- * other type is CUDA_ERROR_NOT_SUPPORTED here, a simulator limit). */
+/* cuGraphAddNode[_v2]: kernel, memcpy, memset (graphparams.c), allocation, free, child graph,
+ * event record and event wait nodes (any other type is CUDA_ERROR_NOT_SUPPORTED here, a
+ * simulator limit). */
 static CUresult add_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, size_t ndeps,
                          CUgraphNodeParams *p) {
     if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
         return CUDA_ERROR_INVALID_VALUE;
     switch (p->type) {
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        struct graph *g = graph_get(h);
+        struct node n;
+        if (!out || !g || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
+        CUresult r = node_from_params(p, &n);
+        return r == CUDA_SUCCESS ? graph_add_node(g, &n, out) : r;
+    }
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return add_alloc_node(out, h, deps, ndeps, &p->alloc);
     case CU_GRAPH_NODE_TYPE_MEM_FREE: return add_free_node(out, h, deps, ndeps, p->free.dptr);
     case CU_GRAPH_NODE_TYPE_GRAPH:

@@ -1,26 +1,39 @@
 /*
  * graphexec.c: executable graphs changed after instantiation.
  * cuGraphExecEventRecordNodeSetEvent and cuGraphExecEventWaitNodeSetEvent (11.1) change one
- * event node, cuGraphExecChildGraphNodeSetParams (11.1) the nodes that came from one child
- * graph node, cuGraphExecUpdate (10.2; _v2, 12.0) every node, and cuGraphExecNodeSetParams
- * (12.2) any of the first three through the generic node structure. Launches after the change
- * run the new parameters (graph.c).
+ * event node, cuGraphExecKernelNodeSetParams (10.1; _v2, 12.0), cuGraphExecMemcpyNodeSetParams
+ * and cuGraphExecMemsetNodeSetParams (10.2) one kernel, memcpy or memset node,
+ * cuGraphExecChildGraphNodeSetParams (11.1) the nodes that came from one child graph node,
+ * cuGraphExecUpdate (10.2; _v2, 12.0) every node, and cuGraphExecNodeSetParams (12.2) any of
+ * the first five through the generic node structure. cuGraphNodeSetEnabled and
+ * cuGraphNodeGetEnabled (11.6) disable a kernel, memcpy or memset node (it runs as an empty
+ * node) and enable it again (any other type: CUDA_ERROR_INVALID_VALUE). Launches after the
+ * change run the new parameters (graph.c).
  *
  * A node of an executable graph is named by the CUgraphNode it was instantiated from: a node
  * of the graph the executable graph was made from, or of a child graph within it (instantiation
  * flattens child graphs and keeps every node's handle). An update copies parameters only: the
  * executable graph's nodes keep the identities they were instantiated with, as in CUDA, so
- * after an update from another graph, that graph's node handles name nothing here.
+ * after an update from another graph, that graph's node handles name nothing here. Nor does
+ * any change touch a node's enabled state: the programming guide ("Individual node enable")
+ * says it is unaffected by individual node updates and by cuGraphExecUpdate, and parameters
+ * set while a node is disabled take effect when it is enabled again.
  *
  * The simulator's update rule. A graph is a sequence of nodes here (no edges), so two graphs
  * have the same topology when their flattened sequences have the same length
  * (CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED otherwise) and the same node type at every
- * position (CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED otherwise). Memory nodes cannot
- * change: allocation nodes must have the same address, size and device, free nodes the same
- * address (CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED otherwise). Every other parameter may
- * change (the real driver refuses some kernel and copy changes the simulator does not model).
- * A refused update changes nothing and is CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE; a refused
- * child graph change is CUDA_ERROR_INVALID_VALUE, as the reference lists no other error.
+ * position (CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED otherwise). Of the reference's
+ * limitations, these are modelled: memory nodes cannot change (allocation nodes keep their
+ * address, size and device, free nodes their address); a kernel node's function keeps its
+ * owning context (CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE); a memcpy node keeps
+ * both sides' memory types; a memset node keeps its height, and a 2D memset its element size,
+ * width and pitch (CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED for the others). Every other
+ * parameter may change: the operands' contexts and devices are not checked (every device lies
+ * in the simulator's one address space). A refused update changes nothing and is
+ * CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE. The single-node setters apply the same rule and refuse
+ * with CUDA_ERROR_INVALID_VALUE, as the reference lists no other error; a memcpy node's setter
+ * also needs one-dimensional copies (one row, one slice) before and after, as its reference
+ * says, and the new parameters must be valid as for adding such a node (graphparams.c).
  *
  * User objects (the programming guide's rule): a successful update replaces the executable
  * graph's references with copies of the new graph's; a child graph change adds references to
@@ -59,21 +72,24 @@ static CUresult exec_set_event(CUgraphExec h, CUgraphNode node, CUevent event,
 /* Whether node b (of the new graph) may give its parameters to a (of the executable graph). */
 static CUgraphExecUpdateResult node_compatible(const struct node *a, const struct node *b) {
     if (a->kind != b->kind) return CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED;
-    if (a->kind == N_ALLOC &&
-        (a->maddr != b->maddr || a->msize != b->msize || a->mdev != b->mdev))
-        return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
-    if (a->kind == N_FREE && a->maddr != b->maddr)
-        return CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
-    return CU_GRAPH_EXEC_UPDATE_SUCCESS;
-}
-
-/* Node b's parameters into a, which keeps its identity: its handle and the child graph node
- * it came from. */
-static void take_params(struct node *a, const struct node *b) {
-    uint64_t handle = a->handle, owner = a->owner;
-    *a = *b;
-    a->handle = handle;
-    a->owner = owner;
+    bool same = true;
+    switch (a->kind) {
+    case N_ALLOC: same = a->maddr == b->maddr && a->msize == b->msize && a->mdev == b->mdev; break;
+    case N_FREE: same = a->maddr == b->maddr; break;
+    case N_KERNEL:
+        if (a->ctx != b->ctx) return CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE;
+        break;
+    case N_COPY:
+        same = a->desc.srcMemoryType == b->desc.srcMemoryType &&
+               a->desc.dstMemoryType == b->desc.dstMemoryType;
+        break;
+    case N_SET:
+        same = a->rows == b->rows &&
+               (a->rows == 1 || (a->elem == b->elem && a->count == b->count && a->pitch == b->pitch));
+        break;
+    default: break;
+    }
+    return same ? CU_GRAPH_EXEC_UPDATE_SUCCESS : CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED;
 }
 
 /* cuGraphExecUpdate: the checks, then every node's parameters, or nothing. */
@@ -108,7 +124,7 @@ static CUresult exec_update(CUgraphExec h, CUgraph hg, CUgraphExecUpdateResultIn
         free(nodes);
         return r != CUDA_SUCCESS ? r : CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE;
     }
-    for (size_t i = 0; i < n; i++) take_params(&e->nodes[i], &nodes[i]);
+    for (size_t i = 0; i < n; i++) node_take_params(&e->nodes[i], &nodes[i]);
     free(nodes);
     /* The new graph's references replace the old ones; an object both hold never drops to
      * zero on the way. */
@@ -152,16 +168,84 @@ static CUresult exec_set_child(CUgraphExec h, CUgraphNode node, CUgraph child) {
     if (r == CUDA_SUCCESS && k != n) r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS && !graph_user_objects_to(c, H(e))) r = CUDA_ERROR_OUT_OF_MEMORY;
     for (size_t i = 0, j = 0; r == CUDA_SUCCESS && i < e->n; i++)
-        if (e->nodes[i].owner == owner) take_params(&e->nodes[i], &nodes[j++]);
+        if (e->nodes[i].owner == owner) node_take_params(&e->nodes[i], &nodes[j++]);
     free(nodes);
     return r;
 }
 
+/* One kernel, memcpy or memset node of e: node h of kind `kind` takes `made`'s parameters
+ * (when making them succeeded: r) under the update rule; a memcpy's old and new copies must
+ * be one-dimensional (one row, one slice). */
+static CUresult exec_set_work(CUgraphExec h, CUgraphNode node, enum node_kind kind, CUresult r,
+                              const struct node *made) {
+    struct graph_exec *e = exec_get(h);
+    struct node *n = e ? exec_node(e, node) : NULL;
+    if (!n || n->kind != kind) return CUDA_ERROR_INVALID_VALUE;
+    if (r != CUDA_SUCCESS) return r;
+    if (node_compatible(n, made) != CU_GRAPH_EXEC_UPDATE_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+    if (kind == N_COPY && (n->desc.Height != 1 || n->desc.Depth != 1 || made->desc.Height != 1 ||
+                           made->desc.Depth != 1 || made->desc.WidthInBytes == 0))
+        return CUDA_ERROR_INVALID_VALUE;
+    node_take_params(n, made);
+    return CUDA_SUCCESS;
+}
+
+static CUresult exec_set_kernel_v1(CUgraphExec h, CUgraphNode node,
+                                   const CUDA_KERNEL_NODE_PARAMS_v1 *p) {
+    struct node made;
+    return exec_set_work(h, node, N_KERNEL, kernel_node_v1(p, &made), &made);
+}
+
+static CUresult exec_set_kernel_v2(CUgraphExec h, CUgraphNode node,
+                                   const CUDA_KERNEL_NODE_PARAMS_v2 *p) {
+    struct node made;
+    return exec_set_work(h, node, N_KERNEL, kernel_node_v2(p, &made), &made);
+}
+
+static CUresult exec_set_memcpy(CUgraphExec h, CUgraphNode node, const CUDA_MEMCPY3D *p,
+                                CUcontext ctx) {
+    struct node made;
+    struct ctx *c;
+    CUresult r = p ? ctx_resolve(ctx, &c) : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = copy_node_make(p, c, &made);
+    return exec_set_work(h, node, N_COPY, r, &made);
+}
+
+static CUresult exec_set_memset(CUgraphExec h, CUgraphNode node, const CUDA_MEMSET_NODE_PARAMS *p,
+                                CUcontext ctx) {
+    struct node made;
+    struct ctx *c;
+    CUresult r = p ? ctx_resolve(ctx, &c) : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS) r = memset_node_make(p, c, &made);
+    return exec_set_work(h, node, N_SET, r, &made);
+}
+
+/* cuGraphNodeSetEnabled / cuGraphNodeGetEnabled: kernel, memcpy and memset nodes only. */
+static struct node *exec_switchable(CUgraphExec h, CUgraphNode node) {
+    struct graph_exec *e = exec_get(h);
+    struct node *n = e ? exec_node(e, node) : NULL;
+    return n && (n->kind == N_KERNEL || n->kind == N_COPY || n->kind == N_SET) ? n : NULL;
+}
+
+static CUresult exec_set_enabled(CUgraphExec h, CUgraphNode node, unsigned int enabled) {
+    struct node *n = exec_switchable(h, node);
+    if (!n) return CUDA_ERROR_INVALID_VALUE;
+    n->disabled = !enabled;
+    return CUDA_SUCCESS;
+}
+
+static CUresult exec_get_enabled(CUgraphExec h, CUgraphNode node, unsigned int *enabled) {
+    const struct node *n = exec_switchable(h, node);
+    if (!n || !enabled) return CUDA_ERROR_INVALID_VALUE;
+    *enabled = !n->disabled;
+    return CUDA_SUCCESS;
+}
+
 /* cuGraphExecNodeSetParams: a child graph node (not itself in e, which holds its nodes) as
  * cuGraphExecChildGraphNodeSetParams; otherwise the node must be e's and of the structure's
- * type. Event record and wait nodes take their event; other types are
- * CUDA_ERROR_NOT_SUPPORTED, a simulator limit (their parameters change only by a whole-graph
- * update here). */
+ * type. Event record and wait nodes take their event, kernel, memcpy and memset nodes their
+ * parameters as their own setters do; other types are CUDA_ERROR_NOT_SUPPORTED, a simulator
+ * limit (their parameters change only by a whole-graph update here). */
 static CUresult exec_node_set_params(CUgraphExec h, CUgraphNode node, CUgraphNodeParams *p) {
     if (!p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2)
         return CUDA_ERROR_INVALID_VALUE;
@@ -174,6 +258,12 @@ static CUresult exec_node_set_params(CUgraphExec h, CUgraphNode node, CUgraphNod
         return exec_set_event(h, node, p->eventRecord.event, N_EVENT_RECORD);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT:
         return exec_set_event(h, node, p->eventWait.event, N_EVENT_WAIT);
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET: {
+        struct node made;
+        return exec_set_work(h, node, n->kind, node_from_params(p, &made), &made);
+    }
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
@@ -214,4 +304,42 @@ SIMCUDA_API CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNod
                                               CUgraphNodeParams *nodeParams) {
     API_ENTER();
     API_LOCKED(exec_node_set_params(hGraphExec, hNode, nodeParams));
+}
+
+SIMCUDA_API CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams) {
+    API_ENTER();
+    API_LOCKED(exec_set_kernel_v1(hGraphExec, hNode, nodeParams));
+}
+
+SIMCUDA_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                       const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams) {
+    API_ENTER();
+    API_LOCKED(exec_set_kernel_v2(hGraphExec, hNode, nodeParams));
+}
+
+SIMCUDA_API CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_MEMCPY3D *copyParams,
+                                                    CUcontext ctx) {
+    API_ENTER();
+    API_LOCKED(exec_set_memcpy(hGraphExec, hNode, copyParams, ctx));
+}
+
+SIMCUDA_API CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                                    CUcontext ctx) {
+    API_ENTER();
+    API_LOCKED(exec_set_memset(hGraphExec, hNode, memsetParams, ctx));
+}
+
+SIMCUDA_API CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           unsigned int isEnabled) {
+    API_ENTER();
+    API_LOCKED(exec_set_enabled(hGraphExec, hNode, isEnabled));
+}
+
+SIMCUDA_API CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           unsigned int *isEnabled) {
+    API_ENTER();
+    API_LOCKED(exec_get_enabled(hGraphExec, hNode, isEnabled));
 }

@@ -1,7 +1,8 @@
 /*
  * graphnode.c: nodes of graphs built by hand beyond memory and child graph nodes (graph.c):
  * event record and wait nodes (CUDA 11.1) with their events read and changed in the graph,
- * memset nodes (10.0), cuGraphNodeSetParams (12.2) for event nodes, and
+ * cuGraphAddMemsetNode (10.0; graphparams.c makes the node), cuGraphNodeSetParams (12.2) for
+ * event nodes (kernel, memcpy and memset nodes: graphparams.c), and
  * cuGraphNodeFindInClone (10.0) for the copies child graph nodes hold (cuGraphClone itself is
  * not implemented: a child graph node's copy is the only clone here).
  *
@@ -44,33 +45,6 @@ static CUresult event_node_set(CUgraphNode h, enum node_kind kind, CUevent event
     return CUDA_SUCCESS;
 }
 
-/* A memset node: `height` rows of `width` elements of `elementSize` bytes, `pitch` bytes
- * apart, each element set to the low bytes of `value`. The context must be usable (NULL: the
- * current one); the destination is checked when a launch runs the node, as for a captured
- * memset. */
-static CUresult add_memset_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps,
-                                size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx) {
-    struct graph *g = graph_get(h);
-    if (!out || !g || !p || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
-    struct ctx *c;
-    CUresult r = ctx_resolve(ctx, &c);
-    if (r != CUDA_SUCCESS) return r;
-    size_t elem = p->elementSize;
-    if ((elem != 1 && elem != 2 && elem != 4) || p->width == 0 || p->height == 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    /* Rows must not overlap: the pitch holds a whole row (checked without overflow). */
-    if (p->height > 1 && (p->width > p->pitch / elem || p->pitch % elem))
-        return CUDA_ERROR_INVALID_VALUE;
-    struct node n = {.kind = N_SET, .dst = p->dst, .elem = elem, .count = p->width,
-                     .pitch = p->pitch, .rows = p->height};
-    /* The element's bytes in memory order, as cuMemsetD8/16/32 take them from their value. */
-    uint8_t v8 = (uint8_t)p->value;
-    uint16_t v16 = (uint16_t)p->value;
-    uint32_t v32 = p->value;
-    memcpy(n.pattern, elem == 1 ? (void *)&v8 : elem == 2 ? (void *)&v16 : (void *)&v32, elem);
-    return graph_add_node(g, &n, out);
-}
-
 static CUresult find_in_clone(CUgraphNode *out, CUgraphNode original, CUgraph clone) {
     struct graph *c = graph_get(clone);
     if (!out || !c || !graph_find_in_clone(original, c, out)) return CUDA_ERROR_INVALID_VALUE;
@@ -78,7 +52,8 @@ static CUresult find_in_clone(CUgraphNode *out, CUgraphNode original, CUgraph cl
 }
 
 /* cuGraphNodeSetParams: the structure's type must be the node's; event record and wait nodes
- * take their new event, any other type is CUDA_ERROR_NOT_SUPPORTED (a simulator limit). */
+ * take their new event, kernel, memcpy and memset nodes their new parameters (graphparams.c),
+ * any other type is CUDA_ERROR_NOT_SUPPORTED (a simulator limit). */
 static CUresult node_set_params(CUgraphNode h, CUgraphNodeParams *p) {
     const struct node *n = graph_node_get(h);
     if (!n || !p || p->reserved0[0] || p->reserved0[1] || p->reserved0[2] || p->reserved2 ||
@@ -88,6 +63,9 @@ static CUresult node_set_params(CUgraphNode h, CUgraphNodeParams *p) {
     case CU_GRAPH_NODE_TYPE_EVENT_RECORD:
         return event_node_set(h, N_EVENT_RECORD, p->eventRecord.event);
     case CU_GRAPH_NODE_TYPE_WAIT_EVENT: return event_node_set(h, N_EVENT_WAIT, p->eventWait.event);
+    case CU_GRAPH_NODE_TYPE_KERNEL:
+    case CU_GRAPH_NODE_TYPE_MEMCPY:
+    case CU_GRAPH_NODE_TYPE_MEMSET: return graph_node_set_params(h, p);
     default: return CUDA_ERROR_NOT_SUPPORTED;
     }
 }
@@ -134,8 +112,8 @@ SIMCUDA_API CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGra
                                           const CUDA_MEMSET_NODE_PARAMS *memsetParams,
                                           CUcontext ctx) {
     API_ENTER();
-    API_LOCKED(add_memset_node(phGraphNode, hGraph, dependencies, numDependencies, memsetParams,
-                               ctx));
+    API_LOCKED(graph_add_memset(phGraphNode, hGraph, dependencies, numDependencies, memsetParams,
+                                ctx));
 }
 
 SIMCUDA_API CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams) {

@@ -296,14 +296,20 @@ typedef void (*sim_host_fn)(void *userData);
 
 struct node {
     enum node_kind kind;
-    struct xfer copy;               /* N_COPY */
+    struct ctx *ctx;                /* N_COPY, N_SET, N_KERNEL: the context it runs in */
+    struct xfer copy;               /* N_COPY: what runs */
+    CUDA_MEMCPY3D desc;             /* N_COPY: the copy as described (memory types, offsets) */
     uint64_t dst;                   /* N_SET */
     unsigned char pattern[4];       /* N_SET */
     size_t elem, count;             /* N_SET: elements per row */
     size_t pitch, rows;             /* N_SET: rows (1 for a 1D memset), pitch bytes apart */
     int kernel;                     /* N_KERNEL: a built-in kernel (module.c) */
     uint64_t kparams[3];            /* N_KERNEL: pointer, value, n */
-    uint64_t threads;               /* N_KERNEL: gridDimX * blockDimX */
+    uint64_t func, kern;            /* N_KERNEL: the CUfunction (or CUkernel) it was given */
+    unsigned int grid[3], block[3]; /* N_KERNEL: runs gridDimX * blockDimX threads */
+    unsigned int shmem;             /* N_KERNEL: dynamic shared memory, unused */
+    /* In an executable graph: disabled by cuGraphNodeSetEnabled (runs as an empty node). */
+    bool disabled;
     sim_host_fn fn;                 /* N_HOST */
     void *data;                     /* N_HOST */
     uint64_t maddr;                 /* N_ALLOC: the fixed address; N_FREE: what it frees */
@@ -418,6 +424,38 @@ HIDDEN void userobj_owner_move(uint64_t from, uint64_t to);
 HIDDEN void userobj_after_unlock(void);
 /* Runs one kernel node (module.c); lock held. */
 HIDDEN CUresult kernel_run_node(const struct node *n);
+/* A kernel node (module.c) from a node parameter structure's members, checked as
+ * cuLaunchKernel checks a launch (every failure CUDA_ERROR_INVALID_VALUE, as the graph
+ * functions document, but a context that is not usable); `ctx` is used only with `kern`. */
+struct kernel_desc {
+    CUfunction func;
+    CUkernel kern;
+    CUcontext ctx;
+    unsigned int grid[3], block[3];
+    unsigned int shmem;
+    void **params, **extra;
+};
+HIDDEN CUresult kernel_node_make(const struct kernel_desc *d, struct node *n);
+/* A copy node (copy.c) from a 3D descriptor in context c, checked as cuMemcpy3DAsync checks it. */
+HIDDEN CUresult copy_node_make(const CUDA_MEMCPY3D *p, struct ctx *c, struct node *n);
+/* Kernel nodes' kernelParams (stream.c): an array of one pointer per parameter, each to that
+ * parameter's value, in storage owned by node h (n is the node it names). */
+HIDDEN void **graph_node_kernel_params(CUgraphNode h, const struct node *n);
+/* graphparams.c: a memset node from its parameters in context c; kernel nodes from either
+ * ABI's structure; the kernel, memcpy or memset node a generic structure describes (other
+ * types: CUDA_ERROR_NOT_SUPPORTED). */
+HIDDEN CUresult memset_node_make(const CUDA_MEMSET_NODE_PARAMS *p, struct ctx *c, struct node *n);
+HIDDEN CUresult kernel_node_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p, struct node *n);
+HIDDEN CUresult kernel_node_v2(const CUDA_KERNEL_NODE_PARAMS_v2 *p, struct node *n);
+HIDDEN CUresult node_from_params(const CUgraphNodeParams *p, struct node *out);
+/* Node b's parameters into a, which keeps its identity: its handle, the child graph node it
+ * came from and (in an executable graph) whether it is enabled. */
+HIDDEN void node_take_params(struct node *a, const struct node *b);
+/* cuGraphAddMemsetNode's work; cuGraphNodeSetParams' for kernel, memcpy and memset nodes (the
+ * caller checked that the structure's type is the node's). */
+HIDDEN CUresult graph_add_memset(CUgraphNode *out, CUgraph h, const CUgraphNode *deps,
+                                 size_t ndeps, const CUDA_MEMSET_NODE_PARAMS *p, CUcontext ctx);
+HIDDEN CUresult graph_node_set_params(CUgraphNode h, const CUgraphNodeParams *p);
 
 /* ---- modules, VMM, IPC, arrays ----------------------------------------------------------- */
 

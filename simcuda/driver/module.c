@@ -12,7 +12,10 @@
  * Parameters arrive either as kernelParams or packed in the `extra` buffer at offsets 0, 8, 12.
  * A launch that would touch memory outside a live allocation returns CUDA_ERROR_ILLEGAL_ADDRESS
  * at once (the real driver reports it asynchronously and makes it sticky). A launch on a
- * capturing stream becomes a kernel node of the graph, which runs it at each graph launch.
+ * capturing stream becomes a kernel node of the graph, which runs it at each graph launch
+ * and keeps what the launch gave (function, dimensions, shared memory, parameters, context)
+ * for cuGraphKernelNodeGetParams; kernel_node_make checks a kernel node's parameters as a
+ * launch's for the graph functions (graphparams.c).
  * cuLaunchKernelEx takes the same launch from a CUlaunchConfig; its attributes are accepted
  * and ignored.
  */
@@ -265,14 +268,19 @@ static CUresult run_kernel(enum builtin k, const struct launch_args *a, uint64_t
     return asserted ? CUDA_ERROR_ASSERT : CUDA_SUCCESS;
 }
 
+static bool valid_dims(const unsigned int grid[3], const unsigned int block[3]) {
+    return grid[0] && grid[1] && grid[2] && block[0] && block[1] && block[2] &&
+           (uint64_t)block[0] * block[1] * block[2] <= 1024;
+}
+
 static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned int gz,
-                       unsigned int bx, unsigned int by, unsigned int bz, CUstream s,
-                       void **params, void **extra, bool ptsz) {
+                       unsigned int bx, unsigned int by, unsigned int bz, unsigned int shmem,
+                       CUstream s, void **params, void **extra, bool ptsz) {
     struct ctx *owner;
     int k = launchable((uint64_t)(uintptr_t)f, &owner);
     if (k < 0) return CUDA_ERROR_INVALID_HANDLE;
-    if (!gx || !gy || !gz || !bx || !by || !bz || (uint64_t)bx * by * bz > 1024)
-        return CUDA_ERROR_INVALID_VALUE;
+    const unsigned int grid[3] = {gx, gy, gz}, block[3] = {bx, by, bz};
+    if (!valid_dims(grid, block)) return CUDA_ERROR_INVALID_VALUE;
     struct launch_args a;
     CUresult r = unpack_args(params, extra, &a);
     if (r != CUDA_SUCCESS) return r;
@@ -282,8 +290,9 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
     if (owner && owner != ref.ctx) return CUDA_ERROR_INVALID_HANDLE;
     uint64_t threads = (uint64_t)gx * bx;
     if (ref.capturing) {
-        struct node n = {.kind = N_KERNEL, .kernel = k, .kparams = {a.p, a.value, a.n},
-                         .threads = threads};
+        struct node n = {.kind = N_KERNEL, .ctx = ref.ctx, .kernel = k,
+                         .kparams = {a.p, a.value, a.n}, .func = (uint64_t)(uintptr_t)f,
+                         .grid = {gx, gy, gz}, .block = {bx, by, bz}, .shmem = shmem};
         return stream_capture_node(&ref, &n);
     }
     return run_kernel((enum builtin)k, &a, a.n < threads ? a.n : threads);
@@ -292,14 +301,44 @@ static CUresult launch(CUfunction f, unsigned int gx, unsigned int gy, unsigned 
 CUresult kernel_run_node(const struct node *n) {
     struct launch_args a = {.p = n->kparams[0], .value = (unsigned int)n->kparams[1],
                             .n = (unsigned int)n->kparams[2]};
-    return run_kernel((enum builtin)n->kernel, &a, a.n < n->threads ? a.n : n->threads);
+    uint64_t threads = (uint64_t)n->grid[0] * n->block[0];
+    return run_kernel((enum builtin)n->kernel, &a, a.n < threads ? a.n : threads);
+}
+
+/* The function is `func` (a CUfunction, or a CUkernel cast to one) or, when it is NULL, the
+ * CUkernel `kern`. A CUfunction runs in its own context, which must be usable; a kernel in
+ * `ctx` (with `kern`) or the current context. */
+CUresult kernel_node_make(const struct kernel_desc *d, struct node *n) {
+    struct ctx *owner = NULL;
+    int k;
+    if (d->func) {
+        k = launchable((uint64_t)(uintptr_t)d->func, &owner);
+    } else {
+        struct kern *kn = obj_get(HK_KERNEL, (uint64_t)(uintptr_t)d->kern);
+        k = kn ? (int)kn->kernel : -1;
+    }
+    if (k < 0 || !valid_dims(d->grid, d->block)) return CUDA_ERROR_INVALID_VALUE;
+    struct launch_args a;
+    if (unpack_args(d->params, d->extra, &a) != CUDA_SUCCESS) return CUDA_ERROR_INVALID_VALUE;
+    struct ctx *c = owner;
+    if (c && !ctx_usable(c)) return CUDA_ERROR_INVALID_VALUE;
+    if (!c) {
+        CUresult r = ctx_resolve(d->func ? NULL : d->ctx, &c);
+        if (r != CUDA_SUCCESS) return r;
+    }
+    *n = (struct node){.kind = N_KERNEL, .ctx = c, .kernel = k, .kparams = {a.p, a.value, a.n},
+                       .func = (uint64_t)(uintptr_t)d->func,
+                       .kern = d->func ? 0 : (uint64_t)(uintptr_t)d->kern,
+                       .grid = {d->grid[0], d->grid[1], d->grid[2]},
+                       .block = {d->block[0], d->block[1], d->block[2]}, .shmem = d->shmem};
+    return CUDA_SUCCESS;
 }
 
 static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, void **extra,
                           bool ptsz) {
     if (!c || (c->numAttrs && !c->attrs)) return CUDA_ERROR_INVALID_VALUE;
     return launch(f, c->gridDimX, c->gridDimY, c->gridDimZ, c->blockDimX, c->blockDimY,
-                  c->blockDimZ, c->hStream, params, extra, ptsz);
+                  c->blockDimZ, c->sharedMemBytes, c->hStream, params, extra, ptsz);
 }
 
 SIMCUDA_API CUresult cuModuleLoadData(CUmodule *module, const void *image) {
@@ -387,9 +426,8 @@ SIMCUDA_API CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigne
                                     unsigned int sharedMemBytes, CUstream hStream,
                                     void **kernelParams, void **extra) {
     API_ENTER();
-    (void)sharedMemBytes;
-    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                      kernelParams, extra, false));
+    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                      sharedMemBytes, hStream, kernelParams, extra, false));
 }
 
 SIMCUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -398,9 +436,8 @@ SIMCUDA_API CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX,
                                          unsigned int blockDimZ, unsigned int sharedMemBytes,
                                          CUstream hStream, void **kernelParams, void **extra) {
     API_ENTER();
-    (void)sharedMemBytes;
-    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                      kernelParams, extra, true));
+    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                      sharedMemBytes, hStream, kernelParams, extra, true));
 }
 
 /* Cooperative launches: the same, without the extra buffer (built-in kernels never sync
@@ -411,9 +448,8 @@ SIMCUDA_API CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDi
                                                unsigned int blockDimZ, unsigned int sharedMemBytes,
                                                CUstream hStream, void **kernelParams) {
     API_ENTER();
-    (void)sharedMemBytes;
-    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                      kernelParams, NULL, false));
+    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                      sharedMemBytes, hStream, kernelParams, NULL, false));
 }
 
 SIMCUDA_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX,
@@ -423,9 +459,8 @@ SIMCUDA_API CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int g
                                                     unsigned int sharedMemBytes, CUstream hStream,
                                                     void **kernelParams) {
     API_ENTER();
-    (void)sharedMemBytes;
-    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, hStream,
-                      kernelParams, NULL, true));
+    API_LOCKED(launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                      sharedMemBytes, hStream, kernelParams, NULL, true));
 }
 
 SIMCUDA_API CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f,

@@ -45,11 +45,22 @@ struct graph {
     size_t nnodes, capnodes;
 };
 
+/* What a kernel node's getter hands out as kernelParams: one pointer per parameter of the
+ * built-in kernels, each to that parameter's value. */
+struct kernel_args {
+    void *ptrs[3];
+    CUdeviceptr p;
+    unsigned int value, n;
+};
+
 /* What a CUgraphNode names: a node of a graph, by index (nodes are never removed). */
 struct gnode {
     struct hdr h;
     struct graph *g;
     size_t index;
+    /* Kernel nodes: what the last get returned. Here rather than in struct node, whose copies
+     * (executable graphs, clones, a reallocated array) would move it under the caller. */
+    struct kernel_args args;
 };
 
 struct stream {
@@ -143,6 +154,7 @@ CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out) {
     if (n->kind == N_ALLOC || n->kind == N_FREE) g->mem_nodes++;
     n->handle = H(gn);
     n->owner = 0; /* a node of an executable graph launched into a capture is the capture's */
+    n->disabled = false;
     g->nodes[g->nnodes++] = *n;
     if (out) *out = (CUgraphNode)(uintptr_t)H(gn);
     return CUDA_SUCCESS;
@@ -172,6 +184,18 @@ struct node *graph_node_get_mut(CUgraphNode h, struct graph **g) {
     if (!gn || !gn->g->h.alive) return NULL;
     if (g) *g = gn->g;
     return &gn->g->nodes[gn->index];
+}
+
+void **graph_node_kernel_params(CUgraphNode h, const struct node *n) {
+    struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)h);
+    struct kernel_args *a = &gn->args;
+    a->p = n->kparams[0];
+    a->value = (unsigned int)n->kparams[1];
+    a->n = (unsigned int)n->kparams[2];
+    a->ptrs[0] = &a->p;
+    a->ptrs[1] = &a->value;
+    a->ptrs[2] = &a->n;
+    return a->ptrs;
 }
 
 bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n) {

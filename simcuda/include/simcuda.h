@@ -1067,8 +1067,8 @@ SIMCUDA_API CUresult cuGraphReleaseUserObject(CUgraph graph, CUuserObject object
  * or cuGraphAddNode with CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE), or the graph itself, memory
  * nodes and all, with CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE (CUDA 12.9): the parent owns it,
  * and it can no longer be instantiated, destroyed or given memory nodes on its own.
- * cuGraphAddNode here makes allocation, free, child graph, event record and event wait nodes
- * only. */
+ * cuGraphAddNode here makes kernel, memcpy, memset, allocation, free, child graph, event
+ * record and event wait nodes only. */
 typedef enum CUgraphChildGraphNodeOwnership_enum {
     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0,
     CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
@@ -1093,11 +1093,94 @@ typedef struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
     CUevent event;
 } CUDA_EVENT_WAIT_NODE_PARAMS;
 
+/* Kernel nodes (CUDA 10.0; _v2 with a CUkernel and its context, 12.0; _v3, 12.2, the same
+ * layout for the generic node structure). `kern` is used only when `func` is NULL, and `ctx`
+ * only with `kern`. Parameters come as kernelParams (one pointer per parameter) or in the
+ * `extra` buffer, as cuLaunchKernel takes them. */
+typedef struct CUDA_KERNEL_NODE_PARAMS_st {
+    CUfunction func;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+    CUfunction func;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    CUkernel kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v2;
+
+/* What CUDA 12 calls CUDA_KERNEL_NODE_PARAMS. */
+typedef CUDA_KERNEL_NODE_PARAMS_v2 CUDA_KERNEL_NODE_PARAMS;
+
+typedef struct CUDA_KERNEL_NODE_PARAMS_v3_st {
+    CUfunction func;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    CUkernel kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v3;
+
+/* A memcpy node in the generic node structure (12.2): flags and reserved must be 0. */
+typedef struct CUDA_MEMCPY_NODE_PARAMS_st {
+    int flags;
+    int reserved;
+    CUcontext copyCtx;
+    CUDA_MEMCPY3D copyParams;
+} CUDA_MEMCPY_NODE_PARAMS;
+
+/* Memset nodes (10.0; `value` holds the element's bits, `elementSize` is 1, 2 or 4 bytes,
+ * `width` counts elements, `pitch` is in bytes and used when `height` > 1); _v2 (12.2, the
+ * generic node structure's) with the context the node runs in. */
+typedef struct CUDA_MEMSET_NODE_PARAMS_st {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+} CUDA_MEMSET_NODE_PARAMS;
+
+typedef struct CUDA_MEMSET_NODE_PARAMS_v2_st {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+    CUcontext ctx;
+} CUDA_MEMSET_NODE_PARAMS_v2;
+
 typedef struct CUgraphNodeParams_st {
     CUgraphNodeType type;
     int reserved0[3];
     union {
         long long reserved1[29];
+        CUDA_KERNEL_NODE_PARAMS_v3 kernel;
+        CUDA_MEMCPY_NODE_PARAMS memcpy;
+        CUDA_MEMSET_NODE_PARAMS_v2 memset;
         CUDA_MEM_ALLOC_NODE_PARAMS alloc;
         CUDA_MEM_FREE_NODE_PARAMS free;
         CUDA_CHILD_GRAPH_NODE_PARAMS graph;
@@ -1168,17 +1251,7 @@ SIMCUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph 
 SIMCUDA_API CUresult cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
 
 /* Graphs built by hand: event record and wait nodes (11.1), their events read and changed in
- * the graph, and memset nodes (10.0; `value` holds the element's bits, `elementSize` is 1, 2
- * or 4 bytes, `width` counts elements, `pitch` is in bytes and used when `height` > 1). */
-typedef struct CUDA_MEMSET_NODE_PARAMS_st {
-    CUdeviceptr dst;
-    size_t pitch;
-    unsigned int value;
-    unsigned int elementSize;
-    size_t width;
-    size_t height;
-} CUDA_MEMSET_NODE_PARAMS;
-
+ * the graph, and memset nodes (10.0). */
 SIMCUDA_API CUresult cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                                const CUgraphNode *dependencies,
                                                size_t numDependencies, CUevent event);
@@ -1194,9 +1267,41 @@ SIMCUDA_API CUresult cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGra
                                           size_t numDependencies,
                                           const CUDA_MEMSET_NODE_PARAMS *memsetParams,
                                           CUcontext ctx);
-/* A node's parameters changed in its graph through the generic structure (12.2): event
- * record and wait nodes here. */
+/* A node's parameters changed in its graph through the generic structure (12.2): kernel,
+ * memcpy, memset, event record and wait nodes here. */
 SIMCUDA_API CUresult cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+
+/* Kernel, memcpy and memset nodes built by hand, read and changed in the graph (10.0; the
+ * kernel functions' _v2, 12.0, with CUDA_KERNEL_NODE_PARAMS_v2). A captured kernel launch,
+ * copy or memset is such a node too. The kernelParams a kernel node's getter returns point to
+ * storage the node owns (valid until its parameters change); its `extra` is NULL. */
+SIMCUDA_API CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies,
+                                          size_t numDependencies,
+                                          const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+SIMCUDA_API CUresult cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                             const CUgraphNode *dependencies,
+                                             size_t numDependencies,
+                                             const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams);
+SIMCUDA_API CUresult cuGraphKernelNodeGetParams(CUgraphNode hNode,
+                                                CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+SIMCUDA_API CUresult cuGraphKernelNodeGetParams_v2(CUgraphNode hNode,
+                                                   CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams);
+SIMCUDA_API CUresult cuGraphKernelNodeSetParams(CUgraphNode hNode,
+                                                const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+SIMCUDA_API CUresult cuGraphKernelNodeSetParams_v2(CUgraphNode hNode,
+                                                   const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams);
+SIMCUDA_API CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph,
+                                          const CUgraphNode *dependencies,
+                                          size_t numDependencies,
+                                          const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
+SIMCUDA_API CUresult cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams);
+SIMCUDA_API CUresult cuGraphMemcpyNodeSetParams(CUgraphNode hNode,
+                                                const CUDA_MEMCPY3D *nodeParams);
+SIMCUDA_API CUresult cuGraphMemsetNodeGetParams(CUgraphNode hNode,
+                                                CUDA_MEMSET_NODE_PARAMS *nodeParams);
+SIMCUDA_API CUresult cuGraphMemsetNodeSetParams(CUgraphNode hNode,
+                                                const CUDA_MEMSET_NODE_PARAMS *nodeParams);
 /* The node of a cloned graph (here: the copy a child graph node holds, which
  * cuGraphChildGraphNodeGetGraph returns) made from a node of the graph it copies. */
 SIMCUDA_API CUresult cuGraphNodeFindInClone(CUgraphNode *phNode, CUgraphNode hOriginalNode,
@@ -1236,9 +1341,26 @@ SIMCUDA_API CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph,
                                        CUgraphExecUpdateResult *updateResult_out);
 SIMCUDA_API CUresult cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph,
                                           CUgraphExecUpdateResultInfo *resultInfo);
-/* 12.2: event record and wait nodes, child graph nodes; other types are not supported here. */
+/* 12.2: kernel, memcpy, memset, event record and wait nodes, child graph nodes; other types
+ * are not supported here. */
 SIMCUDA_API CUresult cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                               CUgraphNodeParams *nodeParams);
+/* One kernel (10.1; _v2, 12.0), memcpy or memset (10.2) node of an executable graph changed;
+ * and kernel, memcpy and memset nodes disabled (run as empty nodes) and enabled again (11.6). */
+SIMCUDA_API CUresult cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+SIMCUDA_API CUresult cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                       const CUDA_KERNEL_NODE_PARAMS_v2 *nodeParams);
+SIMCUDA_API CUresult cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_MEMCPY3D *copyParams,
+                                                    CUcontext ctx);
+SIMCUDA_API CUresult cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                                    CUcontext ctx);
+SIMCUDA_API CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           unsigned int isEnabled);
+SIMCUDA_API CUresult cuGraphNodeGetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                           unsigned int *isEnabled);
 
 /* Host functions, run in stream order (the simulator runs them when enqueued, or at the
  * launch of the graph they were captured into). */
