@@ -150,6 +150,9 @@ int main(void) {
     CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
     put_ptr("exec", (uintptr_t)exec);
     CHECK(cuMemsetD32_v2(e, 0, N));
+    /* The memset is queued on the legacy stream, which the non-blocking s does not follow:
+     * the graph's kernel fills e too, so it must wait. */
+    CHECK(cuCtxSynchronize());
     CHECK(cuGraphLaunch(exec, s));
     CHECK(cuStreamSynchronize(s));
     CHECK(cuMemcpyDtoH_v2(host, e, sizeof host));

@@ -345,18 +345,31 @@ fn a_stream_that_joins_a_capture_through_an_event_is_capturing_until_the_capture
 
 /// A graph that records an event in an external record node hands its work to the streams
 /// that wait for the event: each launch records it. Without the flag the record is the
-/// capture's own, so the other stream's wait is a no-op and nothing waits for the launch.
+/// capture's own, so the other stream's wait is a no-op and nothing waits for the launch,
+/// whose memset the other stream reads and frees.
 #[test]
 fn a_launch_records_the_events_of_its_graph_s_external_record_nodes() {
     let dir = TempDir::new();
     let r = report_json(&traced(&dir, "report_graph_events", &[], &[]));
     assert!(r["findings"].as_array().unwrap().is_empty(), "{r:#}");
     assert!(r["leaks"].as_array().unwrap().is_empty(), "{r:#}");
+    // The launch's memset races with the reader, whose free is not ordered after it either.
     let r = report_json(&traced(&dir, "report_graph_events", &["internal"], &[]));
     let checks = checks(&r);
-    assert_eq!(checks, ["unsynchronized-at-exit", "wait-on-unrecorded-event"], "{r:#}");
-    let launch = &r["findings"][0]["message"];
-    assert!(launch.as_str().unwrap().contains("cuGraphLaunch"), "{launch}");
+    assert_eq!(
+        checks,
+        [
+            "cross-stream-race",
+            "unordered-free",
+            "unsynchronized-at-exit",
+            "wait-on-unrecorded-event"
+        ],
+        "{r:#}"
+    );
+    for f in r["findings"].as_array().unwrap()[..3].iter() {
+        let message = f["message"].as_str().unwrap();
+        assert!(message.contains("cuGraphLaunch"), "{message}");
+    }
 }
 
 /// Event nodes added to a graph by hand: each launch records (or waits for) the event a node
@@ -399,6 +412,97 @@ fn a_launch_records_and_waits_for_the_events_of_its_graph_s_nodes_as_last_change
             assert!(found.contains(check), "{mode}: {check} not in {found:?}: {r:#}");
         }
     }
+}
+
+/// A graph launch touches what its kernel, memcpy and memset nodes touch, as the executable
+/// graph has them after the calls that change them (a node's parameters, its enabled state, a
+/// whole update, a child graph's), in the graph as instantiated (built by hand and changed
+/// before instantiation too). A stream that touches the same memory without waiting for the
+/// launch races with it; one that touches memory the graph no longer touches, or only reads
+/// what the graph only reads, does not.
+#[test]
+fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
+    let dir = TempDir::new();
+    for mode in [
+        "waited",
+        "exec-kernel",
+        "exec-kernel-v2",
+        "exec-params",
+        "exec-memcpy",
+        "exec-memset",
+        "disabled",
+        "update",
+        "child",
+        "hand",
+        "copy-read",
+    ] {
+        let r = report_json(&traced(&dir, "report_graph_accesses", &[mode], &[]));
+        assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+        assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+    }
+    for mode in [
+        "unwaited",
+        "exec-stale",
+        "reenabled",
+        "update-race",
+        "child-race",
+        "hand-race",
+        "copy-write",
+        "memset-read",
+    ] {
+        let r = report_json(&traced(&dir, "report_graph_accesses", &[mode], &[]));
+        let findings = r["findings"].as_array().unwrap();
+        assert_eq!(checks(&r), ["cross-stream-race"], "{mode}: {r:#}");
+        let message = findings[0]["message"].as_str().unwrap();
+        assert!(message.contains("cuGraphLaunch"), "{mode}: {message}");
+    }
+}
+
+/// What the shim lists of what a graph's nodes touch: each node, its owner, and its ranges
+/// with their modes; and a node's new parameters after an executable-graph setter.
+#[test]
+fn the_shim_lists_what_kernel_copy_and_memset_nodes_touch() {
+    let dir = TempDir::new();
+    let quads = |r: &Value| -> Vec<[u64; 4]> {
+        let v: Vec<u64> = r["nodes"].as_array().unwrap().iter().map(hex).collect();
+        assert_eq!(v.len() % 4, 0, "{r:#}");
+        v.chunks(4).map(|q| [q[0], q[1], q[2], q[3]]).collect()
+    };
+    const MODE: u32 = 62;
+    // A copy node: destination written (2), source read (1), 4096 bytes each.
+    let records = dump(&traced(&dir, "report_graph_accesses", &["copy-read"], &[]));
+    let listed = of_type(&records, "GraphAccesses");
+    assert_eq!(listed.len(), 1, "{listed:#?}");
+    let q = quads(listed[0]);
+    assert_eq!(q.len(), 2, "{q:x?}");
+    assert_eq!(q[0][0], q[1][0], "one node");
+    assert_eq!((q[0][1], q[0][3]), (0, 2 << MODE | 4096), "{q:x?}");
+    assert_eq!((q[1][1], q[1][3]), (0, 1 << MODE | 4096), "{q:x?}");
+    // A kernel node in a child graph: its pointer parameter (mode 3, one byte), owned by the
+    // child graph node; then the setter's new parameters for the node it named.
+    let records = dump(&traced(&dir, "report_graph_accesses", &["child-race"], &[]));
+    let q = quads(of_type(&records, "GraphAccesses")[0]);
+    assert_eq!(q.len(), 1, "{q:x?}");
+    assert!(q[0][1] != 0 && q[0][1] != q[0][0], "{q:x?}");
+    assert_eq!(q[0][3], 3 << MODE | 1);
+    let records = dump(&traced(&dir, "report_graph_accesses", &["exec-kernel"], &[]));
+    let listed = of_type(&records, "GraphAccesses");
+    assert_eq!(listed.len(), 2, "{listed:#?}");
+    let (before, after) = (quads(listed[0]), quads(listed[1]));
+    assert_eq!(before[0][0], after[0][0], "the same node");
+    assert_ne!(before[0][2], after[0][2], "another buffer");
+    let updates = of_type(&records, "GraphUpdate");
+    assert_eq!(updates.len(), 1, "{updates:#?}");
+    assert_eq!(updates[0]["api"], "cuGraphExecKernelNodeSetParams");
+    assert_eq!(updates[0]["what"].as_u64(), Some(4));
+    assert_eq!(updates[0]["node"].as_u64(), Some(before[0][0]));
+    // Disabling: a GraphUpdate of what 5 with the flag in `event`.
+    let records = dump(&traced(&dir, "report_graph_accesses", &["reenabled"], &[]));
+    let flags: Vec<(Option<u64>, Option<u64>)> = of_type(&records, "GraphUpdate")
+        .iter()
+        .map(|u| (u["what"].as_u64(), u["event"].as_u64()))
+        .collect();
+    assert_eq!(flags, [(Some(5), Some(0)), (Some(5), Some(1))]);
 }
 
 /// What the shim lists of a graph's event nodes: each node, its event and the child graph

@@ -25,7 +25,9 @@ argument:
                   executable graph by a second child definition that waits for READY2 and
                   records DONE2 (`graph[child].update(definition)`: cuGraphExecNodeSetParams);
     no-update     the mistake: nothing is switched, so the second launch records DONE again
-                  and the consumer's wait for DONE2 is for an event never recorded.
+                  and the consumer's wait for DONE2 is for an event never recorded, and it
+                  waits for READY again, not READY2: its memset races with the clear, and
+                  the consumer's copy and free are not ordered after it.
 
 DONE and DONE2 have timing enabled: the time from START (recorded on the producer before the
 first launch) to each tells whether a launch has recorded it yet (cuEventElapsedTime fails for
