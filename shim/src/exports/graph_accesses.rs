@@ -40,6 +40,32 @@ fn push(out: &mut Vec<u64>, node: u64, owner: u64, addr: u64, len: u64, mode: u6
     out.extend([node, owner, addr, GraphAccesses::encode(len, mode)]);
 }
 
+/// What one node touches, (address, length, mode) each, kept on the stack.
+struct Entries {
+    items: [(u64, u64, u64); params::MAX_PTRS],
+    len: usize,
+}
+
+impl Entries {
+    fn none() -> Entries {
+        Entries {
+            items: [(0, 0, 0); params::MAX_PTRS],
+            len: 0,
+        }
+    }
+
+    fn of(list: &[(u64, u64, u64)]) -> Entries {
+        let mut e = Entries::none();
+        e.len = list.len().min(e.items.len());
+        e.items[..e.len].copy_from_slice(&list[..e.len]);
+        e
+    }
+
+    fn as_slice(&self) -> &[(u64, u64, u64)] {
+        &self.items[..self.len]
+    }
+}
+
 /// Appends the entries of a node whose parameters were read (`entries`, as
 /// (address, length, mode)), or the one empty entry of a node that touches nothing known.
 fn push_node(out: &mut Vec<u64>, node: u64, owner: u64, entries: &[(u64, u64, u64)]) {
@@ -58,27 +84,32 @@ fn push_node(out: &mut Vec<u64>, node: u64, owner: u64, entries: &[(u64, u64, u6
 /// # Safety
 /// `p` was read by the driver (a successful setter) or written by it (a getter), so its
 /// `kernel_params` or `extra` describe readable parameter values of `function`'s layout.
-unsafe fn kernel_entries(p: &CUDA_KERNEL_NODE_PARAMS, function: *mut c_void) -> Vec<(u64, u64, u64)> {
+unsafe fn kernel_entries(p: &CUDA_KERNEL_NODE_PARAMS, function: *mut c_void) -> Entries {
     let mut ptrs = [0u64; params::MAX_PTRS];
     let layout = params::layout(function);
     // SAFETY: the contract above.
     let n = unsafe { params::pointers(&layout, p.kernel_params, p.extra, &mut ptrs) };
-    ptrs[..n].iter().map(|&a| (a, 1, GraphAccesses::KERNEL)).collect()
+    let mut e = Entries::none();
+    for (slot, &a) in e.items.iter_mut().zip(&ptrs[..n]) {
+        *slot = (a, 1, GraphAccesses::KERNEL);
+    }
+    e.len = n;
+    e
 }
 
 /// The entries of a copy: destination written, source read.
-fn copy_entries(p: &CUDA_MEMCPY3D) -> [(u64, u64, u64); 2] {
+fn copy_entries(p: &CUDA_MEMCPY3D) -> Entries {
     let r = regions::of_3d(p);
-    [
+    Entries::of(&[
         (r.dst, r.bytes, GraphAccesses::WRITE),
         (r.src, r.bytes, GraphAccesses::READ),
-    ]
+    ])
 }
 
 /// The entry of a memset: its destination, written.
-fn memset_entries(p: &CUDA_MEMSET_NODE_PARAMS) -> [(u64, u64, u64); 1] {
+fn memset_entries(p: &CUDA_MEMSET_NODE_PARAMS) -> Entries {
     let bytes = regions::memset_span(p.pitch, p.width, p.height, u64::from(p.element_size));
-    [(p.dst, bytes, GraphAccesses::WRITE)]
+    Entries::of(&[(p.dst, bytes, GraphAccesses::WRITE)])
 }
 
 /// Lists a kernel (`CU_GRAPH_NODE_TYPE_KERNEL`), memcpy or memset node of a graph into `out`
@@ -87,16 +118,16 @@ pub fn list_node(node: CUgraphNode, kind: u32, owner: u64, out: &mut Vec<u64>) {
     let handle = node as u64;
     let entries = match kind {
         CU_GRAPH_NODE_TYPE_KERNEL => kernel_node(node),
-        CU_GRAPH_NODE_TYPE_MEMCPY => memcpy_node(node).map(|p| copy_entries(&p).to_vec()),
-        CU_GRAPH_NODE_TYPE_MEMSET => memset_node(node).map(|p| memset_entries(&p).to_vec()),
+        CU_GRAPH_NODE_TYPE_MEMCPY => memcpy_node(node).map(|p| copy_entries(&p)),
+        CU_GRAPH_NODE_TYPE_MEMSET => memset_node(node).map(|p| memset_entries(&p)),
         _ => return,
     };
-    push_node(out, handle, owner, &entries.unwrap_or_default());
+    push_node(out, handle, owner, entries.as_ref().map_or(&[], Entries::as_slice));
 }
 
 /// A kernel node's entries; `None` when its parameters cannot be read or the device may
 /// change them.
-fn kernel_node(node: CUgraphNode) -> Option<Vec<(u64, u64, u64)>> {
+fn kernel_node(node: CUgraphNode) -> Option<Entries> {
     type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_KERNEL_NODE_PARAMS) -> CUresult;
     // The 12.0 ABI, else the 10.0 one (a prefix of the same structure).
     let get = driver_fn(&KERNEL_PARAMS_V2, c"cuGraphKernelNodeGetParams_v2")
@@ -195,14 +226,14 @@ pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
 
 /// After a setter of one node's parameters returned `r`: on success, the node's new entries
 /// (a `GraphAccesses` record), then the `GraphUpdate`.
-fn node_set(g: &HookGuard, api: Api, r: CUresult, exec: CUgraphExec, node: CUgraphNode, entries: &[(u64, u64, u64)]) {
+fn node_set(g: &HookGuard, api: Api, r: CUresult, exec: CUgraphExec, node: CUgraphNode, entries: &Entries) {
     if tracer::get().is_none() {
         return;
     }
     let ok = r == CUDA_SUCCESS;
     if ok {
         let mut out = Vec::new();
-        push_node(&mut out, node as u64, 0, entries);
+        push_node(&mut out, node as u64, 0, entries.as_slice());
         write(g, exec as u64, &out);
     }
     super::graphs::updated(
@@ -224,15 +255,15 @@ fn node_set(g: &HookGuard, api: Api, r: CUresult, exec: CUgraphExec, node: CUgra
 /// # Safety
 /// The setter succeeded with `p`, so the driver read it and the parameter values it points
 /// at.
-unsafe fn set_kernel_entries(p: *const CUDA_KERNEL_NODE_PARAMS, kern_too: bool) -> Vec<(u64, u64, u64)> {
+unsafe fn set_kernel_entries(p: *const CUDA_KERNEL_NODE_PARAMS, kern_too: bool) -> Entries {
     if p.is_null() {
-        return Vec::new();
+        return Entries::none();
     }
     // SAFETY: the contract above; `kern` is read only when the structure has it.
     let p = unsafe { &*p };
     let function = if p.func.is_null() && kern_too { p.kern } else { p.func };
     if function.is_null() {
-        return Vec::new();
+        return Entries::none();
     }
     // SAFETY: the contract above.
     unsafe { kernel_entries(p, function) }
@@ -255,7 +286,7 @@ pub unsafe fn exec_kernel_set(
             // ends before `kern`.
             unsafe { set_kernel_entries(params, api != Api::cuGraphExecKernelNodeSetParams) }
         } else {
-            Vec::new()
+            Entries::none()
         };
         node_set(g, api, r, exec, node, &entries);
     }
@@ -277,9 +308,9 @@ pub unsafe fn exec_memcpy_set(
     if let Some(g) = &g {
         let entries = if r == CUDA_SUCCESS && !params.is_null() {
             // SAFETY: the driver read the descriptor (it succeeded).
-            copy_entries(unsafe { &*params }).to_vec()
+            copy_entries(unsafe { &*params })
         } else {
-            Vec::new()
+            Entries::none()
         };
         node_set(g, api, r, exec, node, &entries);
     }
@@ -301,9 +332,9 @@ pub unsafe fn exec_memset_set(
     if let Some(g) = &g {
         let entries = if r == CUDA_SUCCESS && !params.is_null() {
             // SAFETY: the driver read the structure (it succeeded).
-            memset_entries(unsafe { &*params }).to_vec()
+            memset_entries(unsafe { &*params })
         } else {
-            Vec::new()
+            Entries::none()
         };
         node_set(g, api, r, exec, node, &entries);
     }
@@ -335,11 +366,11 @@ pub unsafe fn exec_generic_set(
         CU_GRAPH_NODE_TYPE_MEMCPY => {
             // SAFETY: the memcpy member, read by the driver.
             let p = unsafe { &*body.cast::<CUDA_MEMCPY_NODE_PARAMS>() };
-            copy_entries(&p.copy_params).to_vec()
+            copy_entries(&p.copy_params)
         }
         CU_GRAPH_NODE_TYPE_MEMSET => {
             // SAFETY: the memset member (`_v2`: these members, then a context).
-            memset_entries(unsafe { &*body.cast::<CUDA_MEMSET_NODE_PARAMS>() }).to_vec()
+            memset_entries(unsafe { &*body.cast::<CUDA_MEMSET_NODE_PARAMS>() })
         }
         _ => return false,
     };

@@ -368,6 +368,7 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
             return None;
         }
         nodes.truncate(got.min(count));
+        accesses.reserve(nodes.len() * 4);
         for node in nodes.into_iter().filter(|n| !n.is_null()) {
             let mut kind = 0u32;
             // SAFETY: a node of the graph; `kind` is a valid out-pointer.
