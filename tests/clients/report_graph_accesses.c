@@ -23,7 +23,11 @@
 //                  Y; B fills X;
 //   hand           the graph is built by hand (cuGraphAddKernelNode) and its kernel changed
 //                  before instantiation (cuGraphKernelNodeSetParams) to fill Y; B fills X;
-//   copy-read      the graph copies X to Z; B copies X to W (two reads of X).
+//   copy-read      the graph copies X to Z; B copies X to W (two reads of X);
+//   fork           the capture forks onto B (an event A recorded, which B waits for), whose
+//                  kernel fills Y, and joins back to A (an event B recorded), as
+//                  torch.cuda.graph's side streams do; after the launch on A, B waits for an
+//                  event A recorded after it, then fills Y.
 //
 // Each of those is correct: its report has no finding. Their mistaken twins, each a race
 // of B with the launch:
@@ -35,7 +39,9 @@
 //   child-race     as child, without the child graph's change;
 //   hand-race      as hand, B filling Y;
 //   copy-write     as copy-read, B setting X (the graph reads what B writes);
-//   memset-read    the graph sets X; B copies X to W.
+//   memset-read    the graph sets X; B copies X to W;
+//   fork-race      as fork, B filling Y without the wait (the node that fills Y was captured
+//                  from B, but the launch runs on A).
 //
 // Prints "launched": the graph ran.
 #include "sim_util.h"
@@ -54,6 +60,30 @@ static CUgraph kernel_graph(CUdeviceptr p, unsigned value) {
     CHECK(cuStreamBeginCapture_v2(A, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CHECK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, A, params, NULL));
     CHECK(cuStreamEndCapture(A, &g));
+    return g;
+}
+
+/* A capture on A that forks onto B, whose kernel fills Y, and joins back; A's own kernel
+ * fills X meanwhile. */
+static CUgraph fork_graph(void) {
+    CUgraph g;
+    CUevent fork, join;
+    unsigned value = 7, n = N;
+    CUdeviceptr x = X, y = Y;
+    void *px[] = {&x, &value, &n};
+    void *py[] = {&y, &value, &n};
+    CHECK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuStreamBeginCapture_v2(A, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuEventRecord(fork, A));
+    CHECK(cuStreamWaitEvent(B, fork, 0));
+    CHECK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, B, py, NULL));
+    CHECK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, A, px, NULL));
+    CHECK(cuEventRecord(join, B));
+    CHECK(cuStreamWaitEvent(A, join, 0));
+    CHECK(cuStreamEndCapture(A, &g));
+    CHECK(cuEventDestroy_v2(fork));
+    CHECK(cuEventDestroy_v2(join));
     return g;
 }
 
@@ -168,6 +198,8 @@ int main(int argc, char **argv) {
     } else if (is(mode, "child") || is(mode, "child-race")) {
         child = kernel_graph(X, 7);
         g = parent_of(child, &node);
+    } else if (is(mode, "fork") || is(mode, "fork-race")) {
+        g = fork_graph();
     } else if (is(mode, "hand") || is(mode, "hand-race")) {
         CUDA_KERNEL_NODE_PARAMS_v2 k = kernel_params(&args, X, 7);
         CHECK(cuGraphCreate(&g, 0));
@@ -224,14 +256,15 @@ int main(int argc, char **argv) {
 
     CHECK(cuGraphLaunch(exec, A));
     printf("launched\n");
-    if (is(mode, "waited")) {
+    if (is(mode, "waited") || is(mode, "fork")) {
         CUevent done;
         CHECK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
         CHECK(cuEventRecord(done, A));
         CHECK(cuStreamWaitEvent(B, done, 0));
         CHECK(cuEventDestroy_v2(done));
     }
-    if (is(mode, "exec-stale") || is(mode, "update-race") || is(mode, "hand-race"))
+    if (is(mode, "exec-stale") || is(mode, "update-race") || is(mode, "hand-race") ||
+        is(mode, "fork") || is(mode, "fork-race"))
         b_fills(Y);
     else if (is(mode, "copy-read") || is(mode, "memset-read"))
         CHECK(cuMemcpyDtoDAsync_v2(W, X, N * 4, B));

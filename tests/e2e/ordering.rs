@@ -435,6 +435,7 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
         "child",
         "hand",
         "copy-read",
+        "fork",
     ] {
         let r = report_json(&traced(&dir, "report_graph_accesses", &[mode], &[]));
         assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
@@ -449,6 +450,7 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
         "hand-race",
         "copy-write",
         "memset-read",
+        "fork-race",
     ] {
         let r = report_json(&traced(&dir, "report_graph_accesses", &[mode], &[]));
         let findings = r["findings"].as_array().unwrap();
