@@ -82,13 +82,13 @@ fn push_node(out: &mut Vec<u64>, node: u64, owner: u64, entries: &[(u64, u64, u6
 /// The entries of a kernel with these parameters: its 8-byte parameter values.
 ///
 /// # Safety
-/// `p` was read by the driver (a successful setter) or written by it (a getter), so its
-/// `kernel_params` or `extra` describe readable parameter values of `function`'s layout.
-unsafe fn kernel_entries(p: &CUDA_KERNEL_NODE_PARAMS, function: *mut c_void) -> Entries {
+/// `kernel_params` and `extra` were read by the driver (a successful setter) or written by
+/// it (a getter), so they describe readable parameter values of `function`'s layout.
+unsafe fn kernel_entries(kernel_params: *mut *mut c_void, extra: *mut *mut c_void, function: *mut c_void) -> Entries {
     let mut ptrs = [0u64; params::MAX_PTRS];
     let layout = params::layout(function);
     // SAFETY: the contract above.
-    let n = unsafe { params::pointers(&layout, p.kernel_params, p.extra, &mut ptrs) };
+    let n = unsafe { params::pointers(&layout, kernel_params, extra, &mut ptrs) };
     let mut e = Entries::none();
     for (slot, &a) in e.items.iter_mut().zip(&ptrs[..n]) {
         *slot = (a, 1, GraphAccesses::KERNEL);
@@ -150,7 +150,7 @@ fn kernel_node(node: CUgraphNode) -> Option<Entries> {
     }
     // SAFETY: the driver returned the node's parameters, whose arrays and values it owns
     // ("valid until the node is destroyed or its parameters are modified").
-    Some(unsafe { kernel_entries(&p, function) })
+    Some(unsafe { kernel_entries(p.kernel_params, p.extra, function) })
 }
 
 /// Whether a kernel node is device-updatable: its parameters may change on the device
@@ -259,14 +259,20 @@ unsafe fn set_kernel_entries(p: *const CUDA_KERNEL_NODE_PARAMS, kern_too: bool) 
     if p.is_null() {
         return Entries::none();
     }
-    // SAFETY: the contract above; `kern` is read only when the structure has it.
-    let p = unsafe { &*p };
-    let function = if p.func.is_null() && kern_too { p.kern } else { p.func };
+    // SAFETY: the contract above. Members are read one by one through the raw pointer: the
+    // 10.0 ABI's structure ends before `kern`, which is read only when the structure has it.
+    let (func, kernel_params, extra) = unsafe { ((*p).func, (*p).kernel_params, (*p).extra) };
+    let function = if func.is_null() && kern_too {
+        // SAFETY: as above, the 12.0 structure.
+        unsafe { (*p).kern }
+    } else {
+        func
+    };
     if function.is_null() {
         return Entries::none();
     }
     // SAFETY: the contract above.
-    unsafe { kernel_entries(p, function) }
+    unsafe { kernel_entries(kernel_params, extra, function) }
 }
 
 /// `cuGraphExecKernelNodeSetParams` (10.1) and `_v2` (12.0).
