@@ -225,15 +225,22 @@ pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
 // ---- Changes to one node of an executable graph ----
 
 /// After a setter of one node's parameters returned `r`: on success, the node's new entries
-/// (a `GraphAccesses` record), then the `GraphUpdate`.
-fn node_set(g: &HookGuard, api: Api, r: CUresult, exec: CUgraphExec, node: CUgraphNode, entries: &Entries) {
+/// (`entries`, asked only then, a `GraphAccesses` record), then the `GraphUpdate`.
+fn node_set(
+    g: &HookGuard,
+    api: Api,
+    r: CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    entries: impl FnOnce() -> Entries,
+) {
     if tracer::get().is_none() {
         return;
     }
     let ok = r == CUDA_SUCCESS;
     if ok {
         let mut out = Vec::new();
-        push_node(&mut out, node as u64, 0, entries.as_slice());
+        push_node(&mut out, node as u64, 0, entries().as_slice());
         write(g, exec as u64, &out);
     }
     super::graphs::updated(
@@ -287,14 +294,34 @@ pub unsafe fn exec_kernel_set(
     // SAFETY: passed through unchanged.
     let r = unsafe { real(exec, node, params) };
     if let Some(g) = &g {
-        let entries = if r == CUDA_SUCCESS {
-            // SAFETY: the setter succeeded with these parameters; the 10.0 ABI's structure
-            // ends before `kern`.
-            unsafe { set_kernel_entries(params, api != Api::cuGraphExecKernelNodeSetParams) }
-        } else {
-            Entries::none()
-        };
-        node_set(g, api, r, exec, node, &entries);
+        // SAFETY: asked after success only: the driver read these parameters; the 10.0
+        // ABI's structure ends before `kern`.
+        node_set(g, api, r, exec, node, || unsafe {
+            set_kernel_entries(params, api != Api::cuGraphExecKernelNodeSetParams)
+        });
+    }
+    r
+}
+
+/// A setter of one copy or memset node (`P`: its descriptor) that takes a context too.
+#[allow(clippy::too_many_arguments)]
+unsafe fn exec_set_in_context<P>(
+    api: Api,
+    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const P, CUcontext) -> CUresult,
+    exec: CUgraphExec,
+    node: CUgraphNode,
+    params: *const P,
+    ctx: CUcontext,
+    entries_of: fn(&P) -> Entries,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(exec, node, params, ctx) };
+    if let Some(g) = &g {
+        node_set(g, api, r, exec, node, || {
+            // SAFETY: asked after success only: the driver read the descriptor.
+            unsafe { params.as_ref() }.map_or_else(Entries::none, entries_of)
+        });
     }
     r
 }
@@ -308,19 +335,8 @@ pub unsafe fn exec_memcpy_set(
     params: *const CUDA_MEMCPY3D,
     ctx: CUcontext,
 ) -> CUresult {
-    let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, params, ctx) };
-    if let Some(g) = &g {
-        let entries = if r == CUDA_SUCCESS && !params.is_null() {
-            // SAFETY: the driver read the descriptor (it succeeded).
-            copy_entries(unsafe { &*params })
-        } else {
-            Entries::none()
-        };
-        node_set(g, api, r, exec, node, &entries);
-    }
-    r
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { exec_set_in_context(api, real, exec, node, params, ctx, copy_entries) }
 }
 
 /// `cuGraphExecMemsetNodeSetParams`.
@@ -332,19 +348,8 @@ pub unsafe fn exec_memset_set(
     params: *const CUDA_MEMSET_NODE_PARAMS,
     ctx: CUcontext,
 ) -> CUresult {
-    let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, params, ctx) };
-    if let Some(g) = &g {
-        let entries = if r == CUDA_SUCCESS && !params.is_null() {
-            // SAFETY: the driver read the structure (it succeeded).
-            memset_entries(unsafe { &*params })
-        } else {
-            Entries::none()
-        };
-        node_set(g, api, r, exec, node, &entries);
-    }
-    r
+    // SAFETY: the caller's contract, forwarded.
+    unsafe { exec_set_in_context(api, real, exec, node, params, ctx, memset_entries) }
 }
 
 /// `cuGraphExecNodeSetParams` given a kernel, memcpy or memset node's parameters (read
@@ -380,7 +385,7 @@ pub unsafe fn exec_generic_set(
         }
         _ => return false,
     };
-    node_set(g, api, r, exec, node, &entries);
+    node_set(g, api, r, exec, node, || entries);
     true
 }
 
