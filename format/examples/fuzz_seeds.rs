@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 18 {
+    match i % 19 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -153,12 +153,22 @@ fn body_at(i: u64) -> Body<'static> {
             waits: Addrs(Cow::Owned(vec![0x6100 + i, 0xe100 + i, 0x6200 + i])),
         }
         .into(),
+        17 => GraphAccesses {
+            exec: 0x9000 + i - 3,
+            nodes: Addrs(Cow::Owned(vec![
+                0x6300 + i,
+                0,
+                0x5a00_0000_0000 + i * 0x1000,
+                GraphAccesses::encode(4096, GraphAccesses::WRITE),
+            ])),
+        }
+        .into(),
         _ => GraphUpdate {
             api: Api::cuGraphExecUpdate_v2,
             via: Api::NONE,
             result: CuResult(0),
             what: GraphUpdate::GRAPH,
-            exec: 0x9000 + i - 3,
+            exec: 0x9000 + i - 4,
             node: 0,
             event: 0,
             graph: 0x8000 + i,
