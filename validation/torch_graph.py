@@ -1,0 +1,52 @@
+"""The CUDA-graph workload of scripts/validate-gpu: a torch.cuda.graph replayed on the current
+stream, whose output a side stream copies to pinned host memory after each replay.
+
+    torch_graph.py race      the side stream copies without waiting for the replay: gpuleak
+                             must report a cross-stream-race between the copy and cuGraphLaunch
+                             (the graph's memcpy node writes the output the copy reads);
+    torch_graph.py ordered   the side stream first waits for the current stream
+                             (`side.wait_stream(...)`): no finding.
+
+The graph's work is a copy into the static output (`static_out.copy_(...)`: a memcpy node,
+whose range the shim reads exactly, unlike an elementwise kernel's, whose pointers travel in a
+structure). The host synchronizes after every step. Prints `done STEPS` and, as PyTorch says
+it, `torch_allocated BYTES`."""
+import sys
+
+import torch
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "ordered"
+STEPS = 5
+
+
+def main():
+    if MODE not in ("race", "ordered"):
+        sys.exit(f"torch_graph.py: mode {MODE!r} is not race or ordered")
+    static_in = torch.ones(1 << 18, device="cuda")
+    static_out = torch.empty_like(static_in)
+    # Warm up on a side stream, as PyTorch's documentation asks before a capture.
+    warm = torch.cuda.Stream()
+    warm.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(warm):
+        for _ in range(3):
+            static_out.copy_(static_in * 2)
+    torch.cuda.current_stream().wait_stream(warm)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out.copy_(static_in * 2)
+    side = torch.cuda.Stream()
+    host = torch.empty(static_out.shape, pin_memory=True)
+    for step in range(STEPS):
+        static_in.fill_(step)
+        graph.replay()
+        if MODE == "ordered":
+            side.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(side):
+            host.copy_(static_out, non_blocking=True)
+        torch.cuda.synchronize()
+    print(f"done {STEPS}")
+    print(f"torch_allocated {torch.cuda.memory_allocated()}")
+
+
+if __name__ == "__main__":
+    main()
