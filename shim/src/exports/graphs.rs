@@ -328,11 +328,14 @@ struct Listing {
 /// nodes), asked of the driver's pure getters (`cuGraphGetNodes`, `cuGraphNodeGetType`,
 /// `cuGraphMemAllocNodeGetParams`, `cuGraphMemFreeNodeGetParams`,
 /// `cuGraphEventRecordNodeGetEvent`, `cuGraphEventWaitNodeGetEvent`,
-/// `cuGraphChildGraphNodeGetGraph`, all CUDA 11.4 or older). An event node's owner is
+/// `cuGraphChildGraphNodeGetGraph`, all CUDA 11.4 or older), and what its kernel, memcpy
+/// and memset nodes touch (`graph_accesses::list_node`). An event or access node's owner is
 /// `owner` when it is not 0 (a child graph's update names its node), else the child graph
 /// node of `graph`'s top level it lies within (0 at the top level). `None` when the nodes
 /// cannot be listed at all. Conditional nodes' bodies are not visited: they may hold
-/// neither memory nodes (`CUDA_CONDITIONAL_NODE_PARAMS`) nor event nodes.
+/// neither memory nodes (`CUDA_CONDITIONAL_NODE_PARAMS`) nor event nodes, and whether a
+/// body's kernels run at a launch depends on a value the device sets, so what they touch is
+/// left unknown.
 fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
     type GetNodes = unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut usize) -> CUresult;
     type GetType = unsafe extern "C" fn(CUgraphNode, *mut u32) -> CUresult;
