@@ -9,7 +9,7 @@
 use gpuleak_format::{Api, StackId};
 
 use crate::model::Replay;
-use crate::streams::{is_kernel_launch, AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
+use crate::streams::{AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
 
 use super::frames::Stacks;
 use super::owner;
@@ -82,7 +82,7 @@ fn message(f: &StreamFinding) -> String {
             f.ptr
         ),
         (Check::CrossStreamRace, Some(other)) => {
-            let kernels = if is_kernel_launch(f.op.api) || is_kernel_launch(other.api) {
+            let kernels = if f.kernel_involved() {
                 " (a kernel is taken to write the memory it is given)"
             } else {
                 ""

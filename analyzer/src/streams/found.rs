@@ -2,7 +2,6 @@
 
 use gpuleak_format::{Api, Seq, StackId};
 
-use super::apis::is_kernel_launch;
 use super::fast_hash::FastMap;
 use super::memory::{AllocInfo, Op};
 use super::StreamName;
@@ -107,16 +106,23 @@ pub struct StreamFinding {
     pub moment: Option<Moment>,
     /// Occurrences folded in.
     pub count: u64,
+    /// For a race: whether this call's access, and the other's, is a kernel's parameter (of a
+    /// kernel launch, or of a kernel node of a launched graph), which the driver does not say
+    /// it writes.
+    pub kernel_sides: (bool, bool),
 }
 
 impl StreamFinding {
-    /// A race between two kernel launches: neither side is known to write (a copy's
-    /// destination, a memset and a stream-ordered allocation are), so both may only read, as
-    /// two streams that share a model's weights do.
+    /// A race between two kernels: neither side is known to write (a copy's destination, a
+    /// memset and a stream-ordered allocation are, also as nodes of a graph), so both may only
+    /// read, as two streams that share a model's weights do.
     pub fn kernels_only(&self) -> bool {
-        self.check == Check::CrossStreamRace
-            && is_kernel_launch(self.op.api)
-            && self.other.is_some_and(|o| is_kernel_launch(o.api))
+        self.check == Check::CrossStreamRace && self.kernel_sides == (true, true)
+    }
+
+    /// A race where either side is a kernel's parameter.
+    pub fn kernel_involved(&self) -> bool {
+        self.check == Check::CrossStreamRace && (self.kernel_sides.0 || self.kernel_sides.1)
     }
 
     /// Whether the finding is an error: a bug whatever the timing. A race between two kernels

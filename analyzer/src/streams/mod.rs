@@ -575,6 +575,7 @@ impl Streams {
                             created: None,
                             moment: None,
                             count: 1,
+                            kernel_sides: (mode == Mode::Kernel, prev.mode == Mode::Kernel),
                         });
                     }
                 }
@@ -588,6 +589,7 @@ impl Streams {
                         created: None,
                         moment: None,
                         count: 1,
+                        kernel_sides: (false, false),
                     });
                 }
             }
@@ -620,5 +622,6 @@ fn leak(check: Check, c: Created, name: StreamName) -> StreamFinding {
         created: Some(c),
         moment: None,
         count: 1,
+        kernel_sides: (false, false),
     }
 }

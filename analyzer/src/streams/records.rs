@@ -31,6 +31,7 @@ impl Streams {
                 created: None,
                 moment: None,
                 count: 1,
+                kernel_sides: (false, false),
             });
         }
     }
@@ -314,6 +315,7 @@ impl Streams {
                     created: None,
                     moment: None,
                     count: 1,
+                    kernel_sides: (false, false),
                 });
             }
             self.memory.remove(ptr, op);
@@ -434,6 +436,7 @@ impl Streams {
             created,
             moment: None,
             count: 1,
+            kernel_sides: (false, false),
         });
     }
 
@@ -545,6 +548,7 @@ impl Streams {
                 created,
                 moment: Some(moment),
                 count: 1,
+                kernel_sides: (false, false),
             });
         }
     }

@@ -192,3 +192,57 @@ fn an_executable_graph_instantiated_at_a_handle_seen_before_has_no_launches_yet(
         "{found:#?}"
     );
 }
+
+impl Run {
+    /// Executable graph `exec` whose one node touches `len` bytes at `addr` in `mode`
+    /// (`GraphAccesses::KERNEL`, `WRITE` or `READ`).
+    fn graph_touching(&mut self, exec: u64, addr: u64, len: u64, mode: u64) -> &mut Run {
+        let nodes = vec![0x6e00, 0, addr, GraphAccesses::encode(len, mode)];
+        self.r(GraphAccesses {
+            exec,
+            nodes: Addrs(std::borrow::Cow::Owned(nodes)),
+        })
+        .instantiate(G, exec)
+    }
+}
+
+/// A graph launch touches what its nodes touch: a kernel node's parameter racing with a
+/// kernel launch is a warning, as two kernel launches are; a graph's memset racing with a
+/// kernel, or a graph's kernel with a memset, is an error; a launch ordered after the other
+/// stream's work is no race.
+#[test]
+fn a_graph_launch_races_by_the_modes_of_its_nodes() {
+    let severity = |mode: u64, side_memset: bool, ordered: bool| {
+        let mut r = two_streams(1);
+        r.graph_touching(X, P, 64, mode);
+        if side_memset {
+            r.copy(Api::cuMemsetD8Async, B, P, 0, 64);
+        } else {
+            r.launch(B, P);
+        }
+        if ordered {
+            r.event(E).record(E, B).wait(A, E).r(EventDestroy {
+                api: Api::cuEventDestroy_v2,
+                result: CuResult::SUCCESS,
+                event: Event(E),
+            });
+        }
+        r.launch_graph(X, A).sync(A);
+        let found = r.end();
+        assert!(found.len() <= 1, "{found:#?}");
+        found.first().map(|f| (f.check.name(), f.is_error(), f.kernels_only()))
+    };
+    let race = "cross-stream-race";
+    assert_eq!(severity(GraphAccesses::KERNEL, false, false), Some((race, false, true)));
+    assert_eq!(severity(GraphAccesses::KERNEL, true, false), Some((race, true, false)));
+    assert_eq!(severity(GraphAccesses::WRITE, false, false), Some((race, true, false)));
+    assert_eq!(severity(GraphAccesses::READ, true, false), Some((race, true, false)));
+    // Two reads, and ordered work, are no race.
+    let mut r = two_streams(1);
+    r.graph_touching(X, P, 64, GraphAccesses::READ)
+        .copy(Api::cuMemcpyDtoDAsync_v2, B, 0x9000, P, 64)
+        .launch_graph(X, A)
+        .sync(A);
+    assert!(r.end().is_empty());
+    assert_eq!(severity(GraphAccesses::WRITE, false, true), None);
+}
