@@ -201,25 +201,19 @@ fn memset_node(node: CUgraphNode) -> Option<CUDA_MEMSET_NODE_PARAMS> {
 /// Writes `entries` for `exec` as [`GraphAccesses`] records: at least one, each holding at
 /// most [`GraphAccesses::MAX_ENTRIES`] entries.
 pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
-    let mut chunks = entries.chunks(GraphAccesses::MAX_ENTRIES * 4).peekable();
-    if chunks.peek().is_none() {
+    let one = |nodes: &[u64]| {
         tracer::event(
             g,
             GraphAccesses {
                 exec,
-                nodes: Addrs(Cow::Borrowed(&[])),
+                nodes: Addrs(Cow::Borrowed(nodes)),
             },
-        );
+        )
+    };
+    if entries.is_empty() {
+        one(&[]);
     }
-    for chunk in chunks {
-        tracer::event(
-            g,
-            GraphAccesses {
-                exec,
-                nodes: Addrs(Cow::Borrowed(chunk)),
-            },
-        );
-    }
+    entries.chunks(GraphAccesses::MAX_ENTRIES * 4).for_each(one);
 }
 
 // ---- Changes to one node of an executable graph ----
@@ -353,8 +347,8 @@ pub unsafe fn exec_memset_set(
 }
 
 /// `cuGraphExecNodeSetParams` given a kernel, memcpy or memset node's parameters (read
-/// after success only, by the caller): records the node's new entries. Returns false for
-/// other node types.
+/// after success only, by the caller): records the node's new entries; nothing for other
+/// node types.
 ///
 /// # Safety
 /// The call succeeded with `params`, a `CUgraphNodeParams` whose type is `kind`: the driver
@@ -367,7 +361,7 @@ pub unsafe fn exec_generic_set(
     node: CUgraphNode,
     kind: u32,
     params: *const c_void,
-) -> bool {
+) {
     // SAFETY: the union lies at its fixed offset in the caller's structure.
     let body = unsafe { params.cast::<u8>().add(NODE_PARAMS_UNION) };
     let entries = match kind {
@@ -383,10 +377,9 @@ pub unsafe fn exec_generic_set(
             // SAFETY: the memset member (`_v2`: these members, then a context).
             memset_entries(unsafe { &*body.cast::<CUDA_MEMSET_NODE_PARAMS>() })
         }
-        _ => return false,
+        _ => return,
     };
     node_set(g, api, r, exec, node, || entries);
-    true
 }
 
 /// `cuGraphNodeSetEnabled` (11.6): a kernel, memcpy or memset node of an executable graph
