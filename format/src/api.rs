@@ -325,6 +325,13 @@ apis! {
     332 cuGraphExecMemcpyNodeSetParams,
     333 cuGraphExecMemsetNodeSetParams,
     334 cuGraphNodeSetEnabled,
+    // Graph building (GraphNode records): kernel, memcpy and memset nodes added by hand
+    // (10.0; the kernel node's `_v2`, 12.0), and a graph destroyed (10.0).
+    335 cuGraphAddKernelNode,
+    336 cuGraphAddKernelNode_v2,
+    337 cuGraphAddMemcpyNode,
+    338 cuGraphAddMemsetNode,
+    339 cuGraphDestroy,
 }
 
 impl Api {

@@ -742,6 +742,40 @@ records! {
         /// with address and length 0.
         nodes: Addrs<'a>,
     }
+    /// Where a graph node came from, so that findings can name it: a kernel launch, copy or
+    /// memset captured into a graph (written just after that call's `Launch` or `Copy`
+    /// record, while a capture was active, with the node the capture's dependencies then
+    /// named), or a kernel, memcpy or memset node added by hand (`cuGraphAddKernelNode[_v2]`,
+    /// `cuGraphAddMemcpyNode`, `cuGraphAddMemsetNode`, `cuGraphAddNode[_v2]`). A captured
+    /// call that added no node (an empty copy) names the node before it, which its own call
+    /// already named: readers keep a node's first record. `cuGraphDestroy` writes one with
+    /// `node` 0: the graph's nodes are gone, and their handles may come back in another
+    /// graph.
+    61 GraphNode {
+        /// The call that made the node (the captured call, or the `cuGraphAdd*` entry
+        /// point), or `cuGraphDestroy`.
+        api: Api,
+        /// The graph it belongs to (`CUgraph`): the capture's graph, or the one named.
+        graph: u64,
+        /// The node (`CUgraphNode`), as `GraphAccesses` entries name it; 0 for a graph
+        /// destroyed.
+        node: u64,
+        /// Its type (`CUgraphNodeType`): [`GraphNode::KERNEL`], [`GraphNode::MEMCPY`] or
+        /// [`GraphNode::MEMSET`]; 0 for a graph destroyed.
+        kind: u32,
+        /// The call's stack, taken for every such call whatever `GPULEAK_SYNC_STACKS` says
+        /// (captures and graph building happen once, replays many times).
+        stack: StackId,
+    }
+}
+
+impl GraphNode {
+    /// `kind`: a kernel node (`CU_GRAPH_NODE_TYPE_KERNEL`).
+    pub const KERNEL: u32 = 0;
+    /// `kind`: a memcpy node (`CU_GRAPH_NODE_TYPE_MEMCPY`).
+    pub const MEMCPY: u32 = 1;
+    /// `kind`: a memset node (`CU_GRAPH_NODE_TYPE_MEMSET`).
+    pub const MEMSET: u32 = 2;
 }
 
 impl GraphEvents<'_> {
@@ -1192,6 +1226,14 @@ mod tests {
                 ])),
             }
             .into(),
+            GraphNode {
+                api: Api::cuLaunchKernel,
+                graph: 0x5ce0_0000_0006,
+                node: 0x5e00_0000_0004,
+                kind: GraphNode::KERNEL,
+                stack: StackId(1),
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -1230,6 +1272,7 @@ mod tests {
                     | Body::GraphEvents(_)
                     | Body::GraphUpdate(_)
                     | Body::GraphAccesses(_)
+                    | Body::GraphNode(_)
             )
         }) {
             let mut buf = vec![0u8; 128];

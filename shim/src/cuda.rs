@@ -10,10 +10,15 @@ pub type CUresult = u32;
 pub const CUDA_SUCCESS: CUresult = 0;
 /// `CUDA_ERROR_NOT_INITIALIZED`, returned when the real function cannot be found.
 pub const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
+/// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: `cuStreamEndCapture` ended a capture that an
+/// earlier error invalidated.
+pub const CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: CUresult = 901;
 /// A device address.
 pub type CUdeviceptr = u64;
 /// Opaque handles.
 pub type CUstream = *mut c_void;
+/// `CU_STREAM_PER_THREAD`: the per-thread default stream, named by its own handle.
+pub const CU_STREAM_PER_THREAD: CUstream = 2 as CUstream;
 /// A context handle.
 pub type CUcontext = *mut c_void;
 /// `CUgreenCtx`.

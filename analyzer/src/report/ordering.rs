@@ -9,7 +9,7 @@
 use gpuleak_format::{Api, StackId};
 
 use crate::model::Replay;
-use crate::streams::{AllocInfo, Check, Created, Moment, Op, StreamFinding, StreamName};
+use crate::streams::{AllocInfo, Check, Created, Moment, NodeSite, Op, StreamFinding, StreamName};
 
 use super::frames::Stacks;
 use super::owner;
@@ -46,6 +46,21 @@ fn on(op: &Op) -> String {
     }
 }
 
+/// [`on`], with the graph node at fault for a graph launch: "cuGraphLaunch on stream 0x5
+/// (its memcpy node captured from cuMemcpyAsync)".
+fn on_node(op: &Op, node: Option<&NodeSite>) -> String {
+    match node {
+        Some(n) => format!(
+            "{} (its {} node {} {})",
+            on(op),
+            n.kind_name(),
+            if n.captured() { "captured from" } else { "added by" },
+            n.api
+        ),
+        None => on(op),
+    }
+}
+
 /// For a stream or event leak whose creation was recorded without a stack (the default: stream
 /// and event calls capture none), how to get it.
 fn unrecorded_creation(f: &StreamFinding) -> &'static str {
@@ -63,22 +78,22 @@ fn message(f: &StreamFinding) -> String {
             "{} frees {alloc} with no ordering after its last use, {}: the memory can be reused \
              while that work still runs; record an event after the use and make the freeing stream \
              wait for it, or synchronize first",
-            on(&f.op),
-            on(last)
+            on_node(&f.op, f.nodes[0].as_ref()),
+            on_node(last, f.nodes[1].as_ref())
         ),
         (Check::UseAfterFree, Some(free)) => format!(
             "{} touches {:#x}, inside {alloc} already freed by {}",
-            on(&f.op),
+            on_node(&f.op, f.nodes[0].as_ref()),
             f.ptr,
-            on(free)
+            on_node(free, f.nodes[1].as_ref())
         ),
         (Check::CrossStreamRace, Some(other)) if f.kernels_only() => format!(
             "{} and the earlier {} touch {:#x} in {alloc} with no ordering between them (no event \
              wait, synchronization or legacy-stream edge): a race if either kernel writes those \
              bytes (the driver does not say which parameters a kernel writes), none if both only \
              read them, as streams that share a model's weights do",
-            on(&f.op),
-            on(other),
+            on_node(&f.op, f.nodes[0].as_ref()),
+            on_node(other, f.nodes[1].as_ref()),
             f.ptr
         ),
         (Check::CrossStreamRace, Some(other)) => {
@@ -90,15 +105,15 @@ fn message(f: &StreamFinding) -> String {
             format!(
                 "{} and the earlier {} touch {:#x} in {alloc}, at least one writing{kernels}, with \
                  no ordering between them (no event wait, synchronization or legacy-stream edge)",
-                on(&f.op),
-                on(other),
+                on_node(&f.op, f.nodes[0].as_ref()),
+                on_node(other, f.nodes[1].as_ref()),
                 f.ptr
             )
         }
         (Check::WaitOnUnrecordedEvent, _) => format!(
             "{} waits for event {:#x}, which was never recorded: the wait returns at once and \
              orders nothing",
-            on(&f.op),
+            on_node(&f.op, f.nodes[0].as_ref()),
             f.created.map_or(0, |c| c.handle)
         ),
         (Check::StreamLeak, _) => format!(
@@ -127,7 +142,7 @@ fn message(f: &StreamFinding) -> String {
                 stream(f.op.stream)
             )
         }
-        (_, None) => format!("{} on {:#x}", on(&f.op), f.ptr),
+        (_, None) => format!("{} on {:#x}", on_node(&f.op, f.nodes[0].as_ref()), f.ptr),
     };
     if f.count > 1 {
         let what = match f.check {
@@ -219,6 +234,35 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
             }
         }
     }
+    // Where the graph nodes at fault were captured or added: the call's own when it has no
+    // stack of its own (a graph launch's, by default), else among the related stacks.
+    let node_role = |n: &NodeSite, other: bool| match (n.captured(), other) {
+        (true, false) => "graph node captured at",
+        (false, false) => "graph node added at",
+        (true, true) => "other graph node captured at",
+        (false, true) => "other graph node added at",
+    };
+    let mut own = own;
+    let mut own_role = None;
+    if let Some(n) = &f.nodes[0] {
+        if let Some(s) = stack_of(n.stack) {
+            let role = node_role(n, false);
+            if own.is_none() {
+                own = Some(s);
+                own_role = Some(role);
+            } else {
+                related.push(RelatedStack { role, stack: s });
+            }
+        }
+    }
+    if let Some(n) = &f.nodes[1] {
+        if let Some(s) = stack_of(n.stack) {
+            related.push(RelatedStack {
+                role: node_role(n, true),
+                stack: s,
+            });
+        }
+    }
     let is_leak = matches!(f.check, Check::StreamLeak | Check::EventLeak);
     let (stack, stack_role) = match (own, &allocation_stack, &creation_stack) {
         (Some(s), _, _) => {
@@ -227,7 +271,7 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
                     related.push(RelatedStack { role, stack: c.clone() });
                 }
             }
-            (s, None)
+            (s, own_role)
         }
         (None, Some(a), _) => {
             if let Some((role, c)) = &creation_stack {

@@ -3,6 +3,7 @@
 use gpuleak_format::{Api, Seq, StackId};
 
 use super::fast_hash::FastMap;
+use super::graph_accesses::NodeSite;
 use super::memory::{AllocInfo, Op};
 use super::StreamName;
 
@@ -110,6 +111,9 @@ pub struct StreamFinding {
     /// kernel launch, or of a kernel node of a launched graph), which the driver does not say
     /// it writes.
     pub kernel_sides: (bool, bool),
+    /// For a graph launch's access, this call's and the other's: the node at fault, where it
+    /// was captured or added (filled in when the replay ends).
+    pub nodes: [Option<NodeSite>; 2],
 }
 
 impl StreamFinding {
@@ -132,7 +136,10 @@ impl StreamFinding {
     }
 }
 
-type Key = (Check, Api, StackId, Api, StackId, StackId, u64);
+/// A call as a root cause names it: its API, its stack, and the graph node it came from.
+type Call = (Api, StackId, u32);
+
+type Key = (Check, Call, Call, StackId, u64);
 
 /// Findings as they are met, folded by root cause.
 #[derive(Debug, Default)]
@@ -146,14 +153,14 @@ impl Found {
     /// check, calls and stacks (the stacks of the calls when captured, of the allocation,
     /// stream or event otherwise).
     pub fn add(&mut self, f: StreamFinding) {
+        let call = |o: &Op| (o.api, o.stack, o.site);
+        let none = (Api::NONE, StackId::NONE, 0);
         let (a, b) = match f.other {
             // A race is the same whichever side came first.
-            Some(o) if f.check == Check::CrossStreamRace && (o.api, o.stack) > (f.op.api, f.op.stack) => {
-                ((f.op.api, f.op.stack), (o.api, o.stack))
-            }
-            Some(o) if f.check == Check::CrossStreamRace => ((o.api, o.stack), (f.op.api, f.op.stack)),
-            Some(o) => ((f.op.api, f.op.stack), (o.api, o.stack)),
-            None => ((f.op.api, f.op.stack), (Api::NONE, StackId::NONE)),
+            Some(o) if f.check == Check::CrossStreamRace && call(&o) > call(&f.op) => (call(&f.op), call(&o)),
+            Some(o) if f.check == Check::CrossStreamRace => (call(&o), call(&f.op)),
+            Some(o) => (call(&f.op), call(&o)),
+            None => (call(&f.op), none),
         };
         let site = f
             .allocation
@@ -174,11 +181,11 @@ impl Found {
                 StreamName::Handle(_) | StreamName::Host => Api(3),
             };
             let created = f.created.map_or(StackId::NONE, |c| c.stack);
-            ((kind, StackId::NONE), (Api::NONE, StackId::NONE), created)
+            ((kind, StackId::NONE, 0), none, created)
         } else {
             (a, b, site)
         };
-        let key = (f.check, a.0, a.1, b.0, b.1, site, moment);
+        let key = (f.check, a, b, site, moment);
         match self.index.get(&key) {
             Some(&i) => self.list[i].count = self.list[i].count.saturating_add(f.count),
             None => {
@@ -188,8 +195,13 @@ impl Found {
         }
     }
 
-    /// Everything found, in order of first occurrence.
-    pub fn into_list(self) -> Vec<StreamFinding> {
-        self.list
+    /// Everything found, in order of first occurrence, with the graph nodes their calls came
+    /// from named by `site`.
+    pub fn into_list(self, site: impl Fn(u32) -> Option<NodeSite>) -> Vec<StreamFinding> {
+        let mut list = self.list;
+        for f in &mut list {
+            f.nodes = [site(f.op.site), f.other.and_then(|o| site(o.site))];
+        }
+        list
     }
 }

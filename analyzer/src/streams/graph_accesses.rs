@@ -14,6 +14,15 @@
 //! graph's parameters (`cuGraphExecUpdate`, `cuGraphExecChildGraphNodeSetParams`), paired
 //! node for node with the executable graph's as `graph_events` pairs event nodes.
 //!
+//! Each node is named, where the shim said where it came from (`GraphNode` records), by the
+//! call that made it: the kernel launch, copy or memset captured into the graph, or the
+//! `cuGraphAdd*` call that added it. A launch's accesses carry their node's name (a
+//! [`NodeSite`], by its index), so that a finding can say which node of the graph was at
+//! fault and where it was captured. A name is only given to a node of the graph as
+//! instantiated (or as taken by an update) whose kind matches what it touches, and the first
+//! record of a node wins (a captured call that added no node names the node before it);
+//! `cuGraphDestroy` forgets a graph's names, since its handles may come back.
+//!
 //! Every uncertainty drops accesses, never keeps them: a launch that is said to touch memory
 //! it no longer touches could report a race that cannot happen. So a successful update whose
 //! graph could not be listed leaves the nodes it changed touching nothing known, a node whose
@@ -21,7 +30,7 @@
 //! a listing (an older trace) touches nothing known, as every launch did before this was
 //! modelled.
 
-use gpuleak_format::{GraphAccesses as Record, GraphUpdate};
+use gpuleak_format::{Api, GraphAccesses as Record, GraphNode, GraphUpdate, StackId};
 
 use super::fast_hash::FastMap;
 use super::memory::Mode;
@@ -29,6 +38,105 @@ use super::memory::Mode;
 /// Executable graphs remembered at most; past this, the map is emptied (launches of the
 /// graphs forgotten touch nothing known).
 const MAX_EXECS: usize = 4096;
+/// Node names remembered at most, over all graphs; past this, later nodes stay unnamed.
+const MAX_NAMED_NODES: usize = 1 << 20;
+
+/// Where a graph node came from: the call that captured or added it, and its stack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct NodeSite {
+    /// The captured kernel launch, copy or memset, or the `cuGraphAdd*` entry point.
+    pub api: Api,
+    /// Its stack.
+    pub stack: StackId,
+    /// The node's type ([`GraphNode::KERNEL`], [`GraphNode::MEMCPY`], [`GraphNode::MEMSET`]).
+    pub kind: u32,
+}
+
+impl NodeSite {
+    /// Whether a node that touches `accesses` can be of this kind: a kernel node's accesses
+    /// are kernel parameters, a memcpy node's a read and a write, a memset node's a write.
+    fn fits(&self, accesses: &[(u64, u64, Mode)]) -> bool {
+        accesses.iter().all(|&(_, _, m)| match self.kind {
+            GraphNode::KERNEL => m == Mode::Kernel,
+            GraphNode::MEMCPY => m != Mode::Kernel,
+            GraphNode::MEMSET => m == Mode::Write,
+            _ => false,
+        })
+    }
+
+    /// Whether the node was captured from a stream (rather than added by hand).
+    pub fn captured(&self) -> bool {
+        !matches!(
+            self.api,
+            Api::cuGraphAddKernelNode
+                | Api::cuGraphAddKernelNode_v2
+                | Api::cuGraphAddMemcpyNode
+                | Api::cuGraphAddMemsetNode
+                | Api::cuGraphAddNode
+                | Api::cuGraphAddNode_v2
+        )
+    }
+
+    /// The node's type, as reports name it.
+    pub fn kind_name(&self) -> &'static str {
+        match self.kind {
+            GraphNode::KERNEL => "kernel",
+            GraphNode::MEMCPY => "memcpy",
+            _ => "memset",
+        }
+    }
+}
+
+/// Where the nodes of each graph came from, and the names given out, by index (0: none).
+#[derive(Debug, Default)]
+struct Sites {
+    by_graph: FastMap<u64, FastMap<u64, u32>>,
+    nodes: usize,
+    table: Vec<NodeSite>,
+    index: FastMap<NodeSite, u32>,
+}
+
+impl Sites {
+    fn made(&mut self, n: &GraphNode) {
+        if n.node == 0 {
+            if let Some(nodes) = self.by_graph.remove(&n.graph) {
+                self.nodes -= nodes.len();
+            }
+            return;
+        }
+        if self.nodes >= MAX_NAMED_NODES {
+            return;
+        }
+        let site = NodeSite {
+            api: n.api,
+            stack: n.stack,
+            kind: n.kind,
+        };
+        let std::collections::hash_map::Entry::Vacant(v) = self.by_graph.entry(n.graph).or_default().entry(n.node)
+        else {
+            return;
+        };
+        let next = self.table.len() as u32 + 1;
+        let id = *self.index.entry(site).or_insert(next);
+        if id == next {
+            self.table.push(site);
+        }
+        v.insert(id);
+        self.nodes += 1;
+    }
+
+    /// The name of `node` of `graph`, if it fits what the node touches.
+    fn of(&self, graph: u64, node: &Node) -> u32 {
+        match self.by_graph.get(&graph).and_then(|m| m.get(&node.node)) {
+            Some(&id) if self.get(id).is_some_and(|s| s.fits(&node.accesses)) => id,
+            _ => 0,
+        }
+    }
+
+    fn get(&self, id: u32) -> Option<&NodeSite> {
+        id.checked_sub(1).and_then(|i| self.table.get(i as usize))
+    }
+}
 
 /// One kernel, memcpy or memset node of an executable graph.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,26 +149,33 @@ struct Node {
     enabled: bool,
     /// What it touches: (address, length, mode).
     accesses: Vec<(u64, u64, Mode)>,
+    /// Where it came from ([`NodeSite`] index; 0: not known).
+    site: u32,
 }
 
 /// An executable graph's nodes and what its launches touch.
 #[derive(Debug, Default, Clone)]
 struct Exec {
     nodes: Vec<Node>,
-    /// The enabled nodes' accesses, each once.
-    touched: Vec<(u64, u64, Mode)>,
+    /// The enabled nodes' accesses, each once: (address, length, mode, the first such node's
+    /// site).
+    touched: Vec<Touched>,
 }
+
+/// An access of a graph launch: (address, length, mode, [`NodeSite`] index).
+pub type Touched = (u64, u64, Mode, u32);
 
 impl Exec {
     fn refresh(&mut self) {
-        let mut all: Vec<(u64, u64, Mode)> = self
+        let mut all: Vec<Touched> = self
             .nodes
             .iter()
             .filter(|n| n.enabled)
-            .flat_map(|n| n.accesses.iter().copied())
+            .flat_map(|n| n.accesses.iter().map(|&(a, l, m)| (a, l, m, n.site)))
             .collect();
-        all.sort_unstable_by_key(|&(addr, len, mode)| (addr, len, mode as u8));
-        all.dedup();
+        // Stable: of accesses alike, the first node's (in listing order) is kept.
+        all.sort_by_key(|&(addr, len, mode, _)| (addr, len, mode as u8));
+        all.dedup_by_key(|&mut (addr, len, mode, _)| (addr, len, mode));
         self.touched = all;
     }
 }
@@ -78,6 +193,7 @@ fn nodes_of(entries: &[u64]) -> Vec<Node> {
                 owner,
                 enabled: true,
                 accesses: Vec::new(),
+                site: 0,
             });
         }
         let mode = match mode {
@@ -95,9 +211,9 @@ fn nodes_of(entries: &[u64]) -> Vec<Node> {
     nodes
 }
 
-/// Gives `nodes` the accesses of `from`, node for node in listing order, keeping their
-/// identity and enabled state (an update changes parameters only); when the counts differ
-/// (a graph the driver matched otherwise), `from` replaces them.
+/// Gives `nodes` the accesses (and the sites) of `from`, node for node in listing order,
+/// keeping their identity and enabled state (an update changes parameters only); when the
+/// counts differ (a graph the driver matched otherwise), `from` replaces them.
 fn take(nodes: &mut Vec<Node>, from: Vec<Node>) {
     if nodes.len() != from.len() {
         *nodes = from;
@@ -105,6 +221,7 @@ fn take(nodes: &mut Vec<Node>, from: Vec<Node>) {
     }
     for (n, f) in nodes.iter_mut().zip(from) {
         n.accesses = f.accesses;
+        n.site = f.site;
     }
 }
 
@@ -114,9 +231,29 @@ fn take(nodes: &mut Vec<Node>, from: Vec<Node>) {
 pub struct GraphAccesses {
     by_exec: FastMap<u64, Exec>,
     listed: FastMap<u64, Vec<u64>>,
+    sites: Sites,
 }
 
 impl GraphAccesses {
+    /// The shim said where a node came from, or that a graph was destroyed.
+    pub fn node_made(&mut self, n: &GraphNode) {
+        self.sites.made(n);
+    }
+
+    /// The site an access names (`Touched`'s fourth member, `Op::site`).
+    pub fn site(&self, id: u32) -> Option<NodeSite> {
+        self.sites.get(id).copied()
+    }
+
+    /// Nodes listed for `exec`, named as nodes of `graph`.
+    fn listed_nodes(&mut self, exec: u64, graph: u64) -> Option<Vec<Node>> {
+        let mut nodes = nodes_of(&self.listed.remove(&exec)?);
+        for n in &mut nodes {
+            n.site = self.sites.of(graph, n);
+        }
+        Some(nodes)
+    }
+
     /// The shim listed entries for `exec`.
     pub fn listed(&mut self, exec: u64, entries: &[u64]) {
         if self.listed.len() >= MAX_EXECS && !self.listed.contains_key(&exec) {
@@ -125,15 +262,16 @@ impl GraphAccesses {
         self.listed.entry(exec).or_default().extend_from_slice(entries);
     }
 
-    /// `exec` was instantiated: it touches what was listed for it, or nothing known.
-    pub fn instantiated(&mut self, exec: u64) {
-        let nodes = self.listed.remove(&exec).map(|e| nodes_of(&e)).unwrap_or_default();
+    /// `exec` was instantiated from `graph`: it touches what was listed for it, or nothing
+    /// known.
+    pub fn instantiated(&mut self, exec: u64, graph: u64) {
+        let nodes = self.listed_nodes(exec, graph).unwrap_or_default();
         self.set(exec, nodes);
     }
 
     /// A change to `exec`'s nodes; a failed one changed nothing.
     pub fn updated(&mut self, u: &GraphUpdate) {
-        let listed = self.listed.remove(&u.exec).map(|e| nodes_of(&e));
+        let listed = self.listed_nodes(u.exec, u.graph);
         if !u.result.is_success() {
             return;
         }
@@ -150,6 +288,11 @@ impl GraphAccesses {
                     .unwrap_or_default();
                 for n in exec.nodes.iter_mut().filter(|n| n.node == u.node) {
                     n.accesses.clone_from(&new);
+                    // The node is still the one captured or added: its name stays, if the
+                    // new accesses fit it.
+                    if self.sites.get(n.site).is_some_and(|site| !site.fits(&n.accesses)) {
+                        n.site = 0;
+                    }
                 }
             }
             GraphUpdate::NODE_ENABLED => {
@@ -190,15 +333,15 @@ impl GraphAccesses {
         self.by_exec.insert(exec, e);
     }
 
-    /// What a launch of `exec` touches now: (address, length, mode), each once.
-    pub fn of_exec(&self, exec: u64) -> &[(u64, u64, Mode)] {
+    /// What a launch of `exec` touches now: (address, length, mode, site), each once.
+    pub fn of_exec(&self, exec: u64) -> &[Touched] {
         self.by_exec.get(&exec).map_or(&[], |e| &e.touched)
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use gpuleak_format::{Api, CuResult};
+    use gpuleak_format::CuResult;
 
     use super::*;
 
@@ -247,7 +390,7 @@ mod tests {
                 quad(0x4, 0, 0, 0, 0),
             ]),
         );
-        g.instantiated(0x71);
+        g.instantiated(0x71, 0x70);
         g
     }
 
@@ -257,16 +400,16 @@ mod tests {
         assert_eq!(
             g.of_exec(0x71),
             &[
-                (0xa000, 1, Mode::Kernel),
-                (0xa100, 1, Mode::Kernel),
-                (0xb000, 64, Mode::Read),
-                (0xc000, 64, Mode::Write),
-                (0xd000, 32, Mode::Write),
+                (0xa000, 1, Mode::Kernel, 0),
+                (0xa100, 1, Mode::Kernel, 0),
+                (0xb000, 64, Mode::Read, 0),
+                (0xc000, 64, Mode::Write, 0),
+                (0xd000, 32, Mode::Write, 0),
             ]
         );
         // Nothing listed: nothing known.
         let mut g = GraphAccesses::default();
-        g.instantiated(0x72);
+        g.instantiated(0x72, 0x70);
         assert!(g.of_exec(0x72).is_empty());
     }
 
@@ -335,9 +478,101 @@ mod tests {
     fn a_handle_instantiated_again_forgets_what_its_earlier_graph_touched() {
         let mut g = instantiated();
         g.listed(0x71, &entries(&[quad(0x5, 0, 0x5000, 8, W)]));
-        g.instantiated(0x71);
+        g.instantiated(0x71, 0x70);
         assert_eq!(addrs(&g, 0x71), [0x5000]);
-        g.instantiated(0x71);
+        g.instantiated(0x71, 0x70);
         assert!(g.of_exec(0x71).is_empty());
+    }
+
+    fn made(g: &mut GraphAccesses, api: Api, graph: u64, node: u64, kind: u32, stack: u32) {
+        g.node_made(&GraphNode {
+            api,
+            graph,
+            node,
+            kind,
+            stack: StackId(stack),
+        });
+    }
+
+    fn sites(g: &GraphAccesses, exec: u64) -> Vec<(u64, Option<(Api, u32)>)> {
+        g.of_exec(exec)
+            .iter()
+            .map(|t| (t.0, g.site(t.3).map(|s| (s.api, s.stack.0))))
+            .collect()
+    }
+
+    #[test]
+    fn accesses_name_the_call_that_captured_or_added_their_node() {
+        let mut g = GraphAccesses::default();
+        made(&mut g, Api::cuLaunchKernel, 0x70, 0x1, GraphNode::KERNEL, 11);
+        made(&mut g, Api::cuMemcpyAsync, 0x70, 0x2, GraphNode::MEMCPY, 12);
+        // A captured call that added no node names the node before it: the first name stays.
+        made(&mut g, Api::cuMemcpyAsync, 0x70, 0x2, GraphNode::MEMCPY, 99);
+        made(&mut g, Api::cuGraphAddMemsetNode, 0x70, 0x3, GraphNode::MEMSET, 13);
+        // The same handle in another graph is another node.
+        made(&mut g, Api::cuLaunchKernel, 0x80, 0x4, GraphNode::KERNEL, 14);
+        g.listed(
+            0x71,
+            &entries(&[
+                quad(0x1, 0, 0xa000, 1, K),
+                quad(0x2, 0, 0xc000, 64, W),
+                quad(0x2, 0, 0xb000, 64, R),
+                quad(0x3, 0xc1, 0xd000, 32, W),
+                quad(0x4, 0, 0xe000, 1, K),
+            ]),
+        );
+        g.instantiated(0x71, 0x70);
+        assert_eq!(
+            sites(&g, 0x71),
+            [
+                (0xa000, Some((Api::cuLaunchKernel, 11))),
+                (0xb000, Some((Api::cuMemcpyAsync, 12))),
+                (0xc000, Some((Api::cuMemcpyAsync, 12))),
+                (0xd000, Some((Api::cuGraphAddMemsetNode, 13))),
+                (0xe000, None),
+            ]
+        );
+        assert!(g.site(1).is_some_and(|s| s.captured() && s.kind_name() == "kernel"));
+        assert!(g.site(3).is_some_and(|s| !s.captured() && s.kind_name() == "memset"));
+
+        // A node whose name does not fit what it touches is not named: a kernel named by a
+        // copy, a memset that reads.
+        let mut g = GraphAccesses::default();
+        made(&mut g, Api::cuMemcpyAsync, 0x70, 0x1, GraphNode::MEMCPY, 12);
+        made(&mut g, Api::cuMemsetD8Async, 0x70, 0x2, GraphNode::MEMSET, 13);
+        g.listed(
+            0x71,
+            &entries(&[
+                quad(0x1, 0, 0xa000, 1, K),
+                quad(0x2, 0, 0xc000, 64, W),
+                quad(0x2, 0, 0xb000, 64, R),
+            ]),
+        );
+        g.instantiated(0x71, 0x70);
+        assert!(sites(&g, 0x71).iter().all(|(_, s)| s.is_none()));
+    }
+
+    #[test]
+    fn a_destroyed_graph_s_names_are_forgotten_and_updates_carry_their_graph_s_names() {
+        let mut g = GraphAccesses::default();
+        made(&mut g, Api::cuLaunchKernel, 0x70, 0x1, GraphNode::KERNEL, 11);
+        made(&mut g, Api::cuGraphDestroy, 0x70, 0, 0, 0);
+        g.listed(0x71, &entries(&[quad(0x1, 0, 0xa000, 1, K)]));
+        g.instantiated(0x71, 0x70);
+        assert_eq!(sites(&g, 0x71), [(0xa000, None)]);
+
+        // The update's graph 0x60 was captured again: its nodes' names come with its
+        // parameters.
+        made(&mut g, Api::cuLaunchKernel_ptsz, 0x60, 0x11, GraphNode::KERNEL, 21);
+        g.listed(0x71, &entries(&[quad(0x11, 0, 0xa800, 1, K)]));
+        g.updated(&update(GraphUpdate::GRAPH, 0x71, 0, 0, 0));
+        assert_eq!(sites(&g, 0x71), [(0xa800, Some((Api::cuLaunchKernel_ptsz, 21)))]);
+        // A node's new parameters keep its name when they fit it, and drop it otherwise.
+        g.listed(0x71, &entries(&[quad(0x1, 0, 0xa900, 1, K)]));
+        g.updated(&update(GraphUpdate::NODE_PARAMS, 0x71, 0x1, 0, 0));
+        assert_eq!(sites(&g, 0x71), [(0xa900, Some((Api::cuLaunchKernel_ptsz, 21)))]);
+        g.listed(0x71, &entries(&[quad(0x1, 0, 0xaa00, 8, W)]));
+        g.updated(&update(GraphUpdate::NODE_PARAMS, 0x71, 0x1, 0, 0));
+        assert_eq!(sites(&g, 0x71), [(0xaa00, None)]);
     }
 }

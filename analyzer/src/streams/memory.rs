@@ -56,6 +56,9 @@ pub struct Op {
     pub seq: Seq,
     /// Calling thread.
     pub tid: u32,
+    /// For a graph launch's access, the node it came from (a `graph_accesses::NodeSite`
+    /// index), 0 otherwise.
+    pub site: u32,
 }
 
 /// An allocation, as findings name it.

@@ -97,6 +97,7 @@ use gpuleak_format::{Api, Body, Record, Seq, StackId, StreamCreate};
 pub use apis::{is_graph_launch, is_kernel_launch};
 pub use clock::{Clock, Epoch, Slot};
 pub use found::{Check, Created, Moment, StreamFinding};
+pub use graph_accesses::NodeSite;
 pub use memory::{AllocInfo, Mode, Op};
 
 use crate::captures::Captures;
@@ -250,6 +251,7 @@ impl Streams {
                     stream: name,
                     seq,
                     tid,
+                    site: 0,
                 };
                 self.refused(op, c.dst.0);
                 if !memset {
@@ -264,6 +266,7 @@ impl Streams {
                     stream: name,
                     seq,
                     tid,
+                    site: 0,
                 };
                 for &p in l.ptrs.0.iter() {
                     self.refused(op, p);
@@ -276,10 +279,11 @@ impl Streams {
             Body::GraphAccesses(a) => self.graph_accesses.listed(a.exec, &a.nodes.0),
             Body::GraphExec(g) if success(g.result) => {
                 self.graph_events.instantiated(g.graph, g.exec);
-                self.graph_accesses.instantiated(g.exec);
+                self.graph_accesses.instantiated(g.exec, g.graph);
                 // A new executable graph at a handle seen before has no launches yet.
                 self.graph_launches.remove(&g.exec);
             }
+            Body::GraphNode(n) => self.graph_accesses.node_made(n),
             Body::GraphUpdate(u) => {
                 self.graph_events.updated(u);
                 self.graph_accesses.updated(u);
@@ -331,7 +335,8 @@ impl Streams {
         for (h, c) in events {
             self.found.add(leak(Check::EventLeak, c, StreamName::Handle(h)));
         }
-        self.found.into_list()
+        let nodes = &self.graph_accesses;
+        self.found.into_list(|id| nodes.site(id))
     }
 
     /// Live allocations tracked (for memory bounds in tests).
@@ -517,7 +522,6 @@ impl Streams {
 
     /// Queues work on a stream, touching `accesses` (address, length, mode); returns its
     /// slot, or `None` when the stream is capturing.
-    #[allow(clippy::too_many_arguments)]
     fn work(
         &mut self,
         tid: u32,
@@ -526,6 +530,20 @@ impl Streams {
         stack: StackId,
         name: StreamName,
         accesses: &[(u64, u64, Mode)],
+    ) -> Option<Slot> {
+        self.work_sited(tid, seq, (api, stack), name, accesses, &[])
+    }
+
+    /// [`Streams::work`], each access with the graph node it came from (`sites`, by index,
+    /// as `Op::site`; missing ones are 0).
+    fn work_sited(
+        &mut self,
+        tid: u32,
+        seq: Seq,
+        (api, stack): (Api, StackId),
+        name: StreamName,
+        accesses: &[(u64, u64, Mode)],
+        sites: &[u32],
     ) -> Option<Slot> {
         let slot = self.slot_for(name);
         if self.capturing(slot) {
@@ -540,11 +558,16 @@ impl Streams {
             stream: name,
             seq,
             tid,
+            site: 0,
         };
         let generation = self.generations[slot.0 as usize];
         let mut involved = None;
         let mut first_ptr = 0;
-        for &(addr, len, mode) in accesses {
+        for (i, &(addr, len, mode)) in accesses.iter().enumerate() {
+            let op = Op {
+                site: sites.get(i).copied().unwrap_or(0),
+                ..op
+            };
             let access = Access {
                 epoch,
                 generation,
@@ -576,6 +599,7 @@ impl Streams {
                             moment: None,
                             count: 1,
                             kernel_sides: (mode == Mode::Kernel, prev.mode == Mode::Kernel),
+                            nodes: [None; 2],
                         });
                     }
                 }
@@ -590,6 +614,7 @@ impl Streams {
                         moment: None,
                         count: 1,
                         kernel_sides: (false, false),
+                        nodes: [None; 2],
                     });
                 }
             }
@@ -615,6 +640,7 @@ fn leak(check: Check, c: Created, name: StreamName) -> StreamFinding {
             stream: name,
             seq: c.seq,
             tid: c.tid,
+            site: 0,
         },
         ptr: c.handle,
         other: None,
@@ -623,5 +649,6 @@ fn leak(check: Check, c: Created, name: StreamName) -> StreamFinding {
         moment: None,
         count: 1,
         kernel_sides: (false, false),
+        nodes: [None; 2],
     }
 }

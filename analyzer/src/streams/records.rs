@@ -32,6 +32,7 @@ impl Streams {
                 moment: None,
                 count: 1,
                 kernel_sides: (false, false),
+                nodes: [None; 2],
             });
         }
     }
@@ -129,9 +130,15 @@ impl Streams {
         }
         // What its kernel, memcpy and memset nodes touch, as one operation of the stream
         // (`graph_accesses`).
+        // Each access names the node it came from, for findings.
         let touched = self.graph_accesses.of_exec(l.function);
-        let graph: Vec<(u64, u64, Mode)> = accesses.iter().chain(touched).copied().collect();
-        let Some(slot) = self.work(tid, seq, l.api, l.stack, name, &graph) else {
+        let graph: Vec<(u64, u64, Mode)> = accesses
+            .iter()
+            .copied()
+            .chain(touched.iter().map(|&(a, n, m, _)| (a, n, m)))
+            .collect();
+        let sites: Vec<u32> = accesses.iter().map(|_| 0).chain(touched.iter().map(|t| t.3)).collect();
+        let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
             return;
         };
         for r in &nodes.records {
@@ -290,6 +297,7 @@ impl Streams {
                 stream: name,
                 seq,
                 tid,
+                site: 0,
             };
             self.enqueue(slot);
             self.judge_unrecorded_wait(slot);
@@ -316,6 +324,7 @@ impl Streams {
                     moment: None,
                     count: 1,
                     kernel_sides: (false, false),
+                    nodes: [None; 2],
                 });
             }
             self.memory.remove(ptr, op);
@@ -337,6 +346,7 @@ impl Streams {
             stream: StreamName::Host,
             seq,
             tid,
+            site: 0,
         };
         self.memory.remove(ptr, op);
     }
@@ -437,6 +447,7 @@ impl Streams {
             moment: None,
             count: 1,
             kernel_sides: (false, false),
+            nodes: [None; 2],
         });
     }
 
@@ -469,6 +480,7 @@ impl Streams {
                     stream: name,
                     seq,
                     tid,
+                    site: 0,
                 };
                 let knows = self.state(slot).clock.clone();
                 self.unrecorded(op, w.event.0, Some(slot), &knows);
@@ -490,6 +502,7 @@ impl Streams {
                     stream: StreamName::Host,
                     seq,
                     tid,
+                    site: 0,
                 };
                 // It mattered if any work was pending then that the host had not waited for.
                 let knows = self.host.clone();
@@ -515,6 +528,7 @@ impl Streams {
                             stream: StreamName::Host,
                             seq,
                             tid,
+                            site: 0,
                         };
                         let knows = self.host.clone();
                         self.unrecorded(op, s.event.0, None, &knows);
@@ -549,6 +563,7 @@ impl Streams {
                 moment: Some(moment),
                 count: 1,
                 kernel_sides: (false, false),
+                nodes: [None; 2],
             });
         }
     }

@@ -88,8 +88,8 @@ pub unsafe fn add_node(
     let g = guard::enter();
     // SAFETY: passed through unchanged.
     let r = unsafe { real(node, graph, deps, ndeps, params) };
-    // SAFETY: the caller's parameters, read after a successful call.
-    unsafe { generic_node_made(&g, api, r, params) };
+    // SAFETY: the caller's parameters and node out-parameter, read after a successful call.
+    unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
 }
 
@@ -117,24 +117,35 @@ pub unsafe fn add_node_v2(
     // SAFETY: passed through unchanged.
     let r = unsafe { real(node, graph, deps, edges, ndeps, params) };
     // SAFETY: as above.
-    unsafe { generic_node_made(&g, api, r, params) };
+    unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
 }
 
 /// After `cuGraphAddNode[_v2]` returned `r`: records the node if the parameters made an
-/// allocation node. A failed call is not recorded: the driver may have refused it before
+/// allocation node, and where a kernel, memcpy or memset node came from
+/// (`graph_nodes`). A failed call is not recorded: the driver may have refused it before
 /// reading the structure, which may then not be readable, so whether it asked for an
 /// allocation node cannot be told safely.
 ///
 /// # Safety
-/// `params` is the caller's parameter of that call.
-unsafe fn generic_node_made(g: &Option<HookGuard>, api: Api, r: CUresult, params: *mut CUgraphNodeParamsHead) {
+/// `params` and `node` are the caller's parameters of that call.
+unsafe fn generic_node_made(
+    g: &Option<HookGuard>,
+    api: Api,
+    r: CUresult,
+    params: *mut CUgraphNodeParamsHead,
+    graph: CUgraph,
+    node: *mut CUgraphNode,
+) {
     let Some(g) = g else { return };
     if r != CUDA_SUCCESS || params.is_null() {
         return;
     }
     // SAFETY: the driver read the structure (it succeeded); its type member is the first.
-    if unsafe { (*params).kind } != CU_GRAPH_NODE_TYPE_MEM_ALLOC {
+    let kind = unsafe { (*params).kind };
+    if kind != CU_GRAPH_NODE_TYPE_MEM_ALLOC {
+        // SAFETY: the call succeeded, so the driver wrote the node out-parameter.
+        unsafe { super::graph_nodes::generic_added(g, api, kind, graph, node) };
         return;
     }
     // SAFETY: an allocation node's parameters are the union's allocation member.

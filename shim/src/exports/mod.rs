@@ -8,6 +8,7 @@
 #![allow(non_snake_case)]
 
 pub mod graph_accesses;
+pub mod graph_nodes;
 pub mod graphs;
 pub mod memory;
 pub mod objects;
@@ -155,6 +156,11 @@ hooks! {
         cuGraphExecMemcpyNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_MEMCPY3D, ctx: CUcontext) => graph_accesses::exec_memcpy_set;
         cuGraphExecMemsetNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext) => graph_accesses::exec_memset_set;
         cuGraphNodeSetEnabled(exec: CUgraphExec, node: CUgraphNode, enabled: u32) => graph_accesses::set_enabled;
+        cuGraphAddKernelNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void) => graph_nodes::add_kernel_node;
+        cuGraphAddKernelNode_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void) => graph_nodes::add_kernel_node;
+        cuGraphAddMemcpyNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
+        cuGraphAddMemsetNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
+        cuGraphDestroy(graph: CUgraph) => graph_nodes::destroy;
 
         cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
         cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;

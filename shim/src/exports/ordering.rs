@@ -29,6 +29,7 @@ use gpuleak_format::{
     Api, Capture, Ctx, CuResult, Event, EventRecord, Fields, HostFn, StackId, Stream, StreamWait, Sync,
 };
 
+use super::graph_nodes;
 use crate::cuda::*;
 use crate::guard;
 use crate::tracer;
@@ -45,15 +46,21 @@ fn plain<'b, F: Fields<'b>>(call: impl FnOnce() -> CUresult, make: impl FnOnce(C
     r
 }
 
-/// Like [`plain`], for the kinds with a stack field (copies, memsets): the stack is captured
-/// only as `GPULEAK_SYNC_STACKS` asks.
+/// Like [`plain`], for the kinds with a stack field (copies, memsets, call `api` on
+/// `stream`): the stack is captured only as `GPULEAK_SYNC_STACKS` asks; during a capture, the
+/// node the call added is recorded ([`graph_nodes`]).
 #[inline(always)]
-fn sampled<'b, F: Fields<'b>>(call: impl FnOnce() -> CUresult, make: impl FnOnce(CuResult, StackId) -> F) -> CUresult {
+fn sampled<'b, F: Fields<'b>>(
+    (api, stream): (Api, CUstream),
+    call: impl FnOnce() -> CUresult,
+    make: impl FnOnce(CuResult, StackId) -> F,
+) -> CUresult {
     let Some(g) = guard::enter() else {
         return call();
     };
     let r = call();
     tracer::hot_event(&g, |stack| make(CuResult(r), stack));
+    graph_nodes::after_work(&g, api, r, stream);
     r
 }
 
@@ -264,11 +271,13 @@ pub unsafe fn begin_capture(
     stream: CUstream,
     mode: u32,
 ) -> CUresult {
-    plain(
+    let r = plain(
         // SAFETY: passed through.
         || unsafe { real(stream, mode) },
         |r| capture_body(api, r, stream, true, u64::from(mode)),
-    )
+    );
+    graph_nodes::capture_began(r);
+    r
 }
 
 /// `cuStreamBeginCaptureToGraph[_ptsz]`: a capture into the program's graph (`aux` = mode).
@@ -283,11 +292,13 @@ pub unsafe fn begin_capture_to_graph(
     ndeps: usize,
     mode: u32,
 ) -> CUresult {
-    plain(
+    let r = plain(
         // SAFETY: passed through.
         || unsafe { real(stream, graph, deps, edges, ndeps, mode) },
         |r| capture_body(api, r, stream, true, u64::from(mode)),
-    )
+    );
+    graph_nodes::capture_began(r);
+    r
 }
 
 /// `cuStreamBeginCapture[_ptsz]`, the first ABI (global mode).
@@ -296,11 +307,13 @@ pub unsafe fn begin_capture_v1(
     real: unsafe extern "C" fn(CUstream) -> CUresult,
     stream: CUstream,
 ) -> CUresult {
-    plain(
+    let r = plain(
         // SAFETY: passed through.
         || unsafe { real(stream) },
         |r| capture_body(api, r, stream, true, 0),
-    )
+    );
+    graph_nodes::capture_began(r);
+    r
 }
 
 /// `cuStreamEndCapture[_ptsz]` (`aux` = the graph, on success).
@@ -312,10 +325,13 @@ pub unsafe fn end_capture(
 ) -> CUresult {
     let Some(g) = guard::enter() else {
         // SAFETY: passed through.
-        return unsafe { real(stream, graph) };
+        let r = unsafe { real(stream, graph) };
+        graph_nodes::capture_ended(r);
+        return r;
     };
     // SAFETY: passed through.
     let r = unsafe { real(stream, graph) };
+    graph_nodes::capture_ended(r);
     let aux = if r == CUDA_SUCCESS && !graph.is_null() {
         // SAFETY: on success the driver wrote the caller's out-parameter.
         unsafe { graph.read() as u64 }

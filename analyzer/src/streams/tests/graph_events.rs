@@ -246,3 +246,57 @@ fn a_graph_launch_races_by_the_modes_of_its_nodes() {
     assert!(r.end().is_empty());
     assert_eq!(severity(GraphAccesses::WRITE, false, true), None);
 }
+
+/// A race with a graph launch names the graph's node at fault, where it was captured: the
+/// node whose access races, not merely some node of the graph.
+#[test]
+fn a_graph_launch_s_race_names_its_node() {
+    let named = |first: u64, second: u64| {
+        let mut r = two_streams(1);
+        for (node, stack) in [(0x6e01, 31), (0x6e02, 32)] {
+            r.r(GraphNode {
+                api: Api::cuLaunchKernel,
+                graph: G,
+                node,
+                kind: GraphNode::KERNEL,
+                stack: StackId(stack),
+            });
+        }
+        let nodes = vec![
+            0x6e01,
+            0,
+            first,
+            GraphAccesses::encode(1, GraphAccesses::KERNEL),
+            0x6e02,
+            0,
+            second,
+            GraphAccesses::encode(1, GraphAccesses::KERNEL),
+        ];
+        r.r(GraphAccesses {
+            exec: X,
+            nodes: Addrs(std::borrow::Cow::Owned(nodes)),
+        })
+        .instantiate(G, X);
+        r.copy(Api::cuMemsetD8Async, B, P, 0, 64);
+        r.launch_graph(X, A).launch_graph(X, A).sync(A);
+        let found = r.end();
+        assert_eq!(checks(&found), ["cross-stream-race"], "{found:#?}");
+        let f = &found[0];
+        assert_eq!(f.nodes[1], None);
+        let n = f.nodes[0].expect("a named node");
+        assert!(n.captured() && n.api == Api::cuLaunchKernel && n.kind == GraphNode::KERNEL);
+        n.stack.0
+    };
+    // 0x100 is no tracked memory.
+    assert_eq!(named(P, 0x100), 31);
+    assert_eq!(named(0x100, P + 8), 32);
+
+    // Without GraphNode records (an older trace, a cloned graph) the race names no node.
+    let mut r = two_streams(1);
+    r.graph_touching(X, P, 64, GraphAccesses::KERNEL);
+    r.copy(Api::cuMemsetD8Async, B, P, 0, 64);
+    r.launch_graph(X, A).sync(A);
+    let found = r.end();
+    assert_eq!(checks(&found), ["cross-stream-race"]);
+    assert_eq!(found[0].nodes, [None, None]);
+}

@@ -7,13 +7,14 @@ use gpuleak_format::{Api, Copy, CuResult, Ptr, StackId, Stream};
 
 use super::{regions, sampled};
 use crate::cuda::*;
+use crate::exports::graph_nodes;
 use crate::{guard, tracer};
 
 /// A copy or memset (`src` 0 for a memset); synchronous APIs record stream 0, which the
 /// analyzer reads as the legacy default stream, or the per-thread one for `_ptds` variants.
 #[inline(always)]
 fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl FnOnce() -> CUresult) -> CUresult {
-    sampled(call, |r, stack| Copy {
+    sampled((api, stream), call, |r, stack| Copy {
         api,
         result: r,
         stream: Stream(stream as u64),
@@ -260,6 +261,7 @@ fn copy_described(
         bytes: at.bytes,
         stack,
     });
+    graph_nodes::after_work(&g, api, r, stream);
     r
 }
 

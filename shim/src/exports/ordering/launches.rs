@@ -40,6 +40,7 @@ fn record_launch(
         ptrs: Addrs(std::borrow::Cow::Borrowed(&ptrs[..n])),
         stack,
     });
+    crate::exports::graph_nodes::after_work(g, api, r, stream);
 }
 
 /// `cuLaunchCooperativeKernel[_ptsz]`: `cuLaunchKernel` without the `extra` buffer, whose
@@ -136,8 +137,10 @@ pub unsafe fn launch_ex(
     r
 }
 
-/// `cuGraphLaunch[_ptsz]`: work on `stream` whose memory accesses are unknown (a `Launch` of
-/// the executable graph handle with no pointers).
+/// `cuGraphLaunch[_ptsz]`: work on `stream` (a `Launch` of the executable graph handle with
+/// no pointers; what its nodes touch was listed at instantiation, `graph_accesses`). A graph
+/// launched into a capture becomes a child graph node, whose nodes are not named by
+/// `GraphNode` records.
 pub unsafe fn graph_launch(
     api: Api,
     real: unsafe extern "C" fn(*mut c_void, CUstream) -> CUresult,
