@@ -442,17 +442,67 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
         assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
     }
     // A graph's kernel node and the other stream's kernel: neither is known to write, a
-    // warning; a graph's copy or memset against a memset or copy: an error.
-    for (mode, severity) in [
-        ("unwaited", "warning"),
-        ("exec-stale", "warning"),
-        ("reenabled", "warning"),
-        ("update-race", "warning"),
-        ("child-race", "warning"),
-        ("hand-race", "warning"),
-        ("copy-write", "error"),
-        ("memset-read", "error"),
-        ("fork-race", "warning"),
+    // warning; a graph's copy or memset against a memset or copy: an error. Each names the
+    // graph's node at fault and where it was captured or added (the function, and the line
+    // of `main` that called it), but a child graph's nodes, which are copies the driver made.
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/report_graph_accesses.c"))
+        .expect("the client's source");
+    let line_of = |text: &str| -> u64 {
+        let found = source.lines().position(|l| l.trim_start().starts_with(text));
+        found.unwrap_or_else(|| panic!("no line has {text:?}")) as u64 + 1
+    };
+    let first = line_of("g = kernel_graph(X, 7);");
+    for (mode, severity, node, site) in [
+        (
+            "unwaited",
+            "warning",
+            "kernel node captured from cuLaunchKernel",
+            Some(("kernel_graph", first)),
+        ),
+        (
+            "exec-stale",
+            "warning",
+            "kernel node captured from cuLaunchKernel",
+            Some(("kernel_graph", first)),
+        ),
+        (
+            "reenabled",
+            "warning",
+            "kernel node captured from cuLaunchKernel",
+            Some(("kernel_graph", first)),
+        ),
+        // The update's graph's node, whose parameters the launch ran.
+        (
+            "update-race",
+            "warning",
+            "kernel node captured from cuLaunchKernel",
+            Some(("kernel_graph", line_of("other = kernel_graph(Y, 7);"))),
+        ),
+        ("child-race", "warning", "", None),
+        (
+            "hand-race",
+            "warning",
+            "kernel node added by cuGraphAddKernelNode_v2",
+            Some(("main", line_of("CHECK(cuGraphAddKernelNode_v2(&node"))),
+        ),
+        (
+            "copy-write",
+            "error",
+            "memcpy node captured from cuMemcpyDtoDAsync_v2",
+            Some(("copy_graph", line_of("g = copy_graph(Z, X);"))),
+        ),
+        (
+            "memset-read",
+            "error",
+            "memset node captured from cuMemsetD32Async",
+            Some(("memset_graph", line_of("g = memset_graph(X);"))),
+        ),
+        (
+            "fork-race",
+            "warning",
+            "kernel node captured from cuLaunchKernel",
+            Some(("fork_graph", line_of("g = fork_graph();"))),
+        ),
     ] {
         let r = report_json(&traced(&dir, "report_graph_accesses", &[mode], &[]));
         let findings = r["findings"].as_array().unwrap();
@@ -460,6 +510,40 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
         assert_eq!(findings[0]["severity"], severity, "{mode}: {r:#}");
         let message = findings[0]["message"].as_str().unwrap();
         assert!(message.contains("cuGraphLaunch"), "{mode}: {message}");
+        let related = findings[0]["related_stacks"].as_array().unwrap();
+        let named: Vec<(&str, u64)> = related
+            .iter()
+            .filter(|s| s["role"].as_str().unwrap().contains("graph node"))
+            .map(|s| {
+                let frames = s["stack"].as_array().unwrap();
+                // The call's function, and the line of main that called it (the same frame
+                // for a call made in main).
+                let caller = frames
+                    .iter()
+                    .find(|f| f["function"] == "main")
+                    .expect("main in the stack");
+                (
+                    frames[0]["function"].as_str().unwrap(),
+                    caller["line"].as_u64().unwrap(),
+                )
+            })
+            .collect();
+        match site {
+            Some(site) => {
+                assert!(message.contains(&format!("(its {node})")), "{mode}: {message}");
+                assert_eq!(named, [site], "{mode}: {related:#?}");
+                let role = if node.contains("captured") {
+                    "other graph node captured at"
+                } else {
+                    "other graph node added at"
+                };
+                assert!(related.iter().any(|s| s["role"] == role), "{mode}: {related:#?}");
+            }
+            None => {
+                assert!(!message.contains("(its "), "{mode}: {message}");
+                assert!(named.is_empty(), "{mode}: {related:#?}");
+            }
+        }
     }
 }
 
@@ -508,6 +592,56 @@ fn the_shim_lists_what_kernel_copy_and_memset_nodes_touch() {
         .map(|u| (u["what"].as_u64(), u["event"].as_u64()))
         .collect();
     assert_eq!(flags, [(Some(5), Some(0)), (Some(5), Some(1))]);
+}
+
+/// Where a graph's nodes came from: a `GraphNode` record after each captured launch, copy
+/// and memset, naming the capture's graph and the node the listing later names, one after
+/// each node added by hand, and one with node 0 when a graph is destroyed.
+#[test]
+fn the_shim_says_which_call_captured_or_added_each_node() {
+    let dir = TempDir::new();
+    let nodes = |records: &[Value]| -> Vec<(String, u64, u64, u64)> {
+        of_type(records, "GraphNode")
+            .iter()
+            .map(|n| {
+                (
+                    n["api"].as_str().unwrap().to_string(),
+                    n["graph"].as_u64().unwrap(),
+                    n["node"].as_u64().unwrap(),
+                    n["kind"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let listed_node = |records: &[Value]| -> u64 { hex(&of_type(records, "GraphAccesses")[0]["nodes"][0]) };
+    let instantiated_graph = |records: &[Value]| -> u64 { of_type(records, "GraphExec")[0]["graph"].as_u64().unwrap() };
+    for (mode, api, kind) in [
+        ("unwaited", "cuLaunchKernel", 0),
+        ("copy-read", "cuMemcpyDtoDAsync_v2", 1),
+        ("memset-read", "cuMemsetD32Async", 2),
+        ("hand", "cuGraphAddKernelNode_v2", 0),
+    ] {
+        let records = dump(&traced(&dir, "report_graph_accesses", &[mode], &[]));
+        let made = nodes(&records);
+        let graph = instantiated_graph(&records);
+        assert_eq!(
+            made,
+            [
+                (api.to_string(), graph, listed_node(&records), kind),
+                ("cuGraphDestroy".to_string(), graph, 0, 0)
+            ],
+            "{mode}"
+        );
+        // Made with a stack, whatever GPULEAK_SYNC_STACKS says; destroyed without one.
+        let stacks: Vec<u64> = of_type(&records, "GraphNode")
+            .iter()
+            .map(|n| n["stack"].as_u64().unwrap())
+            .collect();
+        assert!(stacks[0] != 0 && stacks[1] == 0, "{mode}: {stacks:?}");
+    }
+    // Outside a capture, launches, copies and memsets make no node.
+    let records = dump(&traced(&dir, "report_graph_accesses", &["waited"], &[]));
+    assert_eq!(nodes(&records).len(), 2, "{:?}", nodes(&records));
 }
 
 /// What the shim lists of a graph's event nodes: each node, its event and the child graph
