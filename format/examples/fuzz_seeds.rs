@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 19 {
+    match i % 20 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -161,6 +161,14 @@ fn body_at(i: u64) -> Body<'static> {
                 0x5a00_0000_0000 + i * 0x1000,
                 GraphAccesses::encode(4096, GraphAccesses::WRITE),
             ])),
+        }
+        .into(),
+        18 => GraphNode {
+            api: Api::cuLaunchKernel,
+            graph: 0x8000 + i - 3,
+            node: 0x6300 + i - 1,
+            kind: GraphNode::KERNEL,
+            stack: StackId(1),
         }
         .into(),
         _ => GraphUpdate {

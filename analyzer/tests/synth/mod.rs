@@ -23,10 +23,10 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphAccesses, GraphEvents, GraphExec, GraphMem, GraphUpdate,
-    HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode,
-    PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync,
-    Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphAccesses, GraphEvents, GraphExec, GraphMem, GraphNode,
+    GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr,
+    PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait,
+    Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -156,7 +156,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(37) {
+        match self.below(38) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -450,6 +450,19 @@ impl Bytes<'_> {
                     GraphAccesses::encode(64, GraphAccesses::WRITE),
                     u64::MAX,
                 ]),
+            }
+            .into(),
+            36 => GraphNode {
+                api: self.pick(&[
+                    Api::cuLaunchKernel,
+                    Api::cuMemsetD8Async,
+                    Api::cuGraphAddMemcpyNode,
+                    Api::cuGraphDestroy,
+                ]),
+                graph: self.pick(&[0, 1, u64::MAX]),
+                node: self.pick(&[0, 1, 2]),
+                kind: self.pick(&[0, 1, 2, u32::MAX]),
+                stack: self.stack(),
             }
             .into(),
             _ => GraphExec {
