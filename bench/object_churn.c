@@ -21,6 +21,10 @@
  *   instantiate_work  the same of a captured graph of GRAPH_NODES fill_u32 kernels and as
  *                   many 4-byte device copies (hooked: the shim reads each kernel node's
  *                   parameters and each copy's descriptor, and records what they touch)
+ *   capture_work    the capture of that graph (cuStreamBeginCapture_v2, GRAPH_NODES kernels
+ *                   and copies, cuStreamEndCapture), destroyed after each, untimed (hooked:
+ *                   each captured call asks the driver for its node and records it with a
+ *                   stack)
  *
  *     object_churn [FRAMES=25] [CALLS=100000]
  *
@@ -189,6 +193,19 @@ __attribute__((noipa)) static struct spent instantiate_work(CUgraph g, long n) {
     return s;
 }
 
+/* Captures of the work graph, each destroyed after it (noipa, for callgrind). */
+__attribute__((noipa)) static struct spent capture_work(CUfunction f, CUdeviceptr buf, CUstream st, long n) {
+    struct spent s = {0, 0};
+    for (long i = 0; i < n; i++) {
+        struct stamp t0 = stamp();
+        CUgraph g = work_graph(f, buf, st, GRAPH_NODES);
+        add(&s, t0, stamp());
+        if (!g || cuGraphDestroy(g) != CUDA_SUCCESS) failures++;
+    }
+    __asm__ volatile("" ::: "memory");
+    return s;
+}
+
 __attribute__((noinline)) static long churn(void) {
     long batches = calls / BATCH;
     if (batches < 1) batches = 1;
@@ -238,6 +255,8 @@ __attribute__((noinline)) static long churn(void) {
     if (!work) return 1;
     instantiate_work(work, 100);
     report("instantiate_work", m, instantiate_work(work, m));
+    capture_work(fill, buf, st, 100);
+    report("capture_work", m, capture_work(fill, buf, st, m));
     cuGraphDestroy(work);
     cuGraphDestroy(one);
     cuGraphDestroy(many);

@@ -52,26 +52,31 @@ pub fn capture_ended(r: CUresult) {
 /// written): while a capture may be under way, records the node the call added to it.
 #[inline(always)]
 pub fn after_work(g: &HookGuard, api: Api, r: CUresult, stream: CUstream) {
-    if r == CUDA_SUCCESS && CAPTURES.load(Ordering::Relaxed) != 0 {
-        captured(g, api, stream);
+    if CAPTURES.load(Ordering::Relaxed) != 0 {
+        captured(g, api, r, stream);
     }
 }
 
 #[cold]
 #[inline(never)]
-fn captured(g: &HookGuard, api: Api, stream: CUstream) {
+fn captured(g: &HookGuard, api: Api, r: CUresult, stream: CUstream) {
+    if r != CUDA_SUCCESS {
+        return;
+    }
+    let name = api.name().unwrap_or("");
     // The `_ptsz` and `_ptds` entry points read stream 0 as the per-thread default stream,
     // which the query names by its own handle.
-    let per_thread = api.name().is_some_and(|n| n.ends_with("_ptsz") || n.ends_with("_ptds"));
-    let stream = if stream.is_null() && per_thread {
+    let stream = if stream.is_null() && (name.ends_with("_ptsz") || name.ends_with("_ptds")) {
         CU_STREAM_PER_THREAD
     } else {
         stream
     };
-    let kind = match api.name() {
-        Some(n) if n.starts_with("cuMemset") => GraphNode::MEMSET,
-        Some(n) if n.starts_with("cuMemcpy") => GraphNode::MEMCPY,
-        _ => GraphNode::KERNEL,
+    let kind = if name.starts_with("cuMemset") {
+        GraphNode::MEMSET
+    } else if name.starts_with("cuMemcpy") {
+        GraphNode::MEMCPY
+    } else {
+        GraphNode::KERNEL
     };
     if let Some((graph, node)) = capture_node(stream) {
         made(g, api, kind, graph, node);

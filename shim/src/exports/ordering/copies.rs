@@ -42,6 +42,7 @@ pub unsafe fn copy_sync(
 }
 
 /// `cuMemcpyAsync[_ptsz]`, `cuMemcpyDtoDAsync_v2[_ptsz]`.
+#[inline]
 pub unsafe fn copy_async(
     api: Api,
     real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
@@ -71,6 +72,7 @@ pub unsafe fn copy_htod(
 }
 
 /// `cuMemcpyHtoDAsync_v2[_ptsz]`.
+#[inline]
 pub unsafe fn copy_htod_async(
     api: Api,
     real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult,
@@ -100,6 +102,7 @@ pub unsafe fn copy_dtoh(
 }
 
 /// `cuMemcpyDtoHAsync_v2[_ptsz]`.
+#[inline]
 pub unsafe fn copy_dtoh_async(
     api: Api,
     real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult,
@@ -141,6 +144,7 @@ pub unsafe fn memset<T: std::marker::Copy>(
 }
 
 /// `cuMemsetD{8,16,32}Async[_ptsz]`.
+#[inline]
 pub unsafe fn memset_async<T: std::marker::Copy>(
     api: Api,
     real: unsafe extern "C" fn(CUdeviceptr, T, usize, CUstream) -> CUresult,
@@ -181,6 +185,7 @@ pub unsafe fn copy_peer(
 
 /// `cuMemcpyPeerAsync[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub unsafe fn copy_peer_async(
     api: Api,
     real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
@@ -216,6 +221,7 @@ pub unsafe fn memset_2d<T: std::marker::Copy>(
 
 /// `cuMemsetD2D{8,16,32}Async[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 pub unsafe fn memset_2d_async<T: std::marker::Copy>(
     api: Api,
     real: unsafe extern "C" fn(CUdeviceptr, usize, T, usize, usize, CUstream) -> CUresult,
