@@ -24,6 +24,8 @@
 //   hand           the graph is built by hand (cuGraphAddKernelNode) and its kernel changed
 //                  before instantiation (cuGraphKernelNodeSetParams) to fill Y; B fills X;
 //   copy-read      the graph copies X to Z; B copies X to W (two reads of X);
+//   late           B fills X first; A waits for an event B recorded after it, then launches
+//                  the graph, whose kernel fills X;
 //   fork           the capture forks onto B (an event A recorded, which B waits for), whose
 //                  kernel fills Y, and joins back to A (an event B recorded), as
 //                  torch.cuda.graph's side streams do; after the launch on A, B waits for an
@@ -40,6 +42,7 @@
 //   hand-race      as hand, B filling Y;
 //   copy-write     as copy-read, B setting X (the graph reads what B writes);
 //   memset-read    the graph sets X; B copies X to W;
+//   late-race      as late, without the wait (the launch is the later side of the race);
 //   fork-race      as fork, B filling Y without the wait (the node that fills Y was captured
 //                  from B, but the launch runs on A).
 //
@@ -254,6 +257,17 @@ int main(int argc, char **argv) {
         CHECK(cuGraphDestroy(next));
     }
 
+    int late = is(mode, "late") || is(mode, "late-race");
+    if (late) {
+        b_fills(X);
+        if (is(mode, "late")) {
+            CUevent filled;
+            CHECK(cuEventCreate(&filled, CU_EVENT_DISABLE_TIMING));
+            CHECK(cuEventRecord(filled, B));
+            CHECK(cuStreamWaitEvent(A, filled, 0));
+            CHECK(cuEventDestroy_v2(filled));
+        }
+    }
     CHECK(cuGraphLaunch(exec, A));
     printf("launched\n");
     if (is(mode, "waited") || is(mode, "fork")) {
@@ -270,7 +284,7 @@ int main(int argc, char **argv) {
         CHECK(cuMemcpyDtoDAsync_v2(W, X, N * 4, B));
     else if (is(mode, "copy-write"))
         CHECK(cuMemsetD32Async(X, 9, N, B));
-    else
+    else if (!late)
         b_fills(X);
 
     CHECK(cuCtxSynchronize());

@@ -436,6 +436,7 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
         "hand",
         "copy-read",
         "fork",
+        "late",
     ] {
         let r = report_json(&traced(&dir, "report_graph_accesses", &[mode], &[]));
         assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
@@ -545,6 +546,25 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
             }
         }
     }
+    // The launch as the later side: its node's capture stack is the finding's own stack.
+    let r = report_json(&traced(&dir, "report_graph_accesses", &["late-race"], &[]));
+    assert_eq!(checks(&r), ["cross-stream-race"], "{r:#}");
+    let f = &r["findings"][0];
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("cuGraphLaunch on stream")
+            && message.contains("(its kernel node captured from cuLaunchKernel) and the earlier cuLaunchKernel"),
+        "{message}"
+    );
+    assert_eq!(f["stack_role"], "graph node captured at", "{f:#}");
+    let frames = f["stack"].as_array().unwrap();
+    assert_eq!(frames[0]["function"], "kernel_graph", "{f:#}");
+    assert!(
+        frames
+            .iter()
+            .any(|fr| fr["function"] == "main" && fr["line"].as_u64() == Some(first)),
+        "{f:#}"
+    );
 }
 
 /// What the shim lists of what a graph's nodes touch: each node, its owner, and its ranges
