@@ -137,7 +137,12 @@ impl Streams {
             .copied()
             .chain(touched.iter().map(|&(a, n, m, _)| (a, n, m)))
             .collect();
-        let sites: Vec<u32> = accesses.iter().map(|_| 0).chain(touched.iter().map(|t| t.3)).collect();
+        // (No vector when no node is named: an older trace, or a graph built otherwise.)
+        let sites: Vec<u32> = if touched.iter().any(|t| t.3 != 0) {
+            accesses.iter().map(|_| 0).chain(touched.iter().map(|t| t.3)).collect()
+        } else {
+            Vec::new()
+        };
         let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
             return;
         };
