@@ -129,8 +129,7 @@ impl Streams {
             }
         }
         // What its kernel, memcpy and memset nodes touch, as one operation of the stream
-        // (`graph_accesses`).
-        // Each access names the node it came from, for findings.
+        // (`graph_accesses`), each access naming the node it came from, for findings.
         let touched = self.graph_accesses.of_exec(l.function);
         let graph: Vec<(u64, u64, Mode)> = accesses
             .iter()

@@ -158,26 +158,13 @@ fn made(g: &HookGuard, api: Api, kind: u32, graph: u64, node: u64) {
     );
 }
 
-/// After `api` tried to add a node to `graph`: on success, records the node `out` names.
+/// After `api` tried to add a node of type `kind` to `graph` (under guard `g`): on success,
+/// records the node `out` names.
 ///
 /// # Safety
 /// `out` is the call's node out-parameter.
-unsafe fn added(g: &Option<HookGuard>, api: Api, r: CUresult, graph: CUgraph, out: *mut CUgraphNode) {
+unsafe fn added(g: Option<&HookGuard>, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: *mut CUgraphNode) {
     let Some(g) = g else { return };
-    let kind = match api {
-        Api::cuGraphAddMemcpyNode => GraphNode::MEMCPY,
-        Api::cuGraphAddMemsetNode => GraphNode::MEMSET,
-        _ => GraphNode::KERNEL,
-    };
-    // SAFETY: passed on.
-    unsafe { added_by(g, api, kind, r, graph, out) };
-}
-
-/// [`added`] under a guard.
-///
-/// # Safety
-/// As for [`added`].
-unsafe fn added_by(g: &HookGuard, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: *mut CUgraphNode) {
     if r != CUDA_SUCCESS || out.is_null() {
         return;
     }
@@ -203,7 +190,7 @@ pub unsafe fn add_kernel_node(
     // SAFETY: passed through unchanged.
     let r = unsafe { real(node, graph, deps, ndeps, params) };
     // SAFETY: the call's node out-parameter.
-    unsafe { added(&g, api, r, graph, node) };
+    unsafe { added(g.as_ref(), api, GraphNode::KERNEL, r, graph, node) };
     r
 }
 
@@ -230,8 +217,13 @@ pub unsafe fn add_copy_node(
     let g = guard::enter();
     // SAFETY: passed through unchanged.
     let r = unsafe { real(node, graph, deps, ndeps, params, ctx) };
+    let kind = if api == Api::cuGraphAddMemsetNode {
+        GraphNode::MEMSET
+    } else {
+        GraphNode::MEMCPY
+    };
     // SAFETY: the call's node out-parameter.
-    unsafe { added(&g, api, r, graph, node) };
+    unsafe { added(g.as_ref(), api, kind, r, graph, node) };
     r
 }
 
@@ -246,7 +238,7 @@ pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CU
         CU_GRAPH_NODE_TYPE_KERNEL | CU_GRAPH_NODE_TYPE_MEMCPY | CU_GRAPH_NODE_TYPE_MEMSET
     ) {
         // SAFETY: the contract above.
-        unsafe { added_by(g, api, kind, CUDA_SUCCESS, graph, out) };
+        unsafe { added(Some(g), api, kind, CUDA_SUCCESS, graph, out) };
     }
 }
 
