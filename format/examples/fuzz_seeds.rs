@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 20 {
+    match i % 21 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -169,6 +169,11 @@ fn body_at(i: u64) -> Body<'static> {
             node: 0x6300 + i - 1,
             kind: GraphNode::KERNEL,
             stack: StackId(1),
+        }
+        .into(),
+        19 => GraphEdges {
+            exec: 0x9000 + i - 5,
+            entries: Addrs(Cow::Owned(vec![GraphEdges::EDGE, 0x6300 + i - 2, 0x6300 + i - 1])),
         }
         .into(),
         _ => GraphUpdate {

@@ -767,6 +767,33 @@ records! {
         /// (captures and graph building happen once, replays many times).
         stack: StackId,
     }
+    /// The dependencies between the nodes of a graph, listed by the shim with the driver's
+    /// getters (`cuGraphGetEdges_v2`, else `cuGraphGetEdges`; `cuGraphChildGraphNodeGetGraph`
+    /// for child graphs at any depth) after a successful instantiation, just before its
+    /// [`GraphExec`] record (an update keeps an executable graph's topology, so none is
+    /// listed then). As many records as needed, at most [`GraphEdges::MAX_ENTRIES`] entries
+    /// in one; one with none when the graph has no edge. No such record means the shim
+    /// could not list them (a driver without the getters, or a getter that failed), so the
+    /// order between the graph's nodes is unknown.
+    62 GraphEdges<'a> {
+        /// The executable graph (`CUgraphExec`) made from the graph.
+        exec: u64,
+        /// Entries as triples `(what, from, to)`: [`GraphEdges::EDGE`], `to` depends on
+        /// `from` (both nodes of one graph: the listed one or a child graph within it); or
+        /// [`GraphEdges::CHILD`], `to` is a node of the graph that child graph node `from`
+        /// holds. Nodes are `CUgraphNode` handles, as [`GraphAccesses`] entries name them.
+        entries: Addrs<'a>,
+    }
+}
+
+impl GraphEdges<'_> {
+    /// The most entries (triples) one record holds, so that a record always fits in a block.
+    pub const MAX_ENTRIES: usize = 512;
+    /// `what`: an edge; `to` starts after `from` has finished (an edge the driver marks as
+    /// programmatic, which lets `to` start earlier, is listed as one too).
+    pub const EDGE: u64 = 0;
+    /// `what`: `to` belongs to the child graph of `from`.
+    pub const CHILD: u64 = 1;
 }
 
 impl GraphNode {
@@ -1234,6 +1261,18 @@ mod tests {
                 stack: StackId(1),
             }
             .into(),
+            GraphEdges {
+                exec: 0x5ce0_0000_0007,
+                entries: Addrs(Cow::Owned(vec![
+                    GraphEdges::EDGE,
+                    0x5e00_0000_0004,
+                    0x5e00_0000_0005,
+                    GraphEdges::CHILD,
+                    0x5e00_0000_0003,
+                    0x5e00_0000_0006,
+                ])),
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -1273,6 +1312,7 @@ mod tests {
                     | Body::GraphUpdate(_)
                     | Body::GraphAccesses(_)
                     | Body::GraphNode(_)
+                    | Body::GraphEdges(_)
             )
         }) {
             let mut buf = vec![0u8; 128];

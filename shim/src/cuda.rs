@@ -58,6 +58,20 @@ pub const CU_GRAPH_NODE_TYPE_MEM_ALLOC: u32 = 10;
 /// See [`CU_GRAPH_NODE_TYPE_MEM_ALLOC`].
 pub const CU_GRAPH_NODE_TYPE_MEM_FREE: u32 = 11;
 
+/// `CUgraphEdgeData` (CUDA 12.3): what an edge says beyond its ends: the ports it leaves and
+/// enters, and its type (default, or programmatic). Read by nobody here: `cuGraphGetEdges_v2`
+/// is only given room for it.
+#[repr(C)]
+#[derive(Clone, Copy, Default)]
+pub struct CUgraphEdgeData {
+    pub from_port: u8,
+    pub to_port: u8,
+    pub kind: u8,
+    pub reserved: [u8; 5],
+}
+
+const _: () = assert!(std::mem::size_of::<CUgraphEdgeData>() == 8);
+
 /// `CUDA_MEM_ALLOC_NODE_PARAMS` (CUDA 11.4; `_v1` and `_v2` share the layout): the pool
 /// properties of 88 bytes (see [`CUmemPoolPropsHead`]), then the access descriptors, the size
 /// and the address the driver returns.

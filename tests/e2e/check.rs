@@ -361,8 +361,8 @@ fn errors_exit_2_with_a_message_saying_where() {
         String::from_utf8_lossy(&out.stderr),
         format!(
             "gpuleak: {}:2: unknown suppression type \"leek\" (known: leak, bad-free, growth, fragmentation, \
-             unordered-free, use-after-free, cross-stream-race, wait-on-unrecorded-event, stream-leak, event-leak, \
-             unsynchronized-at-exit, pool-leak)\n",
+             unordered-free, use-after-free, cross-stream-race, graph-race, wait-on-unrecorded-event, stream-leak, \
+             event-leak, unsynchronized-at-exit, pool-leak)\n",
             supp.display()
         )
     );

@@ -28,7 +28,7 @@ use crate::report::{Finding, Frame};
 use crate::streams::Check;
 
 /// The types a suppression may have: `leak` and each finding's check.
-pub const TYPES: [&str; 12] = [
+pub const TYPES: [&str; 13] = [
     "leak",
     "bad-free",
     "growth",
@@ -36,6 +36,7 @@ pub const TYPES: [&str; 12] = [
     "unordered-free",
     "use-after-free",
     "cross-stream-race",
+    "graph-race",
     "wait-on-unrecorded-event",
     "stream-leak",
     "event-leak",
@@ -296,8 +297,8 @@ mod tests {
         assert_eq!(
             syntax_error("leak:ok\n\nrace:foo\n"),
             "supp.txt:3: unknown suppression type \"race\" (known: leak, bad-free, growth, fragmentation, \
-             unordered-free, use-after-free, cross-stream-race, wait-on-unrecorded-event, stream-leak, event-leak, \
-             unsynchronized-at-exit, pool-leak)"
+             unordered-free, use-after-free, cross-stream-race, graph-race, wait-on-unrecorded-event, stream-leak, \
+             event-leak, unsynchronized-at-exit, pool-leak)"
         );
         assert!(syntax_error("leak:a\njust_a_name\n").starts_with("supp.txt:2: expected TYPE:PATTERN"));
         assert!(syntax_error("leak:\n").starts_with("supp.txt:1: empty pattern"));

@@ -61,6 +61,22 @@ fn on_node(op: &Op, node: Option<&NodeSite>) -> String {
     }
 }
 
+/// A node of a launched graph, as a graph race names it: "the memcpy node captured from
+/// cuMemcpyAsync", or, for a node the shim did not name (a child graph's, or an older
+/// trace's), what its accesses say it is.
+fn graph_node(node: Option<&NodeSite>, kernel: bool) -> String {
+    match node {
+        Some(n) => format!(
+            "the {} node {} {}",
+            n.kind_name(),
+            if n.captured() { "captured from" } else { "added by" },
+            n.api
+        ),
+        None if kernel => "a kernel node".into(),
+        None => "a memcpy or memset node".into(),
+    }
+}
+
 /// For a stream or event leak whose creation was recorded without a stack (the default: stream
 /// and event calls capture none), how to get it.
 fn unrecorded_creation(f: &StreamFinding) -> &'static str {
@@ -107,6 +123,34 @@ fn message(f: &StreamFinding) -> String {
                  no ordering between them (no event wait, synchronization or legacy-stream edge)",
                 on_node(&f.op, f.nodes[0].as_ref()),
                 on_node(other, f.nodes[1].as_ref()),
+                f.ptr
+            )
+        }
+        (Check::GraphRace, Some(_)) => {
+            let (this, other) = (
+                graph_node(f.nodes[0].as_ref(), f.kernel_sides.0),
+                graph_node(f.nodes[1].as_ref(), f.kernel_sides.1),
+            );
+            let how = if f.kernels_only() {
+                ": a race if either kernel writes those bytes (the driver does not say which \
+                 parameters a kernel writes), none if both only read them"
+                    .to_string()
+            } else {
+                format!(
+                    ", at least one writing{}: every launch may run them at once or in either order; \
+                     make one depend on the other (under stream capture: make one stream wait for \
+                     an event recorded after the other's work)",
+                    if f.kernel_involved() {
+                        " (a kernel is taken to write the memory it is given)"
+                    } else {
+                        ""
+                    }
+                )
+            };
+            format!(
+                "{} runs {other} and {this}, which touch {:#x} in {alloc} with no path between them \
+                 in the graph{how}",
+                on(&f.op),
                 f.ptr
             )
         }
@@ -175,7 +219,14 @@ fn stack_setting(api: Api) -> Option<&'static str> {
 /// What to add to the message of a finding whose calls have no stack of their own: which
 /// setting records them.
 fn missing_stacks_hint(f: &StreamFinding) -> Option<String> {
-    let calls: Vec<&Op> = [Some(&f.op), f.other.as_ref()]
+    // A race inside a graph is one launch's: its stack helps only where a node is unnamed
+    // (the nodes' own stacks are always recorded).
+    let other = match f.check {
+        Check::GraphRace if f.nodes.iter().all(Option::is_some) => return None,
+        Check::GraphRace => None,
+        _ => f.other.as_ref(),
+    };
+    let calls: Vec<&Op> = [Some(&f.op), other]
         .into_iter()
         .flatten()
         .filter(|o| o.stack == StackId::NONE)
@@ -219,7 +270,8 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     let creation_stack = created.and_then(|(role, c)| stack_of(c.stack).map(|s| (role, s)));
     let mut related = Vec::new();
     let mut first_free_stack = None;
-    if let Some(other) = &f.other {
+    // (A race inside a graph has one call, the launch, on both sides.)
+    if let Some(other) = f.other.as_ref().filter(|_| f.check != Check::GraphRace) {
         if let Some(s) = stack_of(other.stack) {
             match f.check {
                 Check::UseAfterFree => first_free_stack = Some(s),

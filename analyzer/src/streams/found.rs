@@ -16,6 +16,9 @@ pub enum Check {
     UseAfterFree,
     /// Two streams touched one allocation, at least one writing, with no ordering.
     CrossStreamRace,
+    /// Two nodes of one graph touched one allocation, at least one writing, with no path
+    /// between them in the graph.
+    GraphRace,
     /// A wait or synchronize on an event that was never recorded.
     WaitOnUnrecordedEvent,
     /// A stream created and never destroyed.
@@ -28,10 +31,11 @@ pub enum Check {
 
 impl Check {
     /// Every check.
-    pub const ALL: [Check; 7] = [
+    pub const ALL: [Check; 8] = [
         Check::UnorderedFree,
         Check::UseAfterFree,
         Check::CrossStreamRace,
+        Check::GraphRace,
         Check::WaitOnUnrecordedEvent,
         Check::StreamLeak,
         Check::EventLeak,
@@ -44,6 +48,7 @@ impl Check {
             Check::UnorderedFree => "unordered-free",
             Check::UseAfterFree => "use-after-free",
             Check::CrossStreamRace => "cross-stream-race",
+            Check::GraphRace => "graph-race",
             Check::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
             Check::StreamLeak => "stream-leak",
             Check::EventLeak => "event-leak",
@@ -55,7 +60,7 @@ impl Check {
     pub fn is_error(self) -> bool {
         matches!(
             self,
-            Check::UnorderedFree | Check::UseAfterFree | Check::CrossStreamRace
+            Check::UnorderedFree | Check::UseAfterFree | Check::CrossStreamRace | Check::GraphRace
         )
     }
 }
@@ -117,16 +122,21 @@ pub struct StreamFinding {
 }
 
 impl StreamFinding {
+    /// Whether it is a race (between streams, or between the nodes of one graph).
+    pub fn is_race(&self) -> bool {
+        matches!(self.check, Check::CrossStreamRace | Check::GraphRace)
+    }
+
     /// A race between two kernels: neither side is known to write (a copy's destination, a
     /// memset and a stream-ordered allocation are, also as nodes of a graph), so both may only
     /// read, as two streams that share a model's weights do.
     pub fn kernels_only(&self) -> bool {
-        self.check == Check::CrossStreamRace && self.kernel_sides == (true, true)
+        self.is_race() && self.kernel_sides == (true, true)
     }
 
     /// A race where either side is a kernel's parameter.
     pub fn kernel_involved(&self) -> bool {
-        self.check == Check::CrossStreamRace && (self.kernel_sides.0 || self.kernel_sides.1)
+        self.is_race() && (self.kernel_sides.0 || self.kernel_sides.1)
     }
 
     /// Whether the finding is an error: a bug whatever the timing. A race between two kernels
@@ -157,8 +167,8 @@ impl Found {
         let none = (Api::NONE, StackId::NONE, 0);
         let (a, b) = match f.other {
             // A race is the same whichever side came first.
-            Some(o) if f.check == Check::CrossStreamRace && call(&o) > call(&f.op) => (call(&f.op), call(&o)),
-            Some(o) if f.check == Check::CrossStreamRace => (call(&o), call(&f.op)),
+            Some(o) if f.is_race() && call(&o) > call(&f.op) => (call(&f.op), call(&o)),
+            Some(o) if f.is_race() => (call(&o), call(&f.op)),
             Some(o) => (call(&f.op), call(&o)),
             None => (call(&f.op), none),
         };

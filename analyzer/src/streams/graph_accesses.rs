@@ -33,6 +33,7 @@
 use gpuleak_format::{Api, GraphAccesses as Record, GraphNode, GraphUpdate, StackId};
 
 use super::fast_hash::FastMap;
+use super::graph_order::{self, NodeAccess, Order, Race};
 use super::memory::Mode;
 
 /// Executable graphs remembered at most; past this, the map is emptied (launches of the
@@ -160,6 +161,11 @@ struct Exec {
     /// The enabled nodes' accesses, each once: (address, length, mode, the first such node's
     /// site).
     touched: Vec<Touched>,
+    /// The graph's edges as listed at instantiation (`GraphEdges` entries); `None` when not
+    /// listed, or when an update replaced the nodes they name.
+    edges: Option<Vec<u64>>,
+    /// Whether the races between its nodes were searched since what they touch last changed.
+    searched: bool,
 }
 
 /// An access of a graph launch: (address, length, mode, [`NodeSite`] index).
@@ -177,6 +183,7 @@ impl Exec {
         all.sort_by_key(|&(addr, len, mode, _)| (addr, len, mode as u8));
         all.dedup_by_key(|&mut (addr, len, mode, _)| (addr, len, mode));
         self.touched = all;
+        self.searched = false;
     }
 }
 
@@ -213,16 +220,18 @@ fn nodes_of(entries: &[u64]) -> Vec<Node> {
 
 /// Gives `nodes` the accesses (and the sites) of `from`, node for node in listing order,
 /// keeping their identity and enabled state (an update changes parameters only); when the
-/// counts differ (a graph the driver matched otherwise), `from` replaces them.
-fn take(nodes: &mut Vec<Node>, from: Vec<Node>) {
+/// counts differ (a graph the driver matched otherwise), `from` replaces them, and the
+/// result is false: the nodes are not the ones they were.
+fn take(nodes: &mut Vec<Node>, from: Vec<Node>) -> bool {
     if nodes.len() != from.len() {
         *nodes = from;
-        return;
+        return false;
     }
     for (n, f) in nodes.iter_mut().zip(from) {
         n.accesses = f.accesses;
         n.site = f.site;
     }
+    true
 }
 
 /// What executable graphs touch, and the entries listed for the instantiation or update its
@@ -231,6 +240,8 @@ fn take(nodes: &mut Vec<Node>, from: Vec<Node>) {
 pub struct GraphAccesses {
     by_exec: FastMap<u64, Exec>,
     listed: FastMap<u64, Vec<u64>>,
+    /// Edges listed for the instantiation each executable graph's next record completes.
+    listed_edges: FastMap<u64, Vec<u64>>,
     sites: Sites,
 }
 
@@ -262,11 +273,20 @@ impl GraphAccesses {
         self.listed.entry(exec).or_default().extend_from_slice(entries);
     }
 
+    /// The shim listed edges for `exec` (`GraphEdges` entries).
+    pub fn edges_listed(&mut self, exec: u64, entries: &[u64]) {
+        if self.listed_edges.len() >= MAX_EXECS && !self.listed_edges.contains_key(&exec) {
+            self.listed_edges.clear();
+        }
+        self.listed_edges.entry(exec).or_default().extend_from_slice(entries);
+    }
+
     /// `exec` was instantiated from `graph`: it touches what was listed for it, or nothing
-    /// known.
+    /// known, and its nodes are ordered as the edges listed say, or in no known way.
     pub fn instantiated(&mut self, exec: u64, graph: u64) {
         let nodes = self.listed_nodes(exec, graph).unwrap_or_default();
-        self.set(exec, nodes);
+        let edges = self.listed_edges.remove(&exec);
+        self.set(exec, nodes, edges);
     }
 
     /// A change to `exec`'s nodes; a failed one changed nothing.
@@ -301,13 +321,21 @@ impl GraphAccesses {
                 }
             }
             GraphUpdate::GRAPH => match listed {
-                Some(l) => take(&mut exec.nodes, l),
+                Some(l) => {
+                    if !take(&mut exec.nodes, l) {
+                        exec.edges = None;
+                    }
+                }
                 None => exec.nodes.iter_mut().for_each(|n| n.accesses.clear()),
             },
             GraphUpdate::CHILD_GRAPH => {
                 let (mut child, others): (Vec<Node>, Vec<Node>) = exec.nodes.drain(..).partition(|n| n.owner == u.node);
                 match listed {
-                    Some(l) => take(&mut child, l),
+                    Some(l) => {
+                        if !take(&mut child, l) {
+                            exec.edges = None;
+                        }
+                    }
                     None => child.iter_mut().for_each(|n| n.accesses.clear()),
                 }
                 exec.nodes = others.into_iter().chain(child).collect();
@@ -317,7 +345,7 @@ impl GraphAccesses {
         exec.refresh();
     }
 
-    fn set(&mut self, exec: u64, nodes: Vec<Node>) {
+    fn set(&mut self, exec: u64, nodes: Vec<Node>, edges: Option<Vec<u64>>) {
         if nodes.is_empty() {
             self.by_exec.remove(&exec);
             return;
@@ -328,6 +356,8 @@ impl GraphAccesses {
         let mut e = Exec {
             nodes,
             touched: Vec::new(),
+            edges,
+            searched: false,
         };
         e.refresh();
         self.by_exec.insert(exec, e);
@@ -336,6 +366,43 @@ impl GraphAccesses {
     /// What a launch of `exec` touches now: (address, length, mode, site), each once.
     pub fn of_exec(&self, exec: u64) -> &[Touched] {
         self.by_exec.get(&exec).map_or(&[], |e| &e.touched)
+    }
+
+    /// At a launch of `exec`: the races between its enabled nodes (`graph_order`), unless
+    /// they were searched since what the nodes touch last changed, or the order of its nodes
+    /// is not known.
+    pub fn races_unsearched(&mut self, exec: u64) -> Vec<Race> {
+        let Some(e) = self.by_exec.get_mut(&exec) else {
+            return Vec::new();
+        };
+        if e.searched {
+            return Vec::new();
+        }
+        e.searched = true;
+        let Some(edges) = &e.edges else {
+            return Vec::new();
+        };
+        let accesses: Vec<NodeAccess> = e
+            .nodes
+            .iter()
+            .filter(|n| n.enabled)
+            .flat_map(|n| {
+                n.accesses.iter().map(|&(lo, len, mode)| NodeAccess {
+                    node: n.node,
+                    lo,
+                    len,
+                    mode,
+                    site: n.site,
+                })
+            })
+            .collect();
+        if accesses.len() < 2 {
+            return Vec::new();
+        }
+        match Order::new(edges, e.nodes.iter().map(|n| n.node)) {
+            Some(order) => graph_order::races(&order, &accesses),
+            None => Vec::new(),
+        }
     }
 }
 

@@ -234,6 +234,15 @@ impl Memory {
         self.live.get(&ptr)
     }
 
+    /// The live allocation holding `addr`.
+    pub fn holding(&self, addr: u64) -> Option<&Live> {
+        self.live
+            .range(..=addr)
+            .next_back()
+            .map(|(_, l)| l)
+            .filter(|l| addr < l.end)
+    }
+
     /// Removes the allocation starting at `ptr`, remembering its range as freed by `free`.
     pub fn remove(&mut self, ptr: u64, free: Op) -> Option<Live> {
         let live = self.live.remove(&ptr)?;

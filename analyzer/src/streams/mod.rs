@@ -85,6 +85,7 @@ pub(crate) mod fast_hash;
 mod found;
 mod graph_accesses;
 mod graph_events;
+mod graph_order;
 pub mod memory;
 mod records;
 mod values;
@@ -277,6 +278,7 @@ impl Streams {
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
             Body::GraphEvents(e) => self.graph_events.listed(e.exec, &e.records.0, &e.waits.0),
             Body::GraphAccesses(a) => self.graph_accesses.listed(a.exec, &a.nodes.0),
+            Body::GraphEdges(e) => self.graph_accesses.edges_listed(e.exec, &e.entries.0),
             Body::GraphExec(g) if success(g.result) => {
                 self.graph_events.instantiated(g.graph, g.exec);
                 self.graph_accesses.instantiated(g.exec, g.graph);
@@ -532,6 +534,27 @@ impl Streams {
         accesses: &[(u64, u64, Mode)],
     ) -> Option<Slot> {
         self.work_sited(tid, seq, (api, stack), name, accesses, &[])
+    }
+
+    /// A race between two nodes of the graph `launch` launches: a finding when the bytes both
+    /// touch are in tracked memory live now.
+    fn graph_race(&mut self, launch: Op, race: &graph_order::Race) {
+        let Some(info) = self.memory.holding(race.addr).map(|l| l.info) else {
+            return;
+        };
+        let (a, b) = (&race.first, &race.second);
+        self.found.add(StreamFinding {
+            check: Check::GraphRace,
+            op: Op { site: b.site, ..launch },
+            ptr: race.addr,
+            other: Some(Op { site: a.site, ..launch }),
+            allocation: Some(info),
+            created: None,
+            moment: None,
+            count: 1,
+            kernel_sides: (b.mode == Mode::Kernel, a.mode == Mode::Kernel),
+            nodes: [None; 2],
+        });
     }
 
     /// [`Streams::work`], each access with the graph node it came from (`sites`, by index,

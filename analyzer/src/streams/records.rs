@@ -145,6 +145,19 @@ impl Streams {
         let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
             return;
         };
+        // Races between the graph's own nodes (`graph_order`), searched at the first launch
+        // after what they touch changed.
+        let op = Op {
+            api: l.api,
+            stack: l.stack,
+            stream: name,
+            seq,
+            tid,
+            site: 0,
+        };
+        for race in self.graph_accesses.races_unsearched(l.function) {
+            self.graph_race(op, &race);
+        }
         for r in &nodes.records {
             // Recorded outside any capture now.
             self.captures.record(r.event, name, 0);

@@ -23,10 +23,10 @@ use gpuleak_analyzer::report::{self, Options, Report};
 use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
-    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphAccesses, GraphEvents, GraphExec, GraphMem, GraphNode,
-    GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr,
-    PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait,
-    Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    EventDestroy, EventRecord, Exit, FileHeader, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
+    GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage,
+    ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate,
+    StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
 /// Reads choices from the input bytes; zeros once they run out.
@@ -156,7 +156,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(38) {
+        match self.below(39) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -463,6 +463,12 @@ impl Bytes<'_> {
                 node: self.pick(&[0, 1, 2]),
                 kind: self.pick(&[0, 1, 2, u32::MAX]),
                 stack: self.stack(),
+            }
+            .into(),
+            // Edges between the same few node values as GraphAccesses entries name.
+            37 => GraphEdges {
+                exec: self.pick(&CODE),
+                entries: self.addrs(&[GraphEdges::EDGE, GraphEdges::CHILD, 0, 1, 2, 3, u64::MAX]),
             }
             .into(),
             _ => GraphExec {

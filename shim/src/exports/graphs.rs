@@ -31,7 +31,8 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{
-    Addrs, Api, CuResult, GraphEvents, GraphExec, GraphMem, GraphUpdate, MemKind, MemLocation, StackId, Stream,
+    Addrs, Api, CuResult, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphUpdate, MemKind, MemLocation, StackId,
+    Stream,
 };
 
 use super::graph_accesses;
@@ -255,10 +256,10 @@ unsafe fn instantiated(
     } else {
         0
     };
-    let listing = if handle != 0 { list_nodes(graph, 0) } else { None };
-    let (nodes, events, accesses) = match listing {
-        Some(l) => (l.memory, l.events, Some(l.accesses)),
-        None => (None, None, None),
+    let listing = if handle != 0 { list_nodes(graph, 0, true) } else { None };
+    let (nodes, events, accesses, edges) = match listing {
+        Some(l) => (l.memory, l.events, Some(l.accesses), l.edges),
+        None => (None, None, None, None),
     };
     let (allocs, frees) = nodes.as_ref().map_or((&[][..], &[][..]), |(a, f)| (&a[..], &f[..]));
     let per = GraphMem::MAX_NODES;
@@ -282,6 +283,9 @@ unsafe fn instantiated(
     }
     if let Some(accesses) = &accesses {
         graph_accesses::write(g, handle, accesses);
+    }
+    if let Some(edges) = &edges {
+        write_edges(g, handle, edges);
     }
     let stack = tracer::call_stack(g);
     if let Some((allocs, frees)) = nodes.as_ref().filter(|_| ops::flags() & ops::LIVE != 0) {
@@ -317,6 +321,8 @@ static FREE_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
 static CHILD_GRAPH: AtomicUsize = AtomicUsize::new(0);
 static RECORD_NODE_EVENT: AtomicUsize = AtomicUsize::new(0);
 static WAIT_NODE_EVENT: AtomicUsize = AtomicUsize::new(0);
+static GET_EDGES_V2: AtomicUsize = AtomicUsize::new(0);
+static GET_EDGES: AtomicUsize = AtomicUsize::new(0);
 
 /// The most graphs (the graph and the child graphs within it, at any depth) whose nodes one
 /// instantiation lists; a graph of more is taken as one whose nodes are unknown.
@@ -332,6 +338,9 @@ struct Listing {
     events: Option<(Vec<u64>, Vec<u64>)>,
     /// What kernel, memcpy and memset nodes touch, as [`GraphAccesses`] entries.
     accesses: Vec<u64>,
+    /// The dependencies between the nodes, as [`GraphEdges`] entries, when asked for;
+    /// `None` when not asked, or when a graph's edges could not be read.
+    edges: Option<Vec<u64>>,
 }
 
 /// The memory and event nodes of `graph` and of the child graphs within it at any depth (a
@@ -342,12 +351,13 @@ struct Listing {
 /// `cuGraphChildGraphNodeGetGraph`, all CUDA 11.4 or older), and what its kernel, memcpy
 /// and memset nodes touch (`graph_accesses::list_node`). An event or access node's owner is
 /// `owner` when it is not 0 (a child graph's update names its node), else the child graph
-/// node of `graph`'s top level it lies within (0 at the top level). `None` when the nodes
-/// cannot be listed at all. Conditional nodes' bodies are not visited: they may hold
-/// neither memory nodes (`CUDA_CONDITIONAL_NODE_PARAMS`) nor event nodes, and whether a
-/// body's kernels run at a launch depends on a value the device sets, so what they touch is
-/// left unknown.
-fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
+/// node of `graph`'s top level it lies within (0 at the top level). With `with_edges`, also
+/// the edges of each graph visited (`graph_edges`) and which child graph node each child
+/// graph's nodes belong to. `None` when the nodes cannot be listed at all. Conditional
+/// nodes' bodies are not visited: they may hold neither memory nodes
+/// (`CUDA_CONDITIONAL_NODE_PARAMS`) nor event nodes, and whether a body's kernels run at a
+/// launch depends on a value the device sets, so what they touch is left unknown.
+fn list_nodes(graph: CUgraph, owner: u64, with_edges: bool) -> Option<Listing> {
     type GetNodes = unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut usize) -> CUresult;
     type GetType = unsafe extern "C" fn(CUgraphNode, *mut u32) -> CUresult;
     let get_nodes = driver_fn(&GET_NODES, c"cuGraphGetNodes")?;
@@ -363,12 +373,19 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
     let (mut records, mut waits) = (Vec::new(), Vec::new());
     let mut accesses = Vec::new();
     let (mut memory_known, mut events_known) = (true, true);
-    let mut graphs = vec![(graph, owner)];
+    let mut edges = with_edges.then(Vec::new);
+    // (graph, owner, the child graph node holding it or 0)
+    let mut graphs = vec![(graph, owner, 0u64)];
     let mut visited = 0usize;
-    while let Some((graph, owner)) = graphs.pop() {
+    while let Some((graph, owner, parent)) = graphs.pop() {
         visited += 1;
         if visited > MAX_GRAPHS {
             return None;
+        }
+        if let Some(list) = &mut edges {
+            if graph_edges(graph, list).is_none() {
+                edges = None;
+            }
         }
         let mut count = 0usize;
         // SAFETY: a NULL node array asks for the count alone.
@@ -384,6 +401,9 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
         nodes.truncate(got.min(count));
         accesses.reserve(nodes.len() * 4);
         for node in nodes.into_iter().filter(|n| !n.is_null()) {
+            if let Some(list) = edges.as_mut().filter(|_| parent != 0) {
+                list.extend([GraphEdges::CHILD, parent, node as u64]);
+            }
             let mut kind = 0u32;
             // SAFETY: a node of the graph; `kind` is a valid out-pointer.
             if unsafe { get_type(node, &mut kind) } != CUDA_SUCCESS {
@@ -419,7 +439,7 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
                     if unsafe { child_graph(node, &mut child) } != CUDA_SUCCESS || child.is_null() {
                         return None;
                     }
-                    graphs.push((child, if owner == 0 { node as u64 } else { owner }));
+                    graphs.push((child, if owner == 0 { node as u64 } else { owner }, node as u64));
                 }
                 kind => graph_accesses::list_node(node, kind, owner, &mut accesses),
             }
@@ -429,7 +449,89 @@ fn list_nodes(graph: CUgraph, owner: u64) -> Option<Listing> {
         memory: memory_known.then_some((allocs, frees)),
         events: events_known.then_some((records, waits)),
         accesses,
+        edges,
     })
+}
+
+/// Appends the edges of `graph` (not of child graphs within it) to `out` as [`GraphEdges`]
+/// entries, asked of `cuGraphGetEdges_v2` (12.3) with room for the edges' data, so that
+/// edges with data (programmatic dependencies) are listed too, else of `cuGraphGetEdges`
+/// (10.0); `None` when neither is there or the driver refuses.
+fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
+    type GetEdgesV2 =
+        unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut CUgraphNode, *mut CUgraphEdgeData, *mut usize) -> CUresult;
+    type GetEdges = unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut CUgraphNode, *mut usize) -> CUresult;
+    enum Getter {
+        V2(GetEdgesV2),
+        V1(GetEdges),
+    }
+    // SAFETY: the driver's own functions, found by name, with their C signatures.
+    let getter = unsafe {
+        match driver_fn(&GET_EDGES_V2, c"cuGraphGetEdges_v2") {
+            Some(f) => Getter::V2(std::mem::transmute::<usize, GetEdgesV2>(f)),
+            None => Getter::V1(std::mem::transmute::<usize, GetEdges>(driver_fn(
+                &GET_EDGES,
+                c"cuGraphGetEdges",
+            )?)),
+        }
+    };
+    let get = |from: *mut CUgraphNode, to: *mut CUgraphNode, data: *mut CUgraphEdgeData, n: &mut usize| match getter {
+        // SAFETY: NULL arrays ask for the count alone; else each array has room for `*n`
+        // entries.
+        Getter::V2(f) => unsafe { f(graph, from, to, data, n) },
+        // SAFETY: as above.
+        Getter::V1(f) => unsafe { f(graph, from, to, n) },
+    };
+    let mut count = 0usize;
+    if get(
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        std::ptr::null_mut(),
+        &mut count,
+    ) != CUDA_SUCCESS
+    {
+        return None;
+    }
+    if count == 0 {
+        return Some(());
+    }
+    let mut from: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
+    let mut to: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
+    let mut data = vec![CUgraphEdgeData::default(); count];
+    let mut got = count;
+    let data_ptr = if matches!(getter, Getter::V2(_)) {
+        data.as_mut_ptr()
+    } else {
+        std::ptr::null_mut()
+    };
+    if get(from.as_mut_ptr(), to.as_mut_ptr(), data_ptr, &mut got) != CUDA_SUCCESS {
+        return None;
+    }
+    out.reserve(got.min(count) * 3);
+    for (&f, &t) in from.iter().zip(&to).take(got.min(count)) {
+        if !f.is_null() && !t.is_null() {
+            out.extend([GraphEdges::EDGE, f as u64, t as u64]);
+        }
+    }
+    Some(())
+}
+
+/// Writes the edges listed for `exec` as [`GraphEdges`] records: at least one, each holding
+/// at most [`GraphEdges::MAX_ENTRIES`] entries.
+fn write_edges(g: &HookGuard, exec: u64, entries: &[u64]) {
+    let one = |entries: &[u64]| {
+        tracer::event(
+            g,
+            GraphEdges {
+                exec,
+                entries: Addrs(Cow::Borrowed(entries)),
+            },
+        )
+    };
+    if entries.is_empty() {
+        one(&[]);
+    }
+    entries.chunks(GraphEdges::MAX_ENTRIES * 3).for_each(one);
 }
 
 /// An allocation node's triple `(address, bytes, location)`, or `None` when the getter is
@@ -634,7 +736,7 @@ fn relisted(g: &HookGuard, api: Api, r: CUresult, what: u32, exec: CUgraphExec, 
         return;
     }
     let listing = if r == CUDA_SUCCESS {
-        list_nodes(graph, node)
+        list_nodes(graph, node, false)
     } else {
         None
     };
