@@ -7,6 +7,13 @@ stream, whose output a side stream copies to pinned host memory after each repla
     torch_graph.py ordered   the side stream first waits for the current stream
                              (`side.wait_stream(...)`): no finding.
 
+    torch_graph.py branch-race     inside the capture, the graph forks onto a side stream
+                                   that copies a buffer out while the capturing stream then
+                                   overwrites it, joining back only at the end: gpuleak must
+                                   report a graph-race between the two memcpy nodes;
+    torch_graph.py branch-ordered  the capturing stream first waits for the side stream: no
+                                   finding.
+
 The graph's work is a copy into the static output (`static_out.copy_(...)`: a memcpy node,
 whose range the shim reads exactly, unlike an elementwise kernel's, whose pointers travel in a
 structure). The host synchronizes after every step. Prints `done STEPS` and, as PyTorch says
@@ -19,9 +26,36 @@ MODE = sys.argv[1] if len(sys.argv) > 1 else "ordered"
 STEPS = 5
 
 
+def branches():
+    """The branch-race and branch-ordered modes: a race inside the graph, or none."""
+    src = torch.ones(1 << 18, device="cuda")
+    mid = torch.empty_like(src)
+    out = torch.empty_like(src)
+    side = torch.cuda.Stream()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        main = torch.cuda.current_stream()
+        mid.copy_(src)
+        side.wait_stream(main)
+        with torch.cuda.stream(side):
+            out.copy_(mid)
+        if MODE == "branch-ordered":
+            main.wait_stream(side)
+        mid.copy_(src)
+        main.wait_stream(side)
+    for _ in range(STEPS):
+        graph.replay()
+        torch.cuda.synchronize()
+    print(f"done {STEPS}")
+    print(f"torch_allocated {torch.cuda.memory_allocated()}")
+
+
 def main():
+    if MODE in ("branch-race", "branch-ordered"):
+        branches()
+        return
     if MODE not in ("race", "ordered"):
-        sys.exit(f"torch_graph.py: mode {MODE!r} is not race or ordered")
+        sys.exit(f"torch_graph.py: mode {MODE!r} is not race, ordered, branch-race or branch-ordered")
     static_in = torch.ones(1 << 18, device="cuda")
     static_out = torch.empty_like(static_in)
     # Warm up on a side stream, as PyTorch's documentation asks before a capture.
