@@ -2,16 +2,19 @@
  * graph.c: executable graphs made from stream captures, their launch, graph memory, and host
  * functions.
  *
- * A captured graph (stream.c) is the list of operations enqueued on the capturing stream, in
+ * A captured graph (stream.c) is the list of operations enqueued on the capturing streams, in
  * order: copies, memsets, kernels, host functions, event record and wait nodes, and memory
  * nodes; a graph built by hand holds memory nodes, child graph nodes, event record and wait
- * nodes (graphnode.c), kernels, copies and memsets (graphparams.c). Instantiation copies that list, with each child graph's
- * nodes in place of its node, into an executable graph owned by the graph's context; each
- * cuGraphLaunch runs every operation again, in order, as if enqueued on the launch stream at
+ * nodes (graphnode.c), kernels, copies and memsets (graphparams.c). Both keep their edges
+ * (graphedge.c). Instantiation copies that list in a dependency order (node order unless
+ * cuGraphAddDependencies added an edge backwards), with each child graph's nodes in place of
+ * its node, into an executable graph owned by the graph's context; each
+ * cuGraphLaunch runs every operation again, in that order, as if enqueued on the launch stream at
  * that moment (all work runs at enqueue time in the simulator): an event record node records
  * its event, an event wait node has nothing to wait for. A launch into a capturing stream
- * appends the operations to that capture (not for graphs with memory nodes:
- * CUDA_ERROR_NOT_SUPPORTED, a simulator limit). graphexec.c changes an executable graph's nodes
+ * appends the operations to that capture as a chain after the stream's current dependencies
+ * (a simplification: the graph's own edges are not copied), except for graphs with memory
+ * nodes (CUDA_ERROR_NOT_SUPPORTED, a simulator limit). graphexec.c changes an executable graph's nodes
  * after instantiation (kernels, copies, memsets, events, child graphs, whole-graph updates) and
  * disables and enables them; what the next launch runs is what they hold then, without the
  * disabled ones (into a capture too).
@@ -357,7 +360,7 @@ static CUresult add_alloc_node(CUgraphNode *out, CUgraph h, const CUgraphNode *d
         return CUDA_ERROR_INVALID_VALUE;
     struct node n = {.kind = N_ALLOC, .maddr = graph_next_address(p->bytesize),
                      .msize = p->bytesize, .mdev = props->location.id};
-    CUresult r = graph_add_node(g, &n, out);
+    CUresult r = graph_add_node(g, &n, deps, ndeps, out);
     if (r == CUDA_SUCCESS) p->dptr = n.maddr;
     return r;
 }
@@ -376,7 +379,7 @@ static CUresult add_free_node(CUgraphNode *out, CUgraph h, const CUgraphNode *de
     if (own ? !graph_alloc_unfreed(g, dptr) : !graph_node_address(dptr))
         return CUDA_ERROR_INVALID_VALUE;
     struct node node = {.kind = N_FREE, .maddr = dptr};
-    return graph_add_node(g, &node, out);
+    return graph_add_node(g, &node, deps, ndeps, out);
 }
 
 static CUresult get_nodes(CUgraph h, CUgraphNode *out, size_t *count) {
@@ -439,7 +442,7 @@ static CUresult add_child_node(CUgraphNode *out, CUgraph h, const CUgraphNode *d
                                CUgraph child, bool move) {
     struct graph *g = graph_get(h), *c = graph_get(child);
     if (!out || !g || !c || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
-    return graph_add_child(g, c, move, out);
+    return graph_add_child(g, c, move, deps, ndeps, out);
 }
 
 static CUresult child_graph(CUgraphNode h, CUgraph *out) {
@@ -464,7 +467,7 @@ static CUresult add_node(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, s
         struct node n;
         if (!out || !g || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
         CUresult r = node_from_params(p, &n);
-        return r == CUDA_SUCCESS ? graph_add_node(g, &n, out) : r;
+        return r == CUDA_SUCCESS ? graph_add_node(g, &n, deps, ndeps, out) : r;
     }
     case CU_GRAPH_NODE_TYPE_MEM_ALLOC: return add_alloc_node(out, h, deps, ndeps, &p->alloc);
     case CU_GRAPH_NODE_TYPE_MEM_FREE: return add_free_node(out, h, deps, ndeps, p->free.dptr);
@@ -489,7 +492,8 @@ SIMCUDA_API CUresult cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph,
     API_LOCKED(add_node(phGraphNode, hGraph, dependencies, numDependencies, nodeParams));
 }
 
-/* Edge data (ports, edge types) changes nothing here: every edge is a full dependency. */
+/* Edge data (ports, edge types) changes nothing here and is not kept: every edge is a full
+ * dependency, read back with default data. */
 SIMCUDA_API CUresult cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph,
                                        const CUgraphNode *dependencies,
                                        const CUgraphEdgeData *dependencyData,

@@ -19,8 +19,8 @@
  * says it is unaffected by individual node updates and by cuGraphExecUpdate, and parameters
  * set while a node is disabled take effect when it is enabled again.
  *
- * The simulator's update rule. A graph is a sequence of nodes here (no edges), so two graphs
- * have the same topology when their flattened sequences have the same length
+ * The simulator's update rule. Edges are not compared (a simulator limit): two graphs have
+ * the same topology when their flattened sequences (graph_flatten) have the same length
  * (CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED otherwise) and the same node type at every
  * position (CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED otherwise). Of the reference's
  * limitations, these are modelled: memory nodes cannot change (allocation nodes keep their

@@ -27,7 +27,7 @@ CUresult graph_add_event_node(CUgraphNode *out, CUgraph h, const CUgraphNode *de
     uint64_t ev = event_handle(event);
     if (!out || !g || !ev || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
     struct node n = {.kind = kind, .event = ev};
-    return graph_add_node(g, &n, out);
+    return graph_add_node(g, &n, deps, ndeps, out);
 }
 
 static CUresult event_node_get(CUgraphNode h, enum node_kind kind, CUevent *out) {

@@ -143,7 +143,7 @@ static CUresult add_made(CUgraphNode *out, CUgraph h, const CUgraphNode *deps, s
                          CUresult r, struct node *made) {
     struct graph *g = graph_get(h);
     if (!out || !g || !graph_owns_nodes(g, deps, ndeps)) return CUDA_ERROR_INVALID_VALUE;
-    return r == CUDA_SUCCESS ? graph_add_node(g, made, out) : r;
+    return r == CUDA_SUCCESS ? graph_add_node(g, made, deps, ndeps, out) : r;
 }
 
 /* The node h names, if it is of that kind. */

@@ -288,6 +288,7 @@ HIDDEN CUresult xfer_run_locked(const struct xfer *x);
 
 struct stream;
 struct graph;
+struct depset;
 
 /* One operation captured into a graph, replayed by cuGraphLaunch. */
 enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE, N_CHILD, N_EVENT_RECORD, N_EVENT_WAIT };
@@ -345,13 +346,13 @@ struct sref {
 HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
 /* An event record node ran: the event is recorded now (nothing if it was destroyed). */
 HIDDEN void event_record_node_ran(uint64_t event);
-/* Appends an operation to the graph a capturing stream builds. */
+/* Appends an operation to the graph a capturing stream builds, depending on every node of the
+ * stream's current dependencies, which become that node alone. */
 HIDDEN CUresult stream_capture_node(struct sref *r, const struct node *n);
-/* A stream's capture: its status and, while capturing (or invalidated), its id and graph. */
+/* A stream's capture: its status and, while capturing (or invalidated), its id, graph and (if
+ * deps is not NULL) the stream's own current dependencies (else NULL). */
 HIDDEN CUresult stream_capture_state(CUstream h, CUstreamCaptureStatus *status, uint64_t *id,
-                                     struct graph **g);
-/* The node most recently added to g (what a capture's next node depends on), or NULL. */
-HIDDEN const struct node *graph_last_node(const struct graph *g);
+                                     struct graph **g, struct depset **deps);
 /* A stream-ordered allocation under capture: an allocation node of `size` bytes on the
  * capturing context's device; its fixed address in *out. */
 HIDDEN CUresult stream_capture_alloc(struct sref *r, size_t size, CUdeviceptr *out);
@@ -364,21 +365,60 @@ HIDDEN bool graph_node_address(uint64_t addr);
 /* A graph built by hand (cuGraphCreate) in context c. */
 HIDDEN struct graph *graph_new(struct ctx *c);
 HIDDEN CUgraph graph_handle(const struct graph *g);
-/* Appends a node to a graph; its handle is written to *out. */
-HIDDEN CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out);
+/* Appends a node to a graph built by hand, with an edge from each of its ndeps dependencies
+ * (which the caller checked with graph_owns_nodes); its handle is written to *out. */
+HIDDEN CUresult graph_add_node(struct graph *g, struct node *n, const CUgraphNode *deps,
+                               size_t ndeps, CUgraphNode *out);
 /* The node a CUgraphNode names, or NULL. */
 HIDDEN const struct node *graph_node_get(CUgraphNode h);
 /* The same, to change its parameters in place; *g (if g is not NULL) is its graph. */
 HIDDEN struct node *graph_node_get_mut(CUgraphNode h, struct graph **g);
-/* Whether every one of the n handles is a node of g. */
+/* Whether every one of the n handles is a node of g, none twice (a dependency array may not
+ * have duplicate entries). */
 HIDDEN bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n);
+/* The index in g's node order of the node h names, if it is a node of g. */
+HIDDEN bool graph_node_index(const struct graph *g, CUgraphNode h, size_t *index);
+
+/* An edge of a graph: node `to` depends on node `from` (indices in the graph's node order;
+ * nodes are never removed, so indices are stable). A graph keeps its edges in the order they
+ * were made (graph.c's node adds, capture.c's captures, graphedge.c's cuGraphAddDependencies). */
+struct edge {
+    size_t from, to;
+};
+HIDDEN const struct edge *graph_edges(const struct graph *g, size_t *n);
+/* Room for `more` edges, so that graph_edge_push cannot fail; false if out of memory. */
+HIDDEN bool graph_edges_reserve(struct graph *g, size_t more);
+HIDDEN void graph_edge_push(struct graph *g, size_t from, size_t to);
+/* Drops the edges made after the first n (a refused cuGraphAddDependencies). */
+HIDDEN void graph_edges_truncate(struct graph *g, size_t n);
+/* An order of g's nodes in which every node comes after those it depends on: node order, the
+ * smallest ready index first, so node order itself when every edge goes forward (then *order
+ * is NULL). CUDA_ERROR_INVALID_VALUE if the edges have a cycle, or out of memory. */
+HIDDEN CUresult graph_order(const struct graph *g, size_t **order);
+
+/* A capture's current dependencies on one stream, or what an event recorded in a capture
+ * remembers of them: node indices of the capture's graph, each once, in the order they were
+ * added (capture.c). */
+struct depset {
+    size_t *v;
+    size_t n, cap;
+};
+/* Room for `more` indices (false if out of memory). */
+HIDDEN bool depset_reserve(struct depset *s, size_t more);
+/* Adds an index not already there (after depset_reserve: cannot fail). */
+HIDDEN void depset_add(struct depset *s, size_t index);
+/* The set becomes a copy of the n indices at v / gains from's indices; false (unchanged) if
+ * out of memory. */
+HIDDEN bool depset_assign(struct depset *s, const size_t *v, size_t n);
+HIDDEN bool depset_union(struct depset *s, const struct depset *from);
 /* Whether graph g has an allocation node at addr that no free node of g frees yet. */
 HIDDEN bool graph_alloc_unfreed(const struct graph *g, uint64_t addr);
 /* Whether g or a child graph within it has memory nodes. */
 HIDDEN bool graph_has_memory_nodes(const struct graph *g);
 /* Adds a child graph node to g: a clone of child (which must have no memory nodes), or, with
  * move, child itself, which g then owns (CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE). */
-HIDDEN CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgraphNode *out);
+HIDDEN CUresult graph_add_child(struct graph *g, struct graph *child, bool move,
+                                const CUgraphNode *deps, size_t ndeps, CUgraphNode *out);
 /* Whether g is owned by a child graph node (moved into a parent). */
 HIDDEN bool graph_is_child(const struct graph *g);
 /* The node of `clone` (a child graph node's copy of a graph) made from node `original` of the

@@ -8,15 +8,18 @@
  *
  * Capture: cuStreamBeginCapture(_v2) on a created stream starts it; copies, memsets, kernels
  * and host functions enqueued while capturing are not executed but appended, in order, to the
- * graph being built (graph.c instantiates and launches it); stream-ordered allocations return
+ * graph being built (graph.c instantiates and launches it), each depending on the stream's
+ * current dependencies, which then become that node alone; stream-ordered allocations return
  * graph addresses (see pool.c); synchronising or querying a capturing stream, or adding a
  * stream callback to it, fails with CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED and invalidates the
  * capture; cuStreamEndCapture returns the CUgraph.
  *
  * Cross-stream capture: an event recorded on a capturing stream records nothing but marks the
- * event as the capture's; a created stream that waits for it joins the capture (its work goes
- * into the same graph) until the capture ends on the stream that began it, which releases every
- * stream that joined. Ending the capture on a joined stream fails with
+ * event as the capture's and remembers the stream's current dependencies; a created stream that
+ * waits for it joins the capture (its work goes into the same graph, its current dependencies
+ * start as the event's) until the capture ends on the stream that began it, which releases
+ * every stream that joined; a stream already in the capture that waits for it adds the event's
+ * dependencies to its own. Ending the capture on a joined stream fails with
  * CUDA_ERROR_STREAM_CAPTURE_UNMATCHED; waiting for a capture's event from a stream in another
  * capture fails with CUDA_ERROR_STREAM_CAPTURE_ISOLATION, from the legacy or per-thread
  * default stream with CUDA_ERROR_STREAM_CAPTURE_IMPLICIT; invalidating a joined stream's
@@ -43,6 +46,8 @@ struct graph {
     const struct graph *cloned_from; /* the graph a child graph node's clone was made of */
     struct node *nodes;
     size_t nnodes, capnodes;
+    struct edge *edges; /* in the order they were made */
+    size_t nedges, capedges;
 };
 
 /* What a kernel node's getter hands out as kernelParams: one pointer per parameter of the
@@ -74,6 +79,7 @@ struct stream {
     uint64_t capture_id; /* of the capture under way (or invalidated), unique in the process */
     struct stream *origin; /* for a stream that joined a capture: the stream that began it */
     bool graph_given;      /* captured into the program's graph (cuStreamBeginCaptureToGraph) */
+    struct depset deps;    /* while capturing: what its next captured node depends on */
 };
 
 struct event {
@@ -85,6 +91,7 @@ struct event {
     /* Last recorded on a capturing stream: that capture's id and origin stream (else 0, NULL). */
     uint64_t capture_id;
     struct stream *capture_origin;
+    struct depset deps; /* the recording stream's current dependencies then */
 };
 
 static uint64_t next_graph_address = GRAPH_BASE;
@@ -137,7 +144,8 @@ static bool untrack_alloc(struct graph *g, uint64_t addr) {
     return false;
 }
 
-CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out) {
+/* Appends a node with no edges; its handle in *out. */
+static CUresult node_append(struct graph *g, struct node *n, CUgraphNode *out) {
     if (g->nnodes == g->capnodes) {
         size_t cap = g->capnodes ? g->capnodes * 2 : 8;
         struct node *v = realloc(g->nodes, cap * sizeof *v);
@@ -160,9 +168,55 @@ CUresult graph_add_node(struct graph *g, struct node *n, CUgraphNode *out) {
     return CUDA_SUCCESS;
 }
 
+bool graph_edges_reserve(struct graph *g, size_t more) {
+    return sim_grow((void **)&g->edges, &g->capedges, g->nedges + more, sizeof *g->edges);
+}
+
+void graph_edge_push(struct graph *g, size_t from, size_t to) {
+    g->edges[g->nedges++] = (struct edge){.from = from, .to = to};
+}
+
+void graph_edges_truncate(struct graph *g, size_t n) {
+    if (n < g->nedges) g->nedges = n;
+}
+
+const struct edge *graph_edges(const struct graph *g, size_t *n) {
+    *n = g->nedges;
+    return g->edges;
+}
+
+/* Every edge is made once the node is in, so a failed add leaves no edge behind. */
+CUresult graph_add_node(struct graph *g, struct node *n, const CUgraphNode *deps, size_t ndeps,
+                        CUgraphNode *out) {
+    if (!graph_edges_reserve(g, ndeps)) return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t to = g->nnodes;
+    CUresult r = node_append(g, n, out);
+    if (r != CUDA_SUCCESS) return r;
+    for (size_t i = 0; i < ndeps; i++) {
+        size_t from;
+        if (graph_node_index(g, deps[i], &from)) graph_edge_push(g, from, to);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* A node captured on stream st: after every node of st's current dependencies, which become
+ * the new node alone. */
+static CUresult capture_append(struct stream *st, struct node *n) {
+    struct graph *g = st->graph;
+    if (!depset_reserve(&st->deps, 1) || !graph_edges_reserve(g, st->deps.n))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    size_t to = g->nnodes;
+    CUresult r = node_append(g, n, NULL);
+    if (r != CUDA_SUCCESS) return r;
+    for (size_t i = 0; i < st->deps.n; i++) graph_edge_push(g, st->deps.v[i], to);
+    st->deps.n = 0;
+    depset_add(&st->deps, to);
+    return CUDA_SUCCESS;
+}
+
 CUresult stream_capture_node(struct sref *r, const struct node *n) {
     struct node copy = *n;
-    return graph_add_node(r->st->graph, &copy, NULL);
+    return capture_append(r->st, &copy);
 }
 
 bool graph_node_address(uint64_t addr) {
@@ -198,11 +252,20 @@ void **graph_node_kernel_params(CUgraphNode h, const struct node *n) {
     return a->ptrs;
 }
 
+bool graph_node_index(const struct graph *g, CUgraphNode h, size_t *index) {
+    struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)h);
+    if (!gn || gn->g != g) return false;
+    *index = gn->index;
+    return true;
+}
+
 bool graph_owns_nodes(const struct graph *g, const CUgraphNode *deps, size_t n) {
     if (n && !deps) return false;
     for (size_t i = 0; i < n; i++) {
-        struct gnode *gn = obj_get(HK_NODE, (uint64_t)(uintptr_t)deps[i]);
-        if (!gn || gn->g != g) return false;
+        size_t index;
+        if (!graph_node_index(g, deps[i], &index)) return false;
+        for (size_t j = 0; j < i; j++)
+            if (deps[j] == deps[i]) return false;
     }
     return true;
 }
@@ -232,7 +295,8 @@ bool graph_find_in_clone(CUgraphNode original, const struct graph *clone, CUgrap
     return true;
 }
 
-/* A copy of src (which has no memory nodes), child graphs copied too, owned by `owner`. */
+/* A copy of src (which has no memory nodes), child graphs copied too, owned by `owner`. Its
+ * nodes are at the same indices as their originals, so the edges copy as they are. */
 static struct graph *graph_clone(const struct graph *src, struct graph *owner) {
     struct graph *g = graph_new(src->ctx);
     if (!g) return NULL;
@@ -241,12 +305,16 @@ static struct graph *graph_clone(const struct graph *src, struct graph *owner) {
     for (size_t i = 0; i < src->nnodes; i++) {
         struct node n = src->nodes[i];
         if (n.kind == N_CHILD && !(n.child = graph_clone(src->nodes[i].child, g))) return NULL;
-        if (graph_add_node(g, &n, NULL) != CUDA_SUCCESS) return NULL;
+        if (node_append(g, &n, NULL) != CUDA_SUCCESS) return NULL;
     }
+    if (!graph_edges_reserve(g, src->nedges)) return NULL;
+    for (size_t i = 0; i < src->nedges; i++)
+        graph_edge_push(g, src->edges[i].from, src->edges[i].to);
     return g;
 }
 
-CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgraphNode *out) {
+CUresult graph_add_child(struct graph *g, struct graph *child, bool move,
+                         const CUgraphNode *deps, size_t ndeps, CUgraphNode *out) {
     if (child->owner || child == g) return CUDA_ERROR_INVALID_VALUE;
     if (!move) {
         if (graph_has_memory_nodes(child)) return CUDA_ERROR_INVALID_VALUE;
@@ -259,33 +327,42 @@ CUresult graph_add_child(struct graph *g, struct graph *child, bool move, CUgrap
         if (graph_instance(child)) return CUDA_ERROR_INVALID_VALUE;
     }
     struct node n = {.kind = N_CHILD, .child = child};
-    CUresult r = graph_add_node(g, &n, out);
+    CUresult r = graph_add_node(g, &n, deps, ndeps, out);
     if (r == CUDA_SUCCESS) child->owner = g;
     return r;
 }
 
-/* Appends g's nodes to *v, each marked as coming from child graph node `owner` (0 at the top
- * level; a child graph at any depth below a top-level child graph node keeps that node's). */
+static CUresult flatten_into(const struct graph *g, struct node **v, size_t *n, size_t *cap,
+                             uint64_t owner);
+
+/* Appends node i of g (a child graph node: its graph's nodes) to *v. */
+static CUresult flatten_node(const struct graph *g, size_t i, struct node **v, size_t *n,
+                             size_t *cap, uint64_t owner) {
+    if (g->nodes[i].kind == N_CHILD)
+        return flatten_into(g->nodes[i].child, v, n, cap, owner ? owner : g->nodes[i].handle);
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        struct node *w = realloc(*v, c * sizeof *w);
+        if (!w) return CUDA_ERROR_OUT_OF_MEMORY;
+        *v = w;
+        *cap = c;
+    }
+    (*v)[*n] = g->nodes[i];
+    (*v)[(*n)++].owner = owner;
+    return CUDA_SUCCESS;
+}
+
+/* Appends g's nodes to *v in dependency order (graph_order), each marked as coming from child
+ * graph node `owner` (0 at the top level; a child graph at any depth below a top-level child
+ * graph node keeps that node's). */
 static CUresult flatten_into(const struct graph *g, struct node **v, size_t *n, size_t *cap,
                              uint64_t owner) {
-    for (size_t i = 0; i < g->nnodes; i++) {
-        if (g->nodes[i].kind == N_CHILD) {
-            CUresult r = flatten_into(g->nodes[i].child, v, n, cap,
-                                      owner ? owner : g->nodes[i].handle);
-            if (r != CUDA_SUCCESS) return r;
-            continue;
-        }
-        if (*n == *cap) {
-            size_t c = *cap ? *cap * 2 : 8;
-            struct node *w = realloc(*v, c * sizeof *w);
-            if (!w) return CUDA_ERROR_OUT_OF_MEMORY;
-            *v = w;
-            *cap = c;
-        }
-        (*v)[*n] = g->nodes[i];
-        (*v)[(*n)++].owner = owner;
-    }
-    return CUDA_SUCCESS;
+    size_t *order;
+    CUresult r = graph_order(g, &order);
+    for (size_t k = 0; k < g->nnodes && r == CUDA_SUCCESS; k++)
+        r = flatten_node(g, order ? order[k] : k, v, n, cap, owner);
+    free(order);
+    return r;
 }
 
 CUresult graph_flatten(const struct graph *g, struct node **out, size_t *n) {
@@ -327,7 +404,7 @@ const struct node *graph_nodes(const struct graph *g, size_t *n) {
 CUresult stream_capture_alloc(struct sref *r, size_t size, CUdeviceptr *out) {
     struct node n = {.kind = N_ALLOC, .maddr = graph_next_address(size), .msize = size,
                      .mdev = r->ctx->dev};
-    CUresult res = graph_add_node(r->st->graph, &n, NULL);
+    CUresult res = capture_append(r->st, &n);
     if (res == CUDA_SUCCESS) *out = n.maddr;
     return res;
 }
@@ -336,7 +413,7 @@ bool stream_capture_free(struct sref *r, uint64_t addr) {
     struct graph *g = r->st->graph;
     if (!graph_alloc_unfreed(g, addr) && !graph_node_address(addr)) return false;
     struct node n = {.kind = N_FREE, .maddr = addr};
-    return graph_add_node(g, &n, NULL) == CUDA_SUCCESS;
+    return capture_append(r->st, &n) == CUDA_SUCCESS;
 }
 
 void stream_ctx_teardown(struct ctx *c) {
@@ -404,7 +481,8 @@ static struct stream *event_capture(const struct event *ev) {
     return o;
 }
 
-/* A wait for an event of a capture under way joins the waiting stream to that capture. */
+/* A wait for an event of a capture under way joins the waiting stream to that capture, its
+ * current dependencies those the event remembers; a stream already in it adds them to its own. */
 static CUresult stream_wait_event(CUstream h, CUevent e, unsigned int flags, bool ptsz) {
     struct sref r;
     CUresult res = stream_ref(h, ptsz, &r);
@@ -420,10 +498,13 @@ static CUresult stream_wait_event(CUstream h, CUevent e, unsigned int flags, boo
     struct stream *origin = event_capture(ev);
     if (!origin) return CUDA_SUCCESS;
     if (!r.st) return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
-    if (r.st->capture != CU_STREAM_CAPTURE_STATUS_NONE)
-        return r.st->capture_id == ev->capture_id ? CUDA_SUCCESS : CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+    if (r.st->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+        if (r.st->capture_id != ev->capture_id) return CUDA_ERROR_STREAM_CAPTURE_ISOLATION;
+        return depset_union(&r.st->deps, &ev->deps) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
     if (origin->capture == CU_STREAM_CAPTURE_STATUS_INVALIDATED)
         return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+    if (!depset_assign(&r.st->deps, ev->deps.v, ev->deps.n)) return CUDA_ERROR_OUT_OF_MEMORY;
     r.st->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
     r.st->mode = origin->mode;
     r.st->graph = origin->graph;
@@ -479,9 +560,10 @@ static CUresult stream_get(CUstream h, enum stream_field f, void *out) {
 }
 
 CUresult stream_capture_state(CUstream h, CUstreamCaptureStatus *status, uint64_t *id,
-                              struct graph **g) {
+                              struct graph **g, struct depset **deps) {
     *id = 0;
     *g = NULL;
+    if (deps) *deps = NULL;
     if (special_stream(h)) {
         struct ctx *c;
         CUresult r = ctx_current(&c);
@@ -494,19 +576,16 @@ CUresult stream_capture_state(CUstream h, CUstreamCaptureStatus *status, uint64_
     if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) {
         *id = s->capture_id;
         *g = s->graph;
+        if (deps) *deps = &s->deps;
     }
     return CUDA_SUCCESS;
-}
-
-const struct node *graph_last_node(const struct graph *g) {
-    return g->nnodes ? &g->nodes[g->nnodes - 1] : NULL;
 }
 
 static CUresult stream_is_capturing(CUstream h, CUstreamCaptureStatus *status) {
     if (!status) return CUDA_ERROR_INVALID_VALUE;
     uint64_t id;
     struct graph *g;
-    return stream_capture_state(h, status, &id, &g);
+    return stream_capture_state(h, status, &id, &g, NULL);
 }
 
 /* A capture begins on h, into a new graph, or into `into` (the program's) when not NULL. */
@@ -521,6 +600,8 @@ static CUresult stream_begin_capture_into(CUstream h, CUstreamCaptureMode mode, 
     if (!ctx_usable(s->ctx)) return CUDA_ERROR_INVALID_CONTEXT;
     if (s->capture != CU_STREAM_CAPTURE_STATUS_NONE) return CUDA_ERROR_ILLEGAL_STATE;
     struct graph *g;
+    /* The stream's first captured node depends on the given nodes (none for a new graph). */
+    s->deps.n = 0;
     if (into) {
         g = graph_get(into);
         if (!g || g->owner || g->ctx != s->ctx || !graph_owns_nodes(g, deps, ndeps))
@@ -528,6 +609,12 @@ static CUresult stream_begin_capture_into(CUstream h, CUstreamCaptureMode mode, 
         for (size_t i = 0; edges && i < ndeps; i++) {
             static const CUgraphEdgeData zero;
             if (memcmp(&edges[i], &zero, sizeof zero) != 0) return CUDA_ERROR_INVALID_VALUE;
+        }
+        if (!depset_reserve(&s->deps, ndeps)) return CUDA_ERROR_OUT_OF_MEMORY;
+        for (size_t i = 0; i < ndeps; i++) {
+            size_t index = 0;
+            graph_node_index(g, deps[i], &index);
+            depset_add(&s->deps, index);
         }
     } else {
         g = graph_new(s->ctx);
@@ -562,9 +649,11 @@ static CUresult stream_end_capture(CUstream h, CUgraph *out) {
         j->capture = CU_STREAM_CAPTURE_STATUS_NONE;
         j->graph = NULL;
         j->origin = NULL;
+        j->deps.n = 0;
     }
     s->capture = CU_STREAM_CAPTURE_STATUS_NONE;
     s->graph = NULL;
+    s->deps.n = 0;
     if (invalidated) {
         if (!s->graph_given) g->h.alive = false;
         *out = NULL;
@@ -808,12 +897,14 @@ static CUresult event_record(CUevent h, CUstream s, unsigned int flags, bool pts
         return stream_capture_node(&r, &(struct node){.kind = N_EVENT_RECORD, .event = H(e)});
     }
     if (r.capturing) {
+        if (!depset_assign(&e->deps, r.st->deps.v, r.st->deps.n)) return CUDA_ERROR_OUT_OF_MEMORY;
         e->capture_id = r.st->capture_id;
         e->capture_origin = r.st->origin ? r.st->origin : r.st;
         return CUDA_SUCCESS;
     }
     e->capture_id = 0;
     e->capture_origin = NULL;
+    e->deps.n = 0;
     e->recorded = true;
     clock_gettime(CLOCK_MONOTONIC, &e->when);
     return CUDA_SUCCESS;
@@ -824,6 +915,7 @@ void event_record_node_ran(uint64_t event) {
     if (!e) return;
     e->capture_id = 0;
     e->capture_origin = NULL;
+    e->deps.n = 0;
     e->recorded = true;
     clock_gettime(CLOCK_MONOTONIC, &e->when);
 }

@@ -1245,6 +1245,43 @@ SIMCUDA_API CUresult cuStreamGetCaptureInfo_v3_ptsz(CUstream hStream,
                                                     const CUgraphNode **dependencies_out,
                                                     const CUgraphEdgeData **edgeData_out,
                                                     size_t *numDependencies_out);
+/* A capturing stream's current dependencies changed (11.3; _v2 with edge data, 12.3): the
+ * nodes given are added to them, or replace them. */
+typedef enum CUstreamUpdateCaptureDependencies_flags_enum {
+    CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0x0,
+    CU_STREAM_SET_CAPTURE_DEPENDENCIES = 0x1
+} CUstreamUpdateCaptureDependencies_flags;
+
+SIMCUDA_API CUresult cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+                                                       size_t numDependencies, unsigned int flags);
+SIMCUDA_API CUresult cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream,
+                                                            CUgraphNode *dependencies,
+                                                            size_t numDependencies,
+                                                            unsigned int flags);
+SIMCUDA_API CUresult cuStreamUpdateCaptureDependencies_v2(CUstream hStream,
+                                                          CUgraphNode *dependencies,
+                                                          const CUgraphEdgeData *dependencyData,
+                                                          size_t numDependencies,
+                                                          unsigned int flags);
+SIMCUDA_API CUresult cuStreamUpdateCaptureDependencies_v2_ptsz(
+    CUstream hStream, CUgraphNode *dependencies, const CUgraphEdgeData *dependencyData,
+    size_t numDependencies, unsigned int flags);
+
+/* A graph's edges (10.0; _v2 with edge data, 12.3): to[i] depends on from[i]. from and to both
+ * NULL: the number of edges in *numEdges. */
+SIMCUDA_API CUresult cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                     size_t *numEdges);
+SIMCUDA_API CUresult cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to,
+                                        CUgraphEdgeData *edgeData, size_t *numEdges);
+/* Edges added between nodes of a graph (10.0; _v2 with edge data, 12.3): to[i] comes to depend
+ * on from[i]. */
+SIMCUDA_API CUresult cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from,
+                                            const CUgraphNode *to, size_t numDependencies);
+SIMCUDA_API CUresult cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from,
+                                               const CUgraphNode *to,
+                                               const CUgraphEdgeData *edgeData,
+                                               size_t numDependencies);
+
 SIMCUDA_API CUresult cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                               const CUgraphNode *dependencies,
                                               size_t numDependencies, CUgraph childGraph);

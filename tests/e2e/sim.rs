@@ -4,6 +4,7 @@
 
 mod context;
 mod copy;
+mod graph_edges;
 mod graph_params;
 mod heap;
 mod pool;
