@@ -567,6 +567,183 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
     );
 }
 
+/// Races inside one graph (`graph-race`): a capture that forks onto a side stream and writes
+/// on the main stream what the side stream still reads, nodes added by hand without the
+/// dependency they need, a child graph's node likewise, and two kernel nodes on two branches;
+/// each found once for two launches, naming both nodes and where they were captured or added;
+/// each correct twin reports nothing. `gpuleak check` fails on one and a suppression naming
+/// the capturing function silences it.
+#[test]
+fn races_inside_one_graph_are_found_and_correct_twins_are_silent() {
+    let dir = TempDir::new();
+    for mode in ["side-ok", "hand-ok", "child-ok", "kernels-ok"] {
+        let r = report_json(&traced(&dir, "report_graph_races", &[mode], &[]));
+        assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+        assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
+    }
+    let source = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/clients/report_graph_races.c"))
+        .expect("the client's source");
+    let line_of = |text: &str| -> u64 {
+        let found = source.lines().position(|l| l.trim_start().starts_with(text));
+        found.unwrap_or_else(|| panic!("no line has {text:?}")) as u64 + 1
+    };
+    let side = ("side_graph", line_of("g = side_graph("));
+    let hand = ("hand_graph", line_of("g = hand_graph(NULL"));
+    let child = ("hand_graph", line_of("g = hand_graph(child"));
+    let kernels = ("kernels_graph", line_of("g = kernels_graph("));
+    for (mode, severity, nodes, sites) in [
+        (
+            "side-race",
+            "error",
+            [
+                "the memcpy node captured from cuMemcpyDtoDAsync_v2",
+                "the memset node captured from cuMemsetD32Async",
+            ],
+            vec![side, side],
+        ),
+        (
+            "hand-race",
+            "error",
+            [
+                "the kernel node added by cuGraphAddKernelNode_v2",
+                "the memcpy node added by cuGraphAddMemcpyNode",
+            ],
+            vec![hand, hand],
+        ),
+        // The child graph's kernel node is the driver's copy: unnamed.
+        (
+            "child-race",
+            "error",
+            ["a kernel node", "the memcpy node added by cuGraphAddMemcpyNode"],
+            vec![child],
+        ),
+        (
+            "kernels",
+            "warning",
+            [
+                "the kernel node captured from cuLaunchKernel",
+                "the kernel node captured from cuLaunchKernel",
+            ],
+            vec![kernels, kernels],
+        ),
+    ] {
+        let trace = traced(&dir, "report_graph_races", &[mode], &[]);
+        let r = report_json(&trace);
+        assert_eq!(checks(&r), ["graph-race"], "{mode}: {r:#}");
+        let f = &r["findings"][0];
+        assert_eq!(
+            (f["severity"].as_str(), f["count"].as_u64()),
+            (Some(severity), Some(1)),
+            "{mode}: {f:#}"
+        );
+        let message = f["message"].as_str().unwrap();
+        assert!(message.starts_with("cuGraphLaunch on stream 0x"), "{mode}: {message}");
+        for node in nodes {
+            assert!(message.contains(node), "{mode}: {message}");
+        }
+        assert!(
+            message.contains("with no path between them in the graph"),
+            "{mode}: {message}"
+        );
+        assert_eq!(f["allocation_stack"][0]["function"], "main", "{mode}: {f:#}");
+        // Where each named node was made: its function, and the line of main that called it.
+        let mut stacks: Vec<&Value> = Vec::new();
+        if f["stack_role"].as_str().is_some_and(|r| r.starts_with("graph node")) {
+            stacks.push(&f["stack"]);
+        }
+        for s in f["related_stacks"].as_array().unwrap() {
+            assert!(
+                s["role"].as_str().unwrap().starts_with("other graph node"),
+                "{mode}: {f:#}"
+            );
+            stacks.push(&s["stack"]);
+        }
+        let named: Vec<(&str, u64)> = stacks
+            .iter()
+            .map(|s| {
+                let frames = s.as_array().unwrap();
+                let caller = frames.iter().find(|fr| fr["function"] == "main").expect("main");
+                let made_in = frames
+                    .iter()
+                    .map(|fr| fr["function"].as_str().unwrap_or(""))
+                    .find(|name| name.ends_with("_graph"))
+                    .expect("the graph's function");
+                (made_in, caller["line"].as_u64().unwrap())
+            })
+            .collect();
+        assert_eq!(named, sites, "{mode}: {f:#}");
+        if mode == "side-race" {
+            let run = |supp: &str| {
+                let file = dir.path().join("graph.supp");
+                std::fs::write(&file, supp).unwrap();
+                let out = Command::new(gpuleak_bin())
+                    .args(["check", "--suppressions"])
+                    .arg(&file)
+                    .arg(&trace)
+                    .output()
+                    .unwrap();
+                out.status.code()
+            };
+            assert_eq!(run("cross-stream-race:side_graph\n"), Some(1));
+            assert_eq!(run("graph-race:side_graph\n"), Some(0));
+        }
+    }
+}
+
+/// What the shim lists of a graph's order: each edge of the graph and of the child graphs
+/// within it (`cuGraphGetEdges_v2`), and which child graph node each child graph's nodes
+/// belong to, named by the handles `GraphAccesses` entries use.
+#[test]
+fn the_shim_lists_a_graph_s_edges_and_its_child_graphs_nodes() {
+    let dir = TempDir::new();
+    let listed = |mode: &str| -> (Vec<[u64; 4]>, Vec<[u64; 3]>) {
+        let records = dump(&traced(&dir, "report_graph_races", &[mode], &[]));
+        let accesses: Vec<u64> = of_type(&records, "GraphAccesses")
+            .iter()
+            .flat_map(|r| r["nodes"].as_array().unwrap().iter().map(hex))
+            .collect();
+        let edges = of_type(&records, "GraphEdges");
+        assert_eq!(edges.len(), 1, "{mode}: {edges:#?}");
+        let entries: Vec<u64> = edges[0]["entries"].as_array().unwrap().iter().map(hex).collect();
+        let mut triples: Vec<[u64; 3]> = entries.chunks(3).map(|t| [t[0], t[1], t[2]]).collect();
+        triples.sort();
+        (accesses.chunks(4).map(|q| [q[0], q[1], q[2], q[3]]).collect(), triples)
+    };
+    // The kernel node's one entry is its parameter (mode 3); the memcpy node's are a write
+    // and a read (mode 1); the memset node's a write.
+    const MODE: u32 = 62;
+    let node_of = |q: &[[u64; 4]], mode: u64, count: usize| -> [u64; 2] {
+        let nodes: Vec<[u64; 2]> = q
+            .iter()
+            .filter(|e| e[3] >> MODE == mode)
+            .map(|e| [e[0], e[1]])
+            .collect();
+        assert_eq!(nodes.len(), count, "{q:x?}");
+        nodes[0]
+    };
+    let (q, edges) = listed("hand-race");
+    let (kernel, copy) = (node_of(&q, 3, 1)[0], node_of(&q, 1, 1)[0]);
+    let set = q.iter().map(|e| e[0]).find(|&n| n != kernel && n != copy).unwrap();
+    let mut want = vec![[0, set, kernel], [0, set, copy]];
+    want.sort();
+    assert_eq!(edges, want);
+    let (q, edges) = listed("hand-ok");
+    let (kernel, copy) = (node_of(&q, 3, 1)[0], node_of(&q, 1, 1)[0]);
+    let set = q.iter().map(|e| e[0]).find(|&n| n != kernel && n != copy).unwrap();
+    let mut want = vec![[0, set, kernel], [0, kernel, copy]];
+    want.sort();
+    assert_eq!(edges, want);
+    // The child graph's kernel node is owned by the child graph node, which depends on the
+    // memset node, and belongs to it (what 1).
+    let (q, edges) = listed("child-race");
+    let [inner, owner] = node_of(&q, 3, 1);
+    let copy = node_of(&q, 1, 1)[0];
+    let set = q.iter().map(|e| e[0]).find(|&n| n != inner && n != copy).unwrap();
+    let mut want = vec![[0, set, owner], [0, set, copy], [1, owner, inner]];
+    want.sort();
+    assert_eq!(edges, want);
+}
+
 /// What the shim lists of what a graph's nodes touch: each node, its owner, and its ranges
 /// with their modes; and a node's new parameters after an executable-graph setter.
 #[test]

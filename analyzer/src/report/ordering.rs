@@ -131,25 +131,27 @@ fn message(f: &StreamFinding) -> String {
                 graph_node(f.nodes[0].as_ref(), f.kernel_sides.0),
                 graph_node(f.nodes[1].as_ref(), f.kernel_sides.1),
             );
-            let how = if f.kernels_only() {
-                ": a race if either kernel writes those bytes (the driver does not say which \
-                 parameters a kernel writes), none if both only read them"
-                    .to_string()
+            let (writing, then) = if f.kernels_only() {
+                (
+                    "",
+                    "a race if either kernel writes those bytes (the driver does not say which \
+                     parameters a kernel writes), none if both only read them",
+                )
             } else {
-                format!(
-                    ", at least one writing{}: every launch may run them at once or in either order; \
-                     make one depend on the other (under stream capture: make one stream wait for \
-                     an event recorded after the other's work)",
+                (
                     if f.kernel_involved() {
-                        " (a kernel is taken to write the memory it is given)"
+                        ", at least one writing (a kernel is taken to write the memory it is given),"
                     } else {
-                        ""
-                    }
+                        ", at least one writing,"
+                    },
+                    "every launch may run them at once or in either order; make one depend on \
+                     the other (under stream capture: make one stream wait for an event recorded \
+                     after the other's work)",
                 )
             };
             format!(
-                "{} runs {other} and {this}, which touch {:#x} in {alloc} with no path between them \
-                 in the graph{how}",
+                "{} runs {other} and {this}, which touch {:#x} in {alloc}{writing} with no path \
+                 between them in the graph: {then}",
                 on(&f.op),
                 f.ptr
             )
