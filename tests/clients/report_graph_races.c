@@ -10,7 +10,9 @@
 //                it, and a memcpy node that copies X to Z depends on the kernel node;
 //   child-ok     as hand-ok, the kernel inside a child graph (its node depends on the memset
 //                node, and the memcpy node on it);
-//   kernels-ok   the capture forks onto B, whose kernel fills X, while A's fills Y.
+//   kernels-ok   the capture forks onto B, whose kernel fills X, while A's fills Y;
+//   mem-ok       as side-ok, on memory the capture allocates (cuMemAllocAsync: an
+//                allocation node) and frees at its end (a free node).
 //
 // Each of those is correct: its report has no finding. Their mistaken twins, each a
 // graph-race:
@@ -20,7 +22,8 @@
 //   hand-race    as hand-ok, the memcpy node depending on the memset node only;
 //   child-race   as child-ok, the memcpy node depending on the memset node only;
 //   kernels      as kernels-ok, both kernels filling X (a warning: neither kernel is known
-//                to write).
+//                to write);
+//   mem-race     as mem-ok, without A's wait.
 //
 // Prints "launched": the graph ran.
 #include "sim_util.h"
@@ -41,23 +44,27 @@ static void fill_on(CUstream s, CUdeviceptr p, unsigned value) {
     CHECK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
 }
 
-/* The capture on A that forks onto B and joins back (side-ok, side-race). */
-static CUgraph side_graph(int wait) {
+/* The capture on A that forks onto B and joins back (side-ok, side-race), on X or on memory
+ * the capture allocates and frees (mem-ok, mem-race). */
+static CUgraph side_graph(int wait, int graph_memory) {
     CUgraph g;
     CUevent fork, read, join;
+    CUdeviceptr p = X;
     CHECK(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
     CHECK(cuEventCreate(&read, CU_EVENT_DISABLE_TIMING));
     CHECK(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
     CHECK(cuStreamBeginCapture_v2(A, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    fill_on(A, X, 7);
+    if (graph_memory) CHECK(cuMemAllocAsync(&p, N * 4, A));
+    fill_on(A, p, 7);
     CHECK(cuEventRecord(fork, A));
     CHECK(cuStreamWaitEvent(B, fork, 0));
-    CHECK(cuMemcpyDtoDAsync_v2(Z, X, N * 4, B));
+    CHECK(cuMemcpyDtoDAsync_v2(Z, p, N * 4, B));
     CHECK(cuEventRecord(read, B));
     if (wait) CHECK(cuStreamWaitEvent(A, read, 0));
-    CHECK(cuMemsetD32Async(X, 3, N, A));
+    CHECK(cuMemsetD32Async(p, 3, N, A));
     CHECK(cuEventRecord(join, B));
     CHECK(cuStreamWaitEvent(A, join, 0));
+    if (graph_memory) CHECK(cuMemFreeAsync(p, A));
     CHECK(cuStreamEndCapture(A, &g));
     CHECK(cuEventDestroy_v2(fork));
     CHECK(cuEventDestroy_v2(read));
@@ -153,7 +160,9 @@ int main(int argc, char **argv) {
 
     CUgraph g, child = NULL;
     if (is(mode, "side-ok") || is(mode, "side-race")) {
-        g = side_graph(is(mode, "side-ok"));
+        g = side_graph(is(mode, "side-ok"), 0);
+    } else if (is(mode, "mem-ok") || is(mode, "mem-race")) {
+        g = side_graph(is(mode, "mem-ok"), 1);
     } else if (is(mode, "hand-ok") || is(mode, "hand-race")) {
         g = hand_graph(NULL, is(mode, "hand-ok"));
     } else if (is(mode, "child-ok") || is(mode, "child-race")) {

@@ -576,7 +576,7 @@ fn a_graph_launch_touches_what_its_nodes_touch_as_last_changed() {
 #[test]
 fn races_inside_one_graph_are_found_and_correct_twins_are_silent() {
     let dir = TempDir::new();
-    for mode in ["side-ok", "hand-ok", "child-ok", "kernels-ok"] {
+    for mode in ["side-ok", "hand-ok", "child-ok", "kernels-ok", "mem-ok"] {
         let r = report_json(&traced(&dir, "report_graph_races", &[mode], &[]));
         assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
         assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
@@ -587,7 +587,8 @@ fn races_inside_one_graph_are_found_and_correct_twins_are_silent() {
         let found = source.lines().position(|l| l.trim_start().starts_with(text));
         found.unwrap_or_else(|| panic!("no line has {text:?}")) as u64 + 1
     };
-    let side = ("side_graph", line_of("g = side_graph("));
+    let side = ("side_graph", line_of("g = side_graph(is(mode, \"side-ok\")"));
+    let mem = ("side_graph", line_of("g = side_graph(is(mode, \"mem-ok\")"));
     let hand = ("hand_graph", line_of("g = hand_graph(NULL"));
     let child = ("hand_graph", line_of("g = hand_graph(child"));
     let kernels = ("kernels_graph", line_of("g = kernels_graph("));
@@ -600,6 +601,16 @@ fn races_inside_one_graph_are_found_and_correct_twins_are_silent() {
                 "the memset node captured from cuMemsetD32Async",
             ],
             vec![side, side],
+        ),
+        // Memory the graph allocates (an allocation node) races as other memory does.
+        (
+            "mem-race",
+            "error",
+            [
+                "the memcpy node captured from cuMemcpyDtoDAsync_v2",
+                "the memset node captured from cuMemsetD32Async",
+            ],
+            vec![mem, mem],
         ),
         (
             "hand-race",
@@ -645,7 +656,8 @@ fn races_inside_one_graph_are_found_and_correct_twins_are_silent() {
             message.contains("with no path between them in the graph"),
             "{mode}: {message}"
         );
-        assert_eq!(f["allocation_stack"][0]["function"], "main", "{mode}: {f:#}");
+        let allocated_in = if mode == "mem-race" { "side_graph" } else { "main" };
+        assert_eq!(f["allocation_stack"][0]["function"], allocated_in, "{mode}: {f:#}");
         // Where each named node was made: its function, and the line of main that called it.
         let mut stacks: Vec<&Value> = Vec::new();
         if f["stack_role"].as_str().is_some_and(|r| r.starts_with("graph node")) {

@@ -204,6 +204,10 @@ pub struct Streams {
     /// `memory` does not track: VMM reservations, IPC mappings, imported pool pointers, graph
     /// memory and registered host ranges (see `is_pageable`).
     unpageable: std::collections::BTreeMap<u64, (u64, gpuleak_format::MemKind)>,
+    /// The allocation nodes of graphs (by address; an address another node is given later
+    /// replaces them), for races inside a graph, whose nodes may use them. Bounded by
+    /// `records::MAX_GRAPH_ALLOCATIONS`.
+    graph_memory: std::collections::BTreeMap<u64, AllocInfo>,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
     /// Event record and wait nodes of graphs, which their launches carry out.
@@ -537,9 +541,16 @@ impl Streams {
     }
 
     /// A race between two nodes of the graph `launch` launches: a finding when the bytes both
-    /// touch are in tracked memory live now.
+    /// touch are in tracked memory live now, or in a graph's allocation node.
     fn graph_race(&mut self, launch: Op, race: &graph_order::Race) {
-        let Some(info) = self.memory.holding(race.addr).map(|l| l.info) else {
+        let graph_memory = || {
+            self.graph_memory
+                .range(..=race.addr)
+                .next_back()
+                .map(|(_, a)| *a)
+                .filter(|a| race.addr < a.ptr.saturating_add(a.size.max(1)))
+        };
+        let Some(info) = self.memory.holding(race.addr).map(|l| l.info).or_else(graph_memory) else {
             return;
         };
         let (a, b) = (&race.first, &race.second);

@@ -17,6 +17,9 @@ use crate::captures::EXTERNAL;
 /// Executable graphs whose last launch is remembered at most; past this, the map is emptied
 /// (a launch of a graph forgotten then follows only its stream, as before this was modelled).
 const MAX_GRAPH_LAUNCHES: usize = 4096;
+/// Graph allocation nodes remembered at most (`Streams::graph_memory`); past this, the map
+/// is emptied (a race inside a graph in memory forgotten goes unreported).
+pub(super) const MAX_GRAPH_ALLOCATIONS: usize = 1 << 16;
 
 impl Streams {
     /// A refused call named `addr`: a use after free if the address was freed.
@@ -271,9 +274,6 @@ impl Streams {
             self.unpageable
                 .insert(a.ptr.0, (a.ptr.0.saturating_add(a.size.max(1)), kind));
         }
-        if !memory::tracked(kind) {
-            return;
-        }
         let info = AllocInfo {
             ptr: a.ptr.0,
             size: a.size,
@@ -281,6 +281,12 @@ impl Streams {
             api: a.api,
             stack: a.stack,
         };
+        if kind == MemKind::Graph {
+            self.graph_node_memory(info);
+        }
+        if !memory::tracked(kind) {
+            return;
+        }
         if kind != MemKind::Async {
             self.memory.insert(info);
             return;
@@ -291,12 +297,36 @@ impl Streams {
             // A graph node's address, not memory (device memory once the graph runs).
             self.unpageable
                 .insert(a.ptr.0, (a.ptr.0.saturating_add(a.size.max(1)), MemKind::Graph));
+            self.graph_node_memory(AllocInfo {
+                kind: MemKind::Graph,
+                ..info
+            });
             return;
         }
         self.memory.insert(info);
         // The memory becomes usable in the allocating stream's order: using it elsewhere
         // needs an edge from here.
         self.work(tid, seq, a.api, a.stack, name, &[(a.ptr.0, a.size, Mode::Write)]);
+    }
+
+    /// An allocation node's memory, remembered for races inside graphs: it replaces those it
+    /// overlaps.
+    fn graph_node_memory(&mut self, info: AllocInfo) {
+        let end = info.ptr.saturating_add(info.size.max(1));
+        let overlapping: Vec<u64> = self
+            .graph_memory
+            .range(..end)
+            .rev()
+            .take_while(|(_, a)| a.ptr.saturating_add(a.size.max(1)) > info.ptr)
+            .map(|(&k, _)| k)
+            .collect();
+        for k in overlapping {
+            self.graph_memory.remove(&k);
+        }
+        if self.graph_memory.len() >= MAX_GRAPH_ALLOCATIONS {
+            self.graph_memory.clear();
+        }
+        self.graph_memory.insert(info.ptr, info);
     }
 
     pub(super) fn free(&mut self, tid: u32, seq: Seq, f: &Free) {

@@ -233,3 +233,25 @@ fn a_graph_race_names_both_nodes() {
         [Some((Api::cuLaunchKernel, 42)), Some((Api::cuGraphAddMemcpyNode, 43))]
     );
 }
+
+#[test]
+fn a_race_in_a_graph_s_own_allocation_is_found_too() {
+    const NODE_MEMORY: u64 = 0x5a00_0000_0000;
+    let run = |edges: &[[u64; 3]]| {
+        let mut r = two_streams(0);
+        r.alloc_with(Api::cuGraphAddMemAllocNode, NODE_MEMORY, 4096, 0)
+            // Freed (as a free node would be): the address stays the graph's.
+            .free_with(Api::cuMemFreeAsync, NODE_MEMORY, A)
+            .graph_of(&[(2, 0, NODE_MEMORY, 8, K), (3, 0, NODE_MEMORY, 8, R)], Some(edges))
+            .run_graph();
+        r.graph_races()
+    };
+    let found = run(&[]);
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let a = found[0].allocation.expect("the node's allocation");
+    assert_eq!(
+        (a.kind, a.ptr, a.size, a.api),
+        (MemKind::Graph, NODE_MEMORY, 4096, Api::cuGraphAddMemAllocNode)
+    );
+    assert!(run(&[[EDGE, 2, 3]]).is_empty());
+}
