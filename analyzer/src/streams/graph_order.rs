@@ -48,9 +48,11 @@ pub struct Order {
     place: Vec<(u32, u32)>,
     /// Each vertex's position in topological order.
     rank: Vec<u32>,
-    /// Each vertex's clock: per chain, the position of the last member that comes before it
-    /// (itself included); missing entries are 0.
-    clocks: Vec<Vec<u32>>,
+    /// Each vertex's clock, one after another: per chain, the position of the last member
+    /// that comes before it (itself included); missing entries are 0.
+    clocks: Vec<u32>,
+    /// Where each vertex's clock is in `clocks`: (start, length).
+    clock_of: Vec<(u32, u32)>,
 }
 
 impl Order {
@@ -96,18 +98,22 @@ impl Order {
         }
         let n = count as usize;
         let (preds, order) = topological(n, &edges)?;
+        drop(edges);
         let mut rank = vec![0u32; n];
         for (i, &v) in order.iter().enumerate() {
             rank[v as usize] = i as u32;
         }
         let mut place = vec![(0u32, 0u32); n];
-        let mut clocks: Vec<Vec<u32>> = vec![Vec::new(); n];
+        // Every vertex's clock, one after another, and where each one's is.
+        let mut clocks: Vec<u32> = Vec::new();
+        let mut clock_of = vec![(0u32, 0u32); n];
         let mut tails: Vec<u32> = Vec::new();
-        let mut entries_used = 0usize;
+        let mut clock: Vec<u32> = Vec::new();
         for &v in &order {
-            let mut clock: Vec<u32> = Vec::new();
-            for &p in &preds[v as usize] {
-                let theirs = &clocks[p as usize];
+            clock.clear();
+            for &p in preds.of_vertex(v) {
+                let (start, len) = clock_of[p as usize];
+                let theirs = &clocks[start as usize..(start + len) as usize];
                 if clock.len() < theirs.len() {
                     clock.resize(theirs.len(), 0);
                 }
@@ -119,7 +125,8 @@ impl Order {
             // chain, else a new one.
             let at = |c: usize| clock.get(c).copied().unwrap_or(0);
             let fits = |c: usize| tails[c] > 0 && at(c) == tails[c];
-            let chain = preds[v as usize]
+            let chain = preds
+                .of_vertex(v)
                 .iter()
                 .map(|&p| place[p as usize].0 as usize)
                 .find(|&c| fits(c))
@@ -140,17 +147,18 @@ impl Order {
             }
             clock[chain] = tails[chain];
             place[v as usize] = (chain as u32, tails[chain]);
-            entries_used += clock.len();
-            if entries_used > MAX_CLOCK_ENTRIES {
+            if clocks.len() + clock.len() > MAX_CLOCK_ENTRIES {
                 return None;
             }
-            clocks[v as usize] = clock;
+            clock_of[v as usize] = (clocks.len() as u32, clock.len() as u32);
+            clocks.extend_from_slice(&clock);
         }
         Some(Order {
             vertices,
             place,
             rank,
             clocks,
+            clock_of,
         })
     }
 
@@ -160,9 +168,8 @@ impl Order {
             return false;
         };
         let (chain, pos) = self.place[a_end as usize];
-        self.clocks[b_start as usize]
-            .get(chain as usize)
-            .is_some_and(|&p| p >= pos)
+        let (start, len) = self.clock_of[b_start as usize];
+        chain < len && self.clocks[(start + chain) as usize] >= pos
     }
 
     /// Where node `node` starts in topological order (`None` for a node not listed).
@@ -171,22 +178,47 @@ impl Order {
     }
 }
 
-/// Every vertex's predecessors, and the vertices in topological order; `None` on a cycle.
-fn topological(n: usize, edges: &[(u32, u32)]) -> Option<(Vec<Vec<u32>>, Vec<u32>)> {
-    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut succs: Vec<Vec<u32>> = vec![Vec::new(); n];
-    let mut waiting = vec![0u32; n];
-    for &(from, to) in edges {
-        preds[to as usize].push(from);
-        succs[from as usize].push(to);
-        waiting[to as usize] += 1;
+/// Lists of vertices per vertex, one after another (compressed rows).
+struct Lists {
+    start: Vec<u32>,
+    items: Vec<u32>,
+}
+
+impl Lists {
+    /// The lists `pairs` make: `(owner, item)` each.
+    fn of(n: usize, pairs: impl Iterator<Item = (u32, u32)> + Clone) -> Lists {
+        let mut start = vec![0u32; n + 1];
+        for (owner, _) in pairs.clone() {
+            start[owner as usize + 1] += 1;
+        }
+        for i in 0..n {
+            start[i + 1] += start[i];
+        }
+        let mut next = start.clone();
+        let mut items = vec![0u32; start[n] as usize];
+        for (owner, item) in pairs {
+            items[next[owner as usize] as usize] = item;
+            next[owner as usize] += 1;
+        }
+        Lists { start, items }
     }
+
+    fn of_vertex(&self, v: u32) -> &[u32] {
+        &self.items[self.start[v as usize] as usize..self.start[v as usize + 1] as usize]
+    }
+}
+
+/// Every vertex's predecessors, and the vertices in topological order; `None` on a cycle.
+fn topological(n: usize, edges: &[(u32, u32)]) -> Option<(Lists, Vec<u32>)> {
+    let preds = Lists::of(n, edges.iter().map(|&(from, to)| (to, from)));
+    let succs = Lists::of(n, edges.iter().copied());
+    let mut waiting: Vec<u32> = (0..n as u32).map(|v| preds.of_vertex(v).len() as u32).collect();
     let mut order: Vec<u32> = (0..n as u32).filter(|&v| waiting[v as usize] == 0).collect();
     let mut next = 0;
     while next < order.len() {
         let v = order[next];
         next += 1;
-        for &s in &succs[v as usize] {
+        for &s in succs.of_vertex(v) {
             waiting[s as usize] -= 1;
             if waiting[s as usize] == 0 {
                 order.push(s);
@@ -343,11 +375,8 @@ mod tests {
             last = join;
         }
         let o = order(&t, &[]);
-        assert!(
-            o.clocks.iter().all(|c| c.len() <= 2),
-            "{:?}",
-            o.clocks.iter().map(Vec::len).max()
-        );
+        let widest = o.clock_of.iter().map(|c| c.1).max();
+        assert_eq!(widest, Some(2));
         assert!(o.before(1000, 3099) && !o.before(1050, 2050) && !o.before(2050, 1050));
         assert!(o.before(2050, 1051));
     }
