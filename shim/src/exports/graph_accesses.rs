@@ -201,7 +201,7 @@ fn memset_node(node: CUgraphNode) -> Option<CUDA_MEMSET_NODE_PARAMS> {
 /// Writes `entries` for `exec` as [`GraphAccesses`] records: at least one, each holding at
 /// most [`GraphAccesses::MAX_ENTRIES`] entries.
 pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
-    let one = |nodes: &[u64]| {
+    super::graphs::in_chunks(entries, GraphAccesses::MAX_ENTRIES * 4, |nodes| {
         tracer::event(
             g,
             GraphAccesses {
@@ -209,11 +209,7 @@ pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
                 nodes: Addrs(Cow::Borrowed(nodes)),
             },
         )
-    };
-    if entries.is_empty() {
-        one(&[]);
-    }
-    entries.chunks(GraphAccesses::MAX_ENTRIES * 4).for_each(one);
+    });
 }
 
 // ---- Changes to one node of an executable graph ----

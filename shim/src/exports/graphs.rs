@@ -519,7 +519,7 @@ fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
 /// Writes the edges listed for `exec` as [`GraphEdges`] records: at least one, each holding
 /// at most [`GraphEdges::MAX_ENTRIES`] entries.
 fn write_edges(g: &HookGuard, exec: u64, entries: &[u64]) {
-    let one = |entries: &[u64]| {
+    in_chunks(entries, GraphEdges::MAX_ENTRIES * 3, |entries| {
         tracer::event(
             g,
             GraphEdges {
@@ -527,11 +527,16 @@ fn write_edges(g: &HookGuard, exec: u64, entries: &[u64]) {
                 entries: Addrs(Cow::Borrowed(entries)),
             },
         )
-    };
+    });
+}
+
+/// Calls `one` with each run of at most `per` of `entries`, or once with none when there are
+/// none (a listing's records: at least one, each fitting in a block).
+pub(super) fn in_chunks(entries: &[u64], per: usize, mut one: impl FnMut(&[u64])) {
     if entries.is_empty() {
         one(&[]);
     }
-    entries.chunks(GraphEdges::MAX_ENTRIES * 3).for_each(one);
+    entries.chunks(per).for_each(one);
 }
 
 /// An allocation node's triple `(address, bytes, location)`, or `None` when the getter is
