@@ -328,6 +328,10 @@ static GET_EDGES: AtomicUsize = AtomicUsize::new(0);
 /// instantiation lists; a graph of more is taken as one whose nodes are unknown.
 const MAX_GRAPHS: usize = 4096;
 
+/// The most edges one graph's listing asks for (three arrays of this many entries); a graph
+/// of more is taken as one whose order is unknown.
+const MAX_EDGES: usize = 1 << 22;
+
 /// What the shim found listing a graph's nodes.
 struct Listing {
     /// Allocation nodes as triples `(address, bytes, location)` and the addresses free nodes
@@ -494,6 +498,9 @@ fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
     }
     if count == 0 {
         return Some(());
+    }
+    if count > MAX_EDGES {
+        return None;
     }
     let mut from: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
     let mut to: Vec<CUgraphNode> = vec![std::ptr::null_mut(); count];
