@@ -50,13 +50,7 @@ fn on(op: &Op) -> String {
 /// (its memcpy node captured from cuMemcpyAsync)".
 fn on_node(op: &Op, node: Option<&NodeSite>) -> String {
     match node {
-        Some(n) => format!(
-            "{} (its {} node {} {})",
-            on(op),
-            n.kind_name(),
-            if n.captured() { "captured from" } else { "added by" },
-            n.api
-        ),
+        Some(n) => format!("{} (its {})", on(op), n.made_by()),
         None => on(op),
     }
 }
@@ -66,12 +60,7 @@ fn on_node(op: &Op, node: Option<&NodeSite>) -> String {
 /// trace's), what its accesses say it is.
 fn graph_node(node: Option<&NodeSite>, kernel: bool) -> String {
     match node {
-        Some(n) => format!(
-            "the {} node {} {}",
-            n.kind_name(),
-            if n.captured() { "captured from" } else { "added by" },
-            n.api
-        ),
+        Some(n) => format!("the {}", n.made_by()),
         None if kernel => "a kernel node".into(),
         None => "a memcpy or memset node".into(),
     }

@@ -78,6 +78,13 @@ impl NodeSite {
         )
     }
 
+    /// What made the node, as reports name it: "memcpy node captured from cuMemcpyAsync",
+    /// "kernel node added by cuGraphAddKernelNode_v2".
+    pub fn made_by(&self) -> String {
+        let how = if self.captured() { "captured from" } else { "added by" };
+        format!("{} node {how} {}", self.kind_name(), self.api)
+    }
+
     /// The node's type, as reports name it.
     pub fn kind_name(&self) -> &'static str {
         match self.kind {

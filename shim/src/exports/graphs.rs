@@ -234,7 +234,8 @@ pub unsafe fn instantiate_params(
 }
 
 /// After an instantiation returned `r`: on success lists `graph`'s memory nodes (`GraphMem`
-/// records), then records the `GraphExec`.
+/// records), its event nodes, what its nodes touch and its edges (`GraphEvents`,
+/// `GraphAccesses`, `GraphEdges`), then records the `GraphExec`.
 ///
 /// # Safety
 /// `exec` is the caller's out-parameter of the call that returned `r`.
