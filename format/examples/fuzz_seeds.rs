@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 21 {
+    match i % 22 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -174,6 +174,12 @@ fn body_at(i: u64) -> Body<'static> {
         19 => GraphEdges {
             exec: 0x9000 + i - 5,
             entries: Addrs(Cow::Owned(vec![GraphEdges::EDGE, 0x6300 + i - 2, 0x6300 + i - 1])),
+        }
+        .into(),
+        20 => GraphMemNodes {
+            exec: 0x9000 + i - 6,
+            allocs: Addrs(Cow::Owned(vec![0x6300 + i, 0, 0x5a00_0000_0000 + i * 0x1000, 4096])),
+            frees: Addrs(Cow::Owned(vec![0x6300 + i + 1, 0, 0x5a00_0000_0000 + i * 0x1000])),
         }
         .into(),
         _ => GraphUpdate {

@@ -332,6 +332,9 @@ apis! {
     337 cuGraphAddMemcpyNode,
     338 cuGraphAddMemsetNode,
     339 cuGraphDestroy,
+    // A free node added by hand (11.4; GraphNode records, for findings about the order of
+    // the graph's nodes with it).
+    340 cuGraphAddMemFreeNode,
 }
 
 impl Api {

@@ -41,9 +41,9 @@ pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, 
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
     Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, Fields, Free,
-    GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map,
-    Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, Record, RecordRef,
-    Region, Seq, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
+    GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch,
+    Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, Record,
+    RecordRef, Region, Seq, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
 };
 
 /// Format version this crate writes.

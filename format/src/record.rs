@@ -742,11 +742,13 @@ records! {
         /// with address and length 0.
         nodes: Addrs<'a>,
     }
-    /// Where a graph node came from, so that findings can name it: a kernel launch, copy or
-    /// memset captured into a graph (written just after that call's `Launch` or `Copy`
-    /// record, while a capture was active, with the node the capture's dependencies then
-    /// named), or a kernel, memcpy or memset node added by hand (`cuGraphAddKernelNode[_v2]`,
-    /// `cuGraphAddMemcpyNode`, `cuGraphAddMemsetNode`, `cuGraphAddNode[_v2]`). A captured
+    /// Where a graph node came from, so that findings can name it: a kernel launch, copy,
+    /// memset, stream-ordered allocation or free captured into a graph (written just after
+    /// that call's `Launch`, `Copy`, `Alloc` or `Free` record, while a capture was active,
+    /// with the node the capture's dependencies then named), or a kernel, memcpy, memset,
+    /// allocation or free node added by hand (`cuGraphAddKernelNode[_v2]`,
+    /// `cuGraphAddMemcpyNode`, `cuGraphAddMemsetNode`, `cuGraphAddMemAllocNode`,
+    /// `cuGraphAddMemFreeNode`, `cuGraphAddNode[_v2]`). A captured
     /// call that added no node (an empty copy) names the node before it, which its own call
     /// already named: readers keep a node's first record. `cuGraphDestroy` writes one with
     /// `node` 0: the graph's nodes are gone, and their handles may come back in another
@@ -760,8 +762,9 @@ records! {
         /// The node (`CUgraphNode`), as `GraphAccesses` entries name it; 0 for a graph
         /// destroyed.
         node: u64,
-        /// Its type (`CUgraphNodeType`): [`GraphNode::KERNEL`], [`GraphNode::MEMCPY`] or
-        /// [`GraphNode::MEMSET`]; 0 for a graph destroyed.
+        /// Its type (`CUgraphNodeType`): [`GraphNode::KERNEL`], [`GraphNode::MEMCPY`],
+        /// [`GraphNode::MEMSET`], [`GraphNode::MEM_ALLOC`] or [`GraphNode::MEM_FREE`]; 0 for
+        /// a graph destroyed.
         kind: u32,
         /// The call's stack, taken for every such call whatever `GPULEAK_SYNC_STACKS` says
         /// (captures and graph building happen once, replays many times).
@@ -784,6 +787,29 @@ records! {
         /// holds. Nodes are `CUgraphNode` handles, as [`GraphAccesses`] entries name them.
         entries: Addrs<'a>,
     }
+    /// The allocation and free nodes of a graph by node, so that the order between them and
+    /// the nodes that use their memory can be judged ([`GraphEdges`]): listed by the shim with
+    /// the same getters as [`GraphMem`], at the same moment (after a successful
+    /// instantiation, just before its [`GraphExec`] record), when it could list every memory
+    /// node. As many records as needed, at most [`GraphMemNodes::MAX_NODES`] nodes of each
+    /// kind in one; none when the graph has no memory node.
+    63 GraphMemNodes<'a> {
+        /// The executable graph (`CUgraphExec`) made from the graph.
+        exec: u64,
+        /// Allocation nodes as quadruples `(node, owner, address, bytes)`: the node
+        /// (`CUgraphNode`, as [`GraphAccesses`] entries name nodes), the child graph node of
+        /// the listed graph's top level that holds it (0 at the top level), and the memory it
+        /// allocates.
+        allocs: Addrs<'a>,
+        /// Free nodes as triples `(node, owner, address)`: the address each frees.
+        frees: Addrs<'a>,
+    }
+}
+
+impl GraphMemNodes<'_> {
+    /// The most allocation nodes (and the most free nodes) one record lists, so that a record
+    /// always fits in a block.
+    pub const MAX_NODES: usize = 512;
 }
 
 impl GraphEdges<'_> {
@@ -803,6 +829,10 @@ impl GraphNode {
     pub const MEMCPY: u32 = 1;
     /// `kind`: a memset node (`CU_GRAPH_NODE_TYPE_MEMSET`).
     pub const MEMSET: u32 = 2;
+    /// `kind`: an allocation node (`CU_GRAPH_NODE_TYPE_MEM_ALLOC`).
+    pub const MEM_ALLOC: u32 = 10;
+    /// `kind`: a free node (`CU_GRAPH_NODE_TYPE_MEM_FREE`).
+    pub const MEM_FREE: u32 = 11;
 }
 
 impl GraphEvents<'_> {

@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::trace::{assert_ok, checks, dump, hex, of_type};
 
+mod graph_frees;
 mod later_calls;
 mod suppressions;
 

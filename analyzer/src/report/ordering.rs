@@ -6,7 +6,7 @@
 //! allocation involved, else the creation stack of the stream or event. `allocation_stack`,
 //! `first_free_stack` (the free, for a use after free) and `related_stacks` carry the others.
 
-use gpuleak_format::{Api, StackId};
+use gpuleak_format::{Api, GraphNode, StackId};
 
 use crate::model::Replay;
 use crate::streams::{AllocInfo, Check, Created, Moment, NodeSite, Op, StreamFinding, StreamName};
@@ -62,7 +62,83 @@ fn graph_node(node: Option<&NodeSite>, kernel: bool) -> String {
     match node {
         Some(n) => format!("the {}", n.made_by()),
         None if kernel => "a kernel node".into(),
-        None => "a memcpy or memset node".into(),
+        None => "a memcpy, memset or allocation node".into(),
+    }
+}
+
+/// A free node of a launched graph: "the free node captured from cuMemFreeAsync", or "a free
+/// node" when the shim did not name it.
+fn free_node(node: Option<&NodeSite>) -> String {
+    node.map_or_else(|| "a free node".into(), |n| format!("the {}", n.made_by()))
+}
+
+/// Whether a graph node is an allocation node.
+fn allocates(node: Option<&NodeSite>) -> bool {
+    node.is_some_and(|n| n.kind == GraphNode::MEM_ALLOC)
+}
+
+/// The message of a finding between two nodes of one graph launch.
+fn inside_graph(f: &StreamFinding, alloc: &str) -> String {
+    let launch = on(&f.op);
+    let [this, other] = [0, 1].map(|i| f.nodes[i].as_ref());
+    match f.check {
+        Check::UnorderedFree => format!(
+            "{launch} runs {}, which frees {alloc}, with no path to it from {}, which uses that \
+             memory: every launch may free it while that node still runs; make the free node \
+             depend on it (under stream capture: make the freeing stream wait for an event \
+             recorded after that work)",
+            free_node(this),
+            graph_node(other, f.kernel_sides.1)
+        ),
+        Check::UseAfterFree => format!(
+            "{launch} runs {}, which touches {:#x}, inside {alloc} already freed by {}: a path \
+             in the graph leads from the free node to it, so every launch uses freed memory",
+            graph_node(this, f.kernel_sides.0),
+            f.ptr,
+            free_node(other)
+        ),
+        _ if allocates(this) || allocates(other) => {
+            let (user, alloc_node, kernel) = if allocates(this) {
+                (other, this, f.kernel_sides.1)
+            } else {
+                (this, other, f.kernel_sides.0)
+            };
+            format!(
+                "{launch} runs {}, which touches {:#x} in {alloc}, with no path between it and {}, \
+                 which allocates that memory: every launch may use the memory before it is \
+                 allocated; make the node depend on the allocation node (under stream capture: \
+                 make its stream wait for an event recorded after the allocation)",
+                graph_node(user, kernel),
+                f.ptr,
+                graph_node(alloc_node, false)
+            )
+        }
+        _ => {
+            let (this, other) = (graph_node(this, f.kernel_sides.0), graph_node(other, f.kernel_sides.1));
+            let (writing, then) = if f.kernels_only() {
+                (
+                    "",
+                    "a race if either kernel writes those bytes (the driver does not say which \
+                     parameters a kernel writes), none if both only read them",
+                )
+            } else {
+                (
+                    if f.kernel_involved() {
+                        ", at least one writing (a kernel is taken to write the memory it is given),"
+                    } else {
+                        ", at least one writing,"
+                    },
+                    "every launch may run them at once or in either order; make one depend on \
+                     the other (under stream capture: make one stream wait for an event recorded \
+                     after the other's work)",
+                )
+            };
+            format!(
+                "{launch} runs {other} and {this}, which touch {:#x} in {alloc}{writing} with no path \
+                 between them in the graph: {then}",
+                f.ptr
+            )
+        }
     }
 }
 
@@ -79,6 +155,7 @@ fn unrecorded_creation(f: &StreamFinding) -> &'static str {
 fn message(f: &StreamFinding) -> String {
     let alloc = f.allocation.as_ref().map(allocation).unwrap_or_default();
     let mut m = match (f.check, &f.other) {
+        _ if f.inside_graph() => inside_graph(f, &alloc),
         (Check::UnorderedFree, Some(last)) => format!(
             "{} frees {alloc} with no ordering after its last use, {}: the memory can be reused \
              while that work still runs; record an event after the use and make the freeing stream \
@@ -115,36 +192,6 @@ fn message(f: &StreamFinding) -> String {
                 f.ptr
             )
         }
-        (Check::GraphRace, Some(_)) => {
-            let (this, other) = (
-                graph_node(f.nodes[0].as_ref(), f.kernel_sides.0),
-                graph_node(f.nodes[1].as_ref(), f.kernel_sides.1),
-            );
-            let (writing, then) = if f.kernels_only() {
-                (
-                    "",
-                    "a race if either kernel writes those bytes (the driver does not say which \
-                     parameters a kernel writes), none if both only read them",
-                )
-            } else {
-                (
-                    if f.kernel_involved() {
-                        ", at least one writing (a kernel is taken to write the memory it is given),"
-                    } else {
-                        ", at least one writing,"
-                    },
-                    "every launch may run them at once or in either order; make one depend on \
-                     the other (under stream capture: make one stream wait for an event recorded \
-                     after the other's work)",
-                )
-            };
-            format!(
-                "{} runs {other} and {this}, which touch {:#x} in {alloc}{writing} with no path \
-                 between them in the graph: {then}",
-                on(&f.op),
-                f.ptr
-            )
-        }
         (Check::WaitOnUnrecordedEvent, _) => format!(
             "{} waits for event {:#x}, which was never recorded: the wait returns at once and \
              orders nothing",
@@ -177,7 +224,7 @@ fn message(f: &StreamFinding) -> String {
                 stream(f.op.stream)
             )
         }
-        (_, None) => format!("{} on {:#x}", on_node(&f.op, f.nodes[0].as_ref()), f.ptr),
+        _ => format!("{} on {:#x}", on_node(&f.op, f.nodes[0].as_ref()), f.ptr),
     };
     if f.count > 1 {
         let what = match f.check {
@@ -213,8 +260,8 @@ fn missing_stacks_hint(f: &StreamFinding) -> Option<String> {
     // A race inside a graph is one launch's: its stack helps only where a node is unnamed
     // (the nodes' own stacks are always recorded).
     let other = match f.check {
-        Check::GraphRace if f.nodes.iter().all(Option::is_some) => return None,
-        Check::GraphRace => None,
+        _ if f.inside_graph() && f.nodes.iter().all(Option::is_some) => return None,
+        _ if f.inside_graph() => None,
         _ => f.other.as_ref(),
     };
     let calls: Vec<&Op> = [Some(&f.op), other]
@@ -261,8 +308,8 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     let creation_stack = created.and_then(|(role, c)| stack_of(c.stack).map(|s| (role, s)));
     let mut related = Vec::new();
     let mut first_free_stack = None;
-    // (A race inside a graph has one call, the launch, on both sides.)
-    if let Some(other) = f.other.as_ref().filter(|_| f.check != Check::GraphRace) {
+    // (A finding inside a graph has one call, the launch, on both sides.)
+    if let Some(other) = f.other.as_ref().filter(|_| !f.inside_graph()) {
         if let Some(s) = stack_of(other.stack) {
             match f.check {
                 Check::UseAfterFree => first_free_stack = Some(s),
@@ -300,10 +347,15 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     }
     if let Some(n) = &f.nodes[1] {
         if let Some(s) = stack_of(n.stack) {
-            related.push(RelatedStack {
-                role: node_role(n, true),
-                stack: s,
-            });
+            // The free node of a use after free inside a graph is the free.
+            if f.check == Check::UseAfterFree && f.inside_graph() {
+                first_free_stack = Some(s);
+            } else {
+                related.push(RelatedStack {
+                    role: node_role(n, true),
+                    stack: s,
+                });
+            }
         }
     }
     let is_leak = matches!(f.check, Check::StreamLeak | Check::EventLeak);

@@ -127,6 +127,16 @@ impl StreamFinding {
         matches!(self.check, Check::CrossStreamRace | Check::GraphRace)
     }
 
+    /// Whether both calls are one graph launch's nodes (a race inside a graph, or a free node
+    /// of a graph and a node of the same graph that uses the memory it frees).
+    pub fn inside_graph(&self) -> bool {
+        match self.check {
+            Check::GraphRace => true,
+            Check::UnorderedFree | Check::UseAfterFree => self.other.is_some_and(|o| o.seq == self.op.seq),
+            _ => false,
+        }
+    }
+
     /// A race between two kernels: neither side is known to write (a copy's destination, a
     /// memset and a stream-ordered allocation are, also as nodes of a graph), so both may only
     /// read, as two streams that share a model's weights do.

@@ -33,6 +33,7 @@
 use gpuleak_format::{Api, GraphAccesses as Record, GraphNode, GraphUpdate, StackId};
 
 use super::fast_hash::FastMap;
+use super::graph_frees::{self, BadFree, FreeNode};
 use super::graph_order::{self, NodeAccess, Order, Race};
 use super::memory::Mode;
 
@@ -49,7 +50,8 @@ pub struct NodeSite {
     pub api: Api,
     /// Its stack.
     pub stack: StackId,
-    /// The node's type ([`GraphNode::KERNEL`], [`GraphNode::MEMCPY`], [`GraphNode::MEMSET`]).
+    /// The node's type ([`GraphNode::KERNEL`], [`GraphNode::MEMCPY`], [`GraphNode::MEMSET`],
+    /// [`GraphNode::MEM_ALLOC`], [`GraphNode::MEM_FREE`]).
     pub kind: u32,
 }
 
@@ -73,6 +75,8 @@ impl NodeSite {
                 | Api::cuGraphAddKernelNode_v2
                 | Api::cuGraphAddMemcpyNode
                 | Api::cuGraphAddMemsetNode
+                | Api::cuGraphAddMemAllocNode
+                | Api::cuGraphAddMemFreeNode
                 | Api::cuGraphAddNode
                 | Api::cuGraphAddNode_v2
         )
@@ -90,6 +94,8 @@ impl NodeSite {
         match self.kind {
             GraphNode::KERNEL => "kernel",
             GraphNode::MEMCPY => "memcpy",
+            GraphNode::MEM_ALLOC => "allocation",
+            GraphNode::MEM_FREE => "free",
             _ => "memset",
         }
     }
@@ -141,6 +147,14 @@ impl Sites {
         }
     }
 
+    /// The name of memory node `node` of `graph`, if it is of type `kind`.
+    fn of_memory(&self, graph: u64, node: u64, kind: u32) -> u32 {
+        match self.by_graph.get(&graph).and_then(|m| m.get(&node)) {
+            Some(&id) if self.get(id).is_some_and(|s| s.kind == kind) => id,
+            _ => 0,
+        }
+    }
+
     fn get(&self, id: u32) -> Option<&NodeSite> {
         id.checked_sub(1).and_then(|i| self.table.get(i as usize))
     }
@@ -171,12 +185,62 @@ struct Exec {
     /// The graph's edges as listed at instantiation (`GraphEdges` entries); `None` when not
     /// listed, or when an update replaced the nodes they name.
     edges: Option<Vec<u64>>,
+    /// Its memory nodes as listed at instantiation (an update does not change them).
+    memory: MemoryNodes,
     /// Whether the races between its nodes were searched since what they touch last changed.
     searched: bool,
 }
 
 /// An access of a graph launch: (address, length, mode, [`NodeSite`] index).
 pub type Touched = (u64, u64, Mode, u32);
+
+/// An executable graph's allocation and free nodes.
+#[derive(Debug, Default, Clone)]
+struct MemoryNodes {
+    /// Allocation nodes, each as an access of the bytes it allocates (a write, as a
+    /// stream-ordered allocation is taken to be).
+    allocs: Vec<NodeAccess>,
+    /// Free nodes: (node, address freed, [`NodeSite`] index).
+    frees: Vec<(u64, u64, u32)>,
+}
+
+impl MemoryNodes {
+    /// The nodes listed (`GraphMemNodes` entries: allocation quadruples, free triples), named
+    /// as nodes of `graph`.
+    fn of(allocs: &[u64], frees: &[u64], graph: u64, sites: &Sites) -> MemoryNodes {
+        MemoryNodes {
+            allocs: allocs
+                .chunks_exact(4)
+                .filter(|q| q[2] != 0)
+                .map(|q| NodeAccess {
+                    node: q[0],
+                    lo: q[2],
+                    len: q[3],
+                    mode: Mode::Write,
+                    site: sites.of_memory(graph, q[0], GraphNode::MEM_ALLOC),
+                })
+                .collect(),
+            frees: frees
+                .chunks_exact(3)
+                .filter(|t| t[2] != 0)
+                .map(|t| (t[0], t[2], sites.of_memory(graph, t[0], GraphNode::MEM_FREE)))
+                .collect(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.allocs.is_empty() && self.frees.is_empty()
+    }
+}
+
+/// What one search of a launched graph found (`GraphAccesses::search_unsearched`).
+#[derive(Debug, Default)]
+pub struct Searched {
+    /// Races between its nodes.
+    pub races: Vec<Race>,
+    /// Nodes that use memory a free node of it frees, not finishing before it.
+    pub frees: Vec<BadFree>,
+}
 
 impl Exec {
     fn refresh(&mut self) {
@@ -249,6 +313,8 @@ pub struct GraphAccesses {
     listed: FastMap<u64, Vec<u64>>,
     /// Edges listed for the instantiation each executable graph's next record completes.
     listed_edges: FastMap<u64, Vec<u64>>,
+    /// Memory nodes listed likewise (`GraphMemNodes` entries: allocations, frees).
+    listed_memory: FastMap<u64, (Vec<u64>, Vec<u64>)>,
     sites: Sites,
 }
 
@@ -288,12 +354,28 @@ impl GraphAccesses {
         self.listed_edges.entry(exec).or_default().extend_from_slice(entries);
     }
 
+    /// The shim listed memory nodes for `exec` (`GraphMemNodes` entries).
+    pub fn memory_listed(&mut self, exec: u64, allocs: &[u64], frees: &[u64]) {
+        if self.listed_memory.len() >= MAX_EXECS && !self.listed_memory.contains_key(&exec) {
+            self.listed_memory.clear();
+        }
+        let listed = self.listed_memory.entry(exec).or_default();
+        listed.0.extend_from_slice(allocs);
+        listed.1.extend_from_slice(frees);
+    }
+
     /// `exec` was instantiated from `graph`: it touches what was listed for it, or nothing
-    /// known, and its nodes are ordered as the edges listed say, or in no known way.
+    /// known, its nodes are ordered as the edges listed say, or in no known way, and its
+    /// memory nodes are those listed (none known when none was).
     pub fn instantiated(&mut self, exec: u64, graph: u64) {
         let nodes = self.listed_nodes(exec, graph).unwrap_or_default();
         let edges = self.listed_edges.remove(&exec);
-        self.set(exec, nodes, edges);
+        let memory = self
+            .listed_memory
+            .remove(&exec)
+            .map(|(allocs, frees)| MemoryNodes::of(&allocs, &frees, graph, &self.sites))
+            .unwrap_or_default();
+        self.set(exec, nodes, edges, memory);
     }
 
     /// A change to `exec`'s nodes; a failed one changed nothing.
@@ -352,8 +434,8 @@ impl GraphAccesses {
         exec.refresh();
     }
 
-    fn set(&mut self, exec: u64, nodes: Vec<Node>, edges: Option<Vec<u64>>) {
-        if nodes.is_empty() {
+    fn set(&mut self, exec: u64, nodes: Vec<Node>, edges: Option<Vec<u64>>, memory: MemoryNodes) {
+        if nodes.is_empty() && memory.is_empty() {
             self.by_exec.remove(&exec);
             return;
         }
@@ -364,6 +446,7 @@ impl GraphAccesses {
             nodes,
             touched: Vec::new(),
             edges,
+            memory,
             searched: false,
         };
         e.refresh();
@@ -375,20 +458,24 @@ impl GraphAccesses {
         self.by_exec.get(&exec).map_or(&[], |e| &e.touched)
     }
 
-    /// At a launch of `exec`: the races between its enabled nodes (`graph_order`), unless
-    /// they were searched since what the nodes touch last changed, or the order of its nodes
-    /// is not known.
-    pub fn races_unsearched(&mut self, exec: u64) -> Vec<Race> {
+    /// At a launch of `exec`: the races between its enabled nodes and allocation nodes
+    /// (`graph_order`), and the nodes that use memory a free node frees without finishing
+    /// before it (`graph_frees`), unless they were searched since what the nodes touch last
+    /// changed, or the order of its nodes is not known. `allocation` tells the allocation
+    /// (first byte, length) that holds an address, for a free node of memory the graph does
+    /// not allocate.
+    pub fn search_unsearched(&mut self, exec: u64, allocation: impl Fn(u64) -> Option<(u64, u64)>) -> Searched {
         let Some(e) = self.by_exec.get_mut(&exec) else {
-            return Vec::new();
+            return Searched::default();
         };
         if e.searched {
-            return Vec::new();
+            return Searched::default();
         }
         e.searched = true;
         let Some(edges) = &e.edges else {
-            return Vec::new();
+            return Searched::default();
         };
+        let memory = &e.memory;
         let accesses: Vec<NodeAccess> = e
             .nodes
             .iter()
@@ -403,12 +490,40 @@ impl GraphAccesses {
                 })
             })
             .collect();
-        if accesses.len() < 2 {
-            return Vec::new();
+        // A race needs two accesses, a bad free a free and one.
+        let uses = accesses.len() + memory.allocs.len();
+        if uses == 0 || (uses < 2 && memory.frees.is_empty()) {
+            return Searched::default();
         }
-        match Order::new(edges, e.nodes.iter().map(|n| n.node)) {
-            Some(order) => graph_order::races(&order, &accesses),
-            None => Vec::new(),
+        let nodes = e
+            .nodes
+            .iter()
+            .map(|n| n.node)
+            .chain(memory.allocs.iter().map(|a| a.node))
+            .chain(memory.frees.iter().map(|f| f.0));
+        let Some(order) = Order::new(edges, nodes) else {
+            return Searched::default();
+        };
+        let all: Vec<NodeAccess> = accesses.iter().chain(&memory.allocs).copied().collect();
+        // The bytes a free node frees: its graph's allocation at that address, else the one
+        // `allocation` tells, else the one byte known.
+        let frees: Vec<FreeNode> = memory
+            .frees
+            .iter()
+            .map(|&(node, addr, site)| {
+                let len = memory
+                    .allocs
+                    .iter()
+                    .find(|a| a.lo == addr)
+                    .map(|a| a.len)
+                    .or_else(|| allocation(addr).map(|(lo, len)| lo.saturating_add(len).saturating_sub(addr)))
+                    .unwrap_or(1);
+                FreeNode { node, addr, len, site }
+            })
+            .collect();
+        Searched {
+            races: graph_order::races(&order, &all),
+            frees: graph_frees::bad_frees(&order, &accesses, &memory.allocs, &frees),
         }
     }
 }

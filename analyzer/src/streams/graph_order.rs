@@ -244,7 +244,7 @@ pub struct NodeAccess {
 }
 
 impl NodeAccess {
-    fn hi(&self) -> u64 {
+    pub(super) fn hi(&self) -> u64 {
         self.lo.saturating_add(self.len.max(1))
     }
 }

@@ -85,6 +85,7 @@ pub(crate) mod fast_hash;
 mod found;
 mod graph_accesses;
 mod graph_events;
+mod graph_frees;
 mod graph_order;
 pub mod memory;
 mod records;
@@ -92,6 +93,8 @@ mod values;
 
 #[cfg(test)]
 mod tests;
+
+use std::collections::BTreeMap;
 
 use gpuleak_format::{Api, Body, Record, Seq, StackId, StreamCreate};
 
@@ -207,7 +210,7 @@ pub struct Streams {
     /// The allocation nodes of graphs (by address; an address another node is given later
     /// replaces them), for races inside a graph, whose nodes may use them. Bounded by
     /// `records::MAX_GRAPH_ALLOCATIONS`.
-    graph_memory: std::collections::BTreeMap<u64, AllocInfo>,
+    graph_memory: BTreeMap<u64, AllocInfo>,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
     /// Event record and wait nodes of graphs, which their launches carry out.
@@ -283,6 +286,7 @@ impl Streams {
             Body::GraphEvents(e) => self.graph_events.listed(e.exec, &e.records.0, &e.waits.0),
             Body::GraphAccesses(a) => self.graph_accesses.listed(a.exec, &a.nodes.0),
             Body::GraphEdges(e) => self.graph_accesses.edges_listed(e.exec, &e.entries.0),
+            Body::GraphMemNodes(m) => self.graph_accesses.memory_listed(m.exec, &m.allocs.0, &m.frees.0),
             Body::GraphExec(g) if success(g.result) => {
                 self.graph_events.instantiated(g.graph, g.exec);
                 self.graph_accesses.instantiated(g.exec, g.graph);
@@ -543,14 +547,7 @@ impl Streams {
     /// A race between two nodes of the graph `launch` launches: a finding when the bytes both
     /// touch are in tracked memory live now, or in a graph's allocation node.
     fn graph_race(&mut self, launch: Op, race: &graph_order::Race) {
-        let graph_memory = || {
-            self.graph_memory
-                .range(..=race.addr)
-                .next_back()
-                .map(|(_, a)| *a)
-                .filter(|a| race.addr < a.ptr.saturating_add(a.size.max(1)))
-        };
-        let Some(info) = self.memory.holding(race.addr).map(|l| l.info).or_else(graph_memory) else {
+        let Some(info) = allocation_at(&self.memory, &self.graph_memory, race.addr) else {
             return;
         };
         let (a, b) = (&race.first, &race.second);
@@ -564,6 +561,48 @@ impl Streams {
             moment: None,
             count: 1,
             kernel_sides: (b.mode == Mode::Kernel, a.mode == Mode::Kernel),
+            nodes: [None; 2],
+        });
+    }
+
+    /// A node of the graph `launch` launches that uses memory a free node of it frees, not
+    /// finishing before it: an unordered free (the free is the call at fault, the node its
+    /// last use) or, when a path leads from the free to the node, a use after free (the
+    /// node is at fault); a finding when the allocation freed is known.
+    fn graph_free(&mut self, launch: Op, bad: &graph_frees::BadFree) {
+        let Some(info) = allocation_at(&self.memory, &self.graph_memory, bad.free.addr) else {
+            return;
+        };
+        let free = Op {
+            site: bad.free.site,
+            ..launch
+        };
+        let user = Op {
+            site: bad.access.site,
+            ..launch
+        };
+        let kernel = bad.access.mode == Mode::Kernel;
+        let (check, op, other, ptr, kernel_sides) = if bad.after {
+            (
+                Check::UseAfterFree,
+                user,
+                free,
+                bad.access.lo.max(info.ptr),
+                (kernel, false),
+            )
+        } else {
+            (Check::UnorderedFree, free, user, info.ptr, (false, kernel))
+        };
+        self.found.add(StreamFinding {
+            check,
+            op,
+            ptr,
+            other: Some(other),
+            allocation: Some(info),
+            created: None,
+            moment: None,
+            count: 1,
+            kernel_sides,
             nodes: [None; 2],
         });
     }
@@ -662,6 +701,18 @@ impl Streams {
         self.publish(slot);
         Some(slot)
     }
+}
+
+/// The allocation that holds `addr`: tracked memory live now, or a graph's allocation node
+/// (`graph_memory`).
+fn allocation_at(memory: &Memory, graph_memory: &BTreeMap<u64, AllocInfo>, addr: u64) -> Option<AllocInfo> {
+    memory.holding(addr).map(|l| l.info).or_else(|| {
+        graph_memory
+            .range(..=addr)
+            .next_back()
+            .map(|(_, a)| *a)
+            .filter(|a| addr < a.ptr.saturating_add(a.size.max(1)))
+    })
 }
 
 /// A stream or event never destroyed, named by its creation.

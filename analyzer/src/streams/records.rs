@@ -9,8 +9,8 @@ use gpuleak_format::{
 use super::apis::{self, HostSide};
 use super::memory::{self, AllocInfo, Mode, Op};
 use super::{
-    leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
-    Work,
+    allocation_at, leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams,
+    UnrecordedWait, Work,
 };
 use crate::captures::EXTERNAL;
 
@@ -148,8 +148,9 @@ impl Streams {
         let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
             return;
         };
-        // Races between the graph's own nodes (`graph_order`), searched at the first launch
-        // after what they touch changed.
+        // Races between the graph's own nodes (`graph_order`), and nodes that use memory a
+        // free node frees too early (`graph_frees`), searched at the first launch after what
+        // they touch changed.
         let op = Op {
             api: l.api,
             stack: l.stack,
@@ -158,8 +159,20 @@ impl Streams {
             tid,
             site: 0,
         };
-        for race in self.graph_accesses.races_unsearched(l.function) {
-            self.graph_race(op, &race);
+        let Streams {
+            graph_accesses,
+            memory,
+            graph_memory,
+            ..
+        } = self;
+        let found = graph_accesses.search_unsearched(l.function, |addr| {
+            allocation_at(memory, graph_memory, addr).map(|a| (a.ptr, a.size))
+        });
+        for race in &found.races {
+            self.graph_race(op, race);
+        }
+        for bad in &found.frees {
+            self.graph_free(op, bad);
         }
         for r in &nodes.records {
             // Recorded outside any capture now.

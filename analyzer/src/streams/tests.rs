@@ -8,6 +8,7 @@ use super::*;
 
 mod ctx_events;
 mod graph_events;
+mod graph_frees;
 mod graph_races;
 mod later_apis;
 mod memops;

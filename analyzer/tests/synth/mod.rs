@@ -24,8 +24,8 @@ use gpuleak_analyzer::{dump, TraceFile};
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate,
     EventDestroy, EventRecord, Exit, FileHeader, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
-    GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage,
-    ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate,
+    GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy,
+    PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Record, Region, Seq, Snapshot, Stack, StackId, Stream, StreamCreate,
     StreamDestroy, StreamWait, Sync, Unmap, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 
@@ -156,7 +156,7 @@ impl Bytes<'_> {
     }
 
     fn body(&mut self) -> Body<'static> {
-        match self.below(39) {
+        match self.below(40) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -469,6 +469,13 @@ impl Bytes<'_> {
             37 => GraphEdges {
                 exec: self.pick(&CODE),
                 entries: self.addrs(&[GraphEdges::EDGE, GraphEdges::CHILD, 0, 1, 2, 3, u64::MAX]),
+            }
+            .into(),
+            // Memory nodes named by the same few node values, at the addresses allocations use.
+            38 => GraphMemNodes {
+                exec: self.pick(&CODE),
+                allocs: self.addrs(&[0, 1, 2, PTRS[0], PTRS[1], 64, u64::MAX]),
+                frees: self.addrs(&[0, 1, 2, PTRS[0], PTRS[1], u64::MAX]),
             }
             .into(),
             _ => GraphExec {

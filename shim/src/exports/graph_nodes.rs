@@ -1,7 +1,8 @@
 //! Where graph nodes come from (`GraphNode` records), so that a finding about a graph launch
 //! can name the call behind the node at fault rather than only `cuGraphLaunch`: a kernel
-//! launch, copy or memset captured into a graph, or a kernel, memcpy or memset node added by
-//! hand; and graphs destroyed, whose node handles may come back in another graph.
+//! launch, copy, memset, stream-ordered allocation or free captured into a graph, or a
+//! kernel, memcpy, memset, allocation or free node added by hand; and graphs destroyed, whose
+//! node handles may come back in another graph.
 //!
 //! A captured call's node is the capture's one dependency just after the call
 //! (`cuStreamGetCaptureInfo`: each captured operation becomes the node later work depends
@@ -57,6 +58,17 @@ pub fn after_work(g: &HookGuard, api: Api, r: CUresult, stream: CUstream) {
     }
 }
 
+/// After a stream-ordered allocation or free `api` on `stream` returned `r` (and its record
+/// was written, its guard dropped): as [`after_work`].
+#[inline(always)]
+pub fn after_memory(api: Api, r: CUresult, stream: CUstream) {
+    if CAPTURES.load(Ordering::Relaxed) != 0 {
+        if let Some(g) = guard::enter() {
+            captured(&g, api, r, stream);
+        }
+    }
+}
+
 #[cold]
 #[inline(never)]
 fn captured(g: &HookGuard, api: Api, r: CUresult, stream: CUstream) {
@@ -75,6 +87,10 @@ fn captured(g: &HookGuard, api: Api, r: CUresult, stream: CUstream) {
         GraphNode::MEMSET
     } else if name.starts_with("cuMemcpy") {
         GraphNode::MEMCPY
+    } else if name.starts_with("cuMemAlloc") {
+        GraphNode::MEM_ALLOC
+    } else if name.starts_with("cuMemFree") {
+        GraphNode::MEM_FREE
     } else {
         GraphNode::KERNEL
     };
@@ -163,7 +179,14 @@ fn made(g: &HookGuard, api: Api, kind: u32, graph: u64, node: u64) {
 ///
 /// # Safety
 /// `out` is the call's node out-parameter.
-unsafe fn added(g: Option<&HookGuard>, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: *mut CUgraphNode) {
+pub(super) unsafe fn added(
+    g: Option<&HookGuard>,
+    api: Api,
+    kind: u32,
+    r: CUresult,
+    graph: CUgraph,
+    out: *mut CUgraphNode,
+) {
     let Some(g) = g else { return };
     if r != CUDA_SUCCESS || out.is_null() {
         return;
@@ -227,15 +250,37 @@ pub unsafe fn add_copy_node(
     r
 }
 
+/// `cuGraphAddMemFreeNode` (11.4): the address is only passed through.
+pub unsafe fn add_mem_free_node(
+    api: Api,
+    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, CUdeviceptr) -> CUresult,
+    node: *mut CUgraphNode,
+    graph: CUgraph,
+    deps: *const CUgraphNode,
+    ndeps: usize,
+    dptr: CUdeviceptr,
+) -> CUresult {
+    let g = guard::enter();
+    // SAFETY: passed through unchanged.
+    let r = unsafe { real(node, graph, deps, ndeps, dptr) };
+    // SAFETY: the call's node out-parameter.
+    unsafe { added(g.as_ref(), api, GraphNode::MEM_FREE, r, graph, node) };
+    r
+}
+
 /// After a successful `cuGraphAddNode[_v2]` of a node of type `kind`: records a kernel,
-/// memcpy or memset node.
+/// memcpy, memset, allocation or free node.
 ///
 /// # Safety
 /// `out` is the call's node out-parameter, written by the driver.
 pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CUgraph, out: *mut CUgraphNode) {
     if matches!(
         kind,
-        CU_GRAPH_NODE_TYPE_KERNEL | CU_GRAPH_NODE_TYPE_MEMCPY | CU_GRAPH_NODE_TYPE_MEMSET
+        CU_GRAPH_NODE_TYPE_KERNEL
+            | CU_GRAPH_NODE_TYPE_MEMCPY
+            | CU_GRAPH_NODE_TYPE_MEMSET
+            | CU_GRAPH_NODE_TYPE_MEM_ALLOC
+            | CU_GRAPH_NODE_TYPE_MEM_FREE
     ) {
         // SAFETY: the contract above.
         unsafe { added(Some(g), api, kind, CUDA_SUCCESS, graph, out) };

@@ -2,9 +2,10 @@
 //! `cuGraphAddNode[_v2]` given allocation parameters: an `Alloc` record of the node, no memory,
 //! but its address, size and stack), and instantiations (`cuGraphInstantiate*`), after which
 //! the shim lists the memory nodes of the graph and of its child graphs with the driver's
-//! getters (`GraphMem` records) and records the executable graph (`GraphExec`). The
-//! analyzer turns each later `cuGraphLaunch` of it into the allocations and frees its nodes
-//! make.
+//! getters (`GraphMem` records, and `GraphMemNodes` naming each node, for the order between
+//! them and the nodes that use their memory) and records the executable graph (`GraphExec`).
+//! The analyzer turns each later `cuGraphLaunch` of it into the allocations and frees its
+//! nodes make.
 //!
 //! Graph events: the same listing finds the event record and wait nodes (`GraphEvents`
 //! records, whether captured with `CU_EVENT_RECORD_EXTERNAL` or added by hand with
@@ -31,11 +32,11 @@ use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{
-    Addrs, Api, CuResult, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphUpdate, MemKind, MemLocation, StackId,
-    Stream,
+    Addrs, Api, CuResult, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes, GraphNode, GraphUpdate, MemKind,
+    MemLocation, StackId, Stream,
 };
 
-use super::graph_accesses;
+use super::{graph_accesses, graph_nodes};
 use crate::cuda::*;
 use crate::dl::driver_fn;
 use crate::guard::{self, HookGuard};
@@ -66,11 +67,14 @@ pub unsafe fn add_mem_alloc_node(
         // SAFETY: the caller's parameters, which the driver read whole and wrote `dptr` into.
         unsafe { alloc_node_made(g, api, r, params) };
     }
+    // SAFETY: the call's node out-parameter.
+    unsafe { graph_nodes::added(g.as_ref(), api, GraphNode::MEM_ALLOC, r, graph, node) };
     r
 }
 
 /// `cuGraphAddNode` (CUDA 12.2): an allocation node is recorded as by
-/// `cuGraphAddMemAllocNode`; other nodes are not recorded.
+/// `cuGraphAddMemAllocNode`; where a kernel, memcpy, memset, allocation or free node came
+/// from is recorded (`graph_nodes`).
 pub unsafe fn add_node(
     api: Api,
     real: unsafe extern "C" fn(
@@ -123,7 +127,7 @@ pub unsafe fn add_node_v2(
 }
 
 /// After `cuGraphAddNode[_v2]` returned `r`: records the node if the parameters made an
-/// allocation node, and where a kernel, memcpy or memset node came from
+/// allocation node, and where a kernel, memcpy, memset, allocation or free node came from
 /// (`graph_nodes`). A failed call is not recorded: the driver may have refused it before
 /// reading the structure, which may then not be readable, so whether it asked for an
 /// allocation node cannot be told safely.
@@ -144,13 +148,12 @@ unsafe fn generic_node_made(
     }
     // SAFETY: the driver read the structure (it succeeded); its type member is the first.
     let kind = unsafe { (*params).kind };
-    if kind != CU_GRAPH_NODE_TYPE_MEM_ALLOC {
-        // SAFETY: the call succeeded, so the driver wrote the node out-parameter.
-        unsafe { super::graph_nodes::generic_added(g, api, kind, graph, node) };
-        return;
+    if kind == CU_GRAPH_NODE_TYPE_MEM_ALLOC {
+        // SAFETY: an allocation node's parameters are the union's allocation member.
+        unsafe { alloc_node_made(g, api, r, &raw mut (*params).alloc) };
     }
-    // SAFETY: an allocation node's parameters are the union's allocation member.
-    unsafe { alloc_node_made(g, api, r, &raw mut (*params).alloc) };
+    // SAFETY: the call succeeded, so the driver wrote the node out-parameter.
+    unsafe { graph_nodes::generic_added(g, api, kind, graph, node) };
 }
 
 /// Records an allocation node the call `api` made (or failed to make, `r`): an `Alloc`
@@ -234,7 +237,7 @@ pub unsafe fn instantiate_params(
 }
 
 /// After an instantiation returned `r`: on success lists `graph`'s memory nodes (`GraphMem`
-/// records), its event nodes, what its nodes touch and its edges (`GraphEvents`,
+/// and `GraphMemNodes` records), its event nodes, what its nodes touch and its edges (`GraphEvents`,
 /// `GraphAccesses`, `GraphEdges`), then records the `GraphExec`.
 ///
 /// # Safety
@@ -258,26 +261,28 @@ unsafe fn instantiated(
         0
     };
     let listing = if handle != 0 { list_nodes(graph, 0, true) } else { None };
-    let (nodes, events, accesses, edges) = match listing {
-        Some(l) => (l.memory, l.events, Some(l.accesses), l.edges),
-        None => (None, None, None, None),
+    let (nodes, memory_nodes, events, accesses, edges) = match listing {
+        Some(l) => (l.memory, Some(l.memory_nodes), l.events, Some(l.accesses), l.edges),
+        None => (None, None, None, None, None),
     };
     let (allocs, frees) = nodes.as_ref().map_or((&[][..], &[][..]), |(a, f)| (&a[..], &f[..]));
-    let per = GraphMem::MAX_NODES;
-    let (mut a, mut f) = (allocs.chunks(per * 3), frees.chunks(per));
-    loop {
-        let (ca, cf) = (a.next().unwrap_or(&[]), f.next().unwrap_or(&[]));
-        if ca.is_empty() && cf.is_empty() {
-            break;
-        }
-        tracer::event(
-            g,
-            GraphMem {
-                exec: handle,
-                allocs: Addrs(Cow::Borrowed(ca)),
-                frees: Addrs(Cow::Borrowed(cf)),
-            },
-        );
+    in_chunk_pairs(
+        (allocs, GraphMem::MAX_NODES * 3),
+        (frees, GraphMem::MAX_NODES),
+        false,
+        |a, f| {
+            tracer::event(
+                g,
+                GraphMem {
+                    exec: handle,
+                    allocs: Addrs(Cow::Borrowed(a)),
+                    frees: Addrs(Cow::Borrowed(f)),
+                },
+            )
+        },
+    );
+    if let Some((allocs, frees)) = memory_nodes.as_ref().filter(|_| nodes.is_some()) {
+        write_memory_nodes(g, handle, allocs, frees);
     }
     if let Some((records, waits)) = &events {
         write_events(g, handle, records, waits);
@@ -338,6 +343,9 @@ struct Listing {
     /// Allocation nodes as triples `(address, bytes, location)` and the addresses free nodes
     /// free; `None` when a memory node's getter is missing or failed.
     memory: Option<(Vec<u64>, Vec<u64>)>,
+    /// The same nodes by handle, as [`GraphMemNodes`] entries (allocation quadruples, free
+    /// triples); known when `memory` is.
+    memory_nodes: (Vec<u64>, Vec<u64>),
     /// Event record and wait nodes as triples `(node, event, owner)` ([`GraphEvents`]);
     /// `None` when an event node's getter is missing or failed.
     events: Option<(Vec<u64>, Vec<u64>)>,
@@ -375,6 +383,7 @@ fn list_nodes(graph: CUgraph, owner: u64, with_edges: bool) -> Option<Listing> {
         )
     };
     let (mut allocs, mut frees) = (Vec::new(), Vec::new());
+    let (mut alloc_nodes, mut free_nodes) = (Vec::new(), Vec::new());
     let (mut records, mut waits) = (Vec::new(), Vec::new());
     let mut accesses = Vec::new();
     let (mut memory_known, mut events_known) = (true, true);
@@ -416,11 +425,17 @@ fn list_nodes(graph: CUgraph, owner: u64, with_edges: bool) -> Option<Listing> {
             }
             match kind {
                 CU_GRAPH_NODE_TYPE_MEM_ALLOC => match alloc_node(node) {
-                    Some(triple) => allocs.extend(triple),
+                    Some(triple) => {
+                        allocs.extend(triple);
+                        alloc_nodes.extend([node as u64, owner, triple[0], triple[1]]);
+                    }
                     None => memory_known = false,
                 },
                 CU_GRAPH_NODE_TYPE_MEM_FREE => match free_node(node) {
-                    Some(dptr) => frees.push(dptr),
+                    Some(dptr) => {
+                        frees.push(dptr);
+                        free_nodes.extend([node as u64, owner, dptr]);
+                    }
                     None => memory_known = false,
                 },
                 CU_GRAPH_NODE_TYPE_EVENT_RECORD | CU_GRAPH_NODE_TYPE_WAIT_EVENT => {
@@ -452,6 +467,7 @@ fn list_nodes(graph: CUgraph, owner: u64, with_edges: bool) -> Option<Listing> {
     }
     Some(Listing {
         memory: memory_known.then_some((allocs, frees)),
+        memory_nodes: (alloc_nodes, free_nodes),
         events: events_known.then_some((records, waits)),
         accesses,
         edges,
@@ -524,6 +540,22 @@ fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
     Some(())
 }
 
+/// Writes the memory nodes listed for `exec` as [`GraphMemNodes`] records, each holding at
+/// most [`GraphMemNodes::MAX_NODES`] nodes of each kind (none when there are none).
+fn write_memory_nodes(g: &HookGuard, exec: u64, allocs: &[u64], frees: &[u64]) {
+    let per = GraphMemNodes::MAX_NODES;
+    in_chunk_pairs((allocs, per * 4), (frees, per * 3), false, |a, f| {
+        tracer::event(
+            g,
+            GraphMemNodes {
+                exec,
+                allocs: Addrs(Cow::Borrowed(a)),
+                frees: Addrs(Cow::Borrowed(f)),
+            },
+        )
+    });
+}
+
 /// Writes the edges listed for `exec` as [`GraphEdges`] records: at least one, each holding
 /// at most [`GraphEdges::MAX_ENTRIES`] entries.
 fn write_edges(g: &HookGuard, exec: u64, entries: &[u64]) {
@@ -536,6 +568,27 @@ fn write_edges(g: &HookGuard, exec: u64, entries: &[u64]) {
             },
         )
     });
+}
+
+/// Calls `one` with the next run of at most `per` entries of each of two lists, side by
+/// side, until both are used up (once with none of either when both are empty and
+/// `at_least_one`).
+fn in_chunk_pairs(
+    (a, per_a): (&[u64], usize),
+    (b, per_b): (&[u64], usize),
+    at_least_one: bool,
+    mut one: impl FnMut(&[u64], &[u64]),
+) {
+    let (mut ca, mut cb) = (a.chunks(per_a), b.chunks(per_b));
+    let mut first = at_least_one;
+    loop {
+        let (x, y) = (ca.next().unwrap_or(&[]), cb.next().unwrap_or(&[]));
+        if x.is_empty() && y.is_empty() && !first {
+            break;
+        }
+        first = false;
+        one(x, y);
+    }
 }
 
 /// Calls `one` with each run of at most `per` of `entries`, or once with none when there are
@@ -595,23 +648,16 @@ fn node_event(node: CUgraphNode, record: bool) -> Option<u64> {
 /// holding at most [`GraphEvents::MAX_NODES`] nodes of each kind.
 fn write_events(g: &HookGuard, exec: u64, records: &[u64], waits: &[u64]) {
     let per = GraphEvents::MAX_NODES * 3;
-    let (mut r, mut w) = (records.chunks(per), waits.chunks(per));
-    let mut first = true;
-    loop {
-        let (cr, cw) = (r.next().unwrap_or(&[]), w.next().unwrap_or(&[]));
-        if cr.is_empty() && cw.is_empty() && !first {
-            break;
-        }
-        first = false;
+    in_chunk_pairs((records, per), (waits, per), true, |r, w| {
         tracer::event(
             g,
             GraphEvents {
                 exec,
-                records: Addrs(Cow::Borrowed(cr)),
-                waits: Addrs(Cow::Borrowed(cw)),
+                records: Addrs(Cow::Borrowed(r)),
+                waits: Addrs(Cow::Borrowed(w)),
             },
-        );
-    }
+        )
+    });
 }
 
 // ---- Changes to an executable graph's event nodes ----

@@ -251,6 +251,7 @@ pub unsafe fn alloc_async(
             (r, out(r, dptr))
         }
     });
+    super::graph_nodes::after_memory(api, r, stream);
     sample_pool(r, 0);
     r
 }
@@ -272,6 +273,7 @@ pub unsafe fn alloc_pool(
             (r, out(r, dptr))
         }
     });
+    super::graph_nodes::after_memory(api, r, stream);
     sample_pool(r, pool as u64);
     r
 }
@@ -295,6 +297,7 @@ pub unsafe fn free_async(
         // after the driver reported success.
         unsafe { real(dptr, stream) }
     });
+    super::graph_nodes::after_memory(api, r, stream);
     sample_pool(r, pool);
     r
 }

@@ -138,6 +138,7 @@ hooks! {
         cuMemPoolDestroy(pool: CUmemoryPool) => objects::pool_destroy;
         cuMemPoolTrimTo(pool: CUmemoryPool, keep: usize) => memory::pool_trim;
         cuGraphAddMemAllocNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUDA_MEM_ALLOC_NODE_PARAMS) => graphs::add_mem_alloc_node;
+        cuGraphAddMemFreeNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, dptr: CUdeviceptr) => graph_nodes::add_mem_free_node;
         cuGraphAddNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node;
         cuGraphAddNode_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node_v2;
         cuGraphInstantiate(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;

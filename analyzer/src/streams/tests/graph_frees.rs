@@ -1,0 +1,207 @@
+//! Frees inside one graph: a free node and the nodes of the same graph that use the memory it
+//! frees without a path to it (an unordered free) or after it (a use after free), and nodes
+//! with no path from the allocation node of the memory they use (a race with it).
+
+use gpuleak_format::*;
+
+use super::super::*;
+use super::{tidy, two_streams, Run, A};
+
+const G: u64 = 0x6000;
+const X: u64 = 0x7000;
+const K: u64 = GraphAccesses::KERNEL;
+const EDGE: u64 = GraphEdges::EDGE;
+/// The graph's allocation: its allocation node's address and size.
+const GM: u64 = 0x5a00_0000_0000;
+const SIZE: u64 = 4096;
+/// Node handles: the allocation node, a kernel on a side branch, the free node, the join.
+const ALLOC: u64 = 1;
+const SIDE: u64 = 2;
+const FREE: u64 = 3;
+const JOIN: u64 = 4;
+
+impl Run {
+    /// Names `node` of graph `G` as made by `api` (a `GraphNode` record).
+    fn node(&mut self, node: u64, api: Api, kind: u32, stack: u32) -> &mut Run {
+        self.r(GraphNode {
+            api,
+            graph: G,
+            node,
+            kind,
+            stack: StackId(stack),
+        })
+    }
+
+    /// Executable graph `X` of graph `G`: an allocation node `ALLOC` of `GM` (when `own`), the
+    /// free node `FREE` of `GM`, kernel nodes as (node, address), and its edges.
+    fn memory_graph(&mut self, own: bool, kernels: &[(u64, u64)], edges: &[[u64; 3]]) -> &mut Run {
+        if own {
+            self.alloc_with(Api::cuGraphAddMemAllocNode, GM, SIZE, 0);
+            self.node(ALLOC, Api::cuGraphAddMemAllocNode, GraphNode::MEM_ALLOC, 41);
+        }
+        self.node(FREE, Api::cuMemFreeAsync, GraphNode::MEM_FREE, 42);
+        for &(node, _) in kernels {
+            self.node(node, Api::cuLaunchKernel, GraphNode::KERNEL, 40 + node as u32 * 10);
+        }
+        let entries: Vec<u64> = kernels
+            .iter()
+            .flat_map(|&(n, addr)| [n, 0, addr, GraphAccesses::encode(1, K)])
+            .collect();
+        self.r(GraphAccesses {
+            exec: X,
+            nodes: Addrs(std::borrow::Cow::Owned(entries)),
+        });
+        let allocs = if own { vec![ALLOC, 0, GM, SIZE] } else { Vec::new() };
+        self.r(GraphMemNodes {
+            exec: X,
+            allocs: Addrs(std::borrow::Cow::Owned(allocs)),
+            frees: Addrs(std::borrow::Cow::Owned(vec![FREE, 0, GM])),
+        });
+        self.r(GraphEdges {
+            exec: X,
+            entries: Addrs(std::borrow::Cow::Owned(edges.iter().flatten().copied().collect())),
+        });
+        self.r(GraphExec {
+            api: Api::cuGraphInstantiateWithFlags,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            exec: X,
+            graph: G,
+            flags: 0,
+            alloc_nodes: u32::from(own),
+            free_nodes: 1,
+            nodes_known: 1,
+            stack: StackId::NONE,
+        })
+    }
+
+    fn launched(&mut self) -> Vec<StreamFinding> {
+        self.r(Launch {
+            api: Api::cuGraphLaunch,
+            result: CuResult::SUCCESS,
+            stream: Stream(A),
+            function: X,
+            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
+            stack: StackId::NONE,
+        })
+        .sync(A);
+        tidy(self);
+        self.finish()
+            .into_iter()
+            .filter(|f| f.check != Check::StreamLeak)
+            .collect()
+    }
+}
+
+/// The allocation node forks onto a side branch that uses the memory and onto the free node.
+const FORK: &[[u64; 3]] = &[
+    [EDGE, ALLOC, SIDE],
+    [EDGE, ALLOC, FREE],
+    [EDGE, SIDE, JOIN],
+    [EDGE, FREE, JOIN],
+];
+/// The side branch joins the free node instead.
+const JOINED: &[[u64; 3]] = &[[EDGE, ALLOC, SIDE], [EDGE, SIDE, FREE], [EDGE, FREE, JOIN]];
+
+#[test]
+fn a_use_on_a_branch_not_joined_before_the_free_node_is_an_unordered_free() {
+    let found = two_streams(0).memory_graph(true, &[(SIDE, GM + 64)], FORK).launched();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.check, Check::UnorderedFree);
+    assert!(f.is_error() && f.inside_graph());
+    assert_eq!(
+        (f.ptr, f.op.api, f.op.stream),
+        (GM, Api::cuGraphLaunch, StreamName::Handle(A))
+    );
+    assert_eq!(f.allocation.map(|a| (a.ptr, a.size)), Some((GM, SIZE)));
+    // The free node is at fault, the side kernel is its last use.
+    let kinds = f.nodes.map(|n| n.map(|n| (n.kind, n.stack)));
+    assert_eq!(
+        kinds,
+        [
+            Some((GraphNode::MEM_FREE, StackId(42))),
+            Some((GraphNode::KERNEL, StackId(60)))
+        ]
+    );
+    // The correct twin: the side branch joins the free node.
+    let found = two_streams(0).memory_graph(true, &[(SIDE, GM + 64)], JOINED).launched();
+    assert!(found.is_empty(), "{found:#?}");
+    // Bytes past the allocation: no finding either.
+    let found = two_streams(0).memory_graph(true, &[(SIDE, GM + SIZE)], FORK).launched();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_node_after_the_free_node_uses_freed_memory() {
+    // alloc -> free -> kernel
+    let after = &[[EDGE, ALLOC, FREE], [EDGE, FREE, JOIN]];
+    let found = two_streams(0).memory_graph(true, &[(JOIN, GM)], after).launched();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!((f.check, f.ptr), (Check::UseAfterFree, GM));
+    assert!(f.is_error() && f.inside_graph());
+    let kinds = f.nodes.map(|n| n.map(|n| n.kind));
+    assert_eq!(kinds, [Some(GraphNode::KERNEL), Some(GraphNode::MEM_FREE)]);
+    // The correct twin: alloc -> kernel -> free.
+    let before = &[[EDGE, ALLOC, JOIN], [EDGE, JOIN, FREE]];
+    let found = two_streams(0).memory_graph(true, &[(JOIN, GM)], before).launched();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_node_with_no_path_from_the_allocation_node_races_with_it() {
+    // The kernel is a root of its own, joined into the free node.
+    let edges = &[[EDGE, ALLOC, FREE], [EDGE, SIDE, FREE]];
+    let found = two_streams(0).memory_graph(true, &[(SIDE, GM)], edges).launched();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(f.check, Check::GraphRace);
+    assert!(f.is_error() && !f.kernels_only());
+    let kinds: Vec<u32> = f.nodes.iter().flatten().map(|n| n.kind).collect();
+    assert!(
+        kinds.contains(&GraphNode::MEM_ALLOC) && kinds.contains(&GraphNode::KERNEL),
+        "{f:#?}"
+    );
+    // The correct twin: JOINED orders it after the allocation node.
+    let found = two_streams(0).memory_graph(true, &[(SIDE, GM)], JOINED).launched();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_free_node_of_another_graph_s_allocation_takes_its_size_from_that_allocation() {
+    // Another graph's allocation node made the memory; this graph only frees it, with a
+    // kernel at its last byte on a branch not joined before the free.
+    let mut r = two_streams(0);
+    r.alloc_with(Api::cuGraphAddMemAllocNode, GM, SIZE, 0);
+    let edges = &[[EDGE, SIDE, JOIN], [EDGE, FREE, JOIN]];
+    let found = r.memory_graph(false, &[(SIDE, GM + SIZE - 1)], edges).launched();
+    assert_eq!(
+        found.iter().map(|f| (f.check, f.ptr)).collect::<Vec<_>>(),
+        [(Check::UnorderedFree, GM)]
+    );
+    // Memory the trace never showed allocated: nothing is known of it, nothing is reported.
+    let found = two_streams(0).memory_graph(false, &[(SIDE, GM)], edges).launched();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn found_once_per_change_not_per_launch() {
+    let mut r = two_streams(0);
+    r.memory_graph(true, &[(SIDE, GM + 64)], FORK);
+    for _ in 0..3 {
+        r.r(Launch {
+            api: Api::cuGraphLaunch,
+            result: CuResult::SUCCESS,
+            stream: Stream(A),
+            function: X,
+            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
+            stack: StackId::NONE,
+        });
+    }
+    let found = r.launched();
+    assert_eq!(
+        found.iter().map(|f| (f.check, f.count)).collect::<Vec<_>>(),
+        [(Check::UnorderedFree, 1)]
+    );
+}
