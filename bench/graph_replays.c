@@ -8,7 +8,10 @@
  * stream B waits for an event A recorded and reads one buffer (a device copy), as a consumer
  * of a replayed graph does; every 64 steps the host synchronizes. MODE `graph` captures the
  * NODES kernels once and launches the executable graph at each step; MODE `direct` launches
- * them one by one. The program is correct: its report must have no finding.
+ * them one by one; MODE `graph-memory` captures as `graph` but gives each kernel a
+ * temporary the capture allocates just before it and frees just after it (an allocation
+ * node, the kernel node, a free node: graph memory freed inside the graph, for the cost of
+ * judging those frees). The program is correct: its report must have no finding.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,22 +32,26 @@
 
 static CUfunction fill;
 static CUdeviceptr *buf;
+static int temporaries;
 
 static void kernels(CUstream s, int nodes, int buffers) {
     for (int i = 0; i < nodes; i++) {
         CUdeviceptr p = buf[i % buffers];
+        if (temporaries) CHECK(cuMemAllocAsync(&p, WORDS * 4, s));
         unsigned value = (unsigned)i, n = WORDS;
         void *params[] = {&p, &value, &n};
         CHECK(cuLaunchKernel(fill, 1, 1, 1, WORDS, 1, 1, 0, s, params, NULL));
+        if (temporaries) CHECK(cuMemFreeAsync(p, s));
     }
 }
 
 int main(int argc, char **argv) {
-    if (argc < 2 || (strcmp(argv[1], "graph") && strcmp(argv[1], "direct"))) {
-        fprintf(stderr, "usage: graph_replays graph|direct [NODES] [REPLAYS] [BUFFERS]\n");
+    if (argc < 2 || (strcmp(argv[1], "graph") && strcmp(argv[1], "direct") && strcmp(argv[1], "graph-memory"))) {
+        fprintf(stderr, "usage: graph_replays graph|direct|graph-memory [NODES] [REPLAYS] [BUFFERS]\n");
         return 2;
     }
-    int graph = !strcmp(argv[1], "graph");
+    temporaries = !strcmp(argv[1], "graph-memory");
+    int graph = temporaries || !strcmp(argv[1], "graph");
     int nodes = argc > 2 ? atoi(argv[2]) : 1000;
     int replays = argc > 3 ? atoi(argv[3]) : 2000;
     int buffers = argc > 4 ? atoi(argv[4]) : 64;

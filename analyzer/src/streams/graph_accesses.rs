@@ -507,15 +507,14 @@ impl GraphAccesses {
         let all: Vec<NodeAccess> = accesses.iter().chain(&memory.allocs).copied().collect();
         // The bytes a free node frees: its graph's allocation at that address, else the one
         // `allocation` tells, else the one byte known.
+        let own: FastMap<u64, u64> = memory.allocs.iter().map(|a| (a.lo, a.len)).collect();
         let frees: Vec<FreeNode> = memory
             .frees
             .iter()
             .map(|&(node, addr, site)| {
-                let len = memory
-                    .allocs
-                    .iter()
-                    .find(|a| a.lo == addr)
-                    .map(|a| a.len)
+                let len = own
+                    .get(&addr)
+                    .copied()
                     .or_else(|| allocation(addr).map(|(lo, len)| lo.saturating_add(len).saturating_sub(addr)))
                     .unwrap_or(1);
                 FreeNode { node, addr, len, site }

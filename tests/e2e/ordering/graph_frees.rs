@@ -27,9 +27,16 @@ fn made_at(stack: &Value) -> (String, u64) {
         .as_array()
         .unwrap()
         .iter()
-        .find(|f| f["function"].as_str().is_some_and(|n| n.ends_with("_graph") || n == "fill_on"))
+        .find(|f| {
+            f["function"]
+                .as_str()
+                .is_some_and(|n| n.ends_with("_graph") || n == "fill_on")
+        })
         .expect("a frame of the client");
-    (frame["function"].as_str().unwrap().to_string(), frame["line"].as_u64().unwrap())
+    (
+        frame["function"].as_str().unwrap().to_string(),
+        frame["line"].as_u64().unwrap(),
+    )
 }
 
 #[test]
