@@ -11,7 +11,10 @@
 //   hand-ok      built by hand: an allocation node (cuGraphAddMemAllocNode), a kernel node
 //                filling P that depends on it, a free node (cuGraphAddMemFreeNode) that
 //                depends on the kernel node;
-//   generic-ok   as hand-ok, the allocation and free nodes made with cuGraphAddNode.
+//   generic-ok   as hand-ok, the allocation and free nodes made with cuGraphAddNode;
+//   keep-ok      the capture on A allocates P and fills it, with no free node: P stays live
+//                after each launch; B waits for an event A recorded after the launch, then
+//                copies P into Z; A frees P (cuMemFreeAsync) after waiting for B.
 //
 // Each of those is correct: its report has no finding. Their mistaken twins:
 //
@@ -22,7 +25,11 @@
 //   hand-race    as hand-ok, the kernel node depending on nothing (a graph race with the
 //                allocation node: the kernel may run before the memory is allocated);
 //   generic-free as generic-ok, the free node depending on the allocation node only (an
-//                unordered free).
+//                unordered free);
+//   keep-race    as keep-ok, B's copy not waiting for the launch (a cross-stream race with
+//                the memory the launch allocates);
+//   use-after    the after-ok graph, then a kernel on A given P after the launch freed it
+//                (a use after free that names the graph's free node).
 //
 // Prints "launched": the graph ran.
 #include "sim_util.h"
@@ -31,6 +38,8 @@
 
 static CUfunction fill;
 static CUdeviceptr Z;
+/* The graph memory a capture allocated (its allocation node's address). */
+static CUdeviceptr P;
 static CUstream A, B;
 
 static int is(const char *mode, const char *name) { return strcmp(mode, name) == 0; }
@@ -77,7 +86,39 @@ static CUgraph after_graph(int late) {
     CHECK(cuMemFreeAsync(p, A));
     if (late) fill_on(A, p, 0);
     CHECK(cuStreamEndCapture(A, &g));
+    P = p;
     return g;
+}
+
+/* The capture on A that allocates P and fills it, leaving it live. */
+static CUgraph keep_graph(void) {
+    CUgraph g;
+    CHECK(cuStreamBeginCapture_v2(A, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK(cuMemAllocAsync(&P, N * 4, A));
+    fill_on(A, P, N);
+    CHECK(cuStreamEndCapture(A, &g));
+    return g;
+}
+
+/* keep-ok and keep-race: each launch's P is copied on B (after an event A recorded after the
+ * launch when `wait`), then freed on A after A waits for B. */
+static void keep(CUgraphExec exec, int wait) {
+    CUevent launched, copied;
+    CHECK(cuEventCreate(&launched, CU_EVENT_DISABLE_TIMING));
+    CHECK(cuEventCreate(&copied, CU_EVENT_DISABLE_TIMING));
+    for (int i = 0; i < 2; i++) {
+        CHECK(cuGraphLaunch(exec, A));
+        CHECK(cuEventRecord(launched, A));
+        if (wait) CHECK(cuStreamWaitEvent(B, launched, 0));
+        CHECK(cuMemcpyDtoDAsync_v2(Z, P, N * 4, B));
+        CHECK(cuEventRecord(copied, B));
+        CHECK(cuStreamWaitEvent(A, copied, 0));
+        CHECK(cuMemFreeAsync(P, A));
+        CHECK(cuStreamSynchronize(A));
+        CHECK(cuStreamSynchronize(B));
+    }
+    CHECK(cuEventDestroy_v2(launched));
+    CHECK(cuEventDestroy_v2(copied));
 }
 
 /* Adds a node of `params` to g after `deps` (cuGraphAddNode). */
@@ -149,8 +190,10 @@ int main(int argc, char **argv) {
     CUgraph g;
     if (is(mode, "fork-ok") || is(mode, "fork-free")) {
         g = fork_graph(is(mode, "fork-ok"));
-    } else if (is(mode, "after-ok") || is(mode, "after-free")) {
+    } else if (is(mode, "after-ok") || is(mode, "after-free") || is(mode, "use-after")) {
         g = after_graph(is(mode, "after-free"));
+    } else if (is(mode, "keep-ok") || is(mode, "keep-race")) {
+        g = keep_graph();
     } else if (is(mode, "hand-ok") || is(mode, "hand-race")) {
         g = hand_graph(0, is(mode, "hand-ok"), 1);
     } else if (is(mode, "generic-ok") || is(mode, "generic-free")) {
@@ -161,9 +204,15 @@ int main(int argc, char **argv) {
     }
     CUgraphExec exec;
     CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
-    CHECK(cuGraphLaunch(exec, A));
-    CHECK(cuStreamSynchronize(A));
-    CHECK(cuGraphLaunch(exec, A));
+    if (is(mode, "keep-ok") || is(mode, "keep-race")) {
+        keep(exec, is(mode, "keep-ok"));
+    } else {
+        CHECK(cuGraphLaunch(exec, A));
+        CHECK(cuStreamSynchronize(A));
+        CHECK(cuGraphLaunch(exec, A));
+        /* The kernel is given no element to touch, so that the simulator runs it. */
+        if (is(mode, "use-after")) fill_on(A, P, 0);
+    }
     printf("launched\n");
     CHECK(cuStreamSynchronize(A));
 

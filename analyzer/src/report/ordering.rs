@@ -264,10 +264,10 @@ fn missing_stacks_hint(f: &StreamFinding) -> Option<String> {
         _ if f.inside_graph() => None,
         _ => f.other.as_ref(),
     };
-    let calls: Vec<&Op> = [Some(&f.op), other]
+    // A graph launch's call whose node is named has that node's stack.
+    let calls: Vec<&Op> = [(Some(&f.op), &f.nodes[0]), (other, &f.nodes[1])]
         .into_iter()
-        .flatten()
-        .filter(|o| o.stack == StackId::NONE)
+        .filter_map(|(o, node)| o.filter(|o| o.stack == StackId::NONE && node.is_none()))
         .collect();
     let mut settings: Vec<&str> = calls.iter().filter_map(|o| stack_setting(o.api)).collect();
     settings.sort_unstable();
@@ -347,8 +347,8 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     }
     if let Some(n) = &f.nodes[1] {
         if let Some(s) = stack_of(n.stack) {
-            // The free node of a use after free inside a graph is the free.
-            if f.check == Check::UseAfterFree && f.inside_graph() {
+            // The free node of a use after free is the free, when the launch has no stack.
+            if f.check == Check::UseAfterFree && first_free_stack.is_none() {
                 first_free_stack = Some(s);
             } else {
                 related.push(RelatedStack {

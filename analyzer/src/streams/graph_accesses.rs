@@ -32,7 +32,7 @@
 
 use gpuleak_format::{Api, GraphAccesses as Record, GraphNode, GraphUpdate, StackId};
 
-use super::fast_hash::FastMap;
+use super::fast_hash::{FastMap, FastSet};
 use super::graph_frees::{self, BadFree, FreeNode};
 use super::graph_order::{self, NodeAccess, Order, Race};
 use super::memory::Mode;
@@ -231,6 +231,22 @@ impl MemoryNodes {
     fn is_empty(&self) -> bool {
         self.allocs.is_empty() && self.frees.is_empty()
     }
+
+    /// The ranges of the allocations a free node of the same graph frees, sorted.
+    fn transient(&self) -> Vec<(u64, u64)> {
+        if self.frees.is_empty() {
+            return Vec::new();
+        }
+        let freed: FastSet<u64> = self.frees.iter().map(|f| f.1).collect();
+        let mut ranges: Vec<(u64, u64)> = self
+            .allocs
+            .iter()
+            .filter(|a| freed.contains(&a.lo))
+            .map(|a| (a.lo, a.hi()))
+            .collect();
+        ranges.sort_unstable();
+        ranges
+    }
 }
 
 /// What one search of a launched graph found (`GraphAccesses::search_unsearched`).
@@ -244,11 +260,19 @@ pub struct Searched {
 
 impl Exec {
     fn refresh(&mut self) {
+        // Memory the graph allocates and frees itself exists only inside a launch: no other
+        // stream's work is ordered with what its nodes do there (`graph_frees` judges them).
+        let transient = self.memory.transient();
+        let inside = |addr: u64| {
+            let i = transient.partition_point(|&(lo, _)| lo <= addr);
+            i > 0 && addr < transient[i - 1].1
+        };
         let mut all: Vec<Touched> = self
             .nodes
             .iter()
             .filter(|n| n.enabled)
             .flat_map(|n| n.accesses.iter().map(|&(a, l, m)| (a, l, m, n.site)))
+            .filter(|&(a, ..)| !inside(a))
             .collect();
         // Stable: of accesses alike, the first node's (in listing order) is kept.
         all.sort_by_key(|&(addr, len, mode, _)| (addr, len, mode as u8));
@@ -451,6 +475,14 @@ impl GraphAccesses {
         };
         e.refresh();
         self.by_exec.insert(exec, e);
+    }
+
+    /// The allocation nodes of `exec` (each as an access of the bytes it allocates) and its
+    /// free nodes (node, address freed, site); none when none are known.
+    pub fn memory_nodes(&self, exec: u64) -> (&[NodeAccess], &[(u64, u64, u32)]) {
+        self.by_exec
+            .get(&exec)
+            .map_or((&[], &[]), |e| (&e.memory.allocs, &e.memory.frees))
     }
 
     /// What a launch of `exec` touches now: (address, length, mode, site), each once.

@@ -247,26 +247,48 @@ impl Memory {
     pub fn remove(&mut self, ptr: u64, free: Op) -> Option<Live> {
         let live = self.live.remove(&ptr)?;
         if live.info.kind != MemKind::Host {
-            self.serial += 1;
-            self.freed.insert(
-                ptr,
-                Freed {
-                    end: live.end,
-                    serial: self.serial,
-                    info: live.info,
-                    free,
-                },
-            );
-            self.freed_order.push_back((ptr, self.serial));
-            while self.freed_order.len() > FREED {
-                if let Some((k, serial)) = self.freed_order.pop_front() {
-                    if self.freed.get(&k).is_some_and(|f| f.serial == serial) {
-                        self.freed.remove(&k);
-                    }
+            self.remember_freed(ptr, live.end, live.info, free);
+        }
+        Some(live)
+    }
+
+    /// Memory allocated and freed by one operation (a graph launch's memory that its own free
+    /// node frees), which nothing else could touch meanwhile: its range is freed by `free`
+    /// from now on, unless the same range is remembered freed already (by an earlier launch
+    /// of the same graph, which findings name alike).
+    pub fn allocated_and_freed(&mut self, info: AllocInfo, free: Op) {
+        let end = info.ptr.saturating_add(info.size.max(1));
+        if self
+            .freed
+            .get(&info.ptr)
+            .is_some_and(|f| f.end == end && f.info == info)
+        {
+            return;
+        }
+        self.insert(info);
+        self.live.remove(&info.ptr);
+        self.remember_freed(info.ptr, end, info, free);
+    }
+
+    fn remember_freed(&mut self, ptr: u64, end: u64, info: AllocInfo, free: Op) {
+        self.serial += 1;
+        self.freed.insert(
+            ptr,
+            Freed {
+                end,
+                serial: self.serial,
+                info,
+                free,
+            },
+        );
+        self.freed_order.push_back((ptr, self.serial));
+        while self.freed_order.len() > FREED {
+            if let Some((k, serial)) = self.freed_order.pop_front() {
+                if self.freed.get(&k).is_some_and(|f| f.serial == serial) {
+                    self.freed.remove(&k);
                 }
             }
         }
-        Some(live)
     }
 
     /// An operation that knows `clock` touches [lo, lo + len) in `mode`: finds the memory,

@@ -86,6 +86,7 @@ mod found;
 mod graph_accesses;
 mod graph_events;
 mod graph_frees;
+mod graph_launch;
 mod graph_order;
 pub mod memory;
 mod records;
@@ -544,69 +545,6 @@ impl Streams {
         self.work_sited(tid, seq, (api, stack), name, accesses, &[])
     }
 
-    /// A race between two nodes of the graph `launch` launches: a finding when the bytes both
-    /// touch are in tracked memory live now, or in a graph's allocation node.
-    fn graph_race(&mut self, launch: Op, race: &graph_order::Race) {
-        let Some(info) = allocation_at(&self.memory, &self.graph_memory, race.addr) else {
-            return;
-        };
-        let (a, b) = (&race.first, &race.second);
-        self.found.add(StreamFinding {
-            check: Check::GraphRace,
-            op: Op { site: b.site, ..launch },
-            ptr: race.addr,
-            other: Some(Op { site: a.site, ..launch }),
-            allocation: Some(info),
-            created: None,
-            moment: None,
-            count: 1,
-            kernel_sides: (b.mode == Mode::Kernel, a.mode == Mode::Kernel),
-            nodes: [None; 2],
-        });
-    }
-
-    /// A node of the graph `launch` launches that uses memory a free node of it frees, not
-    /// finishing before it: an unordered free (the free is the call at fault, the node its
-    /// last use) or, when a path leads from the free to the node, a use after free (the
-    /// node is at fault); a finding when the allocation freed is known.
-    fn graph_free(&mut self, launch: Op, bad: &graph_frees::BadFree) {
-        let Some(info) = allocation_at(&self.memory, &self.graph_memory, bad.free.addr) else {
-            return;
-        };
-        let free = Op {
-            site: bad.free.site,
-            ..launch
-        };
-        let user = Op {
-            site: bad.access.site,
-            ..launch
-        };
-        let kernel = bad.access.mode == Mode::Kernel;
-        let (check, op, other, ptr, kernel_sides) = if bad.after {
-            (
-                Check::UseAfterFree,
-                user,
-                free,
-                bad.access.lo.max(info.ptr),
-                (kernel, false),
-            )
-        } else {
-            (Check::UnorderedFree, free, user, info.ptr, (false, kernel))
-        };
-        self.found.add(StreamFinding {
-            check,
-            op,
-            ptr,
-            other: Some(other),
-            allocation: Some(info),
-            created: None,
-            moment: None,
-            count: 1,
-            kernel_sides,
-            nodes: [None; 2],
-        });
-    }
-
     /// [`Streams::work`], each access with the graph node it came from (`sites`, by index,
     /// as `Op::site`; missing ones are 0).
     fn work_sited(
@@ -701,18 +639,6 @@ impl Streams {
         self.publish(slot);
         Some(slot)
     }
-}
-
-/// The allocation that holds `addr`: tracked memory live now, or a graph's allocation node
-/// (`graph_memory`).
-fn allocation_at(memory: &Memory, graph_memory: &BTreeMap<u64, AllocInfo>, addr: u64) -> Option<AllocInfo> {
-    memory.holding(addr).map(|l| l.info).or_else(|| {
-        graph_memory
-            .range(..=addr)
-            .next_back()
-            .map(|(_, a)| *a)
-            .filter(|a| addr < a.ptr.saturating_add(a.size.max(1)))
-    })
 }
 
 /// A stream or event never destroyed, named by its creation.

@@ -9,14 +9,11 @@ use gpuleak_format::{
 use super::apis::{self, HostSide};
 use super::memory::{self, AllocInfo, Mode, Op};
 use super::{
-    allocation_at, leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams,
-    UnrecordedWait, Work,
+    leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
+    Work,
 };
 use crate::captures::EXTERNAL;
 
-/// Executable graphs whose last launch is remembered at most; past this, the map is emptied
-/// (a launch of a graph forgotten then follows only its stream, as before this was modelled).
-const MAX_GRAPH_LAUNCHES: usize = 4096;
 /// Graph allocation nodes remembered at most (`Streams::graph_memory`); past this, the map
 /// is emptied (a race inside a graph in memory forgotten goes unreported).
 pub(super) const MAX_GRAPH_ALLOCATIONS: usize = 1 << 16;
@@ -105,95 +102,7 @@ impl Streams {
             self.work(tid, seq, l.api, l.stack, name, accesses);
             return;
         }
-        // A graph launch follows the last launch of the same executable graph, on any stream
-        // (cuGraphLaunch: "ordered behind both any previous work in hStream and any previous
-        // launches of hGraphExec"), and waits for the events of its wait nodes; it touches
-        // what its nodes touch; after it, it records the events of its record nodes (see
-        // `graph_events`).
-        let nodes = self.graph_events.of_exec(l.function).cloned().unwrap_or_default();
-        let slot = self.slot_for(name);
-        if self.capturing(slot) {
-            return;
-        }
-        let Streams {
-            states,
-            events,
-            graph_launches,
-            ..
-        } = self;
-        if let Some(st) = states[slot.0 as usize].as_mut() {
-            if let Some(c) = graph_launches.get(&l.function) {
-                st.clock.join(c);
-            }
-            for w in &nodes.waits {
-                if let Some(c) = events.get(&w.event).and_then(|e| e.clock.as_ref()) {
-                    st.clock.join(c);
-                }
-            }
-        }
-        // What its kernel, memcpy and memset nodes touch, as one operation of the stream
-        // (`graph_accesses`), each access naming the node it came from, for findings.
-        let touched = self.graph_accesses.of_exec(l.function);
-        let graph: Vec<(u64, u64, Mode)> = accesses
-            .iter()
-            .copied()
-            .chain(touched.iter().map(|&(a, n, m, _)| (a, n, m)))
-            .collect();
-        // (No vector when no node is named: an older trace, or a graph built otherwise.)
-        let sites: Vec<u32> = if touched.iter().any(|t| t.3 != 0) {
-            accesses.iter().map(|_| 0).chain(touched.iter().map(|t| t.3)).collect()
-        } else {
-            Vec::new()
-        };
-        let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
-            return;
-        };
-        // Races between the graph's own nodes (`graph_order`), and nodes that use memory a
-        // free node frees too early (`graph_frees`), searched at the first launch after what
-        // they touch changed.
-        let op = Op {
-            api: l.api,
-            stack: l.stack,
-            stream: name,
-            seq,
-            tid,
-            site: 0,
-        };
-        let Streams {
-            graph_accesses,
-            memory,
-            graph_memory,
-            ..
-        } = self;
-        let found = graph_accesses.search_unsearched(l.function, |addr| {
-            allocation_at(memory, graph_memory, addr).map(|a| (a.ptr, a.size))
-        });
-        for race in &found.races {
-            self.graph_race(op, race);
-        }
-        for bad in &found.frees {
-            self.graph_free(op, bad);
-        }
-        for r in &nodes.records {
-            // Recorded outside any capture now.
-            self.captures.record(r.event, name, 0);
-        }
-        let Streams {
-            states,
-            events,
-            graph_launches,
-            ..
-        } = self;
-        if let Some(st) = states[slot.0 as usize].as_ref() {
-            if graph_launches.len() >= MAX_GRAPH_LAUNCHES && !graph_launches.contains_key(&l.function) {
-                graph_launches.clear();
-            }
-            graph_launches.entry(l.function).or_default().clone_from(&st.clock);
-            for r in nodes.records {
-                let event = events.entry(r.event).or_default();
-                event.clock.get_or_insert_with(Clock::new).clone_from(&st.clock);
-            }
-        }
+        self.graph_launch(tid, seq, l, name, accesses);
     }
 
     pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {
@@ -342,6 +251,37 @@ impl Streams {
         self.graph_memory.insert(info.ptr, info);
     }
 
+    /// Frees the live allocation at `ptr` by `op`, queued on `slot` (whose clock is the
+    /// free's): an unordered free when its last use on another stream is not ordered before;
+    /// the allocation freed, if live.
+    pub(super) fn free_on(&mut self, slot: Slot, op: Op, ptr: u64) -> Option<AllocInfo> {
+        let st = self.states[slot.0 as usize].as_ref()?;
+        let live = self.memory.at(ptr)?;
+        let info = live.info;
+        let unordered = live
+            .accesses
+            .iter()
+            .rev()
+            .find(|a| !a.ordered_before(&st.clock, &self.generations))
+            .map(|a| a.op);
+        if let Some(last) = unordered {
+            self.found.add(StreamFinding {
+                check: Check::UnorderedFree,
+                op,
+                ptr,
+                other: Some(last),
+                allocation: Some(info),
+                created: None,
+                moment: None,
+                count: 1,
+                kernel_sides: (false, false),
+                nodes: [None; 2],
+            });
+        }
+        self.memory.remove(ptr, op);
+        Some(info)
+    }
+
     pub(super) fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
         let ptr = f.ptr.0;
         self.unpageable.remove(&ptr);
@@ -362,32 +302,9 @@ impl Streams {
             self.enqueue(slot);
             self.judge_unrecorded_wait(slot);
             let epoch = self.tick(slot);
-            let Some(st) = self.states[slot.0 as usize].as_ref() else {
+            let Some(info) = self.free_on(slot, op, ptr) else {
                 return;
             };
-            let Some(live) = self.memory.at(ptr) else { return };
-            let info = live.info;
-            let unordered = live
-                .accesses
-                .iter()
-                .rev()
-                .find(|a| !a.ordered_before(&st.clock, &self.generations))
-                .map(|a| a.op);
-            if let Some(last) = unordered {
-                self.found.add(StreamFinding {
-                    check: Check::UnorderedFree,
-                    op,
-                    ptr,
-                    other: Some(last),
-                    allocation: Some(info),
-                    created: None,
-                    moment: None,
-                    count: 1,
-                    kernel_sides: (false, false),
-                    nodes: [None; 2],
-                });
-            }
-            self.memory.remove(ptr, op);
             self.state(slot).last_work = Some(Work {
                 epoch,
                 op,

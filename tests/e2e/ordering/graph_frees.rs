@@ -42,7 +42,7 @@ fn made_at(stack: &Value) -> (String, u64) {
 #[test]
 fn frees_inside_one_graph_are_found_and_correct_twins_are_silent() {
     let dir = TempDir::new();
-    for mode in ["fork-ok", "after-ok", "hand-ok", "generic-ok"] {
+    for mode in ["fork-ok", "after-ok", "hand-ok", "generic-ok", "keep-ok"] {
         let r = report_json(&traced(&dir, CLIENT, &[mode], &[]));
         assert!(r["findings"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
         assert!(r["leaks"].as_array().unwrap().is_empty(), "{mode}: {r:#}");
@@ -175,4 +175,38 @@ fn the_shim_names_each_memory_node_and_the_call_that_made_it() {
             "{mode}"
         );
     }
+}
+
+/// Graph memory between a launch and the rest of the program: memory the graph keeps is
+/// written by the launch for other streams, memory it frees is freed by the launch.
+#[test]
+fn graph_memory_is_allocated_and_freed_by_each_launch_for_other_streams() {
+    let dir = TempDir::new();
+    let r = report_json(&traced(&dir, CLIENT, &["keep-race"], &[]));
+    assert_eq!(checks(&r), ["cross-stream-race"], "{r:#}");
+    let f = &r["findings"][0];
+    assert_eq!(
+        (f["severity"].as_str(), f["count"].as_u64()),
+        (Some("error"), Some(2)),
+        "{f:#}"
+    );
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("cuMemcpyDtoDAsync_v2 on stream 0x")
+            && message.contains("the earlier cuGraphLaunch on stream 0x")
+            && message.contains("(its allocation node captured from cuMemAllocAsync)")
+            && message.contains("4096-byte graph allocation"),
+        "{message}"
+    );
+    let r = report_json(&traced(&dir, CLIENT, &["use-after"], &[]));
+    assert_eq!(checks(&r), ["use-after-free"], "{r:#}");
+    let f = &r["findings"][0];
+    let message = f["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("cuLaunchKernel on stream 0x")
+            && message.contains("already freed by cuGraphLaunch on stream 0x")
+            && message.contains("(its free node captured from cuMemFreeAsync)"),
+        "{message}"
+    );
+    assert_eq!(made_at(&f["first_free_stack"]).0, "after_graph", "{f:#}");
 }

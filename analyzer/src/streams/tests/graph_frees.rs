@@ -5,7 +5,7 @@
 use gpuleak_format::*;
 
 use super::super::*;
-use super::{tidy, two_streams, Run, A};
+use super::{tidy, two_streams, Run, A, B, E, P};
 
 const G: u64 = 0x6000;
 const X: u64 = 0x7000;
@@ -35,11 +35,18 @@ impl Run {
     /// Executable graph `X` of graph `G`: an allocation node `ALLOC` of `GM` (when `own`), the
     /// free node `FREE` of `GM`, kernel nodes as (node, address), and its edges.
     fn memory_graph(&mut self, own: bool, kernels: &[(u64, u64)], edges: &[[u64; 3]]) -> &mut Run {
+        self.graph_with(own, true, kernels, edges)
+    }
+
+    /// [`Run::memory_graph`], with the free node only when `free`.
+    fn graph_with(&mut self, own: bool, free: bool, kernels: &[(u64, u64)], edges: &[[u64; 3]]) -> &mut Run {
         if own {
             self.alloc_with(Api::cuGraphAddMemAllocNode, GM, SIZE, 0);
             self.node(ALLOC, Api::cuGraphAddMemAllocNode, GraphNode::MEM_ALLOC, 41);
         }
-        self.node(FREE, Api::cuMemFreeAsync, GraphNode::MEM_FREE, 42);
+        if free {
+            self.node(FREE, Api::cuMemFreeAsync, GraphNode::MEM_FREE, 42);
+        }
         for &(node, _) in kernels {
             self.node(node, Api::cuLaunchKernel, GraphNode::KERNEL, 40 + node as u32 * 10);
         }
@@ -52,10 +59,11 @@ impl Run {
             nodes: Addrs(std::borrow::Cow::Owned(entries)),
         });
         let allocs = if own { vec![ALLOC, 0, GM, SIZE] } else { Vec::new() };
+        let frees = if free { vec![FREE, 0, GM] } else { Vec::new() };
         self.r(GraphMemNodes {
             exec: X,
             allocs: Addrs(std::borrow::Cow::Owned(allocs)),
-            frees: Addrs(std::borrow::Cow::Owned(vec![FREE, 0, GM])),
+            frees: Addrs(std::borrow::Cow::Owned(frees)),
         });
         self.r(GraphEdges {
             exec: X,
@@ -69,13 +77,14 @@ impl Run {
             graph: G,
             flags: 0,
             alloc_nodes: u32::from(own),
-            free_nodes: 1,
+            free_nodes: u32::from(free),
             nodes_known: 1,
             stack: StackId::NONE,
         })
     }
 
-    fn launched(&mut self) -> Vec<StreamFinding> {
+    /// Launches `X` on stream `A`.
+    fn launch_x(&mut self) -> &mut Run {
         self.r(Launch {
             api: Api::cuGraphLaunch,
             result: CuResult::SUCCESS,
@@ -84,12 +93,20 @@ impl Run {
             ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
             stack: StackId::NONE,
         })
-        .sync(A);
+    }
+
+    /// What was found, after a tidy end.
+    fn found(&mut self) -> Vec<StreamFinding> {
         tidy(self);
         self.finish()
             .into_iter()
             .filter(|f| f.check != Check::StreamLeak)
             .collect()
+    }
+
+    fn launched(&mut self) -> Vec<StreamFinding> {
+        self.launch_x().sync(A);
+        self.found()
     }
 }
 
@@ -190,18 +207,104 @@ fn found_once_per_change_not_per_launch() {
     let mut r = two_streams(0);
     r.memory_graph(true, &[(SIDE, GM + 64)], FORK);
     for _ in 0..3 {
-        r.r(Launch {
-            api: Api::cuGraphLaunch,
-            result: CuResult::SUCCESS,
-            stream: Stream(A),
-            function: X,
-            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
-            stack: StackId::NONE,
-        });
+        r.launch_x();
     }
     let found = r.launched();
     assert_eq!(
         found.iter().map(|f| (f.check, f.count)).collect::<Vec<_>>(),
         [(Check::UnorderedFree, 1)]
     );
+}
+
+// ---- Graph memory between the launch and other streams ----
+
+impl Run {
+    /// Copies from `GM` into `P` on `stream`.
+    fn read_graph_memory(&mut self, stream: u64) -> &mut Run {
+        self.copy(Api::cuMemcpyDtoDAsync_v2, stream, P, GM, 64)
+    }
+}
+
+/// A graph that allocates `GM` and uses it, and frees it (`free`) or leaves it live.
+fn allocating(free: bool) -> Run {
+    let mut r = two_streams(0);
+    r.graph_with(true, free, &[(SIDE, GM)], &[[EDGE, ALLOC, SIDE], [EDGE, SIDE, FREE]]);
+    r
+}
+
+#[test]
+fn memory_a_graph_frees_is_freed_by_its_launch_and_a_later_use_names_the_free_node() {
+    let found = allocating(true).launch_x().launch(A, GM).found();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    let f = &found[0];
+    assert_eq!(
+        (f.check, f.op.api, f.ptr),
+        (Check::UseAfterFree, Api::cuLaunchKernel, GM)
+    );
+    assert!(!f.inside_graph());
+    let free = f.other.expect("the free");
+    assert_eq!(free.api, Api::cuGraphLaunch);
+    assert_eq!(f.nodes[1].map(|n| n.kind), Some(GraphNode::MEM_FREE));
+    // The correct twin: launched again and again, the graph allocates it anew each time.
+    let found = allocating(true).launch_x().launch_x().sync(A).launch_x().found();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn memory_a_graph_keeps_is_written_by_its_launch_for_other_streams() {
+    // B reads what the launch allocated without waiting for the launch: a race.
+    let found = allocating(false)
+        .launch_x()
+        .read_graph_memory(B)
+        .sync(B)
+        .free_async(GM, A)
+        .found();
+    let checks: Vec<(Check, Api)> = found.iter().map(|f| (f.check, f.op.api)).collect();
+    assert_eq!(
+        checks,
+        [(Check::CrossStreamRace, Api::cuMemcpyDtoDAsync_v2)],
+        "{found:#?}"
+    );
+    // The correct twin: B waits for an event recorded after the launch.
+    let found = allocating(false)
+        .launch_x()
+        .record(E, A)
+        .wait(B, E)
+        .read_graph_memory(B)
+        .sync(B)
+        .free_async(GM, A)
+        .found();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn memory_a_graph_keeps_freed_on_another_stream_without_waiting_is_an_unordered_free() {
+    let found = allocating(false).launch_x().free_async(GM, B).found();
+    let checks: Vec<(Check, Api)> = found.iter().map(|f| (f.check, f.op.api)).collect();
+    assert_eq!(checks, [(Check::UnorderedFree, Api::cuMemFreeAsync)], "{found:#?}");
+    assert_eq!(found[0].other.map(|o| o.api), Some(Api::cuGraphLaunch));
+    // The correct twin: freed on the launch's stream.
+    let found = allocating(false).launch_x().free_async(GM, A).found();
+    assert!(found.is_empty(), "{found:#?}");
+}
+
+#[test]
+fn a_launch_that_frees_the_last_launch_s_memory_must_follow_its_uses() {
+    // Instantiated to free on launch: the second launch frees what the first allocated, while
+    // B may still read it.
+    let use_on_b = |r: &mut Run| {
+        r.record(E, A).wait(B, E).read_graph_memory(B);
+    };
+    let mut r = allocating(false);
+    r.launch_x();
+    use_on_b(&mut r);
+    let found = r.launch_x().found();
+    let checks: Vec<(Check, Api)> = found.iter().map(|f| (f.check, f.op.api)).collect();
+    assert_eq!(checks, [(Check::UnorderedFree, Api::cuGraphLaunch)], "{found:#?}");
+    // The correct twin: A waits for B's read first.
+    let mut r = allocating(false);
+    r.launch_x();
+    use_on_b(&mut r);
+    let found = r.record(E, B).wait(A, E).launch_x().found();
+    assert!(found.is_empty(), "{found:#?}");
 }

@@ -1,0 +1,259 @@
+//! Graph launches in the happens-before model: a launch follows the last launch of its
+//! executable graph and the events its wait nodes wait for, touches what its nodes touch as
+//! one operation of its stream, allocates and frees what its memory nodes do, and records the
+//! events of its record nodes; the order between its own nodes is judged apart
+//! (`graph_order`, `graph_frees`), once per change.
+//!
+//! Graph memory: each launch makes its allocation nodes' memory live (an allocation node's
+//! record names it, kind `graph`); memory no free node of the graph frees stays live after the
+//! launch, written by it (so a stream that uses it must be ordered after the launch, as after
+//! a stream-ordered allocation), until a free (`cuMemFreeAsync`, `cuMemFree`, another graph's
+//! free node, or the next launch of a graph that frees it on launch) frees it; memory a free
+//! node frees is freed at the end of the launch, so a later use of it is a use after free
+//! that names the free node. A free node of memory another graph allocated frees it at the
+//! end of the launch, an unordered free when its last use on another stream is not ordered
+//! before the launch.
+
+use std::collections::BTreeMap;
+
+use gpuleak_format::{Launch, Seq};
+
+use super::fast_hash::FastSet;
+use super::graph_order::NodeAccess;
+use super::memory::{AllocInfo, Memory, Mode, Op};
+use super::{graph_frees, graph_order, Check, Clock, Slot, StreamFinding, StreamName, Streams};
+
+/// Executable graphs whose last launch is remembered at most; past this, the map is emptied
+/// (a launch of a graph forgotten then follows only its stream, as before this was modelled).
+const MAX_GRAPH_LAUNCHES: usize = 4096;
+
+impl Streams {
+    /// A successful graph launch on stream `name`, which also touches `accesses` (its
+    /// pointers, as a kernel launch's).
+    pub(super) fn graph_launch(
+        &mut self,
+        tid: u32,
+        seq: Seq,
+        l: &Launch<'_>,
+        name: StreamName,
+        accesses: &[(u64, u64, Mode)],
+    ) {
+        // A graph launch follows the last launch of the same executable graph, on any stream
+        // (cuGraphLaunch: "ordered behind both any previous work in hStream and any previous
+        // launches of hGraphExec"), and waits for the events of its wait nodes; it touches
+        // what its nodes touch; after it, it records the events of its record nodes (see
+        // `graph_events`).
+        let nodes = self.graph_events.of_exec(l.function).cloned().unwrap_or_default();
+        let slot = self.slot_for(name);
+        if self.capturing(slot) {
+            return;
+        }
+        let Streams {
+            states,
+            events,
+            graph_launches,
+            ..
+        } = self;
+        if let Some(st) = states[slot.0 as usize].as_mut() {
+            if let Some(c) = graph_launches.get(&l.function) {
+                st.clock.join(c);
+            }
+            for w in &nodes.waits {
+                if let Some(c) = events.get(&w.event).and_then(|e| e.clock.as_ref()) {
+                    st.clock.join(c);
+                }
+            }
+        }
+        let op = Op {
+            api: l.api,
+            stack: l.stack,
+            stream: name,
+            seq,
+            tid,
+            site: 0,
+        };
+        // Its graph memory becomes live (`allocate`); what stays live after it is written by
+        // it, as a stream-ordered allocation is.
+        let (allocs, frees) = self.graph_accesses.memory_nodes(l.function);
+        let (allocs, frees) = (allocs.to_vec(), frees.to_vec());
+        let kept = self.allocate(slot, op, &allocs, &frees);
+        // What its kernel, memcpy and memset nodes touch, as one operation of the stream
+        // (`graph_accesses`), each access naming the node it came from, for findings.
+        let touched = self.graph_accesses.of_exec(l.function);
+        let graph: Vec<(u64, u64, Mode)> = accesses
+            .iter()
+            .copied()
+            .chain(touched.iter().map(|&(a, n, m, _)| (a, n, m)))
+            .chain(kept.iter().map(|a| (a.lo, a.len, Mode::Write)))
+            .collect();
+        // (No vector when no node is named: an older trace, or a graph built otherwise.)
+        let named = touched.iter().any(|t| t.3 != 0) || kept.iter().any(|a| a.site != 0);
+        let sites: Vec<u32> = if named {
+            accesses
+                .iter()
+                .map(|_| 0)
+                .chain(touched.iter().map(|t| t.3))
+                .chain(kept.iter().map(|a| a.site))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
+            return;
+        };
+        // Its free nodes free what they free, at the end of the launch (the order inside it
+        // is judged below): memory another graph allocated, or its own, which it allocated
+        // and frees within the launch.
+        let own: FastSet<u64> = allocs.iter().map(|a| a.lo).collect();
+        for &(_, addr, site) in &frees {
+            let free = Op { site, ..op };
+            if self.free_on(slot, free, addr).is_none() && own.contains(&addr) {
+                if let Some(info) = self.graph_memory.get(&addr).copied() {
+                    self.memory.allocated_and_freed(info, free);
+                }
+            }
+        }
+        // Races between the graph's own nodes (`graph_order`), and nodes that use memory a
+        // free node frees too early (`graph_frees`), searched at the first launch after what
+        // they touch changed.
+        let Streams {
+            graph_accesses,
+            memory,
+            graph_memory,
+            ..
+        } = self;
+        let found = graph_accesses.search_unsearched(l.function, |addr| {
+            allocation_at(memory, graph_memory, addr).map(|a| (a.ptr, a.size))
+        });
+        for race in &found.races {
+            self.graph_race(op, race);
+        }
+        for bad in &found.frees {
+            self.graph_free(op, bad);
+        }
+        for r in &nodes.records {
+            // Recorded outside any capture now.
+            self.captures.record(r.event, name, 0);
+        }
+        let Streams {
+            states,
+            events,
+            graph_launches,
+            ..
+        } = self;
+        if let Some(st) = states[slot.0 as usize].as_ref() {
+            if graph_launches.len() >= MAX_GRAPH_LAUNCHES && !graph_launches.contains_key(&l.function) {
+                graph_launches.clear();
+            }
+            graph_launches.entry(l.function).or_default().clone_from(&st.clock);
+            for r in nodes.records {
+                let event = events.entry(r.event).or_default();
+                event.clock.get_or_insert_with(Clock::new).clone_from(&st.clock);
+            }
+        }
+    }
+
+    /// Before the launch `op` on `slot` of a graph with allocation nodes `allocs` and free
+    /// nodes `frees` touches anything: the memory of each allocation node that no free node
+    /// of the graph frees becomes live (named by the allocation node's record,
+    /// `graph_memory`); memory the graph frees itself exists only inside the launch, and is
+    /// remembered freed after it. Memory still live from an earlier launch
+    /// (a graph instantiated to free it on launch, `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`)
+    /// is freed by this launch first, an unordered free if a use on another stream is not
+    /// ordered before it. Returns the allocation nodes whose memory stays live after the launch
+    /// (no free node of the graph frees it).
+    fn allocate(&mut self, slot: Slot, op: Op, allocs: &[NodeAccess], frees: &[(u64, u64, u32)]) -> Vec<NodeAccess> {
+        if allocs.is_empty() {
+            return Vec::new();
+        }
+        self.enqueue(slot);
+        let freed: FastSet<u64> = frees.iter().map(|f| f.1).collect();
+        let mut kept = Vec::new();
+        for a in allocs.iter().filter(|a| !freed.contains(&a.lo)) {
+            if self.memory.at(a.lo).is_some() {
+                self.free_on(slot, op, a.lo);
+            }
+            let Some(info) = self.graph_memory.get(&a.lo).copied() else {
+                continue;
+            };
+            self.memory.insert(info);
+            kept.push(*a);
+        }
+        kept
+    }
+
+    /// A race between two nodes of the graph `launch` launches: a finding when the bytes both
+    /// touch are in tracked memory live now, or in a graph's allocation node.
+    fn graph_race(&mut self, launch: Op, race: &graph_order::Race) {
+        let Some(info) = allocation_at(&self.memory, &self.graph_memory, race.addr) else {
+            return;
+        };
+        let (a, b) = (&race.first, &race.second);
+        self.found.add(StreamFinding {
+            check: Check::GraphRace,
+            op: Op { site: b.site, ..launch },
+            ptr: race.addr,
+            other: Some(Op { site: a.site, ..launch }),
+            allocation: Some(info),
+            created: None,
+            moment: None,
+            count: 1,
+            kernel_sides: (b.mode == Mode::Kernel, a.mode == Mode::Kernel),
+            nodes: [None; 2],
+        });
+    }
+
+    /// A node of the graph `launch` launches that uses memory a free node of it frees, not
+    /// finishing before it: an unordered free (the free is the call at fault, the node its
+    /// last use) or, when a path leads from the free to the node, a use after free (the
+    /// node is at fault); a finding when the allocation freed is known.
+    fn graph_free(&mut self, launch: Op, bad: &graph_frees::BadFree) {
+        let Some(info) = allocation_at(&self.memory, &self.graph_memory, bad.free.addr) else {
+            return;
+        };
+        let free = Op {
+            site: bad.free.site,
+            ..launch
+        };
+        let user = Op {
+            site: bad.access.site,
+            ..launch
+        };
+        let kernel = bad.access.mode == Mode::Kernel;
+        let (check, op, other, ptr, kernel_sides) = if bad.after {
+            (
+                Check::UseAfterFree,
+                user,
+                free,
+                bad.access.lo.max(info.ptr),
+                (kernel, false),
+            )
+        } else {
+            (Check::UnorderedFree, free, user, info.ptr, (false, kernel))
+        };
+        self.found.add(StreamFinding {
+            check,
+            op,
+            ptr,
+            other: Some(other),
+            allocation: Some(info),
+            created: None,
+            moment: None,
+            count: 1,
+            kernel_sides,
+            nodes: [None; 2],
+        });
+    }
+}
+
+/// The allocation that holds `addr`: tracked memory live now, or a graph's allocation node
+/// (`graph_memory`).
+fn allocation_at(memory: &Memory, graph_memory: &BTreeMap<u64, AllocInfo>, addr: u64) -> Option<AllocInfo> {
+    memory.holding(addr).map(|l| l.info).or_else(|| {
+        graph_memory
+            .range(..=addr)
+            .next_back()
+            .map(|(_, a)| *a)
+            .filter(|a| addr < a.ptr.saturating_add(a.size.max(1)))
+    })
+}
