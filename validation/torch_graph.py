@@ -40,6 +40,15 @@ import torch  # noqa: E402
 STEPS = 5
 
 
+def replay(graph):
+    """Replays `graph` STEPS times, synchronizing after each, and says what PyTorch holds."""
+    for _ in range(STEPS):
+        graph.replay()
+        torch.cuda.synchronize()
+    print(f"done {STEPS}")
+    print(f"torch_allocated {torch.cuda.memory_allocated()}")
+
+
 def branches():
     """The branch-race and branch-ordered modes: a race inside the graph, or none."""
     src = torch.ones(1 << 18, device="cuda")
@@ -57,11 +66,7 @@ def branches():
             main.wait_stream(side)
         mid.copy_(src)
         main.wait_stream(side)
-    for _ in range(STEPS):
-        graph.replay()
-        torch.cuda.synchronize()
-    print(f"done {STEPS}")
-    print(f"torch_allocated {torch.cuda.memory_allocated()}")
+    replay(graph)
 
 
 def frees():
@@ -82,11 +87,7 @@ def frees():
             main.wait_stream(side)
         del tmp
         main.wait_stream(side)
-    for _ in range(STEPS):
-        graph.replay()
-        torch.cuda.synchronize()
-    print(f"done {STEPS}")
-    print(f"torch_allocated {torch.cuda.memory_allocated()}")
+    replay(graph)
 
 
 def main():

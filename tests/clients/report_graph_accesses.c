@@ -117,30 +117,6 @@ static CUgraphNode first_node(CUgraph g) {
 }
 
 /* Kernel node parameters that fill p with value. */
-struct kernel_args {
-    CUdeviceptr p;
-    unsigned value, n;
-    void *params[3];
-};
-
-static CUDA_KERNEL_NODE_PARAMS_v2 kernel_params(struct kernel_args *a, CUdeviceptr p, unsigned value) {
-    CUDA_KERNEL_NODE_PARAMS_v2 k;
-    memset(&k, 0, sizeof k);
-    a->p = p;
-    a->value = value;
-    a->n = N;
-    a->params[0] = &a->p;
-    a->params[1] = &a->value;
-    a->params[2] = &a->n;
-    k.func = fill;
-    k.gridDimX = N / 256;
-    k.gridDimY = k.gridDimZ = 1;
-    k.blockDimX = 256;
-    k.blockDimY = k.blockDimZ = 1;
-    k.kernelParams = a->params;
-    return k;
-}
-
 /* A copy of N words from src to dst, as a 3D descriptor. */
 static CUDA_MEMCPY3D copy_params(CUdeviceptr dst, CUdeviceptr src) {
     CUDA_MEMCPY3D c;
@@ -191,7 +167,7 @@ int main(int argc, char **argv) {
     CUgraph g = NULL, other = NULL, child = NULL;
     CUgraphNode node = NULL;
     CUgraphExec exec;
-    struct kernel_args args;
+    struct fill_args args;
     int copies = is(mode, "exec-memcpy") || is(mode, "copy-read") || is(mode, "copy-write");
     int memsets = is(mode, "exec-memset") || is(mode, "memset-read");
     if (copies) {
@@ -204,10 +180,10 @@ int main(int argc, char **argv) {
     } else if (is(mode, "fork") || is(mode, "fork-race")) {
         g = fork_graph();
     } else if (is(mode, "hand") || is(mode, "hand-race")) {
-        CUDA_KERNEL_NODE_PARAMS_v2 k = kernel_params(&args, X, 7);
+        CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, X, 7, N);
         CHECK(cuGraphCreate(&g, 0));
         CHECK(cuGraphAddKernelNode_v2(&node, g, NULL, 0, &k));
-        k = kernel_params(&args, Y, 7);
+        k = fill_node(fill, &args, Y, 7, N);
         CHECK(cuGraphKernelNodeSetParams_v2(node, &k));
     } else {
         g = kernel_graph(X, 7);
@@ -216,16 +192,16 @@ int main(int argc, char **argv) {
     CHECK(cuGraphInstantiateWithFlags(&exec, g, 0));
 
     if (is(mode, "exec-kernel") || is(mode, "exec-stale")) {
-        CUDA_KERNEL_NODE_PARAMS_v2 k = kernel_params(&args, Y, 7);
+        CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, Y, 7, N);
         CHECK(cuGraphExecKernelNodeSetParams(exec, node, (CUDA_KERNEL_NODE_PARAMS_v1 *)&k));
     } else if (is(mode, "exec-kernel-v2")) {
-        CUDA_KERNEL_NODE_PARAMS_v2 k = kernel_params(&args, Y, 7);
+        CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, Y, 7, N);
         CHECK(cuGraphExecKernelNodeSetParams_v2(exec, node, &k));
     } else if (is(mode, "exec-params")) {
         CUgraphNodeParams p;
         memset(&p, 0, sizeof p);
         p.type = CU_GRAPH_NODE_TYPE_KERNEL;
-        CUDA_KERNEL_NODE_PARAMS_v2 k = kernel_params(&args, Y, 7);
+        CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, Y, 7, N);
         memcpy(&p.kernel, &k, sizeof k);
         CHECK(cuGraphExecNodeSetParams(exec, node, &p));
     } else if (is(mode, "exec-memcpy")) {

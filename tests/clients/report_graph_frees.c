@@ -150,16 +150,8 @@ static CUgraph hand_graph(int generic, int kernel_after_alloc, int free_after_ke
         CHECK(cuGraphAddMemAllocNode(&alloc, g, NULL, 0, &a));
     }
     CUdeviceptr p = a.dptr;
-    unsigned value = 7, n = N;
-    void *kp[] = {&p, &value, &n};
-    CUDA_KERNEL_NODE_PARAMS_v2 k;
-    memset(&k, 0, sizeof k);
-    k.func = fill;
-    k.gridDimX = N / 256;
-    k.gridDimY = k.gridDimZ = 1;
-    k.blockDimX = 256;
-    k.blockDimY = k.blockDimZ = 1;
-    k.kernelParams = kp;
+    struct fill_args args;
+    CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, p, 7, N);
     CHECK(cuGraphAddKernelNode_v2(&work, g, kernel_after_alloc ? &alloc : NULL, kernel_after_alloc ? 1 : 0, &k));
     CUgraphNode deps[2] = {work, alloc};
     size_t ndeps = free_after_kernel ? 2 : 1;

@@ -118,17 +118,8 @@ static CUgraph hand_graph(CUgraph child, int ordered) {
     if (child) {
         CHECK(cuGraphAddChildGraphNode(&work, g, &set, 1, child));
     } else {
-        CUdeviceptr p = X;
-        unsigned value = 7, n = N;
-        void *params[] = {&p, &value, &n};
-        CUDA_KERNEL_NODE_PARAMS_v2 k;
-        memset(&k, 0, sizeof k);
-        k.func = fill;
-        k.gridDimX = N / 256;
-        k.gridDimY = k.gridDimZ = 1;
-        k.blockDimX = 256;
-        k.blockDimY = k.blockDimZ = 1;
-        k.kernelParams = params;
+        struct fill_args args;
+        CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, X, 7, N);
         CHECK(cuGraphAddKernelNode_v2(&work, g, &set, 1, &k));
     }
     CUDA_MEMCPY3D c;

@@ -43,6 +43,35 @@ static inline CUcontext setup(void) {
     return ctx;
 }
 
+/* The arguments of a fill_u32 kernel node (p[i] = value for i < n), which its parameters
+ * point into: they must outlive the node's creation. */
+struct fill_args {
+    CUdeviceptr p;
+    unsigned value, n;
+    void *params[3];
+};
+
+/* A kernel node's parameters for `fill` (the simulator's fill_u32) over n words of p, in
+ * blocks of 256 threads, with its arguments in `a`. */
+static inline CUDA_KERNEL_NODE_PARAMS_v2 fill_node(CUfunction fill, struct fill_args *a, CUdeviceptr p,
+                                                   unsigned value, unsigned n) {
+    CUDA_KERNEL_NODE_PARAMS_v2 k;
+    memset(&k, 0, sizeof k);
+    a->p = p;
+    a->value = value;
+    a->n = n;
+    a->params[0] = &a->p;
+    a->params[1] = &a->value;
+    a->params[2] = &a->n;
+    k.func = fill;
+    k.gridDimX = (n + 255) / 256;
+    k.gridDimY = k.gridDimZ = 1;
+    k.blockDimX = 256;
+    k.blockDimY = k.blockDimZ = 1;
+    k.kernelParams = a->params;
+    return k;
+}
+
 /* Properties of a pool of pinned memory on device `dev`, shareable through `handles`. */
 static inline CUmemPoolProps pool_props(int dev, CUmemAllocationHandleType handles) {
     CUmemPoolProps props;

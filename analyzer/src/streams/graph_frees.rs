@@ -131,24 +131,10 @@ mod tests {
     use gpuleak_format::GraphEdges;
 
     use super::*;
+    use crate::streams::graph_order::tests::{access, order};
     use crate::streams::memory::Mode;
 
     const E: u64 = GraphEdges::EDGE;
-
-    fn order(triples: &[[u64; 3]], nodes: &[u64]) -> Order {
-        let flat: Vec<u64> = triples.iter().flatten().copied().collect();
-        Order::new(&flat, nodes.iter().copied()).expect("an order")
-    }
-
-    fn access(node: u64, lo: u64, len: u64, mode: Mode) -> NodeAccess {
-        NodeAccess {
-            node,
-            lo,
-            len,
-            mode,
-            site: node as u32,
-        }
-    }
 
     fn free(node: u64, addr: u64, len: u64) -> FreeNode {
         FreeNode {

@@ -64,14 +64,7 @@ impl Streams {
                 }
             }
         }
-        let op = Op {
-            api: l.api,
-            stack: l.stack,
-            stream: name,
-            seq,
-            tid,
-            site: 0,
-        };
+        let op = Op::new(l.api, l.stack, name, seq, tid);
         // Its graph memory becomes live (`allocate`); what stays live after it is written by
         // it, as a stream-ordered allocation is.
         let (allocs, frees) = self.graph_accesses.memory_nodes(l.function);

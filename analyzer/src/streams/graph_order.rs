@@ -327,18 +327,20 @@ pub fn races(order: &Order, accesses: &[NodeAccess]) -> Vec<Race> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     const E: u64 = GraphEdges::EDGE;
     const C: u64 = GraphEdges::CHILD;
 
-    fn order(triples: &[[u64; 3]], nodes: &[u64]) -> Order {
+    /// The order of `triples` (edges), with `nodes` that may have none.
+    pub(in crate::streams) fn order(triples: &[[u64; 3]], nodes: &[u64]) -> Order {
         let flat: Vec<u64> = triples.iter().flatten().copied().collect();
         Order::new(&flat, nodes.iter().copied()).expect("an order")
     }
 
-    fn access(node: u64, lo: u64, len: u64, mode: Mode) -> NodeAccess {
+    /// An access of `node`, named by its own number.
+    pub(in crate::streams) fn access(node: u64, lo: u64, len: u64, mode: Mode) -> NodeAccess {
         NodeAccess {
             node,
             lo,

@@ -61,6 +61,20 @@ pub struct Op {
     pub site: u32,
 }
 
+impl Op {
+    /// A call on `stream`, not a graph node's access.
+    pub fn new(api: Api, stack: StackId, stream: StreamName, seq: Seq, tid: u32) -> Op {
+        Op {
+            api,
+            stack,
+            stream,
+            seq,
+            tid,
+            site: 0,
+        }
+    }
+}
+
 /// An allocation, as findings name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AllocInfo {

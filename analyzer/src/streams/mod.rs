@@ -254,14 +254,7 @@ impl Streams {
             Body::Copy(c) => {
                 let name = Self::name_of(c.api, c.stream.0, tid);
                 let (_, memset) = apis::copy_kind(c.api);
-                let op = Op {
-                    api: c.api,
-                    stack: c.stack,
-                    stream: name,
-                    seq,
-                    tid,
-                    site: 0,
-                };
+                let op = Op::new(c.api, c.stack, name, seq, tid);
                 self.refused(op, c.dst.0);
                 if !memset {
                     self.refused(op, c.src);
@@ -269,14 +262,7 @@ impl Streams {
             }
             Body::Launch(l) => {
                 let name = Self::name_of(l.api, l.stream.0, tid);
-                let op = Op {
-                    api: l.api,
-                    stack: l.stack,
-                    stream: name,
-                    seq,
-                    tid,
-                    site: 0,
-                };
+                let op = Op::new(l.api, l.stack, name, seq, tid);
                 for &p in l.ptrs.0.iter() {
                     self.refused(op, p);
                 }
@@ -563,14 +549,7 @@ impl Streams {
         self.enqueue(slot);
         self.judge_unrecorded_wait(slot);
         let epoch = self.tick(slot);
-        let op = Op {
-            api,
-            stack,
-            stream: name,
-            seq,
-            tid,
-            site: 0,
-        };
+        let op = Op::new(api, stack, name, seq, tid);
         let generation = self.generations[slot.0 as usize];
         let mut involved = None;
         let mut first_ptr = 0;
@@ -645,14 +624,7 @@ impl Streams {
 fn leak(check: Check, c: Created, name: StreamName) -> StreamFinding {
     StreamFinding {
         check,
-        op: Op {
-            api: c.api,
-            stack: c.stack,
-            stream: name,
-            seq: c.seq,
-            tid: c.tid,
-            site: 0,
-        },
+        op: Op::new(c.api, c.stack, name, c.seq, c.tid),
         ptr: c.handle,
         other: None,
         allocation: None,

@@ -291,14 +291,7 @@ impl Streams {
             if self.capturing(slot) || self.memory.at(ptr).is_none() {
                 return;
             }
-            let op = Op {
-                api: f.api,
-                stack: f.stack,
-                stream: name,
-                seq,
-                tid,
-                site: 0,
-            };
+            let op = Op::new(f.api, f.stack, name, seq, tid);
             self.enqueue(slot);
             self.judge_unrecorded_wait(slot);
             let epoch = self.tick(slot);
@@ -317,14 +310,7 @@ impl Streams {
         if apis::is_synchronizing_free(f.api) {
             self.host_learns(Known::All);
         }
-        let op = Op {
-            api: f.api,
-            stack: f.stack,
-            stream: StreamName::Host,
-            seq,
-            tid,
-            site: 0,
-        };
+        let op = Op::new(f.api, f.stack, StreamName::Host, seq, tid);
         self.memory.remove(ptr, op);
     }
 
@@ -451,14 +437,7 @@ impl Streams {
             (Some(clock), Some(st)) => st.clock.join(clock),
             (Some(_), None) => {}
             (None, _) => {
-                let op = Op {
-                    api: w.api,
-                    stack: StackId::NONE,
-                    stream: name,
-                    seq,
-                    tid,
-                    site: 0,
-                };
+                let op = Op::new(w.api, StackId::NONE, name, seq, tid);
                 let knows = self.state(slot).clock.clone();
                 self.unrecorded(op, w.event.0, Some(slot), &knows);
             }
@@ -473,14 +452,7 @@ impl Streams {
         match events.get(&w.event.0).and_then(|e| e.clock.as_ref()) {
             Some(clock) => fence.join(clock),
             None => {
-                let op = Op {
-                    api: w.api,
-                    stack: StackId::NONE,
-                    stream: StreamName::Host,
-                    seq,
-                    tid,
-                    site: 0,
-                };
+                let op = Op::new(w.api, StackId::NONE, StreamName::Host, seq, tid);
                 // It mattered if any work was pending then that the host had not waited for.
                 let knows = self.host.clone();
                 self.unrecorded(op, w.event.0, None, &knows);
@@ -499,14 +471,7 @@ impl Streams {
                     Some(_) => self.host_learns(Known::Event(s.event.0)),
                     // A query of an unrecorded event is a poll, not a wait.
                     None if apis::is_event_wait(s.api) => {
-                        let op = Op {
-                            api: s.api,
-                            stack: StackId::NONE,
-                            stream: StreamName::Host,
-                            seq,
-                            tid,
-                            site: 0,
-                        };
+                        let op = Op::new(s.api, StackId::NONE, StreamName::Host, seq, tid);
                         let knows = self.host.clone();
                         self.unrecorded(op, s.event.0, None, &knows);
                     }

@@ -2,11 +2,10 @@
 //! that use the memory it frees, found from what the shim lists at instantiation (the memory
 //! nodes by handle, `GraphMemNodes`; where each was captured or added, `GraphNode`).
 
-use std::process::Command;
-
-use gpuleak_e2e::{gpuleak_bin, TempDir};
+use gpuleak_e2e::TempDir;
 use serde_json::Value;
 
+use super::suppressions::check;
 use super::{report_json, traced};
 use crate::trace::{checks, dump, hex, of_type};
 
@@ -113,17 +112,7 @@ fn frees_inside_one_graph_are_found_and_correct_twins_are_silent() {
 fn a_free_inside_a_graph_is_suppressed_as_an_unordered_free() {
     let dir = TempDir::new();
     let trace = traced(&dir, CLIENT, &["fork-free"], &[]);
-    let run = |supp: &str| {
-        let file = dir.path().join("frees.supp");
-        std::fs::write(&file, supp).unwrap();
-        let out = Command::new(gpuleak_bin())
-            .args(["check", "--suppressions"])
-            .arg(&file)
-            .arg(&trace)
-            .output()
-            .unwrap();
-        out.status.code()
-    };
+    let run = |supp: &str| Some(check(&dir, &trace, supp, &[]).0);
     assert_eq!(run(""), Some(1));
     assert_eq!(run("graph-race:fork_graph\n"), Some(1));
     assert_eq!(run("unordered-free:fork_graph\n"), Some(0));

@@ -12,7 +12,7 @@ use super::traced;
 
 /// `gpuleak check --format json` with `args` and a suppressions file of `lines`: the exit code
 /// and the JSON.
-fn check(dir: &TempDir, trace: &Path, lines: &str, args: &[&str]) -> (i32, Value) {
+pub(super) fn check(dir: &TempDir, trace: &Path, lines: &str, args: &[&str]) -> (i32, Value) {
     let supp = dir.path().join("ordering.supp");
     std::fs::write(&supp, lines).unwrap();
     let out = Command::new(gpuleak_bin())

@@ -5,10 +5,9 @@
 use gpuleak_format::*;
 
 use super::super::*;
+use super::graph_races::{G, X};
 use super::{tidy, two_streams, Run, A, B, E, P};
 
-const G: u64 = 0x6000;
-const X: u64 = 0x7000;
 const K: u64 = GraphAccesses::KERNEL;
 const EDGE: u64 = GraphEdges::EDGE;
 /// The graph's allocation: its allocation node's address and size.
@@ -65,34 +64,7 @@ impl Run {
             allocs: Addrs(std::borrow::Cow::Owned(allocs)),
             frees: Addrs(std::borrow::Cow::Owned(frees)),
         });
-        self.r(GraphEdges {
-            exec: X,
-            entries: Addrs(std::borrow::Cow::Owned(edges.iter().flatten().copied().collect())),
-        });
-        self.r(GraphExec {
-            api: Api::cuGraphInstantiateWithFlags,
-            via: Api::NONE,
-            result: CuResult::SUCCESS,
-            exec: X,
-            graph: G,
-            flags: 0,
-            alloc_nodes: u32::from(own),
-            free_nodes: u32::from(free),
-            nodes_known: 1,
-            stack: StackId::NONE,
-        })
-    }
-
-    /// Launches `X` on stream `A`.
-    fn launch_x(&mut self) -> &mut Run {
-        self.r(Launch {
-            api: Api::cuGraphLaunch,
-            result: CuResult::SUCCESS,
-            stream: Stream(A),
-            function: X,
-            ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
-            stack: StackId::NONE,
-        })
+        self.instantiate_x(Some(edges), u32::from(own), u32::from(free))
     }
 
     /// What was found, after a tidy end.

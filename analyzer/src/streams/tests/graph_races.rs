@@ -6,8 +6,9 @@ use gpuleak_format::*;
 use super::super::*;
 use super::{tidy, two_streams, Run, A, P};
 
-const G: u64 = 0x6000;
-const X: u64 = 0x7000;
+/// The graph, and the executable graph made from it.
+pub(super) const G: u64 = 0x6000;
+pub(super) const X: u64 = 0x7000;
 const K: u64 = GraphAccesses::KERNEL;
 const W: u64 = GraphAccesses::WRITE;
 const R: u64 = GraphAccesses::READ;
@@ -28,6 +29,12 @@ impl Run {
             exec: X,
             nodes: Addrs(std::borrow::Cow::Owned(entries)),
         });
+        self.instantiate_x(edges, 0, 0)
+    }
+
+    /// The edges of executable graph `X` (when listed), then its instantiation from `G`, with
+    /// that many memory nodes.
+    pub(super) fn instantiate_x(&mut self, edges: Option<&[[u64; 3]]>, alloc_nodes: u32, free_nodes: u32) -> &mut Run {
         if let Some(edges) = edges {
             self.r(GraphEdges {
                 exec: X,
@@ -41,14 +48,15 @@ impl Run {
             exec: X,
             graph: G,
             flags: 0,
-            alloc_nodes: 0,
-            free_nodes: 0,
+            alloc_nodes,
+            free_nodes,
             nodes_known: 1,
             stack: StackId::NONE,
         })
     }
 
-    fn run_graph(&mut self) -> &mut Run {
+    /// Launches `X` on stream `A`.
+    pub(super) fn launch_x(&mut self) -> &mut Run {
         self.r(Launch {
             api: Api::cuGraphLaunch,
             result: CuResult::SUCCESS,
@@ -57,7 +65,10 @@ impl Run {
             ptrs: Addrs(std::borrow::Cow::Borrowed(&[])),
             stack: StackId::NONE,
         })
-        .sync(A)
+    }
+
+    fn run_graph(&mut self) -> &mut Run {
+        self.launch_x().sync(A)
     }
 
     fn node_update(&mut self, what: u32, node: u64, event: u64, entries: Option<Vec<u64>>) -> &mut Run {
