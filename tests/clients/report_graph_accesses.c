@@ -116,21 +116,6 @@ static CUgraphNode first_node(CUgraph g) {
     return node;
 }
 
-/* Kernel node parameters that fill p with value. */
-/* A copy of N words from src to dst, as a 3D descriptor. */
-static CUDA_MEMCPY3D copy_params(CUdeviceptr dst, CUdeviceptr src) {
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = src;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = dst;
-    c.WidthInBytes = N * 4;
-    c.Height = 1;
-    c.Depth = 1;
-    return c;
-}
-
 /* A graph holding one child graph node, whose graph is `child`; its node in *node. */
 static CUgraph parent_of(CUgraph child, CUgraphNode *node) {
     CUgraph g;
@@ -205,7 +190,7 @@ int main(int argc, char **argv) {
         memcpy(&p.kernel, &k, sizeof k);
         CHECK(cuGraphExecNodeSetParams(exec, node, &p));
     } else if (is(mode, "exec-memcpy")) {
-        CUDA_MEMCPY3D c = copy_params(Z, Y);
+        CUDA_MEMCPY3D c = copy_node(Z, Y, N * 4);
         CUcontext ctx;
         CHECK(cuCtxGetCurrent(&ctx));
         CHECK(cuGraphExecMemcpyNodeSetParams(exec, node, &c, ctx));

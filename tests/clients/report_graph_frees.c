@@ -45,11 +45,7 @@ static CUstream A, B;
 static int is(const char *mode, const char *name) { return strcmp(mode, name) == 0; }
 
 /* A launch of fill_u32 over n words of p on stream s. */
-static void fill_on(CUstream s, CUdeviceptr p, unsigned n) {
-    unsigned value = 7;
-    void *params[] = {&p, &value, &n};
-    CHECK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
-}
+static void fill_on(CUstream s, CUdeviceptr p, unsigned n) { CHECK(launch_fill(fill, s, p, 7, n, N)); }
 
 /* The capture on A that allocates P and forks onto B, whose copy reads it; A waits for the
  * copy before freeing P when `wait`. */

@@ -38,11 +38,7 @@ static CUcontext ctx;
 static int is(const char *mode, const char *name) { return strcmp(mode, name) == 0; }
 
 /* A launch of fill_u32 over N words of p on stream s. */
-static void fill_on(CUstream s, CUdeviceptr p, unsigned value) {
-    unsigned n = N;
-    void *params[] = {&p, &value, &n};
-    CHECK(cuLaunchKernel(fill, N / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
-}
+static void fill_on(CUstream s, CUdeviceptr p, unsigned value) { CHECK(launch_fill(fill, s, p, value, N, N)); }
 
 /* The capture on A that forks onto B and joins back (side-ok, side-race), on X or on memory
  * the capture allocates and frees (mem-ok, mem-race). */
@@ -122,15 +118,7 @@ static CUgraph hand_graph(CUgraph child, int ordered) {
         CUDA_KERNEL_NODE_PARAMS_v2 k = fill_node(fill, &args, X, 7, N);
         CHECK(cuGraphAddKernelNode_v2(&work, g, &set, 1, &k));
     }
-    CUDA_MEMCPY3D c;
-    memset(&c, 0, sizeof c);
-    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.srcDevice = X;
-    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-    c.dstDevice = Z;
-    c.WidthInBytes = N * 4;
-    c.Height = 1;
-    c.Depth = 1;
+    CUDA_MEMCPY3D c = copy_node(Z, X, N * 4);
     CHECK(cuGraphAddMemcpyNode(&copy, g, ordered ? &work : &set, 1, &c, ctx));
     return g;
 }

@@ -72,6 +72,29 @@ static inline CUDA_KERNEL_NODE_PARAMS_v2 fill_node(CUfunction fill, struct fill_
     return k;
 }
 
+/* A launch of `fill` (fill_u32) on stream s: p[i] = value for i < n, over `words` threads in
+ * blocks of 256 (n may be smaller, down to 0, for a launch that touches nothing). */
+static inline CUresult launch_fill(CUfunction fill, CUstream s, CUdeviceptr p, unsigned value, unsigned n,
+                                   unsigned words) {
+    void *params[] = {&p, &value, &n};
+    return cuLaunchKernel(fill, (words + 255) / 256, 1, 1, 256, 1, 1, 0, s, params, NULL);
+}
+
+/* A device-to-device copy of `bytes` from src to dst, as a 3D descriptor (a memcpy node's
+ * parameters). */
+static inline CUDA_MEMCPY3D copy_node(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
+    CUDA_MEMCPY3D c;
+    memset(&c, 0, sizeof c);
+    c.srcMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.srcDevice = src;
+    c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c.dstDevice = dst;
+    c.WidthInBytes = bytes;
+    c.Height = 1;
+    c.Depth = 1;
+    return c;
+}
+
 /* Properties of a pool of pinned memory on device `dev`, shareable through `handles`. */
 static inline CUmemPoolProps pool_props(int dev, CUmemAllocationHandleType handles) {
     CUmemPoolProps props;

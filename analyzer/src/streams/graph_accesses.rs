@@ -196,35 +196,48 @@ pub type Touched = (u64, u64, Mode, u32);
 
 /// An executable graph's allocation and free nodes.
 #[derive(Debug, Default, Clone)]
-struct MemoryNodes {
+pub struct MemoryNodes {
     /// Allocation nodes, each as an access of the bytes it allocates (a write, as a
     /// stream-ordered allocation is taken to be).
-    allocs: Vec<NodeAccess>,
+    pub allocs: Vec<NodeAccess>,
     /// Free nodes: (node, address freed, [`NodeSite`] index).
-    frees: Vec<(u64, u64, u32)>,
+    pub frees: Vec<(u64, u64, u32)>,
+    /// The allocation nodes whose memory no free node of the graph frees: it stays live
+    /// after a launch.
+    pub kept: Vec<NodeAccess>,
+    /// The ranges of the others, which exist only inside a launch, sorted.
+    transient: Vec<(u64, u64)>,
 }
 
 impl MemoryNodes {
     /// The nodes listed (`GraphMemNodes` entries: allocation quadruples, free triples), named
     /// as nodes of `graph`.
     fn of(allocs: &[u64], frees: &[u64], graph: u64, sites: &Sites) -> MemoryNodes {
+        let allocs: Vec<NodeAccess> = allocs
+            .chunks_exact(4)
+            .filter(|q| q[2] != 0)
+            .map(|q| NodeAccess {
+                node: q[0],
+                lo: q[2],
+                len: q[3],
+                mode: Mode::Write,
+                site: sites.of_memory(graph, q[0], GraphNode::MEM_ALLOC),
+            })
+            .collect();
+        let frees: Vec<(u64, u64, u32)> = frees
+            .chunks_exact(3)
+            .filter(|t| t[2] != 0)
+            .map(|t| (t[0], t[2], sites.of_memory(graph, t[0], GraphNode::MEM_FREE)))
+            .collect();
+        let freed: FastSet<u64> = frees.iter().map(|f| f.1).collect();
+        let (gone, kept): (Vec<NodeAccess>, Vec<NodeAccess>) = allocs.iter().partition(|a| freed.contains(&a.lo));
+        let mut transient: Vec<(u64, u64)> = gone.iter().map(|a| (a.lo, a.hi())).collect();
+        transient.sort_unstable();
         MemoryNodes {
-            allocs: allocs
-                .chunks_exact(4)
-                .filter(|q| q[2] != 0)
-                .map(|q| NodeAccess {
-                    node: q[0],
-                    lo: q[2],
-                    len: q[3],
-                    mode: Mode::Write,
-                    site: sites.of_memory(graph, q[0], GraphNode::MEM_ALLOC),
-                })
-                .collect(),
-            frees: frees
-                .chunks_exact(3)
-                .filter(|t| t[2] != 0)
-                .map(|t| (t[0], t[2], sites.of_memory(graph, t[0], GraphNode::MEM_FREE)))
-                .collect(),
+            allocs,
+            frees,
+            kept,
+            transient,
         }
     }
 
@@ -232,20 +245,15 @@ impl MemoryNodes {
         self.allocs.is_empty() && self.frees.is_empty()
     }
 
-    /// The ranges of the allocations a free node of the same graph frees, sorted.
-    fn transient(&self) -> Vec<(u64, u64)> {
-        if self.frees.is_empty() {
-            return Vec::new();
-        }
-        let freed: FastSet<u64> = self.frees.iter().map(|f| f.1).collect();
-        let mut ranges: Vec<(u64, u64)> = self
-            .allocs
-            .iter()
-            .filter(|a| freed.contains(&a.lo))
-            .map(|a| (a.lo, a.hi()))
-            .collect();
-        ranges.sort_unstable();
-        ranges
+    /// Whether `addr` lies in memory the graph allocates and frees itself.
+    fn inside_transient(&self, addr: u64) -> bool {
+        let i = self.transient.partition_point(|&(lo, _)| lo <= addr);
+        i > 0 && addr < self.transient[i - 1].1
+    }
+
+    /// Whether the graph allocates, and frees itself, the memory at `addr`.
+    pub fn frees_own(&self, addr: u64) -> bool {
+        self.transient.binary_search_by_key(&addr, |r| r.0).is_ok()
     }
 }
 
@@ -262,17 +270,13 @@ impl Exec {
     fn refresh(&mut self) {
         // Memory the graph allocates and frees itself exists only inside a launch: no other
         // stream's work is ordered with what its nodes do there (`graph_frees` judges them).
-        let transient = self.memory.transient();
-        let inside = |addr: u64| {
-            let i = transient.partition_point(|&(lo, _)| lo <= addr);
-            i > 0 && addr < transient[i - 1].1
-        };
+        let memory = &self.memory;
         let mut all: Vec<Touched> = self
             .nodes
             .iter()
             .filter(|n| n.enabled)
             .flat_map(|n| n.accesses.iter().map(|&(a, l, m)| (a, l, m, n.site)))
-            .filter(|&(a, ..)| !inside(a))
+            .filter(|&(a, ..)| !memory.inside_transient(a))
             .collect();
         // Stable: of accesses alike, the first node's (in listing order) is kept.
         all.sort_by_key(|&(addr, len, mode, _)| (addr, len, mode as u8));
@@ -477,12 +481,9 @@ impl GraphAccesses {
         self.by_exec.insert(exec, e);
     }
 
-    /// The allocation nodes of `exec` (each as an access of the bytes it allocates) and its
-    /// free nodes (node, address freed, site); none when none are known.
-    pub fn memory_nodes(&self, exec: u64) -> (&[NodeAccess], &[(u64, u64, u32)]) {
-        self.by_exec
-            .get(&exec)
-            .map_or((&[], &[]), |e| (&e.memory.allocs, &e.memory.frees))
+    /// The allocation and free nodes of `exec`, if any are known.
+    pub fn memory_nodes(&self, exec: u64) -> Option<&MemoryNodes> {
+        self.by_exec.get(&exec).map(|e| &e.memory).filter(|m| !m.is_empty())
     }
 
     /// What a launch of `exec` touches now: (address, length, mode, site), each once.

@@ -18,7 +18,6 @@ use std::collections::BTreeMap;
 
 use gpuleak_format::{Launch, Seq};
 
-use super::fast_hash::FastSet;
 use super::graph_order::NodeAccess;
 use super::memory::{AllocInfo, Memory, Mode, Op};
 use super::{graph_frees, graph_order, Check, Clock, Slot, StreamFinding, StreamName, Streams};
@@ -67,9 +66,13 @@ impl Streams {
         let op = Op::new(l.api, l.stack, name, seq, tid);
         // Its graph memory becomes live (`allocate`); what stays live after it is written by
         // it, as a stream-ordered allocation is.
-        let (allocs, frees) = self.graph_accesses.memory_nodes(l.function);
-        let (allocs, frees) = (allocs.to_vec(), frees.to_vec());
-        let kept = self.allocate(slot, op, &allocs, &frees);
+        let memory = self
+            .graph_accesses
+            .memory_nodes(l.function)
+            .cloned()
+            .unwrap_or_default();
+        self.allocate(slot, op, &memory.kept);
+        let kept = &memory.kept;
         // What its kernel, memcpy and memset nodes touch, as one operation of the stream
         // (`graph_accesses`), each access naming the node it came from, for findings.
         let touched = self.graph_accesses.of_exec(l.function);
@@ -97,10 +100,9 @@ impl Streams {
         // Its free nodes free what they free, at the end of the launch (the order inside it
         // is judged below): memory another graph allocated, or its own, which it allocated
         // and frees within the launch.
-        let own: FastSet<u64> = allocs.iter().map(|a| a.lo).collect();
-        for &(_, addr, site) in &frees {
+        for &(_, addr, site) in &memory.frees {
             let free = Op { site, ..op };
-            if self.free_on(slot, free, addr).is_none() && own.contains(&addr) {
+            if self.free_on(slot, free, addr).is_none() && memory.frees_own(addr) {
                 if let Some(info) = self.graph_memory.get(&addr).copied() {
                     self.memory.allocated_and_freed(info, free);
                 }
@@ -146,33 +148,26 @@ impl Streams {
         }
     }
 
-    /// Before the launch `op` on `slot` of a graph with allocation nodes `allocs` and free
-    /// nodes `frees` touches anything: the memory of each allocation node that no free node
-    /// of the graph frees becomes live (named by the allocation node's record,
-    /// `graph_memory`); memory the graph frees itself exists only inside the launch, and is
-    /// remembered freed after it. Memory still live from an earlier launch
-    /// (a graph instantiated to free it on launch, `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`)
-    /// is freed by this launch first, an unordered free if a use on another stream is not
-    /// ordered before it. Returns the allocation nodes whose memory stays live after the launch
-    /// (no free node of the graph frees it).
-    fn allocate(&mut self, slot: Slot, op: Op, allocs: &[NodeAccess], frees: &[(u64, u64, u32)]) -> Vec<NodeAccess> {
-        if allocs.is_empty() {
-            return Vec::new();
+    /// Before the launch `op` on `slot` of a graph touches anything: the memory of each
+    /// allocation node in `kept` (those no free node of the graph frees) becomes live (named by
+    /// the allocation node's record, `graph_memory`); memory the graph frees itself exists
+    /// only inside the launch, and is remembered freed after it. Memory still live from an
+    /// earlier launch (a graph instantiated to free it on launch,
+    /// `CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH`) is freed by this launch first, an
+    /// unordered free if a use on another stream is not ordered before it.
+    fn allocate(&mut self, slot: Slot, op: Op, kept: &[NodeAccess]) {
+        if kept.is_empty() {
+            return;
         }
         self.enqueue(slot);
-        let freed: FastSet<u64> = frees.iter().map(|f| f.1).collect();
-        let mut kept = Vec::new();
-        for a in allocs.iter().filter(|a| !freed.contains(&a.lo)) {
+        for a in kept {
             if self.memory.at(a.lo).is_some() {
                 self.free_on(slot, op, a.lo);
             }
-            let Some(info) = self.graph_memory.get(&a.lo).copied() else {
-                continue;
-            };
-            self.memory.insert(info);
-            kept.push(*a);
+            if let Some(info) = self.graph_memory.get(&a.lo).copied() {
+                self.memory.insert(info);
+            }
         }
-        kept
     }
 
     /// A race between two nodes of the graph `launch` launches: a finding when the bytes both

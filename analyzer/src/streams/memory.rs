@@ -186,6 +186,19 @@ impl Memory {
     pub fn insert(&mut self, info: AllocInfo) {
         let lo = info.ptr;
         let hi = lo.saturating_add(info.size.max(1));
+        self.forget(lo, hi);
+        self.live.insert(
+            lo,
+            Live {
+                end: hi,
+                info,
+                accesses: Vec::new(),
+            },
+        );
+    }
+
+    /// Forgets every live or freed range that overlaps [lo, hi).
+    fn forget(&mut self, lo: u64, hi: u64) {
         let stale: Vec<u64> = self
             .live
             .range(..hi)
@@ -206,14 +219,6 @@ impl Memory {
         for k in gone {
             self.freed.remove(&k);
         }
-        self.live.insert(
-            lo,
-            Live {
-                end: hi,
-                info,
-                accesses: Vec::new(),
-            },
-        );
     }
 
     /// Whether `addr` lies in device memory this model knows: a live device, managed or
@@ -279,8 +284,7 @@ impl Memory {
         {
             return;
         }
-        self.insert(info);
-        self.live.remove(&info.ptr);
+        self.forget(info.ptr, end);
         self.remember_freed(info.ptr, end, info, free);
     }
 
