@@ -116,7 +116,7 @@ fn every_stream_ordering_mistake_is_found_exactly_once_with_its_stacks() {
             }
             "unsynchronized-at-exit" => {
                 assert!(
-                    message.contains("the last of it: cuMemFreeAsync of the 4096-byte"),
+                    message.contains("the last of it: cuLaunchKernel of the 4096-byte"),
                     "{message}"
                 );
                 assert!(message.contains("never waited for before exit;"), "{message}");
@@ -953,7 +953,7 @@ fn a_finding_without_the_stacks_of_its_calls_names_the_setting_that_records_them
         ),
         (
             "unsynchronized-at-exit",
-            "; the call's stack was not recorded (GPULEAK_FREE_STACKS=1 records it)",
+            "; the call's stack was not recorded (GPULEAK_SYNC_STACKS=1 records it)",
         ),
     ] {
         let (findings, _) = findings_of(&[check], &[]);

@@ -1,7 +1,7 @@
 //! What each stream-ordering API means for the order of work: which default stream a NULL
 //! stream names, and what a copy or memset does to the host.
 
-use gpuleak_format::Api;
+use gpuleak_format::{Api, MemKind};
 
 /// Whether stream handle 0 means the calling thread's per-thread default stream (the
 /// `_ptsz` / `_ptds` variants that `--default-stream per-thread` programs call).
@@ -221,6 +221,11 @@ pub fn is_graph_launch(api: Api) -> bool {
 /// A stream-ordered free (`cuMemFreeAsync`), as opposed to a synchronous one.
 pub fn is_async_free(api: Api) -> bool {
     matches!(api, Api::cuMemFreeAsync | Api::cuMemFreeAsync_ptsz)
+}
+
+/// A stream-ordered allocation (`cuMemAllocAsync`, `cuMemAllocFromPoolAsync`).
+pub fn is_async_alloc(api: Api) -> bool {
+    api.mem_kind() == Some(MemKind::Async) && !is_async_free(api)
 }
 
 /// A synchronous free that waits for the device first (`cudaFree` and `cudaFreeHost` are

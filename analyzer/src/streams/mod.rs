@@ -151,7 +151,11 @@ struct StreamState {
     blocking: bool,
     created: Option<Created>,
     destroyed: bool,
+    /// The last work queued: what the host must wait for before the stream's slot is reused.
     last_work: Option<Work>,
+    /// The last work whose completion the program could observe: all but stream-ordered
+    /// allocations and frees, which only hand memory back and forth and need no wait at exit.
+    last_result: Option<Work>,
     /// A wait on an event not recorded, judged at this stream's next work.
     unrecorded_wait: Option<UnrecordedWait>,
 }
@@ -391,6 +395,7 @@ impl Streams {
             created,
             destroyed: false,
             last_work: None,
+            last_result: None,
             unrecorded_wait: None,
         });
         self.by_name.insert(name, slot);
@@ -609,12 +614,17 @@ impl Streams {
                 }
             }
         }
-        self.state(slot).last_work = Some(Work {
+        let work = Work {
             epoch,
             op,
             ptr: first_ptr,
             allocation: involved,
-        });
+        };
+        let st = self.state(slot);
+        st.last_work = Some(work);
+        if !apis::is_async_alloc(api) {
+            st.last_result = Some(work);
+        }
         self.publish(slot);
         Some(slot)
     }

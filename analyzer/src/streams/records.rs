@@ -485,13 +485,17 @@ impl Streams {
         }
     }
 
+    /// Work the host never waited for, a finding per stream. Stream-ordered allocations and
+    /// frees queued after it (or alone) are not counted: at exit or teardown the memory goes
+    /// back to the driver whether or not they ran.
     pub(super) fn report_unsynchronized(&mut self, moment: Moment) {
+        let host = &self.host;
         let mut pending: Vec<(Work, Option<Created>)> = self
             .states
             .iter()
             .flatten()
-            .filter(|st| !Self::settled(&self.host, st))
-            .filter_map(|st| st.last_work.map(|w| (w, st.created)))
+            .filter_map(|st| st.last_result.map(|w| (w, st.created)))
+            .filter(|(w, _)| !host.covers(w.epoch))
             .collect();
         pending.sort_by_key(|(w, _)| w.op.seq);
         for (w, created) in pending {

@@ -562,6 +562,30 @@ fn work_never_waited_for_is_unsynchronized_at_exit_once_per_stream_site() {
 }
 
 #[test]
+fn stream_ordered_allocations_and_frees_alone_are_not_unsynchronized_at_exit() {
+    const Q: u64 = P + 0x10000;
+    // The kernel was waited for; the free queued after it was not, and needs no wait: the
+    // memory goes back to the driver at exit whether or not the free ran.
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).launch(A, Q).sync(A);
+    r.free_async(Q, A).destroy(A).destroy(B);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+    // Nor does an allocation that nothing used.
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).destroy(A).destroy(B);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+    // The twin: the kernel was not waited for. The finding names it, not the later free.
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).launch(A, Q);
+    r.free_async(Q, A).destroy(A).destroy(B);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].check, Check::UnsynchronizedAtExit);
+    assert_eq!(found[0].op.api, Api::cuLaunchKernel);
+    assert_eq!(found[0].ptr, Q);
+}
+
+#[test]
 fn a_teardown_reports_unwaited_work_once_and_settles_it() {
     let mut r = two_streams(1);
     r.launch(A, P).destroy(A).destroy(B);
