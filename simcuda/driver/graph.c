@@ -2,22 +2,21 @@
  * graph.c: executable graphs made from stream captures, their launch, graph memory, and host
  * functions.
  *
- * A captured graph (stream.c) is the list of operations enqueued on the capturing streams, in
- * order: copies, memsets, kernels, host functions, event record and wait nodes, and memory
- * nodes; a graph built by hand holds memory nodes, child graph nodes, event record and wait
- * nodes (graphnode.c), kernels, copies and memsets (graphparams.c). Both keep their edges
- * (graphedge.c). Instantiation copies that list in a dependency order (node order unless
- * cuGraphAddDependencies added an edge backwards), with each child graph's nodes in place of
- * its node, into an executable graph owned by the graph's context; each
- * cuGraphLaunch runs every operation again, in that order, as if enqueued on the launch stream at
- * that moment (all work runs at enqueue time in the simulator): an event record node records
- * its event, an event wait node has nothing to wait for. A launch into a capturing stream
- * appends the operations to that capture as a chain after the stream's current dependencies
- * (a simplification: the graph's own edges are not copied), except for graphs with memory
- * nodes (CUDA_ERROR_NOT_SUPPORTED, a simulator limit). graphexec.c changes an executable graph's nodes
- * after instantiation (kernels, copies, memsets, events, child graphs, whole-graph updates) and
- * disables and enables them; what the next launch runs is what they hold then, without the
- * disabled ones (into a capture too).
+ * A captured graph (stream.c; graphstore.c keeps graphs) is the list of operations enqueued on the
+ * capturing streams, in order: copies, memsets, kernels, host functions, event record and wait
+ * nodes, and memory nodes; a graph built by hand holds memory nodes, child graph nodes, event
+ * record and wait nodes (graphnode.c), kernels, copies and memsets (graphparams.c). Both keep
+ * their edges (graphedge.c). Instantiation copies that list in a dependency order (node order
+ * unless cuGraphAddDependencies added an edge backwards), with each child graph's nodes in place
+ * of its node, into an executable graph owned by the graph's context; each cuGraphLaunch runs
+ * every operation again, in that order, as if enqueued on the launch stream at that moment (all
+ * work runs at enqueue time in the simulator): an event record node records its event, an event
+ * wait node has nothing to wait for. A launch into a capturing stream appends the operations to
+ * that capture as a chain after the stream's current dependencies (a simplification: the graph's
+ * own edges are not copied), except for graphs with memory nodes (CUDA_ERROR_NOT_SUPPORTED, a
+ * simulator limit). graphexec.c changes an executable graph's nodes after instantiation (kernels,
+ * copies, memsets, events, child graphs, whole-graph updates) and disables and enables them; what
+ * the next launch runs is what they hold then, without the disabled ones (into a capture too).
  *
  * Graph memory: an allocation node (cuMemAllocAsync under capture, cuGraphAddMemAllocNode,
  * cuGraphAddNode) has a fixed address in the graph range. Each launch allocates there (device

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "simcuda.h"
 
@@ -284,7 +285,8 @@ struct xfer {
 /* Runs a copy under the lock: every row is checked before any byte moves. */
 HIDDEN CUresult xfer_run_locked(const struct xfer *x);
 
-/* ---- streams, events, capture (stream.c), graphs and host functions (graph.c) ------------ */
+/* ---- streams, capture (stream.c), events (event.c), graphs as built (graphstore.c), ------ */
+/* ---- executable graphs and host functions (graph.c) --------------------------------------- */
 
 struct stream;
 struct graph;
@@ -411,6 +413,44 @@ HIDDEN void depset_add(struct depset *s, size_t index);
  * out of memory. */
 HIDDEN bool depset_assign(struct depset *s, const size_t *v, size_t n);
 HIDDEN bool depset_union(struct depset *s, const struct depset *from);
+
+/* A created stream (stream.c). */
+struct stream {
+    struct hdr h;
+    struct ctx *ctx;
+    unsigned int flags;
+    int priority;
+    CUstreamCaptureStatus capture;
+    CUstreamCaptureMode mode;
+    struct graph *graph;
+    uint64_t capture_id; /* of the capture under way (or invalidated), unique in the process */
+    struct stream *origin; /* for a stream that joined a capture: the stream that began it */
+    bool graph_given;      /* captured into the program's graph (cuStreamBeginCaptureToGraph) */
+    struct depset deps;    /* while capturing: what its next captured node depends on */
+};
+
+/* An event (event.c). */
+struct event {
+    struct hdr h;
+    struct ctx *ctx;
+    unsigned int flags;
+    bool recorded;
+    struct timespec when;
+    /* Last recorded on a capturing stream: that capture's id and origin stream (else 0, NULL). */
+    uint64_t capture_id;
+    struct stream *capture_origin;
+    struct depset deps; /* the recording stream's current dependencies then */
+};
+
+/* A capture gone wrong: the stream's, and the one of the stream that began it when it joined
+ * one (stream.c). */
+HIDDEN void stream_capture_invalidate(struct stream *st);
+/* The capture under way whose event ev is (its origin stream), or NULL (event.c). */
+HIDDEN struct stream *event_capture(const struct event *ev);
+/* Appends a node with no edges to g; its handle in *out if out is not NULL. */
+HIDDEN CUresult graph_node_append(struct graph *g, struct node *n, CUgraphNode *out);
+/* The graph of an invalidated capture, thrown away. */
+HIDDEN void graph_discard(struct graph *g);
 /* Whether graph g has an allocation node at addr that no free node of g frees yet. */
 HIDDEN bool graph_alloc_unfreed(const struct graph *g, uint64_t addr);
 /* Whether g or a child graph within it has memory nodes. */
@@ -478,7 +518,7 @@ struct kernel_desc {
 HIDDEN CUresult kernel_node_make(const struct kernel_desc *d, struct node *n);
 /* A copy node (copy.c) from a 3D descriptor in context c, checked as cuMemcpy3DAsync checks it. */
 HIDDEN CUresult copy_node_make(const CUDA_MEMCPY3D *p, struct ctx *c, struct node *n);
-/* Kernel nodes' kernelParams (stream.c): an array of one pointer per parameter, each to that
+/* Kernel nodes' kernelParams (graphstore.c): an array of one pointer per parameter, each to that
  * parameter's value, in storage owned by node h (n is the node it names). */
 HIDDEN void **graph_node_kernel_params(CUgraphNode h, const struct node *n);
 /* graphparams.c: a memset node from its parameters in context c; kernel nodes from either
