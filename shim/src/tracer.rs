@@ -240,7 +240,7 @@ fn start() -> Option<Tracer> {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() } as u32;
     let config = Config::from_env(pid);
-    crate::exports::memory::set_pool_every(config.pool_sample);
+    crate::exports::pools::set_pool_every(config.pool_sample);
     if config.disabled {
         return None;
     }

@@ -1,5 +1,5 @@
 //! What a graph's launches touch: the kernel, memcpy and memset nodes of a graph, read with
-//! the driver's getters when the shim lists the graph (`graphs::list_nodes`, at each
+//! the driver's getters when the shim lists the graph (`graph_listing::list_nodes`, at each
 //! instantiation and each update that takes another graph's parameters), and the changes the
 //! executable-graph setters make to one node (`cuGraphExecKernelNodeSetParams[_v2]`,
 //! `cuGraphExecMemcpyNodeSetParams`, `cuGraphExecMemsetNodeSetParams`,
@@ -201,7 +201,7 @@ fn memset_node(node: CUgraphNode) -> Option<CUDA_MEMSET_NODE_PARAMS> {
 /// Writes `entries` for `exec` as [`GraphAccesses`] records: at least one, each holding at
 /// most [`GraphAccesses::MAX_ENTRIES`] entries.
 pub fn write(g: &HookGuard, exec: u64, entries: &[u64]) {
-    super::graphs::in_chunks(entries, GraphAccesses::MAX_ENTRIES * 4, |nodes| {
+    super::graph_listing::in_chunks(entries, GraphAccesses::MAX_ENTRIES * 4, |nodes| {
         tracer::event(
             g,
             GraphAccesses {
@@ -233,7 +233,7 @@ fn node_set(
         push_node(&mut out, node as u64, 0, entries().as_slice());
         write(g, exec as u64, &out);
     }
-    super::graphs::updated(
+    super::graph_updates::updated(
         g,
         api,
         r,
@@ -391,7 +391,7 @@ pub unsafe fn set_enabled(
     // SAFETY: passed through unchanged.
     let r = unsafe { real(exec, node, enabled) };
     if let Some(g) = &g {
-        super::graphs::updated(
+        super::graph_updates::updated(
             g,
             api,
             r,

@@ -341,7 +341,7 @@ fn pool_created(
     handle_types: u32,
 ) {
     if r == CUDA_SUCCESS {
-        super::memory::track_pool(pool);
+        super::pools::track_pool(pool);
     }
     if let Some(g) = g {
         counted(g, r, ObjectChange::PoolCreated);
@@ -416,13 +416,13 @@ pub unsafe fn pool_destroy(
     pool: CUmemoryPool,
 ) -> CUresult {
     // Out of the samplers' reach before the driver can release it; back if it refused.
-    let known = super::memory::is_tracked_pool(pool as u64);
-    super::memory::untrack_pool(pool as u64);
+    let known = super::pools::is_tracked_pool(pool as u64);
+    super::pools::untrack_pool(pool as u64);
     let call = || {
         // SAFETY: passed through.
         let r = unsafe { real(pool) };
         if r != CUDA_SUCCESS && known {
-            super::memory::track_pool(pool as u64);
+            super::pools::track_pool(pool as u64);
         }
         r
     };

@@ -108,7 +108,7 @@ fn register_fork_handler() {
 /// its accounting; the thread is started again at the child's next intercepted call.
 extern "C" fn in_forked_child() {
     live::forget_in_child();
-    crate::exports::graphs::forget_in_child();
+    crate::exports::graph_live::forget_in_child();
     sites::forget_in_child();
     faults::forget_in_child();
     snapshot::forget_in_child();
@@ -167,7 +167,7 @@ pub fn alloc(
         let (r, ptr, aux, recorded) = call();
         let stack = tracer::alloc(g, api, r, stream, ptr, recorded, aux);
         if r == 0 {
-            crate::exports::graphs::node_made(ptr, stack);
+            crate::exports::graph_live::node_made(ptr, stack);
         }
         return r;
     }

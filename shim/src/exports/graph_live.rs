@@ -1,0 +1,125 @@
+//! Live accounting of graph memory, only while it is on (budget, metrics, `GPULEAK_LIVE`):
+//! what each launch of an executable graph allocates and frees, for the live gauges.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicPtr, Ordering};
+use std::sync::{Arc, Mutex};
+
+use gpuleak_format::{Api, GraphMem, MemKind, MemLocation, StackId};
+
+use crate::ops::{self, live};
+
+/// What a launch of an executable graph allocates and frees, for the live gauges.
+struct ExecMemory {
+    /// Allocation nodes no free node of the same graph frees: (address, bytes, location as
+    /// [`MemLocation::encode`] writes it, stack that made the node).
+    allocs: Vec<(u64, u64, u64, StackId)>,
+    /// Free nodes of memory the graph does not allocate.
+    frees: Vec<u64>,
+    auto_free: bool,
+}
+
+#[derive(Default)]
+struct LiveGraphs {
+    /// Allocation nodes by address: the stack that made each.
+    nodes: HashMap<u64, StackId>,
+    /// Executable graphs.
+    execs: HashMap<u64, Arc<ExecMemory>>,
+}
+
+/// The most allocation nodes and executable graphs remembered: past them, a node is counted
+/// with its instantiation's stack and a graph's launches are not counted (a program that
+/// makes graphs without end).
+const MAX_REMEMBERED: usize = 1 << 20;
+
+static LIVE_GRAPHS: AtomicPtr<Mutex<LiveGraphs>> = AtomicPtr::new(std::ptr::null_mut());
+
+/// The state, created at first use (after a fork, a fresh one).
+fn live_graphs() -> std::sync::MutexGuard<'static, LiveGraphs> {
+    let mut p = LIVE_GRAPHS.load(Ordering::Acquire);
+    if p.is_null() {
+        let fresh = Box::into_raw(Box::default());
+        p = match LIVE_GRAPHS.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => fresh,
+            Err(other) => {
+                // SAFETY: `fresh` was never shared.
+                drop(unsafe { Box::from_raw(fresh) });
+                other
+            }
+        };
+    }
+    // SAFETY: published states are leaked, never freed.
+    unsafe { &*p }.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// In a forked child: the parent's graphs are not the child's accounting (an atomic store
+/// only: the lock may have been held by a parent thread that is gone).
+pub fn forget_in_child() {
+    LIVE_GRAPHS.store(std::ptr::null_mut(), Ordering::Release);
+}
+
+/// An allocation node made at `addr` (by capture or by hand) by the calling thread, while
+/// live accounting is on.
+pub fn node_made(addr: u64, stack: StackId) {
+    if ops::flags() & ops::LIVE == 0 {
+        return;
+    }
+    ops::sites::note(stack);
+    let mut state = live_graphs();
+    if state.nodes.len() < MAX_REMEMBERED || state.nodes.contains_key(&addr) {
+        state.nodes.insert(addr, stack);
+    }
+}
+
+/// An instantiation listed `allocs` (triples) and `frees`: what each launch of `exec` does.
+pub(super) fn exec_made(exec: u64, allocs: &[u64], frees: &[u64], auto_free: bool, stack: StackId) {
+    let mut state = live_graphs();
+    if state.execs.len() >= MAX_REMEMBERED && !state.execs.contains_key(&exec) {
+        return;
+    }
+    let (lasting, frees) = GraphMem::lasting(allocs, frees);
+    let memory = ExecMemory {
+        allocs: lasting
+            .into_iter()
+            .map(|[addr, size, location]| (addr, size, location, state.nodes.get(&addr).copied().unwrap_or(stack)))
+            .collect(),
+        frees,
+        auto_free,
+    };
+    state.execs.insert(exec, Arc::new(memory));
+}
+
+/// A successful `cuGraphLaunch` of `exec`: with live accounting on, what its memory nodes
+/// allocate is live (kind `graph`, or host memory for a node located there; counted against
+/// the budget, which cannot refuse a launch) and what they free is not.
+pub fn launched(exec: u64) {
+    let f = ops::flags();
+    if f & ops::LIVE == 0 {
+        return;
+    }
+    let Some(memory) = live_graphs().execs.get(&exec).cloned() else {
+        return;
+    };
+    let free = |addr: u64| {
+        let taken = live::take(Api::cuMemFree_v2, addr);
+        live::freed(Api::cuMemFree_v2, addr, taken, true);
+    };
+    if memory.auto_free {
+        memory.allocs.iter().for_each(|a| free(a.0));
+    }
+    let here = live::Place::here_if(true);
+    for &(addr, size, location, stack) in &memory.allocs {
+        let (kind, device) = match GraphMem::location(location) {
+            MemLocation::Device(device) => (MemKind::Graph, device),
+            MemLocation::Host => (MemKind::Host, here.device),
+            MemLocation::Unknown => (MemKind::Graph, here.device),
+        };
+        let reserved = f & ops::BUDGET != 0 && live::counts_toward_budget(kind);
+        if reserved {
+            live::charge(device, size);
+        }
+        let place = live::Place { ctx: here.ctx, device };
+        live::added(Api::cuGraphAddMemAllocNode, kind, addr, size, place, stack, reserved);
+    }
+    memory.frees.iter().for_each(|&addr| free(addr));
+}
