@@ -1,0 +1,288 @@
+//! Capturing a call stack on the hot path: per-thread scratch buffers (kept between captures,
+//! so nothing is zeroed per call), the replay of a recent capture's stack id from the
+//! unwinder's key, and Python frames woven into the native ones.
+
+use gpuleak_format::{Addrs, PyFrames, Stack, StackId};
+
+use super::Tracer;
+use crate::config::MAX_DEPTH;
+use crate::python::{self, PyFrame};
+use crate::stacks;
+
+/// Frames that belong to the shim itself sit on top of every captured stack.
+const OWN_FRAMES: usize = 16;
+
+/// Per-thread stack buffers, kept between captures so nothing is zeroed on the hot path.
+#[derive(Clone)]
+struct StackScratch {
+    /// The tracer the last stack was interned in (a forked child has a new one).
+    owner: usize,
+    id: u32,
+    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), at
+    /// slot `key % KEYED`, room for twice as many as the unwinder keeps memos: a loop
+    /// allocating from many sites in turn replays each site's capture, and finds its id here.
+    keyed: [(u64, u32); KEYED],
+    len: usize,
+    last: [u64; MAX_DEPTH],
+    buf: [u64; MAX_DEPTH + OWN_FRAMES],
+}
+
+/// Recent capture keys remembered per thread (a power of two). The unwinder numbers a thread's
+/// walks in turn, so the keys of its memos (the last walks, mostly) fall in distinct slots.
+const KEYED: usize = (2 * gpuleak_unwind::MEMOS).next_power_of_two();
+
+/// The slot of `keyed` for `key`.
+#[inline(always)]
+fn keyed_slot(key: u64) -> usize {
+    key as usize & (KEYED - 1)
+}
+
+impl StackScratch {
+    const EMPTY: StackScratch = StackScratch {
+        owner: 0,
+        id: 0,
+        keyed: [(0, 0); KEYED],
+        len: 0,
+        last: [0; MAX_DEPTH],
+        buf: [0; MAX_DEPTH + OWN_FRAMES],
+    };
+
+    /// The stack id of a recent capture with `key` by this thread for the tracer `owner`: the
+    /// unwinder copied that capture's frames, so nothing needs filtering, comparing or looking
+    /// up. Forgets everything kept for another tracer (a forked child's new one).
+    #[inline(always)]
+    fn recent(&mut self, owner: usize, key: u64) -> Option<StackId> {
+        if self.owner != owner {
+            self.keyed = [(0, 0); KEYED];
+            self.len = 0;
+            return None;
+        }
+        if key == 0 {
+            return None;
+        }
+        let (k, id) = self.keyed[keyed_slot(key)];
+        (k == key).then_some(StackId(id))
+    }
+
+    /// Moves the program's frames among the first `n` of `buf` to its front, at most `depth`,
+    /// and returns how many: the shim's own frames (its wrappers, also the runtime tag wrappers
+    /// between the program and the runtime, all inside `own_text`) are never the program's.
+    #[inline(always)]
+    fn keep_program_frames(&mut self, n: usize, (lo, hi): (u64, u64), depth: usize) -> usize {
+        let mut kept = 0;
+        for i in 0..n {
+            let a = self.buf[i];
+            if (a < lo || a >= hi) && kept < depth {
+                self.buf[kept] = a;
+                kept += 1;
+            }
+        }
+        kept
+    }
+
+    /// Keeps `id` as the stack of the capture with `key` (0: none).
+    #[inline(always)]
+    fn remember(&mut self, key: u64, id: u32) {
+        if key != 0 {
+            self.keyed[keyed_slot(key)] = (key, id);
+        }
+    }
+}
+
+/// A Python thread's capture state besides [`StackScratch`] (apart from it, so that processes
+/// without Python keep the native scratch and its path exactly as they were).
+struct PyScratch {
+    /// The hash of the Python frames of the thread's last stack (0: none).
+    last: u64,
+    frames: [PyFrame; python::MAX_FRAMES],
+}
+
+/// The unwinder's replay key of a capture combined with the hash of its Python frames (0
+/// without Python frames: the key itself). The same native frames often run different Python
+/// code, so a replayed native capture alone must not give back a stack id. 0 (no key) stays 0.
+#[inline(always)]
+fn with_python(key: u64, py_hash: u64) -> u64 {
+    if key == 0 {
+        0
+    } else {
+        key ^ py_hash
+    }
+}
+
+thread_local! {
+    // Const-initialised, no destructor: safe from any context.
+    static SCRATCH: std::cell::RefCell<StackScratch> = const { std::cell::RefCell::new(StackScratch::EMPTY) };
+    static PY_SCRATCH: std::cell::RefCell<PyScratch> = const {
+        std::cell::RefCell::new(PyScratch {
+            last: 0,
+            frames: [PyFrame::EMPTY; python::MAX_FRAMES],
+        })
+    };
+}
+
+impl Tracer {
+    /// Captures the calling thread's stack above the shim and interns it.
+    #[inline(never)]
+    pub(super) fn stack(&self) -> StackId {
+        if self.depth == 0 {
+            return StackId::NONE;
+        }
+        if self.python {
+            if let Some(rt) = python::runtime() {
+                return self.stack_python(rt);
+            }
+        }
+        let reused = SCRATCH.try_with(|s| s.try_borrow_mut().ok().map(|mut s| self.stack_in(&mut s)));
+        match reused {
+            Ok(Some(id)) => id,
+            // Thread-locals gone (thread exit) or busy: a one-off scratch on the stack.
+            _ => self.stack_in(&mut StackScratch::EMPTY.clone()),
+        }
+    }
+
+    #[inline(always)]
+    fn stack_in(&self, s: &mut StackScratch) -> StackId {
+        let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
+        let owner = self as *const Tracer as usize;
+        if let Some(id) = s.recent(owner, key) {
+            return id;
+        }
+        let kept = s.keep_program_frames(n, self.own_text, self.depth);
+        if kept == 0 {
+            return StackId::NONE;
+        }
+        // A loop allocating from one place repeats this thread's last stack: no hash, no
+        // table lookup.
+        if s.owner == owner && s.len == kept && s.last[..kept] == s.buf[..kept] {
+            s.remember(key, s.id);
+            return StackId(s.id);
+        }
+        let frames = &s.buf[..kept];
+        let id = self.stacks.intern(stacks::hash(frames), |id| {
+            self.cover(frames);
+            self.now(
+                &Stack {
+                    id,
+                    frames: Addrs(frames.into()),
+                }
+                .into(),
+            );
+        });
+        s.owner = owner;
+        s.len = kept;
+        s.id = id.0;
+        s.remember(key, id.0);
+        s.last[..kept].copy_from_slice(&s.buf[..kept]);
+        id
+    }
+
+    /// [`stack`](Self::stack) in a Python process: the native capture of
+    /// [`stack_in`](Self::stack_in) plus the thread's Python frames, which take part in every
+    /// cache check (the same native frames often run different Python code).
+    #[cold]
+    #[inline(never)]
+    fn stack_python(&self, rt: &python::Runtime) -> StackId {
+        let got = SCRATCH.try_with(|s| {
+            PY_SCRATCH.try_with(|p| match (s.try_borrow_mut(), p.try_borrow_mut()) {
+                (Ok(mut s), Ok(mut p)) => Some(self.stack_in_python(rt, &mut s, &mut p)),
+                _ => None,
+            })
+        });
+        match got {
+            Ok(Ok(Some(id))) => id,
+            // Thread-locals gone (thread exit) or busy: one-off scratches on the stack.
+            _ => {
+                let mut p = PyScratch {
+                    last: 0,
+                    frames: [PyFrame::EMPTY; python::MAX_FRAMES],
+                };
+                self.stack_in_python(rt, &mut StackScratch::EMPTY.clone(), &mut p)
+            }
+        }
+    }
+
+    fn stack_in_python(&self, rt: &python::Runtime, s: &mut StackScratch, p: &mut PyScratch) -> StackId {
+        let (n, key) = gpuleak_unwind::capture_keyed(0, &mut s.buf[..self.depth + OWN_FRAMES]);
+        let (py_n, py_hash) = rt.capture(&mut p.frames);
+        let key = with_python(key, py_hash);
+        let owner = self as *const Tracer as usize;
+        if let Some(id) = s.recent(owner, key) {
+            return id;
+        }
+        let kept = s.keep_program_frames(n, self.own_text, self.depth);
+        if kept == 0 {
+            return StackId::NONE;
+        }
+        if s.owner == owner && s.len == kept && p.last == py_hash && s.last[..kept] == s.buf[..kept] {
+            s.remember(key, s.id);
+            return StackId(s.id);
+        }
+        let frames = &s.buf[..kept];
+        let pyframes = &p.frames[..py_n];
+        let id = self.stacks.intern(stacks::hash(frames) ^ py_hash, |id| {
+            self.cover(frames);
+            self.now(
+                &Stack {
+                    id,
+                    frames: Addrs(frames.into()),
+                }
+                .into(),
+            );
+            if !pyframes.is_empty() {
+                self.write_python(rt, id, frames, pyframes);
+            }
+        });
+        s.owner = owner;
+        s.len = kept;
+        p.last = py_hash;
+        s.id = id.0;
+        s.remember(key, id.0);
+        s.last[..kept].copy_from_slice(&s.buf[..kept]);
+        id
+    }
+
+    /// Writes where the Python frames of a new stack go among its native frames, describing
+    /// their code objects first.
+    ///
+    /// The rule: each native frame inside `_PyEval_EvalFrameDefault` ran one group of Python
+    /// frames (those from an entry frame inwards), so the innermost group goes just before
+    /// (on the inner side of) the innermost eval-loop frame, the next group before the next
+    /// one, and so on; groups left over (native frames cut by the depth limit, or an eval loop
+    /// that cannot be found) go after the last native frame, in order. A group's eval-loop
+    /// frame is the one holding its boundary frame on the stack (3.12+,
+    /// [`python::NativeFrames`]), else the next one inside the function's symbol.
+    #[cold]
+    fn write_python(&self, rt: &python::Runtime, id: StackId, native: &[u64], py: &[PyFrame]) {
+        let mut triples = Vec::with_capacity(py.len() * 3);
+        let mut next = 0;
+        let mut i = 0;
+        let mut here = None;
+        while i < py.len() {
+            let end = (i..py.len()).find(|&j| py[j].entry).unwrap_or(py.len() - 1);
+            let at = match py[end].boundary {
+                0 => None,
+                b => here
+                    .get_or_insert_with(python::NativeFrames::here)
+                    .eval_frame(b, native, next),
+            }
+            .or_else(|| (next..native.len()).find(|&k| rt.in_eval_loop(native[k])))
+            .unwrap_or(native.len());
+            for f in &py[i..=end] {
+                if let Some(code) = self.codes.id(rt, f, |c| self.now(&c.into())) {
+                    triples.extend([at as u64, code as u64, f.offset as u64]);
+                }
+            }
+            next = (at + 1).min(native.len());
+            i = end + 1;
+        }
+        if !triples.is_empty() {
+            self.now(
+                &PyFrames {
+                    stack: id,
+                    frames: Addrs(triples.into()),
+                }
+                .into(),
+            );
+        }
+    }
+}
