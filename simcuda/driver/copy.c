@@ -1,15 +1,14 @@
 /*
- * copy.c: memcpy and memset entry points, 1D, 2D and 3D. Work runs synchronously at enqueue
- * time; an operation enqueued on a capturing stream is not executed but appended to the graph
- * being captured, and runs at each launch of it (graph.c). A copy node keeps the 3D descriptor
- * of its copy (1D copies: one row, with each side's memory type: host, device, or unified for
- * cuMemcpy(Async) and batches) for cuGraphMemcpyNodeGetParams.
+ * copy.c: memcpy entry points, 1D, 2D and 3D (memsets: memset.c; batches: copybatch.c). Work runs
+ * synchronously at enqueue time; an operation enqueued on a capturing stream is not executed but
+ * appended to the graph being captured, and runs at each launch of it (graph.c). A copy node keeps
+ * the 3D descriptor of its copy (1D copies: one row, with each side's memory type: host, device,
+ * or unified for cuMemcpy(Async) and batches) for cuGraphMemcpyNodeGetParams.
  *
- * 2D and 3D copies take each side's memory type from the descriptor: host and unified sides
- * may be any host memory, device sides must lie in device memory; array sides are refused with
+ * 2D and 3D copies take each side's memory type from the descriptor: host and unified sides may be
+ * any host memory, device sides must lie in device memory; array sides are refused with
  * CUDA_ERROR_NOT_SUPPORTED (array contents are not reachable in the simulator). Every row is
- * checked before any byte is copied. 2D memsets check every row before writing one, and reject
- * overlapping or misaligned rows. Peer copies need both contexts valid and then copy like their
+ * checked before any byte is copied. Peer copies need both contexts valid and then copy like their
  * device-to-device counterparts (every device shares the simulator's one address space).
  */
 #include <string.h>
@@ -18,8 +17,8 @@
 
 /* A 1D copy as the 3D descriptor of one row of n bytes (what a copy node reports), each side
  * of memory type HOST, DEVICE or UNIFIED. */
-static CUDA_MEMCPY3D linear(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
-                            size_t n) {
+CUDA_MEMCPY3D copy_linear(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
+                          size_t n) {
     CUDA_MEMCPY3D d = {.srcMemoryType = stype, .srcPitch = n, .srcHeight = 1,
                        .dstMemoryType = dtype, .dstPitch = n, .dstHeight = 1,
                        .WidthInBytes = n, .Height = 1, .Depth = 1};
@@ -34,14 +33,13 @@ static CUDA_MEMCPY3D linear(uint64_t dst, CUmemorytype dtype, uint64_t src, CUme
     return d;
 }
 
-static CUresult from_3d(const CUDA_MEMCPY3D *p, struct xfer *x);
 
 static uint64_t row_at(uint64_t base, size_t pitch, size_t rows, size_t y, size_t z) {
     return base + ((uint64_t)z * rows + y) * pitch;
 }
 
 /* Checks every row of a copy, moving nothing. */
-static CUresult xfer_check(const struct xfer *x) {
+CUresult xfer_check(const struct xfer *x) {
     for (size_t z = 0; z < x->depth; z++) {
         for (size_t y = 0; y < x->height; y++) {
             CUresult r = mem_copy_valid(row_at(x->dst, x->dpitch, x->drows, y, z), x->dmode,
@@ -72,7 +70,7 @@ static CUresult xfer_sync(const struct xfer *x) {
 }
 
 /* A copy node: what runs (x) and the descriptor it was made from (d). */
-static struct node copy_node(const struct xfer *x, const CUDA_MEMCPY3D *d, struct ctx *c) {
+struct node copy_node_of(const struct xfer *x, const CUDA_MEMCPY3D *d, struct ctx *c) {
     return (struct node){.kind = N_COPY, .ctx = c, .copy = *x, .desc = *d};
 }
 
@@ -81,7 +79,7 @@ static CUresult xfer_async(const struct xfer *x, const CUDA_MEMCPY3D *d, CUstrea
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     if (ref.capturing) {
-        struct node n = copy_node(x, d, ref.ctx);
+        struct node n = copy_node_of(x, d, ref.ctx);
         return stream_capture_node(&ref, &n);
     }
     return xfer_run_locked(x);
@@ -89,47 +87,25 @@ static CUresult xfer_async(const struct xfer *x, const CUDA_MEMCPY3D *d, CUstrea
 
 CUresult copy_node_make(const CUDA_MEMCPY3D *p, struct ctx *c, struct node *n) {
     struct xfer x;
-    CUresult r = from_3d(p, &x);
-    if (r == CUDA_SUCCESS) *n = copy_node(&x, p, c);
+    CUresult r = copy_from_3d(p, &x);
+    if (r == CUDA_SUCCESS) *n = copy_node_of(&x, p, c);
     return r;
 }
 
 static CUresult copy_sync(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
                           size_t n) {
-    CUDA_MEMCPY3D d = linear(dst, dtype, src, stype, n);
+    CUDA_MEMCPY3D d = copy_linear(dst, dtype, src, stype, n);
     struct xfer x;
-    from_3d(&d, &x); /* a linear descriptor of these memory types always converts */
+    copy_from_3d(&d, &x); /* a linear descriptor of these memory types always converts */
     return xfer_sync(&x);
 }
 
 static CUresult copy_async(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmemorytype stype,
                            size_t n, CUstream s, bool ptsz) {
-    CUDA_MEMCPY3D d = linear(dst, dtype, src, stype, n);
+    CUDA_MEMCPY3D d = copy_linear(dst, dtype, src, stype, n);
     struct xfer x;
-    from_3d(&d, &x);
+    copy_from_3d(&d, &x);
     return xfer_async(&x, &d, s, ptsz);
-}
-
-static CUresult set_sync(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
-                         size_t count, size_t rows) {
-    struct ctx *c;
-    CUresult r = ctx_current(&c);
-    if (r != CUDA_SUCCESS) return r;
-    return mem_set_rows_locked(dst, pitch, pattern, elem, count, rows);
-}
-
-static CUresult set_async(uint64_t dst, size_t pitch, const void *pattern, size_t elem,
-                          size_t count, size_t rows, CUstream s, bool ptsz) {
-    struct sref ref;
-    CUresult r = stream_ref(s, ptsz, &ref);
-    if (r != CUDA_SUCCESS) return r;
-    if (ref.capturing) {
-        struct node n = {.kind = N_SET, .ctx = ref.ctx, .dst = dst, .elem = elem,
-                         .count = count, .pitch = pitch, .rows = rows};
-        memcpy(n.pattern, pattern, elem);
-        return stream_capture_node(&ref, &n);
-    }
-    return mem_set_rows_locked(dst, pitch, pattern, elem, count, rows);
 }
 
 /* ---- 2D and 3D descriptors ---------------------------------------------------------------- */
@@ -160,7 +136,7 @@ static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, size_
 }
 
 /* A 3D descriptor as a transfer (2D ones are converted to 3D first). */
-static CUresult from_3d(const CUDA_MEMCPY3D *p, struct xfer *x) {
+CUresult copy_from_3d(const CUDA_MEMCPY3D *p, struct xfer *x) {
     if (!p) return CUDA_ERROR_INVALID_VALUE;
     *x = (struct xfer){.dpitch = p->dstPitch, .spitch = p->srcPitch, .drows = p->dstHeight,
                        .srows = p->srcHeight, .width = p->WidthInBytes, .height = p->Height,
@@ -190,7 +166,7 @@ static CUresult from_2d(const CUDA_MEMCPY2D *p, struct xfer *x, CUDA_MEMCPY3D *d
         .dstHost = p->dstHost, .dstDevice = p->dstDevice, .dstArray = p->dstArray,
         .dstPitch = p->dstPitch, .dstHeight = p->Height,
         .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = 1};
-    return from_3d(d, x);
+    return copy_from_3d(d, x);
 }
 
 static CUresult copy2d_sync(const CUDA_MEMCPY2D *p) {
@@ -209,13 +185,13 @@ static CUresult copy2d_async(const CUDA_MEMCPY2D *p, CUstream s, bool ptsz) {
 
 static CUresult copy3d_sync(const CUDA_MEMCPY3D *p) {
     struct xfer x;
-    CUresult r = from_3d(p, &x);
+    CUresult r = copy_from_3d(p, &x);
     return r == CUDA_SUCCESS ? xfer_sync(&x) : r;
 }
 
 static CUresult copy3d_async(const CUDA_MEMCPY3D *p, CUstream s, bool ptsz) {
     struct xfer x;
-    CUresult r = from_3d(p, &x);
+    CUresult r = copy_from_3d(p, &x);
     return r == CUDA_SUCCESS ? xfer_async(&x, p, s, ptsz) : r;
 }
 
@@ -328,74 +304,6 @@ SIMCUDA_API CUresult cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dstDevice, CUdevicept
     API_LOCKED(copy_async(dstDevice, DEV_MEM, srcDevice, DEV_MEM, ByteCount, hStream, true));
 }
 
-/* ---- memsets ------------------------------------------------------------------------------ */
-
-SIMCUDA_API CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, 0, &uc, 1, N, 1));
-}
-
-SIMCUDA_API CUresult cuMemsetD8_v2_ptds(CUdeviceptr dstDevice, unsigned char uc, size_t N) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, 0, &uc, 1, N, 1));
-}
-
-SIMCUDA_API CUresult cuMemsetD16_v2(CUdeviceptr dstDevice, unsigned short us, size_t N) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, 0, &us, 2, N, 1));
-}
-
-SIMCUDA_API CUresult cuMemsetD16_v2_ptds(CUdeviceptr dstDevice, unsigned short us, size_t N) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, 0, &us, 2, N, 1));
-}
-
-SIMCUDA_API CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, 0, &ui, 4, N, 1));
-}
-
-SIMCUDA_API CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, 0, &ui, 4, N, 1));
-}
-
-SIMCUDA_API CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N,
-                                     CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, 0, &uc, 1, N, 1, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemsetD8Async_ptsz(CUdeviceptr dstDevice, unsigned char uc, size_t N,
-                                          CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, 0, &uc, 1, N, 1, hStream, true));
-}
-
-SIMCUDA_API CUresult cuMemsetD16Async(CUdeviceptr dstDevice, unsigned short us, size_t N,
-                                      CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, 0, &us, 2, N, 1, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemsetD16Async_ptsz(CUdeviceptr dstDevice, unsigned short us, size_t N,
-                                           CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, 0, &us, 2, N, 1, hStream, true));
-}
-
-SIMCUDA_API CUresult cuMemsetD32Async(CUdeviceptr dstDevice, unsigned int ui, size_t N,
-                                      CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, 0, &ui, 4, N, 1, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemsetD32Async_ptsz(CUdeviceptr dstDevice, unsigned int ui, size_t N,
-                                           CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, 0, &ui, 4, N, 1, hStream, true));
-}
-
 /* ---- 2D and 3D copies --------------------------------------------------------------------- */
 
 SIMCUDA_API CUresult cuMemcpy2D_v2(const CUDA_MEMCPY2D *pCopy) {
@@ -448,85 +356,6 @@ SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstrea
     API_LOCKED(copy3d_async(pCopy, hStream, true));
 }
 
-/* ---- 2D memsets ---------------------------------------------------------------------------- */
-
-SIMCUDA_API CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-                                     size_t Width, size_t Height) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, dstPitch, &uc, 1, Width, Height));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D8_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
-                                          unsigned char uc, size_t Width, size_t Height) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, dstPitch, &uc, 1, Width, Height));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D16_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned short us,
-                                      size_t Width, size_t Height) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, dstPitch, &us, 2, Width, Height));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D16_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
-                                           unsigned short us, size_t Width, size_t Height) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, dstPitch, &us, 2, Width, Height));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D32_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned int ui,
-                                      size_t Width, size_t Height) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, dstPitch, &ui, 4, Width, Height));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D32_v2_ptds(CUdeviceptr dstDevice, size_t dstPitch,
-                                           unsigned int ui, size_t Width, size_t Height) {
-    API_ENTER();
-    API_LOCKED(set_sync(dstDevice, dstPitch, &ui, 4, Width, Height));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D8Async(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc,
-                                       size_t Width, size_t Height, CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, dstPitch, &uc, 1, Width, Height, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D8Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
-                                            unsigned char uc, size_t Width, size_t Height,
-                                            CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, dstPitch, &uc, 1, Width, Height, hStream, true));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D16Async(CUdeviceptr dstDevice, size_t dstPitch,
-                                        unsigned short us, size_t Width, size_t Height,
-                                        CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, dstPitch, &us, 2, Width, Height, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D16Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
-                                             unsigned short us, size_t Width, size_t Height,
-                                             CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, dstPitch, &us, 2, Width, Height, hStream, true));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D32Async(CUdeviceptr dstDevice, size_t dstPitch,
-                                        unsigned int ui, size_t Width, size_t Height,
-                                        CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, dstPitch, &ui, 4, Width, Height, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemsetD2D32Async_ptsz(CUdeviceptr dstDevice, size_t dstPitch,
-                                             unsigned int ui, size_t Width, size_t Height,
-                                             CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(set_async(dstDevice, dstPitch, &ui, 4, Width, Height, hStream, true));
-}
-
 /* ---- copies between contexts ---------------------------------------------------------------- */
 
 /* Both contexts must be given and usable (the simulator's devices share one address space, so
@@ -564,7 +393,7 @@ static CUresult from_3d_peer(const CUDA_MEMCPY3D_PEER *p, struct xfer *x, CUDA_M
         .dstMemoryType = p->dstMemoryType, .dstHost = p->dstHost, .dstDevice = p->dstDevice,
         .dstArray = p->dstArray, .dstPitch = p->dstPitch, .dstHeight = p->dstHeight,
         .WidthInBytes = p->WidthInBytes, .Height = p->Height, .Depth = p->Depth};
-    return from_3d(d, x);
+    return copy_from_3d(d, x);
 }
 
 static CUresult copy3d_peer_sync(const CUDA_MEMCPY3D_PEER *p) {
@@ -627,195 +456,4 @@ SIMCUDA_API CUresult cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *pCopy,
                                               CUstream hStream) {
     API_ENTER();
     API_LOCKED(copy3d_peer_async(pCopy, hStream, true));
-}
-
-/* ---- batches of copies ---------------------------------------------------------------------- */
-
-/* Checks the batch and its attributes, then every copy, then runs them in order (a capture
- * gets one copy node per copy). */
-static CUresult copy_batch(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
-                           CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
-                           size_t *failIdx, CUstream s, bool ptsz) {
-    if (failIdx) *failIdx = SIZE_MAX;
-    if (count == 0 || !dsts || !srcs || !sizes || !attrs || !attrsIdxs || numAttrs == 0 ||
-        numAttrs > count || attrsIdxs[0] != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    for (size_t j = 0; j < numAttrs; j++) {
-        if (j > 0 && (attrsIdxs[j] <= attrsIdxs[j - 1] || attrsIdxs[j] >= count))
-            return CUDA_ERROR_INVALID_VALUE;
-        if (attrs[j].srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
-            attrs[j].srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
-            return CUDA_ERROR_INVALID_VALUE;
-    }
-    struct sref ref;
-    CUresult r = stream_ref(s, ptsz, &ref);
-    if (r != CUDA_SUCCESS) return r;
-    for (size_t i = 0; i < count; i++) {
-        r = mem_copy_valid(dsts[i], X_ANY_WRITE, srcs[i], X_ANY_READ, sizes[i]);
-        if (r != CUDA_SUCCESS) {
-            if (failIdx) *failIdx = i;
-            return r;
-        }
-    }
-    for (size_t i = 0; i < count; i++) {
-        CUDA_MEMCPY3D d = linear(dsts[i], CU_MEMORYTYPE_UNIFIED, srcs[i], CU_MEMORYTYPE_UNIFIED,
-                                 sizes[i]);
-        struct xfer x;
-        from_3d(&d, &x);
-        struct node n = copy_node(&x, &d, ref.ctx);
-        r = ref.capturing ? stream_capture_node(&ref, &n) : xfer_run_locked(&x);
-        if (r != CUDA_SUCCESS) return r;
-    }
-    return CUDA_SUCCESS;
-}
-
-SIMCUDA_API CUresult cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
-                                        size_t count, CUmemcpyAttributes *attrs,
-                                        size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
-                                        CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream,
-                          false));
-}
-
-SIMCUDA_API CUresult cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
-                                             size_t count, CUmemcpyAttributes *attrs,
-                                             size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
-                                             CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, failIdx, hStream,
-                          true));
-}
-
-SIMCUDA_API CUresult cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
-                                           size_t count, CUmemcpyAttributes *attrs,
-                                           size_t *attrsIdxs, size_t numAttrs, CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream,
-                          false));
-}
-
-SIMCUDA_API CUresult cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs,
-                                                size_t *sizes, size_t count,
-                                                CUmemcpyAttributes *attrs, size_t *attrsIdxs,
-                                                size_t numAttrs, CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, NULL, hStream,
-                          true));
-}
-
-SIMCUDA_API CUresult cuMemcpyWithAttributesAsync(CUdeviceptr dst, CUdeviceptr src, size_t size,
-                                                 CUmemcpyAttributes *attr, CUstream hStream) {
-    size_t first = 0;
-    API_ENTER();
-    API_LOCKED(copy_batch(&dst, &src, &size, 1, attr, &first, 1, NULL, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr dst, CUdeviceptr src,
-                                                      size_t size, CUmemcpyAttributes *attr,
-                                                      CUstream hStream) {
-    size_t first = 0;
-    API_ENTER();
-    API_LOCKED(copy_batch(&dst, &src, &size, 1, attr, &first, 1, NULL, hStream, true));
-}
-
-/* ---- batches of 3D copies ------------------------------------------------------------------- */
-
-/* An operation of a 3D batch as a transfer between two pointers (a byte per element), and as
- * the unified-memory 3D descriptor it is (in *desc). */
-static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x,
-                              CUDA_MEMCPY3D *desc) {
-    if (op->srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
-        op->srcAccessOrder > CU_MEMCPY_SRC_ACCESS_ORDER_ANY)
-        return CUDA_ERROR_INVALID_VALUE;
-    const CUextent3D *e = &op->extent;
-    if (!e->width || !e->height || !e->depth) return CUDA_ERROR_INVALID_VALUE;
-    const CUmemcpy3DOperand *sides[2] = {&op->src, &op->dst};
-    for (int i = 0; i < 2; i++) {
-        if (sides[i]->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-        if (sides[i]->type != CU_MEMCPY_OPERAND_TYPE_POINTER) return CUDA_ERROR_INVALID_VALUE;
-        size_t row = sides[i]->op.ptr.rowLength, layer = sides[i]->op.ptr.layerHeight;
-        if ((row && row < e->width) || (layer && layer < e->height)) return CUDA_ERROR_INVALID_VALUE;
-    }
-    const CUmemcpy3DOperand *s = &op->src, *d = &op->dst;
-    *x = (struct xfer){
-        .dst = d->op.ptr.ptr, .dmode = X_ANY_WRITE, .src = s->op.ptr.ptr, .smode = X_ANY_READ,
-        .dpitch = d->op.ptr.rowLength ? d->op.ptr.rowLength : e->width,
-        .spitch = s->op.ptr.rowLength ? s->op.ptr.rowLength : e->width,
-        .drows = d->op.ptr.layerHeight ? d->op.ptr.layerHeight : e->height,
-        .srows = s->op.ptr.layerHeight ? s->op.ptr.layerHeight : e->height,
-        .width = e->width, .height = e->height, .depth = e->depth};
-    *desc = (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_UNIFIED, .srcDevice = x->src,
-                            .srcPitch = x->spitch, .srcHeight = x->srows,
-                            .dstMemoryType = CU_MEMORYTYPE_UNIFIED, .dstDevice = x->dst,
-                            .dstPitch = x->dpitch, .dstHeight = x->drows,
-                            .WidthInBytes = x->width, .Height = x->height, .Depth = x->depth};
-    return CUDA_SUCCESS;
-}
-
-/* Checks the batch, then every operation (a failure sets *failIdx to its index), then runs them
- * in order (a capture gets one copy node per operation). Flags must be 0. */
-static CUresult copy_3d_batch(size_t n, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *failIdx,
-                              unsigned long long flags, CUstream s, bool ptsz) {
-    if (failIdx) *failIdx = SIZE_MAX;
-    if (n == 0 || !ops || flags) return CUDA_ERROR_INVALID_VALUE;
-    struct sref ref;
-    CUresult r = stream_ref(s, ptsz, &ref);
-    if (r != CUDA_SUCCESS) return r;
-    struct xfer x;
-    CUDA_MEMCPY3D d;
-    for (size_t i = 0; i < n; i++) {
-        r = from_batch_op(&ops[i], &x, &d);
-        if (r == CUDA_SUCCESS) r = xfer_check(&x);
-        if (r != CUDA_SUCCESS) {
-            if (failIdx) *failIdx = i;
-            return r;
-        }
-    }
-    for (size_t i = 0; i < n; i++) {
-        from_batch_op(&ops[i], &x, &d);
-        struct node node = copy_node(&x, &d, ref.ctx);
-        r = ref.capturing ? stream_capture_node(&ref, &node) : xfer_run_locked(&x);
-        if (r != CUDA_SUCCESS) return r;
-    }
-    return CUDA_SUCCESS;
-}
-
-SIMCUDA_API CUresult cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
-                                          size_t *failIdx, unsigned long long flags,
-                                          CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_3d_batch(numOps, opList, failIdx, flags, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
-                                               size_t *failIdx, unsigned long long flags,
-                                               CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_3d_batch(numOps, opList, failIdx, flags, hStream, true));
-}
-
-SIMCUDA_API CUresult cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
-                                             unsigned long long flags, CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_3d_batch(numOps, opList, NULL, flags, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
-                                                  unsigned long long flags, CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_3d_batch(numOps, opList, NULL, flags, hStream, true));
-}
-
-SIMCUDA_API CUresult cuMemcpy3DWithAttributesAsync(CUDA_MEMCPY3D_BATCH_OP *op,
-                                                   unsigned long long flags, CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_3d_batch(1, op, NULL, flags, hStream, false));
-}
-
-SIMCUDA_API CUresult cuMemcpy3DWithAttributesAsync_ptsz(CUDA_MEMCPY3D_BATCH_OP *op,
-                                                        unsigned long long flags,
-                                                        CUstream hStream) {
-    API_ENTER();
-    API_LOCKED(copy_3d_batch(1, op, NULL, flags, hStream, true));
 }

@@ -518,6 +518,14 @@ struct kernel_desc {
 HIDDEN CUresult kernel_node_make(const struct kernel_desc *d, struct node *n);
 /* A copy node (copy.c) from a 3D descriptor in context c, checked as cuMemcpy3DAsync checks it. */
 HIDDEN CUresult copy_node_make(const CUDA_MEMCPY3D *p, struct ctx *c, struct node *n);
+/* copy.c's pieces that copybatch.c runs a batch with: a 1D copy as the 3D descriptor of one row
+ * of n bytes, each side of memory type HOST, DEVICE or UNIFIED; a 3D descriptor as a transfer;
+ * a transfer's rows checked (nothing copied); the copy node of a transfer in context c. */
+HIDDEN CUDA_MEMCPY3D copy_linear(uint64_t dst, CUmemorytype dtype, uint64_t src,
+                                 CUmemorytype stype, size_t n);
+HIDDEN CUresult copy_from_3d(const CUDA_MEMCPY3D *p, struct xfer *x);
+HIDDEN CUresult xfer_check(const struct xfer *x);
+HIDDEN struct node copy_node_of(const struct xfer *x, const CUDA_MEMCPY3D *d, struct ctx *c);
 /* Kernel nodes' kernelParams (graphstore.c): an array of one pointer per parameter, each to that
  * parameter's value, in storage owned by node h (n is the node it names). */
 HIDDEN void **graph_node_kernel_params(CUgraphNode h, const struct node *n);
