@@ -7,6 +7,8 @@ use gpuleak_format::*;
 use super::*;
 
 mod ctx_events;
+mod exit;
+mod frees;
 mod graph_events;
 mod graph_frees;
 mod graph_races;
@@ -421,67 +423,6 @@ fn blocking_copies_make_the_host_wait_and_device_copies_and_memsets_do_not() {
 }
 
 #[test]
-fn a_stream_ordered_free_needs_an_edge_from_the_last_use() {
-    let mut r = two_streams(0);
-    r.launch(A, P).free_async(P, B).sync(A).sync(B).destroy(A).destroy(B);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].check, Check::UnorderedFree);
-    assert_eq!(found[0].other.unwrap().api, Api::cuLaunchKernel);
-    // Twin: the free's stream waits for an event after the use.
-    let mut r = two_streams(0);
-    r.event(E)
-        .launch(A, P)
-        .record(E, A)
-        .wait(B, E)
-        .free_async(P, B)
-        .sync(A)
-        .sync(B)
-        .destroy(A)
-        .destroy(B)
-        .event_destroy(E);
-    assert_eq!(r.checks(), Vec::<&str>::new());
-    // Twin: the free on the legacy stream waits for the blocking stream.
-    let mut r = two_streams(0);
-    r.launch(A, P).free_async(P, 0).sync(0).sync(A).destroy(A).destroy(B);
-    assert_eq!(r.checks(), Vec::<&str>::new());
-}
-
-#[test]
-fn an_async_allocation_is_a_use_of_its_stream() {
-    let mut r = two_streams(1);
-    r.alloc_with(Api::cuMemAllocAsync, P + 0x100000, 256, A)
-        .free_async(P + 0x100000, B)
-        .sync(A)
-        .sync(B);
-    tidy(&mut r);
-    assert_eq!(r.checks(), vec!["unordered-free"]);
-}
-
-#[test]
-fn work_queued_after_a_stream_ordered_free_is_a_use_after_free() {
-    let mut r = two_streams(0);
-    r.launch(A, P)
-        .free_async(P, A)
-        .launch(A, P)
-        .sync(A)
-        .destroy(A)
-        .destroy(B);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].check, Check::UseAfterFree);
-    assert_eq!(found[0].other.unwrap().api, Api::cuMemFreeAsync);
-    // An address handed out again is live again.
-    let mut r = two_streams(0);
-    r.launch(A, P)
-        .free_async(P, A)
-        .alloc_with(Api::cuMemAllocAsync, P, 64, A)
-        .launch(A, P);
-    r.free_async(P, A).sync(A).destroy(A).destroy(B);
-    assert_eq!(r.checks(), Vec::<&str>::new());
-}
-
-#[test]
 fn waiting_for_an_event_never_recorded_is_found_once_per_site_when_it_mattered() {
     let mut r = two_streams(1);
     r.event(E).launch(A, P);
@@ -522,94 +463,6 @@ fn a_wait_on_an_unrecorded_event_that_changed_nothing_is_no_finding() {
     r.event_destroy(E);
     tidy(&mut r);
     assert_eq!(r.checks(), Vec::<&str>::new());
-}
-
-#[test]
-fn streams_and_events_never_destroyed_leak_folded_by_creation_site() {
-    let mut r = Run::new();
-    for h in 0..3 {
-        r.stream(0x100 + h, 0).event(0x200 + h);
-    }
-    r.stream(0x300, 0).destroy(0x300).event(0x400).event_destroy(0x400);
-    let found = r.finish();
-    let summary: Vec<(&str, u64)> = found.iter().map(|f| (f.check.name(), f.count)).collect();
-    assert_eq!(summary, vec![("stream-leak", 3), ("event-leak", 3)]);
-    assert_eq!(found[0].op.stack, StackId(10));
-    assert_eq!(found[1].op.stack, StackId(20));
-}
-
-#[test]
-fn a_handle_created_again_without_a_destroy_leaked_the_first() {
-    let mut r = Run::new();
-    r.stream(A, 0).stream(A, 0).destroy(A);
-    assert_eq!(r.checks(), vec!["stream-leak"]);
-}
-
-#[test]
-fn work_never_waited_for_is_unsynchronized_at_exit_once_per_stream_site() {
-    let mut r = two_streams(1);
-    r.launch(A, P).launch(B, P + 8).destroy(A).destroy(B);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].check, Check::UnsynchronizedAtExit);
-    assert_eq!(found[0].count, 2);
-    assert_eq!(found[0].moment, Some(Moment::Exit));
-    // A synchronous cuMemFree waits for the device first.
-    let mut r = two_streams(1);
-    r.launch(A, P).launch(B, P + 8).destroy(A).destroy(B);
-    r.free_with(Api::cuMemFree_v2, P, 0);
-    assert_eq!(r.checks(), Vec::<&str>::new());
-}
-
-#[test]
-fn stream_ordered_allocations_and_frees_alone_are_not_unsynchronized_at_exit() {
-    const Q: u64 = P + 0x10000;
-    // The kernel was waited for; the free queued after it was not, and needs no wait: the
-    // memory goes back to the driver at exit whether or not the free ran.
-    let mut r = two_streams(1);
-    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).launch(A, Q).sync(A);
-    r.free_async(Q, A).destroy(A).destroy(B);
-    assert_eq!(r.checks(), Vec::<&str>::new());
-    // Nor does an allocation that nothing used.
-    let mut r = two_streams(1);
-    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).destroy(A).destroy(B);
-    assert_eq!(r.checks(), Vec::<&str>::new());
-    // The twin: the kernel was not waited for. The finding names it, not the later free.
-    let mut r = two_streams(1);
-    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).launch(A, Q);
-    r.free_async(Q, A).destroy(A).destroy(B);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].check, Check::UnsynchronizedAtExit);
-    assert_eq!(found[0].op.api, Api::cuLaunchKernel);
-    assert_eq!(found[0].ptr, Q);
-}
-
-#[test]
-fn a_teardown_reports_unwaited_work_once_and_settles_it() {
-    let mut r = two_streams(1);
-    r.launch(A, P).destroy(A).destroy(B);
-    r.s.teardown(Api::cuCtxDestroy_v2);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].moment, Some(Moment::Teardown(Api::cuCtxDestroy_v2)));
-}
-
-#[test]
-fn with_several_contexts_a_teardown_is_not_judged() {
-    let mut r = two_streams(1);
-    r.r(CtxCreate {
-        api: Api::cuCtxCreate_v2,
-        result: CuResult::SUCCESS,
-        ctx: Ctx(2),
-        device: 1,
-        flags: 0,
-    });
-    r.launch(A, P).destroy(A).destroy(B);
-    r.s.teardown(Api::cuCtxDestroy_v2);
-    let found = r.finish();
-    assert_eq!(found.len(), 1, "{found:#?}");
-    assert_eq!(found[0].moment, Some(Moment::Exit));
 }
 
 #[test]

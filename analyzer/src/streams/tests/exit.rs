@@ -1,0 +1,96 @@
+//! The end of a run: streams and events never destroyed, and work no host thread waited for
+//! before exit or a context teardown (stream-ordered allocations and frees left pending are not
+//! counted).
+
+use gpuleak_format::*;
+
+use super::{two_streams, Run, A, B, P};
+use crate::streams::{Check, Moment};
+
+#[test]
+fn streams_and_events_never_destroyed_leak_folded_by_creation_site() {
+    let mut r = Run::new();
+    for h in 0..3 {
+        r.stream(0x100 + h, 0).event(0x200 + h);
+    }
+    r.stream(0x300, 0).destroy(0x300).event(0x400).event_destroy(0x400);
+    let found = r.finish();
+    let summary: Vec<(&str, u64)> = found.iter().map(|f| (f.check.name(), f.count)).collect();
+    assert_eq!(summary, vec![("stream-leak", 3), ("event-leak", 3)]);
+    assert_eq!(found[0].op.stack, StackId(10));
+    assert_eq!(found[1].op.stack, StackId(20));
+}
+
+#[test]
+fn a_handle_created_again_without_a_destroy_leaked_the_first() {
+    let mut r = Run::new();
+    r.stream(A, 0).stream(A, 0).destroy(A);
+    assert_eq!(r.checks(), vec!["stream-leak"]);
+}
+
+#[test]
+fn work_never_waited_for_is_unsynchronized_at_exit_once_per_stream_site() {
+    let mut r = two_streams(1);
+    r.launch(A, P).launch(B, P + 8).destroy(A).destroy(B);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].check, Check::UnsynchronizedAtExit);
+    assert_eq!(found[0].count, 2);
+    assert_eq!(found[0].moment, Some(Moment::Exit));
+    // A synchronous cuMemFree waits for the device first.
+    let mut r = two_streams(1);
+    r.launch(A, P).launch(B, P + 8).destroy(A).destroy(B);
+    r.free_with(Api::cuMemFree_v2, P, 0);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+}
+
+#[test]
+fn stream_ordered_allocations_and_frees_alone_are_not_unsynchronized_at_exit() {
+    const Q: u64 = P + 0x10000;
+    // The kernel was waited for; the free queued after it was not, and needs no wait: the
+    // memory goes back to the driver at exit whether or not the free ran.
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).launch(A, Q).sync(A);
+    r.free_async(Q, A).destroy(A).destroy(B);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+    // Nor does an allocation that nothing used.
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).destroy(A).destroy(B);
+    assert_eq!(r.checks(), Vec::<&str>::new());
+    // The twin: the kernel was not waited for. The finding names it, not the later free.
+    let mut r = two_streams(1);
+    r.alloc_with(Api::cuMemAllocAsync, Q, 256, A).launch(A, Q);
+    r.free_async(Q, A).destroy(A).destroy(B);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].check, Check::UnsynchronizedAtExit);
+    assert_eq!(found[0].op.api, Api::cuLaunchKernel);
+    assert_eq!(found[0].ptr, Q);
+}
+
+#[test]
+fn a_teardown_reports_unwaited_work_once_and_settles_it() {
+    let mut r = two_streams(1);
+    r.launch(A, P).destroy(A).destroy(B);
+    r.s.teardown(Api::cuCtxDestroy_v2);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].moment, Some(Moment::Teardown(Api::cuCtxDestroy_v2)));
+}
+
+#[test]
+fn with_several_contexts_a_teardown_is_not_judged() {
+    let mut r = two_streams(1);
+    r.r(CtxCreate {
+        api: Api::cuCtxCreate_v2,
+        result: CuResult::SUCCESS,
+        ctx: Ctx(2),
+        device: 1,
+        flags: 0,
+    });
+    r.launch(A, P).destroy(A).destroy(B);
+    r.s.teardown(Api::cuCtxDestroy_v2);
+    let found = r.finish();
+    assert_eq!(found.len(), 1, "{found:#?}");
+    assert_eq!(found[0].moment, Some(Moment::Exit));
+}
