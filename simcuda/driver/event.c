@@ -69,15 +69,11 @@ static CUresult event_record(CUevent h, CUstream s, unsigned int flags, bool pts
         e->capture_origin = r.st->origin ? r.st->origin : r.st;
         return CUDA_SUCCESS;
     }
-    e->capture_id = 0;
-    e->capture_origin = NULL;
-    e->deps.n = 0;
-    e->recorded = true;
-    clock_gettime(CLOCK_MONOTONIC, &e->when);
+    event_mark_recorded(H(e));
     return CUDA_SUCCESS;
 }
 
-void event_record_node_ran(uint64_t event) {
+void event_mark_recorded(uint64_t event) {
     struct event *e = obj_get(HK_EVENT, event);
     if (!e) return;
     e->capture_id = 0;
@@ -128,7 +124,7 @@ static CUresult ctx_record_event(CUcontext h, CUevent e) {
     struct event *ev = event_get(e);
     if (!ev || ev->ctx != c) return CUDA_ERROR_INVALID_HANDLE;
     if (ctx_captures_refused(c)) return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
-    event_record_node_ran(H(ev));
+    event_mark_recorded(H(ev));
     return CUDA_SUCCESS;
 }
 

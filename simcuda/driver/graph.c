@@ -182,7 +182,7 @@ static CUresult run_node(const struct node *n) {
     case N_FREE: graph_mem_free(n->maddr); return CUDA_SUCCESS;
     case N_HOST: break;
     case N_CHILD: break; /* never in an executable graph: instantiation flattens them */
-    case N_EVENT_RECORD: event_record_node_ran(n->event); break;
+    case N_EVENT_RECORD: event_mark_recorded(n->event); break;
     case N_EVENT_WAIT: break; /* every stream is idle: what it waits for is complete */
     }
     return CUDA_SUCCESS;

@@ -346,8 +346,9 @@ struct sref {
 };
 
 HIDDEN CUresult stream_ref(CUstream s, bool ptsz, struct sref *out);
-/* An event record node ran: the event is recorded now (nothing if it was destroyed). */
-HIDDEN void event_record_node_ran(uint64_t event);
+/* The event is recorded now, outside any capture (cuEventRecord, an event record node at a
+ * launch, cuCtxRecordEvent); nothing if it was destroyed. */
+HIDDEN void event_mark_recorded(uint64_t event);
 /* Appends an operation to the graph a capturing stream builds, depending on every node of the
  * stream's current dependencies, which become that node alone. */
 HIDDEN CUresult stream_capture_node(struct sref *r, const struct node *n);
