@@ -1,6 +1,6 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes included), and the same
+//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes and external semaphores included), and the same
 //! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 22 {
+    match i % 24 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -180,6 +180,25 @@ fn body_at(i: u64) -> Body<'static> {
             exec: 0x9000 + i - 6,
             allocs: Addrs(Cow::Owned(vec![0x6300 + i, 0, 0x5a00_0000_0000 + i * 0x1000, 4096])),
             frees: Addrs(Cow::Owned(vec![0x6300 + i + 1, 0, 0x5a00_0000_0000 + i * 0x1000])),
+        }
+        .into(),
+        21 => ExtSemaphore {
+            api: Api::cuImportExternalSemaphore,
+            result: CuResult(0),
+            semaphore: 0x5e5e_0000_0000 + i % 3,
+            handle_type: [1, 9, 7][(i % 3) as usize],
+            flags: 0,
+            stack: StackId(1),
+        }
+        .into(),
+        22 => ExtSemaphoreOp {
+            api: Api::cuSignalExternalSemaphoresAsync,
+            result: CuResult(0),
+            stream: 0x5100 + i % 2,
+            semaphore: 0x5e5e_0000_0000 + i % 3,
+            value: i,
+            key: i % 2,
+            flags: 0,
         }
         .into(),
         _ => GraphUpdate {

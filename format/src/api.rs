@@ -335,6 +335,16 @@ apis! {
     // A free node added by hand (11.4; GraphNode records, for findings about the order of
     // the graph's nodes with it).
     340 cuGraphAddMemFreeNode,
+    // External semaphores (10.0; Vulkan, D3D or another process's, through a shareable
+    // handle): imported and destroyed (ExtSemaphore records), signaled and waited for on a
+    // stream (ExtSemaphoreOp records, one per semaphore of the call), which orders streams
+    // the way events do.
+    341 cuImportExternalSemaphore,
+    342 cuDestroyExternalSemaphore,
+    343 cuSignalExternalSemaphoresAsync,
+    344 cuSignalExternalSemaphoresAsync_ptsz,
+    345 cuWaitExternalSemaphoresAsync,
+    346 cuWaitExternalSemaphoresAsync_ptsz,
 }
 
 impl Api {

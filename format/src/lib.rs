@@ -40,10 +40,11 @@ pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
-    Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, Fields, Free,
-    GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch,
-    Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, Record,
-    RecordRef, Region, Seq, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
+    Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, ExtSemaphore,
+    ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
+    GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage,
+    ProcessInfo, PyCode, PyFrames, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate, StreamDestroy,
+    StreamWait, Sync, Unmap,
 };
 
 /// Format version this crate writes.

@@ -804,6 +804,49 @@ records! {
         /// Free nodes as triples `(node, owner, address)`: the address each frees.
         frees: Addrs<'a>,
     }
+    /// An external semaphore imported (`cuImportExternalSemaphore`: a Vulkan, D3D or
+    /// another process's semaphore, through a shareable handle) or destroyed
+    /// (`cuDestroyExternalSemaphore`, numbered before the call, like a free). What its
+    /// signals and waits mean depends on the type the import names, which the driver has no
+    /// getter for later.
+    64 ExtSemaphore {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// The semaphore (`CUexternalSemaphore`; 0 when the import failed).
+        semaphore: u64,
+        /// For an import, the handle type (`CUexternalSemaphoreHandleType`: 1 to 3 binary
+        /// semaphores, 4, 5, 9 and 10 fences and timeline semaphores, 6 NvSciSync, 7 and 8
+        /// keyed mutexes), 0 if the descriptor was NULL; 0 for a destroy.
+        handle_type: u32,
+        /// For an import, the descriptor's flags; 0 for a destroy.
+        flags: u32,
+        /// The import's stack (with `GPULEAK_OBJECT_STACKS=1`), none for a destroy.
+        stack: StackId,
+    }
+    /// One semaphore of a `cuSignalExternalSemaphoresAsync` or
+    /// `cuWaitExternalSemaphoresAsync` call (each with `_ptsz`): one record per semaphore,
+    /// in array order, read after a successful call; a refused call is one record with
+    /// semaphore 0 (its arrays are not read).
+    65 ExtSemaphoreOp {
+        /// Exact driver entry point (signal or wait).
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream (`CUstream`; 0 the legacy default stream, or the calling thread's
+        /// per-thread default stream for the `_ptsz` variants).
+        stream: u64,
+        /// The semaphore.
+        semaphore: u64,
+        /// The fence value signaled or waited for (`params.fence.value`: fences and
+        /// timeline semaphores).
+        value: u64,
+        /// The key released or acquired (`params.keyedMutex.key`: keyed mutexes).
+        key: u64,
+        /// The parameters' flags.
+        flags: u32,
+    }
 }
 
 impl GraphMemNodes<'_> {
@@ -1303,6 +1346,25 @@ mod tests {
                 ])),
             }
             .into(),
+            ExtSemaphore {
+                api: Api::cuImportExternalSemaphore,
+                result: CuResult(0),
+                semaphore: 0x5e5e_0000_0001,
+                handle_type: 9,
+                flags: 0,
+                stack: StackId(1),
+            }
+            .into(),
+            ExtSemaphoreOp {
+                api: Api::cuWaitExternalSemaphoresAsync_ptsz,
+                result: CuResult(0),
+                stream: 0xdead,
+                semaphore: 0x5e5e_0000_0001,
+                value: u64::MAX - 3,
+                key: 7,
+                flags: 1,
+            }
+            .into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies
@@ -1343,6 +1405,8 @@ mod tests {
                     | Body::GraphAccesses(_)
                     | Body::GraphNode(_)
                     | Body::GraphEdges(_)
+                    | Body::ExtSemaphore(_)
+                    | Body::ExtSemaphoreOp(_)
             )
         }) {
             let mut buf = vec![0u8; 128];

@@ -573,6 +573,9 @@ pub struct CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
     pub num_levels: u32,
 }
 
+/// `CUexternalSemaphore`.
+pub type CUexternalSemaphore = *mut c_void;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -97,6 +97,7 @@ enum hkind {
     HK_MIPMAPPED,
     HK_USER_OBJECT,
     HK_EXTMEM,
+    HK_EXTSEM,
     HK_COUNT
 };
 

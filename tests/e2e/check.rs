@@ -364,7 +364,7 @@ fn errors_exit_2_with_a_message_saying_where() {
         format!(
             "gpuleak: {}:2: unknown suppression type \"leek\" (known: leak, bad-free, growth, fragmentation, \
              unordered-free, use-after-free, cross-stream-race, graph-race, wait-on-unrecorded-event, stream-leak, \
-             event-leak, unsynchronized-at-exit, pool-leak)\n",
+             event-leak, semaphore-leak, unsynchronized-at-exit, pool-leak)\n",
             supp.display()
         )
     );

@@ -28,7 +28,7 @@ use crate::report::{Finding, Frame};
 use crate::streams::Check;
 
 /// The types a suppression may have: `leak` and each finding's check.
-pub const TYPES: [&str; 13] = [
+pub const TYPES: [&str; 14] = [
     "leak",
     "bad-free",
     "growth",
@@ -40,6 +40,7 @@ pub const TYPES: [&str; 13] = [
     "wait-on-unrecorded-event",
     "stream-leak",
     "event-leak",
+    "semaphore-leak",
     "unsynchronized-at-exit",
     "pool-leak",
 ];
@@ -298,7 +299,7 @@ mod tests {
             syntax_error("leak:ok\n\nrace:foo\n"),
             "supp.txt:3: unknown suppression type \"race\" (known: leak, bad-free, growth, fragmentation, \
              unordered-free, use-after-free, cross-stream-race, graph-race, wait-on-unrecorded-event, stream-leak, \
-             event-leak, unsynchronized-at-exit, pool-leak)"
+             event-leak, semaphore-leak, unsynchronized-at-exit, pool-leak)"
         );
         assert!(syntax_error("leak:a\njust_a_name\n").starts_with("supp.txt:2: expected TYPE:PATTERN"));
         assert!(syntax_error("leak:\n").starts_with("supp.txt:1: empty pattern"));

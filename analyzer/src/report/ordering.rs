@@ -210,6 +210,12 @@ fn message(f: &StreamFinding) -> String {
             f.op.api,
             unrecorded_creation(f)
         ),
+        (Check::SemaphoreLeak, _) => format!(
+            "external semaphore {:#x} imported by {} was never destroyed{}",
+            f.ptr,
+            f.op.api,
+            unrecorded_creation(f)
+        ),
         (Check::UnsynchronizedAtExit, _) => {
             let when = match f.moment {
                 Some(Moment::Teardown(api)) => format!("before the context was torn down ({api})"),
@@ -230,6 +236,7 @@ fn message(f: &StreamFinding) -> String {
         let what = match f.check {
             Check::StreamLeak => "streams",
             Check::EventLeak => "events",
+            Check::SemaphoreLeak => "semaphores",
             Check::UnsynchronizedAtExit => "streams",
             _ => "times",
         };
@@ -298,10 +305,10 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     let own = stack_of(f.op.stack);
     let allocation_stack = f.allocation.and_then(|a| stack_of(a.stack));
     let created: Option<(&'static str, Created)> = f.created.map(|c| {
-        let role = if f.check == Check::EventLeak || f.check == Check::WaitOnUnrecordedEvent {
-            "event created at"
-        } else {
-            "stream created at"
+        let role = match f.check {
+            Check::EventLeak | Check::WaitOnUnrecordedEvent => "event created at",
+            Check::SemaphoreLeak => "semaphore imported at",
+            _ => "stream created at",
         };
         (role, c)
     });
@@ -358,7 +365,7 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
             }
         }
     }
-    let is_leak = matches!(f.check, Check::StreamLeak | Check::EventLeak);
+    let is_leak = matches!(f.check, Check::StreamLeak | Check::EventLeak | Check::SemaphoreLeak);
     let (stack, stack_role) = match (own, &allocation_stack, &creation_stack) {
         (Some(s), _, _) => {
             if !is_leak {

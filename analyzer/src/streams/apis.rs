@@ -23,6 +23,8 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemAllocAsync_ptsz
             | Api::cuMemAllocFromPoolAsync_ptsz
             | Api::cuMemFreeAsync_ptsz
+            | Api::cuSignalExternalSemaphoresAsync_ptsz
+            | Api::cuWaitExternalSemaphoresAsync_ptsz
             | Api::cuLaunchKernel_ptsz
             | Api::cuMemcpy_ptds
             | Api::cuMemcpyAsync_ptsz
@@ -237,6 +239,19 @@ pub fn is_synchronizing_free(api: Api) -> bool {
 /// Waits that block the host (a query only counts when it succeeded).
 pub fn is_event_wait(api: Api) -> bool {
     matches!(api, Api::cuEventSynchronize)
+}
+
+/// Whether an `ExtSemaphoreOp` is a signal (else a wait).
+pub fn is_semaphore_signal(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuSignalExternalSemaphoresAsync | Api::cuSignalExternalSemaphoresAsync_ptsz
+    )
+}
+
+/// Whether an `ExtSemaphore` record is a destroy (else an import).
+pub fn is_semaphore_destroy(api: Api) -> bool {
+    api == Api::cuDestroyExternalSemaphore
 }
 
 #[cfg(test)]

@@ -25,13 +25,15 @@ pub enum Check {
     StreamLeak,
     /// An event created and never destroyed.
     EventLeak,
+    /// An external semaphore imported and never destroyed.
+    SemaphoreLeak,
     /// Work queued on a stream that the host never waited for before exit or teardown.
     UnsynchronizedAtExit,
 }
 
 impl Check {
     /// Every check.
-    pub const ALL: [Check; 8] = [
+    pub const ALL: [Check; 9] = [
         Check::UnorderedFree,
         Check::UseAfterFree,
         Check::CrossStreamRace,
@@ -39,6 +41,7 @@ impl Check {
         Check::WaitOnUnrecordedEvent,
         Check::StreamLeak,
         Check::EventLeak,
+        Check::SemaphoreLeak,
         Check::UnsynchronizedAtExit,
     ];
 
@@ -52,6 +55,7 @@ impl Check {
             Check::WaitOnUnrecordedEvent => "wait-on-unrecorded-event",
             Check::StreamLeak => "stream-leak",
             Check::EventLeak => "event-leak",
+            Check::SemaphoreLeak => "semaphore-leak",
             Check::UnsynchronizedAtExit => "unsynchronized-at-exit",
         }
     }

@@ -90,6 +90,7 @@ mod graph_launch;
 mod graph_order;
 pub mod memory;
 mod records;
+mod semaphores;
 mod values;
 
 #[cfg(test)]
@@ -218,6 +219,8 @@ pub struct Streams {
     graph_memory: BTreeMap<u64, AllocInfo>,
     /// Values written by stream memory operations, for the waits that may read them.
     values: values::Values,
+    /// External semaphores imported, and their signals, for the waits they may meet.
+    semaphores: semaphores::Semaphores,
     /// Event record and wait nodes of graphs, which their launches carry out.
     graph_events: graph_events::GraphEvents,
     /// Memory that the kernel, memcpy and memset nodes of executable graphs touch.
@@ -273,6 +276,8 @@ impl Streams {
             }
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
+            Body::ExtSemaphore(e) if success(e.result) => self.ext_semaphore(tid, seq, e),
+            Body::ExtSemaphoreOp(o) if success(o.result) => self.ext_semaphore_op(tid, seq, o),
             Body::Capture(c) if success(c.result) => self.capture(tid, c),
             Body::GraphEvents(e) => self.graph_events.listed(e.exec, &e.records.0, &e.waits.0),
             Body::GraphAccesses(a) => self.graph_accesses.listed(a.exec, &a.nodes.0),
@@ -336,6 +341,7 @@ impl Streams {
         for (h, c) in events {
             self.found.add(leak(Check::EventLeak, c, StreamName::Handle(h)));
         }
+        self.report_leaked_semaphores();
         let nodes = &self.graph_accesses;
         self.found.into_list(|id| nodes.site(id))
     }

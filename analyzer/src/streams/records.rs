@@ -130,18 +130,20 @@ impl Streams {
                     return;
                 }
                 self.enqueue(slot);
-                let Streams { states, values, .. } = self;
-                if let (Some(learned), Some(st)) = (
-                    values.wait(m.addr, m.op, m.flags, m.value),
-                    states[slot.0 as usize].as_mut(),
-                ) {
-                    st.clock.join(&learned);
-                }
-                self.publish(slot);
+                let learned = self.values.wait(m.addr, m.op, m.flags, m.value);
+                self.learn(slot, learned);
             }
             // Flushes and barriers order nothing between streams.
             _ => {}
         }
+    }
+
+    /// A stream's wait learned `learned` (a value's or a semaphore's writers' clock).
+    pub(super) fn learn(&mut self, slot: Slot, learned: Option<Clock>) {
+        if let (Some(learned), Some(st)) = (learned, self.states[slot.0 as usize].as_mut()) {
+            st.clock.join(&learned);
+        }
+        self.publish(slot);
     }
 
     pub(super) fn capture(&mut self, tid: u32, c: &Capture) {

@@ -27,6 +27,10 @@ use super::fast_hash::FastMap;
 
 /// `CU_STREAM_WAIT_VALUE_FLUSH`: not part of the condition.
 const FLUSH: u32 = 1 << 30;
+/// `CU_STREAM_WAIT_VALUE_GEQ`: a wait met by a value at least its own (cyclically).
+pub const WAIT_GEQ: u32 = 0;
+/// `CU_STREAM_WAIT_VALUE_EQ`: a wait met by its value.
+pub const WAIT_EQ: u32 = 1;
 
 /// Addresses remembered at most; past this, what was remembered is forgotten (a wait then
 /// orders nothing, as for a value written outside the trace).
@@ -111,6 +115,11 @@ impl Values {
             }
         }
         learned
+    }
+
+    /// Forgets every write to `addr` (a semaphore taken or destroyed).
+    pub fn forget(&mut self, addr: u64) {
+        self.by_addr.remove(&addr);
     }
 
     /// Addresses remembered (for memory bounds in tests).

@@ -5,9 +5,10 @@ use std::borrow::Cow;
 
 use gpuleak_format::{
     Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy,
-    EventRecord, Exit, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes, GraphNode,
-    GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr,
-    PyCode, PyFrames, Region, Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
+    EventRecord, Exit, ExtSemaphore, ExtSemaphoreOp, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
+    GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy,
+    PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Region, Snapshot, Stack, StackId, Stream, StreamCreate,
+    StreamDestroy, StreamWait, Sync, Unmap,
 };
 
 use super::Bytes;
@@ -266,7 +267,7 @@ impl Bytes<'_> {
                 stack: self.stack(),
             }
             .into(),
-            25 => match self.below(3) {
+            25 => match self.below(5) {
                 0 => HostFn {
                     api: self.api(),
                     result: self.result(),
@@ -283,6 +284,37 @@ impl Bytes<'_> {
                     addr: self.pick(&[0, 0x5000_0000, 0x5000_0004, PTRS[0]]),
                     value: self.pick(&[0, 1, 2, u64::from(u32::MAX), u64::MAX]),
                     flags: self.pick(&[0, 1, 2, 3, 4, 1 << 30, 3 | 1 << 30, u32::MAX]),
+                }
+                .into(),
+                // External semaphores: a few handles of every type, imported, destroyed, and
+                // signaled and waited for with values and keys that often match.
+                2 => ExtSemaphore {
+                    api: self.pick(&[
+                        Api::cuImportExternalSemaphore,
+                        Api::cuDestroyExternalSemaphore,
+                        Api(999),
+                    ]),
+                    result: self.result(),
+                    semaphore: self.pick(&[0, 0x5e00, 0x5e10, u64::MAX]),
+                    handle_type: self.pick(&[0, 1, 2, 4, 6, 7, 9, 11, u32::MAX]),
+                    flags: self.small(),
+                    stack: self.stack(),
+                }
+                .into(),
+                3 => ExtSemaphoreOp {
+                    api: self.pick(&[
+                        Api::cuSignalExternalSemaphoresAsync,
+                        Api::cuSignalExternalSemaphoresAsync_ptsz,
+                        Api::cuWaitExternalSemaphoresAsync,
+                        Api::cuWaitExternalSemaphoresAsync_ptsz,
+                        Api::cuStreamWaitValue32,
+                    ]),
+                    result: self.result(),
+                    stream: self.stream().0,
+                    semaphore: self.pick(&[0, 0x5e00, 0x5e10, u64::MAX]),
+                    value: self.pick(&[0, 1, 2, u64::MAX]),
+                    key: self.pick(&[0, 1, u64::MAX]),
+                    flags: self.small(),
                 }
                 .into(),
                 _ => Capture {

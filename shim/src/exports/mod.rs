@@ -238,6 +238,12 @@ hooks! {
         cuStreamWriteValue64_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
         cuStreamBatchMemOp(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
         cuStreamBatchMemOp_ptsz(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
+        cuImportExternalSemaphore(sem: *mut CUexternalSemaphore, desc: *const u8) => ordering::semaphores::import;
+        cuDestroyExternalSemaphore(sem: CUexternalSemaphore) => ordering::semaphores::destroy;
+        cuSignalExternalSemaphoresAsync(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
+        cuSignalExternalSemaphoresAsync_ptsz(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
+        cuWaitExternalSemaphoresAsync(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
+        cuWaitExternalSemaphoresAsync_ptsz(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
         cuStreamBatchMemOp_v2(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
         cuStreamBatchMemOp_v2_ptsz(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
 

@@ -13,12 +13,14 @@
 //! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what its nodes touch
 //! is listed at instantiation: `graph_accesses`); 2D and 3D copies a `Copy` whose addresses and length come from
 //! their descriptor ([`regions`]). Stream memory operations have their own kind, `MemOp`
-//! ([`memops`]).
+//! ([`memops`]), and external semaphores theirs, `ExtSemaphore` and `ExtSemaphoreOp`
+//! ([`semaphores`]).
 
 mod copies;
 mod launches;
 pub mod memops;
 pub(crate) mod regions;
+pub mod semaphores;
 
 pub use copies::*;
 pub use launches::*;
