@@ -10,7 +10,7 @@
 //! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
 //! | `GPULEAK_POOL_SAMPLE` | 64 | sample a stream-ordered pool's reserved and used bytes after one successful `cuMemAllocAsync` / `cuMemAllocFromPoolAsync` / `cuMemFreeAsync` in N per thread (`PoolUsage` records, docs/memory.md); 0 never |
 //! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
-//! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event (what stream-leak and event-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
+//! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event, and an import stack for every external semaphore (what stream-leak, event-leak and semaphore-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
 //! | `GPULEAK_PYTHON` | 1 | 0: no Python frames in stacks (the interpreter is never looked up) |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
 //!

@@ -16,6 +16,7 @@ mod graph_frees;
 mod graph_launches;
 mod graph_listing;
 mod later_calls;
+mod semaphores;
 mod stacks;
 mod suppressions;
 mod variants;
