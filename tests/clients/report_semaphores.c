@@ -11,6 +11,8 @@
 //   none              no semaphore at all;
 //   timeline-early    a signals 1 before the kernel, b waits for 1;
 //   timeline-higher   a signals 2, b waits for 3 (which only another agent could signal);
+//   timeline-ahead    a signals 1 before the kernel and 2 after it, b waits for 1 (met as
+//                     soon as 1 is signaled, with the kernel still to run);
 //   binary-taken      a signals once, b waits and reads, then a third stream c waits too
 //                     and reads (the signal was b's: c's wait needs one of its own).
 // "leak" imports a semaphore and never destroys it ("leak destroyed": it does); "refused"
@@ -112,7 +114,7 @@ static int race(const char *how) {
     CUexternalSemaphore other = make_semaphore(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
     CUdeviceptr d = make_buffer();
     CHECK(cuMemAllocHost_v2((void **)&host_buf, 2 * N * sizeof(unsigned)));
-    if (!strcmp(how, "timeline-early")) signal_value(sem, 1, a, 0);
+    if (!strcmp(how, "timeline-early") || !strcmp(how, "timeline-ahead")) signal_value(sem, 1, a, 0);
     produce(d, 7, a);
     if (!strcmp(how, "two")) {
         /* A binary and a timeline semaphore in one call each: b needs both. */
@@ -128,7 +130,7 @@ static int race(const char *how) {
         wait_value(sem, 1, b, 0);
     } else if (strcmp(how, "none")) {
         signal_value(sem, timeline ? 2 : 0, ptsz ? NULL : a, ptsz);
-        unsigned long long wanted = !strcmp(how, "timeline-lower") ? 1
+        unsigned long long wanted = !strcmp(how, "timeline-lower") || !strcmp(how, "timeline-ahead") ? 1
                                     : !strcmp(how, "timeline-higher") ? 3
                                     : timeline ? 2 : 0;
         wait_value(sem, wanted, b, 0);

@@ -130,7 +130,10 @@ impl Streams {
                     return;
                 }
                 self.enqueue(slot);
-                let learned = self.values.wait(m.addr, m.op, m.flags, m.value);
+                let Streams { states, values, .. } = self;
+                let learned = states[slot.0 as usize]
+                    .as_ref()
+                    .and_then(|st| values.wait(m.addr, m.op, m.flags, m.value, &st.clock));
                 self.learn(slot, learned);
             }
             // Flushes and barriers order nothing between streams.

@@ -73,14 +73,15 @@ impl Semaphores {
     }
 
     /// What a wait for `sem` learns (see the module documentation), or `None`.
-    fn wait(&mut self, sem: u64, value: u64, key: u64) -> Option<Clock> {
+    /// `knows` is the waiting stream's clock when the wait is queued.
+    fn wait(&mut self, sem: u64, value: u64, key: u64, knows: &Clock) -> Option<Clock> {
         let kind = *self.kinds.get(&sem)?;
         let (condition, wanted) = match kind {
             Kind::Binary => (WAIT_EQ, 1),
             Kind::Fence => (WAIT_GEQ, value),
             Kind::KeyedMutex => (WAIT_EQ, key),
         };
-        let learned = self.values.wait(sem, MemOp::WAIT_64, condition, wanted);
+        let learned = self.values.wait(sem, MemOp::WAIT_64, condition, wanted, knows);
         if kind != Kind::Fence && learned.is_some() {
             // Taken: the next wait needs another signal.
             self.values.forget(sem);
@@ -144,7 +145,10 @@ impl Streams {
             return;
         }
         self.enqueue(slot);
-        let learned = self.semaphores.wait(o.semaphore, o.value, o.key);
+        let Streams { states, semaphores, .. } = self;
+        let learned = states[slot.0 as usize]
+            .as_ref()
+            .and_then(|st| semaphores.wait(o.semaphore, o.value, o.key, &st.clock));
         self.learn(slot, learned);
     }
 
@@ -202,25 +206,28 @@ mod tests {
     fn a_binary_semaphore_s_signal_meets_one_wait() {
         let mut s = imported(Kind::Binary);
         s.signal(0x5e, Slot(0), 0, 0, &clock(&[(0, 3)]));
-        assert_eq!(s.wait(0x5e, 0, 0), Some(clock(&[(0, 3)])));
+        assert_eq!(s.wait(0x5e, 0, 0, &Clock::new()), Some(clock(&[(0, 3)])));
         // Taken by the first wait: the second waits for a signal the trace does not have.
-        assert_eq!(s.wait(0x5e, 0, 0), None);
+        assert_eq!(s.wait(0x5e, 0, 0, &Clock::new()), None);
         // Another semaphore, or one never imported, orders nothing.
         s.signal(0x77, Slot(0), 0, 0, &clock(&[(0, 4)]));
-        assert_eq!(s.wait(0x77, 0, 0), None);
+        assert_eq!(s.wait(0x77, 0, 0, &Clock::new()), None);
     }
 
     #[test]
     fn a_timeline_wait_is_met_by_a_value_at_least_its_own_and_takes_nothing() {
         let mut s = imported(Kind::Fence);
         s.signal(0x5e, Slot(0), 5, 0, &clock(&[(0, 2)]));
-        assert_eq!(s.wait(0x5e, 6, 0), None);
-        assert_eq!(s.wait(0x5e, 5, 0), Some(clock(&[(0, 2)])));
-        assert_eq!(s.wait(0x5e, 3, 0), Some(clock(&[(0, 2)])));
+        assert_eq!(s.wait(0x5e, 6, 0, &Clock::new()), None);
+        assert_eq!(s.wait(0x5e, 5, 0, &Clock::new()), Some(clock(&[(0, 2)])));
+        assert_eq!(s.wait(0x5e, 3, 0, &Clock::new()), Some(clock(&[(0, 2)])));
         // Two streams at or past the value: only what both knew.
         s.signal(0x5e, Slot(1), 7, 0, &clock(&[(1, 9), (2, 1)]));
         s.signal(0x5e, Slot(0), 8, 0, &clock(&[(0, 4), (2, 1)]));
-        assert_eq!(s.wait(0x5e, 7, 0), Some(clock(&[(0, 0), (1, 0), (2, 1)])));
+        assert_eq!(
+            s.wait(0x5e, 7, 0, &Clock::new()),
+            Some(clock(&[(0, 0), (1, 0), (2, 1)]))
+        );
     }
 
     #[test]
@@ -228,9 +235,9 @@ mod tests {
         let mut s = imported(Kind::KeyedMutex);
         s.signal(0x5e, Slot(0), 0, 2, &clock(&[(0, 5)]));
         // Another key waits for a release the trace does not have, and takes nothing.
-        assert_eq!(s.wait(0x5e, 0, 1), None);
-        assert_eq!(s.wait(0x5e, 0, 2), Some(clock(&[(0, 5)])));
+        assert_eq!(s.wait(0x5e, 0, 1, &Clock::new()), None);
+        assert_eq!(s.wait(0x5e, 0, 2, &Clock::new()), Some(clock(&[(0, 5)])));
         // Held now: the next acquire needs a release of its own.
-        assert_eq!(s.wait(0x5e, 0, 2), None);
+        assert_eq!(s.wait(0x5e, 0, 2, &Clock::new()), None);
     }
 }
