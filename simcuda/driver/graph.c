@@ -184,6 +184,9 @@ static CUresult run_node(const struct node *n) {
     case N_CHILD: break; /* never in an executable graph: instantiation flattens them */
     case N_EVENT_RECORD: event_mark_recorded(n->event); break;
     case N_EVENT_WAIT: break; /* every stream is idle: what it waits for is complete */
+    case N_MEMOP: return memop_run_locked(&n->memop);
+    case N_SEM_SIGNAL: semaphore_signal_locked(n->sem, n->sem_value); break;
+    case N_SEM_WAIT: semaphore_wait_locked(n->sem); break;
     }
     return CUDA_SUCCESS;
 }
@@ -407,6 +410,9 @@ CUgraphNodeType node_kind_type(enum node_kind kind) {
     case N_CHILD: return CU_GRAPH_NODE_TYPE_GRAPH;
     case N_EVENT_RECORD: return CU_GRAPH_NODE_TYPE_EVENT_RECORD;
     case N_EVENT_WAIT: return CU_GRAPH_NODE_TYPE_WAIT_EVENT;
+    case N_MEMOP: return CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+    case N_SEM_SIGNAL: return CU_GRAPH_NODE_TYPE_EXT_SEMAS_SIGNAL;
+    case N_SEM_WAIT: return CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT;
     }
     return CU_GRAPH_NODE_TYPE_EMPTY; /* unreachable: every kind is listed */
 }

@@ -294,7 +294,20 @@ struct graph;
 struct depset;
 
 /* One operation captured into a graph, replayed by cuGraphLaunch. */
-enum node_kind { N_COPY, N_SET, N_KERNEL, N_HOST, N_ALLOC, N_FREE, N_CHILD, N_EVENT_RECORD, N_EVENT_WAIT };
+enum node_kind {
+    N_COPY,
+    N_SET,
+    N_KERNEL,
+    N_HOST,
+    N_ALLOC,
+    N_FREE,
+    N_CHILD,
+    N_EVENT_RECORD,
+    N_EVENT_WAIT,
+    N_MEMOP,      /* one operation of a captured stream memory operation (memop.c) */
+    N_SEM_SIGNAL, /* one semaphore of a captured signal (semaphore.c) */
+    N_SEM_WAIT    /* one semaphore of a captured wait */
+};
 
 typedef void (*sim_host_fn)(void *userData);
 
@@ -321,12 +334,22 @@ struct node {
     int mdev;                       /* N_ALLOC */
     struct graph *child;            /* N_CHILD: the embedded graph, owned by the node */
     uint64_t event;                 /* N_EVENT_RECORD, N_EVENT_WAIT: the CUevent */
+    CUstreamBatchMemOpParams memop; /* N_MEMOP: the operation */
+    uint64_t sem, sem_value;        /* N_SEM_SIGNAL, N_SEM_WAIT: the semaphore, a signal's value */
     uint64_t handle;                /* its CUgraphNode (an HK_NODE object) */
     /* In an executable graph: the top-level child graph node (CUgraphNode) whose graph this
      * node was flattened from, or 0 for a node of the instantiated graph itself; what
      * cuGraphExecChildGraphNodeSetParams replaces. 0 in graphs. */
     uint64_t owner;
 };
+
+/* A captured memory operation, run by a launch (memop.c); the operation was checked when
+ * it was captured, but its memory may be gone since. */
+HIDDEN CUresult memop_run_locked(const CUstreamBatchMemOpParams *p);
+/* A captured signal or wait of an external semaphore, run by a launch (semaphore.c): nothing
+ * if the semaphore was destroyed since. */
+HIDDEN void semaphore_signal_locked(uint64_t sem, uint64_t value);
+HIDDEN void semaphore_wait_locked(uint64_t sem);
 
 /* An executable graph: the instantiated graph's nodes, child graphs flattened in place. */
 struct graph_exec {

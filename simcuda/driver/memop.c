@@ -7,8 +7,9 @@
  * an idle device never waits for, so it is taken as met (the work after it runs at once, as a
  * real device would run it once another agent wrote the value). The address must be device
  * memory or page-locked host memory, aligned to the value's size; flags are checked as the
- * driver documents them. A batch is validated whole before any of it runs. Memory operations
- * are not captured: on a capturing stream they are refused with CUDA_ERROR_NOT_SUPPORTED.
+ * driver documents them. A batch is validated whole before any of it runs. On a capturing
+ * stream each operation becomes a node of its own (the driver makes one batch node of a call:
+ * a simulator simplification), which every launch runs.
  */
 #include "internal.h"
 
@@ -68,13 +69,21 @@ static CUresult batch_locked(CUstream s, bool ptsz, unsigned int count,
     struct sref ref;
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
-    if (ref.capturing) return CUDA_ERROR_NOT_SUPPORTED;
     for (unsigned int i = 0; i < count; i++) {
         r = one_op(&ops[i], v2, false);
         if (r != CUDA_SUCCESS) return r;
     }
-    for (unsigned int i = 0; i < count; i++) one_op(&ops[i], v2, true);
-    return CUDA_SUCCESS;
+    for (unsigned int i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        if (ref.capturing)
+            r = stream_capture_node(&ref, &(struct node){.kind = N_MEMOP, .memop = ops[i]});
+        else
+            one_op(&ops[i], v2, true);
+    }
+    return r;
+}
+
+CUresult memop_run_locked(const CUstreamBatchMemOpParams *p) {
+    return one_op(p, true, true);
 }
 
 /* A single wait or write as a batch of one. */

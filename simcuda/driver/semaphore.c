@@ -12,8 +12,9 @@
  * taken as met, as a stream memory operation's wait is (memop.c): an idle device never waits
  * for a later signal, which only another agent (Vulkan, another process) could give here; a
  * binary semaphore's wait leaves it unsignaled. Flags must be 0 (their one flag is NvSciSync's).
- * Every semaphore of a call is checked before any takes effect. On a capturing stream both
- * are CUDA_ERROR_NOT_SUPPORTED (not captured, a simulator limit).
+ * Every semaphore of a call is checked before any takes effect. On a capturing stream each
+ * semaphore of a call becomes a node of its own (the driver makes one node of a call: a
+ * simulator simplification), which every launch runs, as above.
  */
 #include <fcntl.h>
 #include <stddef.h>
@@ -58,49 +59,71 @@ static CUresult import(CUexternalSemaphore *out, const CUDA_EXTERNAL_SEMAPHORE_H
     return CUDA_SUCCESS;
 }
 
-/* Checks a call's stream and semaphores. */
+/* Checks a call's stream (into `ref`) and semaphores. */
 static CUresult check(const CUexternalSemaphore *handles, const void *params, unsigned int n,
-                      CUstream stream, bool ptsz) {
-    struct sref ref;
-    CUresult r = stream_ref(stream, ptsz, &ref);
+                      CUstream stream, bool ptsz, struct sref *ref) {
+    CUresult r = stream_ref(stream, ptsz, ref);
     if (r != CUDA_SUCCESS) return r;
     if (n && (!handles || !params)) return CUDA_ERROR_INVALID_VALUE;
     for (unsigned int i = 0; i < n; i++)
         if (!obj_get(HK_EXTSEM, (uint64_t)(uintptr_t)handles[i])) return CUDA_ERROR_INVALID_HANDLE;
-    return ref.capturing ? CUDA_ERROR_NOT_SUPPORTED : CUDA_SUCCESS;
+    return CUDA_SUCCESS;
 }
 
-/* The i-th semaphore of a call that check() accepted. */
-static struct extsem *sem_at(const CUexternalSemaphore *handles, unsigned int i) {
-    return obj_get(HK_EXTSEM, (uint64_t)(uintptr_t)handles[i]);
+/* Appends one node per semaphore of a call to the capture: a signal's (with `signal`, its
+ * parameters) or a wait's. */
+static CUresult capture(struct sref *ref, const CUexternalSemaphore *handles,
+                        const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *signal, unsigned int n) {
+    CUresult r = CUDA_SUCCESS;
+    for (unsigned int i = 0; i < n && r == CUDA_SUCCESS; i++) {
+        struct node node = {.kind = signal ? N_SEM_SIGNAL : N_SEM_WAIT,
+                            .sem = (uint64_t)(uintptr_t)handles[i]};
+        if (signal) node.sem_value = signal[i].params.fence.value;
+        r = stream_capture_node(ref, &node);
+    }
+    return r;
 }
+
+void semaphore_signal_locked(uint64_t handle, uint64_t value) {
+    struct extsem *s = obj_get(HK_EXTSEM, handle);
+    if (!s) return;
+    if (s->type == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD)
+        s->signaled = true;
+    else
+        s->value = value;
+}
+
+void semaphore_wait_locked(uint64_t handle) {
+    struct extsem *s = obj_get(HK_EXTSEM, handle);
+    if (s) s->signaled = false;
+}
+
 
 static CUresult signal_locked(const CUexternalSemaphore *handles,
                               const CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS *params, unsigned int n,
                               CUstream stream, bool ptsz) {
-    CUresult r = check(handles, params, n, stream, ptsz);
+    struct sref ref;
+    CUresult r = check(handles, params, n, stream, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     for (unsigned int i = 0; i < n; i++)
         if (params[i].flags) return CUDA_ERROR_INVALID_VALUE;
-    for (unsigned int i = 0; i < n; i++) {
-        struct extsem *s = sem_at(handles, i);
-        if (s->type == CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD)
-            s->signaled = true;
-        else
-            s->value = params[i].params.fence.value;
-    }
+    if (ref.capturing) return capture(&ref, handles, params, n);
+    for (unsigned int i = 0; i < n; i++)
+        semaphore_signal_locked((uint64_t)(uintptr_t)handles[i], params[i].params.fence.value);
     return CUDA_SUCCESS;
 }
 
 static CUresult wait_locked(const CUexternalSemaphore *handles,
                             const CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS *params, unsigned int n,
                             CUstream stream, bool ptsz) {
-    CUresult r = check(handles, params, n, stream, ptsz);
+    struct sref ref;
+    CUresult r = check(handles, params, n, stream, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
     for (unsigned int i = 0; i < n; i++)
         if (params[i].flags) return CUDA_ERROR_INVALID_VALUE;
+    if (ref.capturing) return capture(&ref, handles, NULL, n);
     /* Met or not, the work after it runs now (see the comment at the top). */
-    for (unsigned int i = 0; i < n; i++) sem_at(handles, i)->signaled = false;
+    for (unsigned int i = 0; i < n; i++) semaphore_wait_locked((uint64_t)(uintptr_t)handles[i]);
     return CUDA_SUCCESS;
 }
 

@@ -7,12 +7,18 @@
 //   ptsz              "timeline" with a the calling thread's per-thread default stream, through
 //                     the _ptsz entry points;
 //   two               one call signals a binary and a timeline semaphore, one call waits for both;
+//   graph-signal      a launches a graph captured from the kernel and a signal of 2, b waits
+//                     for 2;
+//   graph-value       the same with a value written (cuStreamWriteValue32) and waited for;
+//   graph-wait        a runs the kernel and signals 2; b launches a graph captured from a
+//                     wait for 2 and the read;
 // and the mistakes, each one race:
 //   none              no semaphore at all;
 //   timeline-early    a signals 1 before the kernel, b waits for 1;
 //   timeline-higher   a signals 2, b waits for 3 (which only another agent could signal);
 //   timeline-ahead    a signals 1 before the kernel and 2 after it, b waits for 1 (met as
 //                     soon as 1 is signaled, with the kernel still to run);
+//   graph-higher      "graph-signal", b waiting for 3;
 //   binary-taken      a signals once, b waits and reads, then a third stream c waits too
 //                     and reads (the signal was b's: c's wait needs one of its own).
 // "leak" imports a semaphore and never destroys it ("leak destroyed": it does); "refused"
@@ -99,21 +105,59 @@ static void wait_value(CUexternalSemaphore sem, unsigned long long value, CUstre
         CHECK(cuWaitExternalSemaphoresAsync(&sem, &p, 1, s));
 }
 
-static int race(const char *how) {
-    int ptsz = !strcmp(how, "ptsz");
-    /* In "ptsz", a is the per-thread default stream: CU_STREAM_PER_THREAD for the kernel,
-     * NULL for the _ptsz entry points. */
-    CUstream a = CU_STREAM_PER_THREAD, b, c;
-    if (!ptsz) CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
-    CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
-    CHECK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
-    int timeline = !strncmp(how, "timeline", 8) || ptsz;
-    CUexternalSemaphore sem =
-        make_semaphore(timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
-                                : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
-    CUexternalSemaphore other = make_semaphore(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
-    CUdeviceptr d = make_buffer();
-    CHECK(cuMemAllocHost_v2((void **)&host_buf, 2 * N * sizeof(unsigned)));
+/* A graph launched on `launch`, captured on a stream of its own: the kernel and then a
+ * signal of 2 (or a write of 1 at `flag`), or ("graph-wait") a wait for 2 and then the read. */
+static void graph(const char *how, CUexternalSemaphore sem, CUdeviceptr d, CUdeviceptr flag,
+                  CUstream launch) {
+    CUstream cs;
+    CHECK(cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamBeginCapture_v2(cs, CU_STREAM_CAPTURE_MODE_RELAXED));
+    if (!strcmp(how, "graph-wait")) {
+        wait_value(sem, 2, cs, 0);
+        CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, N * sizeof(unsigned), cs));
+    } else {
+        produce(d, 7, cs);
+        if (!strcmp(how, "graph-value"))
+            CHECK(cuStreamWriteValue32_v2(cs, flag, 1, 0));
+        else
+            signal_value(sem, 2, cs, 0);
+    }
+    CUgraph g;
+    CUgraphExec e;
+    CHECK(cuStreamEndCapture(cs, &g));
+    CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+    CHECK(cuGraphDestroy(g));
+    CHECK(cuGraphLaunch(e, launch));
+    CHECK(cuGraphExecDestroy(e));
+    CHECK(cuStreamDestroy_v2(cs));
+}
+
+/* The graph modes: the graph's signal (or value) orders b's read after its kernel, or its
+ * wait orders its read after a's kernel. */
+static void through_graph(const char *how, CUexternalSemaphore sem, CUdeviceptr d, CUstream a,
+                          CUstream b) {
+    CUdeviceptr flag;
+    CHECK(cuMemAlloc_v2(&flag, 8));
+    if (!strcmp(how, "graph-wait")) {
+        produce(d, 7, a);
+        signal_value(sem, 2, a, 0);
+        graph(how, sem, d, flag, b);
+    } else {
+        graph(how, sem, d, flag, a);
+        if (!strcmp(how, "graph-value"))
+            CHECK(cuStreamWaitValue32_v2(b, flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+        else
+            wait_value(sem, !strcmp(how, "graph-higher") ? 3 : 2, b, 0);
+        CHECK(cuMemcpyDtoHAsync_v2(host_buf, d, N * sizeof(unsigned), b));
+    }
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    CHECK(cuMemFree_v2(flag));
+}
+
+/* The other modes: a's kernel, then the semaphores the mode names, then b's read (and c's). */
+static void direct(const char *how, CUexternalSemaphore sem, CUexternalSemaphore other,
+                   CUdeviceptr d, CUstream a, CUstream b, CUstream c, int timeline, int ptsz) {
     if (!strcmp(how, "timeline-early") || !strcmp(how, "timeline-ahead")) signal_value(sem, 1, a, 0);
     produce(d, 7, a);
     if (!strcmp(how, "two")) {
@@ -144,6 +188,28 @@ static int race(const char *how) {
     CHECK(cuStreamSynchronize(a));
     CHECK(cuStreamSynchronize(b));
     CHECK(cuStreamSynchronize(c));
+}
+
+static int race(const char *how) {
+    int ptsz = !strcmp(how, "ptsz");
+    int in_graph = !strncmp(how, "graph", 5);
+    /* In "ptsz", a is the per-thread default stream: CU_STREAM_PER_THREAD for the kernel,
+     * NULL for the _ptsz entry points. */
+    CUstream a = CU_STREAM_PER_THREAD, b, c;
+    if (!ptsz) CHECK(cuStreamCreate(&a, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&b, CU_STREAM_NON_BLOCKING));
+    CHECK(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
+    int timeline = !strncmp(how, "timeline", 8) || ptsz || in_graph;
+    CUexternalSemaphore sem =
+        make_semaphore(timeline ? CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD
+                                : CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD);
+    CUexternalSemaphore other = make_semaphore(CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD);
+    CUdeviceptr d = make_buffer();
+    CHECK(cuMemAllocHost_v2((void **)&host_buf, 2 * N * sizeof(unsigned)));
+    if (in_graph)
+        through_graph(how, sem, d, a, b);
+    else
+        direct(how, sem, other, d, a, b, c, timeline, ptsz);
     if (!ptsz) CHECK(cuStreamDestroy_v2(a));
     CHECK(cuStreamDestroy_v2(b));
     CHECK(cuStreamDestroy_v2(c));

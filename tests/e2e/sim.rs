@@ -10,6 +10,7 @@ mod heap;
 mod pool;
 mod resolver;
 mod runtime;
+mod semaphores;
 mod streams;
 mod vmm;
 

@@ -1,7 +1,8 @@
 //! Graph launches in the happens-before model: a launch follows the last launch of its
-//! executable graph and the events its wait nodes wait for, touches what its nodes touch as
-//! one operation of its stream, allocates and frees what its memory nodes do, and records the
-//! events of its record nodes; the order between its own nodes is judged apart
+//! executable graph, the events its wait nodes wait for and the values and semaphores its
+//! captured waits wait for, touches what its nodes touch as one operation of its stream,
+//! allocates and frees what its memory nodes do, and records the events of its record nodes
+//! and writes and signals what its captured writes and signals do (`graph_syncs`); the order between its own nodes is judged apart
 //! (`graph_order`, `graph_frees`), once per change.
 //!
 //! Graph memory: each launch makes its allocation nodes' memory live (an allocation node's
@@ -63,6 +64,8 @@ impl Streams {
                 }
             }
         }
+        // And for the values and semaphores its captured waits wait for (`graph_syncs`).
+        self.launch_waits(slot, l.function);
         let op = Op::new(l.api, l.stack, name, seq, tid);
         // Its graph memory becomes live (`allocate`); what stays live after it is written by
         // it, as a stream-ordered allocation is.
@@ -97,6 +100,8 @@ impl Streams {
         let Some(slot) = self.work_sited(tid, seq, (l.api, l.stack), name, &graph, &sites) else {
             return;
         };
+        // What its captured writes and signals give the waits after it.
+        self.launch_signals(slot, l.function);
         // Its free nodes free what they free, at the end of the launch (the order inside it
         // is judged below): memory another graph allocated, or its own, which it allocated
         // and frees within the launch.

@@ -88,6 +88,7 @@ mod graph_events;
 mod graph_frees;
 mod graph_launch;
 mod graph_order;
+mod graph_syncs;
 pub mod memory;
 mod records;
 mod semaphores;
@@ -223,6 +224,9 @@ pub struct Streams {
     semaphores: semaphores::Semaphores,
     /// Event record and wait nodes of graphs, which their launches carry out.
     graph_events: graph_events::GraphEvents,
+    /// Stream memory operations and external semaphore signals and waits that captures
+    /// made into graph nodes, which their launches carry out.
+    graph_syncs: graph_syncs::GraphSyncs,
     /// Memory that the kernel, memcpy and memset nodes of executable graphs touch.
     graph_accesses: graph_accesses::GraphAccesses,
     /// What the last launch of each executable graph knew, for its next launch, which follows
@@ -285,6 +289,7 @@ impl Streams {
             Body::GraphMemNodes(m) => self.graph_accesses.memory_listed(m.exec, &m.allocs.0, &m.frees.0),
             Body::GraphExec(g) if success(g.result) => {
                 self.graph_events.instantiated(g.graph, g.exec);
+                self.graph_syncs.instantiated(g.graph, g.exec);
                 self.graph_accesses.instantiated(g.exec, g.graph);
                 // A new executable graph at a handle seen before has no launches yet.
                 self.graph_launches.remove(&g.exec);
@@ -292,6 +297,7 @@ impl Streams {
             Body::GraphNode(n) => self.graph_accesses.node_made(n),
             Body::GraphUpdate(u) => {
                 self.graph_events.updated(u);
+                self.graph_syncs.updated(u);
                 self.graph_accesses.updated(u);
             }
             Body::Alloc(a) if success(a.result) => {

@@ -7,6 +7,7 @@ use gpuleak_format::{
 };
 
 use super::apis::{self, HostSide};
+use super::graph_syncs::SyncOp;
 use super::memory::{self, AllocInfo, Mode, Op};
 use super::{
     leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
@@ -111,9 +112,23 @@ impl Streams {
     }
 
     /// A stream memory operation: a write is work with no memory, remembered for the waits
-    /// that may read it; a wait learns what those writes knew (`values`).
+    /// that may read it; a wait learns what those writes knew (`values`). Under capture,
+    /// either is kept for the graph's launches (`graph_syncs`).
     pub(super) fn mem_op(&mut self, tid: u32, seq: Seq, m: &MemOp) {
         let name = Self::name_of(m.api, m.stream, tid);
+        let captured = SyncOp::Value {
+            op: m.op,
+            addr: m.addr,
+            value: m.value,
+            flags: m.flags,
+        };
+        let orders = matches!(
+            m.op,
+            MemOp::WRITE_32 | MemOp::WRITE_64 | MemOp::REDUCTION | MemOp::WAIT_32 | MemOp::WAIT_64
+        );
+        if orders && self.captured_sync(name, captured) {
+            return;
+        }
         match m.op {
             MemOp::WRITE_32 | MemOp::WRITE_64 | MemOp::REDUCTION => {
                 let Some(slot) = self.work(tid, seq, m.api, StackId::NONE, name, &[]) else {
@@ -126,9 +141,6 @@ impl Streams {
             }
             MemOp::WAIT_32 | MemOp::WAIT_64 => {
                 let slot = self.slot_for(name);
-                if self.capturing(slot) {
-                    return;
-                }
                 self.enqueue(slot);
                 let Streams { states, values, .. } = self;
                 let learned = states[slot.0 as usize]
@@ -159,6 +171,7 @@ impl Streams {
             if let Some(id) = id {
                 // The graph's handle is the end's `aux`.
                 self.graph_events.ended(id, c.aux);
+                self.graph_syncs.ended(id, c.aux);
             }
         }
     }

@@ -27,6 +27,7 @@ use gpuleak_format::{ExtSemaphore, ExtSemaphoreOp, MemOp, Seq, StackId};
 use super::clock::{Clock, Slot};
 use super::fast_hash::FastMap;
 use super::found::{Check, Created};
+use super::graph_syncs::SyncOp;
 use super::values::{Values, WAIT_EQ, WAIT_GEQ};
 use super::{apis, leak, StreamName, Streams};
 
@@ -60,7 +61,7 @@ pub struct Semaphores {
 
 impl Semaphores {
     /// A signal of `sem` by the stream on `slot`, whose clock after it is `clock`.
-    fn signal(&mut self, sem: u64, slot: Slot, value: u64, key: u64, clock: &Clock) {
+    pub(super) fn signal(&mut self, sem: u64, slot: Slot, value: u64, key: u64, clock: &Clock) {
         let Some(&kind) = self.kinds.get(&sem) else {
             return;
         };
@@ -74,7 +75,7 @@ impl Semaphores {
 
     /// What a wait for `sem` learns (see the module documentation), or `None`.
     /// `knows` is the waiting stream's clock when the wait is queued.
-    fn wait(&mut self, sem: u64, value: u64, key: u64, knows: &Clock) -> Option<Clock> {
+    pub(super) fn wait(&mut self, sem: u64, value: u64, key: u64, knows: &Clock) -> Option<Clock> {
         let kind = *self.kinds.get(&sem)?;
         let (condition, wanted) = match kind {
             Kind::Binary => (WAIT_EQ, 1),
@@ -128,9 +129,20 @@ impl Streams {
 
     /// One semaphore of a successful signal or wait: a signal is work with no memory,
     /// remembered for the waits that may be met by it; a wait learns what those signals knew.
+    /// Under capture, either is kept for the graph's launches (`graph_syncs`).
     pub(super) fn ext_semaphore_op(&mut self, tid: u32, seq: Seq, o: &ExtSemaphoreOp) {
         let name = Self::name_of(o.api, o.stream, tid);
-        if apis::is_semaphore_signal(o.api) {
+        let signal = apis::is_semaphore_signal(o.api);
+        let captured = SyncOp::Semaphore {
+            signal,
+            sem: o.semaphore,
+            value: o.value,
+            key: o.key,
+        };
+        if self.captured_sync(name, captured) {
+            return;
+        }
+        if signal {
             let Some(slot) = self.work(tid, seq, o.api, StackId::NONE, name, &[]) else {
                 return;
             };
@@ -141,9 +153,6 @@ impl Streams {
             return;
         }
         let slot = self.slot_for(name);
-        if self.capturing(slot) {
-            return;
-        }
         self.enqueue(slot);
         let Streams { states, semaphores, .. } = self;
         let learned = states[slot.0 as usize]
