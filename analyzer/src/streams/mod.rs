@@ -62,8 +62,10 @@
 //! its earlier occupant count as ordered); each allocation keeps at most
 //! [`memory::HISTORY`] accesses; freed ranges are remembered up to [`memory::FREED`];
 //! values written by stream memory operations for at most `values::MAX_ADDRESSES`
-//! addresses, and graphs' event nodes for a bounded number of captures, graphs and executable
-//! graphs; findings are folded by root cause as they are met.
+//! addresses (`values::HISTORY` writes of each stream to each, `values::MAX_WRITES` in all),
+//! external semaphores while they are imported (their signals bounded likewise), and graphs'
+//! event nodes and captured memory operations and semaphore signals and waits for a bounded
+//! number of captures, graphs and executable graphs; findings are folded by root cause as they are met.
 //!
 //! ```
 //! use gpuleak_analyzer::streams::{Check, Streams};
