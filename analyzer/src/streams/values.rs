@@ -13,8 +13,9 @@
 //!   order its kernel before a wait for at least 1). A write is no candidate when the wait
 //!   already follows a later write to the address (its own stream's, or the reset of a flag by
 //!   the waiting stream after its last wait): the value it wrote is gone by then. The last
-//!   [`HISTORY`] writes of each stream to each address are kept; past that, the oldest one
-//!   kept stands for those before it, which can hide a race but never report one;
+//!   [`HISTORY`] writes of each stream to each address are kept, for the last [`MAX_STREAMS`]
+//!   streams to write there; past that, the oldest write kept stands for those before it,
+//!   which can hide a race but never report one;
 //! - atomic reductions are counters that several streams add to, and a wait for the total is
 //!   met when all have added: it learns every reduction of its address (the join of their
 //!   clocks, the last of each stream's), whatever the reduction computes;
@@ -47,6 +48,9 @@ pub const MAX_ADDRESSES: usize = 1 << 16;
 pub const HISTORY: usize = 8;
 /// Writes kept in all; past this, what was remembered is forgotten, as above.
 pub const MAX_WRITES: usize = 1 << 18;
+/// Streams whose writes are kept per address; a stream past this forgets the one that began
+/// writing there first (so that a wait costs at most about `HISTORY` times this squared).
+pub const MAX_STREAMS: usize = 64;
 
 #[derive(Debug)]
 struct Write {
@@ -108,6 +112,9 @@ impl Values {
         let i = match streams.iter().position(|w| w.slot == slot && w.reduction == reduction) {
             Some(i) => i,
             None => {
+                if streams.len() >= MAX_STREAMS {
+                    self.kept -= streams.remove(0).list.len();
+                }
                 streams.push(Writes {
                     slot,
                     reduction,
@@ -154,16 +161,21 @@ impl Values {
         let wide = op == MemOp::WAIT_64;
         let streams = self.by_addr.get(&addr)?;
         let plain = || streams.iter().filter(|w| !w.reduction);
-        // Whether the wait follows a write to the address made after `w` (by `slot`): then
-        // the value `w` wrote is gone when the wait runs.
-        let overwritten = |slot: Slot, epoch: u64| {
-            plain().any(|x| {
-                x.list.iter().any(|later| {
-                    later.clock.get(slot) >= epoch
-                        && (x.slot, x.epoch(later)) != (slot, epoch)
-                        && knows.get(x.slot) >= x.epoch(later)
-                })
+        // Each stream's last write to the address that the waiter knows complete: (stream,
+        // epoch, clock). A stream's clocks only grow, so if any of its known writes was made
+        // after a write `w`, that one was.
+        let known: Vec<(Slot, u64, &Clock)> = plain()
+            .filter_map(|x| {
+                let last = x.list.iter().rev().find(|l| knows.get(x.slot) >= x.epoch(l))?;
+                Some((x.slot, x.epoch(last), &last.clock))
             })
+            .collect();
+        // Whether the wait follows a write to the address made after the write of `slot` at
+        // `epoch`: then the value that one wrote is gone when the wait runs.
+        let overwritten = |slot: Slot, epoch: u64| {
+            known
+                .iter()
+                .any(|&(x, e, clock)| (x, e) != (slot, epoch) && clock.get(slot) >= epoch)
         };
         let mut any_of: Option<Clock> = None;
         for writes in plain() {
@@ -336,6 +348,23 @@ mod tests {
         assert!(v.kept <= MAX_WRITES);
         v.forget(8 * (MAX_WRITES as u64 / HISTORY as u64 + 2));
         assert!(v.kept < MAX_WRITES);
+    }
+
+    #[test]
+    fn streams_per_address_are_bounded() {
+        let mut v = Values::default();
+        let last = MAX_STREAMS as u32 + 2;
+        for s in 0..=last {
+            v.write(0x100, Slot(s), MemOp::WRITE_64, u64::from(s), &clock(&[(s, 1)]));
+        }
+        assert_eq!(v.by_addr[&0x100].len(), MAX_STREAMS);
+        assert_eq!(v.kept, MAX_STREAMS);
+        // The first streams to write are forgotten; the latest are kept.
+        assert_eq!(v.wait(0x100, MemOp::WAIT_64, WAIT_EQ, 0, &Clock::new()), None);
+        assert_eq!(
+            v.wait(0x100, MemOp::WAIT_64, WAIT_EQ, u64::from(last), &Clock::new()),
+            Some(clock(&[(last, 1)]))
+        );
     }
 
     #[test]
