@@ -12,6 +12,8 @@
 //   graph-value       the same with a value written (cuStreamWriteValue32) and waited for;
 //   graph-wait        a runs the kernel and signals 2; b launches a graph captured from a
 //                     wait for 2 and the read;
+//   graph-nested      "graph-signal" with the graph launched into a second capture, whose
+//                     graph a launches;
 // and the mistakes, each one race:
 //   none              no semaphore at all;
 //   timeline-early    a signals 1 before the kernel, b waits for 1;
@@ -127,6 +129,16 @@ static void graph(const char *how, CUexternalSemaphore sem, CUdeviceptr d, CUdev
     CHECK(cuStreamEndCapture(cs, &g));
     CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
     CHECK(cuGraphDestroy(g));
+    if (!strcmp(how, "graph-nested")) {
+        /* The graph launched into another capture: the outer graph runs it. */
+        CUgraphExec inner = e;
+        CHECK(cuStreamBeginCapture_v2(cs, CU_STREAM_CAPTURE_MODE_RELAXED));
+        CHECK(cuGraphLaunch(inner, cs));
+        CHECK(cuStreamEndCapture(cs, &g));
+        CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+        CHECK(cuGraphDestroy(g));
+        CHECK(cuGraphExecDestroy(inner));
+    }
     CHECK(cuGraphLaunch(e, launch));
     CHECK(cuGraphExecDestroy(e));
     CHECK(cuStreamDestroy_v2(cs));

@@ -46,6 +46,8 @@ impl Streams {
         let nodes = self.graph_events.of_exec(l.function).cloned().unwrap_or_default();
         let slot = self.slot_for(name);
         if self.capturing(slot) {
+            // Launched into a capture: the outer graph carries out its captured operations.
+            self.launched_into_capture(name, l.function);
             return;
         }
         let Streams {

@@ -6,7 +6,8 @@
 //! an executable graph made from it (PyTorch's symmetric memory writes and waits for signal
 //! values inside `torch.cuda.graph`). The shim records such calls as it records any, so they
 //! are known from the capture: kept by capture, then by the graph the capture ended with, then
-//! by each executable graph instantiated from it. An update from another graph
+//! by each executable graph instantiated from it; an executable graph launched into a capture
+//! brings its own to that capture. An update from another graph
 //! (`cuGraphExecUpdate`) takes that graph's; nodes added by hand (`cuGraphAddBatchMemOpNode`,
 //! `cuGraphAddExternalSemaphoresSignalNode`, ...) are not known, and order nothing.
 //!
@@ -148,6 +149,20 @@ impl Streams {
             self.graph_syncs.captured(id, op);
         }
         true
+    }
+
+    /// `exec` was launched into `name`'s capture: the graph the capture makes carries out
+    /// what `exec` does, as a child graph.
+    pub(super) fn launched_into_capture(&mut self, name: StreamName, exec: u64) {
+        let Some(id) = self.captures.capture_of(&name) else {
+            return;
+        };
+        let Some(ops) = self.graph_syncs.of_exec(exec).map(<[SyncOp]>::to_vec) else {
+            return;
+        };
+        for op in ops {
+            self.graph_syncs.captured(id, op);
+        }
     }
 
     /// A launch of `exec` on `slot` waits for its graph's waits, before its work.

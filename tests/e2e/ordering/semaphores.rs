@@ -25,6 +25,7 @@ fn streams_ordered_by_an_external_semaphore_report_nothing() {
         "graph-signal",
         "graph-value",
         "graph-wait",
+        "graph-nested",
     ] {
         let report = report_of(&[how]);
         assert_eq!(report["findings"], serde_json::json!([]), "{how}: {report:#}");
