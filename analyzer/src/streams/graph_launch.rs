@@ -67,7 +67,7 @@ impl Streams {
             }
         }
         // And for the values and semaphores its captured waits wait for (`graph_syncs`).
-        self.launch_waits(slot, l.function);
+        self.launch_syncs(slot, l.function, true);
         let op = Op::new(l.api, l.stack, name, seq, tid);
         // Its graph memory becomes live (`allocate`); what stays live after it is written by
         // it, as a stream-ordered allocation is.
@@ -103,7 +103,7 @@ impl Streams {
             return;
         };
         // What its captured writes and signals give the waits after it.
-        self.launch_signals(slot, l.function);
+        self.launch_syncs(slot, l.function, false);
         // Its free nodes free what they free, at the end of the launch (the order inside it
         // is judged below): memory another graph allocated, or its own, which it allocated
         // and frees within the launch.

@@ -165,8 +165,10 @@ impl Streams {
         }
     }
 
-    /// A launch of `exec` on `slot` waits for its graph's waits, before its work.
-    pub(super) fn launch_waits(&mut self, slot: Slot, exec: u64) {
+    /// A launch of `exec` on `slot` carries out its graph's waits (`waits`: before its work,
+    /// joining what they learn into the stream's clock) or its writes and signals (after its
+    /// work, with the stream's clock then).
+    pub(super) fn launch_syncs(&mut self, slot: Slot, exec: u64, waits: bool) {
         let Streams {
             states,
             values,
@@ -177,33 +179,21 @@ impl Streams {
         let (Some(ops), Some(st)) = (graph_syncs.of_exec(exec), states[slot.0 as usize].as_mut()) else {
             return;
         };
-        for op in ops.iter().filter(|o| o.is_wait()) {
+        for op in ops.iter().filter(|o| o.is_wait() == waits) {
             let learned = match *op {
-                SyncOp::Value { op, addr, value, flags } => values.wait(addr, op, flags, value, &st.clock),
-                SyncOp::Semaphore { sem, value, key, .. } => semaphores.wait(sem, value, key, &st.clock),
+                SyncOp::Value { op, addr, value, flags } if waits => values.wait(addr, op, flags, value, &st.clock),
+                SyncOp::Semaphore { sem, value, key, .. } if waits => semaphores.wait(sem, value, key, &st.clock),
+                SyncOp::Value { op, addr, value, .. } => {
+                    values.write(addr, slot, op, value, &st.clock);
+                    None
+                }
+                SyncOp::Semaphore { sem, value, key, .. } => {
+                    semaphores.signal(sem, slot, value, key, &st.clock);
+                    None
+                }
             };
             if let Some(c) = learned {
                 st.clock.join(&c);
-            }
-        }
-    }
-
-    /// A launch of `exec` on `slot` writes and signals what its graph does, after its work.
-    pub(super) fn launch_signals(&mut self, slot: Slot, exec: u64) {
-        let Streams {
-            states,
-            values,
-            semaphores,
-            graph_syncs,
-            ..
-        } = self;
-        let (Some(ops), Some(st)) = (graph_syncs.of_exec(exec), states[slot.0 as usize].as_ref()) else {
-            return;
-        };
-        for op in ops.iter().filter(|o| !o.is_wait()) {
-            match *op {
-                SyncOp::Value { op, addr, value, .. } => values.write(addr, slot, op, value, &st.clock),
-                SyncOp::Semaphore { sem, value, key, .. } => semaphores.signal(sem, slot, value, key, &st.clock),
             }
         }
     }

@@ -29,6 +29,33 @@ fn a_handle_created_again_without_a_destroy_leaked_the_first() {
 }
 
 #[test]
+fn an_external_semaphore_imported_again_without_a_destroy_leaked_the_first() {
+    let import = || ExtSemaphore {
+        api: Api::cuImportExternalSemaphore,
+        result: CuResult(0),
+        semaphore: 0x5e,
+        handle_type: 1,
+        flags: 0,
+        stack: StackId(30),
+    };
+    let destroy = ExtSemaphore {
+        api: Api::cuDestroyExternalSemaphore,
+        result: CuResult(0),
+        semaphore: 0x5e,
+        handle_type: 0,
+        flags: 0,
+        stack: StackId::NONE,
+    };
+    let mut r = Run::new();
+    r.r(import()).r(import()).r(destroy.clone());
+    assert_eq!(r.checks(), vec!["semaphore-leak"]);
+    // Destroyed between the imports: nothing.
+    let mut r = Run::new();
+    r.r(import()).r(destroy.clone()).r(import()).r(destroy);
+    assert!(r.checks().is_empty());
+}
+
+#[test]
 fn work_never_waited_for_is_unsynchronized_at_exit_once_per_stream_site() {
     let mut r = two_streams(1);
     r.launch(A, P).launch(B, P + 8).destroy(A).destroy(B);

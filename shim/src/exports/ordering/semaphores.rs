@@ -138,10 +138,12 @@ pub unsafe fn signal_or_wait(
         key,
         flags,
     };
-    if r != CUDA_SUCCESS || sems.is_null() || params.is_null() {
-        if r != CUDA_SUCCESS || count != 0 {
-            tracer::event_fields(&g, &record(0, 0, 0, 0));
-        }
+    if r != CUDA_SUCCESS {
+        tracer::event_fields(&g, &record(0, 0, 0, 0));
+        return r;
+    }
+    if sems.is_null() || params.is_null() {
+        // Accepted without arrays: no semaphore to read (a count of 0).
         return r;
     }
     for i in 0..count as usize {
