@@ -345,6 +345,23 @@ apis! {
     344 cuSignalExternalSemaphoresAsync_ptsz,
     345 cuWaitExternalSemaphoresAsync,
     346 cuWaitExternalSemaphoresAsync_ptsz,
+    // Copies to and from CUDA arrays (3.2; Copy records, the array side's address 0): host to
+    // array and back, array to array, device to array and back, synchronous on the default
+    // stream, and host to array and back on a stream.
+    347 cuMemcpyHtoA_v2,
+    348 cuMemcpyHtoA_v2_ptds,
+    349 cuMemcpyAtoH_v2,
+    350 cuMemcpyAtoH_v2_ptds,
+    351 cuMemcpyAtoA_v2,
+    352 cuMemcpyAtoA_v2_ptds,
+    353 cuMemcpyDtoA_v2,
+    354 cuMemcpyDtoA_v2_ptds,
+    355 cuMemcpyAtoD_v2,
+    356 cuMemcpyAtoD_v2_ptds,
+    357 cuMemcpyHtoAAsync_v2,
+    358 cuMemcpyHtoAAsync_v2_ptsz,
+    359 cuMemcpyAtoHAsync_v2,
+    360 cuMemcpyAtoHAsync_v2_ptsz,
 }
 
 impl Api {

@@ -1,7 +1,8 @@
 /*
  * array.c: CUDA arrays and mipmapped arrays. An array takes Width * max(Height,1) *
- * max(Depth,1) * element size * channels bytes from its device's heap; its contents are not
- * reachable (no array copies).
+ * max(Depth,1) * element size * channels bytes from its device's heap, laid out as Depth
+ * slices of Height rows of Width elements, with no padding: copies reach it through the array
+ * handle only (arraycopy.c, and the array sides of 2D and 3D copies in copy.c).
  *
  * A mipmapped array takes one block of the heap for all its levels: the sum over levels
  * l = 0 .. numMipmapLevels - 1 of
@@ -110,6 +111,34 @@ static CUresult array_create_3d(CUarray *out, const CUDA_ARRAY3D_DESCRIPTOR *d) 
 }
 
 static struct array *array_get(CUarray h) { return obj_get(HK_ARRAY, (uint64_t)(uintptr_t)h); }
+
+/* Bytes per element (all channels) of a valid descriptor. */
+static uint64_t element_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d) {
+    return (uint64_t)element_size(d->Format) * d->NumChannels;
+}
+
+static bool mipmap_bytes(const CUDA_ARRAY3D_DESCRIPTOR *d, unsigned int levels, uint64_t elem,
+                         uint64_t *out);
+
+CUresult array_layout(CUarray h, uint64_t *base, size_t *row_bytes, size_t *rows, size_t *slices,
+                      size_t *elem) {
+    struct array *arr = array_get(h);
+    if (!arr) return CUDA_ERROR_INVALID_HANDLE;
+    const CUDA_ARRAY3D_DESCRIPTOR *d = &arr->desc;
+    *elem = (size_t)element_bytes(d);
+    *row_bytes = d->Width * *elem;
+    *rows = d->Height ? d->Height : 1;
+    *slices = d->Depth ? d->Depth : 1;
+    if (!arr->parent) {
+        *base = arr->mem->addr;
+        return CUDA_SUCCESS;
+    }
+    /* A level lies after the levels before it in its mipmapped array's block. */
+    uint64_t before = 0;
+    mipmap_bytes(&arr->parent->desc, arr->level, *elem, &before); /* fits: the block's did */
+    *base = arr->parent->mem->addr + before;
+    return CUDA_SUCCESS;
+}
 
 static CUresult array_descriptor(CUDA_ARRAY_DESCRIPTOR *out2, CUDA_ARRAY3D_DESCRIPTOR *out3,
                                  CUarray h) {

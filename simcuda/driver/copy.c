@@ -6,8 +6,8 @@
  * or unified for cuMemcpy(Async) and batches) for cuGraphMemcpyNodeGetParams.
  *
  * 2D and 3D copies take each side's memory type from the descriptor: host and unified sides may be
- * any host memory, device sides must lie in device memory; array sides are refused with
- * CUDA_ERROR_NOT_SUPPORTED (array contents are not reachable in the simulator). Every row is
+ * any host memory, device sides must lie in device memory; an array side uses the array's own
+ * rows (arraycopy.c's comment), and must lie inside it. Every row is
  * checked before any byte is copied. Peer copies need both contexts valid and then copy like their
  * device-to-device counterparts (every device shares the simulator's one address space).
  */
@@ -62,7 +62,7 @@ CUresult xfer_run_locked(const struct xfer *x) {
     return r;
 }
 
-static CUresult xfer_sync(const struct xfer *x) {
+CUresult xfer_sync(const struct xfer *x) {
     struct ctx *c;
     CUresult r = ctx_current(&c);
     if (r != CUDA_SUCCESS) return r;
@@ -74,7 +74,7 @@ struct node copy_node_of(const struct xfer *x, const CUDA_MEMCPY3D *d, struct ct
     return (struct node){.kind = N_COPY, .ctx = c, .copy = *x, .desc = *d};
 }
 
-static CUresult xfer_async(const struct xfer *x, const CUDA_MEMCPY3D *d, CUstream s, bool ptsz) {
+CUresult xfer_async(const struct xfer *x, const CUDA_MEMCPY3D *d, CUstream s, bool ptsz) {
     struct sref ref;
     CUresult r = stream_ref(s, ptsz, &ref);
     if (r != CUDA_SUCCESS) return r;
@@ -110,7 +110,27 @@ static CUresult copy_async(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmem
 
 /* ---- 2D and 3D descriptors ---------------------------------------------------------------- */
 
-/* One side of a 2D or 3D copy: its first byte and how it may be addressed. */
+/* An array side of copy x: its first byte and mode, and the array's own pitch and rows per
+ * slice in *pitch and *rows (the descriptor's are ignored for arrays). The copy must lie
+ * inside the array and start on an element. */
+static CUresult array_side(CUarray arr, size_t x, size_t y, size_t z, const struct xfer *shape,
+                           bool write, size_t *pitch, size_t *rows, uint64_t *addr,
+                           enum xmode *mode) {
+    uint64_t base;
+    size_t row_bytes, nrows, slices, elem;
+    CUresult r = array_layout(arr, &base, &row_bytes, &nrows, &slices, &elem);
+    if (r != CUDA_SUCCESS) return r;
+    if (x % elem != 0 || x > row_bytes || shape->width > row_bytes - x || y > nrows ||
+        shape->height > nrows - y || z > slices || shape->depth > slices - z)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pitch = row_bytes;
+    *rows = nrows;
+    *addr = row_at(base + x, row_bytes, nrows, y, z);
+    *mode = write ? X_ARRAY_WRITE : X_ARRAY_READ;
+    return CUDA_SUCCESS;
+}
+
+/* One side of a 2D or 3D copy (not an array): its first byte and how it may be addressed. */
 static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, size_t x, size_t y,
                      size_t z, size_t pitch, size_t rows, bool write, uint64_t *addr,
                      enum xmode *mode) {
@@ -128,7 +148,6 @@ static CUresult side(CUmemorytype type, const void *host, CUdeviceptr dev, size_
         base = dev;
         *mode = write ? X_ANY_WRITE : X_ANY_READ;
         break;
-    case CU_MEMORYTYPE_ARRAY: return CUDA_ERROR_NOT_SUPPORTED;
     default: return CUDA_ERROR_INVALID_VALUE;
     }
     *addr = row_at(base + x, pitch, rows, y, z);
@@ -141,11 +160,18 @@ CUresult copy_from_3d(const CUDA_MEMCPY3D *p, struct xfer *x) {
     *x = (struct xfer){.dpitch = p->dstPitch, .spitch = p->srcPitch, .drows = p->dstHeight,
                        .srows = p->srcHeight, .width = p->WidthInBytes, .height = p->Height,
                        .depth = p->Depth};
-    CUresult r = side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
-                      p->srcZ, p->srcPitch, p->srcHeight, false, &x->src, &x->smode);
+    CUresult r =
+        p->srcMemoryType == CU_MEMORYTYPE_ARRAY
+            ? array_side(p->srcArray, p->srcXInBytes, p->srcY, p->srcZ, x, false, &x->spitch,
+                         &x->srows, &x->src, &x->smode)
+            : side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcXInBytes, p->srcY,
+                   p->srcZ, p->srcPitch, p->srcHeight, false, &x->src, &x->smode);
     if (r == CUDA_SUCCESS)
-        r = side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY, p->dstZ,
-                 p->dstPitch, p->dstHeight, true, &x->dst, &x->dmode);
+        r = p->dstMemoryType == CU_MEMORYTYPE_ARRAY
+                ? array_side(p->dstArray, p->dstXInBytes, p->dstY, p->dstZ, x, true, &x->dpitch,
+                             &x->drows, &x->dst, &x->dmode)
+                : side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstXInBytes, p->dstY,
+                       p->dstZ, p->dstPitch, p->dstHeight, true, &x->dst, &x->dmode);
     if (r != CUDA_SUCCESS) return r;
     /* Rows must not overlap their neighbours; slices must hold Height rows. */
     if (x->height > 1 && (x->dpitch < x->width || x->spitch < x->width))

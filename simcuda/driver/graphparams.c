@@ -27,7 +27,7 @@
  * Errors follow the reference: a missing node, graph, output or parameter structure, a node of
  * another type, a dependency that is not the graph's, or parameters a launch would refuse is
  * CUDA_ERROR_INVALID_VALUE; a context that is not usable is the context's error; an array side
- * of a copy is CUDA_ERROR_NOT_SUPPORTED, as everywhere in the simulator.
+ * of a copy is checked as copy.c checks it (CUDA_ERROR_INVALID_HANDLE for no live array).
  */
 #include <string.h>
 

@@ -220,7 +220,9 @@ HIDDEN CUresult mem_free_locked(CUdeviceptr dptr);
 HIDDEN CUresult mem_free_ptr(CUdeviceptr dptr);
 HIDDEN CUresult mem_alloc_locked(CUdeviceptr *dptr, size_t size, enum akind kind);
 
-enum xmode { X_DEV_READ, X_DEV_WRITE, X_ANY_READ, X_ANY_WRITE };
+/* How a copy's side may be addressed: device memory a client allocated, any host or device
+ * memory (host and unified sides), or an array's memory (reached only through its handle). */
+enum xmode { X_DEV_READ, X_DEV_WRITE, X_ANY_READ, X_ANY_WRITE, X_ARRAY_READ, X_ARRAY_WRITE };
 /* Resolves [addr, addr + n) piece by piece: host pointer of addr and the bytes contiguous there. */
 HIDDEN CUresult xlate(uint64_t addr, size_t n, enum xmode mode, char **host, size_t *contig);
 HIDDEN CUresult mem_copy_locked(uint64_t dst, enum xmode dmode, uint64_t src, enum xmode smode,
@@ -285,6 +287,10 @@ struct xfer {
 
 /* Runs a copy under the lock: every row is checked before any byte moves. */
 HIDDEN CUresult xfer_run_locked(const struct xfer *x);
+/* A synchronous copy, and an asynchronous one on stream s (appended to the graph of a
+ * capturing stream as a node of descriptor d). */
+HIDDEN CUresult xfer_sync(const struct xfer *x);
+HIDDEN CUresult xfer_async(const struct xfer *x, const CUDA_MEMCPY3D *d, CUstream s, bool ptsz);
 
 /* ---- streams, capture (stream.c), events (event.c), graphs as built (graphstore.c), ------ */
 /* ---- executable graphs and host functions (graph.c) --------------------------------------- */
@@ -576,6 +582,11 @@ HIDDEN void module_ctx_teardown(struct ctx *c);
 HIDDEN void ipc_ctx_teardown(struct ctx *c);
 /* Marks the array or mipmapped array (with its levels) owning an AK_ARRAY block dead. */
 HIDDEN void array_dead(void *owner);
+/* The memory of live array h (a level of a mipmapped array included) as slices of rows: its
+ * first byte, bytes per row (Width elements), rows per slice (Height, at least 1), slices
+ * (Depth, at least 1) and bytes per element; CUDA_ERROR_INVALID_HANDLE for anything else. */
+HIDDEN CUresult array_layout(CUarray h, uint64_t *base, size_t *row_bytes, size_t *rows,
+                             size_t *slices, size_t *elem);
 HIDDEN CUresult vmm_xlate(uint64_t addr, size_t n, bool write, char **host, size_t *contig);
 HIDDEN CUresult ipc_xlate(uint64_t addr, size_t n, char **host, size_t *contig);
 /* An imported pool pointer (cuMemPoolImportPointer): an alias of `target` like an IPC mapping,

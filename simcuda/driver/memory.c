@@ -106,12 +106,15 @@ CUresult xlate(uint64_t addr, size_t n, enum xmode mode, char **host, size_t *co
     if (device_of_address(addr) >= 0) {
         /* A range of heap memory must lie within one allocation. */
         struct alloc *a = heap_find(addr);
-        if (!a || !client_addressable(a) || n > a->size || addr - a->addr > a->size - n)
+        bool array = mode == X_ARRAY_READ || mode == X_ARRAY_WRITE;
+        if (!a || (array ? a->kind != AK_ARRAY : !client_addressable(a)) || n > a->size ||
+            addr - a->addr > a->size - n)
             return CUDA_ERROR_INVALID_VALUE;
         *host = heap_host(a) + (addr - a->addr);
         *contig = n;
         return CUDA_SUCCESS;
     }
+    if (mode == X_ARRAY_READ || mode == X_ARRAY_WRITE) return CUDA_ERROR_INVALID_VALUE;
     bool write = mode == X_DEV_WRITE || mode == X_ANY_WRITE;
     if (addr >= VMM_BASE && addr - VMM_BASE < VMM_SPAN) return vmm_xlate(addr, n, write, host, contig);
     if (addr >= IPC_BASE && addr - IPC_BASE < IPC_SPAN) return ipc_xlate(addr, n, host, contig);

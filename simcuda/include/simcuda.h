@@ -611,6 +611,37 @@ SIMCUDA_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
+
+/* Copies to and from 1D arrays (arraycopy.c). */
+SIMCUDA_API CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                                     size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyHtoA_v2_ptds(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                                          size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAtoH_v2(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                     size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAtoH_v2_ptds(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                          size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAtoA_v2(CUarray dstArray, size_t dstOffset, CUarray srcArray,
+                                     size_t srcOffset, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAtoA_v2_ptds(CUarray dstArray, size_t dstOffset, CUarray srcArray,
+                                          size_t srcOffset, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoA_v2(CUarray dstArray, size_t dstOffset, CUdeviceptr srcDevice,
+                                     size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyDtoA_v2_ptds(CUarray dstArray, size_t dstOffset,
+                                          CUdeviceptr srcDevice, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAtoD_v2(CUdeviceptr dstDevice, CUarray srcArray, size_t srcOffset,
+                                     size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyAtoD_v2_ptds(CUdeviceptr dstDevice, CUarray srcArray,
+                                          size_t srcOffset, size_t ByteCount);
+SIMCUDA_API CUresult cuMemcpyHtoAAsync_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,
+                                          size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyHtoAAsync_v2_ptsz(CUarray dstArray, size_t dstOffset,
+                                               const void *srcHost, size_t ByteCount,
+                                               CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyAtoHAsync_v2(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                          size_t ByteCount, CUstream hStream);
+SIMCUDA_API CUresult cuMemcpyAtoHAsync_v2_ptsz(void *dstHost, CUarray srcArray, size_t srcOffset,
+                                               size_t ByteCount, CUstream hStream);
 SIMCUDA_API CUresult cuMemcpyPeer(CUdeviceptr dstDevice, CUcontext dstContext,
                                   CUdeviceptr srcDevice, CUcontext srcContext, size_t ByteCount);
 SIMCUDA_API CUresult cuMemcpyPeer_ptds(CUdeviceptr dstDevice, CUcontext dstContext,

@@ -125,7 +125,8 @@ int main(void) {
     CHECK(cuCtxSynchronize());
     CHECK(cuMemcpy3DAsync_v2_ptsz(&c3, NULL));
     CHECK(cuCtxSynchronize());
-    /* An array side is not reachable in the simulator. */
+    /* A copy from an array (recorded with the array side 0), then one from the array
+     * destroyed, which the driver refuses. */
     CUarray arr;
     CUDA_ARRAY_DESCRIPTOR ad = {.Width = 64, .Height = 4, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
                                 .NumChannels = 1};
@@ -135,6 +136,7 @@ int main(void) {
                                 .dstPitch = ROW, .WidthInBytes = ROW, .Height = 4};
     put_result("copy_from_array", cuMemcpy2D_v2(&from_array));
     CHECK(cuArrayDestroy(arr));
+    put_result("copy_from_destroyed_array", cuMemcpy2D_v2(&from_array));
 
     /* A graph: fill_u32(e, 9, N) and a host function, captured on `cap`, launched on s and on
      * the per-thread stream: the kernel and the host function run at each launch. */

@@ -2,6 +2,7 @@
 //! shim's tests rely on is pinned here first. Each test runs a `tests/clients/sim_*.c`
 //! program, which prints one `key value` fact per line, and judges the facts.
 
+mod arrays;
 mod context;
 mod copy;
 mod graph_edges;

@@ -74,6 +74,13 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemsetD2D8Async_ptsz
             | Api::cuMemsetD2D16Async_ptsz
             | Api::cuMemsetD2D32Async_ptsz
+            | Api::cuMemcpyHtoA_v2_ptds
+            | Api::cuMemcpyAtoH_v2_ptds
+            | Api::cuMemcpyAtoA_v2_ptds
+            | Api::cuMemcpyDtoA_v2_ptds
+            | Api::cuMemcpyAtoD_v2_ptds
+            | Api::cuMemcpyHtoAAsync_v2_ptsz
+            | Api::cuMemcpyAtoHAsync_v2_ptsz
             // Its upload stream (no record carries it).
             | Api::cuGraphInstantiateWithParams_ptsz
             // Runtime calls (only ever a record's `via`).
@@ -108,13 +115,28 @@ pub enum HostSide {
 pub fn copy_kind(api: Api) -> (HostSide, bool) {
     use HostSide::*;
     match api {
-        Api::cuMemcpyHtoD_v2 | Api::cuMemcpyHtoD_v2_ptds | Api::cuMemcpyDtoH_v2 | Api::cuMemcpyDtoH_v2_ptds => {
-            (Blocking, false)
-        }
+        // An array is device memory: a copy between it and host memory is one between host
+        // and device memory, and one between it and device memory (or another array) one
+        // between device memories.
+        Api::cuMemcpyHtoD_v2
+        | Api::cuMemcpyHtoD_v2_ptds
+        | Api::cuMemcpyDtoH_v2
+        | Api::cuMemcpyDtoH_v2_ptds
+        | Api::cuMemcpyHtoA_v2
+        | Api::cuMemcpyHtoA_v2_ptds
+        | Api::cuMemcpyAtoH_v2
+        | Api::cuMemcpyAtoH_v2_ptds => (Blocking, false),
         // A synchronous peer copy is "asynchronous with respect to the host" (its documentation).
-        Api::cuMemcpyDtoD_v2 | Api::cuMemcpyDtoD_v2_ptds | Api::cuMemcpyPeer | Api::cuMemcpyPeer_ptds => {
-            (Enqueue, false)
-        }
+        Api::cuMemcpyDtoD_v2
+        | Api::cuMemcpyDtoD_v2_ptds
+        | Api::cuMemcpyPeer
+        | Api::cuMemcpyPeer_ptds
+        | Api::cuMemcpyAtoA_v2
+        | Api::cuMemcpyAtoA_v2_ptds
+        | Api::cuMemcpyDtoA_v2
+        | Api::cuMemcpyDtoA_v2_ptds
+        | Api::cuMemcpyAtoD_v2
+        | Api::cuMemcpyAtoD_v2_ptds => (Enqueue, false),
         Api::cuMemsetD8_v2
         | Api::cuMemsetD8_v2_ptds
         | Api::cuMemsetD16_v2
@@ -184,12 +206,15 @@ pub fn context_wide(api: Api) -> bool {
 /// An asynchronous copy that returns only once it is complete when its destination is
 /// pageable host memory (CUDA's "API synchronization behavior": a transfer from device memory
 /// to pageable host memory, or between any two host memories, is synchronous with respect to
-/// the host): device-to-host copies, and unified copies whose destination may be host memory.
+/// the host): device-to-host and array-to-host copies, and unified copies whose destination
+/// may be host memory.
 pub fn waits_for_pageable_destination(api: Api) -> bool {
     matches!(
         api,
         Api::cuMemcpyDtoHAsync_v2
             | Api::cuMemcpyDtoHAsync_v2_ptsz
+            | Api::cuMemcpyAtoHAsync_v2
+            | Api::cuMemcpyAtoHAsync_v2_ptsz
             | Api::cuMemcpyAsync
             | Api::cuMemcpyAsync_ptsz
             | Api::cuMemcpy2DAsync_v2

@@ -12,16 +12,19 @@
 //! stream callback; `cuLaunchKernelEx` a `Launch` with the stream of its `CUlaunchConfig`;
 //! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what its nodes touch
 //! is listed at instantiation: `graph_accesses`); 2D and 3D copies a `Copy` whose addresses and length come from
-//! their descriptor ([`regions`]). Stream memory operations have their own kind, `MemOp`
+//! their descriptor ([`regions`]); copies to and from arrays a `Copy` whose array side is 0
+//! ([`arrays`]). Stream memory operations have their own kind, `MemOp`
 //! ([`memops`]), and external semaphores theirs, `ExtSemaphore` and `ExtSemaphoreOp`
 //! ([`semaphores`]).
 
+mod arrays;
 mod copies;
 mod launches;
 pub mod memops;
 pub(crate) mod regions;
 pub mod semaphores;
 
+pub use arrays::*;
 pub use copies::*;
 pub use launches::*;
 

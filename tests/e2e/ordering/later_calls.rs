@@ -45,8 +45,10 @@ fn the_simulator_runs_host_functions_graphs_and_2d_3d_copies_like_the_driver() {
         // CUDA_ERROR_INVALID_VALUE: sync modes are 0 and 1.
         ("host_v2_bad_mode", "1"),
         ("roundtrip_2d", "1"),
-        // CUDA_ERROR_NOT_SUPPORTED: array contents are not reachable in the simulator.
-        ("copy_from_array", "801"),
+        // An array's rows are reached through its handle; CUDA_ERROR_INVALID_HANDLE once
+        // it is destroyed.
+        ("copy_from_array", "0"),
+        ("copy_from_destroyed_array", "400"),
         // Captured, a host function does not run; each graph launch runs it (and the kernel).
         ("captured_host_calls", "2"),
         ("graph_value", "9"),
@@ -147,13 +149,24 @@ fn each_later_entry_point_is_recorded_with_its_stream_and_pointers() {
             c["bytes"].as_u64().unwrap(),
         )
     };
+    let copies = |api: &str| -> Vec<(u64, u64, u64, u64)> {
+        of_api(&records, api)
+            .into_iter()
+            .filter(|c| c["result"] == 0)
+            .map(fields)
+            .collect()
+    };
     let copy = |api: &str| {
-        let ok: Vec<&Value> = of_api(&records, api).into_iter().filter(|c| c["result"] == 0).collect();
+        let ok = copies(api);
         assert_eq!(ok.len(), 1, "{api}: {ok:#?}");
-        fields(ok[0])
+        ok[0]
     };
     let rows_2d = 3 * 256 + 64;
-    assert_eq!(copy("cuMemcpy2D_v2"), (0, d + 256, host, rows_2d));
+    // The second is the copy of an array's 4 rows of 64 bytes: the array side is 0.
+    assert_eq!(
+        copies("cuMemcpy2D_v2"),
+        [(0, d + 256, host, rows_2d), (0, e, 0, 3 * 64 + 64)]
+    );
     assert_eq!(copy("cuMemcpy2D_v2_ptds"), (0, d + 256, host, rows_2d));
     assert_eq!(copy("cuMemcpy2DUnaligned_v2"), (0, host + 2048, d + 256, rows_2d));
     assert_eq!(copy("cuMemcpy2DUnaligned_v2_ptds"), (0, host + 2048, d + 256, rows_2d));
@@ -165,7 +178,7 @@ fn each_later_entry_point_is_recorded_with_its_stream_and_pointers() {
     assert_eq!(copy("cuMemcpy3D_v2_ptds"), (0, e, d + 5 * 256, rows_3d));
     assert_eq!(copy("cuMemcpy3DAsync_v2"), (s, e, d + 5 * 256, rows_3d));
     assert_eq!(copy("cuMemcpy3DAsync_v2_ptsz"), (0, e, d + 5 * 256, rows_3d));
-    // The refused copy from an array: recorded with its result, and no addresses.
+    // The refused copy from a destroyed array: recorded with its result, and no addresses.
     let refused: Vec<&Value> = of_api(&records, "cuMemcpy2D_v2")
         .into_iter()
         .filter(|c| c["result"] != 0)
@@ -173,7 +186,7 @@ fn each_later_entry_point_is_recorded_with_its_stream_and_pointers() {
     assert_eq!(refused.len(), 1);
     assert_eq!(
         (refused[0]["result"].as_u64(), fields(refused[0])),
-        (Some(801), (0, 0, 0, 0))
+        (Some(400), (0, 0, 0, 0))
     );
 
     // Everything was waited for, freed and destroyed: nothing to report.

@@ -58,7 +58,8 @@ fn nodes_built_by_hand_and_through_the_generic_structure_read_back_and_change() 
         ("add_kernel_foreign_dependency", "1"),
         ("add_kernel_no_params_struct", "1"),
         ("add_memcpy_overlapping_rows", "1"),
-        ("add_memcpy_array", "801"),
+        // An array side naming no array: CUDA_ERROR_INVALID_HANDLE.
+        ("add_memcpy_array", "400"),
         // The union of CUgraphNodeParams starts at byte 16 of 256.
         ("params_offsets", "16 16 16 256"),
         ("add_node_kernel", "0"),

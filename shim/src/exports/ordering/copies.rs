@@ -13,7 +13,14 @@ use crate::{guard, tracer};
 /// A copy or memset (`src` 0 for a memset); synchronous APIs record stream 0, which the
 /// analyzer reads as the legacy default stream, or the per-thread one for `_ptds` variants.
 #[inline(always)]
-fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl FnOnce() -> CUresult) -> CUresult {
+pub(super) fn copy(
+    api: Api,
+    stream: CUstream,
+    dst: u64,
+    src: u64,
+    bytes: u64,
+    call: impl FnOnce() -> CUresult,
+) -> CUresult {
     sampled((api, stream), call, |r, stack| Copy {
         api,
         result: r,
@@ -25,7 +32,7 @@ fn copy(api: Api, stream: CUstream, dst: u64, src: u64, bytes: u64, call: impl F
     })
 }
 
-const NO_STREAM: CUstream = std::ptr::null_mut();
+pub(super) const NO_STREAM: CUstream = std::ptr::null_mut();
 
 /// `cuMemcpy[_ptds]`, `cuMemcpyDtoD_v2[_ptds]`.
 pub unsafe fn copy_sync(
