@@ -12,6 +12,7 @@ use serde_json::Value;
 
 use crate::trace::{assert_ok, checks, dump, of_type};
 
+mod arrays;
 mod graph_frees;
 mod graph_launches;
 mod graph_listing;

@@ -1,0 +1,222 @@
+// link: driver
+// Copies to and from CUDA arrays in the stream order. The first argument names the case.
+//
+// A kernel on stream a writes buffer d, then a copy on stream b reads it; between them, a
+// synchronous array copy on the legacy default stream that touches neither (a and b are
+// blocking streams, so the legacy stream's work comes after a's and before b's):
+//   order-htoa, order-atoh, order-atoa, order-dtoa, order-atod, order-async (an asynchronous
+//   copy on the NULL stream, which is the legacy one): nothing to report;
+//   order-none (no array copy), order-ptds (cuMemcpyAtoA_v2_ptds, on the per-thread default
+//   stream, which orders nothing between a and b), order-async-ptsz (the same through
+//   cuMemcpyHtoAAsync_v2_ptsz): one race.
+// A copy between d and an array on the legacy stream, and a kernel on another stream:
+//   dtoa: a (blocking) writes d, cuMemcpyDtoA_v2 reads it: nothing;
+//   dtoa-race: the same with a non-blocking: one race;
+//   atod: cuMemcpyAtoD_v2 writes d, then a kernel on b (blocking): nothing;
+//   atod-race: the same with b non-blocking: one race.
+// What the host waits for at exit (a asynchronous copy into the array on stream a, then):
+//   exit-atoh: a blocking, then cuMemcpyAtoH_v2, which waits for the legacy stream: nothing;
+//   exit-nonblocking: the same with a non-blocking: unsynchronized-at-exit;
+//   exit-pageable: cuMemcpyAtoHAsync_v2 on a into pageable memory (it returns when done):
+//   nothing;
+//   exit-pinned: the same into page-locked memory (registered, left so): unsynchronized-at-exit.
+// freed: cuMemcpyDtoA_v2 from d after d was freed (refused): use-after-free.
+// records: every entry point once, then a copy into a destroyed array; prints the addresses.
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "simcuda.h"
+
+#define CHECK(x)                                                                       \
+    do {                                                                               \
+        CUresult rc_ = (x);                                                            \
+        if (rc_ != CUDA_SUCCESS) {                                                     \
+            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
+            exit(3);                                                                   \
+        }                                                                              \
+    } while (0)
+
+#define N 1024
+#define BYTES (N * sizeof(unsigned))
+
+static CUfunction fill;
+static unsigned host_scratch[N], host_out[N], pinned[N];
+
+static void setup(void) {
+    CUdevice dev;
+    CUcontext ctx;
+    CUmodule mod;
+    CHECK(cuInit(0));
+    CHECK(cuDeviceGet(&dev, 0));
+    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
+    CHECK(cuCtxSetCurrent(ctx));
+    CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
+    CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
+}
+
+__attribute__((noinline)) static CUdeviceptr make_buffer(void) {
+    CUdeviceptr d;
+    CHECK(cuMemAlloc_v2(&d, BYTES));
+    return d;
+}
+
+/* A 1D array of N u32. */
+__attribute__((noinline)) static CUarray make_array(void) {
+    CUarray a;
+    CUDA_ARRAY_DESCRIPTOR desc = {.Width = N, .Format = CU_AD_FORMAT_UNSIGNED_INT32, .NumChannels = 1};
+    CHECK(cuArrayCreate_v2(&a, &desc));
+    return a;
+}
+
+static CUstream make_stream(int blocking) {
+    CUstream s;
+    CHECK(cuStreamCreate(&s, blocking ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING));
+    return s;
+}
+
+/* fill_u32(d, value, N) on stream s: a kernel that writes d. */
+static void produce(CUdeviceptr d, unsigned value, CUstream s) {
+    unsigned n = N;
+    void *params[] = {&d, &value, &n};
+    CHECK(cuLaunchKernel(fill, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+}
+
+/* The array copy an "order-" case puts between a's kernel and b's read; e and arr are
+ * scratch (a device buffer and an array nobody else touches). */
+static void between(const char *how, CUarray arr, CUarray arr2, CUdeviceptr e) {
+    if (!strcmp(how, "order-htoa"))
+        CHECK(cuMemcpyHtoA_v2(arr, 0, host_scratch, BYTES));
+    else if (!strcmp(how, "order-atoh"))
+        CHECK(cuMemcpyAtoH_v2(host_scratch, arr, 0, BYTES));
+    else if (!strcmp(how, "order-atoa"))
+        CHECK(cuMemcpyAtoA_v2(arr2, 0, arr, 0, BYTES));
+    else if (!strcmp(how, "order-dtoa"))
+        CHECK(cuMemcpyDtoA_v2(arr, 0, e, BYTES));
+    else if (!strcmp(how, "order-atod"))
+        CHECK(cuMemcpyAtoD_v2(e, arr, 0, BYTES));
+    else if (!strcmp(how, "order-async"))
+        CHECK(cuMemcpyHtoAAsync_v2(arr, 0, host_scratch, BYTES, NULL));
+    else if (!strcmp(how, "order-ptds"))
+        CHECK(cuMemcpyAtoA_v2_ptds(arr2, 0, arr, 0, BYTES));
+    else if (!strcmp(how, "order-async-ptsz"))
+        CHECK(cuMemcpyHtoAAsync_v2_ptsz(arr, 0, host_scratch, BYTES, NULL));
+    else if (strcmp(how, "order-none"))
+        exit(2);
+}
+
+static int order(const char *how) {
+    CUstream a = make_stream(1), b = make_stream(1);
+    CUdeviceptr d = make_buffer(), e = make_buffer();
+    CUarray arr = make_array(), arr2 = make_array();
+    unsigned *out;
+    CHECK(cuMemAllocHost_v2((void **)&out, BYTES));
+    produce(d, 7, a);
+    between(how, arr, arr2, e);
+    CHECK(cuMemcpyDtoHAsync_v2(out, d, BYTES, b));
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    int ok = out[N - 1] == 7;
+    CHECK(cuMemFreeHost(out));
+    CHECK(cuArrayDestroy(arr));
+    CHECK(cuArrayDestroy(arr2));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuMemFree_v2(e));
+    CHECK(cuStreamDestroy_v2(a));
+    CHECK(cuStreamDestroy_v2(b));
+    return ok ? 0 : 4;
+}
+
+/* dtoa[-race], atod[-race]: a copy between d and an array on the legacy stream, and a
+ * kernel on a stream of its own, blocking or not. */
+static int legacy(const char *how) {
+    int racy = strstr(how, "-race") != NULL;
+    CUstream s = make_stream(!racy);
+    CUdeviceptr d = make_buffer();
+    CUarray arr = make_array();
+    if (!strncmp(how, "dtoa", 4)) {
+        produce(d, 7, s);
+        CHECK(cuMemcpyDtoA_v2(arr, 0, d, BYTES));
+    } else {
+        CHECK(cuMemcpyHtoA_v2(arr, 0, host_scratch, BYTES));
+        CHECK(cuMemcpyAtoD_v2(d, arr, 0, BYTES));
+        produce(d, 7, s);
+    }
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuArrayDestroy(arr));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuStreamDestroy_v2(s));
+    return 0;
+}
+
+/* exit-*: an asynchronous copy into the array on a, then what the case names, and no other
+ * wait before exit (the array is destroyed: destroying waits for nothing). */
+static int at_exit(const char *how) {
+    int blocking = !strcmp(how, "exit-atoh");
+    CUstream a = make_stream(blocking);
+    CUarray arr = make_array();
+    CHECK(cuMemcpyHtoAAsync_v2(arr, 0, host_scratch, BYTES, a));
+    if (!strcmp(how, "exit-atoh") || !strcmp(how, "exit-nonblocking")) {
+        CHECK(cuMemcpyAtoH_v2(host_out, arr, 0, BYTES));
+    } else if (!strcmp(how, "exit-pageable")) {
+        CHECK(cuMemcpyAtoHAsync_v2(host_out, arr, 0, BYTES, a));
+    } else {
+        CHECK(cuMemHostRegister_v2(pinned, sizeof pinned, 0));
+        CHECK(cuMemcpyAtoHAsync_v2(pinned, arr, 0, BYTES, a));
+    }
+    CHECK(cuArrayDestroy(arr));
+    CHECK(cuStreamDestroy_v2(a));
+    return 0;
+}
+
+static int freed(void) {
+    CUdeviceptr d = make_buffer();
+    CUarray arr = make_array();
+    CHECK(cuMemFree_v2(d));
+    CUresult r = cuMemcpyDtoA_v2(arr, 0, d, BYTES);
+    CHECK(cuArrayDestroy(arr));
+    return r == CUDA_SUCCESS ? 4 : 0;
+}
+
+/* Every entry point once (the asynchronous ones on s, then on the per-thread stream), then a
+ * copy into a destroyed array, whose result is printed. */
+static int records(void) {
+    CUstream s = make_stream(0);
+    CUdeviceptr d = make_buffer();
+    CUarray arr = make_array(), arr2 = make_array();
+    printf("d 0x%llx\ns 0x%llx\nhost 0x%llx\nout 0x%llx\n", (unsigned long long)d,
+           (unsigned long long)(uintptr_t)s, (unsigned long long)(uintptr_t)host_scratch,
+           (unsigned long long)(uintptr_t)host_out);
+    CHECK(cuMemcpyHtoA_v2(arr, 0, host_scratch, BYTES));
+    CHECK(cuMemcpyHtoA_v2_ptds(arr, 0, host_scratch, BYTES));
+    CHECK(cuMemcpyAtoH_v2(host_out, arr, 0, BYTES));
+    CHECK(cuMemcpyAtoH_v2_ptds(host_out, arr, 0, BYTES));
+    CHECK(cuMemcpyAtoA_v2(arr2, 0, arr, 0, BYTES));
+    CHECK(cuMemcpyAtoA_v2_ptds(arr2, 0, arr, 0, BYTES));
+    CHECK(cuMemcpyDtoA_v2(arr, 0, d, BYTES));
+    CHECK(cuMemcpyDtoA_v2_ptds(arr, 0, d, BYTES));
+    CHECK(cuMemcpyAtoD_v2(d, arr, 0, BYTES));
+    CHECK(cuMemcpyAtoD_v2_ptds(d, arr, 0, BYTES));
+    CHECK(cuMemcpyHtoAAsync_v2(arr, 0, host_scratch, BYTES, s));
+    CHECK(cuMemcpyHtoAAsync_v2_ptsz(arr, 0, host_scratch, BYTES, NULL));
+    CHECK(cuMemcpyAtoHAsync_v2(host_out, arr, 0, BYTES, s));
+    CHECK(cuMemcpyAtoHAsync_v2_ptsz(host_out, arr, 0, BYTES, NULL));
+    CHECK(cuStreamSynchronize(s));
+    CHECK(cuArrayDestroy(arr2));
+    printf("destroyed %d\n", (int)cuMemcpyHtoA_v2(arr2, 0, host_scratch, BYTES));
+    CHECK(cuArrayDestroy(arr));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuStreamDestroy_v2(s));
+    return 0;
+}
+
+int main(int argc, char **argv) {
+    setup();
+    const char *how = argc > 1 ? argv[1] : "";
+    if (!strncmp(how, "order-", 6)) return order(how);
+    if (!strncmp(how, "dtoa", 4) || !strncmp(how, "atod", 4)) return legacy(how);
+    if (!strncmp(how, "exit-", 5)) return at_exit(how);
+    if (!strcmp(how, "freed")) return freed();
+    if (!strcmp(how, "records")) return records();
+    return 2;
+}
