@@ -13,8 +13,20 @@
 // and the same three things done right (freed; an event recorded on a and waited for by b),
 // which must produce no finding. Prints "leaked_bytes BYTES" and exits 0, or names the first
 // runtime call that failed and exits 3.
+//
+// With argv[1] = "arrays" (row nvcc-arrays) it copies to and from a CUDA array instead,
+// correctly: a kernel on the blocking stream c writes a buffer, a synchronous copy from host
+// memory into the array (cudaMemcpy2DToArray, on the legacy default stream, which waits for c)
+// and one from the array into a second buffer (cudaMemcpy2DFromArray) come next, then a copy
+// on the blocking stream d reads the first buffer and one on c the second: the legacy stream
+// orders all of it, so no finding is expected, and no leak. With "arrays-race" (row
+// nvcc-arrays-race) the streams are non-blocking and the array is filled from the buffer the
+// kernel writes (device to array): one cross-stream-race expected. (The CUDA 13.0 static
+// runtime asks the driver for none of the 1D array copies, cuMemcpyDtoA and the rest: its
+// array copies reach cuMemcpy2D and cuMemcpy3D with an array side.)
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #define CHECK(call)                                                                        \
     do {                                                                                   \
@@ -100,7 +112,56 @@ __attribute__((noinline)) static void ordered_free(cudaStream_t a, cudaStream_t 
     CHECK(cudaEventDestroy(done));
 }
 
+// The "arrays" and "arrays-race" modes (see the top).
+__attribute__((noinline)) static int array_copies(bool racy) {
+    const size_t bytes = WORDS * sizeof(unsigned);
+    cudaStream_t c, d;
+    unsigned *buf, *back, *host;
+    cudaArray_t arr;
+    cudaChannelFormatDesc desc = cudaCreateChannelDesc<unsigned>();
+    CHECK(cudaStreamCreateWithFlags(&c, racy ? cudaStreamNonBlocking : cudaStreamDefault));
+    CHECK(cudaStreamCreateWithFlags(&d, racy ? cudaStreamNonBlocking : cudaStreamDefault));
+    CHECK(cudaMalloc(&buf, bytes));
+    CHECK(cudaMalloc(&back, bytes));
+    CHECK(cudaMallocHost(&host, bytes));
+    CHECK(cudaMallocArray(&arr, &desc, WORDS, 0));
+    for (int i = 0; i < WORDS; i++) host[i] = 9;
+    fill<<<WORDS / 256, 256, 0, c>>>(buf, 5, WORDS);
+    CHECK(cudaGetLastError());
+    if (racy) {
+        // Wrong: the copy on the legacy stream reads buf, which the kernel on the
+        // non-blocking stream c may still be writing.
+        CHECK(cudaMemcpy2DToArray(arr, 0, 0, buf, bytes, bytes, 1, cudaMemcpyDeviceToDevice));
+        CHECK(cudaDeviceSynchronize());
+    } else {
+        CHECK(cudaMemcpy2DToArray(arr, 0, 0, host, bytes, bytes, 1, cudaMemcpyHostToDevice));
+        CHECK(cudaMemcpy2DFromArray(back, bytes, arr, 0, 0, bytes, 1, cudaMemcpyDeviceToDevice));
+        CHECK(cudaMemcpyAsync(host, buf, bytes, cudaMemcpyDeviceToHost, d));
+        CHECK(cudaStreamSynchronize(d));
+        if (host[WORDS - 1] != 5u + WORDS - 1) {
+            fprintf(stderr, "arrays: read %u, expected %u\n", host[WORDS - 1], 5u + WORDS - 1);
+            return 4;
+        }
+        CHECK(cudaMemcpyAsync(host, back, bytes, cudaMemcpyDeviceToHost, c));
+        CHECK(cudaStreamSynchronize(c));
+        if (host[0] != 9) {
+            fprintf(stderr, "arrays: the array's copy read %u, expected 9\n", host[0]);
+            return 4;
+        }
+    }
+    CHECK(cudaFreeArray(arr));
+    CHECK(cudaFreeHost(host));
+    CHECK(cudaFree(buf));
+    CHECK(cudaFree(back));
+    CHECK(cudaStreamDestroy(c));
+    CHECK(cudaStreamDestroy(d));
+    printf("leaked_bytes 0\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "arrays")) return array_copies(false);
+    if (argc > 1 && !strcmp(argv[1], "arrays-race")) return array_copies(true);
     int n = argc > 1 ? atoi(argv[1]) : 6;
     cudaStream_t a, b;
     unsigned *host;
