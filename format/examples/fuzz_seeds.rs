@@ -1,6 +1,6 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes and external semaphores included), and the same
+//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes, external semaphores and prefetches included), and the same
 //! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 24 {
+    match i % 25 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -188,6 +188,16 @@ fn body_at(i: u64) -> Body<'static> {
             semaphore: 0x5e5e_0000_0000 + i % 3,
             handle_type: [1, 9, 7][(i % 3) as usize],
             flags: 0,
+            stack: StackId(1),
+        }
+        .into(),
+        23 => RangeOp {
+            api: Api::cuMemPrefetchAsync_v2,
+            result: CuResult(0),
+            stream: 0x5100 + i % 2,
+            ptr,
+            bytes: 0x1000,
+            location: MemLocation::encode(1, 0),
             stack: StackId(1),
         }
         .into(),

@@ -362,6 +362,19 @@ apis! {
     358 cuMemcpyHtoAAsync_v2_ptsz,
     359 cuMemcpyAtoHAsync_v2,
     360 cuMemcpyAtoHAsync_v2_ptsz,
+    // Managed memory prefetched and discarded on a stream (RangeOp records, one per range):
+    // a prefetch to a device ordinal or the CPU (8.0), to a location (12.2), batches of
+    // prefetches (13.0), batches of discards and of discards then prefetches (13.0).
+    361 cuMemPrefetchAsync,
+    362 cuMemPrefetchAsync_ptsz,
+    363 cuMemPrefetchAsync_v2,
+    364 cuMemPrefetchAsync_v2_ptsz,
+    365 cuMemPrefetchBatchAsync,
+    366 cuMemPrefetchBatchAsync_ptsz,
+    367 cuMemDiscardBatchAsync,
+    368 cuMemDiscardBatchAsync_ptsz,
+    369 cuMemDiscardAndPrefetchBatchAsync,
+    370 cuMemDiscardAndPrefetchBatchAsync_ptsz,
 }
 
 impl Api {

@@ -43,8 +43,8 @@ pub use record::{
     Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, ExtSemaphore,
     ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
     GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage,
-    ProcessInfo, PyCode, PyFrames, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate, StreamDestroy,
-    StreamWait, Sync, Unmap,
+    ProcessInfo, PyCode, PyFrames, RangeOp, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate,
+    StreamDestroy, StreamWait, Sync, Unmap,
 };
 
 /// Format version this crate writes.

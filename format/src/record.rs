@@ -847,6 +847,31 @@ records! {
         /// The parameters' flags.
         flags: u32,
     }
+    /// One range of a prefetch or discard of managed memory on a stream
+    /// (`cuMemPrefetchAsync[_v2]`, `cuMemPrefetchBatchAsync`, `cuMemDiscardBatchAsync`,
+    /// `cuMemDiscardAndPrefetchBatchAsync`, each with `_ptsz`): one record per range, in array
+    /// order, read after a successful call; a refused batch is one record of no range (a
+    /// refused single prefetch keeps its range).
+    66 RangeOp {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream (`CUstream`; 0 the legacy default stream, or the calling thread's
+        /// per-thread default stream for the `_ptsz` variants).
+        stream: u64,
+        /// First byte of the range (plain, like every handle of a kind added after the
+        /// delta registers: readers that skip this kind keep their state).
+        ptr: u64,
+        /// Bytes.
+        bytes: u64,
+        /// Where a prefetch moves the range ([`crate::MemLocation::encode`] of the location's
+        /// type and id; a device ordinal, or -1 for the CPU, is a device or host location);
+        /// 0 for a discard.
+        location: u64,
+        /// Call stack, if captured.
+        stack: StackId,
+    }
 }
 
 impl GraphMemNodes<'_> {
@@ -1363,6 +1388,16 @@ mod tests {
                 value: u64::MAX - 3,
                 key: 7,
                 flags: 1,
+            }
+            .into(),
+            RangeOp {
+                api: Api::cuMemPrefetchBatchAsync_ptsz,
+                result: CuResult(0),
+                stream: 0x5100,
+                ptr: 0x7f00_0000_1000,
+                bytes: u64::MAX,
+                location: MemLocation::encode(1, 3),
+                stack: StackId(2),
             }
             .into(),
             Exit { code: -1, how: 0 }.into(),

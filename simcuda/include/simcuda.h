@@ -217,8 +217,13 @@ typedef enum CUmemAllocationHandleType_enum {
 typedef enum CUmemLocationType_enum {
     CU_MEM_LOCATION_TYPE_INVALID = 0,
     CU_MEM_LOCATION_TYPE_DEVICE = 1,
-    CU_MEM_LOCATION_TYPE_HOST = 2
+    CU_MEM_LOCATION_TYPE_HOST = 2,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA = 3,
+    CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT = 4
 } CUmemLocationType;
+
+/* cuMemPrefetchAsync's device ordinal for the host. */
+#define CU_DEVICE_CPU ((CUdevice)-1)
 
 typedef enum CUmemAccess_flags_enum {
     CU_MEM_ACCESS_FLAGS_PROT_NONE = 0,
@@ -611,6 +616,37 @@ SIMCUDA_API CUresult cuMemcpy3D_v2(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *pCopy);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
 SIMCUDA_API CUresult cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *pCopy, CUstream hStream);
+
+/* Prefetches and discards of managed memory (prefetch.c). */
+SIMCUDA_API CUresult cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                        CUstream hStream);
+SIMCUDA_API CUresult cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice,
+                                             CUstream hStream);
+SIMCUDA_API CUresult cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                           unsigned int flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count,
+                                                CUmemLocation location, unsigned int flags,
+                                                CUstream hStream);
+SIMCUDA_API CUresult cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                             CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                             size_t numPrefetchLocs, unsigned long long flags,
+                                             CUstream hStream);
+SIMCUDA_API CUresult cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                                  CUmemLocation *prefetchLocs,
+                                                  size_t *prefetchLocIdxs, size_t numPrefetchLocs,
+                                                  unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                            unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                                 unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes,
+                                                       size_t count, CUmemLocation *prefetchLocs,
+                                                       size_t *prefetchLocIdxs,
+                                                       size_t numPrefetchLocs,
+                                                       unsigned long long flags, CUstream hStream);
+SIMCUDA_API CUresult cuMemDiscardAndPrefetchBatchAsync_ptsz(
+    CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
+    size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
 
 /* Copies to and from 1D arrays (arraycopy.c). */
 SIMCUDA_API CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost,

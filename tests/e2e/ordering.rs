@@ -17,6 +17,7 @@ mod graph_frees;
 mod graph_launches;
 mod graph_listing;
 mod later_calls;
+mod prefetch;
 mod semaphores;
 mod stacks;
 mod suppressions;

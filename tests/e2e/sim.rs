@@ -9,6 +9,7 @@ mod graph_edges;
 mod graph_params;
 mod heap;
 mod pool;
+mod prefetch;
 mod resolver;
 mod runtime;
 mod semaphores;

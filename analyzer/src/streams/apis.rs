@@ -81,6 +81,11 @@ pub fn per_thread(api: Api) -> bool {
             | Api::cuMemcpyAtoD_v2_ptds
             | Api::cuMemcpyHtoAAsync_v2_ptsz
             | Api::cuMemcpyAtoHAsync_v2_ptsz
+            | Api::cuMemPrefetchAsync_ptsz
+            | Api::cuMemPrefetchAsync_v2_ptsz
+            | Api::cuMemPrefetchBatchAsync_ptsz
+            | Api::cuMemDiscardBatchAsync_ptsz
+            | Api::cuMemDiscardAndPrefetchBatchAsync_ptsz
             // Its upload stream (no record carries it).
             | Api::cuGraphInstantiateWithParams_ptsz
             // Runtime calls (only ever a record's `via`).
@@ -253,6 +258,39 @@ pub fn is_async_free(api: Api) -> bool {
 /// A stream-ordered allocation (`cuMemAllocAsync`, `cuMemAllocFromPoolAsync`).
 pub fn is_async_alloc(api: Api) -> bool {
     api.mem_kind() == Some(MemKind::Async) && !is_async_free(api)
+}
+
+/// A prefetch or discard of managed memory (a `RangeOp` record's API).
+pub fn is_range_op(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuMemPrefetchAsync
+            | Api::cuMemPrefetchAsync_ptsz
+            | Api::cuMemPrefetchAsync_v2
+            | Api::cuMemPrefetchAsync_v2_ptsz
+            | Api::cuMemPrefetchBatchAsync
+            | Api::cuMemPrefetchBatchAsync_ptsz
+    ) || is_discard(api)
+}
+
+/// A discard of managed memory (its contents become undefined: a write, for the order of
+/// work), with or without a prefetch after it.
+pub fn is_discard(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuMemDiscardBatchAsync
+            | Api::cuMemDiscardBatchAsync_ptsz
+            | Api::cuMemDiscardAndPrefetchBatchAsync
+            | Api::cuMemDiscardAndPrefetchBatchAsync_ptsz
+    )
+}
+
+/// Whether the end of work made by `api` is something the program could observe: not for
+/// stream-ordered allocations and frees (the driver takes the memory back at exit whether
+/// or not they ran) nor for prefetches and discards (hints about where memory lives, and
+/// contents no longer wanted), which `unsynchronized-at-exit` therefore leaves out.
+pub fn has_observable_result(api: Api) -> bool {
+    !is_async_alloc(api) && !is_range_op(api)
 }
 
 /// A synchronous free that waits for the device first (`cudaFree` and `cudaFreeHost` are

@@ -158,7 +158,8 @@ struct StreamState {
     /// The last work queued: what the host must wait for before the stream's slot is reused.
     last_work: Option<Work>,
     /// The last work whose completion the program could observe: all but stream-ordered
-    /// allocations and frees, which only hand memory back and forth and need no wait at exit.
+    /// allocations and frees, which only hand memory back and forth and need no wait at exit,
+    /// and prefetches and discards ([`apis::has_observable_result`]).
     last_result: Option<Work>,
     /// A wait on an event not recorded, judged at this stream's next work.
     unrecorded_wait: Option<UnrecordedWait>,
@@ -281,6 +282,7 @@ impl Streams {
                 }
             }
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
+            Body::RangeOp(r) => self.range_op(tid, seq, r),
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::ExtSemaphore(e) if success(e.result) => self.ext_semaphore(tid, seq, e),
             Body::ExtSemaphoreOp(o) if success(o.result) => self.ext_semaphore_op(tid, seq, o),
@@ -636,7 +638,7 @@ impl Streams {
         };
         let st = self.state(slot);
         st.last_work = Some(work);
-        if !apis::is_async_alloc(api) {
+        if apis::has_observable_result(api) {
             st.last_result = Some(work);
         }
         self.publish(slot);

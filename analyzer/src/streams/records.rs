@@ -2,7 +2,7 @@
 //! capture, allocations and frees, events, waits and synchronizations.
 
 use gpuleak_format::{
-    Alloc, Api, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, MemOp, Seq, StackId,
+    Alloc, Api, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, MemOp, RangeOp, Seq, StackId,
     StreamWait, Sync,
 };
 
@@ -104,6 +104,23 @@ impl Streams {
             return;
         }
         self.graph_launch(tid, seq, l, name, accesses);
+    }
+
+    /// One range of a prefetch or discard of managed memory: work on its stream. A prefetch
+    /// touches nothing (accesses to the range stay coherent while it migrates); a discard
+    /// writes the range (a read, write or prefetch of it at the same time is undefined). A
+    /// refused one that names freed memory is a use after free.
+    pub(super) fn range_op(&mut self, tid: u32, seq: Seq, r: &RangeOp) {
+        let name = Self::name_of(r.api, r.stream, tid);
+        if r.result.0 != 0 {
+            if r.ptr != 0 {
+                self.refused(Op::new(r.api, r.stack, name, seq, tid), r.ptr);
+            }
+            return;
+        }
+        let discarded = [(r.ptr, r.bytes, Mode::Write)];
+        let accesses: &[(u64, u64, Mode)] = if apis::is_discard(r.api) { &discarded } else { &[] };
+        self.work(tid, seq, r.api, r.stack, name, accesses);
     }
 
     pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {

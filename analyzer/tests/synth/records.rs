@@ -7,7 +7,7 @@ use gpuleak_format::{
     Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy,
     EventRecord, Exit, ExtSemaphore, ExtSemaphoreOp, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
     GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy,
-    PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, Region, Snapshot, Stack, StackId, Stream, StreamCreate,
+    PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region, Snapshot, Stack, StackId, Stream, StreamCreate,
     StreamDestroy, StreamWait, Sync, Unmap,
 };
 
@@ -267,7 +267,7 @@ impl Bytes<'_> {
                 stack: self.stack(),
             }
             .into(),
-            25 => match self.below(5) {
+            25 => match self.below(6) {
                 0 => HostFn {
                     api: self.api(),
                     result: self.result(),
@@ -315,6 +315,24 @@ impl Bytes<'_> {
                     value: self.pick(&[0, 1, 2, u64::MAX]),
                     key: self.pick(&[0, 1, u64::MAX]),
                     flags: self.small(),
+                }
+                .into(),
+                // Prefetches and discards of ranges that often are allocations.
+                4 => RangeOp {
+                    api: self.pick(&[
+                        Api::cuMemPrefetchAsync,
+                        Api::cuMemPrefetchAsync_v2_ptsz,
+                        Api::cuMemPrefetchBatchAsync,
+                        Api::cuMemDiscardBatchAsync,
+                        Api::cuMemDiscardAndPrefetchBatchAsync_ptsz,
+                        Api(999),
+                    ]),
+                    result: self.result(),
+                    stream: self.stream().0,
+                    ptr: self.ptr().0,
+                    bytes: self.size(),
+                    location: self.pick(&[0, 1 << 32, 2 << 32, u64::MAX]),
+                    stack: self.stack(),
                 }
                 .into(),
                 _ => Capture {

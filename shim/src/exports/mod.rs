@@ -277,6 +277,16 @@ hooks! {
         cuMemcpyHtoAAsync_v2_ptsz(dst: CUarray, offset: usize, src: *const c_void, n: usize, stream: CUstream) => ordering::copy_htoa_async;
         cuMemcpyAtoHAsync_v2(dst: *mut c_void, src: CUarray, offset: usize, n: usize, stream: CUstream) => ordering::copy_atoh_async;
         cuMemcpyAtoHAsync_v2_ptsz(dst: *mut c_void, src: CUarray, offset: usize, n: usize, stream: CUstream) => ordering::copy_atoh_async;
+        cuMemPrefetchAsync(ptr: CUdeviceptr, n: usize, device: CUdevice, stream: CUstream) => ordering::ranges::prefetch;
+        cuMemPrefetchAsync_ptsz(ptr: CUdeviceptr, n: usize, device: CUdevice, stream: CUstream) => ordering::ranges::prefetch;
+        cuMemPrefetchAsync_v2(ptr: CUdeviceptr, n: usize, location: ordering::ranges::CUmemLocation, flags: u32, stream: CUstream) => ordering::ranges::prefetch_v2;
+        cuMemPrefetchAsync_v2_ptsz(ptr: CUdeviceptr, n: usize, location: ordering::ranges::CUmemLocation, flags: u32, stream: CUstream) => ordering::ranges::prefetch_v2;
+        cuMemPrefetchBatchAsync(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::prefetch_batch;
+        cuMemPrefetchBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::prefetch_batch;
+        cuMemDiscardBatchAsync(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_batch;
+        cuMemDiscardBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_batch;
+        cuMemDiscardAndPrefetchBatchAsync(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_and_prefetch_batch;
+        cuMemDiscardAndPrefetchBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_and_prefetch_batch;
         cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) => ordering::memset;
         cuMemsetD8_v2_ptds(dst: CUdeviceptr, value: u8, n: usize) => ordering::memset;
         cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) => ordering::memset;

@@ -14,13 +14,14 @@
 //! is listed at instantiation: `graph_accesses`); 2D and 3D copies a `Copy` whose addresses and length come from
 //! their descriptor ([`regions`]); copies to and from arrays a `Copy` whose array side is 0
 //! ([`arrays`]). Stream memory operations have their own kind, `MemOp`
-//! ([`memops`]), and external semaphores theirs, `ExtSemaphore` and `ExtSemaphoreOp`
-//! ([`semaphores`]).
+//! ([`memops`]), external semaphores theirs, `ExtSemaphore` and `ExtSemaphoreOp`
+//! ([`semaphores`]), and prefetches and discards of managed memory `RangeOp` ([`ranges`]).
 
 mod arrays;
 mod copies;
 mod launches;
 pub mod memops;
+pub mod ranges;
 pub(crate) mod regions;
 pub mod semaphores;
 
