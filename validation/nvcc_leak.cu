@@ -24,6 +24,11 @@
 // kernel writes (device to array): one cross-stream-race expected. (The CUDA 13.0 static
 // runtime asks the driver for none of the 1D array copies, cuMemcpyDtoA and the rest: its
 // array copies reach cuMemcpy2D and cuMemcpy3D with an array side.)
+//
+// With "prefetch" (row nvcc-prefetch): a kernel on the blocking stream c writes a buffer, a
+// prefetch of managed memory on the legacy default stream comes next (cudaMemPrefetchAsync,
+// "standard default stream semantics"), then a copy on the blocking stream d reads the
+// buffer: ordered by the legacy stream, so no finding is expected, and no leak.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -159,7 +164,41 @@ __attribute__((noinline)) static int array_copies(bool racy) {
     return 0;
 }
 
+// The "prefetch" mode (see the top).
+__attribute__((noinline)) static int prefetch_on_legacy() {
+    const size_t bytes = WORDS * sizeof(unsigned);
+    cudaStream_t c, d;
+    unsigned *buf, *managed, *host;
+    int device;
+    CHECK(cudaGetDevice(&device));
+    CHECK(cudaStreamCreateWithFlags(&c, cudaStreamDefault));
+    CHECK(cudaStreamCreateWithFlags(&d, cudaStreamDefault));
+    CHECK(cudaMalloc(&buf, bytes));
+    CHECK(cudaMallocManaged(&managed, bytes));
+    CHECK(cudaMallocHost(&host, bytes));
+    fill<<<WORDS / 256, 256, 0, c>>>(buf, 6, WORDS);
+    CHECK(cudaGetLastError());
+    cudaMemLocation gpu = {};
+    gpu.type = cudaMemLocationTypeDevice;
+    gpu.id = device;
+    CHECK(cudaMemPrefetchAsync(managed, bytes, gpu, 0, 0));
+    CHECK(cudaMemcpyAsync(host, buf, bytes, cudaMemcpyDeviceToHost, d));
+    CHECK(cudaStreamSynchronize(d));
+    if (host[WORDS - 1] != 6u + WORDS - 1) {
+        fprintf(stderr, "prefetch: read %u, expected %u\n", host[WORDS - 1], 6u + WORDS - 1);
+        return 4;
+    }
+    CHECK(cudaFree(managed));
+    CHECK(cudaFreeHost(host));
+    CHECK(cudaFree(buf));
+    CHECK(cudaStreamDestroy(c));
+    CHECK(cudaStreamDestroy(d));
+    printf("leaked_bytes 0\n");
+    return 0;
+}
+
 int main(int argc, char **argv) {
+    if (argc > 1 && !strcmp(argv[1], "prefetch")) return prefetch_on_legacy();
     if (argc > 1 && !strcmp(argv[1], "arrays")) return array_copies(false);
     if (argc > 1 && !strcmp(argv[1], "arrays-race")) return array_copies(true);
     int n = argc > 1 ? atoi(argv[1]) : 6;
