@@ -285,8 +285,8 @@ hooks! {
         cuMemPrefetchBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::prefetch_batch;
         cuMemDiscardBatchAsync(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_batch;
         cuMemDiscardBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_batch;
-        cuMemDiscardAndPrefetchBatchAsync(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_and_prefetch_batch;
-        cuMemDiscardAndPrefetchBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::discard_and_prefetch_batch;
+        cuMemDiscardAndPrefetchBatchAsync(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::prefetch_batch;
+        cuMemDiscardAndPrefetchBatchAsync_ptsz(ptrs: *mut CUdeviceptr, sizes: *mut usize, count: usize, locations: *mut ordering::ranges::CUmemLocation, idxs: *mut usize, n_locations: usize, flags: u64, stream: CUstream) => ordering::ranges::prefetch_batch;
         cuMemsetD8_v2(dst: CUdeviceptr, value: u8, n: usize) => ordering::memset;
         cuMemsetD8_v2_ptds(dst: CUdeviceptr, value: u8, n: usize) => ordering::memset;
         cuMemsetD16_v2(dst: CUdeviceptr, value: u16, n: usize) => ordering::memset;

@@ -70,6 +70,36 @@ fn sampled<'b, F: Fields<'b>>(
     r
 }
 
+/// Runs a batch call and records one record per entry, `entry(i)` giving entry `i`, read
+/// after a successful call (the driver has read the batch then) and only when `readable`, all
+/// with the one stack the call gets (as `GPULEAK_SYNC_STACKS` asks); a refused or empty batch
+/// is one record of `E::default()`.
+#[inline(always)]
+fn batched<'b, E: std::marker::Copy + Default, F: Fields<'b>>(
+    (count, readable): (usize, bool),
+    call: impl FnOnce() -> CUresult,
+    entry: impl Fn(usize) -> E,
+    make: impl Fn(CuResult, E, StackId) -> F,
+) -> CUresult {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let r = call();
+    let ok = r == CUDA_SUCCESS && readable && count > 0;
+    let first = if ok { entry(0) } else { E::default() };
+    let mut stack = StackId::NONE;
+    tracer::hot_event(&g, |s| {
+        stack = s;
+        make(CuResult(r), first, s)
+    });
+    if ok {
+        for i in 1..count {
+            tracer::event_fields(&g, &make(CuResult(r), entry(i), stack));
+        }
+    }
+    r
+}
+
 fn sync_body(api: Api, r: CuResult, stream: u64, event: u64, ctx: u64) -> Sync {
     Sync {
         api,

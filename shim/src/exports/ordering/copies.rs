@@ -3,7 +3,7 @@
 use std::ffi::c_void;
 use std::sync::atomic::AtomicUsize;
 
-use gpuleak_format::{Api, Copy, CuResult, Ptr, StackId, Stream};
+use gpuleak_format::{Api, Copy, CuResult, Ptr, Stream};
 
 use super::{regions, sampled};
 use crate::cuda::*;
@@ -387,44 +387,26 @@ pub unsafe fn copy_descriptor_async<T: Descriptor>(
 }
 
 /// Runs a batch of copies and records a `Copy` per copy, `entry(i)` giving copy `i`'s
-/// destination, source and length, read after a successful call (the driver has read the
-/// batch then), all with the one stack the call gets; a refused batch is one `Copy` of nothing.
+/// destination, source and length ([`super::batched`]).
 ///
 /// # Safety
 /// `entry(i)` may be called for every `i < count` when the call succeeded and `readable`.
 unsafe fn batched(
     api: Api,
     stream: CUstream,
-    (count, readable): (usize, bool),
+    count: (usize, bool),
     call: impl FnOnce() -> CUresult,
     entry: impl Fn(usize) -> (u64, u64, u64),
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
-        return call();
-    };
-    let r = call();
-    let ok = r == CUDA_SUCCESS && readable && count > 0;
-    let record = |(dst, src, bytes): (u64, u64, u64), stack| Copy {
+    super::batched(count, call, entry, |result, (dst, src, bytes), stack| Copy {
         api,
-        result: CuResult(r),
+        result,
         stream: Stream(stream as u64),
         dst: Ptr(dst),
         src,
         bytes,
         stack,
-    };
-    let first = if ok { entry(0) } else { (0, 0, 0) };
-    let mut stack = StackId::NONE;
-    tracer::hot_event(&g, |s| {
-        stack = s;
-        record(first, s)
-    });
-    if ok {
-        for i in 1..count {
-            tracer::event_fields(&g, &record(entry(i), stack));
-        }
-    }
-    r
+    })
 }
 
 /// Copy `i` of a batch of 1D copies.

@@ -7,11 +7,10 @@
 //! stream orders blocking streams; a discard is a write of its range. The analyzer draws both
 //! from the API; the shim records the ranges.
 
-use gpuleak_format::{Api, CuResult, MemLocation, RangeOp, StackId};
+use gpuleak_format::{Api, MemLocation, RangeOp};
 
 use super::sampled;
 use crate::cuda::*;
-use crate::{guard, tracer};
 
 /// `CU_MEM_LOCATION_TYPE_DEVICE` and `_HOST`.
 const DEVICE: u32 = 1;
@@ -97,41 +96,23 @@ pub unsafe fn prefetch_v2(
 }
 
 /// Runs a batch and records a `RangeOp` per range, `entry(i)` giving range `i`'s start,
-/// length and location, read after a successful call (the driver has read the arrays then),
-/// all with the one stack the call gets; a refused batch is one `RangeOp` of nothing.
+/// length and location ([`super::batched`]).
 fn batched(
     api: Api,
     stream: CUstream,
-    (count, readable): (usize, bool),
+    count: (usize, bool),
     call: impl FnOnce() -> CUresult,
     entry: impl Fn(usize) -> (u64, u64, u64),
 ) -> CUresult {
-    let Some(g) = guard::enter() else {
-        return call();
-    };
-    let r = call();
-    let ok = r == CUDA_SUCCESS && readable && count > 0;
-    let record = |(ptr, bytes, location): (u64, u64, u64), stack| RangeOp {
+    super::batched(count, call, entry, |result, (ptr, bytes, location), stack| RangeOp {
         api,
-        result: CuResult(r),
+        result,
         stream: stream as u64,
         ptr,
         bytes,
         location,
         stack,
-    };
-    let first = if ok { entry(0) } else { (0, 0, 0) };
-    let mut stack = StackId::NONE;
-    tracer::hot_event(&g, |s| {
-        stack = s;
-        record(first, s)
-    });
-    if ok {
-        for i in 1..count {
-            tracer::event_fields(&g, &record(entry(i), stack));
-        }
-    }
-    r
+    })
 }
 
 /// Range `i` of a batch: its start and length, and (with locations) the location of the
@@ -164,7 +145,8 @@ unsafe fn range_entry(
     (ptr, bytes, location)
 }
 
-/// `cuMemPrefetchBatchAsync[_ptsz]` (13.0).
+/// `cuMemPrefetchBatchAsync[_ptsz]` and `cuMemDiscardAndPrefetchBatchAsync[_ptsz]` (13.0), which
+/// take the same arguments.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn prefetch_batch(
     api: Api,
@@ -219,46 +201,6 @@ pub unsafe fn discard_batch(
         // SAFETY: on success the driver read `count` entries of ptrs and sizes.
         |i| unsafe { range_entry(ptrs, sizes, no_locations, i) },
     )
-}
-
-/// `cuMemDiscardAndPrefetchBatchAsync[_ptsz]` (13.0): the arguments of a prefetch batch.
-#[allow(clippy::too_many_arguments)]
-pub unsafe fn discard_and_prefetch_batch(
-    api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUdeviceptr,
-        *mut usize,
-        usize,
-        *mut CUmemLocation,
-        *mut usize,
-        usize,
-        u64,
-        CUstream,
-    ) -> CUresult,
-    ptrs: *mut CUdeviceptr,
-    sizes: *mut usize,
-    count: usize,
-    locations: *mut CUmemLocation,
-    idxs: *mut usize,
-    n_locations: usize,
-    flags: u64,
-    stream: CUstream,
-) -> CUresult {
-    // SAFETY: the same contract as a prefetch batch's.
-    unsafe {
-        prefetch_batch(
-            api,
-            real,
-            ptrs,
-            sizes,
-            count,
-            locations,
-            idxs,
-            n_locations,
-            flags,
-            stream,
-        )
-    }
 }
 
 #[cfg(test)]
