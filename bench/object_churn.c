@@ -8,6 +8,10 @@
  *   event_destroy   cuEventDestroy_v2         (hooked: recorded, no stack)
  *   record_sync     cuEventRecord + cuStreamSynchronize, per call (hooked: recorded, no stack)
  *   copy_async      cuMemcpyHtoDAsync_v2 of 4 bytes (hooked: recorded with its range, no stack)
+ *   copy_batch      cuMemcpyBatchAsync_v2 of four 64-byte device copies (hooked: one record per
+ *                   copy, no stack)
+ *   prefetch        cuMemPrefetchAsync_v2 of 4 KiB of managed memory to device 0 (hooked:
+ *                   recorded with its range and location, no stack)
  *   launch          cuLaunchKernel of the simulator's fill_u32 over one element, three
  *                   parameters (hooked: recorded with the parameters that may be device
  *                   pointers, no stack)
@@ -104,6 +108,33 @@ static struct spent copy_async(CUdeviceptr d, CUstream st, long n) {
     struct stamp t0 = stamp();
     for (long i = 0; i < n; i++)
         if (cuMemcpyHtoDAsync_v2(d, &host, sizeof host, st) != CUDA_SUCCESS) failures++;
+    add(&s, t0, stamp());
+    return s;
+}
+
+static struct spent copy_batch(CUdeviceptr d, CUstream st, long n) {
+    CUdeviceptr dsts[4] = {d, d + 64, d + 128, d + 192};
+    CUdeviceptr srcs[4] = {d + 2048, d + 2112, d + 2176, d + 2240};
+    size_t sizes[4] = {64, 64, 64, 64};
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof attr);
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    size_t first = 0;
+    struct spent s = {0, 0};
+    struct stamp t0 = stamp();
+    for (long i = 0; i < n; i++)
+        if (cuMemcpyBatchAsync_v2(dsts, srcs, sizes, 4, &attr, &first, 1, st) != CUDA_SUCCESS)
+            failures++;
+    add(&s, t0, stamp());
+    return s;
+}
+
+static struct spent prefetch(CUdeviceptr managed, CUstream st, long n) {
+    const CUmemLocation gpu = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
+    struct spent s = {0, 0};
+    struct stamp t0 = stamp();
+    for (long i = 0; i < n; i++)
+        if (cuMemPrefetchAsync_v2(managed, 4096, gpu, 0, st) != CUDA_SUCCESS) failures++;
     add(&s, t0, stamp());
     return s;
 }
@@ -237,6 +268,12 @@ __attribute__((noinline)) static long churn(void) {
         return 1;
     copy_async(buf, st, 1000);
     report("copy_async", n, copy_async(buf, st, n));
+    CUdeviceptr managed;
+    if (cuMemAllocManaged(&managed, 4096, CU_MEM_ATTACH_GLOBAL)) return 1;
+    copy_batch(buf, st, 1000);
+    report("copy_batch", n, copy_batch(buf, st, n));
+    prefetch(managed, st, 1000);
+    report("prefetch", n, prefetch(managed, st, n));
     launch(fill, buf, st, 1000);
     report("launch", n, launch(fill, buf, st, n));
     cuStreamSynchronize(st);
