@@ -7,6 +7,8 @@
 //! stream orders blocking streams; a discard is a write of its range. The analyzer draws both
 //! from the API; the shim records the ranges.
 
+use std::cell::Cell;
+
 use gpuleak_format::{Api, MemLocation, RangeOp};
 
 use super::sampled;
@@ -115,34 +117,78 @@ fn batched(
     })
 }
 
-/// Range `i` of a batch: its start and length, and (with locations) the location of the
-/// last entry of `idxs` at or before `i` (`locations[k]` applies from `idxs[k]` on).
+/// A batch's locations, read once, in range order: `locations[k]` applies to the ranges
+/// from `idxs[k]` on (the driver checked that the indices start at 0 and increase).
+struct Locations {
+    locations: *const CUmemLocation,
+    idxs: *const usize,
+    n: usize,
+    /// The next entry to look at, and the location of the last one passed (0 before any).
+    cursor: Cell<(usize, u64)>,
+}
+
+impl Locations {
+    /// None: a discard's ranges have no location.
+    fn none() -> Locations {
+        Locations::new(std::ptr::null(), std::ptr::null(), 0)
+    }
+
+    fn new(locations: *const CUmemLocation, idxs: *const usize, n: usize) -> Locations {
+        let n = if locations.is_null() || idxs.is_null() { 0 } else { n };
+        Locations {
+            locations,
+            idxs,
+            n,
+            cursor: Cell::new((0, 0)),
+        }
+    }
+
+    /// The location of range `i`: that of the last entry whose index is at most `i`. Calls
+    /// must come with `i` never decreasing, so that a batch costs one pass over each array.
+    ///
+    /// # Safety
+    /// `locations` and `idxs` hold `n` entries each (when not NULL).
+    unsafe fn of(&self, i: usize) -> u64 {
+        let (mut k, mut location) = self.cursor.get();
+        while k < self.n {
+            // SAFETY: k < n, the caller's contract; read unaligned, as a program's arrays may
+            // be packed.
+            let (from, at) = unsafe {
+                (
+                    self.idxs.add(k).read_unaligned(),
+                    self.locations.add(k).read_unaligned(),
+                )
+            };
+            if from > i {
+                break;
+            }
+            location = at.encoded();
+            k += 1;
+        }
+        self.cursor.set((k, location));
+        location
+    }
+}
+
+/// Range `i` of a batch: its start, length and location.
 ///
 /// # Safety
-/// `ptrs` and `sizes` hold more than `i` entries; `locations` and `idxs`, when not NULL,
-/// hold `n_locations` entries each.
+/// `ptrs` and `sizes` hold more than `i` entries; `locations` has the contract of
+/// [`Locations::of`].
 unsafe fn range_entry(
     ptrs: *const CUdeviceptr,
     sizes: *const usize,
-    (locations, idxs, n_locations): (*const CUmemLocation, *const usize, usize),
+    locations: &Locations,
     i: usize,
 ) -> (u64, u64, u64) {
-    // SAFETY: the caller's contract.
-    let (ptr, bytes) = unsafe { (ptrs.add(i).read(), sizes.add(i).read() as u64) };
-    if locations.is_null() || idxs.is_null() {
-        return (ptr, bytes, 0);
+    // SAFETY: the caller's contract; read unaligned, as a program's arrays may be packed.
+    unsafe {
+        (
+            ptrs.add(i).read_unaligned(),
+            sizes.add(i).read_unaligned() as u64,
+            locations.of(i),
+        )
     }
-    let mut location = 0;
-    for k in 0..n_locations {
-        // SAFETY: k < n_locations, the caller's contract; read unaligned, as a program's
-        // array may be packed.
-        let (from, at) = unsafe { (idxs.add(k).read(), locations.add(k).read_unaligned()) };
-        if from > i {
-            break;
-        }
-        location = at.encoded();
-    }
-    (ptr, bytes, location)
 }
 
 /// `cuMemPrefetchBatchAsync[_ptsz]` and `cuMemDiscardAndPrefetchBatchAsync[_ptsz]` (13.0), which
@@ -169,6 +215,7 @@ pub unsafe fn prefetch_batch(
     flags: u64,
     stream: CUstream,
 ) -> CUresult {
+    let places = Locations::new(locations, idxs, n_locations);
     batched(
         api,
         stream,
@@ -177,7 +224,7 @@ pub unsafe fn prefetch_batch(
         || unsafe { real(ptrs, sizes, count, locations, idxs, n_locations, flags, stream) },
         // SAFETY: on success the driver read `count` entries of ptrs and sizes and
         // `n_locations` of locations and idxs.
-        |i| unsafe { range_entry(ptrs, sizes, (locations, idxs, n_locations), i) },
+        |i| unsafe { range_entry(ptrs, sizes, &places, i) },
     )
 }
 
@@ -191,7 +238,7 @@ pub unsafe fn discard_batch(
     flags: u64,
     stream: CUstream,
 ) -> CUresult {
-    let no_locations = (std::ptr::null(), std::ptr::null(), 0);
+    let no_locations = Locations::none();
     batched(
         api,
         stream,
@@ -199,7 +246,7 @@ pub unsafe fn discard_batch(
         // SAFETY: passed through.
         || unsafe { real(ptrs, sizes, count, flags, stream) },
         // SAFETY: on success the driver read `count` entries of ptrs and sizes.
-        |i| unsafe { range_entry(ptrs, sizes, no_locations, i) },
+        |i| unsafe { range_entry(ptrs, sizes, &no_locations, i) },
     )
 }
 
@@ -223,9 +270,10 @@ mod tests {
             CUmemLocation { kind: HOST, id: 0 },
         ];
         let idxs = [0usize, 2];
+        let places = Locations::new(locations.as_ptr(), idxs.as_ptr(), 2);
         let got: Vec<(u64, u64, u64)> = (0..4)
-            // SAFETY: four ranges, two locations.
-            .map(|i| unsafe { range_entry(ptrs.as_ptr(), sizes.as_ptr(), (locations.as_ptr(), idxs.as_ptr(), 2), i) })
+            // SAFETY: four ranges, two locations, asked for in order.
+            .map(|i| unsafe { range_entry(ptrs.as_ptr(), sizes.as_ptr(), &places, i) })
             .collect();
         let dev = MemLocation::encode(DEVICE, 1);
         let host = MemLocation::encode(HOST, 0);
@@ -239,14 +287,7 @@ mod tests {
             ]
         );
         // SAFETY: as above, with no locations (a discard).
-        let bare = unsafe {
-            range_entry(
-                ptrs.as_ptr(),
-                sizes.as_ptr(),
-                (std::ptr::null(), std::ptr::null(), 0),
-                1,
-            )
-        };
+        let bare = unsafe { range_entry(ptrs.as_ptr(), sizes.as_ptr(), &Locations::none(), 1) };
         assert_eq!(bare, (0x2000, 32, 0));
     }
 }
