@@ -110,10 +110,7 @@ static CUresult copy_async(uint64_t dst, CUmemorytype dtype, uint64_t src, CUmem
 
 /* ---- 2D and 3D descriptors ---------------------------------------------------------------- */
 
-/* An array side of copy x: its first byte and mode, and the array's own pitch and rows per
- * slice in *pitch and *rows (the descriptor's are ignored for arrays). The copy must lie
- * inside the array and start on an element. */
-static CUresult array_side(CUarray arr, size_t x, size_t y, size_t z, const struct xfer *shape,
+CUresult array_side(CUarray arr, size_t x, size_t y, size_t z, const struct xfer *shape,
                            bool write, size_t *pitch, size_t *rows, uint64_t *addr,
                            enum xmode *mode) {
     uint64_t base;

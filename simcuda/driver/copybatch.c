@@ -99,8 +99,68 @@ SIMCUDA_API CUresult cuMemcpyWithAttributesAsync_ptsz(CUdeviceptr dst, CUdevicep
 
 /* ---- batches of 3D copies ------------------------------------------------------------------- */
 
-/* An operation of a 3D batch as a transfer between two pointers (a byte per element), and as
- * the unified-memory 3D descriptor it is (in *desc). */
+/* Bytes per element of a 3D batch operation: those of its array sides (which must agree), or
+ * one byte between two pointers. */
+static CUresult batch_element(const CUDA_MEMCPY3D_BATCH_OP *op, size_t *elem) {
+    *elem = 0;
+    const CUmemcpy3DOperand *sides[2] = {&op->src, &op->dst};
+    for (int i = 0; i < 2; i++) {
+        if (sides[i]->type != CU_MEMCPY_OPERAND_TYPE_ARRAY) continue;
+        uint64_t base;
+        size_t row, rows, slices, e;
+        CUresult r = array_layout(sides[i]->op.array.array, &base, &row, &rows, &slices, &e);
+        if (r != CUDA_SUCCESS) return r;
+        if (*elem && *elem != e) return CUDA_ERROR_INVALID_VALUE;
+        *elem = e;
+    }
+    if (!*elem) *elem = 1;
+    return CUDA_SUCCESS;
+}
+
+/* One side of a 3D batch operation, into x (its address, mode, pitch and rows) and the 3D
+ * descriptor d: a pointer (unified memory; row length and layer height in elements, 0 for
+ * packed) or an array (its own rows; the offset in elements). */
+static CUresult batch_side(const CUmemcpy3DOperand *o, const CUextent3D *e, size_t elem, bool write,
+                           struct xfer *x, CUDA_MEMCPY3D *d) {
+    uint64_t *addr = write ? &x->dst : &x->src;
+    enum xmode *mode = write ? &x->dmode : &x->smode;
+    size_t *pitch = write ? &x->dpitch : &x->spitch;
+    size_t *rows = write ? &x->drows : &x->srows;
+    if (o->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) {
+        const CUoffset3D *at = &o->op.array.offset;
+        if (at->x > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
+        CUresult r = array_side(o->op.array.array, at->x * elem, at->y, at->z, x, write, pitch,
+                                rows, addr, mode);
+        if (r != CUDA_SUCCESS) return r;
+        if (write) {
+            d->dstMemoryType = CU_MEMORYTYPE_ARRAY, d->dstArray = o->op.array.array;
+            d->dstXInBytes = at->x * elem, d->dstY = at->y, d->dstZ = at->z;
+        } else {
+            d->srcMemoryType = CU_MEMORYTYPE_ARRAY, d->srcArray = o->op.array.array;
+            d->srcXInBytes = at->x * elem, d->srcY = at->y, d->srcZ = at->z;
+        }
+        return CUDA_SUCCESS;
+    }
+    if (o->type != CU_MEMCPY_OPERAND_TYPE_POINTER) return CUDA_ERROR_INVALID_VALUE;
+    size_t row = o->op.ptr.rowLength, layer = o->op.ptr.layerHeight;
+    if ((row && row < e->width) || (layer && layer < e->height)) return CUDA_ERROR_INVALID_VALUE;
+    if ((row ? row : e->width) > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
+    *addr = o->op.ptr.ptr;
+    *mode = write ? X_ANY_WRITE : X_ANY_READ;
+    *pitch = (row ? row : e->width) * elem;
+    *rows = layer ? layer : e->height;
+    if (write) {
+        d->dstMemoryType = CU_MEMORYTYPE_UNIFIED, d->dstDevice = *addr;
+        d->dstPitch = *pitch, d->dstHeight = *rows;
+    } else {
+        d->srcMemoryType = CU_MEMORYTYPE_UNIFIED, d->srcDevice = *addr;
+        d->srcPitch = *pitch, d->srcHeight = *rows;
+    }
+    return CUDA_SUCCESS;
+}
+
+/* An operation of a 3D batch as a transfer (the extent in elements: bytes between two
+ * pointers, the arrays' elements otherwise), and as the 3D descriptor it is (in *desc). */
 static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x,
                               CUDA_MEMCPY3D *desc) {
     if (op->srcAccessOrder < CU_MEMCPY_SRC_ACCESS_ORDER_STREAM ||
@@ -108,27 +168,15 @@ static CUresult from_batch_op(const CUDA_MEMCPY3D_BATCH_OP *op, struct xfer *x,
         return CUDA_ERROR_INVALID_VALUE;
     const CUextent3D *e = &op->extent;
     if (!e->width || !e->height || !e->depth) return CUDA_ERROR_INVALID_VALUE;
-    const CUmemcpy3DOperand *sides[2] = {&op->src, &op->dst};
-    for (int i = 0; i < 2; i++) {
-        if (sides[i]->type == CU_MEMCPY_OPERAND_TYPE_ARRAY) return CUDA_ERROR_NOT_SUPPORTED;
-        if (sides[i]->type != CU_MEMCPY_OPERAND_TYPE_POINTER) return CUDA_ERROR_INVALID_VALUE;
-        size_t row = sides[i]->op.ptr.rowLength, layer = sides[i]->op.ptr.layerHeight;
-        if ((row && row < e->width) || (layer && layer < e->height)) return CUDA_ERROR_INVALID_VALUE;
-    }
-    const CUmemcpy3DOperand *s = &op->src, *d = &op->dst;
-    *x = (struct xfer){
-        .dst = d->op.ptr.ptr, .dmode = X_ANY_WRITE, .src = s->op.ptr.ptr, .smode = X_ANY_READ,
-        .dpitch = d->op.ptr.rowLength ? d->op.ptr.rowLength : e->width,
-        .spitch = s->op.ptr.rowLength ? s->op.ptr.rowLength : e->width,
-        .drows = d->op.ptr.layerHeight ? d->op.ptr.layerHeight : e->height,
-        .srows = s->op.ptr.layerHeight ? s->op.ptr.layerHeight : e->height,
-        .width = e->width, .height = e->height, .depth = e->depth};
-    *desc = (CUDA_MEMCPY3D){.srcMemoryType = CU_MEMORYTYPE_UNIFIED, .srcDevice = x->src,
-                            .srcPitch = x->spitch, .srcHeight = x->srows,
-                            .dstMemoryType = CU_MEMORYTYPE_UNIFIED, .dstDevice = x->dst,
-                            .dstPitch = x->dpitch, .dstHeight = x->drows,
-                            .WidthInBytes = x->width, .Height = x->height, .Depth = x->depth};
-    return CUDA_SUCCESS;
+    size_t elem;
+    CUresult r = batch_element(op, &elem);
+    if (r != CUDA_SUCCESS) return r;
+    if (e->width > SIZE_MAX / elem) return CUDA_ERROR_INVALID_VALUE;
+    *x = (struct xfer){.width = e->width * elem, .height = e->height, .depth = e->depth};
+    *desc = (CUDA_MEMCPY3D){.WidthInBytes = x->width, .Height = x->height, .Depth = x->depth};
+    r = batch_side(&op->src, e, elem, false, x, desc);
+    if (r == CUDA_SUCCESS) r = batch_side(&op->dst, e, elem, true, x, desc);
+    return r;
 }
 
 /* Checks the batch, then every operation (a failure sets *failIdx to its index), then runs them

@@ -555,6 +555,13 @@ HIDDEN CUresult copy_node_make(const CUDA_MEMCPY3D *p, struct ctx *c, struct nod
 HIDDEN CUDA_MEMCPY3D copy_linear(uint64_t dst, CUmemorytype dtype, uint64_t src,
                                  CUmemorytype stype, size_t n);
 HIDDEN CUresult copy_from_3d(const CUDA_MEMCPY3D *p, struct xfer *x);
+/* An array side of a copy of x's shape (width in bytes) from byte x, row y, slice z of arr: its
+ * first byte and mode, and the array's own pitch and rows per slice in *pitch and *rows (a
+ * descriptor's are ignored for arrays). The copy must lie inside the array and start on an
+ * element; CUDA_ERROR_INVALID_HANDLE for no live array. */
+HIDDEN CUresult array_side(CUarray arr, size_t x, size_t y, size_t z, const struct xfer *shape,
+                           bool write, size_t *pitch, size_t *rows, uint64_t *addr,
+                           enum xmode *mode);
 HIDDEN CUresult xfer_check(const struct xfer *x);
 HIDDEN struct node copy_node_of(const struct xfer *x, const CUDA_MEMCPY3D *d, struct ctx *c);
 /* Kernel nodes' kernelParams (graphstore.c): an array of one pointer per parameter, each to that

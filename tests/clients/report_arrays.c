@@ -20,6 +20,11 @@
 //   exit-pageable: cuMemcpyAtoHAsync_v2 on a into pageable memory (it returns when done):
 //   nothing;
 //   exit-pinned: the same into page-locked memory (registered, left so): unsynchronized-at-exit.
+// batch: a 3D batch (cuMemcpy3DBatchAsync_v2) on stream b copies a 16 x 4 array of u32 into
+//   the last 256 bytes of d (extents count elements: 4 bytes each), then a copy on stream c,
+//   after waiting for b's event, reads d's last 4 bytes: nothing;
+// batch-race: the same read with no wait: one race (found only if the batch's span is counted
+//   in bytes, from the array's element size).
 // freed: cuMemcpyDtoA_v2 from d after d was freed (refused): use-after-free.
 // records: every entry point once, then a copy into a destroyed array; prints the addresses.
 #include <stdint.h>
@@ -169,6 +174,42 @@ static int at_exit(const char *how) {
     return 0;
 }
 
+static int batch(const char *how) {
+    CUstream b = make_stream(0), c = make_stream(0);
+    CUdeviceptr d = make_buffer();
+    CUarray arr;
+    CUDA_ARRAY_DESCRIPTOR desc = {.Width = 16, .Height = 4, .Format = CU_AD_FORMAT_UNSIGNED_INT32,
+                                  .NumChannels = 1};
+    CHECK(cuArrayCreate_v2(&arr, &desc));
+    CUevent done;
+    CHECK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
+    unsigned *out;
+    CHECK(cuMemAllocHost_v2((void **)&out, 4));
+    CUDA_MEMCPY3D_BATCH_OP op;
+    memset(&op, 0, sizeof op);
+    op.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    op.src.op.array.array = arr;
+    op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op.dst.op.ptr.ptr = d + BYTES - 256;
+    op.extent = (CUextent3D){16, 4, 1};
+    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CHECK(cuMemcpy3DBatchAsync_v2(1, &op, 0, b));
+    if (!strcmp(how, "batch")) {
+        CHECK(cuEventRecord(done, b));
+        CHECK(cuStreamWaitEvent(c, done, 0));
+    }
+    CHECK(cuMemcpyDtoHAsync_v2(out, d + BYTES - 4, 4, c));
+    CHECK(cuStreamSynchronize(b));
+    CHECK(cuStreamSynchronize(c));
+    CHECK(cuMemFreeHost(out));
+    CHECK(cuEventDestroy_v2(done));
+    CHECK(cuArrayDestroy(arr));
+    CHECK(cuMemFree_v2(d));
+    CHECK(cuStreamDestroy_v2(b));
+    CHECK(cuStreamDestroy_v2(c));
+    return 0;
+}
+
 static int freed(void) {
     CUdeviceptr d = make_buffer();
     CUarray arr = make_array();
@@ -216,6 +257,7 @@ int main(int argc, char **argv) {
     if (!strncmp(how, "order-", 6)) return order(how);
     if (!strncmp(how, "dtoa", 4) || !strncmp(how, "atod", 4)) return legacy(how);
     if (!strncmp(how, "exit-", 5)) return at_exit(how);
+    if (!strncmp(how, "batch", 5)) return batch(how);
     if (!strcmp(how, "freed")) return freed();
     if (!strcmp(how, "records")) return records();
     return 2;

@@ -132,6 +132,53 @@ static int shaped(int argc, char **argv) {
             placed &= out[y * AW + x] == want;
         }
     put_u64("part_placed", placed);
+    /* A 3D batch from the array's part (8 elements of 4 rows from x 4, y 2) into device memory
+     * packed, and back from there into the array's first rows: extents and offsets count
+     * elements (4 bytes each here), a pointer's row length too. */
+    CUdeviceptr dev;
+    CHECK(cuMemAlloc_v2(&dev, 4096));
+    CHECK(cuMemsetD8_v2(dev, 0, 4096));
+    CUDA_MEMCPY3D_BATCH_OP op;
+    memset(&op, 0, sizeof op);
+    op.src.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    op.src.op.array.array = a;
+    op.src.op.array.offset = (CUoffset3D){4, 2, 0};
+    op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
+    op.dst.op.ptr.ptr = dev;
+    op.extent = (CUextent3D){8, 4, 1};
+    op.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CUstream bs;
+    CHECK(cuStreamCreate(&bs, CU_STREAM_NON_BLOCKING));
+    put_result("batch_from_array", cuMemcpy3DBatchAsync_v2(1, &op, 0, bs));
+    unsigned packed[32];
+    CHECK(cuMemcpyDtoH_v2(packed, dev, sizeof packed));
+    int batch_placed = 1;
+    for (unsigned y = 0; y < 4; y++)
+        for (unsigned x = 0; x < 8; x++) batch_placed &= packed[y * 8 + x] == 1000 * (y + 1) + x;
+    put_u64("batch_from_array_placed", batch_placed);
+    CUDA_MEMCPY3D_BATCH_OP back_op = op;
+    back_op.src = op.dst;
+    back_op.dst = op.src;
+    back_op.dst.op.array.offset = (CUoffset3D){0, 0, 0};
+    back_op.src.op.ptr.rowLength = 8;
+    put_result("batch_into_array", cuMemcpy3DWithAttributesAsync(&back_op, 0, bs));
+    CHECK(cuMemcpy3D_v2(&back));
+    put_u64("batch_into_array_placed", out[0] == 1000 && out[7] == 1007 && out[AW] == 2000 && out[8] == 0);
+    back_op.dst.op.array.offset = (CUoffset3D){12, 0, 0};
+    put_result("batch_past_columns", cuMemcpy3DWithAttributesAsync(&back_op, 0, bs));
+    CUarray bytes_array;
+    CUDA_ARRAY_DESCRIPTOR u8 = {.Width = 64, .Height = 8, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
+                                .NumChannels = 1};
+    CHECK(cuArrayCreate_v2(&bytes_array, &u8));
+    CUDA_MEMCPY3D_BATCH_OP mixed = op;
+    mixed.dst.type = CU_MEMCPY_OPERAND_TYPE_ARRAY;
+    mixed.dst.op.array.array = bytes_array;
+    mixed.dst.op.array.offset = (CUoffset3D){0, 0, 0};
+    put_result("batch_element_mismatch", cuMemcpy3DWithAttributesAsync(&mixed, 0, bs));
+    CHECK(cuArrayDestroy(bytes_array));
+    CHECK(cuStreamDestroy_v2(bs));
+    CHECK(cuMemFree_v2(dev));
+
     /* Past the array's rows or columns, or off an element. */
     part.dstY = 5;
     put_result("past_rows", cuMemcpy2D_v2(&part));

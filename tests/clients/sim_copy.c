@@ -246,7 +246,8 @@ static CUmemcpy3DOperand pointer_operand(CUdeviceptr p, size_t row, size_t layer
 }
 
 /* Batches of 3D copies and copies with attributes: pitched and packed operands (a byte per
- * element between pointers), checked whole with the failure index; arrays are not copied. */
+ * element between pointers), checked whole with the failure index (array operands:
+ * sim_arrays.c). */
 static int batch_3d(int argc, char **argv) {
     (void)argc, (void)argv;
     setup();

@@ -87,6 +87,18 @@ fn the_device_side_of_an_array_copy_races_with_a_non_blocking_stream() {
             && message.contains("and the earlier cuMemcpyAtoD_v2 on the legacy default stream"),
         "{message}"
     );
+    // A 3D batch from an array into d's last 256 bytes (16 x 4 elements of 4 bytes, as the
+    // shim reads the array's descriptor), and a read of d's last 4 bytes on another stream:
+    // ordered by an event, nothing; unordered, one race, which a span counted in elements
+    // (64 bytes) would miss.
+    assert_eq!(findings_of("batch"), Vec::<Value>::new());
+    let (check, severity, message) = only_finding("batch-race");
+    assert_eq!((check.as_str(), severity.as_str()), ("cross-stream-race", "error"));
+    assert!(
+        message.starts_with("cuMemcpyDtoHAsync_v2 on stream")
+            && message.contains("and the earlier cuMemcpy3DBatchAsync_v2 on stream"),
+        "{message}"
+    );
     // A copy from freed memory is refused, and is a use after free.
     let (check, _, message) = only_finding("freed");
     assert_eq!(check, "use-after-free");

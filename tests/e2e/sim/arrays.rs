@@ -51,6 +51,14 @@ fn array_sides_of_2d_and_3d_copies_mipmapped_levels_and_captured_copies_use_the_
         ("part", "0"),
         ("back", "0"),
         ("part_placed", "1"),
+        // 3D batches with array operands: extents, offsets and row lengths in elements.
+        ("batch_from_array", "0"),
+        ("batch_from_array_placed", "1"),
+        ("batch_into_array", "0"),
+        ("batch_into_array_placed", "1"),
+        ("batch_past_columns", "1"),
+        // Two arrays of different element sizes.
+        ("batch_element_mismatch", "1"),
         ("past_rows", "1"),
         ("past_columns", "1"),
         ("off_element", "1"),
