@@ -16,6 +16,7 @@ mod later_apis;
 mod memops;
 mod pageable;
 mod peer;
+mod ranges;
 
 const A: u64 = 0xa0;
 const B: u64 = 0xb0;
