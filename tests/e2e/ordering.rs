@@ -4,6 +4,7 @@
 //! produce no finding at all; and every hooked stream-ordering entry point is recorded under
 //! its exact name.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -52,6 +53,21 @@ fn findings_of(args: &[&str], env: &[(&str, &str)]) -> (Vec<Value>, Value) {
     let dir = TempDir::new();
     let r = report_json(&traced(&dir, "report_ordering", args, env));
     (r["findings"].as_array().unwrap().clone(), r)
+}
+
+/// The `name value` lines a client printed.
+fn facts(stdout: &[u8]) -> HashMap<String, String> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|l| l.split_once(' '))
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect()
+}
+
+/// The hex address a client printed under `key`.
+fn addr(facts: &HashMap<String, String>, key: &str) -> u64 {
+    let v = facts.get(key).unwrap_or_else(|| panic!("the client printed no {key}"));
+    u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
 }
 
 /// Function names of a stack.

@@ -5,12 +5,10 @@
 //! device memory races, is used after a free, and is waited for like any copy's. The client
 //! is `tests/clients/report_arrays.c`.
 
-use std::collections::HashMap;
-
 use gpuleak_e2e::{client, shim_command, sim_command, TempDir};
 use serde_json::Value;
 
-use super::{report_json, traced};
+use super::{addr, facts, report_json, traced};
 use crate::trace::{assert_ok, dump, hex, of_type};
 
 fn findings_of(how: &str) -> Vec<Value> {
@@ -146,12 +144,8 @@ fn every_array_copy_is_recorded_with_its_stream_and_its_side_outside_the_array()
         .output()
         .unwrap();
     assert_ok(&out);
-    let printed: HashMap<String, String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let addr = |k: &str| u64::from_str_radix(printed[k].trim_start_matches("0x"), 16).unwrap();
+    let printed = facts(&out.stdout);
+    let addr = |k: &str| addr(&printed, k);
     let (d, s, host, host_out) = (addr("d"), addr("s"), addr("host"), addr("out"));
     let plain = sim_command(client("report_arrays")).arg("records").output().unwrap();
     assert_ok(&plain);

@@ -4,27 +4,11 @@
 //! simulated driver runs them as the real one does (host functions and graphs in stream order,
 //! 2D/3D copies row by row).
 
-use std::collections::HashMap;
-
 use gpuleak_e2e::{client, shim_command, sim_command, TempDir};
 use serde_json::Value;
 
-use super::{report_json, traced};
+use super::{addr, facts, report_json, traced};
 use crate::trace::{assert_ok, dump, hex};
-
-/// The `name value` lines a client printed.
-fn facts(stdout: &[u8]) -> HashMap<String, String> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect()
-}
-
-fn addr(facts: &HashMap<String, String>, key: &str) -> u64 {
-    let v = facts.get(key).unwrap_or_else(|| panic!("the client printed no {key}"));
-    u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
-}
 
 /// The records of one exact entry point.
 fn of_api<'a>(records: &'a [Value], api: &str) -> Vec<&'a Value> {

@@ -5,13 +5,11 @@
 //! races; a discard writes its range; neither is work a program must wait for at exit. The
 //! client is `tests/clients/report_prefetch.c`.
 
-use std::collections::HashMap;
-
 use gpuleak_e2e::{client, shim_command, sim_command, TempDir};
 use gpuleak_format::MemLocation;
 use serde_json::Value;
 
-use super::{report_json, traced};
+use super::{addr, facts, report_json, traced};
 use crate::trace::{assert_ok, dump, of_type};
 
 fn report_of(how: &str) -> Value {
@@ -107,12 +105,8 @@ fn every_prefetch_and_discard_is_recorded_range_by_range_with_its_location() {
         .output()
         .unwrap();
     assert_ok(&out);
-    let printed: HashMap<String, String> = String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .filter_map(|l| l.split_once(' '))
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    let addr = |k: &str| u64::from_str_radix(printed[k].trim_start_matches("0x"), 16).unwrap();
+    let printed = facts(&out.stdout);
+    let addr = |k: &str| addr(&printed, k);
     let (m, s) = (addr("m"), addr("s"));
     let plain = sim_command(client("report_prefetch")).arg("records").output().unwrap();
     assert_ok(&plain);
