@@ -9,10 +9,10 @@
 
 use std::cell::Cell;
 
-use gpuleak_format::{Api, MemLocation, RangeOp};
+use gpuleak_format::{Api, CuResult, MemLocation, RangeOp};
 
-use super::sampled;
 use crate::cuda::*;
+use crate::{guard, tracer};
 
 /// `CU_MEM_LOCATION_TYPE_DEVICE` and `_HOST`.
 const DEVICE: u32 = 1;
@@ -46,6 +46,9 @@ fn device_location(device: CUdevice) -> u64 {
     }
 }
 
+/// One prefetch: recorded like a copy (a stack only as `GPULEAK_SYNC_STACKS` asks), but with
+/// no graph node looked for after it, as graphs have no prefetch node (a capturing stream
+/// refuses the call).
 fn one(
     api: Api,
     stream: CUstream,
@@ -54,15 +57,20 @@ fn one(
     location: u64,
     call: impl FnOnce() -> CUresult,
 ) -> CUresult {
-    sampled((api, stream), call, |r, stack| RangeOp {
+    let Some(g) = guard::enter() else {
+        return call();
+    };
+    let r = call();
+    tracer::hot_event(&g, |stack| RangeOp {
         api,
-        result: r,
+        result: CuResult(r),
         stream: stream as u64,
         ptr,
         bytes: n as u64,
         location,
         stack,
-    })
+    });
+    r
 }
 
 /// `cuMemPrefetchAsync[_ptsz]` (8.0: to a device ordinal, or `CU_DEVICE_CPU`).
