@@ -201,6 +201,17 @@ pub struct CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD {
     pub flags: u64,
 }
 
+/// `CUmemLocation`: a location type and an id (a device ordinal, a NUMA node), passed by
+/// value to `cuMemPrefetchAsync_v2`.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub struct CUmemLocation {
+    /// `CUmemLocationType`.
+    pub kind: u32,
+    /// The id the type gives meaning to.
+    pub id: i32,
+}
+
 /// The first members of `CUmemAllocationProp` (all the shim reads).
 #[repr(C)]
 pub struct CUmemAllocationPropHead {

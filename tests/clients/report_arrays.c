@@ -28,37 +28,14 @@
 // freed: cuMemcpyDtoA_v2 from d after d was freed (refused): use-after-free.
 // records: every entry point once, then a copy into a destroyed array; prints the addresses.
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "simcuda.h"
 
-#define CHECK(x)                                                                       \
-    do {                                                                               \
-        CUresult rc_ = (x);                                                            \
-        if (rc_ != CUDA_SUCCESS) {                                                     \
-            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
-            exit(3);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "sim_util.h"
 
 #define N 1024
 #define BYTES (N * sizeof(unsigned))
 
 static CUfunction fill;
 static unsigned host_scratch[N], host_out[N], pinned[N];
-
-static void setup(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule mod;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
-    CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
-}
 
 __attribute__((noinline)) static CUdeviceptr make_buffer(void) {
     CUdeviceptr d;
@@ -82,9 +59,7 @@ static CUstream make_stream(int blocking) {
 
 /* fill_u32(d, value, N) on stream s: a kernel that writes d. */
 static void produce(CUdeviceptr d, unsigned value, CUstream s) {
-    unsigned n = N;
-    void *params[] = {&d, &value, &n};
-    CHECK(cuLaunchKernel(fill, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+    CHECK(launch_fill(fill, s, d, value, N, N));
 }
 
 /* The array copy an "order-" case puts between a's kernel and b's read; e and arr are
@@ -253,6 +228,7 @@ static int records(void) {
 
 int main(int argc, char **argv) {
     setup();
+    fill = load_fill();
     const char *how = argc > 1 ? argv[1] : "";
     if (!strncmp(how, "order-", 6)) return order(how);
     if (!strncmp(how, "dtoa", 4) || !strncmp(how, "atod", 4)) return legacy(how);

@@ -19,36 +19,13 @@
 // records: every entry point (a batch of three ranges, two locations), then a batch on the
 // legacy NULL stream, which the driver refuses; prints the addresses and results.
 #include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include "simcuda.h"
 
-#define CHECK(x)                                                                       \
-    do {                                                                               \
-        CUresult rc_ = (x);                                                            \
-        if (rc_ != CUDA_SUCCESS) {                                                     \
-            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
-            exit(3);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "sim_util.h"
 
 #define N 1024
 #define BYTES (N * sizeof(unsigned))
 
 static CUfunction fill;
-
-static void setup(void) {
-    CUdevice dev;
-    CUcontext ctx;
-    CUmodule mod;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
-    CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
-    CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
-}
 
 __attribute__((noinline)) static CUdeviceptr make_buffer(void) {
     CUdeviceptr d;
@@ -70,9 +47,7 @@ static CUstream make_stream(int blocking) {
 
 /* fill_u32(p, value, N) on stream s: a kernel that writes p. */
 static void produce(CUdeviceptr p, unsigned value, CUstream s) {
-    unsigned n = N;
-    void *params[] = {&p, &value, &n};
-    CHECK(cuLaunchKernel(fill, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+    CHECK(launch_fill(fill, s, p, value, N, N));
 }
 
 static const CUmemLocation GPU0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
@@ -174,6 +149,7 @@ static int records(void) {
 
 int main(int argc, char **argv) {
     setup();
+    fill = load_fill();
     const char *how = argc > 1 ? argv[1] : "";
     if (!strncmp(how, "legacy", 6) || !strcmp(how, "none") || !strcmp(how, "ptsz")) return legacy(how);
     if (!strcmp(how, "concurrent") || !strncmp(how, "discard", 7)) return on_managed(how);

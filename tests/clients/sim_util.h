@@ -43,6 +43,15 @@ static inline CUcontext setup(void) {
     return ctx;
 }
 
+/* The simulator's built-in fill_u32 kernel (p[i] = value for i < n). */
+static inline CUfunction load_fill(void) {
+    CUmodule mod;
+    CUfunction fill;
+    CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
+    CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
+    return fill;
+}
+
 /* The arguments of a fill_u32 kernel node (p[i] = value for i < n), which its parameters
  * point into: they must outlive the node's creation. */
 struct fill_args {

@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gpuleak_e2e::{client, example, gpuleak_bin, shim_command, TempDir};
+use gpuleak_e2e::{client, example, gpuleak_bin, shim_command, sim_command, TempDir};
 use serde_json::Value;
 
 use crate::trace::{assert_ok, checks, dump, of_type};
@@ -68,6 +68,37 @@ fn facts(stdout: &[u8]) -> HashMap<String, String> {
 fn addr(facts: &HashMap<String, String>, key: &str) -> u64 {
     let v = facts.get(key).unwrap_or_else(|| panic!("the client printed no {key}"));
     u64::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
+}
+
+/// The JSON report of client `name` run under the shim with `how` as its argument.
+fn report_of_case(name: &str, how: &str) -> Value {
+    let dir = TempDir::new();
+    report_json(&traced(&dir, name, &[how], &[]))
+}
+
+/// The one finding of client `name`'s case `how`: (check, severity, message).
+fn only_finding_of(name: &str, how: &str) -> (String, String, String) {
+    let report = report_of_case(name, how);
+    let findings = report["findings"].as_array().unwrap();
+    assert_eq!(findings.len(), 1, "{name} {how}: {findings:#?}");
+    let text = |k: &str| findings[0][k].as_str().unwrap().to_string();
+    (text("check"), text("severity"), text("message"))
+}
+
+/// Runs client `name` with `arg` under the shim (trace in `dir`) and on the plain simulator,
+/// both of which must succeed: the trace, the traced run's printed facts and the plain run's
+/// output.
+fn traced_and_plain(dir: &TempDir, name: &str, arg: &str) -> (PathBuf, HashMap<String, String>, String) {
+    let trace = dir.path().join(format!("{arg}.trace"));
+    let out = shim_command(client(name), &trace).arg(arg).output().unwrap();
+    assert_ok(&out);
+    let plain = sim_command(client(name)).arg(arg).output().unwrap();
+    assert_ok(&plain);
+    (
+        trace,
+        facts(&out.stdout),
+        String::from_utf8_lossy(&plain.stdout).into_owned(),
+    )
 }
 
 /// Function names of a stack.

@@ -5,26 +5,20 @@
 //! device memory races, is used after a free, and is waited for like any copy's. The client
 //! is `tests/clients/report_arrays.c`.
 
-use gpuleak_e2e::{client, shim_command, sim_command, TempDir};
+use gpuleak_e2e::TempDir;
 use serde_json::Value;
 
-use super::{addr, facts, report_json, traced};
-use crate::trace::{assert_ok, dump, hex, of_type};
+use super::{addr, only_finding_of, report_of_case, traced_and_plain};
+use crate::trace::{dump, hex, of_type};
 
 fn findings_of(how: &str) -> Vec<Value> {
-    let dir = TempDir::new();
-    let report = report_json(&traced(&dir, "report_arrays", &[how], &[]));
+    let report = report_of_case("report_arrays", how);
     assert_eq!(report["leaks"], serde_json::json!([]), "{how}: {report:#}");
     report["findings"].as_array().unwrap().clone()
 }
 
-/// The one finding of `how`, as (check, severity, message).
 fn only_finding(how: &str) -> (String, String, String) {
-    let findings = findings_of(how);
-    assert_eq!(findings.len(), 1, "{how}: {findings:#?}");
-    let f = &findings[0];
-    let text = |k: &str| f[k].as_str().unwrap().to_string();
-    (text("check"), text("severity"), text("message"))
+    only_finding_of("report_arrays", how)
 }
 
 /// A synchronous array copy runs on the legacy default stream: it comes after the blocking
@@ -138,18 +132,10 @@ fn the_host_waits_for_a_copy_from_an_array_into_host_memory_as_for_device_memory
 #[test]
 fn every_array_copy_is_recorded_with_its_stream_and_its_side_outside_the_array() {
     let dir = TempDir::new();
-    let trace = dir.path().join("records.trace");
-    let out = shim_command(client("report_arrays"), &trace)
-        .arg("records")
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let printed = facts(&out.stdout);
+    let (trace, printed, plain) = traced_and_plain(&dir, "report_arrays", "records");
     let addr = |k: &str| addr(&printed, k);
     let (d, s, host, host_out) = (addr("d"), addr("s"), addr("host"), addr("out"));
-    let plain = sim_command(client("report_arrays")).arg("records").output().unwrap();
-    assert_ok(&plain);
-    assert!(String::from_utf8_lossy(&plain.stdout).contains("destroyed 400\n"));
+    assert!(plain.contains("destroyed 400\n"));
     assert_eq!(printed["destroyed"], "400");
 
     let records = dump(&trace);

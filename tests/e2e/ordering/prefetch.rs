@@ -5,16 +5,15 @@
 //! races; a discard writes its range; neither is work a program must wait for at exit. The
 //! client is `tests/clients/report_prefetch.c`.
 
-use gpuleak_e2e::{client, shim_command, sim_command, TempDir};
+use gpuleak_e2e::TempDir;
 use gpuleak_format::MemLocation;
 use serde_json::Value;
 
-use super::{addr, facts, report_json, traced};
-use crate::trace::{assert_ok, dump, of_type};
+use super::{addr, only_finding_of, report_of_case, traced_and_plain};
+use crate::trace::{dump, of_type};
 
 fn report_of(how: &str) -> Value {
-    let dir = TempDir::new();
-    report_json(&traced(&dir, "report_prefetch", &[how], &[]))
+    report_of_case("report_prefetch", how)
 }
 
 fn findings_of(how: &str) -> Vec<Value> {
@@ -22,13 +21,8 @@ fn findings_of(how: &str) -> Vec<Value> {
 }
 
 fn only_finding(how: &str) -> (String, String) {
-    let findings = findings_of(how);
-    assert_eq!(findings.len(), 1, "{how}: {findings:#?}");
-    let f = &findings[0];
-    (
-        f["check"].as_str().unwrap().to_string(),
-        f["message"].as_str().unwrap().to_string(),
-    )
+    let (check, _, message) = only_finding_of("report_prefetch", how);
+    (check, message)
 }
 
 /// A prefetch on the legacy stream ("standard default stream semantics") comes after the
@@ -99,19 +93,11 @@ fn a_pending_prefetch_is_not_unsynchronized_at_exit_but_the_kernel_before_it_is(
 #[test]
 fn every_prefetch_and_discard_is_recorded_range_by_range_with_its_location() {
     let dir = TempDir::new();
-    let trace = dir.path().join("records.trace");
-    let out = shim_command(client("report_prefetch"), &trace)
-        .arg("records")
-        .output()
-        .unwrap();
-    assert_ok(&out);
-    let printed = facts(&out.stdout);
+    let (trace, printed, plain) = traced_and_plain(&dir, "report_prefetch", "records");
     let addr = |k: &str| addr(&printed, k);
     let (m, s) = (addr("m"), addr("s"));
-    let plain = sim_command(client("report_prefetch")).arg("records").output().unwrap();
-    assert_ok(&plain);
     // CUDA_ERROR_INVALID_VALUE: a batch on the legacy NULL stream, traced or not.
-    assert!(String::from_utf8_lossy(&plain.stdout).contains("legacy_batch 1\n"));
+    assert!(plain.contains("legacy_batch 1\n"));
     assert_eq!(printed["legacy_batch"], "1");
 
     let gpu = MemLocation::encode(1, 0);

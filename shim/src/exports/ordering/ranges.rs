@@ -20,16 +20,6 @@ const HOST: u32 = 2;
 /// `CU_DEVICE_CPU`: the host, as `cuMemPrefetchAsync`'s device ordinal.
 const DEVICE_CPU: CUdevice = -1;
 
-/// `CUmemLocation`: a location type and an id (a device ordinal, a NUMA node).
-#[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
-pub struct CUmemLocation {
-    /// `CUmemLocationType`.
-    pub kind: u32,
-    /// The id the type gives meaning to.
-    pub id: i32,
-}
-
 impl CUmemLocation {
     fn encoded(self) -> u64 {
         MemLocation::encode(self.kind, self.id)
