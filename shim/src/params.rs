@@ -1,7 +1,8 @@
 //! Which kernel parameters can hold a device pointer: the 8-byte ones, learned from the
-//! driver's `cuFuncGetParamInfo` once per function and kept in a fixed lock-free table.
+//! driver's `cuFuncGetParamInfo` (or `cuKernelGetParamInfo` for a library's kernel) once per
+//! function and kept in a fixed lock-free table.
 //!
-//! `cuFuncGetParamInfo` is the one extra driver call the launch hook makes. It is a getter on
+//! These getters are the one extra driver call the launch hook makes. Each is a getter on
 //! a function handle: it changes no driver state, and the driver API has no "last error" that
 //! a failed call could set (the runtime's `cudaGetLastError` only sees runtime calls), so it
 //! cannot change what the program observes. It is made once per function, not per launch.
@@ -79,26 +80,51 @@ const EMPTY: Slot = Slot {
 };
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
-/// The driver's `cuFuncGetParamInfo`: 0 not looked up yet, 1 absent.
+/// The driver's `cuFuncGetParamInfo` and `cuKernelGetParamInfo`: 0 not looked up yet, 1
+/// absent.
 static GET_INFO: AtomicUsize = AtomicUsize::new(0);
+static GET_KERNEL_INFO: AtomicUsize = AtomicUsize::new(0);
 
+/// `cuFuncGetParamInfo(CUfunction, ...)` and `cuKernelGetParamInfo(CUkernel, ...)`: one
+/// signature, a handle and three integers.
 type GetInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> CUresult;
 
-fn get_info() -> Option<GetInfo> {
-    let f = crate::dl::driver_fn(&GET_INFO, c"cuFuncGetParamInfo")?;
-    // SAFETY: `f` is the driver's cuFuncGetParamInfo, found by name, whose public signature
-    // is `GetInfo`.
+fn getter(cache: &AtomicUsize, name: &std::ffi::CStr) -> Option<GetInfo> {
+    let f = crate::dl::driver_fn(cache, name)?;
+    // SAFETY: `f` is the driver's cuFuncGetParamInfo or cuKernelGetParamInfo, found by name,
+    // whose public signature is `GetInfo` (CUfunction and CUkernel are both pointers).
     Some(unsafe { std::mem::transmute::<usize, GetInfo>(f) })
 }
 
-/// Asks the driver (drivers before CUDA 12.4 have no `cuFuncGetParamInfo`: no pointers).
+/// Asks the driver (drivers before CUDA 12.4 have neither getter: no pointers).
+///
+/// The handle a launch names is a `CUfunction`, or a `CUkernel` cast to one: CUDA 12 lets
+/// `cuLaunchKernel` and kernel nodes take a library's context-less kernel that way, and
+/// NVIDIA's runtime launches `<<<...>>>` kernels so. The real driver's `cuFuncGetParamInfo`
+/// refuses a `CUkernel` with `CUDA_ERROR_INVALID_HANDLE`, as `cuKernelGetParamInfo` refuses a
+/// `CUfunction` (seen on an H100, driver 580.159.04, 2026-11-23: before this every kernel an
+/// nvcc-built program launched came out with no pointer, and its races went unfound), so
+/// when it refuses the first parameter the handle is asked of `cuKernelGetParamInfo`. A
+/// kernel with no parameters is refused by both.
 #[cold]
 fn ask(func: *mut c_void) -> Asked {
     let mut layout = Asked {
         count: 0,
         at: [(0, 0); MAX_PTRS],
     };
-    let Some(get) = get_info() else { return layout };
+    let takes = |get: GetInfo| {
+        let (mut offset, mut size) = (0usize, 0usize);
+        // SAFETY: a getter that writes two integers we own; a handle it does not know is an
+        // error, not a fault (the handle was just launched with).
+        unsafe { get(func, 0, &mut offset, &mut size) == 0 }
+    };
+    let get = match getter(&GET_INFO, c"cuFuncGetParamInfo") {
+        Some(get) if takes(get) => get,
+        _ => match getter(&GET_KERNEL_INFO, c"cuKernelGetParamInfo") {
+            Some(get) => get,
+            None => return layout,
+        },
+    };
     for index in 0..MAX_PARAMS {
         let (mut offset, mut size) = (0usize, 0usize);
         // SAFETY: a getter that writes two integers we own; an index past the last

@@ -188,9 +188,11 @@ static int launchable(uint64_t handle, struct ctx **ctx) {
     return kn ? (int)kn->kernel : -1;
 }
 
-static CUresult param_info(uint64_t handle, size_t index, size_t *offset, size_t *size) {
-    struct ctx *unused;
-    if (launchable(handle, &unused) < 0) return CUDA_ERROR_INVALID_HANDLE;
+/* As the real driver (580.159.04 on an H100, 2026-11-23): cuFuncGetParamInfo takes a
+ * CUfunction only and cuKernelGetParamInfo a CUkernel only (either refuses the other with
+ * CUDA_ERROR_INVALID_HANDLE), although a launch takes both. */
+static CUresult param_info(enum hkind kind, uint64_t handle, size_t index, size_t *offset, size_t *size) {
+    if (!obj_get(kind, handle)) return CUDA_ERROR_INVALID_HANDLE;
     if (!offset || index >= 3) return CUDA_ERROR_INVALID_VALUE;
     *offset = param_offset[index];
     if (size) *size = param_size[index];
@@ -401,13 +403,13 @@ SIMCUDA_API CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel) {
 SIMCUDA_API CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOffset,
                                         size_t *paramSize) {
     API_ENTER();
-    API_LOCKED(param_info((uint64_t)(uintptr_t)func, paramIndex, paramOffset, paramSize));
+    API_LOCKED(param_info(HK_FUNC, (uint64_t)(uintptr_t)func, paramIndex, paramOffset, paramSize));
 }
 
 SIMCUDA_API CUresult cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex, size_t *paramOffset,
                                           size_t *paramSize) {
     API_ENTER();
-    API_LOCKED(param_info((uint64_t)(uintptr_t)kernel, paramIndex, paramOffset, paramSize));
+    API_LOCKED(param_info(HK_KERNEL, (uint64_t)(uintptr_t)kernel, paramIndex, paramOffset, paramSize));
 }
 
 SIMCUDA_API CUresult cuFuncGetName(const char **name, CUfunction hfunc) {

@@ -22,6 +22,9 @@
 // mistake) and "ctx-event" its twin, recorded over the context.
 // "pageable" and "pinned" end with an asynchronous copy into pageable memory (which the host
 // waits for) or into pinned memory (which it does not), leaking their buffers.
+// "library" and "library-event" launch the writing kernel as NVIDIA's runtime launches
+// `<<<...>>>` kernels: a library's context-less kernel (cuLibraryGetKernel) cast to a
+// CUfunction, whose parameters only cuKernelGetParamInfo describes.
 // Every subcommand otherwise cleans up after itself (streams
 // and events destroyed, memory freed, work waited for), so a mistake is the only finding in
 // its report and a twin's report has none.
@@ -46,6 +49,8 @@
 static CUdevice dev;
 static CUcontext ctx;
 static CUfunction fill, assert_equal;
+/* fill_u32 as a library's CUkernel, cast to the CUfunction a launch takes. */
+static CUfunction fill_kernel;
 static unsigned host_buf[N];
 
 static void setup(void) {
@@ -57,6 +62,11 @@ static void setup(void) {
     CHECK(cuModuleLoadData(&mod, "simcuda kernels"));
     CHECK(cuModuleGetFunction(&fill, mod, "fill_u32"));
     CHECK(cuModuleGetFunction(&assert_equal, mod, "check_u32"));
+    CUlibrary lib;
+    CUkernel kernel;
+    CHECK(cuLibraryLoadData(&lib, "simcuda kernels", NULL, NULL, 0, NULL, NULL, 0));
+    CHECK(cuLibraryGetKernel(&kernel, lib, "fill_u32"));
+    fill_kernel = (CUfunction)kernel;
 }
 
 __attribute__((noinline)) static CUstream make_stream(unsigned flags) {
@@ -77,11 +87,14 @@ __attribute__((noinline)) static CUdeviceptr make_buffer(void) {
     return d;
 }
 
+/* What produce launches: fill, or fill_kernel for "library". */
+static CUfunction *writer = &fill;
+
 /* fill_u32(d, value, N) on stream s: a kernel that writes d. */
 static void produce(CUdeviceptr d, unsigned value, CUstream s) {
     unsigned n = N;
     void *params[] = {&d, &value, &n};
-    CHECK(cuLaunchKernel(fill, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
+    CHECK(cuLaunchKernel(*writer, N / 128, 1, 1, 128, 1, 1, 0, s, params, NULL));
 }
 
 /* check_u32(d, value, N) on stream s: a kernel that only reads d (an assertion). */
@@ -111,6 +124,7 @@ static int race(const char *how) {
     *flag = 0;
     CUdeviceptr f = (CUdeviceptr)(uintptr_t)flag;
     if (!strcmp(how, "value-early")) CHECK(cuStreamWriteValue32_v2(a, f, 1, 0));
+    if (!strncmp(how, "library", 7)) writer = &fill_kernel;
     produce(d, 7, a);
     if (!strcmp(how, "event")) {
         CHECK(cuEventRecord(e, a));
@@ -141,7 +155,7 @@ static int race(const char *how) {
         CHECK(cuCtxWaitEvent(ctx, e));
     }
     if (!strcmp(how, "batch-event") || !strcmp(how, "batch-3d-event") ||
-        !strcmp(how, "attributes-event")) {
+        !strcmp(how, "attributes-event") || !strcmp(how, "library-event")) {
         CHECK(cuEventRecord(e, a));
         CHECK(cuStreamWaitEvent(b, e, 0));
     }

@@ -98,6 +98,9 @@ static int libraries(int argc, char **argv) {
     size_t offset = 0;
     CHECK(cuKernelGetParamInfo(kern, 2, &offset, NULL));
     put_u64("kernel_param2_offset", offset);
+    // As the real driver: each getter takes its own kind of handle only.
+    put_result("func_param_of_kernel", cuFuncGetParamInfo((CUfunction)kern, 0, &offset, NULL));
+    put_result("kernel_param_of_function", cuKernelGetParamInfo((CUkernel)f, 0, &offset, NULL));
     unsigned int value = 9, n = COUNT;
     void *params[] = {&p, &value, &n};
     put_result("launch_function", cuLaunchKernel(f, 1, 1, 1, 1024, 1, 1, 0, NULL, params, NULL));

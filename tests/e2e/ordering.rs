@@ -234,6 +234,7 @@ fn correctly_ordered_twins_report_nothing() {
                 "peer",
                 "ctx-event",
                 "ctx-wait",
+                "library-event",
             ],
         ),
         ("unordered-free", &["event", "host", "legacy"]),
@@ -285,6 +286,21 @@ fn a_batch_of_copies_races_like_any_copy() {
         assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
         assert_eq!(findings[0]["severity"], "error");
     }
+}
+
+/// A kernel launched through a library's `CUkernel` cast to a `CUfunction`, as NVIDIA's
+/// runtime launches every `<<<...>>>` kernel, writes its pointer parameters like any launch:
+/// the driver describes them through `cuKernelGetParamInfo` only (its `cuFuncGetParamInfo`
+/// refuses a `CUkernel`, as the real one does), so the race is found only when the shim asks
+/// the right getter (the twin `library-event` above reports nothing).
+#[test]
+fn a_library_kernel_launched_as_the_runtime_launches_it_races_like_any_kernel() {
+    let (findings, _) = findings_of(&["cross-stream-race", "library"], &[]);
+    assert_eq!(findings.len(), 1, "{findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.starts_with("cuMemcpyDtoHAsync_v2 on stream"), "{message}");
+    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+    assert_eq!(findings[0]["severity"], "error");
 }
 
 /// A synchronous peer copy is serialized with all work, so it reads the buffer after the

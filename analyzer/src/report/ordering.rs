@@ -397,7 +397,12 @@ fn finding(f: &StreamFinding, replay: &Replay, stacks: &mut Stacks<'_>) -> Findi
     // the process on purpose (PyTorch's stream pool): a note, as memory held by a pool is.
     if is_leak {
         let frames: &[u64] = replay.stacks.get(&f.op.stack).map_or(&[], Vec::as_slice);
-        if let Some(note) = owner::kept_for_life(frames, &replay.modules, "streams and events") {
+        let note = if f.op.stack == StackId::NONE && f.check != Check::SemaphoreLeak {
+            owner::framework_keeping_objects(&replay.modules)
+        } else {
+            owner::kept_for_life(frames, &replay.modules, "streams and events")
+        };
+        if let Some(note) = note {
             message.push_str(&note);
             severity = Severity::Note;
         }

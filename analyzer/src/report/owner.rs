@@ -97,6 +97,27 @@ pub fn kept_for_life(frames: &[u64], modules: &Modules, what: &str) -> Option<St
     ))
 }
 
+/// For a stream or event whose creation stack was not recorded (the default), in a process
+/// that loaded a framework which keeps its streams and events for the life of the process
+/// (PyTorch's stream pool and the events of its caching allocators; XLA's streams, as JAX
+/// makes them): the clause a leak finding adds, and it is then a note. Without the stack the
+/// trace cannot tell the framework's from the program's, and a PyTorch or JAX program leaves
+/// dozens to hundreds of them (seen on an H100, 2026-11-23: 128 streams from PyTorch's pool,
+/// 34 from JAX), which would bury a real leak among warnings; with
+/// `GPULEAK_OBJECT_STACKS=1` each is judged by its own creator ([`kept_for_life`]). CuPy and
+/// RMM keep memory, not streams, so they do not count here.
+pub fn framework_keeping_objects(modules: &Modules) -> Option<String> {
+    modules.iter().find_map(|m| match pool_of(&m.path) {
+        Some(pool @ (Pool::Pytorch | Pool::Xla)) => Some(format!(
+            "; the process loaded the {} runtime ({}), which keeps its streams and events for \
+             the life of the process, so without the stack this is a note",
+            pool.name(),
+            file_name(&m.path)
+        )),
+        _ => None,
+    })
+}
+
 /// The owner of a stack: the path of the first module, innermost first, that is not a CUDA
 /// library. `None` when the stack is empty, lies wholly in CUDA libraries, or its first other
 /// frame is in no recorded module (JIT code).

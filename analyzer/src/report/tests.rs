@@ -23,12 +23,16 @@ struct Script {
 impl Script {
     /// A process with three modules: the program, PyTorch's allocator and the runtime.
     fn new() -> Script {
-        let mut s = Script { records: Vec::new() };
-        for (start, path) in [
+        Script::with_modules(&[
             (PROGRAM, "/usr/bin/train"),
             (C10, "/venv/torch/lib/libc10_cuda.so"),
             (CUDART, "/venv/nvidia/lib/libcudart.so.12"),
-        ] {
+        ])
+    }
+
+    fn with_modules(modules: &[(u64, &'static str)]) -> Script {
+        let mut s = Script { records: Vec::new() };
+        for &(start, path) in modules {
             s.push(ModuleRecord {
                 base: start,
                 start,
@@ -359,6 +363,71 @@ fn streams_a_framework_keeps_are_a_note_and_the_program_s_a_warning() {
     );
     assert_eq!(r.findings[0].stack_role, None);
     assert!(!r.findings[0].stack.is_empty());
+}
+
+/// Without creation stacks (the default), streams and events never destroyed in a process that
+/// loaded PyTorch or XLA, which keep theirs for the life of the process, are a note that says
+/// so; in a process that loaded neither, a warning.
+#[test]
+fn leaks_without_creation_stacks_are_a_note_only_where_a_framework_that_keeps_them_was_loaded() {
+    let leaks = |s: &mut Script| {
+        s.push(gpuleak_format::StreamCreate {
+            api: Api::cuStreamCreate,
+            result: CuResult::SUCCESS,
+            stream: Stream(0x50),
+            flags: 1,
+            priority: 0,
+            stack: StackId::NONE,
+        });
+        s.push(gpuleak_format::EventCreate {
+            api: Api::cuEventCreate,
+            result: CuResult::SUCCESS,
+            event: gpuleak_format::Event(0x60),
+            flags: 0,
+            stack: StackId::NONE,
+        });
+        s.push(Exit { code: 0, how: 0 });
+    };
+    let mut torch = Script::new();
+    leaks(&mut torch);
+    let mut jax = Script::with_modules(&[
+        (PROGRAM, "/usr/bin/python3"),
+        (
+            C10,
+            "/venv/lib/python3.12/site-packages/jax_plugins/xla_cuda13/xla_cuda_plugin.so",
+        ),
+    ]);
+    leaks(&mut jax);
+    let mut plain = Script::with_modules(&[(PROGRAM, "/usr/bin/train"), (CUDART, "/usr/lib/libcudart.so.13")]);
+    leaks(&mut plain);
+    let mut cupy = Script::with_modules(&[(C10, "/venv/cupy_backends/cuda/api/runtime.so")]);
+    leaks(&mut cupy);
+    for (script, severity, says) in [
+        (
+            torch,
+            Severity::Note,
+            Some("the process loaded the pytorch runtime (libc10_cuda.so)"),
+        ),
+        (
+            jax,
+            Severity::Note,
+            Some("the process loaded the xla runtime (xla_cuda_plugin.so)"),
+        ),
+        (plain, Severity::Warning, None),
+        // CuPy keeps no streams or events of its own: its pool is memory only.
+        (cupy, Severity::Warning, None),
+    ] {
+        let r = script.report(&Options::default());
+        let found: Vec<(&str, Severity)> = r.findings.iter().map(|f| (f.check, f.severity)).collect();
+        assert_eq!(found, vec![("stream-leak", severity), ("event-leak", severity)]);
+        for f in &r.findings {
+            assert!(f.message.contains("creation stack was not recorded"), "{}", f.message);
+            match says {
+                Some(says) => assert!(f.message.contains(says), "{}", f.message),
+                None => assert!(!f.message.contains("the process loaded"), "{}", f.message),
+            }
+        }
+    }
 }
 
 fn pool_create(s: &mut Script, api: Api, result: u32, pool: u64, stack: u32) {

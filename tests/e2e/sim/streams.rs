@@ -322,6 +322,8 @@ fn library_kernels_launch_as_functions_and_as_kernels() {
         ("same_kernel", "1"),
         ("same_function", "1"),
         ("kernel_param2_offset", "12"),
+        ("func_param_of_kernel", "400"),
+        ("kernel_param_of_function", "400"),
         ("launch_function", "0"),
         ("launch_kernel_handle", "0"),
         ("values", "11 9 9"),
