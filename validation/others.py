@@ -1,26 +1,36 @@
-"""The CuPy and JAX workload of scripts/validate-gpu: argv[1] is "cupy" or "jax"; leaks N
-(argv[2], default 50) arrays of 1 MiB kept in a global list, which the interpreter's teardown
-frees, as it frees any global: `gpuleak report --memory` finds the leak as growth. Prints
-`leaked_bytes BYTES`, or `skipped NAME` when the framework is not installed."""
+"""The CuPy and JAX workload of scripts/validate-gpu: argv[1] is "cupy" or "jax"; runs N steps
+(argv[2], default 50), each computing with temporary arrays of 1 MiB and keeping one more 1 MiB
+result in a global list (the deliberate leak), as a loop that accumulates results does. The
+interpreter's teardown frees the list, as it frees any global, so nothing is left at exit:
+`gpuleak report --memory` finds the leak as growth. Prints `leaked_bytes BYTES` (what the list
+held), or `skipped NAME` when the framework is not installed."""
 import sys
 
 WHICH = sys.argv[1]
 N = int(sys.argv[2]) if len(sys.argv) > 2 else 50
+WORDS = 256 * 1024  # 1 MiB of float32
 KEPT = []
 
 try:
     if WHICH == "cupy":
         import cupy
 
-        for _ in range(N):
-            KEPT.append(cupy.zeros(256 * 1024, dtype=cupy.float32))
+        x = cupy.arange(WORDS, dtype=cupy.float32)
+        for i in range(N):
+            scaled = x * i  # temporaries, freed when the next step rebinds them
+            shifted = scaled + 1
+            KEPT.append(shifted * 2)
+            float(shifted.sum())
         cupy.cuda.Device().synchronize()
     elif WHICH == "jax":
-        import jax
         import jax.numpy as jnp
 
+        x = jnp.arange(WORDS, dtype=jnp.float32)
         for i in range(N):
-            KEPT.append(jax.device_put(jnp.full((256 * 1024,), i, dtype=jnp.float32)))
+            scaled = x * i
+            shifted = scaled + 1
+            KEPT.append(shifted * 2)
+            float(shifted.sum())
         for a in KEPT:
             a.block_until_ready()
     else:
@@ -28,4 +38,4 @@ try:
 except ImportError:
     print(f"skipped {WHICH}")
     sys.exit(0)
-print(f"leaked_bytes {N * 1024 * 1024}")
+print(f"leaked_bytes {N * WORDS * 4}")
