@@ -76,7 +76,10 @@ impl Script {
     }
 
     fn replay(&self) -> crate::model::Replay {
-        let mut model = Model::new();
+        self.replay_with(Model::new())
+    }
+
+    fn replay_with(&self, mut model: Model) -> crate::model::Replay {
         for r in &self.records {
             model.apply(1, r);
         }
@@ -84,7 +87,11 @@ impl Script {
     }
 
     fn report(&self, options: &Options) -> ProcessReport {
-        let replay = self.replay();
+        let replay = if options.memory {
+            self.replay_with(Model::new().with_memory(crate::memory::TrackerOptions::default()))
+        } else {
+            self.replay()
+        };
         let source = ModuleOffsets::new(replay.modules.clone());
         build(replay, PathBuf::from("t.trace"), &source, options)
     }
@@ -116,6 +123,56 @@ fn memory_held_by_a_caching_allocator_is_apart_from_program_leaks() {
     assert_eq!(r.summary.leaked_bytes, 1000);
     assert_eq!(r.summary.pool_bytes, 2 << 20);
     assert_eq!(r.summary.peak_bytes, 1000 + (2 << 20));
+}
+
+/// A staircase of 1 MiB allocations, freed at the end, from a program's own stack and from a
+/// stack inside PyTorch's caching allocator: both are growth, and only the allocator's says
+/// that its site is where the cache grew, with the switch that shows the tensors.
+#[test]
+fn growth_inside_a_caching_allocator_says_how_to_see_the_tensors() {
+    let growth = |frames: &[u64]| {
+        let mut s = Script::new();
+        s.stack(1, frames).stack(3, &[PROGRAM + 0x300]);
+        let free = |s: &mut Script, ptr: u64| {
+            s.push(Free {
+                api: Api::cuMemFree_v2,
+                via: Api::NONE,
+                result: CuResult::SUCCESS,
+                stream: Stream(0),
+                ptr: Ptr(ptr),
+                size: 0,
+                stack: StackId::NONE,
+            });
+        };
+        // Each step keeps 1 MiB and uses a scratch buffer (the work of a loop).
+        for i in 0..40u64 {
+            s.alloc(Api::cuMemAlloc_v2, 0x7000_0000 + (i << 20), 1 << 20, 1);
+            for _ in 0..4 {
+                s.alloc(Api::cuMemAlloc_v2, 0x9000_0000, 4096, 3);
+                free(&mut s, 0x9000_0000);
+            }
+        }
+        for i in 0..40u64 {
+            free(&mut s, 0x7000_0000 + (i << 20));
+        }
+        s.push(Exit { code: 0, how: 0 });
+        let options = Options {
+            memory: true,
+            ..Options::default()
+        };
+        let r = s.report(&options);
+        let found: Vec<&Finding> = r.findings.iter().filter(|f| f.check == "growth").collect();
+        assert_eq!(found.len(), 1, "{:#?}", r.findings);
+        found[0].message.clone()
+    };
+    let program = growth(&[CUDART + 0x10, PROGRAM + 0x100, PROGRAM + 0x200]);
+    let cached = growth(&[CUDART + 0x10, C10 + 0x300, PROGRAM + 0x400]);
+    let hint = "the site is a caching allocator's";
+    assert!(!program.contains(hint), "{program}");
+    assert!(
+        cached.contains(hint) && cached.contains("--no-framework-cache"),
+        "{cached}"
+    );
 }
 
 #[test]

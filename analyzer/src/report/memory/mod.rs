@@ -387,6 +387,16 @@ fn growth_finding(g: &Growth, names: &mut Namer<'_, '_, '_>) -> Finding {
     if site.summary.live == 0 {
         message.push_str("; all of it was freed by the end, so it is no leak at exit");
     }
+    if site.summary.pool {
+        // Seen with PyTorch on an H100: with the cache on, a leak of 1 MiB tensors rose as the
+        // allocator's 2 MiB segments, at the forward pass's stack, not the line keeping them.
+        message.push_str(
+            "; the site is a caching allocator's: with its cache on, each rise is the cache \
+             growing for a request that did not fit, at that request's stack, which need not be \
+             the code that keeps the memory (`gpuleak run --no-framework-cache` makes each \
+             tensor its own allocation)",
+        );
+    }
     Finding {
         check: "growth",
         severity: Severity::Warning,
