@@ -279,13 +279,20 @@ fn a_batch_of_copies_races_like_any_copy() {
         ("batch-3d", "cuMemcpy3DBatchAsync_v2"),
         ("attributes", "cuMemcpyWithAttributesAsync"),
     ] {
-        let (findings, _) = findings_of(&["cross-stream-race", how], &[]);
-        assert_eq!(findings.len(), 1, "{how}: {findings:#?}");
-        let message = findings[0]["message"].as_str().unwrap();
-        assert!(message.starts_with(&format!("{api} on stream")), "{message}");
-        assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
-        assert_eq!(findings[0]["severity"], "error");
+        only_race_with_the_kernel(how, api);
     }
+}
+
+/// The report of `cross-stream-race HOW`, whose one finding must be an error between `api` on
+/// the reading stream and the kernel that wrote the buffer.
+fn only_race_with_the_kernel(how: &str, api: &str) -> Value {
+    let (findings, report) = findings_of(&["cross-stream-race", how], &[]);
+    assert_eq!(findings.len(), 1, "{how}: {findings:#?}");
+    let message = findings[0]["message"].as_str().unwrap();
+    assert!(message.starts_with(&format!("{api} on stream")), "{message}");
+    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
+    assert_eq!(findings[0]["severity"], "error");
+    report
 }
 
 /// A kernel launched through a library's `CUkernel` cast to a `CUfunction`, as NVIDIA's
@@ -295,12 +302,7 @@ fn a_batch_of_copies_races_like_any_copy() {
 /// the right getter (the twin `library-event` above reports nothing).
 #[test]
 fn a_library_kernel_launched_as_the_runtime_launches_it_races_like_any_kernel() {
-    let (findings, _) = findings_of(&["cross-stream-race", "library"], &[]);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let message = findings[0]["message"].as_str().unwrap();
-    assert!(message.starts_with("cuMemcpyDtoHAsync_v2 on stream"), "{message}");
-    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
-    assert_eq!(findings[0]["severity"], "error");
+    only_race_with_the_kernel("library", "cuMemcpyDtoHAsync_v2");
 }
 
 /// A synchronous peer copy is serialized with all work, so it reads the buffer after the
@@ -308,12 +310,7 @@ fn a_library_kernel_launched_as_the_runtime_launches_it_races_like_any_kernel() 
 /// asynchronous one is an operation of its stream only, and races.
 #[test]
 fn an_asynchronous_peer_copy_races_where_a_synchronous_one_is_serialized() {
-    let (findings, report) = findings_of(&["cross-stream-race", "peer-async"], &[]);
-    assert_eq!(findings.len(), 1, "{findings:#?}");
-    let message = findings[0]["message"].as_str().unwrap();
-    assert!(message.starts_with("cuMemcpyPeerAsync on stream"), "{message}");
-    assert!(message.contains("the earlier cuLaunchKernel on stream"), "{message}");
-    assert_eq!(findings[0]["severity"], "error");
+    let report = only_race_with_the_kernel("peer-async", "cuMemcpyPeerAsync");
     assert!(report["leaks"].as_array().unwrap().is_empty());
 }
 

@@ -61,6 +61,18 @@ impl Script {
         })
     }
 
+    fn free(&mut self, ptr: u64) -> &mut Self {
+        self.push(Free {
+            api: Api::cuMemFree_v2,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            stream: Stream(0),
+            ptr: Ptr(ptr),
+            size: 0,
+            stack: StackId::NONE,
+        })
+    }
+
     fn alloc(&mut self, api: Api, ptr: u64, size: u64, stack: u32) -> &mut Self {
         self.push(Alloc {
             api,
@@ -133,27 +145,15 @@ fn growth_inside_a_caching_allocator_says_how_to_see_the_tensors() {
     let growth = |frames: &[u64]| {
         let mut s = Script::new();
         s.stack(1, frames).stack(3, &[PROGRAM + 0x300]);
-        let free = |s: &mut Script, ptr: u64| {
-            s.push(Free {
-                api: Api::cuMemFree_v2,
-                via: Api::NONE,
-                result: CuResult::SUCCESS,
-                stream: Stream(0),
-                ptr: Ptr(ptr),
-                size: 0,
-                stack: StackId::NONE,
-            });
-        };
         // Each step keeps 1 MiB and uses a scratch buffer (the work of a loop).
         for i in 0..40u64 {
             s.alloc(Api::cuMemAlloc_v2, 0x7000_0000 + (i << 20), 1 << 20, 1);
             for _ in 0..4 {
-                s.alloc(Api::cuMemAlloc_v2, 0x9000_0000, 4096, 3);
-                free(&mut s, 0x9000_0000);
+                s.alloc(Api::cuMemAlloc_v2, 0x9000_0000, 4096, 3).free(0x9000_0000);
             }
         }
         for i in 0..40u64 {
-            free(&mut s, 0x7000_0000 + (i << 20));
+            s.free(0x7000_0000 + (i << 20));
         }
         s.push(Exit { code: 0, how: 0 });
         let options = Options {
