@@ -51,12 +51,6 @@ __attribute__((noinline)) static CUarray make_array(void) {
     return a;
 }
 
-static CUstream make_stream(int blocking) {
-    CUstream s;
-    CHECK(cuStreamCreate(&s, blocking ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING));
-    return s;
-}
-
 /* fill_u32(d, value, N) on stream s: a kernel that writes d. */
 static void produce(CUdeviceptr d, unsigned value, CUstream s) {
     CHECK(launch_fill(fill, s, d, value, N, N));
@@ -86,17 +80,14 @@ static void between(const char *how, CUarray arr, CUarray arr2, CUdeviceptr e) {
 }
 
 static int order(const char *how) {
-    CUstream a = make_stream(1), b = make_stream(1);
+    CUstream a = stream_of(1), b = stream_of(1);
     CUdeviceptr d = make_buffer(), e = make_buffer();
     CUarray arr = make_array(), arr2 = make_array();
     unsigned *out;
     CHECK(cuMemAllocHost_v2((void **)&out, BYTES));
     produce(d, 7, a);
     between(how, arr, arr2, e);
-    CHECK(cuMemcpyDtoHAsync_v2(out, d, BYTES, b));
-    CHECK(cuStreamSynchronize(a));
-    CHECK(cuStreamSynchronize(b));
-    int ok = out[N - 1] == 7;
+    int ok = read_after(out, d, BYTES, a, b) == 7;
     CHECK(cuMemFreeHost(out));
     CHECK(cuArrayDestroy(arr));
     CHECK(cuArrayDestroy(arr2));
@@ -111,7 +102,7 @@ static int order(const char *how) {
  * kernel on a stream of its own, blocking or not. */
 static int legacy(const char *how) {
     int racy = strstr(how, "-race") != NULL;
-    CUstream s = make_stream(!racy);
+    CUstream s = stream_of(!racy);
     CUdeviceptr d = make_buffer();
     CUarray arr = make_array();
     if (!strncmp(how, "dtoa", 4)) {
@@ -133,7 +124,7 @@ static int legacy(const char *how) {
  * wait before exit (the array is destroyed: destroying waits for nothing). */
 static int at_exit(const char *how) {
     int blocking = !strcmp(how, "exit-atoh");
-    CUstream a = make_stream(blocking);
+    CUstream a = stream_of(blocking);
     CUarray arr = make_array();
     CHECK(cuMemcpyHtoAAsync_v2(arr, 0, host_scratch, BYTES, a));
     if (!strcmp(how, "exit-atoh") || !strcmp(how, "exit-nonblocking")) {
@@ -150,7 +141,7 @@ static int at_exit(const char *how) {
 }
 
 static int batch(const char *how) {
-    CUstream b = make_stream(0), c = make_stream(0);
+    CUstream b = stream_of(0), c = stream_of(0);
     CUdeviceptr d = make_buffer();
     CUarray arr;
     CUDA_ARRAY_DESCRIPTOR desc = {.Width = 16, .Height = 4, .Format = CU_AD_FORMAT_UNSIGNED_INT32,
@@ -197,7 +188,7 @@ static int freed(void) {
 /* Every entry point once (the asynchronous ones on s, then on the per-thread stream), then a
  * copy into a destroyed array, whose result is printed. */
 static int records(void) {
-    CUstream s = make_stream(0);
+    CUstream s = stream_of(0);
     CUdeviceptr d = make_buffer();
     CUarray arr = make_array(), arr2 = make_array();
     printf("d 0x%llx\ns 0x%llx\nhost 0x%llx\nout 0x%llx\n", (unsigned long long)d,

@@ -39,12 +39,6 @@ __attribute__((noinline)) static CUdeviceptr make_managed(void) {
     return m;
 }
 
-static CUstream make_stream(int blocking) {
-    CUstream s;
-    CHECK(cuStreamCreate(&s, blocking ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING));
-    return s;
-}
-
 /* fill_u32(p, value, N) on stream s: a kernel that writes p. */
 static void produce(CUdeviceptr p, unsigned value, CUstream s) {
     CHECK(launch_fill(fill, s, p, value, N, N));
@@ -53,7 +47,7 @@ static void produce(CUdeviceptr p, unsigned value, CUstream s) {
 static const CUmemLocation GPU0 = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0};
 
 static int legacy(const char *how) {
-    CUstream a = make_stream(1), b = make_stream(1);
+    CUstream a = stream_of(1), b = stream_of(1);
     CUdeviceptr d = make_buffer(), m = make_managed();
     unsigned *out;
     CHECK(cuMemAllocHost_v2((void **)&out, BYTES));
@@ -66,10 +60,7 @@ static int legacy(const char *how) {
         CHECK(cuMemPrefetchAsync_ptsz(m, BYTES, 0, NULL));
     else if (strcmp(how, "none"))
         exit(2);
-    CHECK(cuMemcpyDtoHAsync_v2(out, d, BYTES, b));
-    CHECK(cuStreamSynchronize(a));
-    CHECK(cuStreamSynchronize(b));
-    int ok = out[N - 1] == 7;
+    int ok = read_after(out, d, BYTES, a, b) == 7;
     CHECK(cuMemFreeHost(out));
     CHECK(cuMemFree_v2(d));
     CHECK(cuMemFree_v2(m));
@@ -79,7 +70,7 @@ static int legacy(const char *how) {
 }
 
 static int on_managed(const char *how) {
-    CUstream a = make_stream(0), b = make_stream(0);
+    CUstream a = stream_of(0), b = stream_of(0);
     CUdeviceptr m = make_managed();
     CUevent done;
     CHECK(cuEventCreate(&done, CU_EVENT_DISABLE_TIMING));
@@ -105,7 +96,7 @@ static int on_managed(const char *how) {
 
 /* exit, exit-kernel: work on a never waited for (m stays allocated: freeing it would wait). */
 static int at_exit(const char *how) {
-    CUstream a = make_stream(0);
+    CUstream a = stream_of(0);
     static CUdeviceptr m;
     m = make_managed();
     if (!strcmp(how, "exit-kernel")) produce(m, 7, a);
@@ -121,7 +112,7 @@ static int freed(void) {
 }
 
 static int records(void) {
-    CUstream s = make_stream(0);
+    CUstream s = stream_of(0);
     CUdeviceptr m = make_managed();
     printf("m 0x%llx\ns 0x%llx\n", (unsigned long long)m, (unsigned long long)(uintptr_t)s);
     CHECK(cuMemPrefetchAsync(m, BYTES, 0, s));

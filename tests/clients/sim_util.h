@@ -89,6 +89,23 @@ static inline CUresult launch_fill(CUfunction fill, CUstream s, CUdeviceptr p, u
     return cuLaunchKernel(fill, (words + 255) / 256, 1, 1, 256, 1, 1, 0, s, params, NULL);
 }
 
+/* A stream ordered by the legacy default stream (blocking) or not. */
+static inline CUstream stream_of(int blocking) {
+    CUstream s;
+    CHECK(cuStreamCreate(&s, blocking ? CU_STREAM_DEFAULT : CU_STREAM_NON_BLOCKING));
+    return s;
+}
+
+/* The read of a race or its twin: `bytes` of p copied into the pinned `out` on stream b, then
+ * both streams waited for; returns out's last word (what the kernel on a wrote, when the read
+ * came after it). */
+static inline unsigned read_after(unsigned *out, CUdeviceptr p, size_t bytes, CUstream a, CUstream b) {
+    CHECK(cuMemcpyDtoHAsync_v2(out, p, bytes, b));
+    CHECK(cuStreamSynchronize(a));
+    CHECK(cuStreamSynchronize(b));
+    return out[bytes / sizeof *out - 1];
+}
+
 /* A device-to-device copy of `bytes` from src to dst, as a 3D descriptor (a memcpy node's
  * parameters). */
 static inline CUDA_MEMCPY3D copy_node(CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
