@@ -1,8 +1,11 @@
 // link: driver
 // THREADS threads x PAIRS alloc/free pairs each (argv[1], argv[2]; default 8 x 100000).
+// With a third argument US, main calls exit() US microseconds after starting the threads,
+// while they still allocate.
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include "simcuda.h"
 
 static CUcontext ctx;
@@ -27,6 +30,10 @@ int main(int argc, char **argv) {
     if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev)) return 3;
     pthread_t t[64];
     for (long i = 0; i < threads; i++) pthread_create(&t[i], NULL, worker, (void *)i);
+    if (argc > 3) {
+        usleep((useconds_t)atoi(argv[3]));
+        exit(0);
+    }
     long failures = 0;
     for (int i = 0; i < threads; i++) {
         void *f;

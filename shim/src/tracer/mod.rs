@@ -234,17 +234,28 @@ extern "C" fn at_unload() {
     // SAFETY: published and never freed.
     let t = unsafe { &*p };
     let unknown = crate::hooks::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
+    let lost = t.writer.lost.load(Ordering::Relaxed);
+    let mut last: Vec<(Pending, Body<'_>)> = Vec::with_capacity(3);
     if unknown > 0 {
-        t.now(
-            &Lost {
-                count: unknown as u64,
-                reason: 2,
-            }
-            .into(),
-        );
+        let body = Lost {
+            count: unknown as u64,
+            reason: 2,
+        };
+        last.push((t.stamp(), body.into()));
     }
-    t.now(&Exit { code: 0, how: 0 }.into());
-    t.writer.close();
+    if lost > 0 {
+        last.push((t.stamp(), Lost { count: lost, reason: 1 }.into()));
+    }
+    last.push((t.stamp(), Exit { code: 0, how: 0 }.into()));
+    let refs: Vec<RecordRef<'_, '_>> = last
+        .iter()
+        .map(|(p, body)| RecordRef {
+            seq: Seq(p.seq),
+            time_ns: p.time,
+            body,
+        })
+        .collect();
+    t.writer.close(&refs);
 }
 
 impl Tracer {

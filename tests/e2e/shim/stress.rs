@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::trace::{assert_ok, dump, of_type};
 
 /// `gpuleak report --format json` of `trace`, which must succeed.
-fn report(trace: &Path) -> Value {
+pub(super) fn report(trace: &Path) -> Value {
     let out = Command::new(gpuleak_bin())
         .args(["report", "--format", "json", "-q"])
         .arg(trace)
@@ -174,6 +174,14 @@ fn a_full_disk_stops_the_trace_with_one_line_and_the_program_runs_on() {
     let allocs = of_type(&records, "Alloc").len();
     assert!(allocs > 1000 && allocs < 200_000, "{allocs}");
     assert!(std::fs::metadata(&trace).unwrap().len() <= 1 << 20);
+    // The end of the run still reaches the file (in the block kept for it), and says how many
+    // records were not written: every call is recorded or counted.
+    assert_eq!(of_type(&records, "Exit").len(), 1, "the Exit record is kept");
+    let lost: Vec<&Value> = of_type(&records, "Lost");
+    assert_eq!(lost.len(), 1, "{lost:?}");
+    assert_eq!(lost[0]["reason"], 1);
+    let frees = of_type(&records, "Free").len() as u64;
+    assert_eq!(allocs as u64 + frees + lost[0]["count"].as_u64().unwrap(), 400_000);
 }
 
 #[test]
@@ -217,4 +225,66 @@ fn a_symlink_at_the_trace_path_is_never_followed_and_traces_are_private() {
     assert_eq!(of_type(&dump(&written), "Alloc").len(), 10);
     let mode = std::fs::metadata(&written).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
+}
+
+/// A tmpfs of `size` mounted on a fresh directory, unmounted when dropped.
+struct SmallFileSystem {
+    dir: TempDir,
+}
+
+impl SmallFileSystem {
+    fn mount(size: &str) -> SmallFileSystem {
+        let dir = TempDir::new();
+        let status = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .expect("mount(8) runs");
+        assert!(status.success(), "mounting a tmpfs needs root, as the tests run in CI");
+        SmallFileSystem { dir }
+    }
+}
+
+impl Drop for SmallFileSystem {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_small_file_system_is_filled_before_recording_stops_and_the_end_is_kept() {
+    let fs = SmallFileSystem::mount("2m");
+    let trace = fs.dir.path().join("t.trace");
+    // 400k events need about 5 MiB.
+    let out = shim_command(client("shim_threads"), &trace)
+        .args(["1", "200000"])
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("No space left on device"), "{err}");
+    // Growth ahead of use that does not fit falls back to what is needed now: the file fills
+    // the file system rather than stopping at half of it.
+    let size = std::fs::metadata(&trace).unwrap().len();
+    assert!(size > 3 << 19, "the trace stopped at {size} bytes of 2 MiB");
+    let records = dump(&trace);
+    assert_eq!(of_type(&records, "Exit").len(), 1, "the Exit record is kept");
+    assert_eq!(of_type(&records, "Lost").len(), 1);
+}
+
+#[test]
+fn exit_while_other_threads_allocate_says_nothing_and_ends_the_trace() {
+    let dir = TempDir::new();
+    for (trial, delay) in delays(0x2545_f491_4f6c_dd1d, 20, 3000).into_iter().enumerate() {
+        let trace = dir.path().join(format!("t{trial}.trace"));
+        let out = shim_command(client("shim_threads"), &trace)
+            .args(["4", "100000000", &delay.to_string()])
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "", "trial {trial} ({delay} us)");
+        let records = dump(&trace);
+        assert_eq!(of_type(&records, "Exit").len(), 1, "trial {trial}");
+    }
 }

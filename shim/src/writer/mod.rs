@@ -5,6 +5,14 @@
 //! SIGKILL, SIGSEGV or abort loses at most the record being written at that instant. The
 //! file grows with `posix_fallocate` in advance of use, so a full disk or a file size limit
 //! turns into one clear error here instead of a SIGBUS or SIGXFSZ in the program.
+//!
+//! The descriptor is the program's to close: [`file::TraceFile`] checks it before each use.
+//! Block 0 is kept for last words: it is mapped at creation, so the `Lost` and `Exit` records
+//! written at unload reach the file even when the disk is full or the descriptor is gone.
+
+mod file;
+
+use file::TraceFile;
 
 use std::cell::Cell;
 use std::ffi::{CString, OsStr, OsString};
@@ -26,7 +34,6 @@ static ZEROS: Zeros = Zeros([0; BLOCK_SIZE]);
 
 /// One trace file.
 pub struct Writer {
-    fd: libc::c_int,
     path: OsString,
     /// The same, absolute (joined to the working directory of the moment it was created).
     absolute: OsString,
@@ -35,7 +42,8 @@ pub struct Writer {
     generation: u64,
     next_block: AtomicU64,
     size: AtomicU64,
-    grow: Mutex<()>,
+    /// The descriptor, used only under this lock (growing, zeroing, mapping, truncating).
+    file: Mutex<TraceFile>,
     closed: AtomicBool,
     /// Records that could not be written.
     pub lost: AtomicU64,
@@ -43,6 +51,8 @@ pub struct Writer {
     /// The block shared by threads whose thread-locals are gone (thread and process exit:
     /// TLS destructors and `.fini_array` still free memory).
     detached: Mutex<DetachedBlock>,
+    /// Block 0, mapped at creation and written only at unload ([`Writer::close`]).
+    last_words: Mutex<DetachedBlock>,
 }
 
 struct DetachedBlock {
@@ -233,44 +243,48 @@ impl Writer {
                 .map(|d| d.join(&chosen).into_os_string())
                 .unwrap_or_else(|_| chosen.clone())
         };
-        let mut w = Writer {
-            fd,
-            path: chosen,
-            absolute,
-            zero_blocks: !on_tmpfs,
-            generation: GENERATION.load(Ordering::Acquire),
-            next_block: AtomicU64::new(0),
-            size: AtomicU64::new(0),
-            grow: Mutex::new(()),
-            closed: AtomicBool::new(false),
-            lost: AtomicU64::new(0),
-            failed: AtomicBool::new(false),
-            detached: Mutex::new(DetachedBlock {
+        let empty = || {
+            Mutex::new(DetachedBlock {
                 ptr: std::ptr::null_mut(),
                 cursor: BlockCursor {
                     pos: 0,
                     state: BlockState::default(),
                 },
-            }),
+            })
         };
-        if let Err(e) = w.ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64) {
-            w.close_fd();
-            return Err(e);
+        let w = Writer {
+            file: Mutex::new(TraceFile::new(fd, &absolute)),
+            path: chosen,
+            absolute,
+            zero_blocks: !on_tmpfs,
+            generation: GENERATION.load(Ordering::Acquire),
+            // Block 0 is the last words' (mapped below).
+            next_block: AtomicU64::new(1),
+            size: AtomicU64::new(0),
+            closed: AtomicBool::new(false),
+            lost: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+            detached: empty(),
+            last_words: empty(),
+        };
+        let reserved = w
+            .ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64)
+            .and_then(|()| w.map_at(0).ok_or_else(|| "cannot map the trace".to_string()));
+        match reserved {
+            Ok(p) => {
+                w.last_words.lock().unwrap_or_else(|p| p.into_inner()).ptr = p;
+                Ok(w)
+            }
+            Err(e) => {
+                w.file.lock().unwrap_or_else(|p| p.into_inner()).close_if_ours();
+                Err(e)
+            }
         }
-        Ok(w)
     }
 
     /// The trace file's absolute path, as it was named when created.
     pub fn absolute_path(&self) -> &OsStr {
         &self.absolute
-    }
-
-    fn close_fd(&mut self) {
-        if self.fd >= 0 {
-            // SAFETY: our own descriptor, closed once.
-            unsafe { libc::close(self.fd) };
-            self.fd = -1;
-        }
     }
 
     /// Makes the file at least `end` bytes, reserving disk space; fails on a full disk or a
@@ -279,10 +293,12 @@ impl Writer {
         if self.size.load(Ordering::Acquire) >= end {
             return Ok(());
         }
-        let _g = self.grow.lock().unwrap_or_else(|p| p.into_inner());
-        if self.closed.load(Ordering::Acquire) {
-            return Err("trace closed".into());
-        }
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        self.ensure_locked(&mut file, end)
+    }
+
+    /// [`ensure`](Self::ensure) under the file's lock.
+    fn ensure_locked(&self, file: &mut TraceFile, end: u64) -> Result<(), String> {
         let size = self.size.load(Ordering::Acquire);
         if size >= end {
             return Ok(());
@@ -303,8 +319,19 @@ impl Writer {
             }
             want = want.min(lim.rlim_cur);
         }
-        // SAFETY: our own descriptor; offsets are within i64 by construction.
-        let rc = unsafe { libc::posix_fallocate(self.fd, size as libc::off_t, (want - size) as libc::off_t) };
+        let fd = file.checked()?;
+        let grow = |to: u64| {
+            // SAFETY: a descriptor just checked to be the trace's; offsets are within i64 by
+            // construction.
+            unsafe { libc::posix_fallocate(fd, size as libc::off_t, (to - size) as libc::off_t) }
+        };
+        let mut rc = grow(want);
+        if rc != 0 && want > end {
+            // The growth ahead of use did not fit (a small file system or quota): only what is
+            // needed now.
+            want = end;
+            rc = grow(want);
+        }
         if rc != 0 {
             let e = std::io::Error::from_raw_os_error(rc);
             return Err(format!("cannot grow trace {}: {e}", self.path.to_string_lossy()));
@@ -400,23 +427,41 @@ impl Writer {
 
     /// Claims the next block of the file and maps it.
     fn map_block(&self) -> Option<*mut u8> {
-        if self.failed.load(Ordering::Relaxed) {
+        if self.failed.load(Ordering::Relaxed) || self.closed.load(Ordering::Acquire) {
+            // After a failure (said once) or at exit (threads still running while `exit()`
+            // runs the unload handlers: their records are counted, not announced).
             return None;
         }
         let index = self.next_block.fetch_add(1, Ordering::AcqRel);
+        self.map_at(index)
+    }
+
+    /// Makes block `index` exist on disk and maps it.
+    fn map_at(&self, index: u64) -> Option<*mut u8> {
         let offset = HEADER_SIZE as u64 + index * BLOCK_SIZE as u64;
-        if let Err(e) = self.ensure(offset + BLOCK_SIZE as u64) {
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
+        if self.closed.load(Ordering::Acquire) {
+            return None;
+        }
+        if let Err(e) = self.ensure_locked(&mut file, offset + BLOCK_SIZE as u64) {
             self.fail(&e);
             return None;
         }
+        let fd = match file.checked() {
+            Ok(fd) => fd,
+            Err(e) => {
+                self.fail(&e);
+                return None;
+            }
+        };
         if self.zero_blocks {
             // Written zeros first: the mapping's pages are then in the page cache with their
             // blocks written, and the first store to each costs a minor fault instead of the
             // file system's allocation of an unwritten extent, measured 12x dearer on ext4
             // (docs/performance.md, "Writing the trace"). tmpfs gains nothing from it.
-            // SAFETY: writes BLOCK_SIZE bytes of a static zero buffer to our own descriptor,
-            // inside the file (`ensure`).
-            let n = unsafe { libc::pwrite(self.fd, ZEROS.0.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };
+            // SAFETY: writes BLOCK_SIZE bytes of a static zero buffer to the trace's
+            // descriptor (checked just above), inside the file (`ensure_locked`).
+            let n = unsafe { libc::pwrite(fd, ZEROS.0.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };
             if n != BLOCK_SIZE as isize {
                 self.fail(&format!(
                     "cannot write trace {}: {}",
@@ -426,15 +471,15 @@ impl Writer {
                 return None;
             }
         }
-        // SAFETY: maps BLOCK_SIZE bytes of our file at a page-aligned offset that `ensure`
-        // made exist; only the claimer will write them.
+        // SAFETY: maps BLOCK_SIZE bytes of the trace (its descriptor checked above) at a
+        // page-aligned offset that `ensure_locked` made exist; only the claimer writes them.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
                 BLOCK_SIZE,
                 libc::PROT_READ | libc::PROT_WRITE,
                 libc::MAP_SHARED,
-                self.fd,
+                fd,
                 offset as libc::off_t,
             )
         };
@@ -473,24 +518,57 @@ impl Writer {
         }
     }
 
-    /// At process exit: no more blocks; the file is cut to the blocks in use.
-    pub fn close(&self) {
-        let _g = self.grow.lock().unwrap_or_else(|p| p.into_inner());
+    /// At process exit: writes `last` (the final records, in order), no more blocks after
+    /// them, and cuts the file to the blocks in use. A record that finds no room in the
+    /// calling thread's block, or no block at all (a full disk, a descriptor the program
+    /// closed for good), goes to block 0, kept for this since the start.
+    pub fn close(&self, last: &[RecordRef<'_, '_>]) {
+        for (i, rec) in last.iter().enumerate() {
+            if !self.write(*rec) {
+                // Not lost after all (and not in the count a `Lost` among `last` carries).
+                self.lost.fetch_sub(1, Ordering::Relaxed);
+                self.write_last_words(&last[i..]);
+                break;
+            }
+        }
+        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
         if self.closed.swap(true, Ordering::AcqRel) {
             return;
         }
         let used = HEADER_SIZE as u64 + self.next_block.load(Ordering::Acquire) * BLOCK_SIZE as u64;
         if used < self.size.load(Ordering::Acquire) {
-            // SAFETY: our own descriptor; every block handed out lies below `used`.
-            if unsafe { libc::ftruncate(self.fd, used as libc::off_t) } == 0 {
-                self.size.store(used, Ordering::Release);
+            if let Ok(fd) = file.checked() {
+                // SAFETY: the trace's descriptor (checked just above); every block handed out
+                // lies below `used`.
+                if unsafe { libc::ftruncate(fd, used as libc::off_t) } == 0 {
+                    self.size.store(used, Ordering::Release);
+                }
+            }
+        }
+    }
+
+    /// Writes `records` into block 0, which no thread was handed.
+    fn write_last_words(&self, records: &[RecordRef<'_, '_>]) {
+        let mut d = self.last_words.lock().unwrap_or_else(|p| p.into_inner());
+        if d.ptr.is_null() {
+            return;
+        }
+        // SAFETY: block 0's mapping, BLOCK_SIZE bytes, written only under this lock.
+        let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
+        if d.cursor.pos == 0 {
+            let Some(first) = records.first() else { return };
+            d.cursor = BlockCursor::start(block, gettid(), first.seq.0, first.time_ns);
+        }
+        for rec in records {
+            if d.cursor.append_ref(block, *rec).is_err() {
+                return;
             }
         }
     }
 
     /// In a forked child: forget the parent's file without touching it.
     pub fn abandon_in_child(&mut self) {
-        self.close_fd();
+        self.file.get_mut().unwrap_or_else(|p| p.into_inner()).close_if_ours();
     }
 }
 

@@ -1,0 +1,90 @@
+//! Hostile programs (issue 39): programs that do legal things the shim must survive without
+//! changing what they compute or write.
+
+use std::path::Path;
+
+use gpuleak_e2e::{client, shim_command, TempDir};
+use serde_json::Value;
+
+use super::stress::report;
+use crate::trace::{assert_ok, dump, of_type};
+
+/// Runs `shim_hostile_fds MODE` under the shim; returns its stdout, its stderr and the path of
+/// the trace it wrote.
+fn hostile_fds(dir: &Path, mode: &str) -> (String, String, std::path::PathBuf) {
+    let trace = dir.join("t.trace");
+    let own = dir.join("own.txt");
+    let out = shim_command(client("shim_hostile_fds"), &trace)
+        .arg(mode)
+        .arg(&own)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    (stdout, stderr, trace)
+}
+
+/// The trace holds every allocation the program made (1 kept, 10 before MODE, 20,000 after),
+/// the kept one is a leak, and nothing was lost.
+fn assert_whole_trace(trace: &Path, mode: &str) {
+    let records = dump(trace);
+    assert_eq!(of_type(&records, "Alloc").len(), 1 + 10 + 20_000, "{mode}");
+    assert_eq!(of_type(&records, "Free").len(), 10 + 20_000, "{mode}");
+    assert!(of_type(&records, "Lost").is_empty(), "{mode}: nothing lost");
+    assert_eq!(of_type(&records, "Exit").len(), 1, "{mode}");
+    let r: Value = report(trace);
+    assert_eq!(r["summary"]["leaked_allocations"], 1, "{mode}: {}", r["summary"]);
+    assert_eq!(r["summary"]["leaked_bytes"], 1 << 20, "{mode}: {}", r["summary"]);
+}
+
+#[test]
+fn a_program_that_closes_or_replaces_the_traces_descriptor_keeps_its_own_file_intact() {
+    for mode in ["none", "close-range", "close-loop", "dup2"] {
+        let dir = TempDir::new();
+        let (stdout, stderr, trace) = hostile_fds(dir.path(), mode);
+        assert_eq!(stdout.trim(), "lines 100000 good 100000", "{mode}: the program's file");
+        assert_eq!(stderr, "", "{mode}: the trace was reopened in silence");
+        assert_whole_trace(&trace, mode);
+    }
+}
+
+#[test]
+fn a_trace_that_cannot_be_reopened_stops_with_one_line_and_counts_what_it_lost() {
+    let dir = TempDir::new();
+    let (stdout, stderr, _) = hostile_fds(dir.path(), "rename");
+    let mut lines = stdout.lines();
+    let moved = lines.next().and_then(|l| l.strip_prefix("moved ")).unwrap().to_string();
+    assert_eq!(lines.next(), Some("lines 100000 good 100000"), "the program's file");
+    let ours: Vec<&str> = stderr.lines().filter(|l| l.starts_with("gpuleak:")).collect();
+    assert_eq!(ours.len(), 1, "{stderr}");
+    assert!(ours[0].contains("closed the trace's descriptor"), "{stderr}");
+    assert!(
+        ours[0].contains("recording stops here, the program continues"),
+        "{stderr}"
+    );
+    // What was written before the loss reads back, and the end says how much was lost.
+    let records = dump(Path::new(&moved));
+    let lost: u64 = of_type(&records, "Lost")
+        .iter()
+        .filter(|r| r["reason"] == 1)
+        .map(|r| r["count"].as_u64().unwrap())
+        .sum();
+    let kept = of_type(&records, "Alloc").len() + of_type(&records, "Free").len();
+    assert!(lost > 0, "a Lost record counts the records not written");
+    assert_eq!(
+        kept as u64 + lost,
+        1 + 2 * (10 + 20_000),
+        "every record is written or counted"
+    );
+    assert_eq!(of_type(&records, "Exit").len(), 1, "the Exit record reaches the file");
+    // Frees after the loss are missing, so the report may count more as leaked: it says why.
+    let r = report(Path::new(&moved));
+    assert!(
+        r["summary"]["leaked_bytes"].as_u64().unwrap() >= 1 << 20,
+        "{}",
+        r["summary"]
+    );
+    let notes = r["notes"].to_string();
+    assert!(notes.contains(&format!("the shim lost {lost} events")), "{notes}");
+}
