@@ -2,6 +2,8 @@
 //! family, transparency, threads, crashes, fork, and processes that never touch CUDA.
 
 mod doors;
+mod settings;
+mod setuid;
 mod stacks;
 mod stress;
 
