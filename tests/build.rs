@@ -181,7 +181,7 @@ fn link_mode(source: &Path) -> String {
         Some(mode) => mode.trim().to_string(),
         None => panic!(
             "{}: the first line must say how to link, e.g. `// link: driver` \
-             (driver, dl, cudart-shared, cudart-static or none)",
+             (driver, driver-cwd, dl, cudart-shared, cudart-static or none)",
             source.display()
         ),
     }
@@ -209,6 +209,11 @@ fn build_client(compiler: &Compiler, source: &Path, clients: &Path, sim: &Path, 
         "driver" => {
             cmd.arg("-L").arg(sim).arg("-lcuda");
         }
+        // A RUNPATH of the working directory: a setuid copy finds its driver and a preloaded
+        // shim there (secure-execution mode ignores LD_LIBRARY_PATH).
+        "driver-cwd" => {
+            cmd.arg("-L").arg(sim).arg("-lcuda").arg("-Wl,-rpath,/proc/self/cwd");
+        }
         "dl" => {
             cmd.arg("-ldl");
         }
@@ -220,7 +225,7 @@ fn build_client(compiler: &Compiler, source: &Path, clients: &Path, sim: &Path, 
         }
         "none" => {}
         other => panic!(
-            "{}: unknown link mode `{other}` (driver, dl, cudart-shared, cudart-static or none)",
+            "{}: unknown link mode `{other}` (driver, driver-cwd, dl, cudart-shared, cudart-static or none)",
             source.display()
         ),
     }

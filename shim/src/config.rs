@@ -3,7 +3,7 @@
 //!
 //! | variable | default | meaning |
 //! |---|---|---|
-//! | `GPULEAK_OUTPUT` | `gpuleak.<program>.<pid>.trace` | trace path; `%p` is replaced by the pid, `%%` by `%` |
+//! | `GPULEAK_OUTPUT` | `gpuleak.<program>.<pid>.trace` | trace path; `%p` is replaced by the pid, `%%` by `%`; a directory (or a path ending in `/`) gets the default name inside it; a device, pipe or socket (`/dev/null`) means no trace ([`trace_target`]) |
 //! | `GPULEAK_STACK_DEPTH` | 64 | frames per allocation stack, 0 to 256 (0: no stacks) |
 //! | `GPULEAK_UNWIND` | `dwarf` (`fp` on aarch64) | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` (`dwarf` and `libunwind` are x86-64 only: elsewhere they fall back to `fp` with one line on stderr) |
 //! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
@@ -13,6 +13,9 @@
 //! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event, and an import stack for every external semaphore (what stream-leak, event-leak and semaphore-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
 //! | `GPULEAK_PYTHON` | 1 | 0: no Python frames in stacks (the interpreter is never looked up) |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
+//!
+//! In secure-execution mode (a setuid or setgid program, file capabilities: `AT_SECURE`) no
+//! setting is read and nothing is recorded ([`passthrough_only`]).
 //!
 //! Operations settings ([`Ops`], read by `ops` at the first intercepted memory, stream or
 //! event call; every one off by default):
@@ -29,9 +32,12 @@
 //! | `GPULEAK_OOM_SUMMARY` | 0 | 1: on out of memory, also print who holds the memory (top sites by live bytes) on stderr |
 //! | `GPULEAK_LIVE` | 0 | 1: keep live bytes per device, kind and site from the start even when no other setting needs them (`gpuleak_live_bytes`) |
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::os::unix::ffi::OsStringExt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::FileTypeExt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use gpuleak_format::Api;
@@ -91,6 +97,102 @@ fn flag(name: &str, default: bool) -> bool {
             warn(name, other, "0 or 1", if default { "1" } else { "0" });
             default
         }
+    }
+}
+
+/// Whether an `AT_SECURE` value from the auxiliary vector puts the shim in pass-through mode.
+/// The kernel sets it for a setuid or setgid program, one with file capabilities, or after a
+/// security module's transition: the user who started the program (and wrote its environment)
+/// is not the one whose rights it runs with, so a trace path, a port or a signal from that
+/// environment could make the shim act with rights its author never had.
+pub fn secure_from_auxv(at_secure: libc::c_ulong) -> bool {
+    at_secure != 0
+}
+
+/// True in secure-execution mode, where the shim only passes calls through: no setting is
+/// read, no file, socket, thread or signal handler is created. Says so once per process, on
+/// stderr, the first time it is asked.
+pub fn passthrough_only() -> bool {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    // SAFETY: getauxval only reads the auxiliary vector the kernel passed at exec; an absent
+    // entry reads 0.
+    let secure = secure_from_auxv(unsafe { libc::getauxval(libc::AT_SECURE) });
+    if secure && !SAID.swap(true, Ordering::AcqRel) {
+        crate::diag::line(format_args!(
+            "secure-execution mode (setuid, setgid or file capabilities): nothing is traced, calls pass through unchanged"
+        ));
+    }
+    secure
+}
+
+/// `GPULEAK_DISABLE`, read once per process (both the tracer and the operations features ask,
+/// and a bad value must be reported once).
+pub fn disable_setting() -> bool {
+    static DISABLE: OnceLock<bool> = OnceLock::new();
+    *DISABLE.get_or_init(|| flag("GPULEAK_DISABLE", false))
+}
+
+/// Where the trace goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TraceTarget {
+    /// Create the trace here (the writer never overwrites: an existing name gets `.1`, ...).
+    File(OsString),
+    /// No trace: `GPULEAK_OUTPUT` names an existing thing that is neither a regular file nor a
+    /// directory (`/dev/null`, a terminal, a pipe, a socket), which a trace cannot be beside
+    /// (the writer would create `/dev/null.1`) or inside.
+    Nowhere {
+        /// The path, as given.
+        path: OsString,
+        /// What it is (`a character device`, `a pipe`...).
+        kind: &'static str,
+    },
+}
+
+/// Resolves `GPULEAK_OUTPUT` (`%p` already expanded; `None`: unset) against the file system:
+/// unset gives `gpuleak.<program>.<pid>.trace` in the working directory; a path that ends in
+/// `/` or names a directory (through a symbolic link too) gets that name inside it; a device,
+/// pipe or socket gives [`TraceTarget::Nowhere`]; anything else (a new name, a regular file
+/// the writer will not overwrite) is kept as it is.
+pub fn trace_target(output: Option<&OsStr>, program: &OsStr, pid: u32) -> TraceTarget {
+    let default_name = || crate::writer::default_path(program, pid);
+    let Some(path) = output else {
+        return TraceTarget::File(default_name());
+    };
+    let inside = |dir: &OsStr| {
+        let mut p = dir.to_os_string();
+        if !dir.as_bytes().ends_with(b"/") {
+            p.push("/");
+        }
+        p.push(default_name());
+        TraceTarget::File(p)
+    };
+    if path.as_bytes().ends_with(b"/") {
+        return inside(path);
+    }
+    let Ok(meta) = std::fs::metadata(path) else {
+        return TraceTarget::File(path.to_os_string());
+    };
+    let t = meta.file_type();
+    if t.is_dir() {
+        return inside(path);
+    }
+    if t.is_file() {
+        return TraceTarget::File(path.to_os_string());
+    }
+    let kind = if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_fifo() {
+        "a pipe"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a regular file"
+    };
+    TraceTarget::Nowhere {
+        path: path.to_os_string(),
+        kind,
     }
 }
 
@@ -189,7 +291,7 @@ impl Config {
             clock,
             object_stacks: flag("GPULEAK_OBJECT_STACKS", false),
             python: flag("GPULEAK_PYTHON", true),
-            disabled: flag("GPULEAK_DISABLE", false),
+            disabled: disable_setting(),
         }
     }
 }
@@ -445,8 +547,15 @@ pub fn parse_metrics_addr(text: &str, allow_remote: bool) -> Result<(SocketAddr,
 }
 
 impl Ops {
-    /// Reads the environment; each bad value prints one line and leaves its feature off.
+    /// Reads the environment; each bad value prints one line and leaves its feature off. In
+    /// secure-execution mode nothing is read and everything is off ([`passthrough_only`]).
     pub fn from_env() -> Ops {
+        if passthrough_only() {
+            return Ops {
+                disabled: true,
+                ..Ops::default()
+            };
+        }
         let allow_remote = flag("GPULEAK_METRICS_ALLOW_REMOTE", false);
         let metrics_and_ports = var("GPULEAK_METRICS").filter(|v| !v.trim().is_empty()).and_then(|v| {
             parse_metrics_addr(&v, allow_remote)
@@ -509,7 +618,7 @@ impl Ops {
             oom_snapshot: flag("GPULEAK_OOM_SNAPSHOT", false),
             oom_summary: flag("GPULEAK_OOM_SUMMARY", false),
             live: flag("GPULEAK_LIVE", false),
-            disabled: flag("GPULEAK_DISABLE", false),
+            disabled: disable_setting(),
         }
     }
 }
@@ -627,6 +736,40 @@ mod tests {
         assert!(parse_metrics_addr("0.0.0.0:9400", true).is_ok());
         assert!(parse_metrics_addr("127.0.0.1", false).is_err());
         assert!(parse_metrics_addr("host:port", false).is_err());
+    }
+
+    #[test]
+    fn secure_execution_means_pass_through_only() {
+        assert!(secure_from_auxv(1));
+        assert!(!secure_from_auxv(0));
+        // The tests run as whoever started them: no setuid, no secure-execution mode.
+        assert!(!passthrough_only());
+    }
+
+    #[test]
+    fn trace_targets_follow_what_the_output_names() {
+        let file = |p: &str| TraceTarget::File(p.into());
+        let name = OsStr::new("prog");
+        assert_eq!(trace_target(None, name, 7), file("gpuleak.prog.7.trace"));
+        assert_eq!(
+            trace_target(Some(OsStr::new("/tmp")), name, 7),
+            file("/tmp/gpuleak.prog.7.trace")
+        );
+        assert_eq!(
+            trace_target(Some(OsStr::new("/no-such-dir/")), name, 7),
+            file("/no-such-dir/gpuleak.prog.7.trace")
+        );
+        assert_eq!(
+            trace_target(Some(OsStr::new("/no-such-dir/t.trace")), name, 7),
+            file("/no-such-dir/t.trace")
+        );
+        assert_eq!(
+            trace_target(Some(OsStr::new("/dev/null")), name, 7),
+            TraceTarget::Nowhere {
+                path: "/dev/null".into(),
+                kind: "a character device"
+            }
+        );
     }
 
     #[test]

@@ -1,8 +1,11 @@
 //! The shim under real C programs on the simulated driver: every door, every allocation
-//! family, transparency, threads, crashes, fork, and processes that never touch CUDA.
+//! family, transparency, threads, crashes, fork, processes that never touch CUDA, settings
+//! that once misbehaved, and setuid programs (where it only passes calls through).
 
 mod doors;
 mod hostile;
+mod settings;
+mod setuid;
 mod stacks;
 mod stress;
 

@@ -11,7 +11,7 @@ use gpuleak_format::{
     Stream,
 };
 
-use crate::config::{Config, MAX_DEPTH};
+use crate::config::{self, Config, TraceTarget, MAX_DEPTH};
 use crate::guard::{self, HookGuard};
 use crate::modules;
 use crate::python::{self, Codes};
@@ -128,6 +128,10 @@ fn program_name() -> OsString {
 }
 
 fn start() -> Option<Tracer> {
+    // A setuid program: not one setting read, not one file created (the line is said once).
+    if config::passthrough_only() {
+        return None;
+    }
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() } as u32;
     let config = Config::from_env(pid);
@@ -143,10 +147,16 @@ fn start() -> Option<Tracer> {
     // Both clocks count from the same origin; the coarse one lags by up to one tick, which
     // the saturating subtraction in `stamp` absorbs.
     let start_ns = clock_ns(libc::CLOCK_MONOTONIC_COARSE);
-    let path = config
-        .output
-        .clone()
-        .unwrap_or_else(|| writer::default_path(&program_name(), pid));
+    let path = match config::trace_target(config.output.as_deref(), &program_name(), pid) {
+        TraceTarget::File(path) => path,
+        TraceTarget::Nowhere { path, kind } => {
+            crate::diag::line(format_args!(
+                "GPULEAK_OUTPUT={:?} is {kind}, not a file or a directory; tracing is off, the program continues",
+                path.to_string_lossy()
+            ));
+            return None;
+        }
+    };
     let writer = match Writer::create(&path, pid, start_unix) {
         Ok(w) => w,
         Err(e) => {
@@ -154,22 +164,10 @@ fn start() -> Option<Tracer> {
             return None;
         }
     };
-    let depth = config.stack_depth.min(MAX_DEPTH);
-    if depth > 0 {
-        match gpuleak_unwind::init(config.unwind) {
-            Err(e) => crate::diag::line(format_args!(
-                "stack unwinder unavailable ({e}); recording without stacks"
-            )),
-            Ok(used) if used != config.unwind => {
-                let why = gpuleak_unwind::init_fallback_reason().map_or_else(String::new, |e| format!(" ({e})"));
-                crate::diag::line(format_args!(
-                    "GPULEAK_UNWIND: {} is unavailable{why}; stacks come from {used}",
-                    config.unwind
-                ));
-            }
-            Ok(_) => {}
-        }
-    }
+    let depth = match config.stack_depth.min(MAX_DEPTH) {
+        0 => 0,
+        depth => start_unwinder(config.unwind, depth),
+    };
     let own_text = own_text_range();
     Some(Tracer {
         writer,
@@ -187,6 +185,72 @@ fn start() -> Option<Tracer> {
         python: config.python,
         codes: Box::default(),
     })
+}
+
+/// Prepares the unwinder and checks that it can walk this thread's stack; returns the depth to
+/// record (0: no stacks). Prints at most one line: why stacks are missing, or which method
+/// replaced the one asked for.
+fn start_unwinder(method: gpuleak_unwind::Method, depth: usize) -> usize {
+    let used = match gpuleak_unwind::init(method) {
+        Ok(used) => used,
+        Err(e) => {
+            crate::diag::line(format_args!(
+                "cannot capture stacks ({e}); allocations are recorded without stacks"
+            ));
+            return 0;
+        }
+    };
+    // The walkers learn a thread's stack bounds from pthread_getattr_np, which for the main
+    // thread reads /proc/self/maps: with no descriptor free every method but gcc walks nothing
+    // on it, and the fallback chain ends on one that records empty stacks. Only that cause
+    // turns stacks off: a first call from a coroutine or an alternate signal stack may walk
+    // nothing here and more elsewhere.
+    let mut probe = [0u64; 4];
+    if gpuleak_unwind::capture(0, &mut probe) == 0 {
+        if let Some(why) = unwind_failure() {
+            crate::diag::line(format_args!(
+                "cannot capture stacks: {why}; allocations are recorded without stacks"
+            ));
+            return 0;
+        }
+    }
+    if used != method {
+        let why = gpuleak_unwind::init_fallback_reason().map_or_else(String::new, |e| format!(" ({e})"));
+        crate::diag::line(format_args!(
+            "GPULEAK_UNWIND: {method} is unavailable{why}; stacks come from {used}"
+        ));
+    }
+    depth
+}
+
+/// Why the unwinder walked nothing on this thread, when the cause is that /proc/self/maps
+/// cannot be opened; `None` for any other cause.
+fn unwind_failure() -> Option<String> {
+    // SAFETY: a constant C string, opened read-only and closed at once if it opened.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let errno = std::io::Error::last_os_error();
+    if fd >= 0 {
+        // SAFETY: our own descriptor, closed once.
+        unsafe { libc::close(fd) };
+        return None;
+    }
+    if matches!(errno.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
+        let mut limit = libc::rlimit {
+            rlim_cur: 0,
+            rlim_max: 0,
+        };
+        // SAFETY: getrlimit fills the struct we pass.
+        let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
+        let limit = if known {
+            format!(" (RLIMIT_NOFILE is {})", limit.rlim_cur)
+        } else {
+            String::new()
+        };
+        return Some(format!(
+            "no file descriptor is free{limit} to read the stack's bounds from /proc/self/maps"
+        ));
+    }
+    Some(format!("cannot read /proc/self/maps ({errno})"))
 }
 
 fn own_text_range() -> (u64, u64) {
