@@ -44,7 +44,7 @@ pub use record::{
     ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
     GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage,
     ProcessInfo, PyCode, PyFrames, RangeOp, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate,
-    StreamDestroy, StreamWait, Sync, Unmap,
+    StreamDestroy, StreamWait, Sync, Thread, Unmap,
 };
 
 /// Format version this crate writes.

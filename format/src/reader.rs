@@ -9,7 +9,7 @@ use std::collections::BinaryHeap;
 use crate::block::{FileHeader, BLOCK_HEADER_SIZE, BLOCK_MAGIC, HEADER_SIZE, MAGIC};
 use crate::error::{DecodeError, ErrorKind};
 use crate::fields::BlockState;
-use crate::record::Record;
+use crate::record::{Body, Record};
 use crate::{FORMAT_VERSION, MIN_READ_VERSION};
 
 /// A whole trace held in memory (or mapped).
@@ -190,24 +190,31 @@ impl<'a> Iterator for BlockReader<'a> {
         if self.done {
             return None;
         }
-        let at = self.offset + self.pos as u64;
-        match Record::decode(&self.bytes[self.pos..], at, &mut self.state) {
-            Ok(Some((record, n))) => {
-                self.pos += n;
-                Some(Ok(Entry {
-                    tid: self.tid,
-                    offset: at,
-                    record,
-                }))
-            }
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+        loop {
+            let at = self.offset + self.pos as u64;
+            return match Record::decode(&self.bytes[self.pos..], at, &mut self.state) {
+                Ok(Some((record, n))) => {
+                    self.pos += n;
+                    if let Body::Thread(t) = record.body {
+                        // Framing: the block was handed on to another thread.
+                        self.tid = t.tid;
+                        continue;
+                    }
+                    Some(Ok(Entry {
+                        tid: self.tid,
+                        offset: at,
+                        record,
+                    }))
+                }
+                Ok(None) => {
+                    self.done = true;
+                    None
+                }
+                Err(e) => {
+                    self.done = true;
+                    Some(Err(e))
+                }
+            };
         }
     }
 }

@@ -226,6 +226,16 @@ records! {
         reason: u32,
     }
 
+    /// The records after this one in its block were written by thread `tid`. A block whose
+    /// thread exited with room left is handed on to the next thread that needs one, so that a
+    /// program of many short threads writes bytes in proportion to its records. Readers take
+    /// it as framing ([`crate::reader`] changes the block's thread and yields no entry); a
+    /// reader that does not know the kind skips it and keeps the block's first thread.
+    6 Thread {
+        /// OS thread id of the writer from here on.
+        tid: u32,
+    }
+
     /// An allocation of any family (the family follows from `api`: [`Api::mem_kind`]), successful or failed (a failed one has `result != 0` and
     /// is never an allocation).
     16 Alloc {
@@ -1400,6 +1410,7 @@ mod tests {
                 stack: StackId(2),
             }
             .into(),
+            Thread { tid: u32::MAX }.into(),
             Exit { code: -1, how: 0 }.into(),
         ];
         bodies

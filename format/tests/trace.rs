@@ -182,3 +182,30 @@ fn every_byte_of_a_real_block_can_be_flipped_without_a_panic() {
         }
     }
 }
+
+#[test]
+fn a_thread_record_hands_the_rest_of_its_block_to_another_thread() {
+    let mut file = file_with_blocks(2);
+    let mut c0 = BlockCursor::start(block_mut(&mut file, 0), 100, 1, 0);
+    let mut c1 = BlockCursor::start(block_mut(&mut file, 1), 200, 2, 0);
+    c0.append(block_mut(&mut file, 0), &mark(1, 0)).unwrap();
+    c1.append(block_mut(&mut file, 1), &mark(2, 0)).unwrap();
+    // Thread 100 exited; thread 300 continues its block.
+    let handed = Record {
+        seq: Seq(3),
+        time_ns: 30,
+        body: Thread { tid: 300 }.into(),
+    };
+    c0.append(block_mut(&mut file, 0), &handed).unwrap();
+    c0.append(block_mut(&mut file, 0), &mark(3, 0)).unwrap();
+    c1.append(block_mut(&mut file, 1), &mark(4, 0)).unwrap();
+    c0.append(block_mut(&mut file, 0), &mark(5, 0)).unwrap();
+    let trace = Trace::new(&file).unwrap();
+    let got: Vec<(u64, u32)> = trace
+        .records()
+        .map(|e| e.unwrap())
+        .map(|e| (e.record.seq.0, e.tid))
+        .collect();
+    // The framing record yields no entry.
+    assert_eq!(got, [(1, 100), (2, 200), (3, 300), (4, 200), (5, 300)]);
+}

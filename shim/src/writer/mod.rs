@@ -11,6 +11,7 @@
 //! written at unload reach the file even when the disk is full or the descriptor is gone.
 
 mod file;
+mod spare;
 
 use file::TraceFile;
 
@@ -75,7 +76,11 @@ struct ThreadBlock {
 
 impl Drop for ThreadBlock {
     fn drop(&mut self) {
-        unmap(self.ptr.replace(std::ptr::null_mut()));
+        // The thread is exiting: the room left in its block goes to the next thread.
+        let p = self.ptr.replace(std::ptr::null_mut());
+        if !spare::give(p, self.cursor.get(), self.generation.get()) {
+            unmap(p);
+        }
     }
 }
 
@@ -501,6 +506,13 @@ impl Writer {
         }
         unmap(tb.ptr.replace(std::ptr::null_mut()));
         tb.generation.set(self.generation);
+        if !self.closed.load(Ordering::Acquire) {
+            if let Some((p, cursor)) = spare::take(tb.tid.get(), first_seq, first_time_ns, self.generation) {
+                tb.cursor.set(cursor);
+                tb.ptr.set(p);
+                return true;
+            }
+        }
         let Some(p) = self.map_block() else {
             return false;
         };
