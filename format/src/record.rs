@@ -221,8 +221,10 @@ records! {
         count: u64,
         /// Why: 1 trace full or unwritable; 2 functions the driver's resolver handed out for a
         /// tracked name were a variant this shim does not know (a newer driver), so calls
-        /// through them went unrecorded (`count` resolver answers, not calls); other values
-        /// reserved.
+        /// through them went unrecorded (`count` resolver answers, not calls); 3 calls made
+        /// while their thread was inside another intercepted call (a signal handler that
+        /// interrupted one, or the driver calling its own entry points), passed through
+        /// unrecorded; other values reserved.
         reason: u32,
     }
 

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@ struct fault {
     unsigned long nth;
     unsigned long calls;
     CUresult code;
+    int signal; /* raise this signal instead of failing: the call then goes on as usual */
 };
 
 static struct fault faults[MAX_FAULTS];
@@ -128,7 +130,15 @@ static void load_fault(char *spec) {
         bad("SIMCUDA_FAIL", entry, "the call number N counts from 1");
         return;
     }
-    if (code && (!parse_u64(code, &c, &end) || *end || c == 0 || c > 100000)) {
+    int sig = 0;
+    if (code && strncmp(code, "sig", 3) == 0) {
+        if (!parse_u64(code + 3, &c, &end) || *end || c == 0 || c > 64) {
+            bad("SIMCUDA_FAIL", entry, "expected sigN with a signal number N");
+            return;
+        }
+        sig = (int)c;
+        code = NULL;
+    } else if (code && (!parse_u64(code, &c, &end) || *end || c == 0 || c > 100000)) {
         bad("SIMCUDA_FAIL", entry, "expected a non-zero CUresult number");
         return;
     }
@@ -139,6 +149,7 @@ static void load_fault(char *spec) {
     struct fault *f = &faults[nfaults++];
     strcpy(f->name, name);
     f->nth = (unsigned long)n;
+    f->signal = sig;
     f->code = code ? (CUresult)c
                    : (is_allocation_function(name) ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_UNKNOWN);
 }
@@ -173,7 +184,11 @@ CUresult sim_fault(const char *fn) {
     for (int i = 0; i < nfaults; i++) {
         if (strcmp(faults[i].name, fn) != 0) continue;
         unsigned long call = __atomic_add_fetch(&faults[i].calls, 1, __ATOMIC_RELAXED);
-        if (call == faults[i].nth) return faults[i].code;
+        if (call != faults[i].nth) continue;
+        /* A signal that arrives inside the driver call, before it has done anything (a handler
+         * may leave it by longjmp: nothing is held yet). */
+        if (faults[i].signal) raise(faults[i].signal);
+        else return faults[i].code;
     }
     return CUDA_SUCCESS;
 }

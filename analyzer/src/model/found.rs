@@ -223,6 +223,9 @@ pub struct Replay {
     /// Resolver answers for tracked functions that were variants the shim did not know
     /// (`Lost` reason 2): calls through them went unrecorded.
     pub unknown_variants: u64,
+    /// Calls passed through unrecorded because their thread was inside another intercepted
+    /// call (`Lost` reason 3: signal handlers that interrupted one).
+    pub nested_calls: u64,
     /// Decoding errors (the first few); the records around them were replayed.
     pub errors: Vec<DecodeError>,
     /// Number of decoding errors in all.

@@ -240,6 +240,9 @@ impl Model {
             Body::Lost(l) if l.reason == 2 => {
                 self.replay.unknown_variants = self.replay.unknown_variants.saturating_add(l.count);
             }
+            Body::Lost(l) if l.reason == 3 => {
+                self.replay.nested_calls = self.replay.nested_calls.saturating_add(l.count);
+            }
             Body::Lost(l) => self.replay.lost_events = self.replay.lost_events.saturating_add(l.count),
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record.seq, f),

@@ -600,6 +600,12 @@ fn notes(replay: &Replay) -> Vec<String> {
             replay.lost_events
         ));
     }
+    if replay.nested_calls > 0 {
+        notes.push(format!(
+            "{} CUDA calls were made while their thread was inside another CUDA call (a signal handler that interrupted one) and were not recorded: leaks and bad frees may be missing or wrong",
+            replay.nested_calls
+        ));
+    }
     if replay.unknown_variants > 0 {
         notes.push(format!(
             "the driver handed out {} functions the shim does not know a variant of (a driver newer than the shim): calls through them were not recorded",

@@ -310,6 +310,17 @@ extern "C" fn at_unload() {
     if lost > 0 {
         last.push((t.stamp(), Lost { count: lost, reason: 1 }.into()));
     }
+    let nested = guard::NESTED.load(Ordering::Relaxed);
+    if nested > 0 {
+        last.push((
+            t.stamp(),
+            Lost {
+                count: nested,
+                reason: 3,
+            }
+            .into(),
+        ));
+    }
     last.push((t.stamp(), Exit { code: 0, how: 0 }.into()));
     let refs: Vec<RecordRef<'_, '_>> = last
         .iter()

@@ -120,3 +120,60 @@ fn many_short_threads_write_bytes_in_proportion_to_their_records() {
         assert_eq!(r["summary"]["leaked_allocations"], 0);
     }
 }
+
+/// SIGUSR1 raised inside the 3rd, 8th and 13th `cuMemAlloc_v2` calls.
+const INSIDE_ALLOCS: &str = "cuMemAlloc_v2:3:sig10,cuMemAlloc_v2:8:sig10,cuMemAlloc_v2:13:sig10";
+
+/// Runs `shim_signals MODE` with `SIMCUDA_FAIL=faults`; returns its stdout and records.
+fn signals(mode: &str, faults: &str) -> (String, Vec<Value>, Value) {
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    let out = shim_command(client("shim_signals"), &trace)
+        .arg(mode)
+        .env("SIMCUDA_FAIL", faults)
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "{mode}");
+    let stdout = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (stdout, dump(&trace), report(&trace))
+}
+
+fn allocs_of(records: &[Value], bytes: u64) -> usize {
+    of_type(records, "Alloc").iter().filter(|r| r["size"] == bytes).count()
+}
+
+#[test]
+fn a_longjmp_out_of_a_cuda_call_does_not_stop_its_thread_from_being_traced() {
+    let (stdout, records, _) = signals("longjmp", INSIDE_ALLOCS);
+    assert_eq!(stdout, "jumped 3");
+    // The jumps abandoned three calls; every call after them is recorded.
+    assert_eq!(allocs_of(&records, 12345), 1000);
+    assert_eq!(allocs_of(&records, 4096), 17);
+}
+
+#[test]
+fn calls_of_a_signal_handler_inside_a_cuda_call_are_counted_and_outside_one_recorded() {
+    // The handler's allocation and free run inside the interrupted call: passed through, and
+    // counted in a Lost record (reason 3) that the report names.
+    let (stdout, records, r) = signals("nested", INSIDE_ALLOCS);
+    assert_eq!(stdout, "handled 3");
+    assert_eq!(allocs_of(&records, 777), 0);
+    assert_eq!(allocs_of(&records, 4096), 20);
+    let nested: Vec<&Value> = of_type(&records, "Lost")
+        .into_iter()
+        .filter(|r| r["reason"] == 3)
+        .collect();
+    assert_eq!(nested.len(), 1, "{nested:?}");
+    assert_eq!(nested[0]["count"], 6, "3 allocations and 3 frees");
+    let notes = r["notes"].to_string();
+    assert!(
+        notes.contains("6 CUDA calls were made while their thread was inside another CUDA call"),
+        "{notes}"
+    );
+    // The twin: the same handler between two calls is traced like any code.
+    let (stdout, records, _) = signals("outside", "");
+    assert_eq!(stdout, "handled 4");
+    assert_eq!(allocs_of(&records, 777), 4);
+    assert!(of_type(&records, "Lost").is_empty());
+}
