@@ -18,6 +18,7 @@ mod graph_frees;
 mod graph_launches;
 mod graph_listing;
 mod later_calls;
+mod library_patterns;
 mod prefetch;
 mod semaphores;
 mod stacks;

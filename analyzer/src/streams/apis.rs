@@ -183,6 +183,40 @@ pub fn copy_kind(api: Api) -> (HostSide, bool) {
     }
 }
 
+/// For a `Copy` record's API: whether its destination and its source are parameters that must
+/// be device memory (a `CUdeviceptr` of a device-to-device, host-to-device, device-to-host,
+/// array or peer copy, or a memset's destination). Host pointers (`HtoD`'s source, `DtoH`'s
+/// destination) and the sides of unified, 2D, 3D, batch and attribute copies, whose records
+/// do not say what memory type the program gave, are not.
+pub fn device_operands(api: Api) -> (bool, bool) {
+    if copy_kind(api).1 {
+        return (true, false);
+    }
+    match api {
+        Api::cuMemcpyDtoD_v2
+        | Api::cuMemcpyDtoD_v2_ptds
+        | Api::cuMemcpyDtoDAsync_v2
+        | Api::cuMemcpyDtoDAsync_v2_ptsz
+        | Api::cuMemcpyPeer
+        | Api::cuMemcpyPeer_ptds
+        | Api::cuMemcpyPeerAsync
+        | Api::cuMemcpyPeerAsync_ptsz => (true, true),
+        Api::cuMemcpyHtoD_v2
+        | Api::cuMemcpyHtoD_v2_ptds
+        | Api::cuMemcpyHtoDAsync_v2
+        | Api::cuMemcpyHtoDAsync_v2_ptsz
+        | Api::cuMemcpyAtoD_v2
+        | Api::cuMemcpyAtoD_v2_ptds => (true, false),
+        Api::cuMemcpyDtoH_v2
+        | Api::cuMemcpyDtoH_v2_ptds
+        | Api::cuMemcpyDtoHAsync_v2
+        | Api::cuMemcpyDtoHAsync_v2_ptsz
+        | Api::cuMemcpyDtoA_v2
+        | Api::cuMemcpyDtoA_v2_ptds => (false, true),
+        _ => (false, false),
+    }
+}
+
 /// A synchronous peer copy (`cuMemcpyPeer`, `cuMemcpy3DPeer`), "serialized with respect to
 /// all pending and future asynchronous work" of the current, source and destination contexts:
 /// it comes after all earlier work of every stream, non-blocking ones too, and all later work

@@ -4,7 +4,10 @@
 //! Only memory that device work can touch is tracked: device, pitched, managed and
 //! stream-ordered allocations, and pinned host memory (a copy's host end). Freed pinned host
 //! ranges are not remembered: the C library may hand the same addresses out again as
-//! ordinary memory, which copies then legitimately name.
+//! ordinary memory, which copies then legitimately name. Freed managed ranges are host
+//! address space again in the same way, so they are remembered only for device work (see
+//! [`Memory::freed_managed`]), and a registration of host memory over any freed range
+//! ([`Memory::forget_freed`]) ends its claim.
 //!
 //! Each allocation keeps a short history of accesses, in the manner of FastTrack: an access
 //! that is ordered after an earlier one and covers its range makes it redundant (anything
@@ -209,6 +212,13 @@ impl Memory {
         for k in stale {
             self.live.remove(&k);
         }
+        self.forget_freed(lo, hi);
+    }
+
+    /// Forgets every freed range that overlaps [lo, hi): the addresses were handed out again
+    /// as memory this model does not track (host memory the program registered, say), which
+    /// later operations name legitimately. Live allocations are kept.
+    pub fn forget_freed(&mut self, lo: u64, hi: u64) {
         let gone: Vec<u64> = self
             .freed
             .range(..hi)
@@ -223,12 +233,22 @@ impl Memory {
 
     /// Whether `addr` lies in device memory this model knows: a live device, managed or
     /// stream-ordered allocation, or one freed since (pinned host memory is host memory, and
-    /// an address in no allocation is taken to be host memory too).
+    /// an address in no allocation is taken to be host memory too, as is one in a freed
+    /// managed range: see [`Memory::freed_managed`]).
     pub fn is_device_memory(&self, addr: u64) -> bool {
         match self.live.range(..=addr).next_back() {
             Some((_, l)) if addr < l.end => l.info.kind != MemKind::Host,
-            _ => matches!(self.freed_at(addr), Touch::Freed(_)),
+            _ => matches!(self.freed_at(addr), Touch::Freed(f) if f.info.kind != MemKind::Managed),
         }
+    }
+
+    /// Whether `addr` lies in a freed managed range and in no live allocation. Managed memory
+    /// is mapped into the host's address space, and once freed its addresses may be handed
+    /// out again as ordinary host memory (by the C library, which the trace does not show),
+    /// so such an address is evidence of a use after free only where an API takes it as
+    /// device memory.
+    pub fn freed_managed(&self, addr: u64) -> bool {
+        self.freed_only(addr).is_some_and(|f| f.info.kind == MemKind::Managed)
     }
 
     /// The family of the live allocation holding `addr`, if any.
@@ -240,11 +260,12 @@ impl Memory {
     }
 
     /// Whether `addr` is in memory the model tracks, live or freed (device, managed,
-    /// stream-ordered or page-locked host memory).
+    /// stream-ordered or page-locked host memory; a freed managed range is host address
+    /// space again: see [`Memory::freed_managed`]).
     pub fn is_tracked(&self, addr: u64) -> bool {
         match self.live.range(..=addr).next_back() {
             Some((_, l)) if addr < l.end => true,
-            _ => matches!(self.freed_at(addr), Touch::Freed(_)),
+            _ => matches!(self.freed_at(addr), Touch::Freed(f) if f.info.kind != MemKind::Managed),
         }
     }
 

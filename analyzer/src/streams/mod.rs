@@ -166,15 +166,25 @@ struct StreamState {
 }
 
 /// A stream's wait on an event not recorded: a no-op. It is a finding only if it mattered:
-/// when the stream next queues work, some other stream's work that was pending at the wait
-/// is still not known complete to it. Libraries that keep an event per buffer and wait on
-/// it before the buffer's first use (cudarc does), or wait on several events of which the
+/// when the stream next queues work, some other stream's work that was outstanding at the
+/// wait is still not known complete to it. Libraries that keep an event per buffer and wait
+/// on it before the buffer's first use (cudarc does), or wait on several events of which the
 /// next covers the work, wait on unrecorded events harmlessly.
+///
+/// The host's waits on unrecorded events (`cuEventSynchronize`, and a context's
+/// `cuCtxWaitEvent`) are judged at once: a finding only if some stream had outstanding work
+/// that the host had not already waited for (by a synchronization, or by a copy into pageable
+/// memory, which returns once the stream's work before it is done). Outstanding work is each
+/// stream's work whose end the program could observe (`Streams::outstanding`): stream-ordered
+/// allocations and frees, prefetches and discards queued since are nothing to wait for, as
+/// at exit. cudarc frees a buffer on its stream and then synchronizes the never-recorded
+/// event of a pinned buffer after a copy back into a `Vec` has waited for everything else:
+/// no finding.
 #[derive(Debug, Clone)]
 struct UnrecordedWait {
     op: Op,
     event: Option<Created>,
-    /// What was pending anywhere at the wait (every stream's work then).
+    /// What was outstanding anywhere at the wait (every stream's observable work then).
     pending: Clock,
 }
 

@@ -41,13 +41,21 @@ impl Streams {
     pub(super) fn copy(&mut self, tid: u32, seq: Seq, c: &Copy) {
         let (side, memset) = apis::copy_kind(c.api);
         let name = Self::name_of(c.api, c.stream.0, tid);
-        let mut accesses = [(c.dst.0, c.bytes, Mode::Write), (0, 0, Mode::Read)];
-        let n = if !memset && c.src != 0 {
-            accesses[1] = (c.src, c.bytes, Mode::Read);
-            2
-        } else {
-            1
-        };
+        // An operand that need not be device memory and lies in a freed managed range is host
+        // memory handed out again, not a use after free (`Memory::freed_managed`): it is left
+        // out, as untracked memory would be.
+        let (dst_device, src_device) = apis::device_operands(c.api);
+        let rehoused = |addr: u64, device: bool| !device && self.memory.freed_managed(addr);
+        let mut accesses = [(0, 0, Mode::Write); 2];
+        let mut n = 0;
+        if !rehoused(c.dst.0, dst_device) {
+            accesses[n] = (c.dst.0, c.bytes, Mode::Write);
+            n += 1;
+        }
+        if !memset && c.src != 0 && !rehoused(c.src, src_device) {
+            accesses[n] = (c.src, c.bytes, Mode::Read);
+            n += 1;
+        }
         // A 2D/3D copy's host side is a host address; an array side is 0.
         let blocking = match side {
             HostSide::BySides => [c.dst.0, c.src]
@@ -219,6 +227,12 @@ impl Streams {
 
     pub(super) fn alloc(&mut self, tid: u32, seq: Seq, a: &Alloc) {
         let Some(kind) = a.api.mem_kind() else { return };
+        if kind == MemKind::HostRegistered {
+            // Host memory the driver page-locked is the program's own memory now, wherever it
+            // lies (a host array the C library placed where freed managed memory was): the
+            // freed range's claim ends, and copies that name it use the new memory.
+            self.memory.forget_freed(a.ptr.0, a.ptr.0.saturating_add(a.size.max(1)));
+        }
         if matches!(
             kind,
             MemKind::HostRegistered
@@ -406,9 +420,9 @@ impl Streams {
             // An event the trace never saw created: nothing is known about it.
             return;
         };
+        let pending = self.outstanding();
         match waiter {
             Some(slot) => {
-                let pending = self.all.clone();
                 let st = self.state(slot);
                 if st.unrecorded_wait.is_none() {
                     st.unrecorded_wait = Some(UnrecordedWait {
@@ -418,10 +432,26 @@ impl Streams {
                     });
                 }
             }
-            // The host goes on at once: it mattered if anything was pending then.
-            None if self.all.knows_more_than(knows, None) => self.unrecorded_found(op, Some(created)),
+            // The host goes on at once: it mattered if work whose end the program could observe
+            // was pending then, which the host had not waited for already.
+            None if pending.knows_more_than(knows, None) => self.unrecorded_found(op, Some(created)),
             None => {}
         }
+    }
+
+    /// The work a wait could be meant for: each stream's last work whose end the program
+    /// could observe ([`apis::has_observable_result`]), as a clock. Stream-ordered allocations
+    /// and frees, prefetches and discards queued after it are left out, as
+    /// `unsynchronized-at-exit` leaves them out: nobody waits for them (a use of memory they
+    /// touch that is not ordered after them is a race of its own).
+    fn outstanding(&self) -> Clock {
+        let mut clock = Clock::new();
+        for (i, st) in self.states.iter().enumerate() {
+            if let Some(w) = st.as_ref().and_then(|st| st.last_result) {
+                clock.set(Slot(i as u32), w.epoch.n);
+            }
+        }
+        clock
     }
 
     /// Judges a stream's earlier wait on an unrecorded event, now that it queues work

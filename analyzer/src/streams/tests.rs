@@ -13,10 +13,12 @@ mod graph_events;
 mod graph_frees;
 mod graph_races;
 mod later_apis;
+mod managed_reuse;
 mod memops;
 mod pageable;
 mod peer;
 mod ranges;
+mod unrecorded;
 
 const A: u64 = 0xa0;
 const B: u64 = 0xb0;
