@@ -6,7 +6,8 @@
 //! constructor; it blocks every signal, so the program's handlers keep running on the
 //! program's threads. One thread and no thread per connection: non-blocking sockets
 //! multiplexed with `poll`. At most [`MAX_CONNECTIONS`] are open (a new one pushes out the
-//! oldest still sending its request), each has [`DEADLINE_MS`] for its whole exchange, and
+//! oldest still sending its request after [`GRACE_MS`]; until then it waits in the listen
+//! backlog), each has [`DEADLINE_MS`] for its whole exchange, and
 //! responses are written as the socket takes them. The thread never sleeps past the next
 //! snapshot tick, so no client delays another client or a snapshot.
 //!
@@ -32,9 +33,11 @@ use super::{metrics, settings, snapshot, FLAGS, SNAPSHOT_DUE};
 use crate::guard;
 
 /// Connections open at once; a new one beyond pushes out the oldest.
-pub const MAX_CONNECTIONS: usize = 8;
+pub const MAX_CONNECTIONS: usize = 16;
 /// Time a connection has, from its accept, to send its request and take the response.
 pub const DEADLINE_MS: u64 = 5_000;
+/// How long a connection still sending its request is safe from being pushed out.
+const GRACE_MS: u64 = 200;
 /// The longest request head read (Prometheus sends a few hundred bytes).
 const MAX_REQUEST: usize = 16 * 1024;
 /// The longest the thread sleeps, whatever else it waits for.
@@ -415,7 +418,8 @@ struct Server {
     conns: Vec<Conn>,
     /// When every descriptor is checked next.
     next_check: u64,
-    /// No accepting before this (after running out of descriptors or memory).
+    /// No accepting before this (0: accepting): while the connections are full and new, or
+    /// after running out of descriptors or memory.
     accept_after: u64,
 }
 
@@ -431,10 +435,15 @@ impl Server {
 
     /// The next time something is due without an event: a connection's deadline, the check.
     fn next_deadline(&self) -> u64 {
+        let accept = if self.accept_after == 0 {
+            u64::MAX
+        } else {
+            self.accept_after
+        };
         self.conns
             .iter()
             .map(|c| c.opened.saturating_add(DEADLINE_MS))
-            .fold(self.next_check, u64::min)
+            .fold(self.next_check.min(accept), u64::min)
     }
 
     /// Waits up to `timeout_ms` for events and handles them.
@@ -446,6 +455,7 @@ impl Server {
         }; 1 + MAX_CONNECTIONS];
         let now = now_ms();
         if now >= self.accept_after {
+            self.accept_after = 0;
             fds[0].fd = self.listener.fd;
             fds[0].events = libc::POLLIN;
         }
@@ -505,6 +515,30 @@ impl Server {
     /// Accepts what is waiting, pushing out the oldest connections beyond the bound.
     fn accept(&mut self, now: u64) -> Result<(), Lost> {
         for _ in 0..MAX_CONNECTIONS {
+            if self.conns.len() >= MAX_CONNECTIONS {
+                // The oldest still sending its request (idle or trickling) makes room once
+                // it has had GRACE_MS; until then new clients wait in the listen backlog
+                // (a burst of scrapes is served, not cut off), and the listener is left out
+                // of the poll so that it does not spin.
+                let oldest = self
+                    .conns
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, c)| matches!(c.state, State::Reading(_)))
+                    .min_by_key(|(_, c)| c.opened)
+                    .map(|(i, c)| (i, c.opened.saturating_add(GRACE_MS)));
+                match oldest {
+                    Some((i, due)) if due <= now => self.close(i)?,
+                    Some((_, due)) => {
+                        self.accept_after = due;
+                        return Ok(());
+                    }
+                    None => {
+                        self.accept_after = now.saturating_add(TICK_MS);
+                        return Ok(());
+                    }
+                }
+            }
             // SAFETY: accepts on our listener (checked by the caller); no address wanted.
             let fd = unsafe {
                 libc::accept4(
@@ -522,20 +556,6 @@ impl Server {
                     _ => self.accept_after = now.saturating_add(TICK_MS),
                 }
                 return Ok(());
-            }
-            if self.conns.len() >= MAX_CONNECTIONS {
-                // The oldest still sending its request (idle or trickling), else the oldest.
-                let oldest = |reading: bool| {
-                    self.conns
-                        .iter()
-                        .enumerate()
-                        .filter(|(_, c)| !reading || matches!(c.state, State::Reading(_)))
-                        .min_by_key(|(_, c)| c.opened)
-                        .map(|(i, _)| i)
-                };
-                if let Some(i) = oldest(true).or_else(|| oldest(false)) {
-                    self.close(i)?;
-                }
             }
             let slot = (1..REGISTRY.len()).find(|&s| REGISTRY[s].fd.load(Ordering::Acquire) < 0);
             match slot.and_then(|slot| Ours::adopt(fd, slot)) {

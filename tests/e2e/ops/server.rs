@@ -71,7 +71,8 @@ fn a_slow_client_and_idle_connections_delay_neither_a_scrape_nor_the_snapshots()
         during >= 4,
         "about 12 period snapshots in 2.5 s at 200 ms beside the slow client, not {during}"
     );
-    // More idle connections than the shim keeps: the oldest make room, the scrape is served.
+    // More idle connections than the shim keeps (16): the oldest make room, the scrape is
+    // served.
     idle.extend((0..20).map(|_| connect(held.port)));
     let (_, took) = timed_scrape(held.port);
     assert!(
