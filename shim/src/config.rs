@@ -26,8 +26,8 @@
 //! | `GPULEAK_METRICS_ALLOW_REMOTE` | 0 | 1: let `GPULEAK_METRICS` bind a non-loopback address |
 //! | `GPULEAK_LIMIT` | off | per-device budget of device memory (`8GiB`, `512MB`, `4096`; units B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; KB = 1000, KiB = 1024): an allocation beyond it fails with `CUDA_ERROR_OUT_OF_MEMORY` without reaching the driver |
 //! | `GPULEAK_FAIL` | off | fault injection: comma-separated `API:N` (the Nth call) or `API:every=N`, each optionally `:err=CODE` (a number or a `CUDA_ERROR_*` name; default 2, out of memory); `API` is an allocation function as the trace names it (`cuMemAlloc_v2`) |
-//! | `GPULEAK_SNAPSHOT_SIGNAL` | off | a signal (`USR1`, `USR2`, `HUP`, `WINCH`, `RTMIN+N` or a number) that writes a snapshot record; a handler the program installed first is chained to |
-//! | `GPULEAK_SNAPSHOT_PERIOD` | off | write a snapshot record this often (`500ms`, `10s`, `5m`, `1h`; a bare number is seconds) |
+//! | `GPULEAK_SNAPSHOT_SIGNAL` | off | a signal (`USR1`, `USR2`, `HUP`, `WINCH`, `RTMIN+N`, `RTMAX-N` or a number) that writes a snapshot record; a handler the program installed first is chained to; a signal the process ignores (`nohup`) stays ignored |
+//! | `GPULEAK_SNAPSHOT_PERIOD` | off | write a snapshot record this often (`500ms`, `10s`, `5m`, `1h`; a bare number is seconds; at most 24h) |
 //! | `GPULEAK_OOM_SNAPSHOT` | 0 | 1: a snapshot record (reason `oom`) right after an allocation fails with out of memory |
 //! | `GPULEAK_OOM_SUMMARY` | 0 | 1: on out of memory, also print who holds the memory (top sites by live bytes) on stderr |
 //! | `GPULEAK_LIVE` | 0 | 1: keep live bytes per device, kind and site from the start even when no other setting needs them (`gpuleak_live_bytes`) |
@@ -401,6 +401,9 @@ pub fn parse_bytes(text: &str) -> Option<u64> {
     (mult > 1 && f.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
 }
 
+/// The longest `GPULEAK_SNAPSHOT_PERIOD`; longer ones are cut to it.
+pub const MAX_SNAPSHOT_PERIOD: Duration = Duration::from_secs(24 * 3600);
+
 /// Parses a duration: `500ms`, `10s`, `5m`, `1h`, or a bare number of seconds; never zero.
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let t = text.trim();
@@ -416,8 +419,8 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     (!d.is_zero()).then_some(d)
 }
 
-/// Parses a signal name or number; only signals a program can spare (never KILL, STOP or
-/// the fault signals).
+/// Parses a signal name or number (`USR2`, `SIGHUP`, `RTMIN+3`, `RTMAX-2`, `12`); only
+/// signals a program can spare (never KILL, STOP or the fault signals).
 pub fn parse_signal(text: &str) -> Option<i32> {
     let t = text.trim();
     let name = t.strip_prefix("SIG").unwrap_or(t);
@@ -427,13 +430,23 @@ pub fn parse_signal(text: &str) -> Option<i32> {
         "HUP" => libc::SIGHUP,
         "WINCH" => libc::SIGWINCH,
         "URG" => libc::SIGURG,
+        "RTMIN" => libc::SIGRTMIN(),
+        "RTMAX" => libc::SIGRTMAX(),
         _ => {
+            // Digits only: `parse` would also take a sign (`RTMIN+-32` is SIGINT).
+            let number = |t: &str| -> Option<i32> {
+                (!t.is_empty() && t.len() <= 3 && t.bytes().all(|b| b.is_ascii_digit()))
+                    .then(|| t.parse().ok())
+                    .flatten()
+            };
             if let Some(off) = name.strip_prefix("RTMIN+") {
-                libc::SIGRTMIN() + off.parse::<i32>().ok()?
-            } else if name == "RTMIN" {
-                libc::SIGRTMIN()
+                let sig = libc::SIGRTMIN() + number(off)?;
+                (sig <= libc::SIGRTMAX()).then_some(sig)?
+            } else if let Some(off) = name.strip_prefix("RTMAX-") {
+                let sig = libc::SIGRTMAX() - number(off)?;
+                (sig >= libc::SIGRTMIN()).then_some(sig)?
             } else {
-                name.parse::<i32>().ok()?
+                number(name)?
             }
         }
     };
@@ -598,13 +611,20 @@ impl Ops {
             .filter(|v| !v.trim().is_empty())
             .and_then(|v| {
                 let d = parse_duration(&v);
-                if d.is_none() {
-                    warn(
+                match d {
+                    None => warn(
                         "GPULEAK_SNAPSHOT_PERIOD",
                         &v,
                         "a duration such as 500ms, 10s, 5m or 1h",
                         "no periodic snapshots",
-                    );
+                    ),
+                    Some(d) if d > MAX_SNAPSHOT_PERIOD => {
+                        crate::diag::line(format_args!(
+                            "GPULEAK_SNAPSHOT_PERIOD={v:?} is longer than 24h; using 24h"
+                        ));
+                        return Some(MAX_SNAPSHOT_PERIOD);
+                    }
+                    Some(_) => {}
                 }
                 d
             });
@@ -670,6 +690,37 @@ mod tests {
         assert_eq!(parse_signal("11"), None);
         assert_eq!(parse_signal("0"), None);
         assert_eq!(parse_signal("USR3"), None);
+        assert_eq!(parse_signal("RTMAX"), Some(libc::SIGRTMAX()));
+        assert_eq!(parse_signal("RTMAX-1"), Some(libc::SIGRTMAX() - 1));
+        assert_eq!(parse_signal("SIGRTMIN"), Some(libc::SIGRTMIN()));
+    }
+
+    #[test]
+    fn malformed_realtime_signals_and_signed_numbers_are_refused() {
+        // RTMIN+-32 used to be taken as SIGRTMIN - 32, SIGINT.
+        for bad in [
+            "RTMIN+-32",
+            "RTMIN+",
+            "RTMIN+ 1",
+            "RTMIN++1",
+            "RTMIN+1x",
+            "RTMIN+99",
+            "RTMIN+99999999999",
+            "RTMAX-",
+            "RTMAX--2",
+            "RTMAX-+2",
+            "RTMAX-99",
+            "RTMAX+1",
+            "RTMIN-1",
+            "+12",
+            "-2",
+        ] {
+            assert_eq!(parse_signal(bad), None, "{bad}");
+        }
+        let span = libc::SIGRTMAX() - libc::SIGRTMIN();
+        assert_eq!(parse_signal(&format!("RTMIN+{span}")), Some(libc::SIGRTMAX()));
+        assert_eq!(parse_signal(&format!("RTMAX-{span}")), Some(libc::SIGRTMIN()));
+        assert_eq!(parse_signal(&format!("RTMIN+{}", span + 1)), None);
     }
 
     #[test]

@@ -15,6 +15,8 @@
 //   period MS          an allocation, MS milliseconds of sleep, another allocation
 //   fork MS            an allocation, then a forked child does "period MS"; the parent waits
 //                      for it and prints "child <pid>"
+//   disposition SIG    an allocation (the shim reads its settings), then prints what signal
+//                      SIG (a number or RTMIN+N) does now: "disposition ignored|default|handled"
 #include <signal.h>
 #include <sys/wait.h>
 #include <stdio.h>
@@ -142,6 +144,17 @@ int main(int argc, char **argv) {
         waitpid(child, &status, 0);
         printf("child %d\n", (int)child);
         return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+    }
+    if (strcmp(mode, "disposition") == 0 && argc > 2) {
+        if (alloc(&d, 4096)) return 4;
+        struct sigaction now;
+        int sig = strncmp(argv[2], "RTMIN+", 6) == 0 ? SIGRTMIN + atoi(argv[2] + 6) : atoi(argv[2]);
+        if (sigaction(sig, NULL, &now) != 0) return 5;
+        const char *what = "handled";
+        if (!(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_IGN) what = "ignored";
+        if (!(now.sa_flags & SA_SIGINFO) && now.sa_handler == SIG_DFL) what = "default";
+        printf("disposition %s\n", what);
+        return 0;
     }
     if (strcmp(mode, "period") == 0 && argc > 2) {
         if (alloc(&d, 4096)) return 4;

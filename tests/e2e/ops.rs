@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::trace::{assert_ok, calls, dump, of_type, recorded_calls};
 
 mod metrics;
+mod server;
 
 /// Runs `ops_workload` under the shim with `env`; returns its output and the trace records.
 fn run_workload(args: &[&str], env: &[(&str, &str)]) -> (Output, Vec<Value>) {

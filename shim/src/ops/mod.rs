@@ -1,8 +1,8 @@
 //! Operations features for programs that run for days: live accounting per device, kind and
 //! site ([`live`]), a per-device budget and fault injection on the allocation calls
 //! ([`faults`]), snapshot records on a signal, a period, an out-of-memory failure or a
-//! program's request ([`snapshot`]), a Prometheus endpoint ([`metrics`]) and the C control
-//! API behind `gpuleak.h` ([`control`]).
+//! program's request ([`snapshot`]), a Prometheus endpoint ([`metrics`], served by the
+//! background thread in [`server`]) and the C control API behind `gpuleak.h` ([`control`]).
 //!
 //! Every feature is off by default, and off costs one relaxed load of [`FLAGS`] and a branch
 //! per intercepted memory, stream or event call (plus a compare of the result with
@@ -14,6 +14,7 @@ pub mod control;
 pub mod faults;
 pub mod live;
 pub mod metrics;
+pub mod server;
 pub mod sites;
 pub mod snapshot;
 
@@ -84,15 +85,15 @@ fn init() -> u32 {
             bits |= FAULTS;
         }
         let signal = ops.snapshot_signal;
-        let background = ops.metrics.is_some() || ops.snapshot_period.is_some() || signal.is_some();
+        let mut background = ops.metrics.is_some() || ops.snapshot_period.is_some();
         let _ = SETTINGS.set(ops);
         register_fork_handler();
         FLAGS.store(bits, Ordering::Release);
         if let Some(sig) = signal {
-            snapshot::install_signal(sig);
+            background |= snapshot::install_signal(sig);
         }
         if background {
-            metrics::start_background();
+            server::start_background();
         }
     });
     FLAGS.load(Ordering::Acquire) & !UNINIT
@@ -112,7 +113,7 @@ extern "C" fn in_forked_child() {
     sites::forget_in_child();
     faults::forget_in_child();
     snapshot::forget_in_child();
-    if metrics::forget_in_child() {
+    if server::forget_in_child() {
         FLAGS.fetch_or(RESTART, Ordering::AcqRel);
     }
 }
@@ -124,7 +125,7 @@ fn housekeeping(g: &HookGuard, f: u32) {
         snapshot::write_due(g);
     }
     if f & RESTART != 0 && FLAGS.fetch_and(!RESTART, Ordering::AcqRel) & RESTART != 0 {
-        metrics::start_background();
+        server::start_background();
     }
 }
 

@@ -103,18 +103,28 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut
     }
 }
 
-/// Installs the snapshot signal's handler, chaining to the program's own if it has one.
-pub fn install_signal(sig: i32) {
+/// Installs the snapshot signal's handler, chaining to the program's own if it has one;
+/// false if none was installed.
+///
+/// A signal the process ignores (`nohup` ignores SIGHUP) stays ignored: a handler would
+/// end the ignoring in every program it execs, which `exec` resets to the default action.
+pub fn install_signal(sig: i32) -> bool {
     let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
     // SAFETY: reads the current disposition into `old`.
     if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
         crate::diag::line(format_args!(
             "cannot read the handler of signal {sig}; no snapshots on it"
         ));
-        return;
+        return false;
     }
     // SAFETY: sigaction succeeded and filled `old`.
     let old = unsafe { old.assume_init() };
+    if old.sa_flags & libc::SA_SIGINFO == 0 && old.sa_sigaction == libc::SIG_IGN {
+        crate::diag::line(format_args!(
+            "GPULEAK_SNAPSHOT_SIGNAL: this process ignores signal {sig} (as under nohup); it stays ignored and writes no snapshots"
+        ));
+        return false;
+    }
     PREVIOUS_FLAGS.store(old.sa_flags, Ordering::Release);
     PREVIOUS_HANDLER.store(old.sa_sigaction, Ordering::Release);
     // SAFETY: an all-zero sigaction is a valid starting value.
@@ -127,5 +137,7 @@ pub fn install_signal(sig: i32) {
         crate::diag::line(format_args!(
             "cannot install a handler for signal {sig}; no snapshots on it"
         ));
+        return false;
     }
+    true
 }

@@ -14,12 +14,12 @@ use serde_json::Value;
 use super::stderr;
 use crate::trace::assert_ok;
 
-fn free_port() -> u16 {
+pub(super) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A plain HTTP/1.0 GET on loopback; (status line, body).
-fn http_get(port: u16, path: &str) -> std::io::Result<(String, String)> {
+pub(super) fn http_get(port: u16, path: &str) -> std::io::Result<(String, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
@@ -38,15 +38,15 @@ fn url_encode(q: &str) -> String {
         .collect()
 }
 
-/// A traced `ops_workload hold` serving metrics; ends when dropped.
-struct Held {
+/// A traced `ops_workload hold` serving metrics, its stderr kept in a file; ends when dropped.
+pub(super) struct Held {
     child: Child,
-    _dir: TempDir,
-    port: u16,
+    dir: TempDir,
+    pub(super) port: u16,
 }
 
 impl Held {
-    fn start(env: &[(&str, &str)]) -> Held {
+    pub(super) fn start(env: &[(&str, &str)]) -> Held {
         Held::start_with(&[], env)
     }
 
@@ -65,6 +65,7 @@ impl Held {
             .envs(env.iter().copied())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
+            .stderr(std::fs::File::create(dir.path().join("stderr")).unwrap())
             .spawn()
             .unwrap();
         let mut stdout = BufReader::new(child.stdout.take().unwrap());
@@ -73,11 +74,23 @@ impl Held {
             line.clear();
             assert!(stdout.read_line(&mut line).unwrap() > 0, "hold ended early");
         }
-        Held { child, _dir: dir, port }
+        Held { child, dir, port }
     }
 
-    fn pid(&self) -> u32 {
+    pub(super) fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    /// What the program and the shim wrote on stderr so far.
+    pub(super) fn stderr(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("stderr")).unwrap()
+    }
+
+    /// Lets the program end; its trace's records.
+    pub(super) fn finish(mut self) -> Vec<Value> {
+        drop(self.child.stdin.take());
+        assert!(self.child.wait().unwrap().success());
+        crate::trace::dump(&self.dir.path().join("t.trace"))
     }
 
     fn threads(&self) -> usize {
