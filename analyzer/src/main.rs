@@ -240,7 +240,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for e in &errors {
                 eprintln!("gpuleak: {}: {e}", trace.display());
             }
-            Ok(if errors.is_empty() {
+            let shrunk = file.missing_from();
+            if let Some(at) = shrunk {
+                eprintln!(
+                    "gpuleak: {}: {}",
+                    trace.display(),
+                    gpuleak_analyzer::report::damage::shrunk(at)
+                );
+            }
+            Ok(if errors.is_empty() && shrunk.is_none() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(2)
@@ -275,6 +283,11 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = matches!(args.format, Format::Text);
     let mut report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    if !args.reading.quiet {
+        for why in unreadable(&report) {
+            eprintln!("gpuleak: warning: {why}; the report covers what could be read");
+        }
+    }
     if let Some(at) = args.at {
         check_snapshots(&report, at)?;
     }
@@ -344,6 +357,16 @@ fn check_snapshots(
         format!("snapshots in the trace: {}", ids.join(", "))
     };
     anyhow::bail!("no trace has snapshot {} ({has})", wanted.join(" and "))
+}
+
+/// Each trace that could not be read whole (decoding errors, a file that shrank while it was
+/// read, no records): `TRACE: why`, the why naming the offset.
+fn unreadable(report: &gpuleak_analyzer::report::Report) -> Vec<String> {
+    report
+        .processes
+        .iter()
+        .filter_map(|p| p.damage.problem().map(|why| format!("{}: {why}", p.trace.display())))
+        .collect()
 }
 
 /// `gpuleak run`: the command's own exit code passes through (128 + signal when killed), unless
@@ -417,7 +440,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         pool_as_leak: args.no_framework_cache,
         ..Options::default()
     };
-    let summary = Report::new(report::from_files(&files, &options, every_cpu(), None)).summary;
+    let report = Report::new(report::from_files(&files, &options, every_cpu(), None));
+    for why in unreadable(&report) {
+        eprintln!("gpuleak: warning: {why}");
+    }
+    let summary = report.summary;
     let sites = summary.leaked_allocations;
     eprintln!(
         "gpuleak: {} process{} traced: {} leaked allocation{} ({}), {} finding{}, peak {}",
@@ -464,6 +491,18 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = args.format == "text" || args.output.is_some();
     let report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    // A trace not read whole may hide what would fail: neither pass nor fail it.
+    let unreadable = unreadable(&report);
+    if !unreadable.is_empty() {
+        for why in &unreadable {
+            eprintln!("gpuleak: {why}");
+        }
+        eprintln!(
+            "gpuleak: check cannot pass or fail a trace it could not read whole; `gpuleak report` \
+             shows what could be read"
+        );
+        return Ok(ExitCode::from(check::EXIT_ERROR));
+    }
     let config = Config {
         max_leaked_bytes: args.max_leaked_bytes,
         max_leaks: args.max_leaks,
