@@ -385,13 +385,17 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&output.dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.dir.display()))?;
     let before = output.existing();
     let preload = run::preload_value(&shim, std::env::var_os("LD_PRELOAD").as_deref());
+    // Absolute: a process that changes directory must not write its trace elsewhere.
+    let template = output
+        .absolute_template()
+        .map_err(|e| anyhow::anyhow!("cannot make {} absolute: {e}", output.template().to_string_lossy()))?;
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env("LD_PRELOAD", &preload)
-        .env("GPULEAK_OUTPUT", output.template());
+        .env("GPULEAK_OUTPUT", &template);
     if args.verbose {
         eprintln!("gpuleak: preloading {}", shim.display());
-        eprintln!("gpuleak: GPULEAK_OUTPUT={}", output.template().to_string_lossy());
+        eprintln!("gpuleak: GPULEAK_OUTPUT={}", template.to_string_lossy());
     }
     // Removed (with its directory) when the command has ended.
     let mut _site = None;
