@@ -240,7 +240,15 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
             for e in &errors {
                 eprintln!("gpuleak: {}: {e}", trace.display());
             }
-            Ok(if errors.is_empty() {
+            let shrunk = file.missing_from();
+            if let Some(at) = shrunk {
+                eprintln!(
+                    "gpuleak: {}: {}",
+                    trace.display(),
+                    gpuleak_analyzer::report::damage::shrunk(at)
+                );
+            }
+            Ok(if errors.is_empty() && shrunk.is_none() {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::from(2)
@@ -275,6 +283,11 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = matches!(args.format, Format::Text);
     let mut report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    if !args.reading.quiet {
+        for why in unreadable(&report) {
+            eprintln!("gpuleak: warning: {why}; the report covers what could be read");
+        }
+    }
     if let Some(at) = args.at {
         check_snapshots(&report, at)?;
     }
@@ -346,6 +359,16 @@ fn check_snapshots(
     anyhow::bail!("no trace has snapshot {} ({has})", wanted.join(" and "))
 }
 
+/// Each trace that could not be read whole (decoding errors, a file that shrank while it was
+/// read, no records): `TRACE: why`, the why naming the offset.
+fn unreadable(report: &gpuleak_analyzer::report::Report) -> Vec<String> {
+    report
+        .processes
+        .iter()
+        .filter_map(|p| p.damage.problem().map(|why| format!("{}: {why}", p.trace.display())))
+        .collect()
+}
+
 /// `gpuleak run`: the command's own exit code passes through (128 + signal when killed), unless
 /// `--error-exitcode` applies; gpuleak's own errors exit 2.
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
@@ -362,13 +385,17 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     std::fs::create_dir_all(&output.dir).map_err(|e| anyhow::anyhow!("cannot create {}: {e}", output.dir.display()))?;
     let before = output.existing();
     let preload = run::preload_value(&shim, std::env::var_os("LD_PRELOAD").as_deref());
+    // Absolute: a process that changes directory must not write its trace elsewhere.
+    let template = output
+        .absolute_template()
+        .map_err(|e| anyhow::anyhow!("cannot make {} absolute: {e}", output.template().to_string_lossy()))?;
     let mut cmd = std::process::Command::new(&args.command[0]);
     cmd.args(&args.command[1..])
         .env("LD_PRELOAD", &preload)
-        .env("GPULEAK_OUTPUT", output.template());
+        .env("GPULEAK_OUTPUT", &template);
     if args.verbose {
         eprintln!("gpuleak: preloading {}", shim.display());
-        eprintln!("gpuleak: GPULEAK_OUTPUT={}", output.template().to_string_lossy());
+        eprintln!("gpuleak: GPULEAK_OUTPUT={}", template.to_string_lossy());
     }
     // Removed (with its directory) when the command has ended.
     let mut _site = None;
@@ -417,7 +444,11 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         pool_as_leak: args.no_framework_cache,
         ..Options::default()
     };
-    let summary = Report::new(report::from_files(&files, &options, every_cpu(), None)).summary;
+    let report = Report::new(report::from_files(&files, &options, every_cpu(), None));
+    for why in unreadable(&report) {
+        eprintln!("gpuleak: warning: {why}");
+    }
+    let summary = report.summary;
     let sites = summary.leaked_allocations;
     eprintln!(
         "gpuleak: {} process{} traced: {} leaked allocation{} ({}), {} finding{}, peak {}",
@@ -464,6 +495,18 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = args.format == "text" || args.output.is_some();
     let report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    // A trace not read whole may hide what would fail: neither pass nor fail it.
+    let unreadable = unreadable(&report);
+    if !unreadable.is_empty() {
+        for why in &unreadable {
+            eprintln!("gpuleak: {why}");
+        }
+        eprintln!(
+            "gpuleak: check cannot pass or fail a trace it could not read whole; `gpuleak report` \
+             shows what could be read"
+        );
+        return Ok(ExitCode::from(check::EXIT_ERROR));
+    }
     let config = Config {
         max_leaked_bytes: args.max_leaked_bytes,
         max_leaks: args.max_leaks,

@@ -241,6 +241,13 @@ impl Output {
             .into_os_string()
     }
 
+    /// The `GPULEAK_OUTPUT` value for the command: [`template`](Self::template) made absolute
+    /// against the working directory, so that a process that changes directory before its
+    /// first CUDA call still writes its trace where [`existing`](Self::existing) looks.
+    pub fn absolute_template(&self) -> std::io::Result<OsString> {
+        std::path::absolute(self.template()).map(PathBuf::into_os_string)
+    }
+
     /// Trace files in the directory that this template can produce (a pid, optionally
     /// followed by the shim's `.N` de-duplication suffix).
     pub fn existing(&self) -> BTreeSet<PathBuf> {
@@ -321,6 +328,23 @@ mod tests {
         assert_eq!((t.prefix.as_str(), t.suffix.as_str()), ("r-", ".bin"));
         let dir = Output::new(Some(Path::new("/tmp/somedir/")), "app");
         assert_eq!(dir.template(), OsString::from("/tmp/somedir/gpuleak.app.%p.trace"));
+    }
+
+    #[test]
+    fn children_get_an_absolute_template_that_chdir_cannot_move() {
+        let here = std::env::current_dir().unwrap();
+        let d = Output::new(None, "app");
+        assert_eq!(
+            PathBuf::from(d.absolute_template().unwrap()),
+            here.join("gpuleak.app.%p.trace")
+        );
+        let rel = Output::new(Some(Path::new("out/run.trace")), "app");
+        assert_eq!(
+            PathBuf::from(rel.absolute_template().unwrap()),
+            here.join("out/run.%p.trace")
+        );
+        let abs = Output::new(Some(Path::new("/tmp/x/run.trace")), "app");
+        assert_eq!(abs.absolute_template().unwrap(), OsString::from("/tmp/x/run.%p.trace"));
     }
 
     #[test]

@@ -5,6 +5,8 @@ use std::fmt;
 /// Why a trace could not be decoded.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ErrorKind {
+    /// The file is empty.
+    Empty,
     /// The file does not start with the gpuleak magic bytes.
     BadMagic,
     /// The file was written by a format version this reader does not know.
@@ -47,6 +49,10 @@ impl fmt::Display for DecodeError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let at = self.offset;
         match &self.kind {
+            ErrorKind::Empty => write!(
+                f,
+                "empty file, not a gpuleak trace: no header at offset {at} (its writer was stopped before writing one, or the file was emptied)"
+            ),
             ErrorKind::BadMagic => write!(f, "not a gpuleak trace: bad magic bytes at offset {at}"),
             ErrorKind::UnsupportedVersion(v) => write!(
                 f,

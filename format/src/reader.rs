@@ -33,8 +33,13 @@ pub struct Entry<'a> {
 impl<'a> Trace<'a> {
     /// Checks the header; everything else is decoded lazily.
     pub fn new(data: &'a [u8]) -> Result<Trace<'a>, DecodeError> {
+        if data.is_empty() {
+            return Err(DecodeError::new(0, ErrorKind::Empty));
+        }
         if data.len() < 40 {
-            if data.len() >= 8 && data[..8] != MAGIC {
+            // Only a file that starts as a trace does is a trace cut short.
+            let n = data.len().min(MAGIC.len());
+            if data[..n] != MAGIC[..n] {
                 return Err(DecodeError::new(0, ErrorKind::BadMagic));
             }
             return Err(DecodeError::new(0, ErrorKind::Truncated("file header")));

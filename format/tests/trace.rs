@@ -167,6 +167,27 @@ fn bad_headers_are_rejected_loudly() {
 }
 
 #[test]
+fn a_small_file_that_is_not_a_trace_is_not_called_a_truncated_trace() {
+    for not_a_trace in [&b"hello"[..], b"{}\n", b"GPULEAX"] {
+        let e = Trace::new(not_a_trace).err().unwrap();
+        assert_eq!(e.kind, ErrorKind::BadMagic, "{not_a_trace:?}");
+        assert!(e.to_string().starts_with("not a gpuleak trace"), "{e}");
+    }
+    // Its start is a trace's: a trace cut inside its header.
+    let (file, _) = interleaved();
+    for cut in [3, 8, 39] {
+        let e = Trace::new(&file[..cut]).err().unwrap();
+        assert_eq!(e.kind, ErrorKind::Truncated("file header"), "{cut}");
+    }
+    let e = Trace::new(b"").err().unwrap();
+    assert_eq!(e.kind, ErrorKind::Empty);
+    assert!(
+        e.to_string().starts_with("empty file, not a gpuleak trace") && e.to_string().contains("offset 0"),
+        "{e}"
+    );
+}
+
+#[test]
 fn every_byte_of_a_real_block_can_be_flipped_without_a_panic() {
     let (file, _) = interleaved();
     let end = HEADER_SIZE + 600;

@@ -438,3 +438,95 @@ fn a_directory_is_checked_trace_by_trace_on_any_number_of_threads() {
     assert!(out.stdout.is_empty());
     assert!(String::from_utf8_lossy(&out.stderr).contains("no gpuleak trace in this directory"));
 }
+
+#[test]
+fn a_trace_with_an_unreadable_block_exits_2_naming_the_offset_and_its_twin_passes() {
+    use crate::report::unreadable::{corrupt_first_block, FIRST_BLOCK};
+    let t = &traces();
+    let dir = TempDir::new();
+    // The correct twin passes.
+    assert_exit(&check(&[], &[&t.clean]), 0);
+
+    // Its first block's header overwritten: nothing could vouch for what that block held.
+    let bad = dir.path().join("bad-block.trace");
+    corrupt_first_block(&t.clean, &bad);
+    let out = check(&[], &[&bad]);
+    assert_exit(&out, 2);
+    assert!(out.stdout.is_empty(), "{}", stdout(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "gpuleak: {}: unreadable trace: corrupted block header at offset {FIRST_BLOCK}\n",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("`gpuleak report` shows what could be read"), "{stderr}");
+
+    // A record in the middle of a block overwritten: the rest of the block is unreadable.
+    let records = crate::trace::dump(&t.clean);
+    let alloc = crate::trace::of_type(&records, "Alloc")[0]["offset"].as_u64().unwrap() as usize;
+    let mut bytes = fs::read(&t.clean).unwrap();
+    bytes[alloc..alloc + 12].fill(0xff);
+    let bad = dir.path().join("bad-record.trace");
+    fs::write(&bad, bytes).unwrap();
+    let out = check(&["--format", "json"], &[&bad]);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "gpuleak: {}: unreadable trace: corrupted trace: ",
+            bad.display()
+        )),
+        "{stderr}"
+    );
+    let at: usize = stderr
+        .split("at offset ")
+        .nth(1)
+        .unwrap()
+        .split(|c: char| !c.is_ascii_digit())
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    assert!(
+        (alloc..alloc + 12).contains(&at),
+        "{at} is not in the bytes overwritten at {alloc}: {stderr}"
+    );
+}
+
+#[test]
+fn a_trace_with_a_header_and_no_record_does_not_pass() {
+    let t = &traces();
+    let dir = TempDir::new();
+    let empty = dir.path().join("header-only.trace");
+    fs::write(&empty, &fs::read(&t.clean).unwrap()[..gpuleak_format::HEADER_SIZE]).unwrap();
+    let out = check(&[], &[&empty]);
+    assert_exit(&out, 2);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.starts_with(&format!(
+            "gpuleak: {}: no records: the process made no CUDA call that was traced, or the trace was cut",
+            empty.display()
+        )),
+        "{stderr}"
+    );
+    // With a whole trace beside it, still an error: one trace unread fails the run.
+    assert_exit(&check(&[], &[&t.clean, &empty]), 2);
+}
+
+#[test]
+fn a_fifo_or_a_device_is_an_error_not_a_hang() {
+    let dir = TempDir::new();
+    let fifo = dir.path().join("trace.fifo");
+    crate::report::unreadable::mkfifo(&fifo);
+    for path in [fifo.as_os_str(), "/dev/zero".as_ref()] {
+        let out =
+            crate::report::unreadable::gpuleak_within(std::time::Duration::from_secs(20), &["check".as_ref(), path]);
+        assert_exit(&out, 2);
+        assert!(
+            String::from_utf8_lossy(&out.stderr).contains(": not a regular file ("),
+            "{out:?}"
+        );
+    }
+}

@@ -123,3 +123,35 @@ fn run_keeps_the_user_s_preload_and_finds_the_shim_beside_itself() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("GPULEAK_LIB=/nonexistent/libgpuleak.so is not a file"));
 }
+
+#[test]
+fn a_command_that_changes_directory_before_cuda_still_has_its_trace_found() {
+    let dir = TempDir::new();
+    std::fs::create_dir(dir.path().join("elsewhere")).unwrap();
+    // The relative default output must not follow the process into `elsewhere`.
+    let script = format!("cd elsewhere && exec '{}'", client("report_leaks").display());
+    let out = gpuleak_run(
+        dir.path(),
+        &["--".as_ref(), "sh".as_ref(), "-c".as_ref(), script.as_ref()],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("1 process traced: 3 leaked allocations"), "{err}");
+    let moved: Vec<_> = std::fs::read_dir(dir.path().join("elsewhere")).unwrap().collect();
+    assert!(moved.is_empty(), "no trace written in the new directory: {moved:?}");
+    // Same with a relative -o.
+    let out = gpuleak_run(
+        dir.path(),
+        &[
+            "-o".as_ref(),
+            "traces/run.trace".as_ref(),
+            "--".as_ref(),
+            "sh".as_ref(),
+            "-c".as_ref(),
+            script.as_ref(),
+        ],
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 process traced: 3 leaked allocations"), "{err}");
+    assert_eq!(std::fs::read_dir(dir.path().join("traces")).unwrap().count(), 1);
+}

@@ -19,6 +19,7 @@
 //! report::json::write(&report, &mut out).unwrap();
 //! ```
 
+pub mod damage;
 pub mod frames;
 pub mod json;
 pub mod load;
@@ -41,6 +42,7 @@ use gpuleak_format::{Api, MemKind, StackId};
 use crate::file::TraceFile;
 use crate::model::{self, is_owned_memory, BadFreeCause, LeakAt, LeakGroup, Process, Replay};
 
+pub use damage::Damage;
 pub use frames::{Frame, FrameSource, ModuleOffsets};
 pub use load::from_files;
 pub use merged::{MergedSite, SiteInProcess};
@@ -266,9 +268,20 @@ pub struct ProcessReport {
     pub notes: Vec<String>,
     /// Where the memory went, when the memory pass ran.
     pub memory: Option<Box<memory::MemoryView>>,
+    /// What could not be read of the trace.
+    pub damage: Damage,
 }
 
 impl ProcessReport {
+    /// Adds what the file itself says went wrong while it was read (it shrank), and the note
+    /// that says so.
+    pub fn read_from(&mut self, file: &TraceFile) {
+        if let Some(at) = file.missing_from() {
+            self.damage.missing_from = Some(at);
+            self.notes.insert(0, damage::shrunk(at));
+        }
+    }
+
     /// Keeps at most `top` groups in each list, counting what is left out in `omitted`.
     pub fn limit(&mut self, top: usize) {
         for (i, list) in [&mut self.leaks, &mut self.held_by_pool, &mut self.unreleased]
@@ -341,7 +354,9 @@ impl Report {
 pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
     let replay = load::replay(file, false, None, options);
     let source = frames::source_for(&replay.modules, &options.debug_dirs, options.sysroot.as_deref());
-    build(replay, file.path().to_path_buf(), source.as_ref(), options)
+    let mut report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
+    report.read_from(file);
+    report
 }
 
 /// Builds the report on one replayed trace, with frames from `source`.
@@ -412,6 +427,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         }
     }
 
+    let damage = Damage::of(&replay);
     let mut report = ProcessReport {
         trace,
         process: replay.process.clone(),
@@ -425,6 +441,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         findings,
         notes,
         memory,
+        damage,
     };
     if let Some(top) = options.top {
         report.limit(top);
@@ -611,6 +628,9 @@ fn notes(replay: &Replay) -> Vec<String> {
             "the driver handed out {} functions the shim does not know a variant of (a driver newer than the shim): calls through them were not recorded",
             replay.unknown_variants
         ));
+    }
+    if replay.counts.records == 0 && replay.error_count == 0 {
+        notes.push(damage::NO_RECORDS.into());
     }
     if !replay.exited && replay.counts.records > 0 {
         notes.push("the trace has no exit record (the process was killed or is still running): \"at exit\" means at the end of the trace".into());

@@ -6,19 +6,39 @@
 //! difference: the mapped pages it has finished with go back to the kernel as it goes (the
 //! format's reader, which only sees bytes, finds every block's header first, and that alone
 //! maps the whole file: the kernel maps a block around each header it touches).
+//!
+//! Only regular files are opened (a FIFO would block the reader forever, a device would be read
+//! without end), and a file that shrinks while it is mapped reads as zeros past its new end
+//! instead of killing the process with SIGBUS ([`guard`]); [`TraceFile::missing_from`] says
+//! where.
+
+pub mod guard;
 
 use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
 use gpuleak_format::{DecodeError, Entry, Merged, Trace, MAGIC};
 
+use guard::GuardedMap;
+
 /// A trace on disk, mapped read-only.
 pub struct TraceFile {
     path: PathBuf,
-    map: Option<memmap2::Mmap>,
+    bytes: Bytes,
+}
+
+/// Where a trace's bytes are.
+enum Bytes {
+    /// An empty file.
+    Empty,
+    /// Mapped, guarded against the file shrinking.
+    Mapped(GuardedMap),
+    /// Read into memory (when no guarded mapping could be made).
+    Read(Vec<u8>),
 }
 
 /// Why a trace could not be opened.
@@ -30,6 +50,10 @@ pub enum OpenError {
     Format(PathBuf, DecodeError),
     /// A directory given as a trace holds no trace file.
     NoTraces(PathBuf),
+    /// The path names something other than a regular file (what it is).
+    NotRegular(PathBuf, &'static str),
+    /// The file shrank while it was opened: its header is gone (from the offset given).
+    Shrunk(PathBuf, u64),
 }
 
 impl fmt::Display for OpenError {
@@ -43,29 +67,77 @@ impl fmt::Display for OpenError {
                  the bytes \"GPULEAK\\0\"; subdirectories are not searched)",
                 p.display()
             ),
+            OpenError::NotRegular(p, what) => write!(
+                f,
+                "{}: not a regular file ({what}); a gpuleak trace is a file written by \
+                 libgpuleak.so (copy a trace out of a pipe into a file first)",
+                p.display()
+            ),
+            OpenError::Shrunk(p, at) => write!(
+                f,
+                "{}: the file shrank to less than {at} bytes while it was opened (another \
+                 program truncated it); open it again once its writer is done",
+                p.display()
+            ),
         }
     }
 }
 
 impl std::error::Error for OpenError {}
 
+/// What a file that is not a regular file is, for [`OpenError::NotRegular`].
+fn kind_of(file_type: std::fs::FileType) -> &'static str {
+    if file_type.is_dir() {
+        "a directory"
+    } else if file_type.is_fifo() {
+        "a FIFO"
+    } else if file_type.is_char_device() {
+        "a character device"
+    } else if file_type.is_block_device() {
+        "a block device"
+    } else if file_type.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
 impl TraceFile {
-    /// Maps `path` and checks its header.
+    /// Maps `path` and checks its header. Anything but a regular file is refused before it
+    /// is read (opening does not wait for a FIFO's writer).
     pub fn open(path: &Path) -> Result<TraceFile, OpenError> {
-        let file = File::open(path).map_err(|e| OpenError::Io(path.to_owned(), e))?;
-        let len = file.metadata().map_err(|e| OpenError::Io(path.to_owned(), e))?.len();
-        let map = if len == 0 {
-            None
+        let io = |e| OpenError::Io(path.to_owned(), e);
+        let file = File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+            .map_err(io)?;
+        let meta = file.metadata().map_err(io)?;
+        if !meta.file_type().is_file() {
+            return Err(OpenError::NotRegular(path.to_owned(), kind_of(meta.file_type())));
+        }
+        let bytes = if meta.len() == 0 {
+            Bytes::Empty
         } else {
-            // SAFETY: the map is read-only; a trace being appended to by a live process only
-            // gains bytes, which the decoder treats like any other data it validates.
-            Some(unsafe { memmap2::Mmap::map(&file) }.map_err(|e| OpenError::Io(path.to_owned(), e))?)
+            match GuardedMap::new(&file).map_err(io)? {
+                Some(map) => Bytes::Mapped(map),
+                None => {
+                    let mut read = Vec::new();
+                    (&file).read_to_end(&mut read).map_err(io)?;
+                    Bytes::Read(read)
+                }
+            }
         };
         let t = TraceFile {
             path: path.to_owned(),
-            map,
+            bytes,
         };
-        t.trace()?;
+        if let Err(e) = t.trace() {
+            return Err(match t.missing_from() {
+                Some(at) => OpenError::Shrunk(path.to_owned(), at),
+                None => e,
+            });
+        }
         Ok(t)
     }
 
@@ -83,7 +155,23 @@ impl TraceFile {
 
     /// The file's bytes.
     pub fn bytes(&self) -> &[u8] {
-        self.map.as_deref().unwrap_or(&[])
+        match &self.bytes {
+            Bytes::Empty => &[],
+            Bytes::Mapped(m) => m.bytes(),
+            Bytes::Read(v) => v,
+        }
+    }
+
+    /// Where the file was cut, when it shrank while it was mapped and the reading went past
+    /// its new end (its process was trimming it at exit, or another program truncated it); the
+    /// bytes from there on read as zeros.
+    pub fn missing_from(&self) -> Option<u64> {
+        let Bytes::Mapped(m) = &self.bytes else { return None };
+        // The guard knows the first page it found gone; the file's length now says where in
+        // (or before) that page the cut is.
+        let page = m.missing_from()?;
+        let now = std::fs::metadata(&self.path).map_or(page, |m| m.len());
+        Some(page.min(now))
     }
 
     /// The file's length.
@@ -132,15 +220,17 @@ impl TraceFile {
     /// those bytes again still works: the pages come back from the file.
     pub fn release_before(&self, offset: u64) {
         const PAGE: u64 = 4096;
-        let Some(map) = &self.map else { return };
+        let Bytes::Mapped(map) = &self.bytes else { return };
+        let map = map.map();
         let end = (offset.min(map.len() as u64) / PAGE * PAGE) as usize;
         if end == 0 {
             return;
         }
-        // SAFETY: the mapping is private and read-only, never written through, so its pages
-        // are clean copies of the file: MADV_DONTNEED only unmaps them, and the next access
-        // faults the same bytes back in from the file. No reference sees changed contents
-        // (beyond what a file modified underneath a mapping shows anyway, as `open` says).
+        // SAFETY: the mapping is read-only, never written through, so its pages are clean
+        // pages of the file (or, past a cut, the guard's anonymous zero pages): MADV_DONTNEED
+        // only unmaps them, and the next access faults the same bytes back in (the file's, or
+        // zeros). No reference sees changed contents (beyond what a file modified underneath a
+        // mapping shows anyway, as `GuardedMap::new` says).
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end) };
     }
 }
@@ -325,6 +415,93 @@ mod tests {
         assert!(got == expected, "{} records against {}", got.len(), expected.len());
         let got: Vec<_> = t.records(32 << 20, 8 << 20).unwrap().collect();
         assert!(got == expected);
+    }
+
+    #[test]
+    fn a_trace_cut_after_it_was_opened_reads_what_is_left_without_sigbus() {
+        let d = Dir::new("cut");
+        let path = d.0.join("t");
+        crate::report::load::tests::write_trace(&path, 7, 60_000);
+        let whole = std::fs::metadata(&path).unwrap().len();
+        let t = TraceFile::open(&path).unwrap();
+        assert_eq!(t.missing_from(), None);
+        // What the shim does at exit to a trace still being read, or any other program.
+        let cut = whole / 2 + 1000;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_len(cut)
+            .unwrap();
+        let records: Vec<_> = t.records(1 << 20, 0).unwrap().collect();
+        assert!(
+            records.iter().filter(|r| r.is_ok()).count() > 1000,
+            "the first half was read"
+        );
+        let gone = t.missing_from().expect("the cut was seen");
+        assert_eq!(gone, cut);
+        assert_eq!(t.len(), whole, "the rest reads as zeros");
+
+        let report = crate::report::from_file(&t, &crate::report::Options::default());
+        assert_eq!(report.damage.missing_from, Some(gone));
+        let why = report.damage.problem().unwrap();
+        assert!(
+            why.contains("shrank") && why.contains(&format!("offset {gone}")),
+            "{why}"
+        );
+        assert!(report.notes[0].contains("shrank"), "{:?}", report.notes);
+
+        // Cut to nothing, header included: an error that says so, not a bad trace.
+        let t = TraceFile::open(&path).unwrap();
+        std::fs::File::create(&path).unwrap();
+        let report = crate::report::from_file(&t, &crate::report::Options::default());
+        assert_eq!(report.damage.missing_from, Some(0));
+    }
+
+    #[test]
+    fn only_regular_files_are_opened_and_a_fifo_does_not_block() {
+        let d = Dir::new("special");
+        let fifo = d.0.join("fifo");
+        let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
+        // SAFETY: `name` is a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+        // On a thread: a regression blocks in open() until a writer comes, which none will.
+        let (tx, rx) = std::sync::mpsc::channel();
+        let opening = fifo.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(TraceFile::open(&opening).err().map(|e| e.to_string()));
+        });
+        let e = rx
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("opening a FIFO must not wait for a writer");
+        assert_eq!(
+            e.unwrap(),
+            format!(
+                "{}: not a regular file (a FIFO); a gpuleak trace is a file written by \
+                 libgpuleak.so (copy a trace out of a pipe into a file first)",
+                fifo.display()
+            )
+        );
+        let e = TraceFile::open(Path::new("/dev/zero")).err().unwrap().to_string();
+        assert!(
+            e.starts_with("/dev/zero: not a regular file (a character device)"),
+            "{e}"
+        );
+        let e = TraceFile::open(&d.0).err().unwrap().to_string();
+        assert!(e.ends_with("not a regular file (a directory); a gpuleak trace is a file written by libgpuleak.so (copy a trace out of a pipe into a file first)"), "{e}");
+    }
+
+    #[test]
+    fn an_empty_file_and_a_small_one_are_not_traces() {
+        let d = Dir::new("small");
+        let empty = d.0.join("empty");
+        std::fs::write(&empty, b"").unwrap();
+        let e = TraceFile::open(&empty).err().unwrap().to_string();
+        assert!(e.contains("empty file, not a gpuleak trace"), "{e}");
+        let small = d.0.join("small");
+        std::fs::write(&small, b"hi\n").unwrap();
+        let e = TraceFile::open(&small).err().unwrap().to_string();
+        assert!(e.contains("not a gpuleak trace: bad magic bytes at offset 0"), "{e}");
     }
 
     #[test]
