@@ -2,6 +2,7 @@
 //! family, transparency, threads, crashes, fork, and processes that never touch CUDA.
 
 mod doors;
+mod hostile;
 mod stacks;
 mod stress;
 

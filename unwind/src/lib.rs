@@ -46,7 +46,7 @@
 //!
 //! Safety on the hot path comes from bounds, not from trusting the rules: every read is an
 //! aligned word between the capture's own stack pointer and the top of the thread's stack
-//! (looked up once per thread), the CFA must strictly increase, and the walk stops at the first
+//! (looked up once per thread; on another stack, the top of that one), the CFA must strictly increase, and the walk stops at the first
 //! violation. A stale rule (a module unloaded and another loaded at its address) can produce
 //! wrong frames, never a crash. Unloads are noticed through `dlpi_subs` on the next miss, and
 //! [`modules_changed`] flushes the cache on demand.
@@ -65,7 +65,9 @@
 //! * x86-64 Linux only for `Dwarf` and `LibUnwind`; other architectures build with
 //!   `FramePointer` (aarch64, best effort) and `Gcc`.
 //! * A capture on an alternate signal stack or a coroutine stack (not the thread's own stack)
-//!   returns no frames from `Dwarf`/`FramePointer`: no read could be proven safe there.
+//!   gets the frames on that stack from `Dwarf`/`FramePointer`, bounded by the alternate stack
+//!   or by the mapping holding the stack pointer (looked up in `/proc/self/maps` on each such
+//!   capture, without the memo); the walk stops where it would leave that stack.
 //! * Code without CFI (JIT) is crossed only if it keeps frame pointers.
 
 #![cfg_attr(not(target_os = "linux"), allow(unused))]
