@@ -6,8 +6,9 @@
 //   altstack        a signal handler on an 8 KiB alternate stack allocates (and leaks) 12288
 //                   bytes; the page below the alternate stack is checked for writes
 //   coroutine       a makecontext/swapcontext coroutine allocates (and leaks) from coro_site
-//   jit             code mmapped at run time, without unwind information, calls cuMemAlloc
-//                   through a function pointer (x86-64 only; prints "jit unsupported" elsewhere)
+//   jit             code mapped at run time, without unwind information, calls cuMemAlloc
+//                   through a function pointer: with a frame-pointer frame, then without one and
+//                   with data in RBP (x86-64 only; prints "jit unsupported" elsewhere)
 //   hwm             the stack bytes below the caller's frame that an allocation and free used,
 //                   measured on a painted thread stack: the thread's first, then one from a new
 //                   call site, then one from that site again
@@ -141,26 +142,41 @@ static int coroutine(void) {
 
 /* ---- JIT code ---- */
 
-static int jit(void) {
-#if defined(__x86_64__)
-    /* push rbp; mov rbp, rsp; mov rax, rdi; mov rdi, rsi; mov rsi, rdx; call rax; pop rbp; ret:
-     * a frame-pointer frame with no CFI anywhere, calling fn(p, size). */
-    static const unsigned char code[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48, 0x89, 0xf7,
-                                         0x48, 0x89, 0xd6, 0xff, 0xd0, 0x5d, 0xc3};
-    unsigned char *page = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (page == MAP_FAILED) return 3;
-    memcpy(page, code, sizeof code);
-    if (mprotect(page, 4096, PROT_READ | PROT_EXEC)) return 3;
+/* Maps `code` executable and calls it as f(cuMemAlloc_v2, &d, 4096) three times, freeing each
+ * allocation; returns the failures. */
+static int run_jit(const unsigned char *code, size_t len) {
+    /* The code ends its page, as code in a JIT's buffer may: nothing after it is mapped. */
+    unsigned char *pages = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (pages == MAP_FAILED) return 100;
+    munmap(pages + 4096, 4096);
+    unsigned char *at = pages + 4096 - len;
+    memcpy(at, code, len);
+    if (mprotect(pages, 4096, PROT_READ | PROT_EXEC)) return 100;
     typedef CUresult (*alloc_fn)(CUdeviceptr *, size_t);
     typedef CUresult (*jitted)(alloc_fn, CUdeviceptr *, size_t);
-    jitted f = (jitted)(void *)page;
+    jitted f = (jitted)(void *)at;
     int failures = 0;
     for (int i = 0; i < 3; i++) {
         CUdeviceptr d;
         failures += f(cuMemAlloc_v2, &d, 4096) != CUDA_SUCCESS;
         failures += cuMemFree_v2(d) != CUDA_SUCCESS;
     }
-    printf("jit %d\n", failures);
+    munmap(pages, 4096);
+    return failures;
+}
+
+static int jit(void) {
+#if defined(__x86_64__)
+    /* A frame-pointer frame: push rbp; mov rbp, rsp; mov rax, rdi; mov rdi, rsi; mov rsi, rdx;
+     * call rax; pop rbp; ret. */
+    static const unsigned char framed[] = {0x55, 0x48, 0x89, 0xe5, 0x48, 0x89, 0xf8, 0x48, 0x89,
+                                           0xf7, 0x48, 0x89, 0xd6, 0xff, 0xd0, 0x5d, 0xc3};
+    /* No frame pointer, RBP used for data (0xbeef): push rbp; mov rbp, 0xbeef; mov rax, rdi;
+     * mov rdi, rsi; mov rsi, rdx; call rax; pop rbp; ret. */
+    static const unsigned char frameless[] = {0x55, 0x48, 0xc7, 0xc5, 0xef, 0xbe, 0x00, 0x00, 0x48, 0x89, 0xf8,
+                                              0x48, 0x89, 0xf7, 0x48, 0x89, 0xd6, 0xff, 0xd0, 0x5d, 0xc3};
+    printf("jit framed %d\n", run_jit(framed, sizeof framed));
+    printf("jit frameless %d\n", run_jit(frameless, sizeof frameless));
 #else
     printf("jit unsupported\n");
 #endif

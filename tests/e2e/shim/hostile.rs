@@ -10,10 +10,12 @@ use gpuleak_e2e::{client, shim_command, shim_lib, TempDir};
 
 use crate::trace::{assert_ok, dump, of_type};
 
-/// Runs `shim_small_stacks ARGS` under the shim with the extra environment `env`; returns its
-/// output, checked for success, as text.
+/// Runs `shim_small_stacks ARGS` under the shim with the extra environment `env`, writing
+/// `ARGS-VALUES.trace` (the arguments and the values of `env`, joined by `-`) in `dir`; returns
+/// its output, checked for success, as text.
 fn small_stacks(dir: &Path, env: &[(&str, &str)], args: &[&str]) -> String {
-    let trace = dir.join(format!("{}.trace", args.join("-")));
+    let name: Vec<&str> = args.iter().copied().chain(env.iter().map(|(_, v)| *v)).collect();
+    let trace = dir.join(format!("{}.trace", name.join("-")));
     let mut cmd = shim_command(client("shim_small_stacks"), &trace);
     cmd.args(args);
     for (k, v) in env {
@@ -130,19 +132,28 @@ fn a_coroutine_s_allocation_has_the_coroutine_s_frames() {
     assert!(functions.iter().any(|f| f == "coro_main"), "{functions:?}");
 }
 
-/// JIT code (mapped at run time, no unwind information, a frame-pointer frame) between the
-/// program and `cuMemAlloc`: every unwinder crosses it or stops, and the program runs on.
+/// JIT code (mapped at run time, no unwind information) between the program and `cuMemAlloc`,
+/// with a frame-pointer frame and without one (RBP holding data): every unwinder crosses it or
+/// stops there, and the program runs on (libunwind's frame-chain fallback read through RBP).
 #[test]
-fn jit_code_without_unwind_information_is_crossed_by_every_unwinder() {
+fn jit_code_without_unwind_information_is_crossed_or_left_by_every_unwinder() {
     let dir = TempDir::new();
-    for method in ["dwarf", "libunwind", "frame-pointer", "gcc"] {
-        let out = small_stacks(dir.path(), &[("GPULEAK_UNWIND", method)], &["jit"]);
+    for (setting, method) in [
+        ("dwarf", "dwarf"),
+        ("libunwind", "libunwind"),
+        ("fp", "frame-pointer"),
+        ("gcc", "gcc"),
+    ] {
+        let out = small_stacks(dir.path(), &[("GPULEAK_UNWIND", setting)], &["jit"]);
         if value(&out, "jit") == "unsupported" {
             return;
         }
-        assert_eq!(value(&out, "jit"), "0", "{method}");
-        let records = dump(&dir.path().join("jit.trace"));
-        assert_eq!(of_type(&records, "Alloc").len(), 4, "{method}");
+        assert_eq!(value(&out, "jit framed"), "0", "{method}");
+        assert_eq!(value(&out, "jit frameless"), "0", "{method}");
+        let records = dump(&dir.path().join(format!("jit-{setting}.trace")));
+        let info = &of_type(&records, "ProcessInfo")[0];
+        assert_eq!(info["unwinder"], method, "{info}");
+        assert_eq!(of_type(&records, "Alloc").len(), 7, "{method}");
     }
 }
 
