@@ -8,20 +8,23 @@
 //! information for (JIT code: Triton, LLVM ORC, LuaJIT), `unw_step` reads 16 bytes of code at
 //! the IP (is it a signal trampoline or a PLT entry?), which faults when the code ends its
 //! mapping, then follows RBP, which faults when the JIT code keeps data there. `unw_backtrace`
-//! gives no chance to look between steps, so captures walk with `unw_step` and check each frame
-//! before stepping from it, with this crate's own CFI lookup (cached per address): its IP must
-//! lie in a loaded module, and where that module has no CFI for it (libunwind falls back to the
-//! frame chain), RBP must point into the live stack. The first frame that fails ends the
-//! capture, after it is recorded.
+//! gives no chance to look between steps. So each capture first walks the stack with this
+//! crate's cached CFI rules ([`walk::all_described`], about 5 ns a frame): when every frame's IP
+//! lies in a loaded module, and RBP is a frame record in the live stack wherever a module has no
+//! CFI (libunwind then falls back to the frame chain), `unw_backtrace` runs as before.
+//! Otherwise the capture walks with `unw_step`, checking each frame the same way before
+//! stepping from it, and ends after the first frame that fails (about 500 ns a frame: libunwind's
+//! slow path, only for stacks with JIT or otherwise undescribed code).
 
-use std::ffi::{c_int, CStr};
+use std::ffi::{c_int, c_void, CStr};
 use std::mem::MaybeUninit;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::rule::Rule;
 use crate::thread::{self, Bounds};
-use crate::{cache, cfi, InitError};
+use crate::{cache, cfi, walk, InitError};
 
+type UnwBacktrace = unsafe extern "C" fn(buffer: *mut *mut c_void, size: c_int) -> c_int;
 type InitLocal = unsafe extern "C" fn(cursor: *mut Cursor, context: *mut Context) -> c_int;
 type Step = unsafe extern "C" fn(cursor: *mut Cursor) -> c_int;
 type GetReg = unsafe extern "C" fn(cursor: *mut Cursor, register: c_int, value: *mut u64) -> c_int;
@@ -41,6 +44,7 @@ const UNW_REG_IP: c_int = 16;
 
 /// The functions, 0 until [`load`] succeeds (`GET_CONTEXT` is stored last).
 static GET_CONTEXT: AtomicUsize = AtomicUsize::new(0);
+static BACKTRACE: AtomicUsize = AtomicUsize::new(0);
 static INIT_LOCAL: AtomicUsize = AtomicUsize::new(0);
 static STEP: AtomicUsize = AtomicUsize::new(0);
 static GET_REG: AtomicUsize = AtomicUsize::new(0);
@@ -76,6 +80,7 @@ pub(crate) fn load() -> Result<(), InitError> {
     }
     // The names behind libunwind's unw_* macros for local unwinding on x86-64.
     let symbols = [
+        (&BACKTRACE, c"unw_backtrace"),
         (&INIT_LOCAL, c"_ULx86_64_init_local"),
         (&STEP, c"_ULx86_64_step"),
         (&GET_REG, c"_ULx86_64_get_reg"),
@@ -97,14 +102,65 @@ pub(crate) fn set_lead(lead: usize) {
     LEAD.store(lead, Ordering::Relaxed);
 }
 
+/// Stack buffer size of the fast path: captures asking for up to this many entries
+/// (including skipped ones) are copied out of it; deeper requests go straight into `out`.
+const BUFFER: usize = 256;
+
 /// Captures with libunwind, dropping this crate's own frames and `skip` more.
 #[inline(never)]
 pub(crate) fn capture(skip: usize, out: &mut [u64]) -> usize {
-    let get_context = GET_CONTEXT.load(Ordering::Acquire);
-    if get_context == 0 || out.is_empty() {
+    let regs = walk::registers();
+    let drop = LEAD.load(Ordering::Relaxed).saturating_add(skip);
+    let wanted = out.len().saturating_add(drop);
+    if GET_CONTEXT.load(Ordering::Acquire) == 0 || out.is_empty() {
         return 0;
     }
-    let (init_local, step, get_reg) = (
+    // One more frame than `unw_backtrace` will visit: the walk starts in this function.
+    if walk::all_described(regs, wanted.saturating_add(1)) {
+        backtrace(drop, out)
+    } else {
+        checked_steps(drop, out)
+    }
+}
+
+/// `unw_backtrace`, for stacks [`walk::all_described`] found safe.
+#[inline(always)]
+fn backtrace(drop: usize, out: &mut [u64]) -> usize {
+    // SAFETY: BACKTRACE was stored by `load` (before GET_CONTEXT, which the caller read) from
+    // dlsym("unw_backtrace"), whose signature is `int unw_backtrace(void **buffer, int size)`,
+    // in a library never unloaded.
+    let backtrace = unsafe { std::mem::transmute::<usize, UnwBacktrace>(BACKTRACE.load(Ordering::Relaxed)) };
+    let wanted = out.len().saturating_add(drop);
+    if wanted <= BUFFER {
+        let mut buffer = [MaybeUninit::<u64>::uninit(); BUFFER];
+        // SAFETY: the buffer has room for `wanted` pointer-sized entries; unw_backtrace writes
+        // at most `size` of them and returns how many.
+        let got = unsafe { backtrace(buffer.as_mut_ptr().cast(), wanted as c_int) };
+        let got = usize::try_from(got).unwrap_or(0).min(wanted);
+        let kept = got.saturating_sub(drop);
+        for (slot, entry) in out.iter_mut().zip(&buffer[drop.min(got)..got]) {
+            // SAFETY: entries below `got` were written by unw_backtrace.
+            *slot = unsafe { entry.assume_init() };
+        }
+        kept
+    } else {
+        let size = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
+        // SAFETY: `out` has room for `size` u64 entries, the same size as pointers here.
+        let got = unsafe { backtrace(out.as_mut_ptr().cast::<*mut c_void>(), size) };
+        let got = usize::try_from(got).unwrap_or(0).min(out.len());
+        if got <= drop {
+            return 0;
+        }
+        out.copy_within(drop..got, 0);
+        got - drop
+    }
+}
+
+/// Walks with `unw_step`, checking each frame with [`can_step_from`] before stepping from it.
+#[inline(always)]
+fn checked_steps(mut drop: usize, out: &mut [u64]) -> usize {
+    let (get_context, init_local, step, get_reg) = (
+        GET_CONTEXT.load(Ordering::Acquire),
         INIT_LOCAL.load(Ordering::Relaxed),
         STEP.load(Ordering::Relaxed),
         GET_REG.load(Ordering::Relaxed),
@@ -136,7 +192,6 @@ pub(crate) fn capture(skip: usize, out: &mut [u64]) -> usize {
         (get_reg(cursor, number, &mut value) == 0).then_some(value)
     };
     let Some(sp) = register(UNW_X86_64_RSP) else { return 0 };
-    let mut drop = LEAD.load(Ordering::Relaxed).saturating_add(skip);
     let mut n = 0;
     thread::with_bounds(sp & !7, false, |bounds, _, _| {
         while n < out.len() {
