@@ -19,7 +19,7 @@
 //! | [`Method`] | how | cost |
 //! |---|---|---|
 //! | `Dwarf` (default) | DWARF CFI from `.eh_frame`, reduced once per return address to a compact rule in a lock-free cache | 3-6.5 ns per frame, warm |
-//! | `LibUnwind` | `unw_backtrace` from `libunwind.so.8`, loaded with `RTLD_LOCAL` | ~6.5 ns per frame |
+//! | `LibUnwind` | `unw_backtrace` from `libunwind.so.8`, loaded with `RTLD_LOCAL`, after a walk with the cached rules that checks it will read only mapped memory (else a checked `unw_step` walk that stops at the first frame it cannot vouch for, such as JIT code) | ~16 ns per frame |
 //! | `FramePointer` | the RBP chain | ~1 ns per frame, but stops at code built without frame pointers (most CUDA libraries) |
 //! | `Gcc` | libgcc's `_Unwind_Backtrace` | ~150 ns per frame; the reference in tests |
 //!
