@@ -53,7 +53,7 @@ thread_local! {
 
 /// The calling thread's block, taken or mapped on first use; `None` if the thread-local is gone
 /// (the thread is exiting) or no memory could be mapped.
-#[inline]
+#[inline(always)]
 pub fn current() -> Option<&'static Block> {
     let p = MINE.try_with(Cell::get).ok()?;
     let p = if p.is_null() { acquire()? } else { p };
@@ -64,7 +64,7 @@ pub fn current() -> Option<&'static Block> {
 
 /// Runs `f` with a capture scratch: the thread's own, or (when it is busy under a signal
 /// handler, or there is none) a one-off mapping. `None` if no memory could be mapped.
-#[inline]
+#[inline(always)]
 pub fn with_capture<R>(f: impl FnOnce(&mut CaptureScratch) -> R) -> Option<R> {
     if let Some(block) = current() {
         if !block.busy.replace(true) {
@@ -75,6 +75,13 @@ pub fn with_capture<R>(f: impl FnOnce(&mut CaptureScratch) -> R) -> Option<R> {
             return Some(r);
         }
     }
+    with_one_off(f)
+}
+
+/// [`with_capture`] with a scratch mapped for this capture alone.
+#[cold]
+#[inline(never)]
+fn with_one_off<R>(f: impl FnOnce(&mut CaptureScratch) -> R) -> Option<R> {
     let one_off = Mapping::new(std::mem::size_of::<CaptureScratch>())?;
     // SAFETY: a fresh zero-filled private mapping of the right size and page alignment, and
     // all-zero bytes are an empty `CaptureScratch`.
