@@ -23,6 +23,7 @@ mod modules;
 mod ops;
 mod params;
 mod python;
+mod scratch;
 mod stacks;
 mod tracer;
 mod writer;

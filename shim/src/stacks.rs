@@ -67,14 +67,22 @@ fn unreachable_hash() {}
 const SHARDS: usize = 16;
 const CACHE: usize = 256;
 
-thread_local! {
-    static RECENT: [Cell<(u64, u32)>; CACHE] = const { [const { Cell::new((0, 0)) }; CACHE] };
+/// A thread's cache of stack ids by hash, direct-mapped (in its [`crate::scratch`] block; all
+/// zeros: empty).
+pub struct Recent([Cell<(u64, u32)>; CACHE]);
+
+/// The calling thread's cache; `None` when it has none (exiting, or out of memory).
+#[inline]
+fn recent() -> Option<&'static Recent> {
+    crate::scratch::current().map(|b| &b.recent)
 }
 
 /// Forgets this thread's cached stack ids. Called in a forked child: the ids belong to the
 /// parent's trace, and the child's new trace must write its stacks again.
 pub fn forget_recent() {
-    let _ = RECENT.try_with(|c| c.iter().for_each(|e| e.set((0, 0))));
+    if let Some(r) = recent() {
+        r.0.iter().for_each(|e| e.set((0, 0)));
+    }
 }
 
 /// The process's stack table.
@@ -103,11 +111,12 @@ impl Stacks {
     #[inline]
     pub fn intern(&self, h: u64, write_new: impl FnOnce(StackId)) -> StackId {
         let slot = (h as usize) % CACHE;
-        if let Ok(Some(id)) = RECENT.try_with(|c| {
-            let (k, v) = c[slot].get();
-            (k == h && v != 0).then_some(v)
-        }) {
-            return StackId(id);
+        let recent = recent();
+        if let Some(r) = recent {
+            let (k, v) = r.0[slot].get();
+            if k == h && v != 0 {
+                return StackId(v);
+            }
         }
         let shard = &self.shards[(h >> 56) as usize % SHARDS];
         let mut map = shard.lock().unwrap_or_else(|p| p.into_inner());
@@ -121,7 +130,9 @@ impl Stacks {
             }
         };
         drop(map);
-        let _ = RECENT.try_with(|c| c[slot].set((h, id)));
+        if let Some(r) = recent {
+            r.0[slot].set((h, id));
+        }
         StackId(id)
     }
 }

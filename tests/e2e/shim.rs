@@ -6,6 +6,7 @@ mod doors;
 mod hostile;
 mod settings;
 mod setuid;
+mod small_stacks;
 mod stacks;
 mod stress;
 

@@ -38,7 +38,6 @@ fn set_of(address: u64) -> &'static Set {
 }
 
 /// The cached rule for the instruction at `address`, if any.
-#[cfg(test)]
 pub(crate) fn lookup(address: u64) -> Option<Rule> {
     lookup_packed(address).map(|packed| Rule::unpack(packed.0))
 }

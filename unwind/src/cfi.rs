@@ -13,7 +13,11 @@
 //! * the `dlpi_subs` counter tells us when any module was unloaded since the last miss, and the
 //!   cache is flushed before the new rule is stored under that same lock.
 //!
-//! Nothing here allocates: gimli's unwind context lives on the stack (about 5 KiB).
+//! Nothing here allocates. gimli's unwind context and its parsing frames take about 10 KiB of
+//! stack, more than a small thread stack or an alternate signal stack has to spare, so the
+//! parse runs on a stack of its own (`ColdStack`, mapped on the first miss, one per process:
+//! misses are serialised by the module-list lock anyway). A miss that finds it in use (a signal
+//! handler interrupting a miss on the same thread) is answered as an address in no module.
 
 use std::ffi::{c_int, c_void};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -88,11 +92,120 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, size: usize, data: *mu
     if module.segment_end(query.address).is_none() {
         return 0;
     }
-    let rule = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| module.rule_for(query.address)))
-        .unwrap_or(Rule::FramePointer);
-    cache::insert(query.address, rule);
+    let address = query.address;
+    let Some(rule) = cold_stack::run(|| module.rule_for(address)) else {
+        // Parsed nowhere (the cold stack is busy or could not be mapped): not cached.
+        return 1;
+    };
+    cache::insert(address, rule);
     query.rule = Some(rule);
     1
+}
+
+/// The stack that CFI is parsed on (see the module documentation).
+mod cold_stack {
+    use std::arch::asm;
+    use std::ffi::c_void;
+    use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+
+    /// Usable bytes, above one inaccessible guard page: gimli needs about 10 KiB, and a signal
+    /// handler of the program may run on it.
+    const SIZE: usize = 128 * 1024;
+    const GUARD: usize = 4096;
+
+    /// The top of the stack (16-aligned), null until mapped.
+    static TOP: AtomicPtr<u8> = AtomicPtr::new(std::ptr::null_mut());
+    static BUSY: AtomicBool = AtomicBool::new(false);
+
+    /// Runs `f` on the cold stack; `None` if it is busy or cannot be mapped, or `f` panicked.
+    pub(super) fn run<F: FnOnce() -> R, R>(f: F) -> Option<R> {
+        let top = top()?;
+        if BUSY.swap(true, Ordering::Acquire) {
+            return None;
+        }
+        let mut slot: (Option<F>, Option<R>) = (Some(f), None);
+        // SAFETY: `top` is the 16-aligned top of a mapping of SIZE usable bytes that no other
+        // code uses while BUSY is set; `trampoline` matches the slot's type.
+        unsafe {
+            switch(
+                top,
+                trampoline::<F, R>,
+                (&mut slot as *mut (Option<F>, Option<R>)).cast(),
+            )
+        };
+        BUSY.store(false, Ordering::Release);
+        slot.1
+    }
+
+    /// Calls the closure in the slot at `data` and stores its result there; a panic leaves none.
+    unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(data: *mut c_void) {
+        // SAFETY: `run` passes its slot, which outlives the call and has no other user.
+        let slot = unsafe { &mut *data.cast::<(Option<F>, Option<R>)>() };
+        if let Some(f) = slot.0.take() {
+            slot.1 = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
+        }
+    }
+
+    /// Calls `f(data)` with the stack pointer at `top`, and restores it after.
+    ///
+    /// # Safety
+    ///
+    /// `top` must be the 16-aligned top of writable memory that nothing else uses, big enough
+    /// for `f`; `f` must not unwind.
+    unsafe fn switch(top: *mut u8, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) {
+        // SAFETY: r12 is callee-saved, so it holds the old stack pointer across the call; the
+        // call is made with RSP 16-aligned as the ABI wants; every register the C ABI lets `f`
+        // change is declared clobbered. A walker that steps out of `f`'s frames reaches this
+        // frame with the cold stack's pointer and stops at its bounds.
+        unsafe {
+            asm!(
+                "mov r12, rsp",
+                "mov rsp, {top}",
+                "call {f}",
+                "mov rsp, r12",
+                top = in(reg) top,
+                f = in(reg) f,
+                in("rdi") data,
+                out("r12") _,
+                clobber_abi("C"),
+            );
+        }
+    }
+
+    /// The stack's top, mapped on first use.
+    fn top() -> Option<*mut u8> {
+        let top = TOP.load(Ordering::Acquire);
+        if !top.is_null() {
+            return Some(top);
+        }
+        // SAFETY: an anonymous private mapping, checked before use; its lowest page is made
+        // inaccessible so that an overflow faults instead of writing below.
+        let base = unsafe {
+            let base = libc::mmap(
+                std::ptr::null_mut(),
+                GUARD + SIZE,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_STACK,
+                -1,
+                0,
+            );
+            if base == libc::MAP_FAILED {
+                return None;
+            }
+            libc::mprotect(base, GUARD, libc::PROT_NONE);
+            base.cast::<u8>()
+        };
+        // SAFETY: inside the mapping just made (its end is page-aligned, so 16-aligned).
+        let fresh = unsafe { base.add(GUARD + SIZE) };
+        match TOP.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => Some(fresh),
+            Err(other) => {
+                // SAFETY: the mapping made above, never published.
+                unsafe { libc::munmap(base.cast(), GUARD + SIZE) };
+                Some(other)
+            }
+        }
+    }
 }
 
 /// One loaded object, as dl_iterate_phdr describes it.

@@ -19,7 +19,7 @@
 //! | [`Method`] | how | cost |
 //! |---|---|---|
 //! | `Dwarf` (default) | DWARF CFI from `.eh_frame`, reduced once per return address to a compact rule in a lock-free cache | 3-6.5 ns per frame, warm |
-//! | `LibUnwind` | `unw_backtrace` from `libunwind.so.8`, loaded with `RTLD_LOCAL` | ~6.5 ns per frame |
+//! | `LibUnwind` | `unw_backtrace` from `libunwind.so.8`, loaded with `RTLD_LOCAL`, after a walk with the cached rules that checks it will read only mapped memory (else a checked `unw_step` walk that stops at the first frame it cannot vouch for, such as JIT code) | ~16 ns per frame |
 //! | `FramePointer` | the RBP chain | ~1 ns per frame, but stops at code built without frame pointers (most CUDA libraries) |
 //! | `Gcc` | libgcc's `_Unwind_Backtrace` | ~150 ns per frame; the reference in tests |
 //!
@@ -46,7 +46,7 @@
 //!
 //! Safety on the hot path comes from bounds, not from trusting the rules: every read is an
 //! aligned word between the capture's own stack pointer and the top of the thread's stack
-//! (looked up once per thread), the CFA must strictly increase, and the walk stops at the first
+//! (looked up once per thread; on another stack, the top of that one), the CFA must strictly increase, and the walk stops at the first
 //! violation. A stale rule (a module unloaded and another loaded at its address) can produce
 //! wrong frames, never a crash. Unloads are noticed through `dlpi_subs` on the next miss, and
 //! [`modules_changed`] flushes the cache on demand.
@@ -65,7 +65,9 @@
 //! * x86-64 Linux only for `Dwarf` and `LibUnwind`; other architectures build with
 //!   `FramePointer` (aarch64, best effort) and `Gcc`.
 //! * A capture on an alternate signal stack or a coroutine stack (not the thread's own stack)
-//!   returns no frames from `Dwarf`/`FramePointer`: no read could be proven safe there.
+//!   gets the frames on that stack from `Dwarf`/`FramePointer`, bounded by the alternate stack
+//!   or by the mapping holding the stack pointer (looked up in `/proc/self/maps` on each such
+//!   capture, without the memo); the walk stops where it would leave that stack.
 //! * Code without CFI (JIT) is crossed only if it keeps frame pointers.
 
 #![cfg_attr(not(target_os = "linux"), allow(unused))]

@@ -196,10 +196,14 @@ fn memos(state: &ThreadState) -> Option<*mut Memos> {
 
 /// Runs `walk` with the bounds of the calling thread's stack above `sp` and, if it `wants_memo`
 /// and no capture of this thread is already using it, the thread's memo (mapped on first use
-/// only then); then adds the walk's counters to the
-/// thread's totals. Returns `R::default()` (no frames) without walking when the bounds are unknown or `sp` is not on the
-/// thread's stack (an alternate signal stack, a coroutine stack): then no read could be proven
-/// safe.
+/// only then); then adds the walk's counters to the thread's totals.
+///
+/// When `sp` is not on the thread's own stack (an alternate signal stack, a coroutine's stack),
+/// the bounds run from `sp` to the end of that other stack: the alternate signal stack the
+/// thread is on (`sigaltstack`), else the readable mapping that holds `sp` (`/proc/self/maps`,
+/// read with plain system calls, on every such capture); such walks use no memo (the bounds of
+/// an address can change between captures). Returns `R::default()` (no frames) without walking
+/// when no bounds are found.
 #[inline(always)]
 pub(crate) fn with_bounds<R: Default>(
     sp: u64,
@@ -213,12 +217,17 @@ pub(crate) fn with_bounds<R: Default>(
             state.top.set(top);
         }
         let (bottom, top) = (state.bottom.get(), state.top.get());
-        if sp < bottom || sp >= top.saturating_sub(8) {
-            return R::default();
-        }
         let mut counters = Counters::default();
-        let bounds = Bounds { low: sp, high: top };
-        let n = if !wants_memo || state.memo_busy.replace(true) {
+        let on_own_stack = bottom <= sp && sp < top.saturating_sub(8);
+        let bounds = if on_own_stack {
+            Bounds { low: sp, high: top }
+        } else {
+            match other_stack_top(sp) {
+                Some(high) => Bounds { low: sp, high },
+                None => return R::default(),
+            }
+        };
+        let n = if !on_own_stack || !wants_memo || state.memo_busy.replace(true) {
             walk(bounds, &mut counters, None)
         } else {
             // Keep the compiler from moving the memo accesses above the flag.
@@ -241,6 +250,86 @@ pub(crate) fn with_bounds<R: Default>(
             .set(state.memo_frames.get().wrapping_add(counters.memo));
         n
     })
+}
+
+/// The end of the stack that holds `sp` when it is not the thread's own (8-aligned, above `sp`):
+/// the alternate signal stack the thread runs on, or else the readable mapping holding `sp`.
+/// Both stay mapped while this thread runs on them (freeing the stack one runs on is the
+/// program's own crash); the mapping may extend past the stack, which the walker's checks
+/// (a CFA that must increase, return addresses that must be plausible) end in time.
+fn other_stack_top(sp: u64) -> Option<u64> {
+    let mut current = std::mem::MaybeUninit::<libc::stack_t>::zeroed();
+    // SAFETY: with a null new stack, sigaltstack only writes the current settings into ours.
+    let on_alternate = unsafe { libc::sigaltstack(std::ptr::null(), current.as_mut_ptr()) } == 0;
+    // SAFETY: zero-initialised, and written by sigaltstack when it succeeded.
+    let current = unsafe { current.assume_init() };
+    let low = current.ss_sp as u64;
+    let top =
+        if on_alternate && current.ss_flags & libc::SS_ONSTACK != 0 && low <= sp && sp - low < current.ss_size as u64 {
+            low + current.ss_size as u64
+        } else {
+            readable_mapping_end(sp)?
+        } & !7;
+    (top >= sp.checked_add(8)?).then_some(top)
+}
+
+/// The end of the readable mapping that holds `address`, from `/proc/self/maps`, read with
+/// `open`/`read`/`close` into a small buffer (no allocation: a capture may run in a signal
+/// handler).
+fn readable_mapping_end(address: u64) -> Option<u64> {
+    // SAFETY: a NUL-terminated path; the descriptor is checked, and closed below.
+    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return None;
+    }
+    let mut parser = MapsLine::default();
+    let mut buf = [0u8; 256];
+    let mut found = None;
+    while found.is_none() {
+        // SAFETY: reads at most `buf.len()` bytes into `buf`.
+        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
+        let Ok(n @ 1..) = usize::try_from(n) else { break };
+        found = buf[..n].iter().find_map(|&c| parser.push(c, address));
+    }
+    // SAFETY: the descriptor opened above.
+    unsafe { libc::close(fd) };
+    found
+}
+
+/// A streaming parser of `/proc/self/maps` lines ("start-end perms ..."), one byte at a time.
+#[derive(Default)]
+struct MapsLine {
+    start: u64,
+    end: u64,
+    /// 0: in the start address, 1: in the end address, 2: at the permissions, 3: past them.
+    field: u8,
+    readable: bool,
+}
+
+impl MapsLine {
+    /// Takes the next byte; at the end of a line of a readable mapping holding `address`,
+    /// returns the mapping's end.
+    fn push(&mut self, c: u8, address: u64) -> Option<u64> {
+        let digit = |c: u8| u64::from((c as char).to_digit(16).unwrap_or(0));
+        match (self.field, c) {
+            (_, b'\n') => {
+                let hit = self.field == 3 && self.readable && self.start <= address && address < self.end;
+                let end = self.end;
+                *self = MapsLine::default();
+                return hit.then_some(end);
+            }
+            (0, b'-') => self.field = 1,
+            (0, c) => self.start = self.start << 4 | digit(c),
+            (1, b' ') => self.field = 2,
+            (1, c) => self.end = self.end << 4 | digit(c),
+            (2, c) => {
+                self.readable = c == b'r';
+                self.field = 3;
+            }
+            _ => {}
+        }
+        None
+    }
 }
 
 /// The calling thread's counters so far.
@@ -293,6 +382,29 @@ mod tests {
         assert_eq!(bounds.read(low + 24), None, "at the top");
         assert_eq!(bounds.read(low + 12), None, "misaligned");
         assert_eq!(bounds.read(u64::MAX - 7), None, "wrapping");
+    }
+
+    #[test]
+    fn maps_lines_give_the_end_of_the_readable_mapping_holding_an_address() {
+        let maps = "5555-6000 r-xp 00000000 08:01 12 /bin/x\n7000-8000 ---p 0 0:0 0\n8000-9000 rw-p 0 0:0 0 [stack]\n";
+        let end = |address| {
+            let mut line = MapsLine::default();
+            maps.bytes().find_map(|c| line.push(c, address))
+        };
+        assert_eq!(end(0x5555), Some(0x6000));
+        assert_eq!(end(0x5fff), Some(0x6000));
+        assert_eq!(end(0x6000), None, "between mappings");
+        assert_eq!(end(0x7800), None, "not readable");
+        assert_eq!(end(0x8ff8), Some(0x9000));
+    }
+
+    #[test]
+    fn another_stack_is_bounded_by_its_mapping() {
+        let other = vec![0u64; 4096];
+        let sp = other.as_ptr() as u64 + 8 * 100;
+        let top = other_stack_top(sp).expect("the heap is mapped");
+        assert!(top >= other.as_ptr() as u64 + 8 * 4096, "{top:#x}");
+        assert_eq!(readable_mapping_end(8), None, "page zero is never mapped");
     }
 
     #[test]

@@ -98,6 +98,49 @@ pub(crate) fn walk(regs: Regs, mode: Mode, skip: usize, out: &mut [u64]) -> (usi
     })
 }
 
+/// Whether the first `frames` frames from `regs` can all be unwound from described code: every
+/// IP lies in a loaded module, frames without CFI there have RBP pointing at a frame record in
+/// the live stack, and the walk ends at an outermost frame (CFI without a return address) or
+/// after `frames` frames. libunwind's `unw_backtrace` reads memory unchecked only where this
+/// fails (see `libunwind.rs`).
+pub(crate) fn all_described(regs: Regs, frames: usize) -> bool {
+    if regs.sp & 7 != 0 {
+        return false;
+    }
+    thread::with_bounds(regs.sp, false, |bounds, _, _| {
+        let mut frame = Frame {
+            ip: regs.ip,
+            sp: regs.sp,
+            bp: regs.bp,
+            exact: false,
+        };
+        for _ in 0..frames {
+            let address = frame.ip.wrapping_sub(1).wrapping_add(u64::from(frame.exact));
+            let rule = match cache::lookup_packed(address) {
+                Some(packed) => Rule::unpack(packed.0),
+                None => match cfi::rule_for(address) {
+                    Some(rule) => rule,
+                    None => return false,
+                },
+            };
+            match rule {
+                Rule::End => return true,
+                Rule::FramePointer
+                    if bounds.read(frame.bp).is_none() || bounds.read(frame.bp.wrapping_add(8)).is_none() =>
+                {
+                    return false
+                }
+                _ => {}
+            }
+            match step_rare(rule, frame, &bounds) {
+                Some((caller, _)) => frame = caller,
+                None => return false,
+            }
+        }
+        true
+    })
+}
+
 /// Whether `Dwarf` captures use the per-thread memo (see [`crate::set_memo`]).
 pub(crate) static MEMO_ENABLED: AtomicBool = AtomicBool::new(true);
 

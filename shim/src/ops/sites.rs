@@ -36,9 +36,13 @@ fn first_frames() -> std::sync::MutexGuard<'static, Option<FirstFrames>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-thread_local! {
-    // Stack ids this thread has already noted, direct-mapped (const, no destructor).
-    static NOTED: [Cell<u32>; 64] = const { [const { Cell::new(0) }; 64] };
+/// Stack ids a thread has already noted, direct-mapped (in its [`crate::scratch`] block; all
+/// zeros: none).
+pub struct Noted([Cell<u32>; 64]);
+
+/// The calling thread's noted ids; `None` when it has none (exiting, or out of memory).
+fn noted() -> Option<&'static Noted> {
+    crate::scratch::current().map(|b| &b.noted)
 }
 
 /// Remembers the first program frame of `stack`, which the calling thread just allocated
@@ -48,7 +52,7 @@ pub fn note(stack: StackId) {
         return;
     }
     let slot = (stack.0 as usize) % 64;
-    if NOTED.try_with(|n| n[slot].get() == stack.0).unwrap_or(true) {
+    if noted().is_none_or(|n| n.0[slot].get() == stack.0) {
         return;
     }
     // No lock is held across the unwind and `dladdr` (which takes the loader's lock: a
@@ -61,14 +65,18 @@ pub fn note(stack: StackId) {
             .entry(stack.0)
             .or_insert((frame, None));
     }
-    let _ = NOTED.try_with(|n| n[slot].set(stack.0));
+    if let Some(n) = noted() {
+        n.0[slot].set(stack.0);
+    }
 }
 
 /// Forgets every noted stack (ids start over in a forked child's trace): atomic stores
 /// only, for the single-threaded child.
 pub fn forget_in_child() {
     FIRST_FRAMES.store(std::ptr::null_mut(), Ordering::Release);
-    let _ = NOTED.try_with(|n| n.iter().for_each(|c| c.set(0)));
+    if let Some(n) = noted() {
+        n.0.iter().for_each(|c| c.set(0));
+    }
 }
 
 fn module_of(addr: u64) -> Option<(libc::Dl_info, &'static [u8])> {

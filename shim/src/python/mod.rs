@@ -60,16 +60,6 @@ pub struct PyFrame {
     pub boundary: u64,
 }
 
-impl PyFrame {
-    pub const EMPTY: PyFrame = PyFrame {
-        code: 0,
-        table: 0,
-        offset: 0,
-        entry: false,
-        boundary: 0,
-    };
-}
-
 /// The calling thread's frames with their stack pointers, taken once per new stack with
 /// Python frames, to tell which native frame is the eval loop of each group.
 pub struct NativeFrames {

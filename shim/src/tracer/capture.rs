@@ -1,5 +1,5 @@
 //! Capturing a call stack on the hot path: per-thread scratch buffers (kept between captures,
-//! so nothing is zeroed per call), the replay of a recent capture's stack id from the
+//! so nothing is zeroed per call, in the thread's mapped block: see `crate::scratch`), the replay of a recent capture's stack id from the
 //! unwinder's key, and Python frames woven into the native ones.
 
 use gpuleak_format::{Addrs, PyFrames, Stack, StackId};
@@ -13,7 +13,6 @@ use crate::stacks;
 const OWN_FRAMES: usize = 16;
 
 /// Per-thread stack buffers, kept between captures so nothing is zeroed on the hot path.
-#[derive(Clone)]
 struct StackScratch {
     /// The tracer the last stack was interned in (a forked child has a new one).
     owner: usize,
@@ -38,15 +37,6 @@ fn keyed_slot(key: u64) -> usize {
 }
 
 impl StackScratch {
-    const EMPTY: StackScratch = StackScratch {
-        owner: 0,
-        id: 0,
-        keyed: [(0, 0); KEYED],
-        len: 0,
-        last: [0; MAX_DEPTH],
-        buf: [0; MAX_DEPTH + OWN_FRAMES],
-    };
-
     /// The stack id of a recent capture with `key` by this thread for the tracer `owner`: the
     /// unwinder copied that capture's frames, so nothing needs filtering, comparing or looking
     /// up. Forgets everything kept for another tracer (a forked child's new one).
@@ -109,15 +99,11 @@ fn with_python(key: u64, py_hash: u64) -> u64 {
     }
 }
 
-thread_local! {
-    // Const-initialised, no destructor: safe from any context.
-    static SCRATCH: std::cell::RefCell<StackScratch> = const { std::cell::RefCell::new(StackScratch::EMPTY) };
-    static PY_SCRATCH: std::cell::RefCell<PyScratch> = const {
-        std::cell::RefCell::new(PyScratch {
-            last: 0,
-            frames: [PyFrame::EMPTY; python::MAX_FRAMES],
-        })
-    };
+/// The capture buffers of a thread (in its [`crate::scratch`] block, not in thread-locals:
+/// they would shrink every thread's stack). All-zero bytes are empty buffers.
+pub struct CaptureScratch {
+    native: StackScratch,
+    py: PyScratch,
 }
 
 impl Tracer {
@@ -132,12 +118,9 @@ impl Tracer {
                 return self.stack_python(rt);
             }
         }
-        let reused = SCRATCH.try_with(|s| s.try_borrow_mut().ok().map(|mut s| self.stack_in(&mut s)));
-        match reused {
-            Ok(Some(id)) => id,
-            // Thread-locals gone (thread exit) or busy: a one-off scratch on the stack.
-            _ => self.stack_in(&mut StackScratch::EMPTY.clone()),
-        }
+        // No scratch (no memory could be mapped): no stack rather than 5 KiB of buffers on
+        // the program's stack.
+        crate::scratch::with_capture(|s| self.stack_in(&mut s.native)).unwrap_or(StackId::NONE)
     }
 
     #[inline(always)]
@@ -182,23 +165,7 @@ impl Tracer {
     #[cold]
     #[inline(never)]
     fn stack_python(&self, rt: &python::Runtime) -> StackId {
-        let got = SCRATCH.try_with(|s| {
-            PY_SCRATCH.try_with(|p| match (s.try_borrow_mut(), p.try_borrow_mut()) {
-                (Ok(mut s), Ok(mut p)) => Some(self.stack_in_python(rt, &mut s, &mut p)),
-                _ => None,
-            })
-        });
-        match got {
-            Ok(Ok(Some(id))) => id,
-            // Thread-locals gone (thread exit) or busy: one-off scratches on the stack.
-            _ => {
-                let mut p = PyScratch {
-                    last: 0,
-                    frames: [PyFrame::EMPTY; python::MAX_FRAMES],
-                };
-                self.stack_in_python(rt, &mut StackScratch::EMPTY.clone(), &mut p)
-            }
-        }
+        crate::scratch::with_capture(|s| self.stack_in_python(rt, &mut s.native, &mut s.py)).unwrap_or(StackId::NONE)
     }
 
     fn stack_in_python(&self, rt: &python::Runtime, s: &mut StackScratch, p: &mut PyScratch) -> StackId {

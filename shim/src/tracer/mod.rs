@@ -20,6 +20,8 @@ use crate::writer::{self, Writer};
 
 mod capture;
 
+pub use capture::CaptureScratch;
+
 const OFF: u8 = 0;
 const STARTING: u8 = 1;
 const ON: u8 = 2;
@@ -274,6 +276,7 @@ fn register_process_hooks() {
 /// In a forked child: the parent's trace is not ours; the next CUDA call starts a new one.
 extern "C" fn in_forked_child() {
     writer::GENERATION.fetch_add(1, Ordering::AcqRel);
+    crate::scratch::in_forked_child();
     stacks::forget_recent();
     python::forget_in_child();
     let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
