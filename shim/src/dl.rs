@@ -63,25 +63,111 @@ pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     unsafe { f(handle, name.as_ptr()) }
 }
 
-/// The driver's own function `name`, looked up once and kept in `cache` (0: not looked up
-/// yet, 1: not found): in the `libcuda` the program uses when the shim has seen it, else
-/// wherever the default lookup finds it. For the getters the shim calls itself.
-pub fn driver_fn(cache: &std::sync::atomic::AtomicUsize, name: &CStr) -> Option<usize> {
-    let mut f = cache.load(Ordering::Relaxed);
-    if f == 0 {
-        let handle = libcuda();
-        let mut p = if handle.is_null() {
-            std::ptr::null_mut()
-        } else {
-            real_dlsym(handle, name)
-        };
-        if p.is_null() {
-            p = real_dlsym(-1isize as *mut c_void, name);
+macro_rules! getters {
+    ($($name:ident,)*) => {
+        /// The driver functions the shim calls itself (getters: they change no state the
+        /// program sees), named as the driver exports them.
+        #[allow(non_camel_case_types)]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Getter {
+            $(
+                #[doc = concat!("`", stringify!($name), "`")]
+                $name,
+            )*
         }
-        f = if p.is_null() { 1 } else { p as usize };
-        cache.store(f, Ordering::Relaxed);
+
+        impl Getter {
+            /// Every getter, in declaration order.
+            pub const ALL: &'static [Getter] = &[$(Getter::$name,)*];
+
+            /// The exported name.
+            pub fn name(self) -> &'static CStr {
+                match self {
+                    $(Getter::$name => {
+                        const NAME: &CStr = match CStr::from_bytes_with_nul(concat!(stringify!($name), "\0").as_bytes()) {
+                            Ok(n) => n,
+                            Err(_) => panic!("a getter's name has no NUL"),
+                        };
+                        NAME
+                    })*
+                }
+            }
+        }
+    };
+}
+
+getters! {
+    cuArray3DGetDescriptor_v2,
+    cuCtxGetCurrent,
+    cuCtxGetDevice,
+    cuDeviceGetMemPool,
+    cuDeviceTotalMem_v2,
+    cuFuncGetParamInfo,
+    cuGraphChildGraphNodeGetGraph,
+    cuGraphEventRecordNodeGetEvent,
+    cuGraphEventWaitNodeGetEvent,
+    cuGraphGetEdges,
+    cuGraphGetEdges_v2,
+    cuGraphGetNodes,
+    cuGraphKernelNodeGetAttribute,
+    cuGraphKernelNodeGetParams,
+    cuGraphKernelNodeGetParams_v2,
+    cuGraphMemAllocNodeGetParams,
+    cuGraphMemFreeNodeGetParams,
+    cuGraphMemcpyNodeGetParams,
+    cuGraphMemsetNodeGetParams,
+    cuGraphNodeGetType,
+    cuKernelGetParamInfo,
+    cuMemGetAddressRange_v2,
+    cuMemPoolGetAttribute,
+    cuPointerGetAttribute,
+    cuStreamGetCaptureInfo_v2,
+    cuStreamGetCaptureInfo_v3,
+    cuStreamIsCapturing,
+}
+
+/// Each getter's address: 0 not looked up yet, 1 absent.
+static GETTERS: [AtomicUsize; Getter::ALL.len()] = [const { AtomicUsize::new(0) }; Getter::ALL.len()];
+
+/// Looks `g` up: in the `libcuda` the program uses when the shim has seen it, else wherever
+/// the default lookup finds it.
+fn look_up(g: Getter) -> usize {
+    let handle = libcuda();
+    let mut p = if handle.is_null() {
+        std::ptr::null_mut()
+    } else {
+        real_dlsym(handle, g.name())
+    };
+    if p.is_null() {
+        p = real_dlsym(RTLD_NEXT, g.name());
+    }
+    if p.is_null() {
+        1
+    } else {
+        p as usize
+    }
+}
+
+/// The driver's getter `g`, if it has one. Looked up by [`resolve_up_front`] when tracing
+/// starts, so that no intercepted call after that takes the loader's lock (a signal handler
+/// that leaves a call by `longjmp` would leave the lock held); looked up here only before.
+pub fn driver_fn(g: Getter) -> Option<usize> {
+    let slot = &GETTERS[g as usize];
+    let mut f = slot.load(Ordering::Relaxed);
+    if f == 0 {
+        f = look_up(g);
+        slot.store(f, Ordering::Relaxed);
     }
     (f != 1).then_some(f)
+}
+
+/// Looks up every getter and the real function of every driver entry point the shim exports,
+/// once, as tracing starts (inside the first intercepted call).
+pub fn resolve_up_front() {
+    for &g in Getter::ALL {
+        let _ = driver_fn(g);
+    }
+    hooks::resolve_driver_rows();
 }
 
 /// The `libcuda.so*` handle, once any tracked function has been seen in it.

@@ -89,6 +89,14 @@ impl Hook {
 
 const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
 
+/// Looks up the real function of every driver row no door has seen yet (at the start of
+/// tracing: see [`dl::resolve_up_front`]).
+pub fn resolve_driver_rows() {
+    for h in crate::exports::HOOKS.iter().filter(|h| h.lib == Lib::Driver) {
+        let _ = h.real_or_lookup();
+    }
+}
+
 /// Finds a row by exported name.
 pub fn by_name(name: &[u8]) -> Option<&'static Hook> {
     // Cheap filter first: every hooked name starts with "cu".

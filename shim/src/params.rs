@@ -13,7 +13,7 @@
 //! first function's layout (a wrong layout only changes which values are recorded).
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use crate::cuda::CUresult;
 
@@ -80,17 +80,13 @@ const EMPTY: Slot = Slot {
 };
 
 static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
-/// The driver's `cuFuncGetParamInfo` and `cuKernelGetParamInfo`: 0 not looked up yet, 1
-/// absent.
-static GET_INFO: AtomicUsize = AtomicUsize::new(0);
-static GET_KERNEL_INFO: AtomicUsize = AtomicUsize::new(0);
 
 /// `cuFuncGetParamInfo(CUfunction, ...)` and `cuKernelGetParamInfo(CUkernel, ...)`: one
 /// signature, a handle and three integers.
 type GetInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> CUresult;
 
-fn getter(cache: &AtomicUsize, name: &std::ffi::CStr) -> Option<GetInfo> {
-    let f = crate::dl::driver_fn(cache, name)?;
+fn getter(which: crate::dl::Getter) -> Option<GetInfo> {
+    let f = crate::dl::driver_fn(which)?;
     // SAFETY: `f` is the driver's cuFuncGetParamInfo or cuKernelGetParamInfo, found by name,
     // whose public signature is `GetInfo` (CUfunction and CUkernel are both pointers).
     Some(unsafe { std::mem::transmute::<usize, GetInfo>(f) })
@@ -118,9 +114,9 @@ fn ask(func: *mut c_void) -> Asked {
         // error, not a fault (the handle was just launched with).
         unsafe { get(func, 0, &mut offset, &mut size) == 0 }
     };
-    let get = match getter(&GET_INFO, c"cuFuncGetParamInfo") {
+    let get = match getter(crate::dl::Getter::cuFuncGetParamInfo) {
         Some(get) if takes(get) => get,
-        _ => match getter(&GET_KERNEL_INFO, c"cuKernelGetParamInfo") {
+        _ => match getter(crate::dl::Getter::cuKernelGetParamInfo) {
             Some(get) => get,
             None => return layout,
         },

@@ -7,6 +7,9 @@
 //   shim_signals nested    the handler allocates and frees 777 bytes (inside the interrupted
 //                          call); prints "handled H".
 //   shim_signals outside   the same handler, raised by main between calls; prints "handled H".
+//   shim_signals getters   one allocation, then "traced" on stderr, then calls whose hooks ask
+//                          the driver's getters (stream-ordered allocations and frees, a
+//                          capture): run under LD_DEBUG=symbols, no lookup may follow "traced".
 #include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
@@ -43,6 +46,29 @@ int main(int argc, char **argv) {
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGUSR1, &sa, NULL)) return 2;
     setup();
+    if (strcmp(mode, "getters") == 0) {
+        alloc_free(4096);
+        fputs("traced\n", stderr);
+        CUstream s;
+        CUdeviceptr p;
+        CHECK(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+        CHECK(cuMemAllocAsync(&p, 4096, s));
+        CHECK(cuMemFreeAsync(p, s));
+        CHECK(cuStreamBeginCapture_v2(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        CHECK(cuMemAllocAsync(&p, 4096, s));
+        CHECK(cuMemFreeAsync(p, s));
+        CUgraph g;
+        CHECK(cuStreamEndCapture(s, &g));
+        CUgraphExec e;
+        CHECK(cuGraphInstantiateWithFlags(&e, g, 0));
+        CHECK(cuGraphLaunch(e, s));
+        CHECK(cuStreamSynchronize(s));
+        CHECK(cuGraphExecDestroy(e));
+        CHECK(cuGraphDestroy(g));
+        CHECK(cuStreamDestroy(s));
+        fputs("done\n", stderr);
+        return 0;
+    }
     if (strcmp(mode, "longjmp") == 0) {
         volatile int jumped = 0;
         for (volatile int i = 0; i < 20; i++) {

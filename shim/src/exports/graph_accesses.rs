@@ -19,21 +19,14 @@
 use std::borrow::Cow;
 use std::ffi::c_void;
 use std::mem::MaybeUninit;
-use std::sync::atomic::AtomicUsize;
 
 use gpuleak_format::{Addrs, Api, GraphAccesses};
 
 use super::ordering::regions;
 use crate::cuda::*;
-use crate::dl::driver_fn;
+use crate::dl::{driver_fn, Getter};
 use crate::guard::{self, HookGuard};
 use crate::{params, tracer};
-
-static KERNEL_PARAMS_V2: AtomicUsize = AtomicUsize::new(0);
-static KERNEL_PARAMS: AtomicUsize = AtomicUsize::new(0);
-static KERNEL_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
-static MEMCPY_PARAMS: AtomicUsize = AtomicUsize::new(0);
-static MEMSET_PARAMS: AtomicUsize = AtomicUsize::new(0);
 
 /// Appends one entry of `node` (owned by `owner`) to `out`.
 fn push(out: &mut Vec<u64>, node: u64, owner: u64, addr: u64, len: u64, mode: u64) {
@@ -130,8 +123,8 @@ pub fn list_node(node: CUgraphNode, kind: u32, owner: u64, out: &mut Vec<u64>) {
 fn kernel_node(node: CUgraphNode) -> Option<Entries> {
     type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_KERNEL_NODE_PARAMS) -> CUresult;
     // The 12.0 ABI, else the 10.0 one (a prefix of the same structure).
-    let get = driver_fn(&KERNEL_PARAMS_V2, c"cuGraphKernelNodeGetParams_v2")
-        .or_else(|| driver_fn(&KERNEL_PARAMS, c"cuGraphKernelNodeGetParams"))?;
+    let get =
+        driver_fn(Getter::cuGraphKernelNodeGetParams_v2).or_else(|| driver_fn(Getter::cuGraphKernelNodeGetParams))?;
     // SAFETY: the driver's own function, found by name, with its C signature.
     let get = unsafe { std::mem::transmute::<usize, Get>(get) };
     if device_updatable(node) {
@@ -157,7 +150,7 @@ fn kernel_node(node: CUgraphNode) -> Option<Entries> {
 /// without a host call. A driver without the attribute (before 12.4) has none.
 fn device_updatable(node: CUgraphNode) -> bool {
     type GetAttribute = unsafe extern "C" fn(CUgraphNode, u32, *mut [u64; 8]) -> CUresult;
-    let Some(get) = driver_fn(&KERNEL_ATTRIBUTE, c"cuGraphKernelNodeGetAttribute") else {
+    let Some(get) = driver_fn(Getter::cuGraphKernelNodeGetAttribute) else {
         return false;
     };
     // SAFETY: the driver's own function, found by name, with its C signature (the value is
@@ -172,7 +165,7 @@ fn device_updatable(node: CUgraphNode) -> bool {
 
 fn memcpy_node(node: CUgraphNode) -> Option<CUDA_MEMCPY3D> {
     type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEMCPY3D) -> CUresult;
-    let get = driver_fn(&MEMCPY_PARAMS, c"cuGraphMemcpyNodeGetParams")?;
+    let get = driver_fn(Getter::cuGraphMemcpyNodeGetParams)?;
     // SAFETY: the driver's own function, found by name, with its C signature.
     let get = unsafe { std::mem::transmute::<usize, Get>(get) };
     let mut p = MaybeUninit::<CUDA_MEMCPY3D>::zeroed();
@@ -186,7 +179,7 @@ fn memcpy_node(node: CUgraphNode) -> Option<CUDA_MEMCPY3D> {
 
 fn memset_node(node: CUgraphNode) -> Option<CUDA_MEMSET_NODE_PARAMS> {
     type Get = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEMSET_NODE_PARAMS) -> CUresult;
-    let get = driver_fn(&MEMSET_PARAMS, c"cuGraphMemsetNodeGetParams")?;
+    let get = driver_fn(Getter::cuGraphMemsetNodeGetParams)?;
     // SAFETY: the driver's own function, found by name, with its C signature.
     let get = unsafe { std::mem::transmute::<usize, Get>(get) };
     let mut p = MaybeUninit::<CUDA_MEMSET_NODE_PARAMS>::zeroed();

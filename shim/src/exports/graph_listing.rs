@@ -5,25 +5,14 @@
 
 use std::borrow::Cow;
 use std::mem::MaybeUninit;
-use std::sync::atomic::AtomicUsize;
 
 use gpuleak_format::{Addrs, GraphEdges, GraphEvents, GraphMemNodes};
 
 use super::{graph_accesses, graphs};
 use crate::cuda::*;
-use crate::dl::driver_fn;
+use crate::dl::{driver_fn, Getter};
 use crate::guard::HookGuard;
 use crate::tracer;
-
-static GET_NODES: AtomicUsize = AtomicUsize::new(0);
-static NODE_GET_TYPE: AtomicUsize = AtomicUsize::new(0);
-static ALLOC_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
-static FREE_NODE_PARAMS: AtomicUsize = AtomicUsize::new(0);
-static CHILD_GRAPH: AtomicUsize = AtomicUsize::new(0);
-static RECORD_NODE_EVENT: AtomicUsize = AtomicUsize::new(0);
-static WAIT_NODE_EVENT: AtomicUsize = AtomicUsize::new(0);
-static GET_EDGES_V2: AtomicUsize = AtomicUsize::new(0);
-static GET_EDGES: AtomicUsize = AtomicUsize::new(0);
 
 /// The most graphs (the graph and the child graphs within it, at any depth) whose nodes one
 /// instantiation lists; a graph of more is taken as one whose nodes are unknown.
@@ -68,8 +57,8 @@ pub(super) struct Listing {
 pub(super) fn list_nodes(graph: CUgraph, owner: u64, with_edges: bool) -> Option<Listing> {
     type GetNodes = unsafe extern "C" fn(CUgraph, *mut CUgraphNode, *mut usize) -> CUresult;
     type GetType = unsafe extern "C" fn(CUgraphNode, *mut u32) -> CUresult;
-    let get_nodes = driver_fn(&GET_NODES, c"cuGraphGetNodes")?;
-    let get_type = driver_fn(&NODE_GET_TYPE, c"cuGraphNodeGetType")?;
+    let get_nodes = driver_fn(Getter::cuGraphGetNodes)?;
+    let get_type = driver_fn(Getter::cuGraphNodeGetType)?;
     // SAFETY: the driver's own functions, found by name, with their C signatures.
     let (get_nodes, get_type) = unsafe {
         (
@@ -145,7 +134,7 @@ pub(super) fn list_nodes(graph: CUgraph, owner: u64, with_edges: bool) -> Option
                 }
                 CU_GRAPH_NODE_TYPE_GRAPH => {
                     type ChildGraph = unsafe extern "C" fn(CUgraphNode, *mut CUgraph) -> CUresult;
-                    let child_graph = driver_fn(&CHILD_GRAPH, c"cuGraphChildGraphNodeGetGraph")?;
+                    let child_graph = driver_fn(Getter::cuGraphChildGraphNodeGetGraph)?;
                     // SAFETY: the driver's own function, found by name, with its C signature.
                     let child_graph = unsafe { std::mem::transmute::<usize, ChildGraph>(child_graph) };
                     let mut child: CUgraph = std::ptr::null_mut();
@@ -183,11 +172,10 @@ fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
     }
     // SAFETY: the driver's own functions, found by name, with their C signatures.
     let getter = unsafe {
-        match driver_fn(&GET_EDGES_V2, c"cuGraphGetEdges_v2") {
+        match driver_fn(crate::dl::Getter::cuGraphGetEdges_v2) {
             Some(f) => Getter::V2(std::mem::transmute::<usize, GetEdgesV2>(f)),
             None => Getter::V1(std::mem::transmute::<usize, GetEdges>(driver_fn(
-                &GET_EDGES,
-                c"cuGraphGetEdges",
+                crate::dl::Getter::cuGraphGetEdges,
             )?)),
         }
     };
@@ -299,7 +287,7 @@ pub(super) fn in_chunks(entries: &[u64], per: usize, mut one: impl FnMut(&[u64])
 /// missing or fails.
 fn alloc_node(node: CUgraphNode) -> Option<[u64; 3]> {
     type AllocParams = unsafe extern "C" fn(CUgraphNode, *mut CUDA_MEM_ALLOC_NODE_PARAMS) -> CUresult;
-    let alloc_params = driver_fn(&ALLOC_NODE_PARAMS, c"cuGraphMemAllocNodeGetParams")?;
+    let alloc_params = driver_fn(Getter::cuGraphMemAllocNodeGetParams)?;
     // SAFETY: the driver's own function, found by name, with its C signature.
     let alloc_params = unsafe { std::mem::transmute::<usize, AllocParams>(alloc_params) };
     let mut p = MaybeUninit::<CUDA_MEM_ALLOC_NODE_PARAMS>::zeroed();
@@ -315,7 +303,7 @@ fn alloc_node(node: CUgraphNode) -> Option<[u64; 3]> {
 /// The address a free node frees, or `None` when the getter is missing or fails.
 fn free_node(node: CUgraphNode) -> Option<u64> {
     type FreeParams = unsafe extern "C" fn(CUgraphNode, *mut CUdeviceptr) -> CUresult;
-    let free_params = driver_fn(&FREE_NODE_PARAMS, c"cuGraphMemFreeNodeGetParams")?;
+    let free_params = driver_fn(Getter::cuGraphMemFreeNodeGetParams)?;
     // SAFETY: the driver's own function, found by name, with its C signature.
     let free_params = unsafe { std::mem::transmute::<usize, FreeParams>(free_params) };
     let mut dptr: CUdeviceptr = 0;
@@ -328,9 +316,9 @@ fn free_node(node: CUgraphNode) -> Option<u64> {
 fn node_event(node: CUgraphNode, record: bool) -> Option<u64> {
     type GetEvent = unsafe extern "C" fn(CUgraphNode, *mut CUevent) -> CUresult;
     let getter = if record {
-        driver_fn(&RECORD_NODE_EVENT, c"cuGraphEventRecordNodeGetEvent")?
+        driver_fn(Getter::cuGraphEventRecordNodeGetEvent)?
     } else {
-        driver_fn(&WAIT_NODE_EVENT, c"cuGraphEventWaitNodeGetEvent")?
+        driver_fn(Getter::cuGraphEventWaitNodeGetEvent)?
     };
     // SAFETY: the driver's own function, found by name, with its C signature.
     let getter = unsafe { std::mem::transmute::<usize, GetEvent>(getter) };

@@ -15,20 +15,17 @@
 //! captured or built once and replayed many times, so the stack costs once.
 
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use gpuleak_format::{Api, GraphNode};
 
 use crate::cuda::*;
-use crate::dl::driver_fn;
+use crate::dl::{driver_fn, Getter};
 use crate::guard::{self, HookGuard};
 use crate::tracer;
 
 /// Captures begun and not yet ended, as far as the hooks saw.
 static CAPTURES: AtomicU32 = AtomicU32::new(0);
-
-static CAPTURE_INFO_V3: AtomicUsize = AtomicUsize::new(0);
-static CAPTURE_INFO_V2: AtomicUsize = AtomicUsize::new(0);
 
 /// `CU_STREAM_CAPTURE_STATUS_ACTIVE`.
 const CAPTURE_ACTIVE: u32 = 1;
@@ -107,7 +104,7 @@ fn capture_node(stream: CUstream) -> Option<(u64, u64)> {
     let mut graph: CUgraph = std::ptr::null_mut();
     let mut deps: *const CUgraphNode = std::ptr::null();
     let mut count = 0usize;
-    let r = if let Some(f) = driver_fn(&CAPTURE_INFO_V3, c"cuStreamGetCaptureInfo_v3") {
+    let r = if let Some(f) = driver_fn(Getter::cuStreamGetCaptureInfo_v3) {
         type V3 = unsafe extern "C" fn(
             CUstream,
             *mut u32,
@@ -135,7 +132,7 @@ fn capture_node(stream: CUstream) -> Option<(u64, u64)> {
             )
         }
     } else {
-        let f = driver_fn(&CAPTURE_INFO_V2, c"cuStreamGetCaptureInfo_v2")?;
+        let f = driver_fn(Getter::cuStreamGetCaptureInfo_v2)?;
         type V2 = unsafe extern "C" fn(
             CUstream,
             *mut u32,

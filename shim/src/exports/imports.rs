@@ -5,7 +5,6 @@
 //! handler is named for, and the other arguments are the program's, passed through unchanged.
 
 use std::ffi::c_void;
-use std::sync::atomic::AtomicUsize;
 
 use gpuleak_format::Api;
 
@@ -20,9 +19,8 @@ fn mapped_size(ptr: u64) -> u64 {
     if tracer::get().is_none() {
         return 0;
     }
-    static GET_ADDRESS_RANGE: AtomicUsize = AtomicUsize::new(0);
     type GetAddressRange = unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::dl::driver_fn(&GET_ADDRESS_RANGE, c"cuMemGetAddressRange_v2") else {
+    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuMemGetAddressRange_v2) else {
         return 0;
     };
     // SAFETY: the driver's cuMemGetAddressRange_v2, found by name, with its C signature.

@@ -7,7 +7,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
 use gpuleak_format::record::PoolUsage;
 use gpuleak_format::Api;
@@ -85,7 +85,6 @@ pub fn is_tracked_pool(pool: u64) -> bool {
     pool != 0 && CREATED_POOLS.iter().any(|s| s.load(Ordering::Acquire) == pool)
 }
 
-static POINTER_GET_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
 /// `CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE`.
 const POINTER_MEMPOOL_HANDLE: u32 = 17;
 
@@ -98,7 +97,7 @@ pub(super) fn pool_of_pointer(ptr: CUdeviceptr) -> u64 {
         return 0;
     }
     type GetAttribute = unsafe extern "C" fn(*mut c_void, u32, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::dl::driver_fn(&POINTER_GET_ATTRIBUTE, c"cuPointerGetAttribute") else {
+    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuPointerGetAttribute) else {
         return 0;
     };
     // SAFETY: the driver's cuPointerGetAttribute, found by name, with its C signature.
@@ -113,9 +112,6 @@ pub(super) fn pool_of_pointer(ptr: CUdeviceptr) -> u64 {
     }
 }
 
-static CTX_GET_DEVICE: AtomicUsize = AtomicUsize::new(0);
-static DEVICE_GET_MEM_POOL: AtomicUsize = AtomicUsize::new(0);
-static MEM_POOL_GET_ATTRIBUTE: AtomicUsize = AtomicUsize::new(0);
 /// `CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT` and `CU_MEMPOOL_ATTR_USED_MEM_CURRENT`.
 const RESERVED_MEM_CURRENT: u32 = 5;
 const USED_MEM_CURRENT: u32 = 7;
@@ -178,7 +174,7 @@ fn sample_pool_now(pool: u64) {
     type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
     type GetAttribute = unsafe extern "C" fn(CUmemoryPool, u32, *mut c_void) -> CUresult;
     let mut device = -1i32;
-    if let Some(f) = crate::dl::driver_fn(&CTX_GET_DEVICE, c"cuCtxGetDevice") {
+    if let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetDevice) {
         // SAFETY: the driver's cuCtxGetDevice, found by name, with its C signature.
         let f: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(f) };
         let mut d = -1;
@@ -190,7 +186,7 @@ fn sample_pool_now(pool: u64) {
     let last = POOL_SAMPLER.try_with(Cell::get).ok();
     let mut pool = pool;
     if pool == 0 && device >= 0 {
-        if let Some(f) = crate::dl::driver_fn(&DEVICE_GET_MEM_POOL, c"cuDeviceGetMemPool") {
+        if let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuDeviceGetMemPool) {
             // SAFETY: the driver's cuDeviceGetMemPool, found by name, with its C signature.
             let f: GetMemPool = unsafe { std::mem::transmute::<usize, GetMemPool>(f) };
             let mut p: CUmemoryPool = std::ptr::null_mut();
@@ -204,7 +200,7 @@ fn sample_pool_now(pool: u64) {
     if pool == 0 {
         return;
     }
-    let Some(f) = crate::dl::driver_fn(&MEM_POOL_GET_ATTRIBUTE, c"cuMemPoolGetAttribute") else {
+    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuMemPoolGetAttribute) else {
         return;
     };
     // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.

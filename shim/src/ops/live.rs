@@ -13,7 +13,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{Api, MemKind, StackId};
@@ -99,8 +99,6 @@ pub struct Place {
     pub device: i32,
 }
 
-static GET_CTX: AtomicUsize = AtomicUsize::new(0);
-static GET_DEVICE: AtomicUsize = AtomicUsize::new(0);
 /// Bumped when a context is destroyed: per-thread (context, device) caches start over.
 static CTX_GENERATION: AtomicU64 = AtomicU64::new(1);
 
@@ -121,7 +119,7 @@ impl Place {
         }
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
         type GetDevice = unsafe extern "C" fn(*mut i32) -> u32;
-        let Some(get_ctx) = crate::dl::driver_fn(&GET_CTX, c"cuCtxGetCurrent") else {
+        let Some(get_ctx) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetCurrent) else {
             return Place::UNKNOWN;
         };
         // SAFETY: the driver's cuCtxGetCurrent, found by name; it writes one pointer.
@@ -139,7 +137,7 @@ impl Place {
             }
         }
         let mut device = -1;
-        if let Some(get_dev) = crate::dl::driver_fn(&GET_DEVICE, c"cuCtxGetDevice") {
+        if let Some(get_dev) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetDevice) {
             // SAFETY: the driver's cuCtxGetDevice, found by name; it writes one int.
             let get_dev: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(get_dev) };
             let mut d = -1;

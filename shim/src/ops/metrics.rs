@@ -2,7 +2,7 @@
 //! `GPULEAK_METRICS`.
 
 use std::fmt::Write as _;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use gpuleak_format::MemKind;
 
@@ -28,7 +28,6 @@ fn header(out: &mut String, name: &str, kind: &str, help: &str) {
 }
 
 static TOTAL_MEM: [AtomicU64; SLOTS] = [const { AtomicU64::new(0) }; SLOTS];
-static GET_TOTAL_MEM: AtomicUsize = AtomicUsize::new(0);
 
 /// A device's memory size from the driver's `cuDeviceTotalMem_v2` (needs no context),
 /// asked once per device.
@@ -40,20 +39,7 @@ fn total_memory(slot: usize) -> Option<u64> {
     if known != 0 {
         return Some(known);
     }
-    let mut f = GET_TOTAL_MEM.load(Ordering::Relaxed);
-    if f == 0 {
-        let handle = crate::dl::libcuda();
-        let p = if handle.is_null() {
-            crate::dl::real_dlsym(-1isize as *mut _, c"cuDeviceTotalMem_v2")
-        } else {
-            crate::dl::real_dlsym(handle, c"cuDeviceTotalMem_v2")
-        };
-        f = if p.is_null() { 1 } else { p as usize };
-        GET_TOTAL_MEM.store(f, Ordering::Relaxed);
-    }
-    if f == 1 {
-        return None;
-    }
+    let f = crate::dl::driver_fn(crate::dl::Getter::cuDeviceTotalMem_v2)?;
     type TotalMem = unsafe extern "C" fn(*mut usize, i32) -> u32;
     // SAFETY: the driver's cuDeviceTotalMem_v2, found by name.
     let get: TotalMem = unsafe { std::mem::transmute::<usize, TotalMem>(f) };

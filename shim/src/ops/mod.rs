@@ -18,7 +18,7 @@ pub mod server;
 pub mod sites;
 pub mod snapshot;
 
-use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::OnceLock;
 
 use gpuleak_format::{Api, MemKind, MemLocation, Stream};
@@ -275,8 +275,6 @@ pub fn free(g: &HookGuard, f: u32, api: Api, stream: Stream, ptr: u64, call: imp
     r
 }
 
-static IS_CAPTURING: AtomicUsize = AtomicUsize::new(0);
-
 /// Whether stream-ordered work on `stream` is being captured into a graph, asked of the
 /// driver's getter `cuStreamIsCapturing` (which changes nothing the program sees); false when
 /// the driver cannot say. Never asked of the legacy default stream (0 or
@@ -289,7 +287,7 @@ fn capturing(stream: Stream) -> bool {
     if stream.0 == 0 || stream.0 == CU_STREAM_LEGACY {
         return false;
     }
-    let Some(f) = crate::dl::driver_fn(&IS_CAPTURING, c"cuStreamIsCapturing") else {
+    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuStreamIsCapturing) else {
         return false;
     };
     // SAFETY: the driver's cuStreamIsCapturing, found by name, with its C signature.

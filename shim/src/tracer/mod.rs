@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
@@ -43,7 +43,6 @@ pub struct Tracer {
     stacks: Stacks,
     modules: Mutex<ModuleSet>,
     own_text: (u64, u64),
-    ctx_getter: AtomicUsize,
     /// Python frames wanted (`GPULEAK_PYTHON`); the interpreter is looked up at the first
     /// capture.
     python: bool,
@@ -171,6 +170,7 @@ fn start() -> Option<Tracer> {
         depth => start_unwinder(config.unwind, depth),
     };
     let own_text = own_text_range();
+    crate::dl::resolve_up_front();
     Some(Tracer {
         writer,
         seq: AtomicU64::new(1),
@@ -183,7 +183,6 @@ fn start() -> Option<Tracer> {
         stacks: Stacks::new(),
         modules: Mutex::new(ModuleSet::default()),
         own_text,
-        ctx_getter: AtomicUsize::new(0),
         python: config.python,
         codes: Box::default(),
     })
@@ -457,7 +456,7 @@ impl Tracer {
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
     /// cannot change the program's error state).
     fn current_ctx(&self) -> u64 {
-        let Some(f) = crate::dl::driver_fn(&self.ctx_getter, c"cuCtxGetCurrent") else {
+        let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetCurrent) else {
             return 0;
         };
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;

@@ -177,3 +177,40 @@ fn calls_of_a_signal_handler_inside_a_cuda_call_are_counted_and_outside_one_reco
     assert_eq!(allocs_of(&records, 777), 4);
     assert!(of_type(&records, "Lost").is_empty());
 }
+
+#[test]
+fn no_intercepted_call_after_the_first_takes_the_loaders_lock() {
+    // The getters and the real functions are looked up as tracing starts: a later lookup
+    // (dlsym takes the loader's lock) left by a longjmp would hang the next one. The loader
+    // logs every lookup with LD_DEBUG=symbols; LD_BIND_NOW keeps lazy binding out of the log.
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    let mut cmd = shim_command(client("shim_signals"), &trace);
+    cmd.arg("getters");
+    let debug = [("LD_DEBUG", "symbols"), ("LD_BIND_NOW", "1")];
+    if gpuleak_e2e::runner().is_some() {
+        // Under the emulator the guest's loader takes its environment from QEMU_SET_ENV.
+        let mut set = cmd
+            .get_envs()
+            .find(|(k, _)| *k == "QEMU_SET_ENV")
+            .and_then(|(_, v)| v.map(|v| v.to_os_string()))
+            .unwrap_or_default();
+        for (k, v) in debug {
+            set.push(format!(",{k}={v}"));
+        }
+        cmd.env("QEMU_SET_ENV", set);
+    } else {
+        cmd.envs(debug);
+    }
+    let out = cmd.output().unwrap();
+    assert_ok(&out);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let after: Vec<&str> = stderr
+        .lines()
+        .skip_while(|l| *l != "traced")
+        .take_while(|l| *l != "done")
+        .filter(|l| l.contains("symbol="))
+        .collect();
+    assert!(stderr.contains("traced") && stderr.contains("done"), "{stderr}");
+    assert!(after.is_empty(), "lookups after tracing started: {after:#?}");
+}

@@ -1,7 +1,6 @@
 //! Copies and memsets, 1D, 2D and 3D, as `Copy` records (`src` 0 for a memset).
 
 use std::ffi::c_void;
-use std::sync::atomic::AtomicUsize;
 
 use gpuleak_format::{Api, Copy, CuResult, Ptr, Stream};
 
@@ -305,9 +304,8 @@ impl Descriptor for CUDA_MEMCPY3D_BATCH_OP {
 /// Bytes per element of `array`, as `cuArray3DGetDescriptor_v2` describes it (`None` if it
 /// cannot, or for a format or channel count this shim does not know).
 fn array_element(array: u64) -> Option<u64> {
-    static GET_DESCRIPTOR: AtomicUsize = AtomicUsize::new(0);
     type GetDescriptor = unsafe extern "C" fn(*mut CUDA_ARRAY3D_DESCRIPTOR, CUarray) -> CUresult;
-    let f = crate::dl::driver_fn(&GET_DESCRIPTOR, c"cuArray3DGetDescriptor_v2")?;
+    let f = crate::dl::driver_fn(crate::dl::Getter::cuArray3DGetDescriptor_v2)?;
     // SAFETY: the driver's cuArray3DGetDescriptor_v2, found by name, with its C signature.
     let f: GetDescriptor = unsafe { std::mem::transmute::<usize, GetDescriptor>(f) };
     let mut d = CUDA_ARRAY3D_DESCRIPTOR::default();
