@@ -18,6 +18,7 @@ mod dl;
 mod elf;
 mod exports;
 mod guard;
+mod heap;
 mod hooks;
 mod modules;
 mod ops;
@@ -27,3 +28,9 @@ mod scratch;
 mod stacks;
 mod tracer;
 mod writer;
+
+/// The shim allocates from a heap of its own, never from the C library's `malloc` (see
+/// [`heap`]).
+
+#[global_allocator]
+static HEAP: heap::Heap = heap::Heap::new();

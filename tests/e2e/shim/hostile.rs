@@ -214,3 +214,17 @@ fn no_intercepted_call_after_the_first_takes_the_loaders_lock() {
     assert!(stderr.contains("traced") && stderr.contains("done"), "{stderr}");
     assert!(after.is_empty(), "lookups after tracing started: {after:#?}");
 }
+
+#[test]
+fn the_shim_never_calls_malloc_once_tracing_started() {
+    // A signal handler's CUDA call may interrupt the program inside malloc: the shim's own
+    // allocations come from a heap of its own. 2,048 new stacks to intern on two threads.
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    let out = shim_command(client("shim_no_malloc"), &trace).output().unwrap();
+    assert_ok(&out);
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "shim mallocs 0");
+    let records = dump(&trace);
+    assert_eq!(of_type(&records, "Alloc").len(), 1 + 2048);
+    assert!(of_type(&records, "Stack").len() > 2048, "every call stack is new");
+}
