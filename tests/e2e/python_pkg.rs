@@ -127,6 +127,37 @@ fn traces_in(dir: &Path) -> Vec<PathBuf> {
     v
 }
 
+/// Lists a wheel's license files and checks each against the repository's copy.
+const LICENSES_IN_WHEEL: &str = r#"
+import pathlib, sys, zipfile
+wheel, root = sys.argv[1], pathlib.Path(sys.argv[2])
+with zipfile.ZipFile(wheel) as z:
+    names = z.namelist()
+    meta = z.read(next(n for n in names if n.endswith(".dist-info/METADATA"))).decode()
+    assert "License-Expression: MIT OR Apache-2.0\n" in meta, meta
+    for text in ["LICENSE-MIT", "LICENSE-APACHE"]:
+        inside = [n for n in names if n.endswith(".dist-info/licenses/" + text)]
+        assert len(inside) == 1, (text, names)
+        assert z.read(inside[0]) == (root / text).read_bytes(), text + " differs from the repository's"
+        assert "License-File: " + text + "\n" in meta, meta
+        print(inside[0])
+"#;
+
+#[test]
+fn the_wheel_carries_both_license_texts_in_its_dist_info() {
+    let wheel = wheel();
+    let out = output_of(
+        Command::new("python3")
+            .args(["-I", "-c", LICENSES_IN_WHEEL])
+            .arg(&wheel)
+            .arg(repo_root()),
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{}: {stderr}: {REBUILD}", wheel.display());
+    assert!(stdout.contains(".dist-info/licenses/LICENSE-MIT\n"), "{stdout}");
+    assert!(stdout.contains("dist-info/licenses/LICENSE-APACHE\n"), "{stdout}");
+}
+
 #[test]
 fn the_wheel_installs_into_a_fresh_venv_and_gpuleak_run_traces_python_from_it() {
     let dir = TempDir::new();

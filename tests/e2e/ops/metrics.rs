@@ -402,8 +402,27 @@ fn the_alert_rules_pass_promtool_and_the_dashboard_is_valid_json() {
         .output()
         .expect("promtool (from Debian's prometheus package; run scripts/system-deps)");
     assert_ok(&out);
-    assert!(String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 4 rules found"));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("SUCCESS: 6 rules found"));
+    // Each alert fires on its case and stays silent on its twins (a warm-up that levels off,
+    // allocate/free cycles, a slow rise that stops, fragmentation that comes and goes).
+    let out = Command::new("/usr/bin/promtool")
+        .args(["test", "rules", "gpuleak-alerts.test.yml"])
+        .current_dir(root.join("prometheus"))
+        .output()
+        .expect("promtool");
+    assert_ok(&out);
     let text = std::fs::read_to_string(&rules).unwrap();
+    let tests = std::fs::read_to_string(root.join("prometheus/gpuleak-alerts.test.yml")).unwrap();
+    for alert in text.lines().filter_map(|l| l.trim().strip_prefix("- alert: ")) {
+        assert!(
+            tests.contains(&format!("alertname: {alert}\n")),
+            "gpuleak-alerts.test.yml has no case that {alert} fires on"
+        );
+        assert!(
+            tests.contains(&format!("alertname: {alert}, exp_alerts: []")),
+            "gpuleak-alerts.test.yml has no case that {alert} stays silent on"
+        );
+    }
     assert!(
         text.contains("> 0.85") && text.contains("for: 3m"),
         "the 85% for 3 minutes rule"
