@@ -112,8 +112,8 @@ impl Heap {
     }
 }
 
-/// `len` bytes (a multiple of the page size) of fresh zeroed memory, or null.
-fn map(len: usize) -> *mut u8 {
+/// `len` bytes (rounded up to whole pages) of fresh zeroed memory, or null.
+pub fn map(len: usize) -> *mut u8 {
     // SAFETY: an anonymous private mapping with no address hint.
     let p = unsafe {
         libc::mmap(

@@ -186,18 +186,8 @@ struct Mapping {
 
 impl Mapping {
     fn new(len: usize) -> Option<Mapping> {
-        // SAFETY: an anonymous private mapping; the result is checked before use.
-        let ptr = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                len,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        (ptr != libc::MAP_FAILED).then_some(Mapping { ptr, len })
+        let ptr = crate::heap::map(len);
+        (!ptr.is_null()).then_some(Mapping { ptr: ptr.cast(), len })
     }
 }
 
