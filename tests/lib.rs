@@ -151,7 +151,7 @@ pub fn data_dir() -> PathBuf {
 }
 
 /// A command for `program` that finds the simulated driver first on `LD_LIBRARY_PATH`, with
-/// `LD_PRELOAD` and every `GPULEAK_*` and `SIMCUDA_*` variable removed from its environment,
+/// `LD_PRELOAD`, `NO_COLOR`, `FORCE_COLOR` and every `GPULEAK_*` and `SIMCUDA_*` variable removed from its environment,
 /// so that nothing from the developer's shell changes what a test sees. With a
 /// [`runner`], the runner runs `program`.
 pub fn sim_command(program: impl AsRef<OsStr>) -> Command {
@@ -173,6 +173,7 @@ pub fn sim_command_via(via: &[&str], program: impl AsRef<OsStr>) -> Command {
         }
     }
     cmd.env_remove("LD_PRELOAD");
+    cmd.env_remove("NO_COLOR").env_remove("FORCE_COLOR");
     let mut paths = vec![sim_dir()];
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         paths.extend(std::env::split_paths(&old));
@@ -204,8 +205,17 @@ pub fn shim_command_via(via: &[&str], program: impl AsRef<OsStr>, trace: &Path) 
 }
 
 /// Runs `gpuleak report ARGS TRACES` to completion and returns its output.
+/// Without `NO_COLOR` and `FORCE_COLOR`, so that the text is the same plain text whatever the
+/// developer's shell sets.
 pub fn gpuleak_report(args: &[&str], traces: &[&Path]) -> Output {
-    output_of(Command::new(gpuleak_bin()).arg("report").args(args).args(traces))
+    output_of(
+        Command::new(gpuleak_bin())
+            .arg("report")
+            .args(args)
+            .args(traces)
+            .env_remove("NO_COLOR")
+            .env_remove("FORCE_COLOR"),
+    )
 }
 
 /// Runs `cmd` to completion, panicking if it cannot be started.

@@ -10,6 +10,7 @@
 
 pub mod captures;
 pub mod check;
+pub mod colour;
 pub mod dump;
 pub mod file;
 pub mod memory;

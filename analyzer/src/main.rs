@@ -1,6 +1,7 @@
 //! `gpuleak`: the command line over the analyzer library.
 //!
-//! Exit codes: 0 clean, 1 findings, 2 error.
+//! Exit codes: 0 clean, 1 findings, 2 error; `run` passes the command's through (127: not
+//! found, 126: cannot run).
 
 use std::io::Write;
 use std::path::PathBuf;
@@ -98,6 +99,8 @@ struct ReportArgs {
     output: Option<PathBuf>,
     #[command(flatten)]
     reading: Reading,
+    #[command(flatten)]
+    color: ColorArg,
     /// Trace files written by libgpuleak.so (one per process), or directories of them.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<PathBuf>,
@@ -107,6 +110,36 @@ struct ReportArgs {
 enum Weight {
     Leaked,
     Peak,
+}
+
+/// `--color`, for the commands that write text.
+#[derive(clap::Args)]
+struct ColorArg {
+    /// Colour the text: auto (when stdout is a terminal, or as NO_COLOR and FORCE_COLOR say),
+    /// always or never.
+    #[arg(long, value_enum, value_name = "WHEN", default_value_t = Color::Auto)]
+    color: Color,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum Color {
+    Auto,
+    Always,
+    Never,
+}
+
+impl ColorArg {
+    /// The style of text written to stdout (`terminal`: whether stdout is a terminal) or, when
+    /// `terminal` is false, to a file.
+    fn style(&self, terminal: bool) -> gpuleak_analyzer::colour::Style {
+        use gpuleak_analyzer::colour::{Choice, Style};
+        let choice = match self.color {
+            Color::Auto => Choice::Auto,
+            Color::Always => Choice::Always,
+            Color::Never => Choice::Never,
+        };
+        Style::new(choice.colour_here(terminal))
+    }
 }
 
 /// How traces are read, for `report` and `check`.
@@ -196,6 +229,8 @@ struct CheckArgs {
     memory: bool,
     #[command(flatten)]
     reading: Reading,
+    #[command(flatten)]
+    color: ColorArg,
     /// Trace files written by libgpuleak.so (one per process), or directories of them.
     #[arg(required = true, value_name = "TRACE")]
     traces: Vec<std::path::PathBuf>,
@@ -295,18 +330,10 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         report.limit(top);
     }
     let to_terminal = args.output.is_none() && std::io::stdout().is_terminal();
-    let colour = to_terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let mut bytes = Vec::new();
     match args.format {
         Format::Json => report::json::write(&report, &mut bytes)?,
-        Format::Text => {
-            let style = if colour {
-                text::Style::COLOUR
-            } else {
-                text::Style::PLAIN
-            };
-            text::write(&report, style, &mut bytes)?
-        }
+        Format::Text => text::write(&report, args.color.style(to_terminal), &mut bytes)?,
         Format::Html => bytes = html::write(&report).into_bytes(),
         Format::Collapsed => {
             let weight = match args.weight {
@@ -370,7 +397,8 @@ fn unreadable(report: &gpuleak_analyzer::report::Report) -> Vec<String> {
 }
 
 /// `gpuleak run`: the command's own exit code passes through (128 + signal when killed), unless
-/// `--error-exitcode` applies; gpuleak's own errors exit 2.
+/// `--error-exitcode` applies; 127 when the command is not found and 126 when it cannot be run
+/// (as in a shell); gpuleak's own errors exit 2.
 fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     use gpuleak_analyzer::report::{self, Options, Report};
     use gpuleak_analyzer::run::{self, Output};
@@ -424,7 +452,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         libc::signal(libc::SIGINT, old[0]);
         libc::signal(libc::SIGQUIT, old[1]);
     }
-    let status = status.map_err(|e| anyhow::anyhow!("cannot run {}: {e}", args.command[0].to_string_lossy()))?;
+    let status = match status {
+        Ok(status) => status,
+        // As a shell or env(1) would: 127 when the command is not found, 126 when it cannot run.
+        Err(e) => {
+            let (code, why) = run::spawn_failure(&args.command[0], &e);
+            eprintln!("gpuleak: {why}");
+            return Ok(ExitCode::from(code));
+        }
+    };
     let code = run::exit_code(status);
 
     let traces: Vec<PathBuf> = output.existing().difference(&before).cloned().collect();
@@ -478,6 +514,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     use anyhow::Context;
     use gpuleak_analyzer::check::{self, Baseline, Config, Suppressions};
     use gpuleak_analyzer::report::{Options, Report, Severity};
+    use std::io::IsTerminal;
 
     // Everything is read before anything is written, so an error leaves no half output.
     let mut suppressions = Suppressions::default();
@@ -521,8 +558,11 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let outcome = check::evaluate(report, &config);
 
+    // The text goes to stdout, unless it is the format and -o names a file.
+    let text_to_file = args.format == "text" && args.output.is_some();
+    let style = args.color.style(!text_to_file && std::io::stdout().is_terminal());
     let mut text = Vec::new();
-    check::text::write(&outcome, &mut text)?;
+    check::text::write_styled(&outcome, style, &mut text)?;
     let mut machine = Vec::new();
     match args.format.as_str() {
         "json" => check::json::write(&outcome, &mut machine)?,

@@ -292,6 +292,40 @@ pub fn shell_quote(s: &str) -> String {
     }
 }
 
+/// Exit status when the command is not found (as a shell's, or env(1)'s).
+pub const EXIT_NOT_FOUND: u8 = 127;
+/// Exit status when the command was found but cannot be run: not executable, a directory, a
+/// file the kernel cannot execute.
+pub const EXIT_CANNOT_RUN: u8 = 126;
+
+/// The exit status and the one-line message (without `gpuleak: `) for a command that could not
+/// be started, as env(1) decides: [`EXIT_NOT_FOUND`] when it does not exist,
+/// [`EXIT_CANNOT_RUN`] for any other reason.
+pub fn spawn_failure(command: &OsStr, e: &std::io::Error) -> (u8, String) {
+    let name = command.to_string_lossy();
+    let searched = !name.contains('/');
+    if e.kind() == std::io::ErrorKind::NotFound {
+        let why = if searched {
+            "command not found (not in PATH)"
+        } else {
+            "no such file"
+        };
+        return (EXIT_NOT_FOUND, format!("{name}: {why}"));
+    }
+    let why = if !searched && Path::new(command).is_dir() {
+        "is a directory".to_string()
+    } else if e.raw_os_error() == Some(libc::ENOEXEC) {
+        "not an executable the system can run (exec format error)".to_string()
+    } else if e.kind() == std::io::ErrorKind::PermissionDenied {
+        "permission denied (not executable, or in a directory that cannot be searched)".to_string()
+    } else {
+        // Without the " (os error N)" that io::Error adds.
+        let text = e.to_string();
+        text.split(" (os error").next().unwrap_or(&text).to_lowercase()
+    };
+    (EXIT_CANNOT_RUN, format!("{name}: cannot run: {why}"))
+}
+
 /// The exit status a shell would report: the code, or 128 + the signal.
 pub fn exit_code(status: std::process::ExitStatus) -> i32 {
     use std::os::unix::process::ExitStatusExt;
@@ -426,6 +460,36 @@ mod tests {
             Some(target.join("gpuleak").join(LIB_NAME).canonicalize().unwrap())
         );
         std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_command_not_found_exits_127_and_one_that_cannot_run_126() {
+        let not_found = std::io::Error::from_raw_os_error(libc::ENOENT);
+        assert_eq!(
+            spawn_failure(OsStr::new("nosuch"), &not_found),
+            (127, "nosuch: command not found (not in PATH)".to_string())
+        );
+        assert_eq!(
+            spawn_failure(OsStr::new("./nosuch"), &not_found),
+            (127, "./nosuch: no such file".to_string())
+        );
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let (code, why) = spawn_failure(OsStr::new("/etc/passwd"), &denied);
+        assert_eq!(
+            (code, why.starts_with("/etc/passwd: cannot run: permission denied")),
+            (126, true)
+        );
+        assert_eq!(
+            spawn_failure(OsStr::new("/"), &denied),
+            (126, "/: cannot run: is a directory".to_string())
+        );
+        let format = std::io::Error::from_raw_os_error(libc::ENOEXEC);
+        assert_eq!(spawn_failure(OsStr::new("./blob"), &format).0, 126);
+        let too_big = std::io::Error::from_raw_os_error(libc::E2BIG);
+        assert_eq!(
+            spawn_failure(OsStr::new("x"), &too_big),
+            (126, "x: cannot run: argument list too long".to_string())
+        );
     }
 
     #[test]

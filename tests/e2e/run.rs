@@ -155,3 +155,46 @@ fn a_command_that_changes_directory_before_cuda_still_has_its_trace_found() {
     assert!(err.contains("1 process traced: 3 leaked allocations"), "{err}");
     assert_eq!(std::fs::read_dir(dir.path().join("traces")).unwrap().count(), 1);
 }
+
+/// Regression: a command that could not be started exited 2, gpuleak's own error code, where
+/// shells and env(1) exit 127 (not found) or 126 (found, cannot run).
+#[test]
+fn a_command_not_found_exits_127_and_one_that_cannot_run_126_with_one_line_each() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = TempDir::new();
+    let plain = dir.path().join("plain.txt");
+    std::fs::write(&plain, "not a program\n").unwrap();
+    std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let subdir = dir.path().join("sub");
+    std::fs::create_dir(&subdir).unwrap();
+    let missing = dir.path().join("missing");
+    let cases: [(&std::ffi::OsStr, i32, String); 4] = [
+        (
+            "gpuleak-no-such-command".as_ref(),
+            127,
+            "gpuleak: gpuleak-no-such-command: command not found (not in PATH)".into(),
+        ),
+        (
+            missing.as_os_str(),
+            127,
+            format!("gpuleak: {}: no such file", missing.display()),
+        ),
+        (
+            plain.as_os_str(),
+            126,
+            format!("gpuleak: {}: cannot run: permission denied", plain.display()),
+        ),
+        (
+            subdir.as_os_str(),
+            126,
+            format!("gpuleak: {}: cannot run: is a directory", subdir.display()),
+        ),
+    ];
+    for (command, code, message) in cases {
+        let out = gpuleak_run(dir.path(), &["--".as_ref(), command]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{command:?}: {err}");
+        assert!(err.starts_with(&message), "{command:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "one line: {err}");
+    }
+}

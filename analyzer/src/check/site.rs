@@ -69,6 +69,13 @@ impl fmt::Display for SiteKey {
     }
 }
 
+/// One frame's piece of a key (`function@file:line`, ...), as the table above gives it.
+pub fn frame_piece(f: &Frame) -> String {
+    let mut s = String::new();
+    piece(f, &mut s);
+    s
+}
+
 fn piece(f: &Frame, key: &mut String) {
     let file = f.file.as_deref().map(base_name);
     match (f.function.as_deref(), file, f.line) {

@@ -192,9 +192,16 @@ fn limits_pass_at_the_limit_and_fail_past_it() {
     assert_eq!((v.bytes, v.count, v.site.as_ref()), (16000, 3, None));
     assert_eq!(checks(&with(None, Some(2))), ["leak-limit"]);
     assert_eq!(checks(&with(Some(0), Some(0))), ["leak-limit", "leak-limit"]);
-    assert!(with(Some(0), Some(0))
-        .reason()
-        .contains("2 processes over a leak limit"));
+    // Regression: one process over both limits was counted as two processes.
+    assert_eq!(with(Some(0), Some(0)).reason(), "failed: 1 process over a leak limit");
+    let mut two = leaky();
+    two.processes.push(leaky().processes.remove(0));
+    let limits = Config {
+        max_leaked_bytes: Some(0),
+        max_leaks: Some(0),
+        ..Config::default()
+    };
+    assert_eq!(evaluate(two, &limits).reason(), "failed: 2 processes over a leak limit");
 }
 
 #[test]
@@ -399,28 +406,56 @@ fn text_has_a_line_per_violation_then_suppressions_and_the_result() {
 }
 
 #[test]
-fn junit_has_a_case_per_process_and_a_failure_per_violation() {
+fn junit_has_a_case_per_failing_site_and_one_per_passing_process() {
     let mut report = leaky();
     report.processes.push(clean().processes.remove(0));
     // A name that needs escaping.
-    report.processes[0].trace = PathBuf::from("a<b>&\"c\".trace");
+    report.processes[0].trace = PathBuf::from("dir/a<b>&\"c\".trace");
     let o = evaluate(report, &Config::default());
     let mut out = Vec::new();
     junit::write(&o, &mut out).unwrap();
     let xml = String::from_utf8(out).unwrap();
     assert!(
         xml.starts_with(
-            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuleak check\" tests=\"2\" failures=\"1\""
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"gpuleak check\" tests=\"3\" failures=\"2\" errors=\"0\" time=\"0\">\n"
         ),
         "{xml}"
     );
-    assert_eq!(xml.matches("<testcase ").count(), 2);
+    assert_eq!(xml.matches("<testcase ").count(), 3);
     assert_eq!(xml.matches("<failure type=\"leak\"").count(), 2);
+    // Without a ProcessInfo record, the trace's file name stands for the program.
     assert!(
-        xml.contains("name=\"a&lt;b&gt;&amp;&quot;c&quot;.trace: a&lt;b&gt;&amp;&quot;c&quot;.trace\""),
+        xml.contains("name=\"a&lt;b&gt;&amp;&quot;c&quot;.trace: leak at "),
         "{xml}"
     );
+    assert!(xml.contains("<testcase name=\"clean.trace\" "), "{xml}");
     assert!(!xml.contains("a<b"), "{xml}");
+}
+
+#[test]
+fn processes_of_one_program_are_numbered_by_start_time() {
+    use crate::model::Process;
+    let started = |trace: &str, exe: &str, start_unix_ns: u64| {
+        let mut p = clean().processes.remove(0);
+        p.trace = PathBuf::from(trace);
+        p.process = Some(Process {
+            pid: 1000 + start_unix_ns as u32,
+            exe: exe.into(),
+            start_unix_ns,
+            ..Process::default()
+        });
+        p
+    };
+    let processes = [
+        started("x.trace", "/bin/worker", 30),
+        started("y.trace", "/bin/main", 5),
+        started("z.trace", "/usr/bin/worker", 10),
+        started("w.trace", "/bin/worker", 30),
+    ];
+    assert_eq!(
+        junit::process_names(&processes),
+        ["worker #2", "main", "worker #1", "worker #3"]
+    );
 }
 
 #[test]

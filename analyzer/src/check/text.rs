@@ -1,23 +1,34 @@
 //! The check as text for a CI log: one line per violation with its top frame, then
-//! improvements, suppressions, notes, a summary and the result.
+//! improvements, suppressions, notes, a summary and the result. With colour, the severities and
+//! the verdicts: red for errors and failures, yellow for warnings, green for passes.
 
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
+use crate::colour::Style;
 use crate::model::file_name;
-use crate::report::Frame;
+use crate::report::{Frame, Severity};
 
 use super::{plural, process_name, Change, Outcome, Totals};
 
-/// Writes the check as text.
+/// Writes the check as plain text.
 pub fn write(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
+    write_styled(o, Style::PLAIN, out)
+}
+
+/// Writes the check as text in `style`.
+pub fn write_styled(o: &Outcome, style: Style, out: &mut impl Write) -> io::Result<()> {
     let mut s = String::with_capacity(2048);
     for v in &o.violations {
+        let label = format!("{}[{}]", v.severity.name(), v.check);
         let _ = write!(
             s,
-            "{}[{}] {}: {}",
-            v.severity.name(),
-            v.check,
+            "{} {}: {}",
+            match v.severity {
+                Severity::Error => style.red(&label),
+                Severity::Warning => style.yellow(&label),
+                Severity::Note => style.cyan(&label),
+            },
             process_name(&o.report.processes[v.process]),
             v.message
         );
@@ -96,9 +107,9 @@ pub fn write(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
                 process_name(p),
                 counts(&o.counted[i]),
                 if failures == 0 {
-                    "passed".to_string()
+                    style.green("passed")
                 } else {
-                    format!("failed ({})", plural(failures, "violation", "violations"))
+                    style.red(&format!("failed ({})", plural(failures, "violation", "violations")))
                 }
             );
         }
@@ -133,11 +144,15 @@ pub fn write(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
     } else {
         format!(", {} per process", limits.join(" and "))
     };
+    let verdict = format!("gpuleak check: {} (exit {})", o.reason(), o.exit_code());
     let _ = writeln!(
         s,
-        "gpuleak check: {} (exit {}); {mode}{limits}, {} findings fail",
-        o.reason(),
-        o.exit_code(),
+        "{}; {mode}{limits}, {} findings fail",
+        if o.passed() {
+            style.green(&verdict)
+        } else {
+            style.red(&verdict)
+        },
         o.config.fail_on.name()
     );
     out.write_all(s.as_bytes())

@@ -154,6 +154,8 @@ pub struct Process {
     pub exe: String,
     /// Command line.
     pub args: Vec<String>,
+    /// Wall clock when the shim started in it (nanoseconds since the Unix epoch; 0 unknown).
+    pub start_unix_ns: u64,
 }
 
 /// Calls counted over the whole run.

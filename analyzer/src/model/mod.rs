@@ -205,6 +205,7 @@ impl Model {
                     ppid: p.ppid,
                     exe: p.exe.to_string(),
                     args: p.args.iter().map(|a| a.to_string()).collect(),
+                    start_unix_ns: p.start_unix_ns,
                 });
             }
             Body::Module(m) => self.replay.modules.insert(Module {

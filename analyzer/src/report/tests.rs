@@ -626,6 +626,7 @@ fn as_process(s: &Script, pid: u32, trace: &str) -> ProcessReport {
         ppid: 1,
         exe: "/usr/bin/train".into(),
         args: Vec::new(),
+        start_unix_ns: 0,
     });
     r
 }

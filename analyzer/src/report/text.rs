@@ -15,37 +15,14 @@ const WIDTH: usize = 80;
 /// Processes named for a merged site; the others are counted.
 const NAMED_PROCESSES: usize = 6;
 
-/// ANSI colours, or none.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Style {
-    colour: bool,
-}
+pub use crate::colour::Style;
 
-impl Style {
-    /// Plain text.
-    pub const PLAIN: Style = Style { colour: false };
-    /// Coloured text.
-    pub const COLOUR: Style = Style { colour: true };
-
-    fn paint(self, code: &str, text: &str) -> String {
-        if self.colour {
-            format!("\x1b[{code}m{text}\x1b[0m")
-        } else {
-            text.to_string()
-        }
-    }
-
-    fn bold(self, text: &str) -> String {
-        self.paint("1", text)
-    }
-
-    fn severity(self, s: Severity) -> String {
-        let code = match s {
-            Severity::Error => "1;31",
-            Severity::Warning => "1;33",
-            Severity::Note => "1;36",
-        };
-        self.paint(code, s.name())
+/// The colour of a severity's name.
+fn severity(style: Style, s: Severity) -> String {
+    match s {
+        Severity::Error => style.red(s.name()),
+        Severity::Warning => style.yellow(s.name()),
+        Severity::Note => style.cyan(s.name()),
     }
 }
 
@@ -141,7 +118,7 @@ fn process(p: &ProcessReport, style: Style, s: &mut String) {
     if !p.notes.is_empty() {
         s.push('\n');
         for n in &p.notes {
-            wrap(&format!("{}: {n}", style.severity(Severity::Note)), "  ", s);
+            wrap(&format!("{}: {n}", severity(style, Severity::Note)), "  ", s);
         }
     }
 }
@@ -326,7 +303,7 @@ fn site(m: &MergedSite, report: &Report, style: Style, s: &mut String) {
 
 fn finding(f: &Finding, style: Style, s: &mut String) {
     wrap(
-        &format!("{}: {}: {}", style.severity(f.severity), f.check, f.message),
+        &format!("{}: {}: {}", severity(style, f.severity), f.check, f.message),
         "  ",
         s,
     );
