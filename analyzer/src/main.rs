@@ -187,7 +187,8 @@ impl Reading {
 
 #[derive(clap::Args)]
 struct CheckArgs {
-    /// Fail a process that leaks more bytes than this, after suppressions (4096, 64K, 1.5MiB).
+    /// Fail a process that leaks more bytes than this, after suppressions: bytes or a size with
+    /// a unit, all powers of 1024 (4096, 64KB, 1.5 MiB, 2G).
     #[arg(long, value_name = "SIZE", value_parser = gpuleak_analyzer::check::size::parse_size)]
     max_leaked_bytes: Option<u64>,
     /// Fail a process with more leaked allocations than this, after suppressions.
@@ -200,7 +201,8 @@ struct CheckArgs {
     /// and on sites that grew, instead of on every leak.
     #[arg(long, value_name = "REPORT.json")]
     baseline: Option<std::path::PathBuf>,
-    /// How much a site may grow over the baseline: bytes (4096, 64K) or a percentage (10%).
+    /// How much a site may grow over the baseline: a size as for --max-leaked-bytes (4096,
+    /// 64K) or a percentage (10%).
     #[arg(long, value_name = "BYTES_OR_PERCENT", requires = "baseline",
           value_parser = gpuleak_analyzer::check::size::parse_tolerance)]
     tolerance: Option<gpuleak_analyzer::check::Tolerance>,

@@ -332,20 +332,9 @@ pub fn exit_code(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
 }
 
-/// Human-readable bytes (binary units).
+/// Human-readable bytes (binary units: `1.5 MiB`; [`gpuleak_format::size::Bytes`]).
 pub fn human_bytes(n: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = n as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{n} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    gpuleak_format::size::Bytes(n).to_string()
 }
 
 #[cfg(test)]

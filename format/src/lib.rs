@@ -32,6 +32,7 @@ pub mod error;
 pub mod fields;
 pub mod reader;
 pub mod record;
+pub mod size;
 pub mod varint;
 
 pub use api::Api;

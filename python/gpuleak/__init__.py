@@ -321,6 +321,7 @@ class LeakCheck:
 
 def check(max_leaked_bytes=0, count_pools=None, strict=False, collect=True):
     """A context manager (or decorator) that raises `LeakError` when memory allocated inside
-    it outlives it by more than `max_leaked_bytes` (bytes, or a size like "1 MB", "64KiB").
+    it outlives it by more than `max_leaked_bytes` (bytes, or a size like "1 MB", "64KiB"; every
+    unit a power of 1024, see `parse_size`; ValueError on anything else).
     `collect` runs a garbage collection before the exit snapshot. See `LeakCheck`."""
     return LeakCheck(max_leaked_bytes, count_pools=count_pools, strict=strict, collect=collect)

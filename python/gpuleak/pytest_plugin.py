@@ -19,6 +19,9 @@ setup and teardown are not part of it):
 - `--gpuleak-baseline FILE` fails a test whose leaked bytes grew over the number the file holds
   for it (0 for a test it does not list); `--gpuleak-update-baseline` writes the file instead.
 
+Sizes are bytes or strings as pytest-memray's `limit_memory` reads them, every unit a power
+of 1024 ("1 MB" = "1 MiB" = 1048576 bytes; `gpuleak.parse_size`).
+
 Markers are registered always, so they can stay in the code when pytest runs without the
 plugin (they then check nothing). See docs/python.md.
 """
@@ -51,7 +54,8 @@ def pytest_addoption(parser):
         "--gpuleak-limit-leaks",
         metavar="SIZE",
         default=None,
-        help="leak limit for tests without a gpu_limit_leaks marker (bytes, or 1MB, 64KiB, ...)",
+        help="leak limit for tests without a gpu_limit_leaks marker: bytes or a size such as "
+        "64KB or '1.5 MiB' (every unit a power of 1024)",
     )
     group.addoption(
         "--gpuleak-baseline",
@@ -80,7 +84,7 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers",
         f"{LEAKS_MARKER}(size): with --gpuleak, fail when GPU memory allocated during the test "
-        "outlives it by more than size (bytes, or '1 MB', '64KiB', ...)",
+        "outlives it by more than size (bytes, or '1 MB', '64KiB', ...; every unit a power of 1024)",
     )
     config.addinivalue_line(
         "markers",
@@ -90,6 +94,11 @@ def pytest_configure(config):
     baseline = config.getoption("gpuleak_baseline")
     if config.getoption("gpuleak_update_baseline") and not baseline:
         raise pytest.UsageError("--gpuleak-update-baseline needs --gpuleak-baseline FILE")
+    limit = config.getoption("gpuleak_limit_leaks")
+    try:
+        default_limit = None if limit is None else gpuleak.parse_size(limit)
+    except ValueError as e:
+        raise pytest.UsageError(f"--gpuleak-limit-leaks: {e}") from None
     if not (config.getoption("gpuleak") or baseline):
         return
     if not gpuleak.active():
@@ -99,11 +108,6 @@ def pytest_configure(config):
         )
     if os.environ.get("GPULEAK_DISABLE") == "1":
         raise pytest.UsageError("--gpuleak: GPULEAK_DISABLE=1 is set, so nothing is traced: unset it")
-    limit = config.getoption("gpuleak_limit_leaks")
-    try:
-        default_limit = None if limit is None else gpuleak.parse_size(limit)
-    except ValueError as e:
-        raise pytest.UsageError(f"--gpuleak-limit-leaks: {e}") from None
     config.pluginmanager.register(GpuleakPlugin(config, default_limit), "gpuleak-plugin")
 
 
@@ -232,7 +236,7 @@ class GpuleakPlugin:
             if leaked > allowed:
                 listed = "its baseline" if item.nodeid in self.baseline.tests else "the baseline (absent: 0)"
                 problems.append(
-                    f"gpuleak: the test leaked {leaked} bytes, more than the {allowed} of {listed} "
+                    f"gpuleak: the test leaked {leaked} bytes, more than the {allowed} bytes of {listed} "
                     f"in {self.baseline.path}:\n"
                     + "\n".join(leak.format(caller=_test_frame(item)) for leak in leaks)
                 )

@@ -24,7 +24,7 @@
 //! |---|---|---|
 //! | `GPULEAK_METRICS` | off | `HOST:PORT` (or a bare port, on 127.0.0.1) to serve Prometheus metrics on, from a background thread started at the first CUDA call; `PORT+`: the first free port from PORT to PORT + 63 (one per process); loopback only unless `GPULEAK_METRICS_ALLOW_REMOTE=1` |
 //! | `GPULEAK_METRICS_ALLOW_REMOTE` | 0 | 1: let `GPULEAK_METRICS` bind a non-loopback address |
-//! | `GPULEAK_LIMIT` | off | per-device budget of device memory (`8GiB`, `512MB`, `4096`; units B, KB/KiB, MB/MiB, GB/GiB, TB/TiB; KB = 1000, KiB = 1024): an allocation beyond it fails with `CUDA_ERROR_OUT_OF_MEMORY` without reaching the driver |
+//! | `GPULEAK_LIMIT` | off | per-device budget of device memory, a size as [`gpuleak_format::size`] reads it (`8GiB`, `512 MB`, `4096`; every unit a power of 1024: `1MB` = `1 MiB` = `1M` = 1048576 bytes): an allocation beyond it fails with `CUDA_ERROR_OUT_OF_MEMORY` without reaching the driver |
 //! | `GPULEAK_FAIL` | off | fault injection: comma-separated `API:N` (the Nth call) or `API:every=N`, each optionally `:err=CODE` (a number or a `CUDA_ERROR_*` name; default 2, out of memory); `API` is an allocation function as the trace names it (`cuMemAlloc_v2`) |
 //! | `GPULEAK_SNAPSHOT_SIGNAL` | off | a signal (`USR1`, `USR2`, `HUP`, `WINCH`, `RTMIN+N`, `RTMAX-N` or a number) that writes a snapshot record; a handler the program installed first is chained to; a signal the process ignores (`nohup`) stays ignored |
 //! | `GPULEAK_SNAPSHOT_PERIOD` | off | write a snapshot record this often (`500ms`, `10s`, `5m`, `1h`; a bare number is seconds; at most 24h) |
@@ -40,7 +40,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use gpuleak_format::Api;
+use gpuleak_format::{size, Api};
 use gpuleak_unwind::Method;
 
 /// Parsed settings.
@@ -371,36 +371,6 @@ pub struct Ops {
     pub disabled: bool,
 }
 
-/// Parses a byte size: plain bytes, or a number with B, KB/KiB, MB/MiB, GB/GiB, TB/TiB
-/// (also K/M/G/T, binary), case-insensitive, spaces allowed before the unit.
-pub fn parse_bytes(text: &str) -> Option<u64> {
-    let t = text.trim();
-    let split = t.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(t.len());
-    let (num, unit) = (&t[..split], t[split..].trim());
-    let mult: u64 = match unit.to_ascii_lowercase().as_str() {
-        "" | "b" => 1,
-        "kb" => 1000,
-        "mb" => 1_000_000,
-        "gb" => 1_000_000_000,
-        "tb" => 1_000_000_000_000,
-        "k" | "kib" => 1 << 10,
-        "m" | "mib" => 1 << 20,
-        "g" | "gib" => 1 << 30,
-        "t" | "tib" => 1 << 40,
-        _ => return None,
-    };
-    if num.is_empty() {
-        return None;
-    }
-    if let Ok(n) = num.parse::<u64>() {
-        return n.checked_mul(mult);
-    }
-    // Fractions (`1.5GiB`) only with a unit, rounded down to a byte.
-    let f: f64 = num.parse().ok()?;
-    let bytes = f * mult as f64;
-    (mult > 1 && f.is_finite() && bytes >= 0.0 && bytes < u64::MAX as f64).then_some(bytes as u64)
-}
-
 /// The longest `GPULEAK_SNAPSHOT_PERIOD`; longer ones are cut to it.
 pub const MAX_SNAPSHOT_PERIOD: Duration = Duration::from_secs(24 * 3600);
 
@@ -578,11 +548,16 @@ impl Ops {
         let metrics = metrics_and_ports.map(|(a, _)| a);
         let metrics_ports = metrics_and_ports.map_or(1, |(_, n)| n);
         let limit = var("GPULEAK_LIMIT").filter(|v| !v.trim().is_empty()).and_then(|v| {
-            let n = parse_bytes(&v).filter(|&n| n > 0);
-            if n.is_none() {
-                warn("GPULEAK_LIMIT", &v, "a size such as 8GiB, 512MB or 4096", "no limit");
+            match size::parse_size(&v) {
+                Ok(0) => crate::diag::line(format_args!(
+                    "GPULEAK_LIMIT={v:?}: a budget of 0 bytes would refuse every allocation; expected {} above 0; \
+                     using no limit",
+                    size::ACCEPTED
+                )),
+                Ok(n) => return Some(n),
+                Err(why) => crate::diag::line(format_args!("GPULEAK_LIMIT={v:?}: {why}; using no limit")),
             }
-            n
+            None
         });
         let faults = var("GPULEAK_FAIL")
             .filter(|v| !v.trim().is_empty())
@@ -646,25 +621,6 @@ impl Ops {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn byte_sizes_take_decimal_and_binary_units() {
-        assert_eq!(parse_bytes("4096"), Some(4096));
-        assert_eq!(parse_bytes("8GiB"), Some(8 << 30));
-        assert_eq!(parse_bytes("8 GiB"), Some(8 << 30));
-        assert_eq!(parse_bytes("512MB"), Some(512_000_000));
-        assert_eq!(parse_bytes("512mib"), Some(512 << 20));
-        assert_eq!(parse_bytes("1KB"), Some(1000));
-        assert_eq!(parse_bytes("1KiB"), Some(1024));
-        assert_eq!(parse_bytes("2G"), Some(2 << 30));
-        assert_eq!(parse_bytes("10B"), Some(10));
-        assert_eq!(parse_bytes("1.5GiB"), Some(3 << 29));
-        assert_eq!(parse_bytes("1.5"), None);
-        assert_eq!(parse_bytes("GiB"), None);
-        assert_eq!(parse_bytes("8 gigs"), None);
-        assert_eq!(parse_bytes("-1"), None);
-        assert_eq!(parse_bytes("99999999999TiB"), None);
-    }
 
     #[test]
     fn durations_need_a_known_unit_and_are_never_zero() {

@@ -109,7 +109,7 @@ fn limits_pass_at_the_limit_and_fail_past_it() {
         (&["--max-leaked-bytes", "16000"][..], 0),
         (&["--max-leaked-bytes", "16K"], 0),
         (&["--max-leaked-bytes", "15999"], 1),
-        (&["--max-leaked-bytes", "15.9K"], 1),
+        (&["--max-leaked-bytes", "15.6K"], 1),
         (&["--max-leaks", "3"], 0),
         (&["--max-leaks", "2"], 1),
         (&["--max-leaks", "3", "--max-leaked-bytes", "1MiB"], 0),
@@ -132,6 +132,58 @@ fn limits_pass_at_the_limit_and_fail_past_it() {
     assert_eq!(v["check"], "leak-limit");
     assert_eq!((u(&v["bytes"]), u(&v["count"])), (16000, 3));
     assert_eq!(v["stack"][0]["function"], "pin_staging", "the largest site");
+}
+
+#[test]
+fn max_leaked_bytes_of_1_mb_is_1_mib_and_a_bad_size_says_what_is_accepted() {
+    // ops_workload keeps one 1 MiB allocation: 1048576 bytes leaked.
+    let dir = TempDir::new();
+    let trace = dir.path().join("mib.trace");
+    let mut cmd = shim_command(client("ops_workload"), &trace);
+    assert_ok(&cmd.args(["steps", "1", "1"]).output().unwrap());
+    // Every unit is a power of 1024, as pytest-memray reads them (README, "Sizes").
+    for size in ["1 MB", "1MB", "1 MiB", "1M", "1mb", "1048576", "1024 KiB"] {
+        assert_exit(&check(&["--max-leaked-bytes", size], &[&trace]), 0);
+    }
+    for size in ["1048575", "1023.99 KB", "0.99 MB"] {
+        let out = check(&["--max-leaked-bytes", size], &[&trace]);
+        assert_exit(&out, 1);
+        let text = stdout(&out);
+        assert!(
+            text.lines().any(|l| l.starts_with("error[leak-limit]")
+                && l.contains("1048576 bytes leaked, over the limit of 10")
+                && l.contains(" bytes (--max-leaked-bytes)")),
+            "{text}"
+        );
+    }
+    // A bad size: exit 2, one message naming the value and the accepted forms.
+    let accepted = "expected a number of bytes with an optional unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB, \
+                    T/TB/TiB or P/PB/PiB (any case, all powers of 1024)";
+    for (size, why) in [
+        ("12X", "unknown unit"),
+        ("1 XB", "unknown unit"),
+        ("1.2.3", "not a number"),
+        ("MB", "not a number"),
+    ] {
+        let out = check(&["--max-leaked-bytes", size], &[&trace]);
+        assert_exit(&out, 2);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains(&format!(
+                "invalid value '{size}' for '--max-leaked-bytes <SIZE>': {why}; {accepted}"
+            )),
+            "{err}"
+        );
+    }
+    let out = check(&["--baseline", "b.json", "--tolerance", "5 XB"], &[&trace]);
+    assert_exit(&out, 2);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&format!(
+            "'5 XB' for '--tolerance <BYTES_OR_PERCENT>': unknown unit; {accepted}"
+        )),
+        "{err}"
+    );
 }
 
 #[test]

@@ -83,6 +83,42 @@ fn a_budget_turns_a_passing_program_into_an_oom_without_calling_the_driver() {
 }
 
 #[test]
+fn a_budget_of_1mb_1_mib_or_1m_is_the_same_1048576_bytes() {
+    // Sizes mean one thing everywhere (README, "Sizes"): every unit is a power of 1024, as
+    // pytest-memray reads them, so "1MB" is not 1000000 bytes.
+    for limit in ["1MB", "1 MiB", "1M", "1 mb", "1024KB"] {
+        // One 1 MiB allocation fits exactly...
+        let (fits, _) = run_workload(&["steps", "1", "1"], &[("GPULEAK_LIMIT", limit)]);
+        assert_eq!(results(&fits), vec![0], "GPULEAK_LIMIT={limit:?}: {}", stderr(&fits));
+        assert_ok(&fits);
+        // ...a second does not.
+        let (over, _) = run_workload(&["steps", "2", "1"], &[("GPULEAK_LIMIT", limit)]);
+        assert_eq!(results(&over), vec![0, 2], "GPULEAK_LIMIT={limit:?}");
+        assert_eq!(stderr(&over), "", "a good size says nothing");
+    }
+}
+
+#[test]
+fn a_bad_budget_prints_one_line_with_the_accepted_forms_and_sets_no_limit() {
+    for (limit, why) in [
+        ("lots", "not a number"),
+        ("1 XB", "unknown unit"),
+        ("-1MB", "not a number"),
+        ("99999999999 TiB", "too large"),
+        ("0", "a budget of 0 bytes would refuse every allocation"),
+    ] {
+        let (out, _) = run_workload(&["steps", "2", "1"], &[("GPULEAK_LIMIT", limit)]);
+        assert_ok(&out);
+        assert_eq!(results(&out), vec![0, 0], "no budget with GPULEAK_LIMIT={limit:?}");
+        let err = stderr(&out);
+        let head = format!("gpuleak: GPULEAK_LIMIT={limit:?}: {why}; expected a number of bytes with an optional unit B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB or P/PB/PiB (any case, all powers of 1024)");
+        assert!(err.starts_with(&head), "{err}");
+        assert!(err.ends_with("; using no limit\n"), "{err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+    }
+}
+
+#[test]
 fn an_oom_from_the_driver_writes_a_snapshot_and_on_request_a_summary_of_who_holds_memory() {
     let env = [
         ("SIMCUDA_MEM_BYTES", "160MiB"),

@@ -345,6 +345,7 @@ fn pytest_under_gpuleak(dir: &Path, extra: &[&str]) -> Output {
 
 fn expected(failed: &[&str]) -> Vec<(String, String)> {
     let mut v: Vec<(String, String)> = [
+        "test_leaks_1_mib_at_a_1_mb_limit",
         "test_leaks_2_mib",
         "test_leaks_2_mib_fixed",
         "test_leaks_512_kib_under_the_limit",
@@ -375,7 +376,7 @@ fn assert_plugin_verdicts(out: &Output, workers: usize, dir: &Path) {
         "\n{stdout}\n{stderr}"
     );
     assert!(
-        stdout.contains("gpuleak: 2097152 bytes (2.0 MiB) allocated in the test outlived it (limit 1000000 bytes)"),
+        stdout.contains("gpuleak: 2097152 bytes (2.0 MiB) allocated in the test outlived it (limit 1048576 bytes)"),
         "{stdout}"
     );
     assert!(
@@ -404,12 +405,12 @@ fn assert_plugin_verdicts(out: &Output, workers: usize, dir: &Path) {
     );
     assert!(
         stdout.contains(
-            "gpuleak: the test had 8388608 bytes (8.0 MiB) of GPU memory allocated at once, over its limit of 4000000 bytes"
+            "gpuleak: the test had 8388608 bytes (8.0 MiB) of GPU memory allocated at once, over its limit of 4194304 bytes"
         ),
         "{stdout}"
     );
     assert!(
-        stdout.contains("gpuleak: 6 tests measured, 3 left GPU memory allocated (2.8 MiB)"),
+        stdout.contains("gpuleak: 7 tests measured, 4 left GPU memory allocated (3.8 MiB)"),
         "{stdout}"
     );
     // One trace per process that ran tests (the xdist controller runs none and makes no CUDA
@@ -453,6 +454,7 @@ fn the_pytest_baseline_fails_a_test_whose_leak_grew_and_passes_the_others() {
     let leaked = |t: &str| doc["tests"][format!("pkg_pytest_leaks.py::{t}")]["leaked_bytes"].as_u64();
     assert_eq!(leaked("test_unmarked_leak"), Some(262_144), "{written}");
     assert_eq!(leaked("test_leaks_2_mib_fixed"), Some(0), "{written}");
+    assert_eq!(leaked("test_leaks_1_mib_at_a_1_mb_limit"), Some(1 << 20), "{written}");
     assert_eq!(leaked("test_leaks_512_kib_under_the_limit"), Some(524_288), "{written}");
     assert_eq!(
         doc["tests"]["pkg_pytest_leaks.py::test_peak_8_mib"]["peak_bytes"].as_u64(),
@@ -480,7 +482,7 @@ fn the_pytest_baseline_fails_a_test_whose_leak_grew_and_passes_the_others() {
     );
     assert!(
         stdout.contains(&format!(
-            "gpuleak: the test leaked 262144 bytes, more than the 1000 of its baseline in {b}"
+            "gpuleak: the test leaked 262144 bytes, more than the 1000 bytes of its baseline in {b}"
         )),
         "{stdout}"
     );
@@ -664,5 +666,5 @@ fn the_package_s_python_unit_tests_pass() {
     let out = output_of(&mut cmd);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("9 passed"), "{stdout}");
+    assert!(stdout.contains("13 passed"), "{stdout}");
 }

@@ -19,7 +19,7 @@ try:
 except gpuleak.ToolError as e:
     assert "gpuleak run" in str(e)
 
-sizes = {"4096": 4096, "64K": 64000, "1 MB": 1000000, "1.5MiB": 1572864, "2 GiB": 2 << 30, "7b": 7, 12: 12}
+sizes = {"4096": 4096, "64K": 65536, "1 MB": 1 << 20, "1.5MiB": 1572864, "2 GiB": 2 << 30, "7b": 7, 12: 12}
 for text, want in sizes.items():
     assert gpuleak.parse_size(text) == want, (text, gpuleak.parse_size(text), want)
 for bad in ("", "1 XB", "MB", -1, 1.5, "1.2.3"):

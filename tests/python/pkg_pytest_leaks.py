@@ -33,6 +33,12 @@ def test_leaks_2_mib_fixed():
 
 
 @pytest.mark.gpu_limit_leaks("1 MB")
+def test_leaks_1_mib_at_a_1_mb_limit():
+    # "1 MB" is 1048576 bytes, as pytest-memray reads it: exactly at the limit passes.
+    make_cache(MIB)
+
+
+@pytest.mark.gpu_limit_leaks("1 MB")
 def test_leaks_512_kib_under_the_limit():
     make_cache(512 << 10)
 

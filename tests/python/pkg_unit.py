@@ -1,8 +1,10 @@
 """Unit tests of the gpuleak package's pure-Python parts, without the shim (tests/e2e/python_pkg.rs
 runs `python -m pytest` on this file in target/pkgenv): reading `gpuleak report --at A..B` JSON,
-the leak message and its stack cut, sizes, and the plugin's option errors."""
+the leak message and its stack cut, sizes (on the table tests/data/sizes.tsv that the Rust
+parser's tests read too), and the plugin's option errors."""
 
 import json
+import pathlib
 
 import pytest
 
@@ -110,6 +112,72 @@ def test_the_message_cuts_the_stack_at_the_caller_and_names_native_files_by_name
 
 def test_format_size_matches_gpuleak_run():
     assert [gpuleak.format_size(n) for n in (0, 1000, 3 << 20, 5 << 30)] == ["0 B", "1000 B", "3.0 MiB", "5.0 GiB"]
+
+
+SIZES = pathlib.Path(__file__).resolve().parent.parent / "data" / "sizes.tsv"
+
+
+def size_cases():
+    """(line, text, bytes or None for an error) from the shared table."""
+    cases = []
+    for number, line in enumerate(SIZES.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        text, want = line.split("\t")
+        text = "" if text == "<empty>" else text.replace("\\s", " ").replace("\\t", "\t")
+        cases.append((number, text, None if want == "error" else int(want)))
+    return cases
+
+
+def test_sizes_follow_the_table_the_rust_parser_is_tested_on():
+    cases = size_cases()
+    assert len(cases) > 40
+    for number, text, want in cases:
+        if want is None:
+            with pytest.raises(ValueError, match="expected a number of bytes with an optional unit"):
+                gpuleak.parse_size(text)
+        else:
+            assert gpuleak.parse_size(text) == want, (number, text)
+    # The units mean the same as pytest-memray's: powers of 1024.
+    assert gpuleak.parse_size("1MB") == gpuleak.parse_size("1 MiB") == gpuleak.parse_size("1M") == 1 << 20
+
+
+def test_bad_sizes_raise_value_error_with_the_accepted_forms():
+    for bad in (-1, 1 << 64, True, 1.5, None, "lots"):
+        with pytest.raises(ValueError, match="K/KB/KiB, M/MB/MiB") as e:
+            gpuleak.parse_size(bad)
+        assert repr(bad) in str(e.value)
+    assert gpuleak.parse_size((1 << 64) - 1) == (1 << 64) - 1
+    with pytest.raises(ValueError, match=r"invalid size '1 XB': unknown unit; expected .*powers of 1024"):
+        gpuleak.check(max_leaked_bytes="1 XB")
+    assert gpuleak.check(max_leaked_bytes="1 MB").limit == 1 << 20
+
+
+class FakeItem:
+    """What `_marker_limit` reads of a test item."""
+
+    nodeid = "t.py::test_x"
+
+    def __init__(self, *args):
+        self.marker = pytest.mark.gpu_limit_leaks(*args).mark
+
+    def get_closest_marker(self, name):
+        return self.marker if name == self.marker.name else None
+
+
+def test_marker_sizes_follow_the_rule_and_bad_ones_are_usage_errors():
+    assert pytest_plugin._marker_limit(FakeItem("1 MB"), "gpu_limit_leaks") == 1 << 20
+    assert pytest_plugin._marker_limit(FakeItem(4096), "gpu_limit_leaks") == 4096
+    assert pytest_plugin._marker_limit(FakeItem("1 MB"), "gpu_limit_memory") is None
+    with pytest.raises(pytest.UsageError, match=r"t.py::test_x: @gpu_limit_leaks: invalid size '1 XB': unknown unit; expected"):
+        pytest_plugin._marker_limit(FakeItem("1 XB"), "gpu_limit_leaks")
+
+
+def test_a_bad_limit_option_is_a_usage_error_that_says_what_is_accepted(pytester):
+    pytester.makepyfile("def test_x(): pass")
+    result = pytester.runpytest_subprocess("--gpuleak-limit-leaks", "lots")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--gpuleak-limit-leaks: invalid size 'lots': not a number; expected a number of bytes*"])
 
 
 def test_a_baseline_that_is_not_one_is_refused(tmp_path):

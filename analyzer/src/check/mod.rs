@@ -413,7 +413,7 @@ fn limits(o: &mut Outcome) {
         };
         if let Some(max) = config.max_leaked_bytes.filter(|&m| c.leaked_bytes > m) {
             over(format!(
-                "{} bytes leaked, over the limit of {max} (--max-leaked-bytes)",
+                "{} bytes leaked, over the limit of {max} bytes (--max-leaked-bytes)",
                 c.leaked_bytes
             ));
         }

@@ -184,7 +184,8 @@ fn limits_pass_at_the_limit_and_fail_past_it() {
     assert_eq!(checks(&o), ["leak-limit"]);
     let v = &o.violations[0];
     assert!(
-        v.message.starts_with("16000 bytes leaked, over the limit of 15999"),
+        v.message
+            .starts_with("16000 bytes leaked, over the limit of 15999 bytes"),
         "{}",
         v.message
     );

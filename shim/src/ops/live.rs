@@ -525,20 +525,9 @@ pub fn sites(slot: Option<usize>) -> Vec<(StackId, SiteTotal)> {
     v
 }
 
-/// Bytes as a short human string (`1.5 GiB`).
+/// Bytes as a short human string (`1.5 GiB`; [`gpuleak_format::size::Bytes`]).
 pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = bytes as f64;
-    let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
-        v /= 1024.0;
-        u += 1;
-    }
-    if u == 0 {
-        format!("{bytes} B")
-    } else {
-        format!("{v:.1} {}", UNITS[u])
-    }
+    gpuleak_format::size::Bytes(bytes).to_string()
 }
 
 /// Prints who holds the memory after an out-of-memory failure: one screen on stderr, in
