@@ -1,7 +1,7 @@
 //! Byte sizes as people write them and as gpuleak prints them: one rule for every size a user
 //! gives (`GPULEAK_LIMIT`, `gpuleak check --max-leaked-bytes`, the Python API and the pytest
 //! markers; python/gpuleak/_sizes.py holds the same rule, and both test suites read the table
-//! of cases in tests/data/sizes.tsv).
+//! of cases in tests/data/sizes.txt).
 //!
 //! The rule follows pytest-memray's `limit_memory` marker: a decimal number (`1`, `1.5`,
 //! `.5`), optional spaces, and an optional unit, in any case: `B`, `K`/`KB`/`KiB`,
@@ -130,7 +130,7 @@ mod tests {
     use super::*;
 
     /// The shared table: `text<TAB>bytes`, or `text<TAB>error` for a text that is not a size.
-    const CASES: &str = include_str!("../../tests/data/sizes.tsv");
+    const CASES: &str = include_str!("../../tests/data/sizes.txt");
 
     /// Undoes the table's escapes: `\s` a space, `\t` a tab; `<empty>` the empty text.
     fn unescape(field: &str) -> String {

@@ -1,6 +1,6 @@
 """Byte sizes: the one rule of every gpuleak size (GPULEAK_LIMIT, `gpuleak check
 --max-leaked-bytes`, `gpuleak.check()`, the pytest markers), as format/src/size.rs reads them;
-both are tested on the table in tests/data/sizes.tsv.
+both are tested on the table in tests/data/sizes.txt.
 
 The rule follows pytest-memray's `limit_memory` marker: a decimal number ("1", "1.5", ".5"),
 optional spaces, and an optional unit in any case: B, K/KB/KiB, M/MB/MiB, G/GB/GiB, T/TB/TiB,

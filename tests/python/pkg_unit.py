@@ -1,6 +1,6 @@
 """Unit tests of the gpuleak package's pure-Python parts, without the shim (tests/e2e/python_pkg.rs
 runs `python -m pytest` on this file in target/pkgenv): reading `gpuleak report --at A..B` JSON,
-the leak message and its stack cut, sizes (on the table tests/data/sizes.tsv that the Rust
+the leak message and its stack cut, sizes (on the table tests/data/sizes.txt that the Rust
 parser's tests read too), and the plugin's option errors."""
 
 import json
@@ -114,7 +114,7 @@ def test_format_size_matches_gpuleak_run():
     assert [gpuleak.format_size(n) for n in (0, 1000, 3 << 20, 5 << 30)] == ["0 B", "1000 B", "3.0 MiB", "5.0 GiB"]
 
 
-SIZES = pathlib.Path(__file__).resolve().parent.parent / "data" / "sizes.tsv"
+SIZES = pathlib.Path(__file__).resolve().parent.parent / "data" / "sizes.txt"
 
 
 def size_cases():

@@ -35,12 +35,14 @@ fn files(dir: &Path) -> Vec<String> {
     names
 }
 
-/// The one trace in `dir`, which must be `gpuleak.shim_crash.<pid>.trace`.
+/// The one trace in `dir`, which must be `gpuleak.shim_crash.<pid>.trace` (the program's name
+/// is its `/proc/self/comm`: under an emulator, the emulator's).
 fn default_named_trace(dir: &Path) -> PathBuf {
     let names = files(dir);
     assert_eq!(names.len(), 1, "{names:?}");
+    let program = if gpuleak_e2e::runner().is_some() { "" } else { "shim_crash." };
     assert!(
-        names[0].starts_with("gpuleak.shim_crash.") && names[0].ends_with(".trace"),
+        names[0].starts_with(&format!("gpuleak.{program}")) && names[0].ends_with(".trace"),
         "{names:?}"
     );
     let path = dir.join(&names[0]);
