@@ -40,7 +40,11 @@ fn files(dir: &Path) -> Vec<String> {
 fn default_named_trace(dir: &Path) -> PathBuf {
     let names = files(dir);
     assert_eq!(names.len(), 1, "{names:?}");
-    let program = if gpuleak_e2e::runner().is_some() { "" } else { "shim_crash." };
+    let program = if gpuleak_e2e::runner().is_some() {
+        ""
+    } else {
+        "shim_crash."
+    };
     assert!(
         names[0].starts_with(&format!("gpuleak.{program}")) && names[0].ends_with(".trace"),
         "{names:?}"
