@@ -35,16 +35,22 @@ fn files(dir: &Path) -> Vec<String> {
     names
 }
 
+/// `shim_crash.`, how the default trace name starts after `gpuleak.`; nothing under an emulator,
+/// whose name the program's `/proc/self/comm` holds.
+fn program_prefix() -> &'static str {
+    if gpuleak_e2e::runner().is_some() {
+        ""
+    } else {
+        "shim_crash."
+    }
+}
+
 /// The one trace in `dir`, which must be `gpuleak.shim_crash.<pid>.trace` (the program's name
 /// is its `/proc/self/comm`: under an emulator, the emulator's).
 fn default_named_trace(dir: &Path) -> PathBuf {
     let names = files(dir);
     assert_eq!(names.len(), 1, "{names:?}");
-    let program = if gpuleak_e2e::runner().is_some() {
-        ""
-    } else {
-        "shim_crash."
-    };
+    let program = program_prefix();
     assert!(
         names[0].starts_with(&format!("gpuleak.{program}")) && names[0].ends_with(".trace"),
         "{names:?}"
@@ -130,7 +136,8 @@ fn an_output_that_is_a_directory_gets_the_default_name_inside_it() {
     let out = traced(Path::new(&output), dir.path(), &[]);
     let err = stderr(&out);
     assert_eq!(err.lines().count(), 1, "{err}");
-    let prefix = format!("gpuleak: cannot create trace {}/gpuleak.shim_crash.", missing.display());
+    let program = program_prefix();
+    let prefix = format!("gpuleak: cannot create trace {}/gpuleak.{program}", missing.display());
     assert!(err.starts_with(&prefix), "{err}");
     assert!(!missing.exists());
     // The twin: a file name is used as it is.
