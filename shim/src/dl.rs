@@ -131,7 +131,7 @@ static GETTERS: [AtomicUsize; Getter::ALL.len()] = [const { AtomicUsize::new(0) 
 
 /// Looks `g` up: in the `libcuda` the program uses when the shim has seen it, else wherever
 /// the default lookup finds it.
-fn look_up(g: Getter) -> usize {
+fn look_up(g: Getter) -> Option<usize> {
     let handle = libcuda();
     let mut p = if handle.is_null() {
         std::ptr::null_mut()
@@ -141,31 +141,53 @@ fn look_up(g: Getter) -> usize {
     if p.is_null() {
         p = real_dlsym(RTLD_NEXT, g.name());
     }
-    if p.is_null() {
-        1
-    } else {
-        p as usize
+    (!p.is_null()).then_some(p as usize)
+}
+
+/// Whether the driver can be looked into: its handle is known, or the default lookup reaches
+/// it (a getter not found then is one this driver does not have).
+fn driver_present() -> bool {
+    !libcuda().is_null() || !real_dlsym(RTLD_NEXT, c"cuInit").is_null()
+}
+
+/// Looks `g` up now; remembers it absent only where the driver was there to look into.
+#[cold]
+fn resolve_getter(g: Getter) -> Option<usize> {
+    let found = look_up(g);
+    let slot = &GETTERS[g as usize];
+    match found {
+        Some(f) => slot.store(f, Ordering::Relaxed),
+        None if driver_present() => slot.store(1, Ordering::Relaxed),
+        None => {}
     }
+    found
 }
 
 /// The driver's getter `g`, if it has one. Looked up by [`resolve_up_front`] when tracing
-/// starts, so that no intercepted call after that takes the loader's lock (a signal handler
-/// that leaves a call by `longjmp` would leave the lock held); looked up here only before.
+/// starts and when the driver's handle becomes known, so that no intercepted call after that
+/// takes the loader's lock (a signal handler that leaves a call by `longjmp` would leave the
+/// lock held); looked up here only when neither had reached the driver yet (tracing started by
+/// the control API before the program loaded it).
 pub fn driver_fn(g: Getter) -> Option<usize> {
-    let slot = &GETTERS[g as usize];
-    let mut f = slot.load(Ordering::Relaxed);
-    if f == 0 {
-        f = look_up(g);
-        slot.store(f, Ordering::Relaxed);
+    match GETTERS[g as usize].load(Ordering::Relaxed) {
+        0 => resolve_getter(g),
+        1 => None,
+        f => Some(f),
     }
-    (f != 1).then_some(f)
 }
 
 /// Looks up every getter and the real function of every driver entry point the shim exports,
-/// once, as tracing starts (inside the first intercepted call).
+/// once the driver is loaded: as tracing starts (inside the first intercepted call), and again
+/// when the driver's handle becomes known (a driver opened with `RTLD_LOCAL` is out of reach
+/// of the default lookup until then).
 pub fn resolve_up_front() {
+    if !driver_present() {
+        return;
+    }
     for &g in Getter::ALL {
-        let _ = driver_fn(g);
+        if GETTERS[g as usize].load(Ordering::Relaxed) <= 1 {
+            resolve_getter(g);
+        }
     }
     hooks::resolve_driver_rows();
 }
@@ -201,8 +223,12 @@ pub fn in_libcuda(addr: *const c_void) -> bool {
         // loaded object again (RTLD_NOLOAD: never loads anything) gives a real handle.
         // SAFETY: `dli_fname` names an object that is loaded; RTLD_NOLOAD only looks it up.
         let handle = unsafe { libc::dlopen(info.dli_fname, libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
-        if !handle.is_null() {
-            let _ = LIBCUDA.compare_exchange(std::ptr::null_mut(), handle, Ordering::AcqRel, Ordering::Acquire);
+        if !handle.is_null()
+            && LIBCUDA
+                .compare_exchange(std::ptr::null_mut(), handle, Ordering::AcqRel, Ordering::Acquire)
+                .is_ok()
+        {
+            resolve_up_front();
         }
     }
     is_cuda
