@@ -15,7 +15,8 @@ Run the program under the shim (`gpuleak run -- python train.py`); then::
         evaluate()                            # when memory allocated here outlives the block
 
 Without the shim every function does nothing (`live_bytes()` and `snapshot()` give 0, `check()`
-checks nothing) and `gpuleak.active()` is False, so the calls can stay in production code.
+checks nothing and warns once, or raises under GPULEAK_REQUIRE_SHIM=1) and `gpuleak.active()` is
+False, so the calls can stay in production code.
 """
 
 import contextlib
@@ -23,6 +24,7 @@ import functools
 import gc
 import os
 import sys
+import warnings
 
 from . import _shim, _tool
 from ._sizes import format_size, parse_size
@@ -251,6 +253,21 @@ class LeakError(AssertionError):
         super().__init__("\n".join([head] + [leak.format(caller=caller) for leak in leaks]))
 
 
+_NO_SHIM = "gpuleak.check: libgpuleak.so is not loaded, so nothing is checked: run under gpuleak run"
+_warned_no_shim = False
+
+
+def _unchecked(strict):
+    """A check that cannot check: raises under `strict` or GPULEAK_REQUIRE_SHIM=1, else warns
+    once per process (a check that silently passes would read as "no leak")."""
+    global _warned_no_shim
+    if strict or os.environ.get("GPULEAK_REQUIRE_SHIM") == "1":
+        raise ToolError(_NO_SHIM)
+    if not _warned_no_shim:
+        _warned_no_shim = True
+        warnings.warn(_NO_SHIM + " (GPULEAK_REQUIRE_SHIM=1 makes this an error)", RuntimeWarning, stacklevel=3)
+
+
 class LeakCheck:
     """`with gpuleak.check(max_leaked_bytes=0):`: a snapshot at entry and one at exit, then
     the sites whose live bytes grew in between (memory allocated in the block and still live
@@ -262,8 +279,9 @@ class LeakCheck:
     before the exit snapshot unless `collect=False`. Memory that caching allocators (PyTorch,
     CuPy, JAX, RMM) hold counts with `count_pools=True`; by default (`None`) it counts under
     `gpuleak run --no-framework-cache`, where those caches are off and each tensor is a real
-    allocation. Without the shim nothing is checked (`checked` stays False), unless `strict=True`, which
-    raises `ToolError` instead."""
+    allocation. Without the shim nothing is checked (`checked` stays False) and the first such
+    check of the process warns (`RuntimeWarning`); `strict=True` or the setting
+    `GPULEAK_REQUIRE_SHIM=1` raises `ToolError` (a `RuntimeError`) instead."""
 
     def __init__(self, max_leaked_bytes=0, count_pools=None, strict=False, what="the block", collect=True):
         self.limit = parse_size(max_leaked_bytes)
@@ -286,8 +304,8 @@ class LeakCheck:
         self.leaked_bytes = 0
         self.caller = self.fixed_caller or _caller(1)
         self.first = snapshot("gpuleak.check begin") if active() else 0
-        if not self.first and self.strict:
-            raise ToolError("gpuleak.check: libgpuleak.so is not loaded: run under gpuleak run")
+        if not self.first:
+            _unchecked(self.strict)
         return self
 
     def __exit__(self, exc_type, exc, tb):

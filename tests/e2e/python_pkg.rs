@@ -4,9 +4,10 @@
 //! pytest plugin on real cuda-bindings allocations on the simulated driver, each leak with its
 //! fixed twin; `gpuleak run --no-framework-cache`.
 //!
-//! `target/pkgenv` is the environment `scripts/build-wheel` installs the wheel into, beside
-//! pytest, pytest-xdist and cuda-bindings from PyPI; the tests first check that it holds the
-//! package as it is in `python/` now (a stale wheel fails with the command that rebuilds it).
+//! `target/pkgenv` is the environment `scripts/wheel-test-env` installs the wheel into, beside
+//! pytest, pytest-xdist, cuda-bindings and auditwheel from PyPI; the tests first check that it
+//! holds the package as it is in `python/` now (a stale wheel fails with the command that
+//! rebuilds it). The wheel is manylinux2014: its shim and binary link against glibc 2.17.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -24,7 +25,7 @@ fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(name)
 }
 
-const REBUILD: &str = "run scripts/build-wheel (after cargo build --release --workspace)";
+const REBUILD: &str = "run scripts/build-wheel and scripts/wheel-test-env (after cargo build --release --workspace)";
 
 /// The wheel in `target/wheels`.
 fn wheel() -> PathBuf {
@@ -38,8 +39,9 @@ fn wheel() -> PathBuf {
     wheels[0].clone()
 }
 
-/// `target/pkgenv/bin/python`, checked to hold the package as `python/gpuleak/` has it and the
-/// shim as `target/release` has it.
+/// `target/pkgenv/bin/python`, checked to hold the package as `python/gpuleak/` has it, with
+/// the shim that `scripts/build-wheel` packed there (its own glibc 2.17 build of the shim), no
+/// older than `target/release`'s.
 fn pkgenv_python() -> PathBuf {
     let python = repo_root().join("target/pkgenv/bin/python");
     assert!(python.is_file(), "{} is missing: {REBUILD}", python.display());
@@ -66,9 +68,15 @@ fn pkgenv_python() -> PathBuf {
             );
         }
     }
+    let packed = sources.join("libgpuleak.so");
     assert!(
-        std::fs::read(installed.join("libgpuleak.so")).ok() == std::fs::read(shim_lib()).ok(),
-        "the libgpuleak.so in target/pkgenv is not target/release's: {REBUILD}"
+        std::fs::read(installed.join("libgpuleak.so")).ok() == std::fs::read(&packed).ok(),
+        "the libgpuleak.so in target/pkgenv is not the one python/gpuleak has: {REBUILD}"
+    );
+    let modified = |p: &Path| std::fs::metadata(p).and_then(|m| m.modified()).ok();
+    assert!(
+        modified(&packed) >= modified(&shim_lib()),
+        "the wheel's libgpuleak.so is older than target/release's: {REBUILD}"
     );
     python
 }
@@ -156,6 +164,27 @@ fn the_wheel_carries_both_license_texts_in_its_dist_info() {
     assert!(out.status.success(), "{}: {stderr}: {REBUILD}", wheel.display());
     assert!(stdout.contains(".dist-info/licenses/LICENSE-MIT\n"), "{stdout}");
     assert!(stdout.contains("dist-info/licenses/LICENSE-APACHE\n"), "{stdout}");
+}
+
+/// auditwheel's verdict on the wheel: the platform tag its ELF files' symbol versions allow.
+#[test]
+fn the_wheel_is_manylinux2014_by_its_symbol_versions() {
+    let wheel = wheel();
+    let python = pkgenv_python();
+    let out = output_of(Command::new(&python).args(["-m", "auditwheel", "show"]).arg(&wheel));
+    let (stdout, stderr) = text(&out);
+    assert!(out.status.success(), "{stdout}\n{stderr}");
+    // auditwheel wraps its lines; the verdict is the first quoted tag.
+    let words = stdout.split_whitespace().collect::<Vec<_>>().join(" ");
+    let tag = format!("\"manylinux_2_17_{}\"", std::env::consts::ARCH);
+    assert!(
+        words.contains(&format!("is consistent with the following platform tag: {tag}")),
+        "{} needs a newer glibc than 2.17 (the shim or the binary links a newer symbol \
+         version: call it through libc::syscall or look it up with dlsym): {stdout}",
+        wheel.display()
+    );
+    let name = wheel.file_name().unwrap().to_string_lossy().into_owned();
+    assert!(name.contains("manylinux2014_"), "{name}");
 }
 
 #[test]
@@ -666,5 +695,5 @@ fn the_package_s_python_unit_tests_pass() {
     let out = output_of(&mut cmd);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("13 passed"), "{stdout}");
+    assert!(stdout.contains("15 passed"), "{stdout}");
 }

@@ -1,5 +1,9 @@
-"""Without the shim (plain python, no LD_PRELOAD), the gpuleak API must do nothing and say so;
-its size parser must read what `gpuleak check` reads. Asserts, then prints `ok no_shim`."""
+"""Without the shim (plain python, no LD_PRELOAD), the gpuleak API must do nothing and say so
+(a leak check warns once per process, or raises under GPULEAK_REQUIRE_SHIM=1); its size parser
+must read what `gpuleak check` reads. Asserts, then prints `ok no_shim`."""
+
+import os
+import warnings
 
 import gpuleak
 
@@ -9,9 +13,25 @@ assert gpuleak.trace_path() is None
 gpuleak.mark("step", 1)
 with gpuleak.region("r"):
     pass
-with gpuleak.check() as c:
-    pass
+# A check that cannot check warns, once per process; GPULEAK_REQUIRE_SHIM=1 makes it an error.
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with gpuleak.check() as c:
+        pass
+    with gpuleak.check("1 MB"):
+        pass
 assert not c.checked
+assert [w.category for w in caught] == [RuntimeWarning], caught
+assert "libgpuleak.so is not loaded" in str(caught[0].message), caught[0].message
+assert caught[0].filename == __file__, caught[0].filename
+os.environ["GPULEAK_REQUIRE_SHIM"] = "1"
+try:
+    with gpuleak.check():
+        raise AssertionError("the block ran")
+    raise AssertionError("GPULEAK_REQUIRE_SHIM=1 without the shim did not raise")
+except RuntimeError as e:
+    assert isinstance(e, gpuleak.ToolError) and "gpuleak run" in str(e), e
+del os.environ["GPULEAK_REQUIRE_SHIM"]
 try:
     with gpuleak.check(strict=True):
         pass

@@ -5,6 +5,7 @@ parser's tests read too), and the plugin's option errors."""
 
 import json
 import pathlib
+import warnings
 
 import pytest
 
@@ -79,6 +80,31 @@ def test_pools_count_by_default_only_without_framework_caches(monkeypatch):
     assert gpuleak.Window(1, 2, doc).leaks() == []
     monkeypatch.setenv("GPULEAK_NO_FRAMEWORK_CACHE", "1")
     assert [leak.bytes for leak in gpuleak.Window(1, 2, doc).leaks()] == [99]
+
+
+def test_a_check_without_the_shim_warns_once(monkeypatch):
+    monkeypatch.delenv("GPULEAK_REQUIRE_SHIM", raising=False)
+    monkeypatch.setattr(gpuleak, "_warned_no_shim", False)
+    with pytest.warns(RuntimeWarning, match="libgpuleak.so is not loaded"):
+        with gpuleak.check() as c:
+            pass
+    assert not c.checked
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with gpuleak.check():
+            pass
+
+
+def test_a_check_without_the_shim_raises_under_gpuleak_require_shim(monkeypatch):
+    monkeypatch.setenv("GPULEAK_REQUIRE_SHIM", "1")
+    monkeypatch.setattr(gpuleak, "_warned_no_shim", False)
+    ran = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(RuntimeError, match="gpuleak run"):
+            with gpuleak.check():
+                ran.append(1)
+    assert not ran
 
 
 def test_an_analyzer_without_the_peak_field_gives_none():
