@@ -20,13 +20,15 @@
 //!
 //! ```text
 //!   0   magic     u32  BLOCK_MAGIC, written LAST: zero means the block was never started
-//!   4   tid       u32  OS thread id of the one thread that writes this block
+//!   4   tid       u32  OS thread id of the thread that starts this block (a `Thread` record
+//!                      inside it names the next one, when the block is handed on)
 //!   8   base_seq  u64  seq of the block's first record (readers admit blocks in this order)
 //!   16  base_time u64  the delta registers' starting time
 //!   24  records (see crate::record), then zero bytes
 //! ```
 //!
-//! Blocks belong to one thread at a time, so a thread appends without synchronisation, and a
+//! Blocks belong to one thread at a time (a thread that exits with room left hands its block
+//! on, after every record in it), so a thread appends without synchronisation, and a
 //! process killed at any instruction leaves every block readable up to its last complete
 //! record: a record's kind byte is stored only after the rest of it, and an unwritten kind
 //! byte is zero. Readers merge blocks by `seq` ([`crate::reader`]).
