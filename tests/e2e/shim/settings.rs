@@ -27,12 +27,7 @@ fn stderr(out: &Output) -> String {
 }
 
 fn files(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
+    gpuleak_e2e::file_names(dir)
 }
 
 /// `shim_crash.`, how the default trace name starts after `gpuleak.`; nothing under an emulator,

@@ -97,12 +97,7 @@ impl SetuidRoom {
     }
 
     fn files(&self, dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
+        gpuleak_e2e::file_names(dir)
     }
 }
 
