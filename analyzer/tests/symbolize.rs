@@ -386,6 +386,7 @@ fn rebuilt_module_falls_back_to_module_and_offset() {
         module: Some("inline".into()),
         address: p.site("inline") - p.module.base,
         inlined: false,
+        user: false,
     };
     assert_eq!(frames, [expected]);
     let warnings = s.warnings();

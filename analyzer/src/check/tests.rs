@@ -43,6 +43,7 @@ impl FrameSource for Named {
             module: Some("app".into()),
             address: offset,
             inlined: false,
+            user: false,
         }]
     }
 

@@ -7,6 +7,7 @@ use crate::model::Modules;
 use crate::symbolize::{ModuleInfo, Symbolizer};
 
 use super::owner::is_runtime_library;
+use super::user_code::UserCode;
 
 /// One frame of a reported stack: the symbolizer's frame (an address can expand to several,
 /// inlined calls first).
@@ -46,6 +47,7 @@ impl FrameSource for ModuleOffsets {
             module,
             address,
             inlined: false,
+            user: false,
         }]
     }
 
@@ -85,17 +87,27 @@ pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Pa
 pub struct Stacks<'a> {
     modules: &'a Modules,
     source: &'a dyn FrameSource,
+    user_code: UserCode,
     cache: HashMap<u64, Vec<Frame>>,
 }
 
 impl<'a> Stacks<'a> {
-    /// Frames from `source`, with runtime frames recognised by `modules`.
+    /// Frames from `source`, with runtime frames recognised by `modules` and the user's
+    /// frames marked by the default rule.
     pub fn new(modules: &'a Modules, source: &'a dyn FrameSource) -> Stacks<'a> {
         Stacks {
             modules,
             source,
+            user_code: UserCode::default(),
             cache: HashMap::new(),
         }
+    }
+
+    /// Marks the user's frames by `user_code` (`--focus`, `--hide`).
+    pub fn with_user_code(mut self, user_code: UserCode) -> Stacks<'a> {
+        self.user_code = user_code;
+        self.cache.clear();
+        self
     }
 
     /// The frames shown for a stack: innermost first, without the leading frames inside the
@@ -117,12 +129,20 @@ impl<'a> Stacks<'a> {
         // inlined into the eval loop, they go between those calls and the eval loop itself.
         let mut python = Vec::new();
         for &a in shown {
-            if let Some(frame) = self.modules.python.frame(a) {
+            if let Some(mut frame) = self.modules.python.frame(a) {
+                frame.user = self.user_code.is_users(&frame, None);
                 python.push(frame);
                 continue;
             }
-            let source = self.source;
-            let frames = self.cache.entry(a).or_insert_with(|| source.frames(a));
+            let (source, modules, user_code) = (self.source, self.modules, &self.user_code);
+            let frames = self.cache.entry(a).or_insert_with(|| {
+                let path = modules.find(a).map(|m| m.path.as_str());
+                let mut frames = source.frames(a);
+                for f in &mut frames {
+                    f.user = user_code.is_users(f, path);
+                }
+                frames
+            });
             if python.is_empty() {
                 out.extend(frames.iter().cloned());
             } else {
@@ -184,6 +204,7 @@ mod tests {
                 module: Some("libpython3.10.so".into()),
                 address,
                 inlined,
+                user: false,
             };
             if address == 0x2020 {
                 vec![frame("call_function", true), frame("_PyEval_EvalFrameDefault", false)]

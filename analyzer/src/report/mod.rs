@@ -30,6 +30,7 @@ pub mod owner;
 mod pools;
 pub mod progress;
 pub mod text;
+pub mod user_code;
 
 #[cfg(test)]
 mod tests;
@@ -68,6 +69,11 @@ pub struct Options {
     pub memory: bool,
     /// With `memory`: the snapshots to show (`--at`).
     pub at: Option<memory::At>,
+    /// Which frames are the user's (`--focus`, `--hide`): the frame that names each site.
+    pub user_code: user_code::UserCode,
+    /// Show every frame of Python stacks (`--native-frames`), not only Python frames and the
+    /// user's native frames.
+    pub native_frames: bool,
 }
 
 /// Totals of one process, or of all.
@@ -361,7 +367,7 @@ pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
 
 /// Builds the report on one replayed trace, with frames from `source`.
 pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: &Options) -> ProcessReport {
-    let mut stacks = Stacks::new(&replay.modules, source);
+    let mut stacks = Stacks::new(&replay.modules, source).with_user_code(options.user_code.clone());
     let mut leaks = Vec::new();
     let mut held_by_pool = Vec::new();
     let mut unreleased = Vec::new();

@@ -225,6 +225,7 @@ impl FrameSource for OneLine {
             module: Some("train".into()),
             address: address - PROGRAM,
             inlined: false,
+            user: false,
         }]
     }
 

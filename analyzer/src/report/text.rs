@@ -458,6 +458,7 @@ mod tests {
             module: Some("libsomething_quite_long.so".into()),
             address: 0x10,
             inlined: false,
+            user: false,
         };
         frames(&[frame("main"), frame(&"x".repeat(200))], &mut s);
         assert!(s.lines().all(|l| l.chars().count() <= WIDTH), "{s}");
@@ -470,6 +471,7 @@ mod tests {
             module: Some("libc.so.6".into()),
             address: 0x2a24a,
             inlined: false,
+            user: false,
         };
         let mut s = String::new();
         frames(&[unknown], &mut s);

@@ -60,6 +60,9 @@ pub struct Frame {
     pub address: u64,
     /// Whether this frame is a call inlined into the next frame (same address).
     pub inlined: bool,
+    /// Whether the frame is in the user's code (`report::user_code`); the symbolizer leaves it
+    /// `false` and the report sets it.
+    pub user: bool,
 }
 
 /// A loaded object as the trace's module map records it.
@@ -199,6 +202,7 @@ impl Symbolizer {
                 module: None,
                 address,
                 inlined: false,
+                user: false,
             }];
         };
         let offset = address.wrapping_sub(module.info.base);
@@ -212,6 +216,7 @@ impl Symbolizer {
             module: Some(module.name.clone()),
             address: offset,
             inlined: f.inlined,
+            user: false,
         };
         let frames: Vec<Frame> = debug.frames(offset.wrapping_sub(1)).into_iter().map(frame).collect();
         if frames.is_empty() {

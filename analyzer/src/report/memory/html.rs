@@ -8,6 +8,7 @@ use super::super::json::{render, J};
 use super::super::{Finding, Report};
 use super::collapsed::frame_name;
 use super::{device_name, MemoryView};
+use crate::report::user_code::site_name;
 use crate::run::human_bytes;
 
 /// The page for `report`.
@@ -66,7 +67,7 @@ fn process(p: &super::super::ProcessReport) -> J {
 }
 
 fn finding(f: &Finding) -> J {
-    let at = f.stack.first().map(frame_name).unwrap_or_default();
+    let at = site_name(&f.stack).unwrap_or_default();
     J::O(vec![
         ("check", J::S(f.check.to_string())),
         ("severity", J::S(f.severity.name().to_string())),
