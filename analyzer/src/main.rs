@@ -349,6 +349,7 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     };
     let bar = matches!(args.format, Format::Text);
     let mut report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    report.native_frames = args.frames.native_frames;
     if !args.reading.quiet {
         for why in unreadable(&report) {
             eprintln!("gpuleak: warning: {why}; the report covers what could be read");

@@ -47,7 +47,7 @@ impl FrameSource for Named {
         }]
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<(String, String)> {
         Vec::new()
     }
 }

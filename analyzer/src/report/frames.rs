@@ -1,13 +1,13 @@
 //! Stacks as source frames: where symbols come from, and which frames a report shows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::model::Modules;
 use crate::symbolize::{ModuleInfo, Symbolizer};
 
 use super::owner::is_runtime_library;
-use super::user_code::UserCode;
+use super::user_code::{shown_frames, UserCode};
 
 /// One frame of a reported stack: the symbolizer's frame (an address can expand to several,
 /// inlined calls first).
@@ -17,8 +17,9 @@ pub use crate::symbolize::Frame;
 pub trait FrameSource {
     /// Source frames for one return address, innermost first; never empty.
     fn frames(&self, address: u64) -> Vec<Frame>;
-    /// Problems met while symbolizing, one line each, for the report's notes.
-    fn warnings(&self) -> Vec<String>;
+    /// Problems met while symbolizing, one line each with the base name of the module it is
+    /// about, for the report's notes.
+    fn warnings(&self) -> Vec<(String, String)>;
 }
 
 /// Frames named only by module and offset, for when no symbols can be read.
@@ -51,7 +52,7 @@ impl FrameSource for ModuleOffsets {
         }]
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<(String, String)> {
         Vec::new()
     }
 }
@@ -61,8 +62,8 @@ impl FrameSource for Symbolizer {
         self.symbolize(address)
     }
 
-    fn warnings(&self) -> Vec<String> {
-        Symbolizer::warnings(self)
+    fn warnings(&self) -> Vec<(String, String)> {
+        Symbolizer::module_warnings(self)
     }
 }
 
@@ -88,6 +89,8 @@ pub struct Stacks<'a> {
     modules: &'a Modules,
     source: &'a dyn FrameSource,
     user_code: UserCode,
+    native_frames: bool,
+    shown_modules: HashSet<String>,
     cache: HashMap<u64, Vec<Frame>>,
 }
 
@@ -99,8 +102,23 @@ impl<'a> Stacks<'a> {
             modules,
             source,
             user_code: UserCode::default(),
+            native_frames: false,
+            shown_modules: HashSet::new(),
             cache: HashMap::new(),
         }
+    }
+
+    /// Counts every frame as shown (`--native-frames`), not only those
+    /// [`shown_frames`] keeps, for [`Stacks::shown_modules`].
+    pub fn with_native_frames(mut self, native_frames: bool) -> Stacks<'a> {
+        self.native_frames = native_frames;
+        self
+    }
+
+    /// The modules (base names) of the frames shown of every stack made so far: the notes
+    /// about missing symbols matter for these only.
+    pub fn shown_modules(&self) -> &HashSet<String> {
+        &self.shown_modules
     }
 
     /// Marks the user's frames by `user_code` (`--focus`, `--hide`).
@@ -153,6 +171,13 @@ impl<'a> Stacks<'a> {
             }
         }
         out.append(&mut python);
+        for f in shown_frames(&out, self.native_frames) {
+            if let Some(m) = &f.module {
+                if !self.shown_modules.contains(m) {
+                    self.shown_modules.insert(m.clone());
+                }
+            }
+        }
         out
     }
 }
@@ -213,7 +238,7 @@ mod tests {
             }
         }
 
-        fn warnings(&self) -> Vec<String> {
+        fn warnings(&self) -> Vec<(String, String)> {
             Vec::new()
         }
     }

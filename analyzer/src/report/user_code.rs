@@ -100,6 +100,84 @@ pub fn short_name(f: &Frame) -> String {
     }
 }
 
+/// A line of a stack as a report shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shown<'a> {
+    /// A frame, with its index in the whole stack.
+    Frame(usize, &'a Frame),
+    /// A run of frames left out, and whether they are all the interpreter's.
+    Folded {
+        /// How many.
+        frames: usize,
+        /// Whether every one is in `libpython*` or the `python` executable.
+        interpreter: bool,
+    },
+}
+
+impl Shown<'_> {
+    /// `... 18 interpreter frames`, `... 7 native frames`.
+    pub fn folded_text(frames: usize, interpreter: bool) -> String {
+        let what = if interpreter { "interpreter" } else { "native" };
+        format!("... {frames} {what} frame{}", if frames == 1 { "" } else { "s" })
+    }
+}
+
+/// The lines a report shows for `stack`: in a stack with Python frames, the Python frames and
+/// the user's native frames, each run of two or more other native frames folded into one
+/// line; every frame of other stacks, or of every stack with `native_frames`
+/// (`--native-frames`).
+pub fn shown(stack: &[Frame], native_frames: bool) -> Vec<Shown<'_>> {
+    if native_frames || !has_python(stack) {
+        return stack.iter().enumerate().map(|(i, f)| Shown::Frame(i, f)).collect();
+    }
+    let mut out = Vec::new();
+    let mut run: Vec<(usize, &Frame)> = Vec::new();
+    for (i, f) in stack.iter().enumerate() {
+        if f.user || is_python(f) {
+            flush(&mut run, &mut out);
+            out.push(Shown::Frame(i, f));
+        } else {
+            run.push((i, f));
+        }
+    }
+    flush(&mut run, &mut out);
+    out
+}
+
+/// Ends a run of frames not shown: one line for it, or the frame itself when alone (it takes
+/// no more room than the line that would fold it).
+fn flush<'a>(run: &mut Vec<(usize, &'a Frame)>, out: &mut Vec<Shown<'a>>) {
+    if let [(i, f)] = run[..] {
+        out.push(Shown::Frame(i, f));
+    } else if !run.is_empty() {
+        let interpreter = run.iter().all(|(_, f)| is_interpreter(f));
+        out.push(Shown::Folded {
+            frames: run.len(),
+            interpreter,
+        });
+    }
+    run.clear();
+}
+
+/// The frames of `stack` that [`shown`] shows, for flame graphs (folded runs left out, so
+/// that the same Python path is one flame whatever the interpreter did in between).
+pub fn shown_frames(stack: &[Frame], native_frames: bool) -> Vec<&Frame> {
+    shown(stack, native_frames)
+        .into_iter()
+        .filter_map(|s| match s {
+            Shown::Frame(_, f) => Some(f),
+            Shown::Folded { .. } => None,
+        })
+        .collect()
+}
+
+/// Whether a native frame is the interpreter's own (`libpython*`, the `python` executable).
+fn is_interpreter(f: &Frame) -> bool {
+    f.module
+        .as_deref()
+        .is_some_and(|m| m.starts_with("libpython") || is_python_executable(m))
+}
+
 /// Whether `f` is a Python frame (made from the trace's code objects).
 pub fn is_python(f: &Frame) -> bool {
     f.module.as_deref() == Some(crate::symbolize::python::MODULE)
@@ -421,6 +499,39 @@ mod tests {
         ] {
             assert_eq!(is_user_python_file(file), users, "{file}");
         }
+    }
+
+    #[test]
+    fn python_stacks_fold_runs_of_native_frames_that_are_not_the_users() {
+        let stack = classify(&UserCode::default(), &training_stack());
+        let lines: Vec<String> = shown(&stack, false)
+            .iter()
+            .map(|s| match s {
+                Shown::Frame(i, f) => format!("#{i} {}", f.function.as_deref().unwrap_or("?")),
+                Shown::Folded { frames, interpreter } => Shown::folded_text(*frames, *interpreter),
+            })
+            .collect();
+        assert_eq!(
+            lines,
+            [
+                "... 3 native frames",
+                "#3 scratch",
+                "#4 train_step",
+                "#5 Thread.run",
+                "#6 <module>",
+                "... 2 interpreter frames"
+            ]
+        );
+        assert_eq!(shown(&stack, true).len(), stack.len(), "--native-frames");
+        let names: Vec<&str> = shown_frames(&stack, false)
+            .iter()
+            .map(|f| f.function.as_deref().unwrap())
+            .collect();
+        assert_eq!(names, ["scratch", "train_step", "Thread.run", "<module>"]);
+
+        // A stack without Python frames is shown whole, whoever's its frames are.
+        let c = vec![native("a", "", "libc.so.6"), native("b", "", "libc.so.6")];
+        assert_eq!(shown(&c, false).len(), 2);
     }
 
     #[test]

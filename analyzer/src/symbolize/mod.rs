@@ -173,12 +173,18 @@ impl Symbolizer {
     /// Problems met so far (a file missing, rebuilt since the run, without debug info...), one
     /// line each, in module order, for the report's notes.
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
+        self.module_warnings().into_iter().map(|(_, line)| line).collect()
+    }
+
+    /// [`Symbolizer::warnings`], each with the base name of the module it is about (as
+    /// [`Frame::module`] names it).
+    pub fn module_warnings(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
         for module in &self.modules {
             for line in module.debug.get().map(DebugInfo::warnings).unwrap_or_default() {
                 // The same file may be recorded twice (unloaded and loaded again).
-                if !out.contains(&line) {
-                    out.push(line);
+                if !out.iter().any(|(_, l)| *l == line) {
+                    out.push((module.name.clone(), line));
                 }
             }
         }

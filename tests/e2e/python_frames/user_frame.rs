@@ -143,3 +143,79 @@ fn focus_and_hide_change_the_frame_that_names_a_site() {
     let line = check_line(&both, 5 << 20);
     assert!(line.contains("at Thread.run threading.py:"), "{line}");
 }
+
+#[test]
+fn python_stacks_fold_interpreter_frames_unless_native_frames_is_given() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, &[]);
+    let text = stdout(&gpuleak(&["report"], &trace));
+    let group = text
+        .split("\n\n")
+        .find(|g| g.starts_with("1048576 bytes in 1 allocation"))
+        .unwrap_or_else(|| panic!("the 1 MiB group in {text}"));
+    assert!(
+        group.contains(&format!(
+            "leak_through_bindings {SCRIPT}:{}",
+            line_of("# LEAK: bindings")
+        )),
+        "{group}"
+    );
+    assert!(group.contains(" interpreter frames\n"), "{group}");
+    assert!(!group.contains("libpython") && !group.contains("cydriver"), "{group}");
+    // The bindings' and libffi's stripped modules are folded away: no note about them.
+    assert!(!text.contains("cydriver.cpython") && !text.contains("libffi"), "{text}");
+
+    let all = stdout(&gpuleak(&["report", "--native-frames"], &trace));
+    let group = all
+        .split("\n\n")
+        .find(|g| g.starts_with("1048576 bytes in 1 allocation"))
+        .unwrap();
+    assert!(group.contains("_PyEval_EvalFrameDefault"), "{group}");
+    assert!(
+        !group.contains("interpreter frames") && !group.contains("native frames"),
+        "{group}"
+    );
+    // Shown, the bindings' frames get their note, one short sentence.
+    let json = gpuleak(&["report", "--format", "json", "--native-frames"], &trace);
+    let doc: Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    let notes: Vec<&str> = doc["notes"]
+        .as_array()
+        .expect("notes")
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|n| n.starts_with("cydriver.cpython"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{:#}", doc["notes"]);
+    assert!(notes[0].len() < 100, "{}", notes[0]);
+
+    let collapsed = stdout(&gpuleak(&["report", "--format", "collapsed"], &trace));
+    assert!(!collapsed.contains("_PyEval_EvalFrameDefault"), "{collapsed}");
+    assert!(
+        collapsed.contains(&format!("leak_through_bindings {SCRIPT}:")),
+        "{collapsed}"
+    );
+    let collapsed = stdout(&gpuleak(
+        &["report", "--format", "collapsed", "--native-frames"],
+        &trace,
+    ));
+    assert!(collapsed.contains("_PyEval_EvalFrameDefault"), "{collapsed}");
+}
+
+/// Two processes of one run that lack the same debug information get one note, not two.
+#[test]
+fn a_note_about_missing_symbols_comes_once_per_run() {
+    let (a, b) = (TempDir::new(), TempDir::new());
+    let (first, second) = (traced(&a, &[]), traced(&b, &[]));
+    let out = Command::new(gpuleak_bin())
+        .args(["report", "--native-frames"])
+        .arg(&first)
+        .arg(&second)
+        .output()
+        .expect("gpuleak report");
+    let text = stdout(&out);
+    let notes: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("note: cydriver.cpython"))
+        .collect();
+    assert_eq!(notes.len(), 1, "{text}");
+}
