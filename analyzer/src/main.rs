@@ -83,6 +83,8 @@ struct ReportArgs {
     /// Count memory still held by caching allocators (PyTorch, XLA, CuPy, RMM) as leaks.
     #[arg(long)]
     pool_as_leak: bool,
+    #[command(flatten)]
+    frames: FrameArgs,
     /// Also show where the memory went: timeline, peak, growth, fragmentation, failed
     /// allocations (always on with --format html or collapsed, and with --at).
     #[arg(long)]
@@ -139,6 +141,29 @@ impl ColorArg {
             Color::Never => Choice::Never,
         };
         Style::new(choice.colour_here(terminal))
+    }
+}
+
+/// Which frames name a site and which a stack shows, for `report` and `check`.
+#[derive(clap::Args)]
+struct FrameArgs {
+    /// Take frames whose file or module path matches GLOB as the user's code (`*`, `?`; a
+    /// GLOB without `/` also matches base names); repeatable.
+    #[arg(long = "focus", value_name = "GLOB")]
+    focus: Vec<String>,
+    /// Never take frames whose file or module path matches GLOB as the user's code;
+    /// repeatable, and stronger than --focus.
+    #[arg(long = "hide", value_name = "GLOB")]
+    hide: Vec<String>,
+    /// Show every native frame of Python stacks (interpreter, bindings, libraries) instead of
+    /// one line per run of them.
+    #[arg(long)]
+    native_frames: bool,
+}
+
+impl FrameArgs {
+    fn user_code(&self) -> gpuleak_analyzer::report::user_code::UserCode {
+        gpuleak_analyzer::report::user_code::UserCode::new(self.focus.clone(), self.hide.clone())
     }
 }
 
@@ -230,6 +255,8 @@ struct CheckArgs {
     #[arg(long)]
     memory: bool,
     #[command(flatten)]
+    frames: FrameArgs,
+    #[command(flatten)]
     reading: Reading,
     #[command(flatten)]
     color: ColorArg,
@@ -317,9 +344,12 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         sysroot: sysroot(args.sysroot),
         memory: args.memory || args.at.is_some() || matches!(args.format, Format::Html | Format::Collapsed),
         at: args.at,
+        user_code: args.frames.user_code(),
+        native_frames: args.frames.native_frames,
     };
     let bar = matches!(args.format, Format::Text);
     let mut report = Report::new(args.reading.reports(&args.traces, &options, bar)?);
+    report.native_frames = args.frames.native_frames;
     if !args.reading.quiet {
         for why in unreadable(&report) {
             eprintln!("gpuleak: warning: {why}; the report covers what could be read");
@@ -523,7 +553,12 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
     for path in &args.suppressions {
         suppressions.read(path)?;
     }
-    let baseline = args.baseline.as_deref().map(Baseline::read).transpose()?;
+    let user_code = args.frames.user_code();
+    let baseline = args
+        .baseline
+        .as_deref()
+        .map(|path| Baseline::read_with(path, &user_code))
+        .transpose()?;
     let options = Options {
         top: None,
         pool_as_leak: args.pool_as_leak,
@@ -531,6 +566,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         sysroot: sysroot(args.sysroot),
         memory: args.memory,
         at: None,
+        user_code,
+        native_frames: args.frames.native_frames,
     };
     let bar = args.format == "text" || args.output.is_some();
     let report = Report::new(args.reading.reports(&args.traces, &options, bar)?);

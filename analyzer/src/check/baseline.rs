@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::site::SiteKey;
 use super::size::Tolerance;
 use super::suppress::Suppressions;
+use crate::report::user_code::UserCode;
 use crate::report::Frame;
 
 /// Why a baseline could not be used.
@@ -96,13 +97,25 @@ pub struct Baseline {
 impl Baseline {
     /// Reads a baseline file.
     pub fn read(path: &Path) -> Result<Baseline, BaselineError> {
+        Baseline::read_with(path, &UserCode::default())
+    }
+
+    /// Reads a baseline file; the frames of a baseline written before frames said whether
+    /// they are the user's are classified by `user_code` from what the report kept of them
+    /// (a module's base name, a Python file's path).
+    pub fn read_with(path: &Path, user_code: &UserCode) -> Result<Baseline, BaselineError> {
         let text = std::fs::read(path).map_err(|e| BaselineError::Io(path.to_owned(), e))?;
         let doc: Value = serde_json::from_slice(&text).map_err(|e| BaselineError::Json(path.to_owned(), e))?;
-        Baseline::from_json(&doc, path)
+        Baseline::from_json_with(&doc, path, user_code)
     }
 
     /// Reads a baseline from a parsed report.
     pub fn from_json(doc: &Value, path: &Path) -> Result<Baseline, BaselineError> {
+        Baseline::from_json_with(doc, path, &UserCode::default())
+    }
+
+    /// [`Baseline::from_json`] with older frames classified by `user_code`.
+    pub fn from_json_with(doc: &Value, path: &Path, user_code: &UserCode) -> Result<Baseline, BaselineError> {
         let shape = |why: String| BaselineError::Shape(path.to_owned(), why);
         let doc = doc.as_object().ok_or_else(|| shape("not a JSON object".into()))?;
         let leaks = doc
@@ -117,7 +130,7 @@ impl Baseline {
                 bytes,
                 allocations: field("allocations").unwrap_or(1),
             };
-            let stack = stack(leak.get("stack")).map_err(|why| shape(format!("leaks[{i}].stack: {why}")))?;
+            let stack = stack(leak.get("stack"), user_code).map_err(|why| shape(format!("leaks[{i}].stack: {why}")))?;
             sites
                 .entry(SiteKey::of(&stack))
                 .or_insert_with(|| BaselineSite {
@@ -137,7 +150,8 @@ impl Baseline {
                     .get("check")
                     .and_then(Value::as_str)
                     .ok_or_else(|| shape(format!("findings[{i}] has no \"check\" string")))?;
-                let stack = stack(f.get("stack")).map_err(|why| shape(format!("findings[{i}].stack: {why}")))?;
+                let stack =
+                    stack(f.get("stack"), user_code).map_err(|why| shape(format!("findings[{i}].stack: {why}")))?;
                 findings.push(BaselineFinding {
                     check: check.to_string(),
                     stack,
@@ -168,7 +182,9 @@ impl Baseline {
     }
 }
 
-fn stack(v: Option<&Value>) -> Result<Vec<Frame>, String> {
+/// The frames of a stack in a report; a frame without `user` (a report older than it) is
+/// classified by `user_code`.
+fn stack(v: Option<&Value>, user_code: &UserCode) -> Result<Vec<Frame>, String> {
     let Some(v) = v else {
         return Ok(Vec::new());
     };
@@ -187,7 +203,7 @@ fn stack(v: Option<&Value>) -> Result<Vec<Frame>, String> {
                 Some(Value::Number(n)) => n.as_u64().unwrap_or(0),
                 _ => 0,
             };
-            Ok(Frame {
+            let mut frame = Frame {
                 function: text("function"),
                 file: text("file"),
                 line: f
@@ -197,7 +213,13 @@ fn stack(v: Option<&Value>) -> Result<Vec<Frame>, String> {
                 module: text("module"),
                 address,
                 inlined: f.get("inlined").and_then(Value::as_bool).unwrap_or(false),
-            })
+                user: false,
+            };
+            frame.user = match f.get("user").and_then(Value::as_bool) {
+                Some(user) => user,
+                None => user_code.is_users(&frame, None),
+            };
+            Ok(frame)
         })
         .collect()
 }
@@ -439,6 +461,41 @@ mod tests {
         let b = b.without(&s);
         assert_eq!(b.sites.len(), 1);
         assert!(b.findings.is_empty());
+    }
+
+    /// A report's JSON of one leak with `stack`, with or without the frames' `user` field.
+    fn report_of(stack: &[Frame], with_user: bool) -> Value {
+        let frames: Vec<Value> = stack
+            .iter()
+            .map(|f| {
+                let mut v = json!({"function": f.function, "file": f.file, "line": f.line, "module": f.module,
+                                   "address": format!("{:#x}", f.address), "inlined": f.inlined});
+                if with_user {
+                    v["user"] = json!(f.user);
+                }
+                v
+            })
+            .collect();
+        json!({"leaks": [{"bytes": 4096, "allocations": 1, "stack": frames}]})
+    }
+
+    #[test]
+    fn a_baseline_made_with_other_bindings_and_interpreter_versions_still_matches() {
+        use crate::check::site::tests::python_stack;
+        let now = SiteKey::of(&python_stack(0xb84a, 92));
+        for with_user in [true, false] {
+            // Recorded with another cuda-bindings (other offsets) and CPython (other lines);
+            // reports older than the `user` field are classified from the frames they kept.
+            let doc = report_of(&python_stack(0x7777, 97), with_user);
+            let b = Baseline::from_json(&doc, Path::new("old.json")).unwrap();
+            let keys: Vec<&SiteKey> = b.sites.keys().collect();
+            assert_eq!(keys, [&now], "with user fields: {with_user}");
+        }
+        // --hide makes the script's frames not the user's in an old baseline too.
+        let hide = UserCode::new(vec![], vec!["*/train/*".into()]);
+        let doc = report_of(&python_stack(0x7777, 97), false);
+        let b = Baseline::from_json_with(&doc, Path::new("old.json"), &hide).unwrap();
+        assert!(b.sites.keys().next().unwrap().as_str().contains("cydriver"));
     }
 
     #[test]

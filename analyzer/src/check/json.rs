@@ -174,6 +174,7 @@ struct FrameJ {
     module: Option<String>,
     address: String,
     inlined: bool,
+    user: bool,
 }
 
 fn stack(frames: &[Frame]) -> Vec<FrameJ> {
@@ -186,6 +187,7 @@ fn stack(frames: &[Frame]) -> Vec<FrameJ> {
             module: f.module.clone(),
             address: format!("{:#x}", f.address),
             inlined: f.inlined,
+            user: f.user,
         })
         .collect()
 }

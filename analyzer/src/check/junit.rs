@@ -93,8 +93,16 @@ fn cases(o: &Outcome) -> Vec<Case<'_>> {
 }
 
 /// A violation as a failure's text: check and sentence, site, and the whole stack.
+/// The violation's sentence and the user's frame it happened at (`report::user_code`).
+fn message(v: &Violation) -> String {
+    match crate::report::user_code::site_name(&v.stack) {
+        Some(at) => format!("{}; at {at}", v.message),
+        None => v.message.clone(),
+    }
+}
+
 fn detail(v: &Violation) -> String {
-    let mut detail = format!("{}: {}\n", v.check, v.message);
+    let mut detail = format!("{}: {}\n", v.check, message(v));
     if let Some(site) = &v.site {
         let _ = writeln!(detail, "site: {site}");
     }
@@ -122,7 +130,7 @@ fn detail(v: &Violation) -> String {
 /// the checks and the sentences numbered.
 fn failure(violations: &[&Violation]) -> String {
     let (kind, message) = match violations {
-        [v] => (v.check.to_string(), v.message.clone()),
+        [v] => (v.check.to_string(), message(v)),
         _ => {
             let mut checks: Vec<&str> = Vec::new();
             for v in violations {
@@ -133,7 +141,7 @@ fn failure(violations: &[&Violation]) -> String {
             let listed: Vec<String> = violations
                 .iter()
                 .enumerate()
-                .map(|(i, v)| format!("({}) {}", i + 1, v.message))
+                .map(|(i, v)| format!("({}) {}", i + 1, message(v)))
                 .collect();
             (
                 checks.join(", "),

@@ -157,11 +157,7 @@ fn result(o: &Outcome, v: &Violation, rule_index: usize, root: Option<&Path>) ->
             "site": v.site.as_ref().map(|s| s.as_str()),
         },
     });
-    let top = v
-        .stack
-        .iter()
-        .find(|f| f.file.is_some() && f.line.is_some())
-        .or_else(|| v.stack.first());
+    let top = crate::report::user_code::site_frame(&v.stack);
     if let Some(f) = top {
         r["locations"] = json!([location(f, root)]);
     }

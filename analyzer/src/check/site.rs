@@ -1,12 +1,18 @@
 //! Site keys: what makes a leak (or a finding) in one run the same as one in another run.
 //!
-//! A key is built from the symbolized stack, innermost frame first, one piece per frame:
+//! A key is built from the user's frames of the symbolized stack (`report::user_code`: the
+//! program's own Python files and native code, not the interpreter, the standard library,
+//! installed packages, CUDA's or a framework's libraries), innermost first, one piece per
+//! frame; a stack without any frame of the user's is keyed by all its frames. So upgrading
+//! cuda-bindings, CPython or a framework keeps every key: their frames and offsets are not in
+//! it. Only the user's frames from the site's frame outward count, so two callers of one
+//! helper stay two sites. Each piece is:
 //!
 //! | the frame has | its piece |
 //! |---|---|
 //! | function, file and line | `function@file:line` (the file's base name) |
 //! | function and file, no line | `function@file` |
-//! | function only (a symbol table) | `function@module` |
+//! | function only (a symbol table) | `function@module` (the base name without its version) |
 //! | no function, a module | `module+0xOFFSET` (the offset from the module's load bias) |
 //! | nothing | `?` |
 //!
@@ -37,8 +43,14 @@ impl SiteKey {
         if frames.is_empty() {
             return SiteKey(NO_STACK.to_string());
         }
+        let users: Vec<&Frame> = frames.iter().filter(|f| f.user).collect();
+        let keyed: Vec<&Frame> = if users.is_empty() {
+            frames.iter().collect()
+        } else {
+            users
+        };
         let mut key = String::new();
-        for (i, f) in frames.iter().enumerate() {
+        for (i, f) in keyed.into_iter().enumerate() {
             if i > 0 {
                 key.push('|');
             }
@@ -86,18 +98,36 @@ fn piece(f: &Frame, key: &mut String) {
             let _ = write!(key, "{function}@{file}");
         }
         (Some(function), None, _) => {
-            let _ = write!(key, "{function}@{}", f.module.as_deref().unwrap_or("?"));
+            let _ = write!(
+                key,
+                "{function}@{}",
+                f.module.as_deref().map_or_else(|| "?".into(), unversioned)
+            );
         }
         (None, Some(file), Some(line)) => {
             let _ = write!(key, "?@{file}:{line}");
         }
         (None, _, _) => match f.module.as_deref() {
             Some(module) => {
-                let _ = write!(key, "{module}+{:#x}", f.address);
+                let _ = write!(key, "{}+{:#x}", unversioned(module), f.address);
             }
             // An address in no module (JIT code) changes with every run.
             None => key.push('?'),
         },
+    }
+}
+
+/// A module's name without the version after `.so` (`libfoo.so.1.2` is `libfoo.so`) or the
+/// interpreter's tag of an extension module (`ext.cpython-311-x86_64-linux-gnu.so` is
+/// `ext.so`).
+fn unversioned(module: &str) -> String {
+    let name = match module.find(".so.") {
+        Some(at) => &module[..at + 3],
+        None => module,
+    };
+    match name.find(".cpython-").or_else(|| name.find(".abi3.")) {
+        Some(at) if name.ends_with(".so") => format!("{}.so", &name[..at]),
+        _ => name.to_string(),
     }
 }
 
@@ -145,6 +175,7 @@ pub(crate) mod tests {
             module: Some(module.to_string()),
             address: 0x1234,
             inlined: false,
+            user: false,
         }
     }
 
@@ -165,6 +196,7 @@ pub(crate) mod tests {
                 module: Some("app".into()),
                 address: 0x1101,
                 inlined: false,
+                user: false,
             },
         ]
     }
@@ -206,6 +238,7 @@ pub(crate) mod tests {
                 module: Some("libfoo.so".into()),
                 address: 0x4f2,
                 inlined: false,
+                user: false,
             },
             Frame {
                 function: Some("foo_init".into()),
@@ -214,6 +247,7 @@ pub(crate) mod tests {
                 module: Some("libfoo.so".into()),
                 address: 0x900,
                 inlined: false,
+                user: false,
             },
             Frame {
                 function: None,
@@ -222,6 +256,7 @@ pub(crate) mod tests {
                 module: None,
                 address: 0x7f00_dead_beef,
                 inlined: false,
+                user: false,
             },
         ];
         assert_eq!(SiteKey::of(&stack).as_str(), "libfoo.so+0x4f2|foo_init@libfoo.so|?");
@@ -231,6 +266,104 @@ pub(crate) mod tests {
             SiteKey::of(&entry()).as_str(),
             "__libc_start_call_main@libc_start_call_main.h:58|__libc_start_main_impl@libc-start.c:360|_start@app"
         );
+    }
+
+    /// A cuda-bindings call from a Python script, as `Stacks` marks it: interpreter and
+    /// bindings frames with the given cuda-bindings offset and CPython line.
+    pub(crate) fn python_stack(bindings_offset: u64, cpython_line: u32) -> Vec<Frame> {
+        let native = |function: Option<&str>, file: Option<&str>, line, module: &str, address| Frame {
+            function: function.map(str::to_string),
+            file: file.map(str::to_string),
+            line,
+            module: Some(module.to_string()),
+            address,
+            inlined: false,
+            user: false,
+        };
+        let python = |function: &str, line: u32, user: bool| Frame {
+            function: Some(function.to_string()),
+            file: Some(
+                if user {
+                    "/home/me/train/leaky.py"
+                } else {
+                    "/usr/lib/python3.11/threading.py"
+                }
+                .into(),
+            ),
+            line: Some(line),
+            module: Some("python".into()),
+            address: 0x20,
+            inlined: false,
+            user,
+        };
+        let mut stack = vec![
+            native(
+                None,
+                None,
+                None,
+                "cydriver.cpython-311-x86_64-linux-gnu.so",
+                bindings_offset,
+            ),
+            native(
+                Some("_PyObject_VectorcallTstate"),
+                Some("Include/internal/pycore_call.h"),
+                Some(cpython_line),
+                "libpython3.11.so.1.0",
+                0x1234,
+            ),
+            python("scratch", 16, true),
+            python("train_step", 30, true),
+            native(
+                Some("_PyEval_EvalFrameDefault"),
+                Some("ceval.c"),
+                Some(cpython_line * 3),
+                "libpython3.11.so.1.0",
+                0x99,
+            ),
+            python("Thread.run", 982, false),
+            native(
+                Some("Py_BytesMain"),
+                Some("main.c"),
+                Some(734),
+                "libpython3.11.so.1.0",
+                0x77,
+            ),
+        ];
+        stack.extend(entry());
+        stack
+    }
+
+    #[test]
+    fn a_key_holds_only_the_users_frames_so_upgrading_bindings_or_the_interpreter_keeps_it() {
+        let key = SiteKey::of(&python_stack(0xb84a, 92));
+        assert_eq!(key.as_str(), "scratch@leaky.py:16|train_step@leaky.py:30");
+        assert_eq!(
+            SiteKey::of(&python_stack(0xc0de, 97)),
+            key,
+            "another cuda-bindings and CPython"
+        );
+        let mut moved = python_stack(0xb84a, 92);
+        moved[3].line = Some(31);
+        assert_ne!(SiteKey::of(&moved), key, "another caller is another site");
+    }
+
+    #[test]
+    fn module_names_lose_their_versions_in_keys() {
+        assert_eq!(unversioned("libfoo.so.1.2"), "libfoo.so");
+        assert_eq!(unversioned("libfoo.so"), "libfoo.so");
+        assert_eq!(unversioned("ext.cpython-311-x86_64-linux-gnu.so"), "ext.so");
+        assert_eq!(unversioned("ext.abi3.so"), "ext.so");
+        assert_eq!(unversioned("app"), "app");
+        let f = |module: &str| Frame {
+            function: Some("helper".into()),
+            file: None,
+            line: None,
+            module: Some(module.into()),
+            address: 0x10,
+            inlined: false,
+            user: true,
+        };
+        assert_eq!(SiteKey::of(&[f("libmine.so.2")]), SiteKey::of(&[f("libmine.so.3.1")]));
     }
 
     #[test]

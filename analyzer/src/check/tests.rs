@@ -43,10 +43,11 @@ impl FrameSource for Named {
             module: Some("app".into()),
             address: offset,
             inlined: false,
+            user: false,
         }]
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<(String, String)> {
         Vec::new()
     }
 }

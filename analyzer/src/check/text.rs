@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use crate::colour::Style;
 use crate::model::file_name;
+use crate::report::user_code::site_frame;
 use crate::report::{Frame, Severity};
 
 use super::{plural, process_name, Change, Outcome, Totals};
@@ -188,12 +189,9 @@ fn totals(t: Totals) -> String {
     )
 }
 
-/// The frame a violation is shown at: the first with a file and line, else the first.
+/// The frame a violation is shown at: the site's frame ([`site_frame`]).
 pub fn top_frame(stack: &[Frame]) -> Option<&Frame> {
-    stack
-        .iter()
-        .find(|f| f.file.is_some() && f.line.is_some())
-        .or_else(|| stack.first())
+    site_frame(stack)
 }
 
 /// `function file:line (module)`, as the text report shows frames.

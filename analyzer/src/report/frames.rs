@@ -1,12 +1,13 @@
 //! Stacks as source frames: where symbols come from, and which frames a report shows.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 use crate::model::Modules;
 use crate::symbolize::{ModuleInfo, Symbolizer};
 
 use super::owner::is_runtime_library;
+use super::user_code::{shown_frames, UserCode};
 
 /// One frame of a reported stack: the symbolizer's frame (an address can expand to several,
 /// inlined calls first).
@@ -16,8 +17,9 @@ pub use crate::symbolize::Frame;
 pub trait FrameSource {
     /// Source frames for one return address, innermost first; never empty.
     fn frames(&self, address: u64) -> Vec<Frame>;
-    /// Problems met while symbolizing, one line each, for the report's notes.
-    fn warnings(&self) -> Vec<String>;
+    /// Problems met while symbolizing, one line each with the base name of the module it is
+    /// about, for the report's notes.
+    fn warnings(&self) -> Vec<(String, String)>;
 }
 
 /// Frames named only by module and offset, for when no symbols can be read.
@@ -46,10 +48,11 @@ impl FrameSource for ModuleOffsets {
             module,
             address,
             inlined: false,
+            user: false,
         }]
     }
 
-    fn warnings(&self) -> Vec<String> {
+    fn warnings(&self) -> Vec<(String, String)> {
         Vec::new()
     }
 }
@@ -59,8 +62,8 @@ impl FrameSource for Symbolizer {
         self.symbolize(address)
     }
 
-    fn warnings(&self) -> Vec<String> {
-        Symbolizer::warnings(self)
+    fn warnings(&self) -> Vec<(String, String)> {
+        Symbolizer::module_warnings(self)
     }
 }
 
@@ -85,17 +88,44 @@ pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Pa
 pub struct Stacks<'a> {
     modules: &'a Modules,
     source: &'a dyn FrameSource,
+    user_code: UserCode,
+    native_frames: bool,
+    shown_modules: HashSet<String>,
     cache: HashMap<u64, Vec<Frame>>,
 }
 
 impl<'a> Stacks<'a> {
-    /// Frames from `source`, with runtime frames recognised by `modules`.
+    /// Frames from `source`, with runtime frames recognised by `modules` and the user's
+    /// frames marked by the default rule.
     pub fn new(modules: &'a Modules, source: &'a dyn FrameSource) -> Stacks<'a> {
         Stacks {
             modules,
             source,
+            user_code: UserCode::default(),
+            native_frames: false,
+            shown_modules: HashSet::new(),
             cache: HashMap::new(),
         }
+    }
+
+    /// Counts every frame as shown (`--native-frames`), not only those
+    /// [`shown_frames`] keeps, for [`Stacks::shown_modules`].
+    pub fn with_native_frames(mut self, native_frames: bool) -> Stacks<'a> {
+        self.native_frames = native_frames;
+        self
+    }
+
+    /// The modules (base names) of the frames shown of every stack made so far: the notes
+    /// about missing symbols matter for these only.
+    pub fn shown_modules(&self) -> &HashSet<String> {
+        &self.shown_modules
+    }
+
+    /// Marks the user's frames by `user_code` (`--focus`, `--hide`).
+    pub fn with_user_code(mut self, user_code: UserCode) -> Stacks<'a> {
+        self.user_code = user_code;
+        self.cache.clear();
+        self
     }
 
     /// The frames shown for a stack: innermost first, without the leading frames inside the
@@ -117,12 +147,20 @@ impl<'a> Stacks<'a> {
         // inlined into the eval loop, they go between those calls and the eval loop itself.
         let mut python = Vec::new();
         for &a in shown {
-            if let Some(frame) = self.modules.python.frame(a) {
+            if let Some(mut frame) = self.modules.python.frame(a) {
+                frame.user = self.user_code.is_users(&frame, None);
                 python.push(frame);
                 continue;
             }
-            let source = self.source;
-            let frames = self.cache.entry(a).or_insert_with(|| source.frames(a));
+            let (source, modules, user_code) = (self.source, self.modules, &self.user_code);
+            let frames = self.cache.entry(a).or_insert_with(|| {
+                let path = modules.find(a).map(|m| m.path.as_str());
+                let mut frames = source.frames(a);
+                for f in &mut frames {
+                    f.user = user_code.is_users(f, path);
+                }
+                frames
+            });
             if python.is_empty() {
                 out.extend(frames.iter().cloned());
             } else {
@@ -133,6 +171,13 @@ impl<'a> Stacks<'a> {
             }
         }
         out.append(&mut python);
+        for f in shown_frames(&out, self.native_frames) {
+            if let Some(m) = &f.module {
+                if !self.shown_modules.contains(m) {
+                    self.shown_modules.insert(m.clone());
+                }
+            }
+        }
         out
     }
 }
@@ -184,6 +229,7 @@ mod tests {
                 module: Some("libpython3.10.so".into()),
                 address,
                 inlined,
+                user: false,
             };
             if address == 0x2020 {
                 vec![frame("call_function", true), frame("_PyEval_EvalFrameDefault", false)]
@@ -192,7 +238,7 @@ mod tests {
             }
         }
 
-        fn warnings(&self) -> Vec<String> {
+        fn warnings(&self) -> Vec<(String, String)> {
             Vec::new()
         }
     }

@@ -251,6 +251,7 @@ fn frame(f: &Frame) -> J {
         ("module", opt_str(f.module.as_deref())),
         ("address", J::S(format!("{:#x}", f.address))),
         ("inlined", J::Bool(f.inlined)),
+        ("user", J::Bool(f.user)),
     ])
 }
 

@@ -30,6 +30,7 @@ pub mod owner;
 mod pools;
 pub mod progress;
 pub mod text;
+pub mod user_code;
 
 #[cfg(test)]
 mod tests;
@@ -68,6 +69,11 @@ pub struct Options {
     pub memory: bool,
     /// With `memory`: the snapshots to show (`--at`).
     pub at: Option<memory::At>,
+    /// Which frames are the user's (`--focus`, `--hide`): the frame that names each site.
+    pub user_code: user_code::UserCode,
+    /// Show every frame of Python stacks (`--native-frames`), not only Python frames and the
+    /// user's native frames.
+    pub native_frames: bool,
 }
 
 /// Totals of one process, or of all.
@@ -266,6 +272,9 @@ pub struct ProcessReport {
     pub findings: Vec<Finding>,
     /// What the reader should know about the trace itself (truncation, lost events...).
     pub notes: Vec<String>,
+    /// The notes of `notes` about missing symbols, which [`Report::new`] keeps in the first
+    /// process that has each only.
+    pub symbol_notes: Vec<String>,
     /// Where the memory went, when the memory pass ran.
     pub memory: Option<Box<memory::MemoryView>>,
     /// What could not be read of the trace.
@@ -311,11 +320,21 @@ pub struct Report {
     pub merged: Vec<MergedSite>,
     /// Sites left out of `merged` by [`Report::limit`]: (sites, bytes).
     pub merged_omitted: (u64, u64),
+    /// Show every native frame of Python stacks (`--native-frames`) in text and flame graphs.
+    pub native_frames: bool,
 }
 
 impl Report {
     /// Combines per-trace reports.
-    pub fn new(processes: Vec<ProcessReport>) -> Report {
+    pub fn new(mut processes: Vec<ProcessReport>) -> Report {
+        // A library without debug info is noted once per run, not once per process.
+        let mut seen: Vec<String> = Vec::new();
+        for p in &mut processes {
+            let again: Vec<String> = p.symbol_notes.iter().filter(|n| seen.contains(n)).cloned().collect();
+            p.notes.retain(|n| !again.contains(n));
+            p.symbol_notes.retain(|n| !again.contains(n));
+            seen.extend(p.symbol_notes.iter().cloned());
+        }
         let mut summary = Summary::default();
         for p in &processes {
             summary.add(&p.summary);
@@ -330,6 +349,7 @@ impl Report {
             summary,
             merged,
             merged_omitted: (0, 0),
+            native_frames: false,
         }
     }
 
@@ -361,7 +381,9 @@ pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
 
 /// Builds the report on one replayed trace, with frames from `source`.
 pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: &Options) -> ProcessReport {
-    let mut stacks = Stacks::new(&replay.modules, source);
+    let mut stacks = Stacks::new(&replay.modules, source)
+        .with_user_code(options.user_code.clone())
+        .with_native_frames(options.native_frames);
     let mut leaks = Vec::new();
     let mut held_by_pool = Vec::new();
     let mut unreleased = Vec::new();
@@ -419,7 +441,14 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
     summary.findings = findings.len() as u64;
 
     let mut notes = notes(&replay);
-    notes.extend(source.warnings());
+    // Missing symbols matter only where the report shows the module's frames.
+    let symbol_notes: Vec<String> = source
+        .warnings()
+        .into_iter()
+        .filter(|(module, _)| stacks.shown_modules().contains(module))
+        .map(|(_, line)| line)
+        .collect();
+    notes.extend(symbol_notes.iter().cloned());
     if let (Some(at), Some(m)) = (options.at, &memory) {
         if m.snapshot.is_none() {
             let ids: Vec<String> = at.ids().iter().map(u64::to_string).collect();
@@ -440,6 +469,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         omitted: [(0, 0); 3],
         findings,
         notes,
+        symbol_notes,
         memory,
         damage,
     };

@@ -225,11 +225,15 @@ impl FrameSource for OneLine {
             module: Some("train".into()),
             address: address - PROGRAM,
             inlined: false,
+            user: false,
         }]
     }
 
-    fn warnings(&self) -> Vec<String> {
-        vec!["no debug info for libc".into()]
+    fn warnings(&self) -> Vec<(String, String)> {
+        vec![
+            ("libc.so.6".into(), "libc.so.6: no debug info".into()),
+            ("train".into(), "train: no debug info".into()),
+        ]
     }
 }
 
@@ -250,8 +254,8 @@ fn stacks_with_the_same_source_lines_are_one_group_but_unnamed_frames_must_match
     assert_eq!(groups, [(80, 1), (40, 1), (30, 2)]);
     assert_eq!(
         r.notes,
-        ["no debug info for libc"],
-        "the symbolizer's warnings are notes"
+        ["train: no debug info"],
+        "the symbolizer's warnings are notes, for the modules of frames shown only"
     );
 }
 

@@ -8,6 +8,7 @@ use gpuleak_format::MemKind;
 
 use crate::model::{file_name, LeakAt};
 
+use super::user_code::{shown, Shown};
 use super::{Finding, Frame, Held, MergedSite, ProcessReport, Report, Severity, Summary};
 
 /// Width the text is laid out for.
@@ -16,6 +17,22 @@ const WIDTH: usize = 80;
 const NAMED_PROCESSES: usize = 6;
 
 pub use crate::colour::Style;
+
+/// How the text looks: its colours, and whether Python stacks show every native frame
+/// (`--native-frames`).
+#[derive(Debug, Clone, Copy)]
+struct Look {
+    style: Style,
+    native_frames: bool,
+}
+
+impl std::ops::Deref for Look {
+    type Target = Style;
+
+    fn deref(&self) -> &Style {
+        &self.style
+    }
+}
 
 /// The colour of a severity's name.
 fn severity(style: Style, s: Severity) -> String {
@@ -28,6 +45,10 @@ fn severity(style: Style, s: Severity) -> String {
 
 /// Writes `report` as text.
 pub fn write(report: &Report, style: Style, out: &mut impl Write) -> io::Result<()> {
+    let style = Look {
+        style,
+        native_frames: report.native_frames,
+    };
     let mut s = String::with_capacity(4096);
     for (i, p) in report.processes.iter().enumerate() {
         if i > 0 {
@@ -52,7 +73,7 @@ fn plural(n: u64, one: &str, many: &str) -> String {
     format!("{n} {}", if n == 1 { one } else { many })
 }
 
-fn process(p: &ProcessReport, style: Style, s: &mut String) {
+fn process(p: &ProcessReport, style: Look, s: &mut String) {
     let ended = match (p.exited, p.exit_code) {
         (_, Some(code)) => format!("exited with {code}"),
         (true, None) => "exited".to_string(),
@@ -118,7 +139,7 @@ fn process(p: &ProcessReport, style: Style, s: &mut String) {
     if !p.notes.is_empty() {
         s.push('\n');
         for n in &p.notes {
-            wrap(&format!("{}: {n}", severity(style, Severity::Note)), "  ", s);
+            wrap(&format!("{}: {n}", severity(*style, Severity::Note)), "  ", s);
         }
     }
 }
@@ -157,7 +178,7 @@ fn totals(t: &Summary, s: &mut String) {
     wrap(&calls, "  ", s);
 }
 
-fn held(h: &Held, style: Style, s: &mut String) {
+fn held(h: &Held, style: Look, s: &mut String) {
     let mut what = format!(
         "{} in {} ({})",
         plural(h.bytes, "byte", "bytes"),
@@ -206,12 +227,12 @@ fn held(h: &Held, style: Style, s: &mut String) {
     }
     by.push(':');
     headline(&what, &by, style, s);
-    frames(&h.stack, s);
+    frames(&h.stack, style.native_frames, s);
 }
 
 /// A group's first line, `what` then `by`: broken before `by` rather than anywhere when it
 /// does not fit.
-fn headline(what: &str, by: &str, style: Style, s: &mut String) {
+fn headline(what: &str, by: &str, style: Look, s: &mut String) {
     if what.chars().count() + 1 + by.chars().count() <= WIDTH {
         s.push_str(&style.bold(&format!("{what} {by}")));
         s.push('\n');
@@ -223,7 +244,7 @@ fn headline(what: &str, by: &str, style: Style, s: &mut String) {
 
 /// The merged view: each leak site once, with the processes that leak from it (the largest
 /// few by name, the rest counted).
-fn merged(report: &Report, style: Style, s: &mut String) {
+fn merged(report: &Report, style: Look, s: &mut String) {
     let n = report.processes.len() as u64;
     wrap(
         &style.bold(&format!(
@@ -246,7 +267,7 @@ fn merged(report: &Report, style: Style, s: &mut String) {
     }
 }
 
-fn site(m: &MergedSite, report: &Report, style: Style, s: &mut String) {
+fn site(m: &MergedSite, report: &Report, style: Look, s: &mut String) {
     let what = format!(
         "{} in {} ({}) in {} of {},",
         plural(m.bytes, "byte", "bytes"),
@@ -298,12 +319,12 @@ fn site(m: &MergedSite, report: &Report, style: Style, s: &mut String) {
     }
     s.push_str(&line);
     s.push('\n');
-    frames(&m.stack, s);
+    frames(&m.stack, style.native_frames, s);
 }
 
-fn finding(f: &Finding, style: Style, s: &mut String) {
+fn finding(f: &Finding, style: Look, s: &mut String) {
     wrap(
-        &format!("{}: {}: {}", severity(style, f.severity), f.check, f.message),
+        &format!("{}: {}: {}", severity(*style, f.severity), f.check, f.message),
         "  ",
         s,
     );
@@ -313,23 +334,23 @@ fn finding(f: &Finding, style: Style, s: &mut String) {
     if let Some(role) = f.stack_role {
         s.push_str(&format!("  {role} (no stack of the call itself):\n"));
     }
-    frames(&f.stack, s);
+    frames(&f.stack, style.native_frames, s);
     if let Some(stack) = &f.first_free_stack {
         s.push_str(if f.check == "use-after-free" {
             "  freed at:\n"
         } else {
             "  first freed at:\n"
         });
-        frames(stack, s);
+        frames(stack, style.native_frames, s);
     }
     // A stream-ordering finding without a stack of its own shows the allocation's.
     if let Some(stack) = f.allocation_stack.as_ref().filter(|a| **a != f.stack) {
         s.push_str("  allocated at:\n");
-        frames(stack, s);
+        frames(stack, style.native_frames, s);
     }
     for r in &f.related {
         s.push_str(&format!("  {}:\n", r.role));
-        frames(&r.stack, s);
+        frames(&r.stack, style.native_frames, s);
     }
 }
 
@@ -343,10 +364,17 @@ fn omitted((groups, bytes): (u64, u64), what: &str, s: &mut String) {
     }
 }
 
-/// One line per frame, `#N function file:line (module)`; the location moves to a line of its
-/// own when the whole does not fit.
-fn frames(stack: &[Frame], s: &mut String) {
-    for (i, f) in stack.iter().enumerate() {
+/// One line per frame shown ([`shown`]), `#N function file:line (module)`; the location moves
+/// to a line of its own when the whole does not fit; a run of frames folded is one line.
+fn frames(stack: &[Frame], native_frames: bool, s: &mut String) {
+    for line in shown(stack, native_frames) {
+        let (i, f) = match line {
+            Shown::Frame(i, f) => (i, f),
+            Shown::Folded { frames, interpreter } => {
+                s.push_str(&format!("    {}\n", Shown::folded_text(frames, interpreter)));
+                continue;
+            }
+        };
         let prefix = format!("    #{i} ");
         let name = match (&f.function, &f.module) {
             (Some(function), _) => elide(function, WIDTH - prefix.len()),
@@ -458,8 +486,9 @@ mod tests {
             module: Some("libsomething_quite_long.so".into()),
             address: 0x10,
             inlined: false,
+            user: false,
         };
-        frames(&[frame("main"), frame(&"x".repeat(200))], &mut s);
+        frames(&[frame("main"), frame(&"x".repeat(200))], false, &mut s);
         assert!(s.lines().all(|l| l.chars().count() <= WIDTH), "{s}");
         assert!(s.starts_with("    #0 main something_rather_long.cc:1234 (libsomething_quite_long.so)\n"));
         assert!(s.ends_with("\n         something_rather_long.cc:1234 (libsomething_quite_long.so)\n"));
@@ -470,9 +499,10 @@ mod tests {
             module: Some("libc.so.6".into()),
             address: 0x2a24a,
             inlined: false,
+            user: false,
         };
         let mut s = String::new();
-        frames(&[unknown], &mut s);
+        frames(&[unknown], false, &mut s);
         assert_eq!(s, "    #0 libc.so.6+0x2a24a\n");
     }
 }

@@ -154,28 +154,21 @@ pub(super) fn find(
         }
     }
 
+    let name = Path::new(module.path.strip_suffix(" (deleted)").unwrap_or(&module.path))
+        .file_name()
+        .map_or_else(|| module.path.clone(), |n| n.to_string_lossy().into_owned());
     let outcome = match (&files.dwarf, &files.symbols) {
         (Some(dwarf), _) => format!("its symbols come from {}", dwarf.display()),
-        (None, Some(symbols)) if rank >= 2 => format!(
-            "no DWARF debug info in the file or the debug dirs: its frames have function names \
-             (from {}) but no file or line; give --debug-dir where its debug file is",
-            symbols.display()
-        ),
+        (None, Some(_)) if rank >= 2 => "no DWARF: no file:line (--debug-dir)".to_owned(),
         // A stripped library keeps only the dynamic symbol table: the functions it exports.
-        (None, Some(symbols)) => format!(
-            "no DWARF debug info or full symbol table in the file or the debug dirs: only its \
-             exported functions have names (from the dynamic symbols of {}), its other frames \
-             show as module+offset, and none has a file or line; give --debug-dir where its \
-             debug file is",
-            symbols.display()
-        ),
-        (None, None) => "no symbols in the file or the debug dirs: its frames show as module+offset".to_owned(),
+        (None, Some(_)) => "no DWARF, only exported functions named (--debug-dir)".to_owned(),
+        (None, None) => "no symbols: frames show as module+offset".to_owned(),
     };
     match problem {
         Some(problem) => warnings.push(format!("{}: {problem}; {outcome}", module.path)),
         // The vDSO and other pseudo modules have no file to complain about.
         None if pseudo => {}
-        None if files.dwarf.is_none() => warnings.push(format!("{}: {outcome}", module.path)),
+        None if files.dwarf.is_none() => warnings.push(format!("{name}: {outcome}")),
         None => {}
     }
     files

@@ -60,6 +60,9 @@ pub struct Frame {
     pub address: u64,
     /// Whether this frame is a call inlined into the next frame (same address).
     pub inlined: bool,
+    /// Whether the frame is in the user's code (`report::user_code`); the symbolizer leaves it
+    /// `false` and the report sets it.
+    pub user: bool,
 }
 
 /// A loaded object as the trace's module map records it.
@@ -170,12 +173,18 @@ impl Symbolizer {
     /// Problems met so far (a file missing, rebuilt since the run, without debug info...), one
     /// line each, in module order, for the report's notes.
     pub fn warnings(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
+        self.module_warnings().into_iter().map(|(_, line)| line).collect()
+    }
+
+    /// [`Symbolizer::warnings`], each with the base name of the module it is about (as
+    /// [`Frame::module`] names it).
+    pub fn module_warnings(&self) -> Vec<(String, String)> {
+        let mut out: Vec<(String, String)> = Vec::new();
         for module in &self.modules {
             for line in module.debug.get().map(DebugInfo::warnings).unwrap_or_default() {
                 // The same file may be recorded twice (unloaded and loaded again).
-                if !out.contains(&line) {
-                    out.push(line);
+                if !out.iter().any(|(_, l)| *l == line) {
+                    out.push((module.name.clone(), line));
                 }
             }
         }
@@ -199,6 +208,7 @@ impl Symbolizer {
                 module: None,
                 address,
                 inlined: false,
+                user: false,
             }];
         };
         let offset = address.wrapping_sub(module.info.base);
@@ -212,6 +222,7 @@ impl Symbolizer {
             module: Some(module.name.clone()),
             address: offset,
             inlined: f.inlined,
+            user: false,
         };
         let frames: Vec<Frame> = debug.frames(offset.wrapping_sub(1)).into_iter().map(frame).collect();
         if frames.is_empty() {

@@ -55,6 +55,7 @@ impl PyCodes {
             module: Some(MODULE.to_string()),
             address: offset as u64,
             inlined: false,
+            user: false,
         })
     }
 }

@@ -277,6 +277,7 @@ pub fn analyze(c: &Case) -> Reached {
         sysroot: None,
         memory: c.memory,
         at: c.at,
+        ..Options::default()
     };
     let mut processes = Vec::new();
     for (i, records) in c.processes.iter().enumerate() {

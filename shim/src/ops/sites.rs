@@ -1,6 +1,8 @@
 //! Short names of allocation sites for metrics labels and the OOM summary: the first
-//! program frame of a stack (the first frame outside the shim and the CUDA libraries),
-//! named by `dladdr` (`symbol`, or `module+0xoffset` where the module exports no symbol
+//! frame of the user's code in a stack (outside the shim, the C and C++ runtime, the
+//! interpreter and installed Python packages, CUDA's and frameworks' libraries, by module
+//! path, as the analyzer's `report::user_code` rule has it for native frames), else the
+//! first frame outside the shim and `libcuda*`, named by `dladdr` (`symbol`, or `module+0xoffset` where the module exports no symbol
 //! there). The frame is found once per stack, by one extra unwind when a thread meets a
 //! stack it has not noted before; the name only when a label is asked for.
 
@@ -101,19 +103,119 @@ fn basename(path: &[u8]) -> &[u8] {
     path.rsplit(|&c| c == b'/').next().unwrap_or(path)
 }
 
-/// The first return address outside the shim and the CUDA libraries (`libcuda*`), or 0.
+/// Base-name prefixes of modules that are never the user's code (the analyzer's list in
+/// `report::user_code`).
+const NOT_USERS: &[&[u8]] = &[
+    b"libc.so",
+    b"libc-",
+    b"libm.so",
+    b"libm-",
+    b"libmvec",
+    b"libdl.so",
+    b"libdl-",
+    b"libpthread",
+    b"librt.so",
+    b"librt-",
+    b"libstdc++",
+    b"libc++",
+    b"libgcc_s",
+    b"libatomic",
+    b"libffi",
+    b"libunwind",
+    b"ld-linux",
+    b"ld64.so",
+    b"ld-musl",
+    b"linux-vdso",
+    b"libpython",
+    b"libcuda",
+    b"libcublas",
+    b"libcudnn",
+    b"libnccl",
+    b"libcufft",
+    b"libcurand",
+    b"libcusparse",
+    b"libcusolver",
+    b"libcupti",
+    b"libnvrtc",
+    b"libnvJitLink",
+    b"libnvidia-",
+    b"libnvToolsExt",
+    b"libnvtx",
+    b"cydriver.",
+    b"cyruntime.",
+    b"cynvrtc.",
+    b"libtorch",
+    b"libc10",
+    b"libxla",
+    b"xla_extension",
+    b"xla_cuda_plugin",
+    b"libjax",
+    b"libcupy",
+    b"libnumba",
+    b"librmm",
+];
+
+/// Directories whose modules are never the user's code: installed Python packages and
+/// frameworks.
+const NOT_USERS_DIRS: &[&[u8]] = &[
+    b"site-packages",
+    b"dist-packages",
+    b"jaxlib",
+    b"jax_plugins",
+    b"cupy",
+    b"cupy_backends",
+    b"numba",
+    b"torch",
+];
+
+/// Whether a module (by path) may hold the user's code.
+fn is_user_module(path: &[u8]) -> bool {
+    let name = basename(path);
+    let python = name.strip_prefix(b"python").is_some_and(|v| {
+        v.iter()
+            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b't' | b'd' | b'm'))
+    });
+    if python || NOT_USERS.iter().any(|p| name.starts_with(p)) {
+        return false;
+    }
+    let mut dirs = path.split(|&c| c == b'/').peekable();
+    let mut previous: &[u8] = b"";
+    while let Some(d) = dirs.next() {
+        if dirs.peek().is_none() {
+            break;
+        }
+        // The interpreter's lib/pythonX.Y/ (its extension modules in lib-dynload).
+        let versioned = d
+            .strip_prefix(b"python")
+            .is_some_and(|v| !v.is_empty() && v.iter().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b't')));
+        if NOT_USERS_DIRS.contains(&d) || (versioned && (previous == b"lib" || previous == b"lib64")) {
+            return false;
+        }
+        previous = d;
+    }
+    true
+}
+
+/// The first return address in the user's code, else the first outside the shim and
+/// `libcuda*`, or 0.
 fn first_program_frame() -> u64 {
     let mut buf = [0u64; 48];
     let n = gpuleak_unwind::capture(0, &mut buf);
     let own = module_of(first_program_frame as *const () as u64).map_or(std::ptr::null_mut(), |(i, _)| i.dli_fbase);
+    let mut fallback = 0;
     for &a in &buf[..n.min(buf.len())] {
         let Some((info, path)) = module_of(a) else { continue };
-        if info.dli_fbase == own || basename(path).starts_with(b"libcuda") {
+        if info.dli_fbase == own {
             continue;
         }
-        return a;
+        if is_user_module(path) {
+            return a;
+        }
+        if fallback == 0 && !basename(path).starts_with(b"libcuda") {
+            fallback = a;
+        }
     }
-    0
+    fallback
 }
 
 /// A short name for a stack's site: the symbol of its first program frame, or
@@ -155,4 +257,34 @@ fn name_of(addr: u64) -> Option<String> {
         String::from_utf8_lossy(basename(path)),
         addr.saturating_sub(base)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_user_module;
+
+    #[test]
+    fn runtimes_interpreters_and_packages_are_not_the_users_code() {
+        for (path, users) in [
+            (&b"/home/me/build/app"[..], true),
+            (b"/home/me/build/libmine.so", true),
+            (b"/usr/lib/x86_64-linux-gnu/libc.so.6", false),
+            (b"/usr/lib/x86_64-linux-gnu/libffi.so.8", false),
+            (b"/usr/lib/libcudart.so.12", false),
+            (b"/usr/lib/libpython3.11.so.1.0", false),
+            (b"/usr/bin/python3.11", false),
+            (
+                b"/v/lib/python3.11/site-packages/cuda/bindings/cydriver.cpython-311-x86_64-linux-gnu.so",
+                false,
+            ),
+            (
+                b"/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so",
+                false,
+            ),
+            (b"/v/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so", false),
+            (b"/home/me/pythonic/libmine.so", true),
+        ] {
+            assert_eq!(is_user_module(path), users, "{}", String::from_utf8_lossy(path));
+        }
+    }
 }

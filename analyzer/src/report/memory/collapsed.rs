@@ -3,6 +3,7 @@
 
 use std::fmt::Write as _;
 
+use super::super::user_code::shown_frames;
 use super::super::{Frame, Report};
 
 /// What the stacks are weighed by.
@@ -24,10 +25,10 @@ pub fn frame_name(f: &Frame) -> String {
     name.replace([';', '\n', '\r'], " ")
 }
 
-/// One line: the frames outermost first, then the weight.
-fn line(root: &str, frames: &[Frame], bytes: u64, out: &mut String) {
+/// One line: the frames shown (`user_code::shown_frames`) outermost first, then the weight.
+fn line(root: &str, frames: &[Frame], native_frames: bool, bytes: u64, out: &mut String) {
     out.push_str(root);
-    for f in frames.iter().rev() {
+    for f in shown_frames(frames, native_frames).into_iter().rev() {
         out.push(';');
         out.push_str(&frame_name(f));
     }
@@ -46,14 +47,14 @@ pub fn write(report: &Report, weight: Weight) -> String {
         match weight {
             Weight::Leaked => {
                 for h in &p.leaks {
-                    line(&root, &h.stack, h.bytes, &mut out);
+                    line(&root, &h.stack, report.native_frames, h.bytes, &mut out);
                 }
             }
             Weight::Peak => {
                 if let Some(m) = &p.memory {
                     for (id, bytes) in &m.peak_sites {
                         let frames = m.sites.get(id).map_or(&[][..], |s| s.stack.as_slice());
-                        line(&root, frames, *bytes, &mut out);
+                        line(&root, frames, report.native_frames, *bytes, &mut out);
                     }
                 }
             }

@@ -8,11 +8,13 @@ use super::super::json::{render, J};
 use super::super::{Finding, Report};
 use super::collapsed::frame_name;
 use super::{device_name, MemoryView};
+use crate::report::user_code::{shown_frames, site_name};
 use crate::run::human_bytes;
 
 /// The page for `report`.
 pub fn write(report: &Report) -> String {
-    let data = J::A(report.processes.iter().map(process).collect());
+    let native_frames = report.native_frames;
+    let data = J::A(report.processes.iter().map(|p| process(p, native_frames)).collect());
     let mut json = String::new();
     render(&data, 0, &mut json);
     // Inside <script>, "</" could end the element; "<\/" means the same to JSON.parse.
@@ -42,12 +44,18 @@ fn flame(stacks: Vec<(Vec<String>, u64)>) -> J {
     )
 }
 
-fn process(p: &super::super::ProcessReport) -> J {
+fn process(p: &super::super::ProcessReport, native_frames: bool) -> J {
     let title = match &p.process {
         Some(i) => format!("pid {} {}", i.pid, i.exe),
         None => p.trace.display().to_string(),
     };
-    let outermost_first = |frames: &[super::super::Frame]| frames.iter().rev().map(frame_name).collect::<Vec<_>>();
+    let outermost_first = |frames: &[super::super::Frame]| {
+        shown_frames(frames, native_frames)
+            .into_iter()
+            .rev()
+            .map(frame_name)
+            .collect::<Vec<_>>()
+    };
     let leaked = flame(p.leaks.iter().map(|h| (outermost_first(&h.stack), h.bytes)).collect());
     let findings = J::A(p.findings.iter().map(finding).collect());
     let mut fields = vec![
@@ -60,13 +68,13 @@ fn process(p: &super::super::ProcessReport) -> J {
         ("findings", findings),
     ];
     if let Some(m) = &p.memory {
-        fields.push(("memory", memory(m)));
+        fields.push(("memory", memory(m, native_frames)));
     }
     J::O(fields)
 }
 
 fn finding(f: &Finding) -> J {
-    let at = f.stack.first().map(frame_name).unwrap_or_default();
+    let at = site_name(&f.stack).unwrap_or_default();
     J::O(vec![
         ("check", J::S(f.check.to_string())),
         ("severity", J::S(f.severity.name().to_string())),
@@ -75,7 +83,7 @@ fn finding(f: &Finding) -> J {
     ])
 }
 
-fn memory(m: &MemoryView) -> J {
+fn memory(m: &MemoryView, native_frames: bool) -> J {
     let r = &m.replay;
     let nums = |v: &[u64]| J::A(v.iter().map(|x| J::U(*x)).collect());
     let label = |id: &gpuleak_format::StackId| {
@@ -88,7 +96,14 @@ fn memory(m: &MemoryView) -> J {
             .iter()
             .map(|(id, b)| {
                 let frames = m.sites.get(id).map_or(&[][..], |s| s.stack.as_slice());
-                (frames.iter().rev().map(frame_name).collect(), *b)
+                (
+                    shown_frames(frames, native_frames)
+                        .into_iter()
+                        .rev()
+                        .map(frame_name)
+                        .collect(),
+                    *b,
+                )
             })
             .collect(),
     );

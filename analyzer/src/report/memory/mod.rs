@@ -13,6 +13,7 @@ use std::collections::{BTreeMap, HashMap};
 use gpuleak_format::{Api, CuResult, MemKind, StackId};
 
 use super::frames::Stacks;
+use super::user_code::{site_frame, site_name};
 use super::{Extra, Finding, Frame, RelatedStack, Severity};
 use crate::memory::growth::Growth;
 pub use crate::memory::PinSite;
@@ -307,7 +308,14 @@ fn disambiguate(sites: &mut BTreeMap<StackId, SiteView>) {
         if count[&v.label] < 2 {
             continue;
         }
-        let caller = v.stack.iter().filter(|f| f.function.is_some()).nth(1).cloned();
+        // The caller: the next of the user's frames out from the site's, else the next named.
+        let at = site_frame(&v.stack).map_or(0, |f| v.stack.iter().position(|g| std::ptr::eq(f, g)).unwrap_or(0));
+        let outer = &v.stack[(at + 1).min(v.stack.len())..];
+        let caller = outer
+            .iter()
+            .find(|f| f.user && f.function.is_some())
+            .or_else(|| outer.iter().find(|f| f.function.is_some()))
+            .cloned();
         if let Some(caller) = caller {
             v.label = format!("{} < {}", v.label, label(&[caller], v.summary.stack));
         }
@@ -320,19 +328,9 @@ fn disambiguate(sites: &mut BTreeMap<StackId, SiteView>) {
     }
 }
 
-/// A site's short name: its first named frame, else its first frame's module and offset.
+/// A site's short name: its site frame's ([`site_name`]), else the stack's id.
 pub fn label(stack: &[Frame], id: StackId) -> String {
-    if let Some(f) = stack.iter().find(|f| f.function.is_some()) {
-        let function = f.function.as_deref().unwrap_or("?");
-        return match (&f.file, f.line) {
-            (Some(file), Some(line)) => format!("{function} {}:{line}", crate::model::file_name(file)),
-            _ => function.to_string(),
-        };
-    }
-    match stack.first() {
-        Some(f) => format!("{}+{:#x}", f.module.as_deref().unwrap_or("?"), f.address),
-        None => format!("stack {}", id.0),
-    }
+    site_name(stack).unwrap_or_else(|| format!("stack {}", id.0))
 }
 
 fn snapshot_view(m: &MemoryReplay, at: At) -> Option<SnapshotView> {
