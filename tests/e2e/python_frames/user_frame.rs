@@ -88,7 +88,9 @@ fn upgraded_baseline(trace: &Path, old: bool) -> Value {
                 f["address"] = Value::String("0x7777".into());
                 changed += 1;
             }
-            if module.starts_with("libpython") {
+            // CPython's frames: in libpython, or in the interpreter's executable where it is
+            // linked statically (Debian's arm64 build).
+            if module.starts_with("libpython") || module.starts_with("python3") {
                 if let Some(line) = f["line"].as_u64() {
                     f["line"] = Value::from(line + 3);
                     changed += 1;
