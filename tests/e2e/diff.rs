@@ -84,7 +84,11 @@ fn diff_names_the_one_extra_leak_of_the_second_run_and_exits_1() {
     let r = runs();
     let (code, doc) = diff_json(&[], s(&r.base), s(&r.extra));
     assert_eq!(code, 1, "{doc}");
-    assert_eq!(lists(&doc), [vec!["extra_cache".to_string()], vec![], vec![], vec![]], "{doc}");
+    assert_eq!(
+        lists(&doc),
+        [vec!["extra_cache".to_string()], vec![], vec![], vec![]],
+        "{doc}"
+    );
     let site = &doc["new"][0];
     for (field, want) in [
         ("bytes_before", 0),
@@ -95,27 +99,48 @@ fn diff_names_the_one_extra_leak_of_the_second_run_and_exits_1() {
     ] {
         assert_eq!(site[field], want, "{field}: {site}");
     }
-    assert!(site["site"].as_str().unwrap().starts_with("extra_cache@diff_steps.c:"), "{site}");
+    assert!(
+        site["site"].as_str().unwrap().starts_with("extra_cache@diff_steps.c:"),
+        "{site}"
+    );
     let frame = &site["stack"][0];
     for field in ["function", "file", "line", "module", "address", "inlined", "user"] {
-        assert!(frame.get(field).is_some(), "frames as in the report: no {field} in {frame}");
+        assert!(
+            frame.get(field).is_some(),
+            "frames as in the report: no {field} in {frame}"
+        );
     }
     let summary = &doc["summary"];
-    assert_eq!((summary["new"].as_u64(), summary["unchanged"].as_u64()), (Some(1), Some(2)), "{summary}");
+    assert_eq!(
+        (summary["new"].as_u64(), summary["unchanged"].as_u64()),
+        (Some(1), Some(2)),
+        "{summary}"
+    );
     assert_eq!(summary["delta"], 5000, "{summary}");
     // The peak is at snapshot 1 (model, scratch and one step of history) in both runs.
-    assert_eq!((summary["peak_bytes_before"].as_u64(), summary["peak_delta"].as_i64()), (Some(14336), Some(0)), "{summary}");
+    assert_eq!(
+        (summary["peak_bytes_before"].as_u64(), summary["peak_delta"].as_i64()),
+        (Some(14336), Some(0)),
+        "{summary}"
+    );
     assert_eq!(doc["compared"], "leaked");
 
     // The text names the site and its stack; the reverse order has it gone and exits 0.
     let out = diff(&[], s(&r.base), s(&r.extra));
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(1), "{text}");
-    assert!(text.contains("new: 0 bytes in 0 allocations -> 5000 bytes in 1 allocation (+5000 bytes)"), "{text}");
+    assert!(
+        text.contains("new: 0 bytes in 0 allocations -> 5000 bytes in 1 allocation (+5000 bytes)"),
+        "{text}"
+    );
     assert!(text.contains("#0 extra_cache diff_steps.c:"), "{text}");
     assert!(text.contains("1 new, 0 grown, 0 shrunk, 0 gone, 2 unchanged"), "{text}");
     let (code, doc) = diff_json(&[], s(&r.extra), s(&r.base));
-    assert_eq!((code, lists(&doc)[3].clone()), (0, vec!["extra_cache".to_string()]), "{doc}");
+    assert_eq!(
+        (code, lists(&doc)[3].clone()),
+        (0, vec!["extra_cache".to_string()]),
+        "{doc}"
+    );
 }
 
 #[test]
@@ -123,7 +148,11 @@ fn the_same_program_run_twice_has_nothing_new_and_exits_0() {
     let r = runs();
     let (code, doc) = diff_json(&[], s(&r.base), s(&r.again));
     assert_eq!(code, 0, "{doc}");
-    assert_eq!(lists(&doc), [vec![], vec![], vec![], vec![]] as [Vec<String>; 4], "{doc}");
+    assert_eq!(
+        lists(&doc),
+        [vec![], vec![], vec![], vec![]] as [Vec<String>; 4],
+        "{doc}"
+    );
     assert_eq!(doc["summary"]["unchanged"], 2, "{doc}");
     let out = diff(&[], s(&r.base), s(&r.again));
     assert_eq!(out.status.code(), Some(0));
@@ -138,21 +167,39 @@ fn two_snapshots_of_one_process_show_what_grew_and_what_went() {
     assert_eq!(code, 1, "{doc}");
     assert_eq!(
         lists(&doc),
-        [vec![], vec!["grow_history".to_string()], vec![], vec!["scratch_temp".to_string()]],
+        [
+            vec![],
+            vec!["grow_history".to_string()],
+            vec![],
+            vec!["scratch_temp".to_string()]
+        ],
         "{doc}"
     );
     let grown = &doc["grown"][0];
-    assert_eq!((grown["bytes_before"].as_u64(), grown["bytes_after"].as_u64()), (Some(2048), Some(4096)));
-    assert_eq!((grown["allocations_before"].as_u64(), grown["allocations_after"].as_u64()), (Some(1), Some(2)));
+    assert_eq!(
+        (grown["bytes_before"].as_u64(), grown["bytes_after"].as_u64()),
+        (Some(2048), Some(4096))
+    );
+    assert_eq!(
+        (
+            grown["allocations_before"].as_u64(),
+            grown["allocations_after"].as_u64()
+        ),
+        (Some(1), Some(2))
+    );
     assert_eq!(doc["gone"][0]["bytes_before"], 8192);
     assert_eq!(doc["a"]["snapshot"], 1);
+    assert_eq!(doc["compared"], "live", "a snapshot's sites are its live bytes");
     assert_eq!(doc["b"]["source"], "snapshot");
 
     // A snapshot the trace does not have is an error that names the ones it has.
     let out = diff(&[], &at(1), &at(9));
     assert_eq!(out.status.code(), Some(2));
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(stderr.contains("no snapshot 9 (snapshots in the trace: 1, 2)"), "{stderr}");
+    assert!(
+        stderr.contains("no snapshot 9 (snapshots in the trace: 1, 2)"),
+        "{stderr}"
+    );
 }
 
 #[test]
@@ -188,7 +235,13 @@ fn live_compares_what_is_held_at_the_end_and_html_is_one_page_with_both_timeline
     assert_eq!(out.status.code(), Some(1));
     let page = String::from_utf8_lossy(&out.stdout);
     assert!(page.starts_with("<!DOCTYPE html>"));
-    assert!(!page.contains("<script") && !page.contains("src=") && !page.contains("href="), "self-contained");
-    assert!(page.contains("class=\"side-a\"") && page.contains("class=\"side-b\""), "two timelines");
+    assert!(
+        !page.contains("<script") && !page.contains("src=") && !page.contains("href="),
+        "self-contained"
+    );
+    assert!(
+        page.contains("class=\"side-a\"") && page.contains("class=\"side-b\""),
+        "two timelines"
+    );
     assert!(page.contains("extra_cache@diff_steps.c:"));
 }

@@ -25,7 +25,7 @@ pub fn write(d: &Diff) -> String {
     let _ = writeln!(
         s,
         "<p>Compared: {} bytes per site. <span style=\"color:{}\">A</span>: {}. <span style=\"color:{}\">B</span>: {}.</p>",
-        d.measure.name(),
+        d.compared(),
         COLOURS[0],
         esc(&describe(&d.a)),
         COLOURS[1],
@@ -97,7 +97,7 @@ fn summary(d: &Diff, s: &mut String) {
             delta_cell(x, y)
         );
     };
-    row(&format!("{} bytes", d.measure.name()), Some(a.bytes), Some(b.bytes));
+    row(&format!("{} bytes", d.compared()), Some(a.bytes), Some(b.bytes));
     row("allocations", Some(a.allocations), Some(b.allocations));
     row("sites", Some(d.a.sites.len() as u64), Some(d.b.sites.len() as u64));
     row("peak bytes", d.a.peak_bytes, d.b.peak_bytes);

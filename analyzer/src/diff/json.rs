@@ -38,7 +38,7 @@ fn document(d: &Diff) -> J {
     let list = |l: &[SiteChange]| J::A(l.iter().map(site).collect());
     J::O(vec![
         ("schema_version", J::U(SCHEMA_VERSION)),
-        ("compared", J::S(d.measure.name().to_string())),
+        ("compared", J::S(d.compared().to_string())),
         (
             "summary",
             J::O(vec![

@@ -153,6 +153,17 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// What the bytes are: `leaked` or `live` (`--live`, or both sides snapshots, whose sites
+    /// are what is live at them), `mixed` for a snapshot against a whole run's leaks.
+    pub fn compared(&self) -> &'static str {
+        let snapshot = |s: &Side| matches!(s.source, Source::Snapshot(_));
+        match (self.measure, snapshot(&self.a), snapshot(&self.b)) {
+            (Measure::Live, _, _) | (_, true, true) => "live",
+            (Measure::Leaked, false, false) => "leaked",
+            _ => "mixed",
+        }
+    }
+
     /// 1 when a site is new or grew (as `check --baseline` fails), else 0.
     pub fn exit_code(&self) -> u8 {
         if self.new.is_empty() && self.grown.is_empty() {
@@ -283,6 +294,12 @@ mod tests {
         assert_eq!(d.gone[0].after, Totals::default());
         assert_eq!(d.exit_code(), EXIT_FINDINGS);
         assert_eq!(d.a.sites.len(), 5, "the sides keep their sites");
+        assert_eq!(d.compared(), "leaked");
+        let mut d = d;
+        d.a.source = Source::Snapshot(1);
+        assert_eq!(d.compared(), "mixed");
+        d.b.source = Source::Snapshot(2);
+        assert_eq!(d.compared(), "live");
     }
 
     #[test]

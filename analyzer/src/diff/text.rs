@@ -15,7 +15,7 @@ pub fn write(d: &Diff, native_frames: bool, out: &mut impl Write) -> io::Result<
     let _ = writeln!(
         s,
         "gpuleak diff: {} bytes per site, A {} -> B {}",
-        d.measure.name(),
+        d.compared(),
         describe(&d.a),
         describe(&d.b)
     );
@@ -23,7 +23,7 @@ pub fn write(d: &Diff, native_frames: bool, out: &mut impl Write) -> io::Result<
     let _ = writeln!(
         s,
         "  {}: {} -> {} ({})",
-        d.measure.name(),
+        d.compared(),
         totals(a),
         totals(b),
         signed(i128::from(b.bytes) - i128::from(a.bytes))
