@@ -127,12 +127,30 @@ fn chart(d: &Diff, s: &mut String) {
         return;
     }
     let (w, h, pad) = (800.0_f64, 240.0_f64, 50.0_f64);
-    let max_t = lines
+    // Time from each run's start; a trace without times (all zero) puts each side's points
+    // evenly over its run instead.
+    let timed = lines.iter().all(|l| l.is_empty() || l.last().is_some_and(|p| p.0 > 0));
+    let xs: Vec<Vec<f64>> = lines
         .iter()
-        .flat_map(|l| l.iter().map(|p| p.0))
-        .max()
-        .unwrap_or(0)
-        .max(1) as f64;
+        .map(|l| {
+            l.iter()
+                .enumerate()
+                .map(|(i, p)| {
+                    if timed {
+                        p.0 as f64
+                    } else {
+                        i as f64 / (l.len().max(2) - 1) as f64
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let max_t = xs
+        .iter()
+        .flatten()
+        .copied()
+        .fold(0.0_f64, f64::max)
+        .max(f64::MIN_POSITIVE);
     let max_b = lines
         .iter()
         .flat_map(|l| l.iter().map(|p| p.1))
@@ -150,19 +168,24 @@ fn chart(d: &Diff, s: &mut String) {
         "<line x1=\"{pad}\" y1=\"{h}\" x2=\"{}\" y2=\"{h}\" stroke=\"#888\"/><line x1=\"{pad}\" y1=\"0\" x2=\"{pad}\" y2=\"{h}\" stroke=\"#888\"/>",
         pad + w
     );
+    let end = if timed {
+        format!("{:.3} s", max_t / 1e9)
+    } else {
+        "end of run (no times in the trace)".to_string()
+    };
     let _ = writeln!(
         s,
-        "<text x=\"{pad}\" y=\"{}\" font-size=\"11\">0</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{:.3} s</text><text x=\"2\" y=\"12\" font-size=\"11\">{} B</text>",
+        "<text x=\"{pad}\" y=\"{}\" font-size=\"11\">0</text><text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\">{end}</text><text x=\"2\" y=\"12\" font-size=\"11\">{} B</text>",
         h + 14.0,
         pad + w,
         h + 14.0,
-        max_t / 1e9,
         max_b as u64
     );
     for (i, line) in lines.iter().enumerate() {
         let points: Vec<String> = line
             .iter()
-            .map(|&(t, b)| format!("{:.1},{:.1}", pad + t as f64 / max_t * w, h - b as f64 / max_b * h))
+            .zip(&xs[i])
+            .map(|(&(_, b), &x)| format!("{:.1},{:.1}", pad + x / max_t * w, h - b as f64 / max_b * h))
             .collect();
         let _ = writeln!(
             s,
