@@ -11,6 +11,7 @@
 pub mod captures;
 pub mod check;
 pub mod colour;
+pub mod diff;
 pub mod dump;
 pub mod file;
 pub mod memory;

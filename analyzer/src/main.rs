@@ -32,6 +32,9 @@ enum Command {
     Report(ReportArgs),
     /// Gate CI: exit 1 on leaks over the limits, new or grown leak sites, or findings.
     Check(CheckArgs),
+    /// Compare two runs (or two snapshots of one) site by site: new, grown, shrunk and gone
+    /// leak sites, peak and growth; exit 1 when a site is new or grew.
+    Diff(DiffArgs),
     /// Run a command with libgpuleak.so preloaded (one trace per process), then summarize.
     Run(RunArgs),
 }
@@ -265,6 +268,49 @@ struct CheckArgs {
     traces: Vec<std::path::PathBuf>,
 }
 
+#[derive(clap::Args)]
+struct DiffArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = DiffFormat::Text)]
+    format: DiffFormat,
+    /// Compare the bytes live at the end (leaked at exit, and held by caching allocators)
+    /// instead of the leaked bytes; a snapshot always gives its live bytes.
+    #[arg(long)]
+    live: bool,
+    /// Count memory still held by caching allocators (PyTorch, XLA, CuPy, RMM) as leaks.
+    #[arg(long)]
+    pool_as_leak: bool,
+    /// Directory with separate debug files (searched by build id, then by name); repeatable.
+    #[arg(long = "debug-dir", value_name = "DIR")]
+    debug_dirs: Vec<PathBuf>,
+    /// Look for the traced program's files below DIR first; default: $GPULEAK_SYSROOT.
+    #[arg(long, value_name = "DIR")]
+    sysroot: Option<PathBuf>,
+    #[command(flatten)]
+    frames: FrameArgs,
+    /// Read up to N traces at once (default: one per CPU).
+    #[arg(short = 'j', long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
+    jobs: Option<u16>,
+    /// Write the output to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// The earlier run: a trace, a directory of traces, a JSON report, or TRACE@N (the
+    /// trace's snapshot N).
+    #[arg(value_name = "A")]
+    a: String,
+    /// The later run, as A.
+    #[arg(value_name = "B")]
+    b: String,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum DiffFormat {
+    Text,
+    Json,
+    /// One self-contained HTML page (both timelines on one axis, tables).
+    Html,
+}
+
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum Format {
     Text,
@@ -290,6 +336,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
     match cli.command {
         Command::Report(args) => report(args),
         Command::Check(args) => check(args),
+        Command::Diff(args) => diff(args),
         Command::Run(args) => run_command(args),
         Command::Dump { trace } => {
             let file = gpuleak_analyzer::TraceFile::open(&trace)?;
@@ -622,4 +669,45 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     Ok(ExitCode::from(outcome.exit_code()))
+}
+
+/// `gpuleak diff`: exit 0 when no site is new or grew, 1 when one is, 2 on errors.
+fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
+    use gpuleak_analyzer::diff::{self, input, Measure};
+    use gpuleak_analyzer::report::Options;
+
+    let reading = input::Reading {
+        options: Options {
+            pool_as_leak: args.pool_as_leak,
+            debug_dirs: args.debug_dirs,
+            sysroot: sysroot(args.sysroot),
+            user_code: args.frames.user_code(),
+            native_frames: args.frames.native_frames,
+            ..Options::default()
+        },
+        jobs: args.jobs.map_or_else(every_cpu, usize::from),
+        measure: if args.live { Measure::Live } else { Measure::Leaked },
+    };
+    // Both sides are read before anything is written, so an error leaves no half output.
+    let a = input::load(&args.a, &reading)?;
+    let b = input::load(&args.b, &reading)?;
+    let d = diff::compare(a, b, reading.measure);
+    let mut bytes = Vec::new();
+    match args.format {
+        DiffFormat::Text => diff::text::write(&d, args.frames.native_frames, &mut bytes)?,
+        DiffFormat::Json => diff::json::write(&d, &mut bytes)?,
+        DiffFormat::Html => bytes = diff::html::write(&d).into_bytes(),
+    }
+    match &args.output {
+        Some(path) => std::fs::write(path, &bytes)
+            .map_err(|e| anyhow::anyhow!("{}: cannot write the diff: {e}", path.display()))?,
+        None => {
+            let mut out = std::io::stdout().lock();
+            match out.write_all(&bytes).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+                _ => {}
+            }
+        }
+    }
+    Ok(ExitCode::from(d.exit_code()))
 }

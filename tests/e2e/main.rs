@@ -9,6 +9,7 @@
 //!   golden files);
 //! - `third_party`: cudarc, cuda-bindings and cuda-core, alone and under the shim;
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
+//! - `diff`: `gpuleak diff`, two runs or two snapshots side by side;
 //! - `trace`: reading traces and client output in tests;
 //! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
 //! - `ops`: metrics endpoint, snapshots, OOM dumps, budgets and fault injection;
@@ -18,6 +19,7 @@
 //! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
 mod check;
+mod diff;
 mod memory;
 mod ops;
 mod ordering;

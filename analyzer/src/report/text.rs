@@ -366,7 +366,7 @@ fn omitted((groups, bytes): (u64, u64), what: &str, s: &mut String) {
 
 /// One line per frame shown ([`shown`]), `#N function file:line (module)`; the location moves
 /// to a line of its own when the whole does not fit; a run of frames folded is one line.
-fn frames(stack: &[Frame], native_frames: bool, s: &mut String) {
+pub(crate) fn frames(stack: &[Frame], native_frames: bool, s: &mut String) {
     for line in shown(stack, native_frames) {
         let (i, f) = match line {
             Shown::Frame(i, f) => (i, f),

@@ -221,7 +221,8 @@ pub fn view(replay: &Replay, stacks: &mut Stacks<'_>, at: Option<At>) -> Option<
 
     let snapshot = at.and_then(|at| snapshot_view(&m, at));
     if let Some(s) = &snapshot {
-        for (id, _, _) in s.rows.iter().take(100) {
+        // Every row: `gpuleak diff TRACE@N` keys each live site by its stack.
+        for (id, _, _) in &s.rows {
             names.name(*id);
         }
     }
