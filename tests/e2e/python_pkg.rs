@@ -261,7 +261,7 @@ fn the_wheel_installs_into_a_fresh_venv_and_gpuleak_run_traces_python_from_it() 
 }
 
 #[test]
-fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_says_how_to_run_it() {
+fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_runs_itself_again_under_it() {
     let python = pkgenv_python();
     let mut no_shim = python_clean(sim_command(&python));
     let out = output_of(no_shim.arg(script("pkg_no_shim.py")));
@@ -269,10 +269,42 @@ fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_says_how_to_run_it()
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stdout, "ok no_shim\n");
 
+    // `pytest --gpuleak` alone: pytest runs again with the package's shim preloaded, and the
+    // verdicts are those under `gpuleak run`, with and without xdist workers.
+    for workers in [1, 2] {
+        let dir = TempDir::new();
+        let file = script("pkg_pytest_leaks.py");
+        let mut pytest = python_clean(sim_command(&python));
+        pytest
+            .current_dir(dir.path())
+            .args(["-m", "pytest", "-p", "no:cacheprovider", "-rA", "--gpuleak"])
+            .arg(format!("--rootdir={}", file.parent().unwrap().display()))
+            .arg(&file);
+        if workers > 1 {
+            pytest.args(["-n", "2"]);
+        }
+        let out = output_of(&mut pytest);
+        let (_, stderr) = text(&out);
+        assert!(
+            stderr.contains("gpuleak: running pytest again with LD_PRELOAD=")
+                && stderr.contains("/site-packages/gpuleak/libgpuleak.so"),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.matches("running pytest again").count(),
+            1,
+            "once, not in the workers: {stderr}"
+        );
+        assert_plugin_verdicts(&out, workers, dir.path());
+    }
+
+    // Where it cannot run again (it already did, and the shim is still not there), one line
+    // says what to run.
     let dir = TempDir::new();
     let mut pytest = python_clean(sim_command(&python));
     pytest
         .current_dir(dir.path())
+        .env("GPULEAK_PYTEST_REEXEC", "1")
         .args(["-m", "pytest", "-p", "no:cacheprovider", "--gpuleak"])
         .arg(script("pkg_pytest_leaks.py"));
     let out = output_of(&mut pytest);
