@@ -89,6 +89,8 @@ GPULEAK_WEAK int gpuleak_window_stats(uint64_t *out, int n);
 #define GPULEAK_LIVE_BYTES(device) ((gpuleak_live_bytes) ? gpuleak_live_bytes(device) : (uint64_t)0)
 #define GPULEAK_SNAPSHOT(reason) ((gpuleak_snapshot) ? gpuleak_snapshot(reason) : (uint64_t)0)
 #define GPULEAK_TRACE_PATH() ((gpuleak_trace_path) ? gpuleak_trace_path() : (const char *)0)
+#define GPULEAK_WINDOW_BEGIN(watch_bytes) ((gpuleak_window_begin) ? gpuleak_window_begin(watch_bytes) : (void)0)
+#define GPULEAK_WINDOW_STATS(out, n) ((gpuleak_window_stats) ? gpuleak_window_stats((out), (n)) : 0)
 
 #ifdef __cplusplus
 }
