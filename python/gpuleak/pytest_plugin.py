@@ -431,16 +431,18 @@ class GpuleakPlugin:
             found[nodeid] = rows[:5]
         return found
 
-    def _top_tests(self):
-        ranked = sorted(self.totals.items(), key=lambda kv: (-kv[1][0], -kv[1][2], kv[0]))
+    def _top_tests(self, among=None):
+        """The tests the summary shows: the most memory at once, then the most allocated in
+        all (the same order in xdist workers, for their own tests, as in the controller)."""
+        totals = self.totals.items() if among is None else ((k, v) for k, v in self.totals.items() if k in among)
+        ranked = sorted(totals, key=lambda kv: (-kv[1][0], -kv[1][2], kv[0]))
         return [k for k, v in ranked if v[1] > 0][: self.summary_tests]
 
     def pytest_sessionfinish(self, session):
         if _is_xdist_worker(self.config):
             if self.summary:
                 # The worker's own tests, ranked there: the controller merges them.
-                ranked = sorted(self.windows, key=lambda k: -self.totals.get(k, (0, 0, 0, 0))[0])
-                found = self._summary_allocators(ranked[: self.summary_tests])
+                found = self._summary_allocators(self._top_tests(among=self.windows))
                 self.config.workeroutput["gpuleak_allocators"] = json.dumps(found)
             return
         if self.summary:

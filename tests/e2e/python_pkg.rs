@@ -835,7 +835,14 @@ fn the_pytest_summary_names_the_largest_allocators_of_the_tests_with_the_most_me
         let mut pytest = python_clean(sim_command(&python));
         pytest
             .current_dir(dir.path())
-            .args(["-m", "pytest", "-p", "no:cacheprovider", "--gpuleak", "--gpuleak-summary"])
+            .args([
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "--gpuleak",
+                "--gpuleak-summary",
+            ])
             .args(["--gpuleak-summary-tests", "2"])
             .arg(format!("--rootdir={}", file.parent().unwrap().display()))
             .arg(&file);
@@ -862,6 +869,9 @@ fn the_pytest_summary_names_the_largest_allocators_of_the_tests_with_the_most_me
         );
         // Ties at the highest bytes go to the test that allocated more in all.
         assert!(!summary.contains("::test_leaks_2_mib:"), "two tests only:\n{summary}");
-        assert!(summary.contains(&expected), "{workers} workers: {expected}\nin:\n{stdout}");
+        assert!(
+            summary.contains(&expected),
+            "{workers} workers: {expected}\nin:\n{stdout}"
+        );
     }
 }

@@ -536,7 +536,7 @@ pub fn freed(api: Api, ptr: u64, taken: Taken, ok: bool) {
 
 fn gone(e: &Entry, count_free: bool) {
     if e.window != 0 && e.window == WINDOW.load(Ordering::Acquire) {
-        WINDOW_LIVE.fetch_sub(e.size as i64, Ordering::AcqRel);
+        WINDOW_LIVE.fetch_sub(i64::try_from(e.size).unwrap_or(i64::MAX), Ordering::AcqRel);
     }
     let (s, k) = (usize::from(e.slot), e.kind as usize);
     if count_free {
