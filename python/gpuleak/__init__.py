@@ -156,13 +156,13 @@ class Leak:
                 return self.stack[: i + 1]
         return self.stack
 
-    def format(self, max_frames=32, caller=None):
+    def format(self, max_frames=32, caller=None, state="still live"):
         """The leak as text: size, kind and the stack (cut at `caller`, see `trimmed`)."""
         stack = self.trimmed(caller) if caller else self.stack
         what = f"{self.bytes} bytes ({format_size(self.bytes)})"
         how = ", ".join(x for x in (self.kind, self.api and f"allocated by {self.api}") if x)
         pool = " [held by a caching allocator]" if self.pool else ""
-        lines = [f"{what} still live{pool}" + (f" ({how})" if how else "") + ":"]
+        lines = [f"{what} {state}{pool}" + (f" ({how})" if how else "") + ":"]
         for i, frame in enumerate(stack[:max_frames]):
             lines.append(f"    #{i} {frame}")
         if len(stack) > max_frames:

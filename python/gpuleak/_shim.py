@@ -17,6 +17,8 @@ _FUNCTIONS = {
     "gpuleak_live_bytes": (ctypes.c_uint64, [ctypes.c_int]),
     "gpuleak_snapshot": (ctypes.c_uint64, [ctypes.c_char_p]),
     "gpuleak_trace_path": (ctypes.c_char_p, []),
+    "gpuleak_window_begin": (None, [ctypes.c_uint64]),
+    "gpuleak_window_stats": (ctypes.c_int, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]),
 }
 
 
@@ -81,3 +83,37 @@ def loaded_library_path():
     except OSError:
         pass
     return None
+
+
+class WindowStats:
+    """The counters of the shim's open window (`gpuleak_window_stats`): allocations made in
+    it, bytes allocated in it, bytes allocated in it and still live, the highest those have
+    been, and the id of the snapshot written when the watch was passed (0: none)."""
+
+    __slots__ = ("allocations", "allocated_bytes", "live_bytes", "peak_bytes", "watch_snapshot")
+
+    def __init__(self, values):
+        self.allocations, self.allocated_bytes, self.live_bytes, self.peak_bytes, self.watch_snapshot = values
+
+    def __repr__(self):
+        return "WindowStats(" + ", ".join(f"{k}={getattr(self, k)}" for k in self.__slots__) + ")"
+
+
+_STATS = (ctypes.c_uint64 * 5)()
+
+
+def window_begin(watch_bytes=0):
+    """Opens a window in the shim (False when the shim has no windows)."""
+    s = shim()
+    if s.functions.get("gpuleak_window_begin") is None or s.functions.get("gpuleak_window_stats") is None:
+        return False
+    s.functions["gpuleak_window_begin"](int(watch_bytes) & (2**64 - 1))
+    return True
+
+
+def window_stats():
+    """The open window's `WindowStats`, or None without a window's shim."""
+    f = shim().functions.get("gpuleak_window_stats")
+    if f is None or f(_STATS, 5) != 5:
+        return None
+    return WindowStats(tuple(_STATS))

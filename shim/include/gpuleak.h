@@ -69,12 +69,28 @@ GPULEAK_WEAK uint64_t gpuleak_snapshot(const char *reason);
  * what changed between them (the Python package's gpuleak.check() does exactly that). */
 GPULEAK_WEAK const char *gpuleak_trace_path(void);
 
+/* Opens a window (closing the last one): allocations of every kind made from now on are
+ * counted in it, cheaply, in the process (the pytest plugin opens one per test). With
+ * `watch_bytes` non-zero, the allocation that takes the window's live bytes (bytes allocated
+ * in it and still live) past it writes a Snapshot record right after its own, and again each
+ * time they pass a quarter more than at the last one: the latest such snapshot holds at least
+ * four fifths of the window's highest live bytes. Turns live accounting on. */
+GPULEAK_WEAK void gpuleak_window_begin(uint64_t watch_bytes);
+
+/* Writes up to `n` counters of the open window to `out`, in this order: allocations made in
+ * it, bytes allocated in it, bytes allocated in it and still live, the highest those have
+ * been, the id of the latest watch snapshot (0: none). Returns how many it wrote (0 for a
+ * NULL `out` or with GPULEAK_DISABLE=1). */
+GPULEAK_WEAK int gpuleak_window_stats(uint64_t *out, int n);
+
 #define GPULEAK_MARK(name, value) ((gpuleak_mark) ? gpuleak_mark((name), (value)) : (void)0)
 #define GPULEAK_REGION_BEGIN(name) ((gpuleak_region_begin) ? gpuleak_region_begin(name) : (void)0)
 #define GPULEAK_REGION_END(name) ((gpuleak_region_end) ? gpuleak_region_end(name) : (void)0)
 #define GPULEAK_LIVE_BYTES(device) ((gpuleak_live_bytes) ? gpuleak_live_bytes(device) : (uint64_t)0)
 #define GPULEAK_SNAPSHOT(reason) ((gpuleak_snapshot) ? gpuleak_snapshot(reason) : (uint64_t)0)
 #define GPULEAK_TRACE_PATH() ((gpuleak_trace_path) ? gpuleak_trace_path() : (const char *)0)
+#define GPULEAK_WINDOW_BEGIN(watch_bytes) ((gpuleak_window_begin) ? gpuleak_window_begin(watch_bytes) : (void)0)
+#define GPULEAK_WINDOW_STATS(out, n) ((gpuleak_window_stats) ? gpuleak_window_stats((out), (n)) : 0)
 
 #ifdef __cplusplus
 }

@@ -396,3 +396,41 @@ fn the_control_api_works_with_and_without_the_shim() {
         .collect();
     assert_eq!(kinds, ["Region", "Alloc", "Alloc", "Region"]);
 }
+
+#[test]
+fn a_window_counts_what_was_allocated_in_it_and_its_watch_writes_snapshots_at_its_highest() {
+    let plain = sim_command(client("ops_window")).output().unwrap();
+    assert_ok(&plain);
+    assert_eq!(
+        String::from_utf8_lossy(&plain.stdout),
+        "first: 0 allocations 0 bytes 0 live 0 peak 0 watch 0\n\
+         second, opened: 0 allocations 0 bytes 0 live 0 peak 0 watch 0\n\
+         second: 0 allocations 0 bytes 0 live 0 peak 0 watch 0\n\
+         second, freed: 0 allocations 0 bytes 0 live 0 peak 0 watch 0\n"
+    );
+    let dir = TempDir::new();
+    let trace = dir.path().join("t.trace");
+    let traced = shim_command(client("ops_window"), &trace).output().unwrap();
+    assert_ok(&traced);
+    assert_eq!(stderr(&traced), "");
+    assert_eq!(
+        String::from_utf8_lossy(&traced.stdout),
+        "first: 5 allocations 2 bytes 3 live 1 peak 3 watch 0\n\
+         second, opened: 5 allocations 0 bytes 0 live 0 peak 0 watch 0\n\
+         second: 5 allocations 4 bytes 8 live 8 peak 8 watch 2\n\
+         second, freed: 5 allocations 4 bytes 8 live 0 peak 8 watch 2\n"
+    );
+    // Each watch snapshot follows the record of the allocation that passed the watch.
+    let records = dump(&trace);
+    let snaps: Vec<(u64, &str)> = of_type(&records, "Snapshot")
+        .iter()
+        .map(|r| (r["id"].as_u64().unwrap(), r["reason"].as_str().unwrap()))
+        .collect();
+    assert_eq!(snaps, [(1, "window over its watch"), (2, "window over its watch")]);
+    for (i, r) in records.iter().enumerate() {
+        if r["type"] == "Snapshot" {
+            assert_eq!(records[i - 1]["type"], "Alloc", "{:?}", records[i - 1]);
+            assert_eq!(records[i - 1]["size"].as_u64(), Some(2 << 20), "{:?}", records[i - 1]);
+        }
+    }
+}

@@ -261,7 +261,7 @@ fn the_wheel_installs_into_a_fresh_venv_and_gpuleak_run_traces_python_from_it() 
 }
 
 #[test]
-fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_says_how_to_run_it() {
+fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_runs_itself_again_under_it() {
     let python = pkgenv_python();
     let mut no_shim = python_clean(sim_command(&python));
     let out = output_of(no_shim.arg(script("pkg_no_shim.py")));
@@ -269,10 +269,42 @@ fn without_the_shim_the_api_does_nothing_and_pytest_gpuleak_says_how_to_run_it()
     assert!(out.status.success(), "{stdout}\n{stderr}");
     assert_eq!(stdout, "ok no_shim\n");
 
+    // `pytest --gpuleak` alone: pytest runs again with the package's shim preloaded, and the
+    // verdicts are those under `gpuleak run`, with and without xdist workers.
+    for workers in [1, 2] {
+        let dir = TempDir::new();
+        let file = script("pkg_pytest_leaks.py");
+        let mut pytest = python_clean(sim_command(&python));
+        pytest
+            .current_dir(dir.path())
+            .args(["-m", "pytest", "-p", "no:cacheprovider", "-rA", "--gpuleak"])
+            .arg(format!("--rootdir={}", file.parent().unwrap().display()))
+            .arg(&file);
+        if workers > 1 {
+            pytest.args(["-n", "2"]);
+        }
+        let out = output_of(&mut pytest);
+        let (_, stderr) = text(&out);
+        assert!(
+            stderr.contains("gpuleak: running pytest again with LD_PRELOAD=")
+                && stderr.contains("/site-packages/gpuleak/libgpuleak.so"),
+            "{stderr}"
+        );
+        assert_eq!(
+            stderr.matches("running pytest again").count(),
+            1,
+            "once, not in the workers: {stderr}"
+        );
+        assert_plugin_verdicts(&out, workers, dir.path());
+    }
+
+    // Where it cannot run again (it already did, and the shim is still not there), one line
+    // says what to run.
     let dir = TempDir::new();
     let mut pytest = python_clean(sim_command(&python));
     pytest
         .current_dir(dir.path())
+        .env("GPULEAK_PYTEST_REEXEC", "1")
         .args(["-m", "pytest", "-p", "no:cacheprovider", "--gpuleak"])
         .arg(script("pkg_pytest_leaks.py"));
     let out = output_of(&mut pytest);
@@ -696,4 +728,150 @@ fn the_package_s_python_unit_tests_pass() {
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
     assert!(stdout.contains("15 passed"), "{stdout}");
+}
+
+/// A generated suite of `tests` tests: clean ones (a buffer allocated and freed, a buffer kept
+/// in a fixture's scope and freed at its teardown) and, at the indices of `leaking`, a test
+/// that keeps its buffer in a module-level list, each from a line of its own.
+fn generated_suite(dir: &Path, tests: usize, leaking: &[usize]) -> PathBuf {
+    let mut py = format!(
+        "import sys\nsys.path.insert(0, {:?})\nfrom pkg_cuda import alloc, free  # noqa: E402\n\nKEPT = []\n\n",
+        script("pkg_cuda.py").parent().unwrap().display().to_string()
+    );
+    for (n, _) in leaking.iter().enumerate() {
+        py += &format!("\ndef keep_{n}(size):\n    KEPT.append(alloc(size))  # the leak {n}\n\n");
+    }
+    for i in 0..tests {
+        if let Some(n) = leaking.iter().position(|&l| l == i) {
+            py += &format!("\ndef test_{i:03}():\n    keep_{n}({} << 10)\n", 64 * (n + 1));
+        } else {
+            py += &format!("\ndef test_{i:03}():\n    free(alloc({} << 10))\n", 16 + i % 7);
+        }
+    }
+    let file = dir.join("test_generated.py");
+    std::fs::write(&file, py).unwrap();
+    file
+}
+
+/// A `gpuleak` that counts its runs in `count` and then runs the workspace's.
+fn counting_gpuleak(dir: &Path, count: &Path) -> PathBuf {
+    let wrapper = dir.join("gpuleak-counting");
+    std::fs::write(
+        &wrapper,
+        format!(
+            "#!/bin/sh\necho \"$*\" >> '{}'\nexec '{}' \"$@\"\n",
+            count.display(),
+            gpuleak_bin().display()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    wrapper
+}
+
+#[test]
+fn the_pytest_plugin_runs_the_analyzer_only_for_the_3_leaking_tests_of_300() {
+    let python = pkgenv_python();
+    let leaking = [41, 150, 299];
+    for workers in [1, 2] {
+        let dir = TempDir::new();
+        let suite = generated_suite(dir.path(), 300, &leaking);
+        let count = dir.path().join("analyzer-runs");
+        let mut pytest = python_clean(sim_command(&python));
+        pytest
+            .current_dir(dir.path())
+            .env("GPULEAK_BIN", counting_gpuleak(dir.path(), &count))
+            .args(["-m", "pytest", "-p", "no:cacheprovider", "-rA", "--gpuleak"])
+            .args(["--gpuleak-limit-leaks", "0"])
+            .arg(&suite);
+        if workers > 1 {
+            pytest.args(["-n", "2"]);
+        }
+        let out = output_of(&mut pytest);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        let failed: Vec<String> = outcomes(&stdout)
+            .into_iter()
+            .filter(|(_, s)| s != "PASSED")
+            .map(|(t, _)| t)
+            .collect();
+        let want: Vec<String> = leaking.iter().map(|i| format!("test_{i:03}")).collect();
+        assert_eq!(failed, want, "{stdout}\n{stderr}");
+        assert!(stdout.contains("297 passed"), "{stdout}");
+        // Each failure names its own leaking line, then the test.
+        let file = suite.display().to_string();
+        let text = std::fs::read_to_string(&suite).unwrap();
+        let line = |needle: &str| 1 + text.lines().position(|l| l.contains(needle)).unwrap();
+        for (n, i) in leaking.iter().enumerate() {
+            let keep = format!(" keep_{n} {file}:{} (python)", line(&format!("# the leak {n}")));
+            let test = format!(" test_{i:03} {file}:{} (python)", line(&format!("def test_{i:03}")) + 1);
+            let head = format!(
+                "gpuleak: {} bytes ({}.0 KiB) allocated in the test outlived it (limit 0 bytes) at 1 site",
+                (64 * (n + 1)) << 10,
+                64 * (n + 1)
+            );
+            assert!(stdout.contains(&head), "{head:?}:\n{stdout}");
+            let lines: Vec<&str> = stdout.lines().collect();
+            let at = lines
+                .iter()
+                .position(|l| l.ends_with(&keep))
+                .unwrap_or_else(|| panic!("no frame {keep:?}:\n{stdout}"));
+            assert!(lines[at + 1].ends_with(&test), "{test:?} after {keep:?}:\n{stdout}");
+        }
+        // The clean tests were judged in the process: the analyzer read the trace 3 times.
+        let runs = std::fs::read_to_string(&count).unwrap_or_default();
+        assert_eq!(runs.lines().count(), 3, "analyzer runs:\n{runs}");
+        assert_eq!(traces_in(dir.path()).len(), workers, "{stderr}");
+    }
+}
+
+#[test]
+fn the_pytest_summary_names_the_largest_allocators_of_the_tests_with_the_most_memory() {
+    let python = pkgenv_python();
+    let dir = TempDir::new();
+    let file = script("pkg_pytest_leaks.py");
+    for workers in [1, 2] {
+        let mut pytest = python_clean(sim_command(&python));
+        pytest
+            .current_dir(dir.path())
+            .args([
+                "-m",
+                "pytest",
+                "-p",
+                "no:cacheprovider",
+                "--gpuleak",
+                "--gpuleak-summary",
+            ])
+            .args(["--gpuleak-summary-tests", "2"])
+            .arg(format!("--rootdir={}", file.parent().unwrap().display()))
+            .arg(&file);
+        if workers > 1 {
+            pytest.args(["-n", "2"]);
+        }
+        let out = output_of(&mut pytest);
+        let (stdout, stderr) = text(&out);
+        assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+        let summary = stdout
+            .split("gpuleak summary: the tests with the most GPU memory at once")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no summary:\n{stdout}"));
+        let f = file.display().to_string();
+        let alloc_line = line_of("pkg_cuda.py", "    return ok(cu.cuMemAlloc(size))");
+        let cuda = script("pkg_cuda.py").display().to_string();
+        let expected = format!(
+            "pkg_pytest_leaks.py::test_peak_8_mib:\n  highest: 8.0 MiB; 1 allocation of 8.0 MiB in all; left allocated: 0 B\n  \
+             largest allocators:\n       8.0 MiB at its highest: alloc {cuda}:{alloc_line} (python) <- test_peak_8_mib {f}:{} (python)\n\
+             pkg_pytest_leaks.py::test_peak_8_mib_fixed:\n  highest: 2.0 MiB; 4 allocations of 8.0 MiB in all; left allocated: 0 B\n  \
+             largest allocators:\n       2.0 MiB at its highest: alloc {cuda}:{alloc_line} (python) <- test_peak_8_mib_fixed {f}:{} (python)\n",
+            line_of("pkg_pytest_leaks.py", "    a = alloc(8 * MIB)"),
+            line_of("pkg_pytest_leaks.py", "        a = alloc(2 * MIB)"),
+        );
+        // Ties at the highest bytes go to the test that allocated more in all.
+        assert!(!summary.contains("::test_leaks_2_mib:"), "two tests only:\n{summary}");
+        assert!(
+            summary.contains(&expected),
+            "{workers} workers: {expected}\nin:\n{stdout}"
+        );
+    }
 }

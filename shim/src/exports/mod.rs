@@ -442,6 +442,26 @@ pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
     crate::ops::control::live_bytes(device)
 }
 
+/// `void gpuleak_window_begin(uint64_t watch_bytes)`: opens a window; allocations made from
+/// now on are counted in it (`gpuleak_window_stats`). With `watch_bytes` non-zero, the first
+/// allocation that takes the window's live bytes past it writes a Snapshot record.
+#[unsafe(no_mangle)]
+pub extern "C" fn gpuleak_window_begin(watch_bytes: u64) {
+    crate::ops::control::window_begin(watch_bytes);
+}
+
+/// `int gpuleak_window_stats(uint64_t *out, int n)`: the open window's counters (allocations,
+/// bytes allocated, bytes allocated and still live, the highest of those, the watch
+/// snapshot's id), up to `n` of them; how many were written.
+///
+/// # Safety
+/// `out` is NULL or valid for `n` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_window_stats(out: *mut u64, n: std::ffi::c_int) -> std::ffi::c_int {
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::control::window_stats(out, n) }
+}
+
 /// `uint64_t gpuleak_snapshot(const char *reason)`: a Snapshot record; its id (from 1), or
 /// 0 when nothing is traced.
 ///

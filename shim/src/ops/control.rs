@@ -121,3 +121,33 @@ pub fn trace_path() -> *const c_char {
         },
     }
 }
+
+/// `gpuleak_window_begin`: opens a window (see `live::window_begin`), turning live accounting
+/// on as [`live_bytes`] does; nothing when the shim is disabled.
+pub fn window_begin(watch: u64) {
+    if super::settings().disabled {
+        return;
+    }
+    if super::flags() & LIVE == 0 {
+        FLAGS.fetch_or(LIVE, Ordering::AcqRel);
+    }
+    live::window_begin(watch);
+}
+
+/// `gpuleak_window_stats`: writes up to `n` of the open window's counters to `out`; how many
+/// it wrote (0 when the shim is disabled or `out` is NULL).
+///
+/// # Safety
+/// `out` is NULL or valid for `n` writes of `u64`.
+pub unsafe fn window_stats(out: *mut u64, n: i32) -> i32 {
+    if out.is_null() || n <= 0 || super::settings().disabled {
+        return 0;
+    }
+    let stats = live::window_stats();
+    let n = stats.len().min(n as usize);
+    for (i, v) in stats.iter().take(n).enumerate() {
+        // SAFETY: the caller's contract: `out` is valid for `n` writes, and `i < n`.
+        unsafe { out.add(i).write(*v) };
+    }
+    n as i32
+}

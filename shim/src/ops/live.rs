@@ -13,7 +13,7 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicI64, AtomicPtr, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{Api, MemKind, StackId};
@@ -178,6 +178,107 @@ pub fn unreserve(device: i32, size: u64) {
 }
 
 // ---------------------------------------------------------------------------------------
+// Windows: what the allocations made since `gpuleak_window_begin` add up to (the pytest
+// plugin opens one per test). Upper bounds of what the analyzer finds between two snapshots
+// taken at the same points: a site can only have grown by bytes allocated in the window and
+// still live, and the live bytes can only have risen above their start by bytes allocated in
+// the window. Counters reset with relaxed care: an allocation racing with the reset may be
+// counted in either window.
+
+/// The current window's number (0: no window open yet).
+static WINDOW: AtomicU32 = AtomicU32::new(0);
+/// Allocations made in the window.
+static WINDOW_ALLOCS: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated in the window.
+static WINDOW_BYTES: AtomicU64 = AtomicU64::new(0);
+/// Bytes allocated in the window and live now (signed: a free racing with the reset).
+static WINDOW_LIVE: AtomicI64 = AtomicI64::new(0);
+/// The highest [`WINDOW_LIVE`] has been.
+static WINDOW_PEAK: AtomicU64 = AtomicU64::new(0);
+/// Past this many live bytes of the window, a snapshot is due ([`window_watch_due`]); then
+/// a quarter more than the live bytes that passed it.
+static WINDOW_WATCH: AtomicU64 = AtomicU64::new(u64::MAX);
+/// Set when the window's live bytes passed [`WINDOW_WATCH`]; cleared by the snapshot.
+static WINDOW_WATCH_HIT: AtomicBool = AtomicBool::new(false);
+/// The id of the latest snapshot written for the watch (0: none).
+static WINDOW_WATCH_ID: AtomicU64 = AtomicU64::new(0);
+
+fn window_reset(watch: u64) {
+    WINDOW_ALLOCS.store(0, Ordering::Relaxed);
+    WINDOW_BYTES.store(0, Ordering::Relaxed);
+    WINDOW_LIVE.store(0, Ordering::Relaxed);
+    WINDOW_PEAK.store(0, Ordering::Relaxed);
+    WINDOW_WATCH_HIT.store(false, Ordering::Relaxed);
+    WINDOW_WATCH_ID.store(0, Ordering::Relaxed);
+    WINDOW_WATCH.store(if watch == 0 { u64::MAX } else { watch }, Ordering::Release);
+}
+
+/// Opens a new window (closing the last): its counters start at 0. `watch`: the live bytes
+/// of the window past which the allocation that passes them writes a snapshot, and again each
+/// time they pass a quarter more than the last (0: never). The latest snapshot's live bytes
+/// are then within a fifth of the window's highest.
+pub fn window_begin(watch: u64) {
+    window_reset(watch);
+    let mut n = WINDOW.load(Ordering::Acquire).wrapping_add(1);
+    if n == 0 {
+        n = 1;
+    }
+    WINDOW.store(n, Ordering::Release);
+}
+
+/// Counts an allocation in the open window; the window number to keep in its entry.
+fn window_added(size: u64) -> u32 {
+    let w = WINDOW.load(Ordering::Acquire);
+    if w == 0 {
+        return 0;
+    }
+    WINDOW_ALLOCS.fetch_add(1, Ordering::Relaxed);
+    WINDOW_BYTES.fetch_add(size, Ordering::Relaxed);
+    let size = i64::try_from(size).unwrap_or(i64::MAX);
+    let live = WINDOW_LIVE
+        .fetch_add(size, Ordering::AcqRel)
+        .saturating_add(size)
+        .max(0) as u64;
+    WINDOW_PEAK.fetch_max(live, Ordering::AcqRel);
+    let watch = WINDOW_WATCH.load(Ordering::Acquire);
+    if live > watch {
+        // One thread claims the crossing; the next snapshot waits for a quarter more.
+        let next = live.saturating_add(live / 4);
+        if WINDOW_WATCH
+            .compare_exchange(watch, next, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            WINDOW_WATCH_HIT.store(true, Ordering::Release);
+        }
+    }
+    w
+}
+
+/// Whether the window's watch was just passed and its snapshot is to be written.
+pub fn window_watch_due() -> bool {
+    WINDOW_WATCH_HIT.load(Ordering::Relaxed) && WINDOW_WATCH_HIT.swap(false, Ordering::AcqRel)
+}
+
+/// Keeps the id of the snapshot written for the watch (0: none was written).
+pub fn window_watched(id: u64) {
+    if id != 0 {
+        WINDOW_WATCH_ID.store(id, Ordering::Release);
+    }
+}
+
+/// The open window's counters: allocations, bytes allocated, bytes allocated and still live,
+/// the highest of those, the latest watch snapshot's id (0: none).
+pub fn window_stats() -> [u64; 5] {
+    [
+        WINDOW_ALLOCS.load(Ordering::Acquire),
+        WINDOW_BYTES.load(Ordering::Acquire),
+        WINDOW_LIVE.load(Ordering::Acquire).max(0) as u64,
+        WINDOW_PEAK.load(Ordering::Acquire),
+        WINDOW_WATCH_ID.load(Ordering::Acquire),
+    ]
+}
+
+// ---------------------------------------------------------------------------------------
 // The live map.
 
 /// One live allocation.
@@ -198,6 +299,8 @@ pub struct Entry {
     /// References a VMM handle's releases (an IPC mapping's closes, an imported pool
     /// pointer's frees) must drop before it is gone (1 for the others).
     pub holds: u32,
+    /// The window it was allocated in ([`window_begin`]; 0: none).
+    pub window: u32,
 }
 
 /// What [`take`] took out before a free went to the driver.
@@ -324,6 +427,9 @@ pub fn forget_in_child() {
     EVENTS.store(0, Ordering::Relaxed);
     POOLS.store(0, Ordering::Relaxed);
     CTX_GENERATION.fetch_add(1, Ordering::AcqRel);
+    // The parent's window is not the child's: the child counts nothing until it opens one.
+    WINDOW.store(0, Ordering::Release);
+    window_reset(u64::MAX);
 }
 
 /// The namespace of an allocation or free API's pointers.
@@ -377,6 +483,7 @@ pub fn added(api: Api, kind: MemKind, ptr: u64, size: u64, place: Place, stack: 
         kind,
         reserved,
         holds: 1,
+        window: window_added(size),
     };
     let old = table().shard(key).insert(key, entry);
     if let Some(old) = old {
@@ -428,6 +535,9 @@ pub fn freed(api: Api, ptr: u64, taken: Taken, ok: bool) {
 }
 
 fn gone(e: &Entry, count_free: bool) {
+    if e.window != 0 && e.window == WINDOW.load(Ordering::Acquire) {
+        WINDOW_LIVE.fetch_sub(i64::try_from(e.size).unwrap_or(i64::MAX), Ordering::AcqRel);
+    }
     let (s, k) = (usize::from(e.slot), e.kind as usize);
     if count_free {
         FREES[s][k].fetch_add(1, Ordering::Relaxed);

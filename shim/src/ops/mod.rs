@@ -206,6 +206,10 @@ pub fn alloc(
         if f & LIVE != 0 {
             sites::note(stack);
             live::added(api, kind, ptr, recorded, place, stack, reserved);
+            if live::window_watch_due() {
+                // After the allocation's record: the snapshot's live state includes it.
+                live::window_watched(snapshot::write(g, "window over its watch"));
+            }
         }
     } else {
         if reserved {
