@@ -208,8 +208,17 @@ mod tests {
             .join()
             .unwrap();
         assert!(block.is_some());
-        // Joined: its id is gone, so the next thread to look may take its block.
-        assert!(exited(getpid(), tid));
+        // Joined: its id is gone (the kernel lets the joiner go when it clears the thread's
+        // id, a moment before the thread is reaped), so the next thread to look may take its
+        // block.
+        let gone = (0..200).any(|_| {
+            let gone = exited(getpid(), tid);
+            if !gone {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            gone
+        });
+        assert!(gone);
         assert!(!exited(getpid(), gettid()));
         // Live threads never share one.
         let here = current().unwrap() as *const Block as usize;
