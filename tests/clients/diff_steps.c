@@ -5,20 +5,10 @@
 // - keep_model() leaks 4096 bytes before snapshot 1 (unchanged between the snapshots);
 // - grow_history() leaks 2048 bytes per step from one call site (grown: 2048, then 4096);
 // - scratch_temp() holds 8192 bytes at snapshot 1 and frees them before snapshot 2 (gone).
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include "simcuda.h"
-#include "../../shim/include/gpuleak.h"
 
-#define CHECK(x)                                                                       \
-    do {                                                                               \
-        CUresult rc_ = (x);                                                            \
-        if (rc_ != CUDA_SUCCESS) {                                                     \
-            fprintf(stderr, "%s:%d %s failed with %d\n", __FILE__, __LINE__, #x, rc_); \
-            exit(3);                                                                   \
-        }                                                                              \
-    } while (0)
+#include "sim_util.h"
+#include "../../shim/include/gpuleak.h"
 
 __attribute__((noinline)) CUdeviceptr keep_model(size_t bytes) {
     CUdeviceptr p = 0;
@@ -46,12 +36,7 @@ __attribute__((noinline)) CUdeviceptr extra_cache(size_t bytes) {
 
 int main(int argc, char **argv) {
     int extra = argc > 1 && strcmp(argv[1], "extra") == 0;
-    CUdevice dev;
-    CUcontext ctx;
-    CHECK(cuInit(0));
-    CHECK(cuDeviceGet(&dev, 0));
-    CHECK(cuDevicePrimaryCtxRetain(&ctx, dev));
-    CHECK(cuCtxSetCurrent(ctx));
+    setup();
 
     printf("model 0x%llx\n", (unsigned long long)keep_model(4096));
     CUdeviceptr temp = scratch_temp(8192);
