@@ -17,6 +17,7 @@ mod diag;
 mod dl;
 mod elf;
 mod exports;
+mod fd;
 mod guard;
 mod heap;
 mod hooks;

@@ -145,14 +145,7 @@ pub fn forget_in_child() -> bool {
 
 /// Whether `fd` names the socket with this device and inode (`fstat` only: async-signal-safe).
 fn same_file(fd: i32, dev: u64, ino: u64) -> bool {
-    let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
-    // SAFETY: fstat writes one struct stat into `st`; a bad descriptor is only an error.
-    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-        return false;
-    }
-    // SAFETY: fstat succeeded and filled `st`.
-    let st = unsafe { st.assume_init() };
-    st.st_mode & libc::S_IFMT == libc::S_IFSOCK && st.st_dev == dev && st.st_ino == ino
+    crate::fd::FileId::of(fd).is_some_and(|id| id.is_socket() && id.dev == dev && id.ino == ino)
 }
 
 /// Milliseconds on the monotonic clock. Plain integers with saturating arithmetic: no setting
@@ -240,16 +233,7 @@ struct Identity {
 
 impl Identity {
     fn of(fd: i32) -> Option<Identity> {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
-        // SAFETY: fstat writes one struct stat into `st`; a bad descriptor is only an error.
-        if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-            return None;
-        }
-        // SAFETY: fstat succeeded and filled `st`.
-        let st = unsafe { st.assume_init() };
-        if st.st_mode & libc::S_IFMT != libc::S_IFSOCK {
-            return None;
-        }
+        let id = crate::fd::FileId::of(fd).filter(crate::fd::FileId::is_socket)?;
         let mut local = [0u8; 28];
         let mut local_len = local.len() as libc::socklen_t;
         // SAFETY: getsockname writes at most `local_len` bytes into `local` and the length
@@ -258,8 +242,8 @@ impl Identity {
             return None;
         }
         Some(Identity {
-            dev: st.st_dev,
-            ino: st.st_ino,
+            dev: id.dev,
+            ino: id.ino,
             local,
             local_len,
         })

@@ -28,11 +28,7 @@ pub struct TraceFile {
 
 /// Device and inode of what `fd` refers to, if it is open.
 fn identity(fd: libc::c_int) -> Option<(u64, u64)> {
-    // SAFETY: fstat fills the struct we pass; any descriptor value is allowed (EBADF).
-    unsafe {
-        let mut st: libc::stat = std::mem::zeroed();
-        (libc::fstat(fd, &mut st) == 0).then_some((st.st_dev, st.st_ino))
-    }
+    crate::fd::FileId::of(fd).map(|id| (id.dev, id.ino))
 }
 
 /// Moves `fd` to a high number with close-on-exec (closing the low one); where that is
