@@ -12,6 +12,7 @@ use crate::trace::assert_ok;
 
 mod colour;
 mod junit;
+pub(crate) mod sarif;
 mod xml;
 
 /// Traces of report_leaks, report_clean and shim_families, in a directory of their own.
