@@ -204,11 +204,12 @@ fn collapsed_stacks_weigh_leaked_or_peak_bytes() {
 /// the format crate: snapshot 1 after site 1 allocated 1000 bytes; 2 after site 2 allocated
 /// 500 and site 1 another 1000; 3 after site 1 freed its first.
 fn snapshot_trace(path: &Path) {
-    snapshot_trace_timed(path, 1000);
+    snapshot_trace_timed(path, 1000, ["api"; 3]);
 }
 
-/// [`snapshot_trace`] with records `ns` apart (0: a trace without times).
-fn snapshot_trace_timed(path: &Path, ns: u64) {
+/// [`snapshot_trace`] with records `ns` apart (0: a trace without times) and the three
+/// snapshots' reasons.
+fn snapshot_trace_timed(path: &Path, ns: u64, reasons: [&str; 3]) {
     let mut file = vec![0u8; HEADER_SIZE + BLOCK_SIZE];
     FileHeader {
         version: FORMAT_VERSION,
@@ -236,7 +237,7 @@ fn snapshot_trace_timed(path: &Path, ns: u64) {
     let snapshot = |id: u64| -> Body<'static> {
         Snapshot {
             id,
-            reason: "api".into(),
+            reason: reasons[id as usize - 1].to_string().into(),
         }
         .into()
     };

@@ -409,14 +409,19 @@ fn the_timeline_has_a_time_axis_with_the_runs_marks_names_the_site_under_the_poi
 }
 
 #[test]
-fn a_trace_without_times_is_drawn_over_its_memory_events_and_one_with_times_over_time() {
+fn a_trace_without_times_is_drawn_over_its_memory_events_and_one_with_times_over_time_with_its_tests() {
     let dir = TempDir::new();
     for (ns, axis, unit) in [
         (0, "memory events (the trace has no times)", ""),
         (1000, "time since the trace began", " s"),
     ] {
         let trace = dir.path().join(format!("snap-{ns}.trace"));
-        snapshot_trace_timed(&trace, ns);
+        // Snapshots as the pytest plugin writes them around a test, and one of the program's.
+        snapshot_trace_timed(
+            &trace,
+            ns,
+            ["pytest begin t.py::test_a", "pytest end t.py::test_a", "api"],
+        );
         let page = page_of(&dir, &format!("snap-{ns}.html"), &[&trace]);
         let (t, _) = drive(&page, TIMELINE);
         assert_eq!(t["axis"], axis, "{t:#}");
@@ -433,6 +438,17 @@ fn a_trace_without_times_is_drawn_over_its_memory_events_and_one_with_times_over
                 .all(|s| s.ends_with(unit) && (unit.is_empty() != s.ends_with(" s"))),
             "{ticks:?}"
         );
-        assert_eq!(t["markers"], json!({"snapshot": 3}), "{t:#}");
+        assert_eq!(
+            t["markers"],
+            json!({"test-begin": 1, "test-end": 1, "snapshot": 1}),
+            "{t:#}"
+        );
+        let titles: Vec<&str> = t["marker_titles"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(titles, ["t.py::test_a", "t.py::test_a", "snapshot 3 (api)"]);
     }
 }
