@@ -16,10 +16,10 @@ use super::snapshot_trace_timed;
 use crate::browser::{drive, frame_name, page_bytes, site_name, WINDOW};
 use crate::trace::assert_ok;
 
-/// Runs a C client with no arguments under the shim.
-fn traced_plain(dir: &TempDir, program: &str) -> std::path::PathBuf {
+/// Runs a C client with `args` under the shim.
+fn traced_plain(dir: &TempDir, program: &str, args: &[&str]) -> std::path::PathBuf {
     let trace = dir.path().join(format!("{program}.trace"));
-    let out = shim_command(client(program), &trace).output().unwrap();
+    let out = shim_command(client(program), &trace).args(args).output().unwrap();
     assert_ok(&out);
     trace
 }
@@ -50,6 +50,11 @@ var out = q("section.process").map(function (sec, i) {
   p.leak_sites = rows.map(function (r) { return r.querySelector("td.site").textContent.replace(/^[\u25b8\u25be]/, ""); });
   p.leak_bytes = rows.map(function (r) { return r.querySelector("td.bytes").textContent; });
   p.no_leaks = q("p", sec).some(function (e) { return e.textContent === "no leaks"; });
+  ["pool", "unreleased"].forEach(function (list) {
+    p[list] = q("table." + list + " tr.expandable", sec).map(function (r) {
+      return [r.querySelector("td.site").textContent.replace(/^[\u25b8\u25be]/, ""), r.querySelector("td.bytes").textContent];
+    });
+  });
   p.findings = q("table.findings tr.expandable", sec).map(function (r) {
     return [r.children[1].textContent, r.children[3].textContent.replace(/^[\u25b8\u25be]/, "")];
   });
@@ -103,8 +108,8 @@ report(out);
 #[test]
 fn the_leak_table_and_flame_graph_show_what_the_json_report_says_and_open_search_zoom_and_invert() {
     let dir = TempDir::new();
-    let leaks = traced_plain(&dir, "report_leaks");
-    let clean = traced_plain(&dir, "report_clean");
+    let leaks = traced_plain(&dir, "report_leaks", &[]);
+    let clean = traced_plain(&dir, "report_clean", &[]);
     let page = page_of(&dir, "leaks.html", &[&leaks, &clean]);
     let docs = [json_of(&leaks), json_of(&clean)];
     let expected_leaks = docs[0]["leaks"].as_array().unwrap();
@@ -150,6 +155,9 @@ fn the_leak_table_and_flame_graph_show_what_the_json_report_says_and_open_search
         assert_eq!(p["leak_sites"], json!(sites), "{p:#}");
         assert_eq!(p["leak_bytes"], json!(bytes));
         assert_eq!(p["no_leaks"], json!(groups == 0));
+        for list in ["held_by_pool", "unreleased"] {
+            assert_eq!(p[list.trim_start_matches("held_by_")], held_rows(&doc[list]), "{list}");
+        }
         let findings: Vec<Value> = doc["findings"]
             .as_array()
             .unwrap()
@@ -294,6 +302,43 @@ t.markers_reset = kinds();
 t.ticks_reset = q(".tick", svg()).map(function (e) { return e.textContent; });
 report(t);
 "#;
+
+/// `[site, bytes]` as the page shows each group of a JSON report's list.
+fn held_rows(list: &Value) -> Value {
+    list.as_array()
+        .unwrap()
+        .iter()
+        .map(|h| json!([site_name(&h["stack"]), page_bytes(h["bytes"].as_u64().unwrap())]))
+        .collect()
+}
+
+#[test]
+fn unreleased_handles_have_their_own_table_beside_the_leaks() {
+    let dir = TempDir::new();
+    let trace = dir.path().join("vmm.trace");
+    let out = shim_command(client("report_vmm_refs"), &trace)
+        .arg("leak")
+        .output()
+        .unwrap();
+    assert_ok(&out);
+    let doc = json_of(&trace);
+    assert!(!doc["unreleased"].as_array().unwrap().is_empty(), "{doc:#}");
+    let page = page_of(&dir, "vmm.html", &[&trace]);
+    let (found, _) = drive(
+        &page,
+        &format!("window.SEARCH = ['x']; window.ZOOM = ['x'];\n{TABLES_AND_FLAMES}"),
+    );
+    let p = &found[0];
+    assert_eq!(p["unreleased"], held_rows(&doc["unreleased"]), "{p:#}");
+    assert_eq!(p["pool"], held_rows(&doc["held_by_pool"]));
+    let leaks: Vec<String> = doc["leaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| site_name(&h["stack"]))
+        .collect();
+    assert_eq!(p["leak_sites"], json!(leaks));
+}
 
 /// Whether an SVG path is drawn with horizontal and vertical moves only (steps, not ramps).
 fn steps_only(d: &str) -> bool {

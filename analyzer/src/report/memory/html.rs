@@ -31,7 +31,8 @@ pub fn write(report: &Report) -> String {
     page
 }
 
-/// Rows of the leak table, at most (the JSON report has every group).
+/// Rows of the leak table, at most, and of the tables of memory held by caching allocators and
+/// of unreleased handles (the JSON report has every group).
 pub const LEAK_ROWS: usize = 500;
 /// Findings listed, at most.
 pub const FINDING_ROWS: usize = 500;
@@ -141,6 +142,26 @@ fn process(p: &super::super::ProcessReport, native_frames: bool) -> J {
             J::U(p.leaks.len().saturating_sub(LEAK_ROWS) as u64 + omitted_groups),
         ),
         ("omitted_bytes", J::U(omitted_bytes)),
+        (
+            "pool",
+            J::A(
+                p.held_by_pool
+                    .iter()
+                    .take(LEAK_ROWS)
+                    .map(|h| leak(h, native_frames))
+                    .collect(),
+            ),
+        ),
+        (
+            "unreleased",
+            J::A(
+                p.unreleased
+                    .iter()
+                    .take(LEAK_ROWS)
+                    .map(|h| leak(h, native_frames))
+                    .collect(),
+            ),
+        ),
         ("leaked", leaked),
         ("findings", findings),
         ("finding_count", J::U(p.findings.len() as u64)),

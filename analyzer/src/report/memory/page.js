@@ -367,15 +367,27 @@
     el("h2", {}, sec, p.title);
     el("p", { "class": "totals" }, sec, "trace " + p.trace + ": peak " + bytes(p.peak_bytes) + ", leaked " + bytes(p.leaked_bytes) +
       " in " + p.leak_groups + " group" + (p.leak_groups === 1 ? "" : "s") + ", " + p.allocations + " allocations");
-    el("h3", {}, sec, "Leaks");
-    if (p.leaks.length) {
-      expandable(sec, "leaks", [["site"], ["bytes", "num"], ["allocations", "num"], ["kind"], ["at"], ["allocated by"]],
-        p.leaks.map(function (h) {
+    // Groups of allocations held at the end, one row each, as the text report lists them.
+    var held = function (cls, list) {
+      expandable(sec, cls, [["site"], ["bytes", "num"], ["allocations", "num"], ["kind"], ["at"], ["allocated by"]],
+        list.map(function (h) {
           return { toggleAt: 0, stack: h.stack,
             cells: [[h.site, "site"], [bytes(h.bytes), "num bytes"], [h.allocations, "num"], [h.kind], [h.at], [h.by]] };
         }));
+    };
+    el("h3", {}, sec, "Leaks");
+    if (p.leaks.length) {
+      held("leaks", p.leaks);
       if (p.leaks_left_out) el("p", {}, sec, p.leaks_left_out + " smaller groups left out here (" + bytes(p.omitted_bytes) + " left out by --top); the JSON report has every one");
     } else el("p", {}, sec, "no leaks");
+    if (p.pool.length) {
+      el("h3", {}, sec, "Held by caching allocators (not counted as leaks; --pool-as-leak counts them)");
+      held("pool", p.pool);
+    }
+    if (p.unreleased.length) {
+      el("h3", {}, sec, "Unreleased registrations, IPC mappings and reservations");
+      held("unreleased", p.unreleased);
+    }
     el("h3", {}, sec, "Findings");
     if (p.findings.length) {
       expandable(sec, "findings", [["severity"], ["check"], ["message"], ["at"]],
