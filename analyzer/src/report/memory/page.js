@@ -46,11 +46,13 @@
     return ol;
   }
   // A table whose rows open to show a stack: a click on the row shows or hides the row below.
+  // Past SHORT rows the rest wait behind a button, so that the charts below stay in reach.
+  var SHORT = 20;
   function expandable(parent, cls, head, rows) {
     var t = el("table", { "class": cls }, parent), tr = el("tr", {}, t);
     head.forEach(function (h) { el("th", h[1] ? { "class": h[1] } : {}, tr, h[0]); });
-    rows.forEach(function (r) {
-      var row = el("tr", { "class": "expandable" }, t);
+    rows.forEach(function (r, n) {
+      var row = el("tr", n < SHORT ? { "class": "expandable" } : { "class": "expandable later", hidden: "" }, t);
       r.cells.forEach(function (c, i) {
         var td = el("td", c[1] ? { "class": c[1] } : {}, row);
         if (i === r.toggleAt) el("span", { "class": "toggle" }, td, r.stack.length ? "\u25b8" : "");
@@ -65,8 +67,16 @@
         if (tg && r.stack.length) tg.textContent = open ? "\u25be" : "\u25b8";
       });
     });
+    if (rows.length > SHORT) {
+      var all = el("button", { type: "button", "class": "show-all" }, parent, "show all " + rows.length + " rows");
+      all.addEventListener("click", function () {
+        q(t, "tr.later").forEach(function (row) { row.removeAttribute("hidden"); row.classList.remove("later"); });
+        all.remove();
+      });
+    }
     return t;
   }
+  function q(root, sel) { return Array.prototype.slice.call(root.querySelectorAll(sel)); }
 
   var tip = null;
   function showTip(evt, title, lines) {
