@@ -340,6 +340,96 @@ fn unreleased_handles_have_their_own_table_beside_the_leaks() {
     assert_eq!(p["leak_sites"], json!(leaks));
 }
 
+/// A trace of `groups` leaks, each from a stack of its own (written through the format crate).
+fn many_leaks_trace(path: &Path, groups: u32) {
+    use gpuleak_format::{
+        Addrs, Alloc, Api, BlockCursor, Body, Ctx, CtxCreate, CuResult, Exit, FileHeader, Ptr, Record, Seq, Stack,
+        StackId, Stream, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    };
+    let mut file = vec![0u8; HEADER_SIZE + BLOCK_SIZE];
+    FileHeader {
+        version: FORMAT_VERSION,
+        block_size: BLOCK_SIZE as u32,
+        pid: 78,
+        start_unix_ns: 0,
+    }
+    .write((&mut file[..HEADER_SIZE]).try_into().unwrap());
+    let block = &mut file[HEADER_SIZE..];
+    let mut cursor = BlockCursor::start(block, 78, 0, 0);
+    let mut bodies: Vec<Body<'static>> = vec![CtxCreate {
+        api: Api::cuCtxCreate_v2,
+        result: CuResult::SUCCESS,
+        ctx: Ctx(1),
+        device: 0,
+        flags: 0,
+    }
+    .into()];
+    for i in 1..=groups {
+        bodies.push(
+            Stack {
+                id: StackId(i),
+                frames: Addrs(vec![0x1000 + u64::from(i) * 16].into()),
+            }
+            .into(),
+        );
+        bodies.push(
+            Alloc {
+                api: Api::cuMemAlloc_v2,
+                via: Api::NONE,
+                result: CuResult::SUCCESS,
+                ctx: Ctx(1),
+                stream: Stream(0),
+                ptr: Ptr(0x7000_0000 + u64::from(i) * 0x10000),
+                size: 1000 + u64::from(i),
+                stack: StackId(i),
+                aux: 0,
+            }
+            .into(),
+        );
+    }
+    bodies.push(Exit { code: 0, how: 0 }.into());
+    for (i, body) in bodies.into_iter().enumerate() {
+        let record = Record {
+            seq: Seq(i as u64 + 1),
+            time_ns: i as u64 * 1000,
+            body,
+        };
+        cursor.append(block, &record).unwrap();
+    }
+    std::fs::write(path, file).unwrap();
+}
+
+/// Rows shown and hidden, the button's text, then the same after a click on it.
+const SHOW_ALL: &str = r#"
+var t = document.querySelector("table.leaks"), button = function () { return document.querySelector("button.show-all"); };
+var shown = function () { return q("tr.expandable", t).filter(function (r) { return r.getBoundingClientRect().height > 0; }).length; };
+var out = { rows: q("tr.expandable", t).length, shown: shown(), button: button() ? button().textContent : null };
+if (button()) button().click();
+out.shown_after = shown();
+out.button_after = button() ? button().textContent : null;
+report(out);
+"#;
+
+#[test]
+fn a_long_leak_table_shows_twenty_rows_and_a_button_for_the_rest() {
+    let dir = TempDir::new();
+    let (many, few) = (dir.path().join("many.trace"), dir.path().join("few.trace"));
+    many_leaks_trace(&many, 25);
+    many_leaks_trace(&few, 20);
+    assert_eq!(json_of(&many)["leaks"].as_array().unwrap().len(), 25);
+    let (t, _) = drive(&page_of(&dir, "many.html", &[&many]), SHOW_ALL);
+    assert_eq!(
+        t,
+        json!({"rows": 25, "shown": 20, "button": "show all 25 rows", "shown_after": 25, "button_after": null})
+    );
+    // The twin: twenty rows fit, no button.
+    let (t, _) = drive(&page_of(&dir, "few.html", &[&few]), SHOW_ALL);
+    assert_eq!(
+        t,
+        json!({"rows": 20, "shown": 20, "button": null, "shown_after": 20, "button_after": null})
+    );
+}
+
 /// Whether an SVG path is drawn with horizontal and vertical moves only (steps, not ramps).
 fn steps_only(d: &str) -> bool {
     d.starts_with('M') && d.contains('H') && !d.contains('L') && !d.contains('C')
