@@ -30,9 +30,11 @@ pub mod api;
 pub mod block;
 pub mod error;
 pub mod fields;
+pub mod line_table;
 pub mod reader;
 pub mod record;
 pub mod size;
+pub mod user_code;
 pub mod varint;
 
 pub use api::Api;

@@ -20,7 +20,7 @@
 //! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
 mod browser;
-mod check;
+pub(crate) mod check;
 mod diff;
 mod memory;
 mod ops;
