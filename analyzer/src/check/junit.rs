@@ -30,11 +30,15 @@ struct Case<'a> {
 }
 
 /// Per process, the name its test cases start with: the program's file name (the trace's
-/// without a `ProcessInfo` record), followed by ` #N` when several processes ran the same
-/// program, N counting from 1 in order of start time (then of the command line).
+/// without a `ProcessInfo` record), then ` rank R` for a process of a distributed job
+/// (docs/ranks.md), followed by ` #N` when several processes have that same name, N counting
+/// from 1 in order of start time (then of the command line).
 pub fn process_names(processes: &[ProcessReport]) -> Vec<String> {
     let program = |p: &ProcessReport| match &p.process {
-        Some(info) => file_name(&info.exe).to_string(),
+        Some(info) => match &info.rank {
+            Some(r) => format!("{} rank {}", file_name(&info.exe), r.rank),
+            None => file_name(&info.exe).to_string(),
+        },
         None => file_name(&p.trace.to_string_lossy()).to_string(),
     };
     let programs: Vec<String> = processes.iter().map(program).collect();

@@ -506,3 +506,34 @@ fn sarif_has_rules_and_located_results() {
         assert_eq!(fp.len(), 16, "{r}");
     }
 }
+
+#[test]
+fn ranks_name_their_processes_whatever_their_start_order() {
+    use crate::model::{Process, Rank};
+    let ranked = |rank: Option<u64>, start_unix_ns: u64| {
+        let mut p = clean().processes.remove(0);
+        p.process = Some(Process {
+            pid: 2000 + start_unix_ns as u32,
+            exe: "/opt/train".into(),
+            start_unix_ns,
+            rank: rank.map(|rank| Rank {
+                rank,
+                launcher: "torchrun".into(),
+                ..Rank::default()
+            }),
+            ..Process::default()
+        });
+        p
+    };
+    // Rank 1 started first; a child of rank 0 (same rank, later) gets a number.
+    let processes = [
+        ranked(Some(0), 20),
+        ranked(Some(1), 10),
+        ranked(Some(0), 30),
+        ranked(None, 5),
+    ];
+    assert_eq!(
+        junit::process_names(&processes),
+        ["train rank 0 #1", "train rank 1", "train rank 0 #2", "train"]
+    );
+}
