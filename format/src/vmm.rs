@@ -1,7 +1,7 @@
 //! Mappings of VMM physical handles into reserved address ranges.
 //!
 //! A physical handle holds memory until it is released *and* every mapping of it is gone
-//! (DESIGN.md §2), so the model needs to know, per handle, how many mappings remain.
+//!, so the model needs to know, per handle, how many mappings remain.
 
 use std::collections::BTreeMap;
 
@@ -39,9 +39,13 @@ impl Mappings {
     }
 
     /// Number of live mappings.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_address.len()
+    }
+
+    /// Whether no mapping is live.
+    pub fn is_empty(&self) -> bool {
+        self.by_address.is_empty()
     }
 }
 

@@ -1,0 +1,727 @@
+//! Checkpoints: what a report still needs of a history that is about to be dropped.
+//!
+//! A bounded trace keeps its last segments only. Each segment after the first starts with a
+//! checkpoint ([`crate::block`]): the records of the history before it that still matter,
+//! with their own sequence numbers and threads, and a [`Checkpoint`] record that counts the
+//! rest. [`Compactor`] decides which are which: fed the history's records in order, it keeps
+//!
+//! - the process record, the modules still mapped (the last record of each range), and the
+//!   stacks and Python code objects that kept records refer to;
+//! - every record of each allocation still live, grouped by address in its [`Space`] (the
+//!   allocation, each retain or re-opening, the frees that released a reference, the
+//!   mappings of a VMM handle): a group goes as a whole once its memory is gone, so that a
+//!   reader that replays the kept records sees each allocation live, released or retained
+//!   exactly as the whole history left it;
+//! - the last [`RECENT_FREES`] groups released, so that a double free after the checkpoint
+//!   still names the allocation it frees again;
+//! - allocations torn down with their context, and every context record (the teardown that
+//!   leaked them);
+//! - live streams, events (with their last record), memory pools (with their last usage),
+//!   external semaphores;
+//! - capture episodes (their begin and end, the events recorded in them and the waits that
+//!   joined them), the stream-ordered allocations captured into graphs, every graph record,
+//!   and the launches of graphs with memory nodes (or with nodes the trace does not know),
+//!   with the frees of the memory those launches allocated;
+//! - `Lost` and `Exit` records.
+//!
+//! Everything else is dropped and counted by kind, API and how the analyzer counts it
+//! ([`Checkpoint`]'s flags), so that a report's totals stay those of the whole run. What a
+//! dropped window loses (docs/format.md): findings about the dropped calls themselves (a bad
+//! free, a race, work never waited for) and the order between streams across the cut, which
+//! readers take as a full synchronization. A loss hides a finding; it never makes one up.
+//!
+//! ```
+//! use gpuleak_format::checkpoint::Compactor;
+//! use gpuleak_format::*;
+//!
+//! let alloc = |seq, ptr| Record { seq: Seq(seq), time_ns: seq, body: Alloc {
+//!     api: Api::cuMemAlloc_v2, via: Api::NONE, result: CuResult::SUCCESS, ctx: Ctx(1),
+//!     stream: Stream(0), ptr: Ptr(ptr), size: 64, stack: StackId::NONE, aux: 0 }.into() };
+//! let free = Record { seq: Seq(3), time_ns: 3, body: Free {
+//!     api: Api::cuMemFree_v2, via: Api::NONE, result: CuResult::SUCCESS, stream: Stream(0),
+//!     ptr: Ptr(0x100), size: 0, stack: StackId::NONE }.into() };
+//! let mut c = Compactor::with_recent_frees(0);
+//! for r in [alloc(1, 0x100), alloc(2, 0x200), free] {
+//!     c.add(7, &r);
+//! }
+//! let done = c.finish(1);
+//! assert_eq!(done.records().len(), 1, "only the live allocation");
+//! assert_eq!((done.checkpoint.kept, done.checkpoint.dropped), (1, 2));
+//! ```
+
+use std::borrow::Cow;
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+
+use crate::api::Api;
+use crate::captures::{Captures, EXTERNAL};
+use crate::contexts::Contexts;
+use crate::fields::{Addrs, BlockState, Ctx, MemKind, StackId, Value};
+use crate::record::{Alloc, Body, Checkpoint, Free, GraphExec, GraphMem, Record, Seq};
+use crate::space::Space;
+use crate::vmm::{Mapping, Mappings};
+
+#[path = "checkpoint/segment.rs"]
+mod segment;
+
+pub use segment::{cut, write_blocks, write_records};
+
+/// How many released allocations a checkpoint keeps to name the victims of later double
+/// frees: as many as the analyzer remembers.
+pub const RECENT_FREES: usize = 65_536;
+
+/// A kept record, encoded on its own (from an empty block state).
+#[derive(Debug, Clone)]
+struct Kept {
+    tid: u32,
+    bytes: Vec<u8>,
+    /// How the record is counted once dropped: (kind, api, flags).
+    class: (u8, u16, u64),
+    /// Holders: groups, lists and maps that need it.
+    refs: u32,
+}
+
+/// The records of one allocation, released as a whole.
+#[derive(Debug, Default)]
+struct Group {
+    seqs: Vec<u64>,
+    kind: Option<MemKind>,
+    ctx: Ctx,
+    /// References not released (see the analyzer's model): 0 released, alive while mapped.
+    holds: u32,
+    mappings: u64,
+}
+
+/// Fed a history's records in order, keeps what a report still needs; see the module
+/// documentation.
+#[derive(Debug)]
+pub struct Compactor {
+    kept: BTreeMap<u64, Kept>,
+    dropped: BTreeMap<(u8, u16, u64), u64>,
+    dropped_total: u64,
+    missing: u64,
+    last: (Seq, u64),
+    live: HashMap<(Space, u64), Group>,
+    recent: VecDeque<((Space, u64), u64)>,
+    recent_groups: HashMap<(Space, u64), (u64, Group)>,
+    recent_capacity: usize,
+    recent_generation: u64,
+    contexts: Contexts,
+    mappings: Mappings,
+    captures: Captures<u64>,
+    /// Records kept for good (teardown leaks, graphs, captures, contexts, `Lost`...).
+    permanent: Vec<u64>,
+    /// Keyed records, the last of each key kept: streams, events, pools, semaphores,
+    /// modules, the last event record and pool usage.
+    keyed: HashMap<(u8, u64), u64>,
+    stacks: HashMap<StackId, Vec<u64>>,
+    py_codes: HashMap<u64, u64>,
+    /// Graph allocation nodes' addresses; executable graphs whose launches are kept, with the
+    /// addresses they allocate; the memory their launches left.
+    graph_nodes: HashSet<u64>,
+    graph_pending: HashMap<u64, (Vec<u64>, Vec<u64>)>,
+    graph_execs: HashMap<u64, bool>,
+    graph_memory: HashSet<u64>,
+}
+
+/// What a compactor kept, and the record that ends the checkpoint.
+#[derive(Debug, Clone)]
+pub struct Compacted {
+    kept: Vec<(u32, u64, Vec<u8>)>,
+    /// The checkpoint's last record (its sequence number is `as_of`).
+    pub checkpoint: Checkpoint<'static>,
+    /// The time of the last record covered.
+    pub time_ns: u64,
+}
+
+impl Compacted {
+    /// The kept records in order, with their threads.
+    pub fn records(&self) -> Vec<(u32, Record<'_>)> {
+        self.kept
+            .iter()
+            .filter_map(|(tid, _, bytes)| {
+                let (record, _) = decode_alone(bytes)?;
+                Some((*tid, record))
+            })
+            .collect()
+    }
+}
+
+fn decode_alone(bytes: &[u8]) -> Option<(Record<'_>, usize)> {
+    Record::decode(bytes, 0, &mut BlockState::default()).ok().flatten()
+}
+
+/// The `api` field of a body, if it has one.
+fn api_of(body: &Body<'_>) -> Api {
+    let mut api = Api::NONE;
+    body.visit(&mut |name, v| {
+        if let ("api", Value::Api(a)) = (name, v) {
+            api = a;
+        }
+    });
+    api
+}
+
+/// The stacks a body names.
+fn stacks_of(body: &Body<'_>, out: &mut Vec<StackId>) {
+    body.visit(&mut |name, v| {
+        if let ("stack", Value::U(id)) = (name, v) {
+            if id != 0 {
+                out.push(StackId(id as u32));
+            }
+        }
+    });
+}
+
+impl Default for Compactor {
+    fn default() -> Self {
+        Compactor::new()
+    }
+}
+
+impl Compactor {
+    /// A compactor that keeps the last [`RECENT_FREES`] released allocations.
+    pub fn new() -> Compactor {
+        Compactor::with_recent_frees(RECENT_FREES)
+    }
+
+    /// A compactor that keeps the last `n` released allocations (0: none).
+    pub fn with_recent_frees(n: usize) -> Compactor {
+        Compactor {
+            kept: BTreeMap::new(),
+            dropped: BTreeMap::new(),
+            dropped_total: 0,
+            missing: 0,
+            last: (Seq(0), 0),
+            live: HashMap::new(),
+            recent: VecDeque::new(),
+            recent_groups: HashMap::new(),
+            recent_capacity: n,
+            recent_generation: 0,
+            contexts: Contexts::default(),
+            mappings: Mappings::default(),
+            captures: Captures::default(),
+            permanent: Vec::new(),
+            keyed: HashMap::new(),
+            stacks: HashMap::new(),
+            py_codes: HashMap::new(),
+            graph_nodes: HashSet::new(),
+            graph_pending: HashMap::new(),
+            graph_execs: HashMap::new(),
+            graph_memory: HashSet::new(),
+        }
+    }
+
+    /// A record of the history could not be read.
+    pub fn decode_error(&mut self) {
+        self.missing += 1;
+    }
+
+    /// Counts a record dropped without being kept.
+    fn count(&mut self, class: (u8, u16, u64)) {
+        *self.dropped.entry(class).or_default() += 1;
+        self.dropped_total += 1;
+    }
+
+    /// Stores a record; the caller takes one reference to it (by its seq).
+    fn keep(&mut self, tid: u32, record: &Record<'_>, flags: u64) -> u64 {
+        let seq = record.seq.0;
+        if let Some(k) = self.kept.get_mut(&seq) {
+            k.refs += 1;
+            return seq;
+        }
+        let mut bytes = vec![0u8; 256];
+        let n = loop {
+            match record.encode(&mut BlockState::default(), &mut bytes) {
+                Ok(n) => break n,
+                Err(_) => bytes.resize(bytes.len() * 4, 0),
+            }
+        };
+        bytes.truncate(n);
+        bytes[0] = record.body.kind();
+        bytes.push(0);
+        let class = (record.body.kind(), api_of(&record.body).0, flags);
+        self.kept.insert(
+            seq,
+            Kept {
+                tid,
+                bytes,
+                class,
+                refs: 1,
+            },
+        );
+        seq
+    }
+
+    /// Lets go of one reference to a kept record: dropped and counted with the last.
+    fn release(&mut self, seq: u64) {
+        let Some(k) = self.kept.get_mut(&seq) else { return };
+        k.refs -= 1;
+        if k.refs == 0 {
+            let class = k.class;
+            self.kept.remove(&seq);
+            self.count(class);
+        }
+    }
+
+    fn release_group(&mut self, g: Group) {
+        for seq in g.seqs {
+            self.release(seq);
+        }
+    }
+
+    /// Keeps the last record of `key`, dropping the one before.
+    fn keep_last(&mut self, tid: u32, key: (u8, u64), record: &Record<'_>) {
+        let seq = self.keep(tid, record, 0);
+        if let Some(old) = self.keyed.insert(key, seq) {
+            self.release(old);
+        }
+    }
+
+    /// Drops the record of `key` (and `record`, which ends it).
+    fn end_keyed(&mut self, key: (u8, u64), record: &Record<'_>, flags: u64) {
+        if let Some(old) = self.keyed.remove(&key) {
+            self.release(old);
+        }
+        self.count((record.body.kind(), api_of(&record.body).0, flags));
+    }
+
+    fn keep_for_good(&mut self, tid: u32, record: &Record<'_>) {
+        let seq = self.keep(tid, record, 0);
+        self.permanent.push(seq);
+    }
+
+    /// Feeds the next record of the history (in sequence order).
+    pub fn add(&mut self, tid: u32, record: &Record<'_>) {
+        self.last = (record.seq, record.time_ns);
+        let failed = |ok: bool| if ok { 0 } else { Checkpoint::FAILED };
+        match &record.body {
+            Body::Checkpoint(c) => {
+                // An earlier checkpoint: what it dropped stays dropped.
+                for q in c.counts.0.chunks_exact(4) {
+                    *self.dropped.entry((q[0] as u8, q[1] as u16, q[2])).or_default() += q[3];
+                }
+                self.dropped_total += c.dropped;
+                self.missing += c.missing;
+            }
+            Body::ProcessInfo(_) | Body::Lost(_) | Body::Exit(_) => self.keep_for_good(tid, record),
+            Body::Module(m) => self.keep_last(tid, (record.body.kind(), m.start), record),
+            Body::Stack(s) => {
+                let seq = self.keep(tid, record, 0);
+                if let Some(old) = self.stacks.insert(s.id, vec![seq]) {
+                    old.into_iter().for_each(|s| self.release(s));
+                }
+            }
+            Body::PyFrames(p) => {
+                let seq = self.keep(tid, record, 0);
+                match self.stacks.get_mut(&p.stack) {
+                    Some(list) => list.push(seq),
+                    None => self.release(seq),
+                }
+            }
+            Body::PyCode(c) => {
+                let seq = self.keep(tid, record, 0);
+                if let Some(old) = self.py_codes.insert(u64::from(c.id), seq) {
+                    self.release(old);
+                }
+            }
+            Body::CtxCreate(c) if c.result.is_success() => {
+                self.contexts.create(c);
+                self.keep_for_good(tid, record);
+            }
+            Body::CtxDestroy(d) if d.result.is_success() => {
+                self.keep_for_good(tid, record);
+                if let Some(ctx) = self.contexts.destroy(d) {
+                    self.teardown(ctx);
+                }
+            }
+            Body::StreamCreate(c) if c.result.is_success() => {
+                self.keep_last_or_leak(tid, (record.body.kind(), c.stream.0), record)
+            }
+            Body::StreamDestroy(d) if d.result.is_success() => {
+                if self.captures.is_capturing(&d.stream.0) {
+                    // Its capture's begin is kept: so is the end of the stream's part in it.
+                    self.keep_for_good(tid, record);
+                    self.captures.forget(d.stream.0);
+                    return;
+                }
+                self.end_keyed((32, d.stream.0), record, 0);
+            }
+            Body::EventCreate(e) if e.result.is_success() => {
+                self.keep_last_or_leak(tid, (record.body.kind(), e.event.0), record)
+            }
+            Body::EventDestroy(e) if e.result.is_success() => {
+                if let Some(old) = self.keyed.remove(&(38, e.event.0)) {
+                    self.release(old);
+                }
+                self.end_keyed((36, e.event.0), record, 0);
+            }
+            Body::EventRecord(r) if r.result.is_success() => {
+                if r.flags & EXTERNAL == 0 && self.captures.is_capturing(&r.stream.0) {
+                    self.keep_for_good(tid, record);
+                }
+                self.captures.record(r.event.0, r.stream.0, r.flags);
+                self.keep_last(tid, (record.body.kind(), r.event.0), record);
+            }
+            Body::StreamWait(w) if w.result.is_success() && !context_wide(w.api) => {
+                let before = self.captures.is_capturing(&w.stream.0);
+                self.captures.wait(w.stream.0, w.event.0, w.flags);
+                if !before && self.captures.is_capturing(&w.stream.0) {
+                    self.keep_for_good(tid, record);
+                } else {
+                    self.count((record.body.kind(), w.api.0, 0));
+                }
+            }
+            Body::Capture(c) if c.result.is_success() => {
+                if c.begin != 0 {
+                    self.captures.begin(c.stream.0);
+                } else {
+                    self.captures.end(c.stream.0);
+                }
+                self.keep_for_good(tid, record);
+            }
+            Body::PoolCreate(c) if c.result.is_success() && c.pool != 0 => {
+                self.keep_last_or_leak(tid, (record.body.kind(), c.pool), record)
+            }
+            Body::PoolDestroy(d) if d.result.is_success() => {
+                if let Some(old) = self.keyed.remove(&(53, d.pool)) {
+                    self.release(old);
+                }
+                self.end_keyed((54, d.pool), record, 0);
+            }
+            Body::PoolUsage(u) => self.keep_last(tid, (record.body.kind(), u.pool), record),
+            Body::ExtSemaphore(e) if e.result.is_success() && e.api == Api::cuImportExternalSemaphore => {
+                self.keep_last_or_leak(tid, (record.body.kind(), e.semaphore), record)
+            }
+            Body::ExtSemaphore(e) if e.result.is_success() && e.api == Api::cuDestroyExternalSemaphore => {
+                self.end_keyed((64, e.semaphore), record, 0)
+            }
+            Body::GraphMem(m) => {
+                let (allocs, frees) = self.graph_pending.entry(m.exec).or_default();
+                allocs.extend_from_slice(&m.allocs.0);
+                frees.extend_from_slice(&m.frees.0);
+                self.keep_for_good(tid, record);
+            }
+            Body::GraphExec(g) => {
+                self.graph_instantiated(g);
+                self.keep_for_good(tid, record);
+            }
+            Body::GraphEvents(_)
+            | Body::GraphUpdate(_)
+            | Body::GraphAccesses(_)
+            | Body::GraphNode(_)
+            | Body::GraphEdges(_)
+            | Body::GraphMemNodes(_) => self.keep_for_good(tid, record),
+            Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => {
+                let keep = match self.graph_execs.get(&l.function) {
+                    Some(&keep) => keep,
+                    None => !self.graph_nodes.is_empty(),
+                };
+                if keep {
+                    self.keep_for_good(tid, record);
+                } else {
+                    self.count((record.body.kind(), l.api.0, 0));
+                }
+            }
+            Body::Alloc(a) => self.alloc(tid, record, a),
+            Body::Free(f) => self.free(tid, record, f),
+            Body::Map(m) if m.result.is_success() => {
+                let seq = self.keep(tid, record, 0);
+                if let Some(old) = self.mappings.map(
+                    m.ptr.0,
+                    Mapping {
+                        handle: m.handle,
+                        size: m.size,
+                    },
+                ) {
+                    self.unmapped(old);
+                }
+                match self.live.get_mut(&(Space::Physical, m.handle)) {
+                    Some(g) => {
+                        g.mappings += 1;
+                        g.seqs.push(seq);
+                    }
+                    None => self.release(seq),
+                }
+            }
+            Body::Unmap(u) if u.result.is_success() => {
+                let seq = self.keep(tid, record, 0);
+                for gone in self.mappings.unmap(u.ptr.0, u.size) {
+                    if let Some(g) = self.live.get_mut(&(Space::Physical, gone.handle)) {
+                        if let Some(k) = self.kept.get_mut(&seq) {
+                            k.refs += 1;
+                        }
+                        g.seqs.push(seq);
+                    }
+                    self.unmapped(gone);
+                }
+                self.release(seq);
+            }
+            other => {
+                let ok = result_of(other);
+                self.count((other.kind(), api_of(other).0, failed(ok)));
+            }
+        }
+    }
+
+    /// Keeps a creation record until its destruction; a second creation at the same handle
+    /// without one keeps the first for good (the analyzer reports it as never destroyed).
+    fn keep_last_or_leak(&mut self, tid: u32, key: (u8, u64), record: &Record<'_>) {
+        let seq = self.keep(tid, record, 0);
+        if let Some(old) = self.keyed.insert(key, seq) {
+            self.permanent.push(old);
+        }
+    }
+
+    fn graph_instantiated(&mut self, g: &GraphExec) {
+        let (allocs, frees) = self.graph_pending.remove(&g.exec).unwrap_or_default();
+        if !g.result.is_success() || g.exec == 0 {
+            return;
+        }
+        let memory_nodes = allocs.len() / 3 + frees.len();
+        let (lasting, _) = GraphMem::lasting(&allocs, &frees);
+        self.graph_memory.extend(lasting.iter().map(|t| t[0]));
+        self.graph_execs.insert(g.exec, memory_nodes > 0 || g.nodes_known == 0);
+    }
+
+    /// A context torn down: its allocations are kept for good, with the teardown.
+    fn teardown(&mut self, ctx: Ctx) {
+        let gone: Vec<(Space, u64)> = self
+            .live
+            .iter()
+            .filter(|(_, g)| g.ctx == ctx)
+            .map(|(k, _)| *k)
+            .collect();
+        for key in gone {
+            if let Some(g) = self.live.remove(&key) {
+                if key.0 == Space::Physical {
+                    self.mappings.forget_handle(key.1);
+                }
+                self.permanent.extend(g.seqs);
+            }
+        }
+    }
+
+    fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
+        let class = |flags| (record.body.kind(), a.api.0, flags);
+        if !a.result.is_success() {
+            return self.count(class(Checkpoint::FAILED));
+        }
+        if a.api == Api::cuMemRetainAllocationHandle {
+            let seq = self.keep(tid, record, 0);
+            match self.live.get_mut(&(Space::Physical, a.ptr.0)) {
+                Some(g) => {
+                    g.holds += 1;
+                    g.seqs.push(seq);
+                }
+                None => self.release(seq),
+            }
+            return;
+        }
+        let Some(kind) = a.api.mem_kind() else {
+            return self.count(class(0));
+        };
+        if kind == MemKind::Graph || (kind == MemKind::Async && self.captures.is_capturing(&a.stream.0)) {
+            self.graph_nodes.insert(a.ptr.0);
+            return self.keep_for_good(tid, record);
+        }
+        let key = (Space::of(kind), a.ptr.0);
+        let again = match kind {
+            MemKind::VmmImport | MemKind::Multicast => self.live.contains_key(&key),
+            MemKind::Ipc | MemKind::PoolImport => self.live.get(&key).is_some_and(|g| g.kind == Some(kind)),
+            _ => false,
+        };
+        if again {
+            let seq = self.keep(tid, record, Checkpoint::AGAIN);
+            if let Some(g) = self.live.get_mut(&key) {
+                g.holds += 1;
+                g.seqs.push(seq);
+            }
+            return;
+        }
+        if let Some(old) = self.live.remove(&key) {
+            // The analyzer forgets it: the new allocation counts a missed free.
+            self.count((record.body.kind(), Api::NONE.0, Checkpoint::REPLACED));
+            self.dropped_total -= 1;
+            self.release_group(old);
+        }
+        self.forget_recent(key);
+        let seq = self.keep(tid, record, 0);
+        self.live.insert(
+            key,
+            Group {
+                seqs: vec![seq],
+                kind: Some(kind),
+                ctx: a.ctx,
+                holds: 1,
+                mappings: 0,
+            },
+        );
+    }
+
+    fn free(&mut self, tid: u32, record: &Record<'_>, f: &Free) {
+        let ok = f.result.is_success();
+        let class = |flags| (record.body.kind(), f.api.0, flags);
+        let kind = f.api.mem_kind();
+        if kind == Some(MemKind::Async) && self.captures.is_capturing(&f.stream.0) {
+            return self.count(class(Checkpoint::CAPTURED));
+        }
+        let Some(kind) = kind.filter(|_| f.ptr.0 != 0) else {
+            return self.count(class(if ok { 0 } else { Checkpoint::FAILED }));
+        };
+        let space = Space::of(kind);
+        let key = (space, f.ptr.0);
+        if ok && space == Space::Device && self.graph_memory.contains(&f.ptr.0) {
+            // Memory a kept graph launch allocated: its free is kept with it.
+            return self.keep_for_good(tid, record);
+        }
+        match self.live.get_mut(&key) {
+            Some(g) if ok && g.holds > 0 => {
+                g.holds -= 1;
+                let released = g.holds == 0 && !(space == Space::Physical && g.mappings > 0);
+                let seq = self.keep(tid, record, 0);
+                if let Some(g) = self.live.get_mut(&key) {
+                    g.seqs.push(seq);
+                }
+                if released {
+                    self.released(key);
+                }
+            }
+            // A bad free (of memory released but still mapped), or a failed one.
+            Some(_) => self.count(class(if ok { 0 } else { Checkpoint::FAILED })),
+            None => {
+                let graph_free = ok
+                    && space == Space::Device
+                    && !self.recent_groups.contains_key(&key)
+                    && self.graph_nodes.contains(&f.ptr.0);
+                let flags = match (ok, graph_free) {
+                    (false, _) => Checkpoint::FAILED,
+                    (true, true) => Checkpoint::GRAPH_FREE,
+                    (true, false) => 0,
+                };
+                self.count(class(flags));
+            }
+        }
+    }
+
+    /// A mapping is gone: a released handle with no mapping left is freed.
+    fn unmapped(&mut self, gone: Mapping) {
+        let key = (Space::Physical, gone.handle);
+        let Some(g) = self.live.get_mut(&key) else { return };
+        g.mappings = g.mappings.saturating_sub(1);
+        if g.holds == 0 && g.mappings == 0 {
+            self.released(key);
+        }
+    }
+
+    /// The allocation at `key` is gone: its group joins the recently released ones.
+    fn released(&mut self, key: (Space, u64)) {
+        let Some(g) = self.live.remove(&key) else { return };
+        if self.recent_capacity == 0 {
+            return self.release_group(g);
+        }
+        let generation = self.recent_generation;
+        self.recent_generation += 1;
+        if let Some((_, old)) = self.recent_groups.insert(key, (generation, g)) {
+            self.release_group(old);
+        }
+        self.recent.push_back((key, generation));
+        while self.recent.len() > self.recent_capacity {
+            let Some((old, old_generation)) = self.recent.pop_front() else {
+                break;
+            };
+            if self.recent_groups.get(&old).is_some_and(|(g, _)| *g == old_generation) {
+                if let Some((_, g)) = self.recent_groups.remove(&old) {
+                    self.release_group(g);
+                }
+            }
+        }
+    }
+
+    /// `key` holds a live allocation again: the one released there is forgotten.
+    fn forget_recent(&mut self, key: (Space, u64)) {
+        if let Some((_, g)) = self.recent_groups.remove(&key) {
+            self.release_group(g);
+        }
+    }
+
+    /// Ends the history: the kept records (with the stacks and Python code they name) and the
+    /// checkpoint record for segment `segment`.
+    pub fn finish(mut self, segment: u64) -> Compacted {
+        // Stacks and code objects are kept only where a kept record names them.
+        let mut named = Vec::new();
+        for k in self.kept.values() {
+            if let Some((r, _)) = decode_alone(&k.bytes) {
+                if !matches!(r.body, Body::Stack(_) | Body::PyFrames(_) | Body::PyCode(_)) {
+                    stacks_of(&r.body, &mut named);
+                }
+            }
+        }
+        let named: HashSet<StackId> = named.into_iter().collect();
+        let mut codes = HashSet::new();
+        let stacks: Vec<(StackId, Vec<u64>)> = self.stacks.drain().collect();
+        for (id, seqs) in stacks {
+            if named.contains(&id) {
+                for seq in &seqs[1..] {
+                    if let Some((
+                        Record {
+                            body: Body::PyFrames(p),
+                            ..
+                        },
+                        _,
+                    )) = self.kept.get(seq).and_then(|k| decode_alone(&k.bytes))
+                    {
+                        codes.extend(p.frames.0.chunks_exact(3).map(|t| t[1]));
+                    }
+                }
+            } else {
+                seqs.into_iter().for_each(|s| self.release(s));
+            }
+        }
+        let py: Vec<(u64, u64)> = self.py_codes.drain().collect();
+        for (id, seq) in py {
+            if !codes.contains(&id) {
+                self.release(seq);
+            }
+        }
+        let kept: Vec<(u32, u64, Vec<u8>)> = self.kept.into_iter().map(|(seq, k)| (k.tid, seq, k.bytes)).collect();
+        let mut counts = Vec::with_capacity(self.dropped.len() * 4);
+        for ((kind, api, flags), n) in self.dropped {
+            counts.extend_from_slice(&[u64::from(kind), u64::from(api), flags, n]);
+        }
+        Compacted {
+            checkpoint: Checkpoint {
+                as_of: self.last.0 .0,
+                segment,
+                kept: kept.len() as u64,
+                dropped: self.dropped_total,
+                missing: self.missing,
+                counts: Addrs(Cow::Owned(counts)),
+            },
+            time_ns: self.last.1,
+            kept,
+        }
+    }
+}
+
+/// Whether a record's call succeeded (records without a result count as successes).
+fn result_of(body: &Body<'_>) -> bool {
+    let mut ok = true;
+    body.visit(&mut |name, v| {
+        if let ("result", Value::U(r)) = (name, v) {
+            ok = r == 0;
+        }
+    });
+    ok
+}
+
+fn is_graph_launch(api: Api) -> bool {
+    api == Api::cuGraphLaunch || api == Api::cuGraphLaunch_ptsz
+}
+
+/// A context's event record or wait: no stream's.
+fn context_wide(api: Api) -> bool {
+    matches!(
+        api,
+        Api::cuCtxRecordEvent | Api::cuCtxWaitEvent | Api::cuGreenCtxRecordEvent | Api::cuGreenCtxWaitEvent
+    )
+}
