@@ -49,20 +49,25 @@
 //! assert_eq!((done.checkpoint.kept, done.checkpoint.dropped), (1, 2));
 //! ```
 
-use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::api::Api;
 use crate::captures::{Captures, EXTERNAL};
 use crate::contexts::Contexts;
-use crate::fields::{Addrs, BlockState, Ctx, MemKind, StackId, Value};
-use crate::record::{Alloc, Body, Checkpoint, Free, GraphExec, GraphMem, Record, Seq};
+use crate::fields::{BlockState, Ctx, MemKind, StackId, Value};
+use crate::record::{Body, Checkpoint, GraphExec, GraphMem, Record, Seq};
 use crate::space::Space;
 use crate::vmm::{Mapping, Mappings};
 
+#[path = "checkpoint/finish.rs"]
+mod finish;
+#[path = "checkpoint/groups.rs"]
+mod groups;
 #[path = "checkpoint/segment.rs"]
 mod segment;
 
+use finish::decode_alone;
+pub use finish::Compacted;
 pub use segment::{cut, write_blocks, write_records};
 
 /// How many released allocations a checkpoint keeps to name the victims of later double
@@ -123,33 +128,6 @@ pub struct Compactor {
     graph_memory: HashSet<u64>,
 }
 
-/// What a compactor kept, and the record that ends the checkpoint.
-#[derive(Debug, Clone)]
-pub struct Compacted {
-    kept: Vec<(u32, u64, Vec<u8>)>,
-    /// The checkpoint's last record (its sequence number is `as_of`).
-    pub checkpoint: Checkpoint<'static>,
-    /// The time of the last record covered.
-    pub time_ns: u64,
-}
-
-impl Compacted {
-    /// The kept records in order, with their threads.
-    pub fn records(&self) -> Vec<(u32, Record<'_>)> {
-        self.kept
-            .iter()
-            .filter_map(|(tid, _, bytes)| {
-                let (record, _) = decode_alone(bytes)?;
-                Some((*tid, record))
-            })
-            .collect()
-    }
-}
-
-fn decode_alone(bytes: &[u8]) -> Option<(Record<'_>, usize)> {
-    Record::decode(bytes, 0, &mut BlockState::default()).ok().flatten()
-}
-
 /// The `api` field of a body, if it has one.
 fn api_of(body: &Body<'_>) -> Api {
     let mut api = Api::NONE;
@@ -159,17 +137,6 @@ fn api_of(body: &Body<'_>) -> Api {
         }
     });
     api
-}
-
-/// The stacks a body names.
-fn stacks_of(body: &Body<'_>, out: &mut Vec<StackId>) {
-    body.visit(&mut |name, v| {
-        if let ("stack", Value::U(id)) = (name, v) {
-            if id != 0 {
-                out.push(StackId(id as u32));
-            }
-        }
-    });
 }
 
 impl Default for Compactor {
@@ -481,225 +448,6 @@ impl Compactor {
         let (lasting, _) = GraphMem::lasting(&allocs, &frees);
         self.graph_memory.extend(lasting.iter().map(|t| t[0]));
         self.graph_execs.insert(g.exec, memory_nodes > 0 || g.nodes_known == 0);
-    }
-
-    /// A context torn down: its allocations are kept for good, with the teardown.
-    fn teardown(&mut self, ctx: Ctx) {
-        let gone: Vec<(Space, u64)> = self
-            .live
-            .iter()
-            .filter(|(_, g)| g.ctx == ctx)
-            .map(|(k, _)| *k)
-            .collect();
-        for key in gone {
-            if let Some(g) = self.live.remove(&key) {
-                if key.0 == Space::Physical {
-                    self.mappings.forget_handle(key.1);
-                }
-                self.permanent.extend(g.seqs);
-            }
-        }
-    }
-
-    fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
-        let class = |flags| (record.body.kind(), a.api.0, flags);
-        if !a.result.is_success() {
-            return self.count(class(Checkpoint::FAILED));
-        }
-        if a.api == Api::cuMemRetainAllocationHandle {
-            let seq = self.keep(tid, record, 0);
-            match self.live.get_mut(&(Space::Physical, a.ptr.0)) {
-                Some(g) => {
-                    g.holds += 1;
-                    g.seqs.push(seq);
-                }
-                None => self.release(seq),
-            }
-            return;
-        }
-        let Some(kind) = a.api.mem_kind() else {
-            return self.count(class(0));
-        };
-        if kind == MemKind::Graph || (kind == MemKind::Async && self.captures.is_capturing(&a.stream.0)) {
-            self.graph_nodes.insert(a.ptr.0);
-            return self.keep_for_good(tid, record);
-        }
-        let key = (Space::of(kind), a.ptr.0);
-        let again = match kind {
-            MemKind::VmmImport | MemKind::Multicast => self.live.contains_key(&key),
-            MemKind::Ipc | MemKind::PoolImport => self.live.get(&key).is_some_and(|g| g.kind == Some(kind)),
-            _ => false,
-        };
-        if again {
-            let seq = self.keep(tid, record, Checkpoint::AGAIN);
-            if let Some(g) = self.live.get_mut(&key) {
-                g.holds += 1;
-                g.seqs.push(seq);
-            }
-            return;
-        }
-        if let Some(old) = self.live.remove(&key) {
-            // The analyzer forgets it: the new allocation counts a missed free.
-            self.count((record.body.kind(), Api::NONE.0, Checkpoint::REPLACED));
-            self.dropped_total -= 1;
-            self.release_group(old);
-        }
-        self.forget_recent(key);
-        let seq = self.keep(tid, record, 0);
-        self.live.insert(
-            key,
-            Group {
-                seqs: vec![seq],
-                kind: Some(kind),
-                ctx: a.ctx,
-                holds: 1,
-                mappings: 0,
-            },
-        );
-    }
-
-    fn free(&mut self, tid: u32, record: &Record<'_>, f: &Free) {
-        let ok = f.result.is_success();
-        let class = |flags| (record.body.kind(), f.api.0, flags);
-        let kind = f.api.mem_kind();
-        if kind == Some(MemKind::Async) && self.captures.is_capturing(&f.stream.0) {
-            return self.count(class(Checkpoint::CAPTURED));
-        }
-        let Some(kind) = kind.filter(|_| f.ptr.0 != 0) else {
-            return self.count(class(if ok { 0 } else { Checkpoint::FAILED }));
-        };
-        let space = Space::of(kind);
-        let key = (space, f.ptr.0);
-        if ok && space == Space::Device && self.graph_memory.contains(&f.ptr.0) {
-            // Memory a kept graph launch allocated: its free is kept with it.
-            return self.keep_for_good(tid, record);
-        }
-        match self.live.get_mut(&key) {
-            Some(g) if ok && g.holds > 0 => {
-                g.holds -= 1;
-                let released = g.holds == 0 && !(space == Space::Physical && g.mappings > 0);
-                let seq = self.keep(tid, record, 0);
-                if let Some(g) = self.live.get_mut(&key) {
-                    g.seqs.push(seq);
-                }
-                if released {
-                    self.released(key);
-                }
-            }
-            // A bad free (of memory released but still mapped), or a failed one.
-            Some(_) => self.count(class(if ok { 0 } else { Checkpoint::FAILED })),
-            None => {
-                let graph_free = ok
-                    && space == Space::Device
-                    && !self.recent_groups.contains_key(&key)
-                    && self.graph_nodes.contains(&f.ptr.0);
-                let flags = match (ok, graph_free) {
-                    (false, _) => Checkpoint::FAILED,
-                    (true, true) => Checkpoint::GRAPH_FREE,
-                    (true, false) => 0,
-                };
-                self.count(class(flags));
-            }
-        }
-    }
-
-    /// A mapping is gone: a released handle with no mapping left is freed.
-    fn unmapped(&mut self, gone: Mapping) {
-        let key = (Space::Physical, gone.handle);
-        let Some(g) = self.live.get_mut(&key) else { return };
-        g.mappings = g.mappings.saturating_sub(1);
-        if g.holds == 0 && g.mappings == 0 {
-            self.released(key);
-        }
-    }
-
-    /// The allocation at `key` is gone: its group joins the recently released ones.
-    fn released(&mut self, key: (Space, u64)) {
-        let Some(g) = self.live.remove(&key) else { return };
-        if self.recent_capacity == 0 {
-            return self.release_group(g);
-        }
-        let generation = self.recent_generation;
-        self.recent_generation += 1;
-        if let Some((_, old)) = self.recent_groups.insert(key, (generation, g)) {
-            self.release_group(old);
-        }
-        self.recent.push_back((key, generation));
-        while self.recent.len() > self.recent_capacity {
-            let Some((old, old_generation)) = self.recent.pop_front() else {
-                break;
-            };
-            if self.recent_groups.get(&old).is_some_and(|(g, _)| *g == old_generation) {
-                if let Some((_, g)) = self.recent_groups.remove(&old) {
-                    self.release_group(g);
-                }
-            }
-        }
-    }
-
-    /// `key` holds a live allocation again: the one released there is forgotten.
-    fn forget_recent(&mut self, key: (Space, u64)) {
-        if let Some((_, g)) = self.recent_groups.remove(&key) {
-            self.release_group(g);
-        }
-    }
-
-    /// Ends the history: the kept records (with the stacks and Python code they name) and the
-    /// checkpoint record for segment `segment`.
-    pub fn finish(mut self, segment: u64) -> Compacted {
-        // Stacks and code objects are kept only where a kept record names them.
-        let mut named = Vec::new();
-        for k in self.kept.values() {
-            if let Some((r, _)) = decode_alone(&k.bytes) {
-                if !matches!(r.body, Body::Stack(_) | Body::PyFrames(_) | Body::PyCode(_)) {
-                    stacks_of(&r.body, &mut named);
-                }
-            }
-        }
-        let named: HashSet<StackId> = named.into_iter().collect();
-        let mut codes = HashSet::new();
-        let stacks: Vec<(StackId, Vec<u64>)> = self.stacks.drain().collect();
-        for (id, seqs) in stacks {
-            if named.contains(&id) {
-                for seq in &seqs[1..] {
-                    if let Some((
-                        Record {
-                            body: Body::PyFrames(p),
-                            ..
-                        },
-                        _,
-                    )) = self.kept.get(seq).and_then(|k| decode_alone(&k.bytes))
-                    {
-                        codes.extend(p.frames.0.chunks_exact(3).map(|t| t[1]));
-                    }
-                }
-            } else {
-                seqs.into_iter().for_each(|s| self.release(s));
-            }
-        }
-        let py: Vec<(u64, u64)> = self.py_codes.drain().collect();
-        for (id, seq) in py {
-            if !codes.contains(&id) {
-                self.release(seq);
-            }
-        }
-        let kept: Vec<(u32, u64, Vec<u8>)> = self.kept.into_iter().map(|(seq, k)| (k.tid, seq, k.bytes)).collect();
-        let mut counts = Vec::with_capacity(self.dropped.len() * 4);
-        for ((kind, api, flags), n) in self.dropped {
-            counts.extend_from_slice(&[u64::from(kind), u64::from(api), flags, n]);
-        }
-        Compacted {
-            checkpoint: Checkpoint {
-                as_of: self.last.0 .0,
-                segment,
-                kept: kept.len() as u64,
-                dropped: self.dropped_total,
-                missing: self.missing,
-                counts: Addrs(Cow::Owned(counts)),
-            },
-            time_ns: self.last.1,
-            kept,
-        }
     }
 }
 
