@@ -5,7 +5,7 @@
 //! with their own sequence numbers and threads, and a [`Checkpoint`] record that counts the
 //! rest. [`Compactor`] decides which are which: fed the history's records in order, it keeps
 //!
-//! - the process record, the modules still mapped (the last record of each range), and the
+//! - the process record and its rank, the modules still mapped (the last record of each range), and the
 //!   stacks and Python code objects that kept records refer to;
 //! - every record of each allocation still live, grouped by address in its [`Space`] (the
 //!   allocation, each retain or re-opening, the frees that released a reference, the
@@ -270,7 +270,7 @@ impl Compactor {
                 self.dropped_total += c.dropped;
                 self.missing += c.missing;
             }
-            Body::ProcessInfo(_) | Body::Lost(_) | Body::Exit(_) => self.keep_for_good(tid, record),
+            Body::ProcessInfo(_) | Body::Rank(_) | Body::Lost(_) | Body::Exit(_) => self.keep_for_good(tid, record),
             Body::Module(m) => self.keep_last(tid, (record.body.kind(), m.start), record),
             Body::Stack(s) => {
                 let seq = self.keep(tid, record, 0);

@@ -52,8 +52,8 @@ pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,
     ExtSemaphore, ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
     GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate,
-    PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Record, RecordRef, Region, Seq, Snapshot, Stack,
-    StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
+    PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq, Snapshot,
+    Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
 };
 
 /// Format version this crate writes.

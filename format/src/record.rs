@@ -907,6 +907,27 @@ records! {
         /// analyzer counted the record, and how many.
         counts: Addrs<'a>,
     }
+
+    /// Where the process stands in a distributed job, read from its launcher's environment
+    /// at start (torchrun's `RANK`/`LOCAL_RANK`/`WORLD_SIZE`, Open MPI's, MVAPICH's, PMI's
+    /// and Slurm's equivalents). Written once, after `ProcessInfo`, only when a rank was
+    /// found. [`Rank::UNKNOWN`] stands for a value the launcher does not give.
+    68 Rank<'a> {
+        /// The process's rank in the job (0-based).
+        rank: u64,
+        /// Its rank on its node.
+        local_rank: u64,
+        /// How many processes the job has.
+        world_size: u64,
+        /// Which launcher's variables gave it: `torchrun`, `env` (`RANK` without torchrun's
+        /// other variables), `openmpi`, `mvapich`, `pmi`, `pmix` or `slurm`.
+        launcher: Cow<'a, str>,
+    }
+}
+
+impl Rank<'_> {
+    /// A value the launcher does not give.
+    pub const UNKNOWN: u64 = u64::MAX;
 }
 
 impl Checkpoint<'_> {
@@ -1460,6 +1481,13 @@ mod tests {
                 dropped: 1_000_000,
                 missing: 0,
                 counts: Addrs(Cow::Owned(vec![16, 5, Checkpoint::FAILED, 7, 17, 9, 0, 999_993])),
+            }
+            .into(),
+            Rank {
+                rank: 7,
+                local_rank: Rank::UNKNOWN,
+                world_size: 8,
+                launcher: "torchrun".into(),
             }
             .into(),
             Thread { tid: u32::MAX }.into(),

@@ -25,6 +25,7 @@ mod ops;
 mod ordering;
 mod python_frames;
 mod python_pkg;
+mod ranks;
 mod report;
 mod run;
 mod shim;

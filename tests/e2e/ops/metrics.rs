@@ -437,3 +437,40 @@ fn the_alert_rules_pass_promtool_and_the_dashboard_is_valid_json() {
         }
     }
 }
+
+#[test]
+fn a_rank_from_the_launcher_labels_every_sample_and_none_without_one() {
+    let held = Held::start(&[
+        ("RANK", "5"),
+        ("LOCAL_RANK", "1"),
+        ("WORLD_SIZE", "8"),
+        ("TORCHELASTIC_RUN_ID", "job"),
+    ]);
+    let (_, page) = http_get(held.port, "/metrics").unwrap();
+    let samples: Vec<&str> = page.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(samples.len() > 10, "{page}");
+    for line in &samples {
+        assert!(
+            line.contains("{rank=\"5\""),
+            "a sample without the rank: {line}\n{page}"
+        );
+    }
+    assert!(
+        page.contains("gpuleak_live_bytes{rank=\"5\",device=\"0\",kind=\"device\"} 8388608\n"),
+        "{page}"
+    );
+    assert!(
+        page.contains(",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\"} 1\n"),
+        "{page}"
+    );
+    drop(held);
+
+    // Twin: the same program without a launcher has no rank label anywhere.
+    let held = Held::start(&[]);
+    let (_, page) = http_get(held.port, "/metrics").unwrap();
+    assert!(!page.contains("rank="), "{page}");
+    assert!(
+        page.contains("gpuleak_live_bytes{device=\"0\",kind=\"device\"} 8388608\n"),
+        "{page}"
+    );
+}

@@ -18,6 +18,7 @@ use program::{Program, A};
 struct Answers {
     leaks: Vec<String>,
     counts: String,
+    process: String,
     live_objects: Vec<String>,
     other: (u64, bool, Option<i32>, usize, u64),
 }
@@ -91,6 +92,7 @@ fn analyse(file: &[u8]) -> (Answers, Findings) {
     let answers = Answers {
         leaks,
         counts: format!("{:?}", r.counts),
+        process: format!("{:?}", r.process),
         live_objects,
         other: (r.lost_events, r.exited, r.exit_code, r.pool_leaks.len(), r.error_count),
     };

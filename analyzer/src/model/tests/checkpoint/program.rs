@@ -499,6 +499,15 @@ impl Program {
                 start_unix_ns: 0,
             },
         );
+        p.push(
+            100,
+            gpuleak_format::Rank {
+                rank: 3,
+                local_rank: 1,
+                world_size: 8,
+                launcher: "torchrun".into(),
+            },
+        );
         for id in 1..=8u32 {
             p.push(
                 100,
