@@ -144,3 +144,24 @@ fn an_unfinished_checkpoint_is_ignored() {
     let seqs: Vec<u64> = t.records().map(|e| e.unwrap().record.seq.0).collect();
     assert_eq!(seqs, [6, 7], "the unfinished checkpoint's kept records are ignored too");
 }
+
+#[test]
+fn a_record_larger_than_a_block_is_left_out_and_never_loops() {
+    let huge = Record {
+        seq: Seq(1),
+        time_ns: 1,
+        body: Stack {
+            id: StackId(1),
+            frames: Addrs((0..20_000u64).map(|i| i << 40).collect::<Vec<_>>().into()),
+        }
+        .into(),
+    };
+    let mut out = header();
+    gpuleak_format::checkpoint::write_records(&mut out, [(7, huge), (7, alloc(2, 0x1000))].into_iter());
+    let seqs: Vec<u64> = Trace::new(&out)
+        .unwrap()
+        .records()
+        .map(|e| e.unwrap().record.seq.0)
+        .collect();
+    assert_eq!(seqs, [2]);
+}

@@ -14,6 +14,7 @@ fn append_blocks<'a>(out: &mut Vec<u8>, block_tid: Option<u32>, records: impl It
     let mut current: Option<(usize, BlockCursor, u32)> = None;
     for (tid, record) in records {
         loop {
+            let fresh = current.is_none();
             let (at, cursor, writer) = match &mut current {
                 Some(c) => c,
                 None => {
@@ -44,6 +45,13 @@ fn append_blocks<'a>(out: &mut Vec<u8>, block_tid: Option<u32>, records: impl It
                 Ok(next) => {
                     *cursor = next;
                     *writer = tid;
+                    break;
+                }
+                // No record is larger than a block (the shim's bound stacks and lists); one
+                // that would be is left out rather than tried forever.
+                Err(_) if fresh => {
+                    // What the failed encoding left behind must not read as records.
+                    block[cursor.pos..].fill(0);
                     break;
                 }
                 // The block is full: the record goes into a new one.
