@@ -68,7 +68,7 @@ mod segment;
 
 use finish::decode_alone;
 pub use finish::Compacted;
-pub use segment::{cut, write_blocks, write_records};
+pub use segment::{cut, segment, write_blocks, write_records};
 
 /// How many released allocations a checkpoint keeps to name the victims of later double
 /// frees: as many as the analyzer remembers.

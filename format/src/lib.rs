@@ -35,6 +35,7 @@ pub mod error;
 pub mod fields;
 pub mod reader;
 pub mod record;
+pub mod series;
 pub mod size;
 pub mod space;
 pub mod varint;

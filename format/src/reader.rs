@@ -172,7 +172,17 @@ impl<'a> Trace<'a> {
     /// [`records`](Self::records), calling `scanned(offset)` with the file offset of each block
     /// after its header has been read (the merge first reads every block header), so that a
     /// reader of a large mapped file can hand the pages behind it back as the scan goes.
-    pub fn records_with(&self, mut scanned: impl FnMut(u64)) -> Merged<'a> {
+    pub fn records_with(&self, scanned: impl FnMut(u64)) -> Merged<'a> {
+        self.merged(scanned, false)
+    }
+
+    /// The records of this segment's own blocks, without its checkpoint: what follows the
+    /// segment before it in a series read from its start ([`crate::series`]).
+    pub fn records_past_checkpoint(&self) -> Merged<'a> {
+        self.merged(|_| {}, true)
+    }
+
+    fn merged(&self, mut scanned: impl FnMut(u64), skip_checkpoint: bool) -> Merged<'a> {
         // Blocks are claimed in file order but stamped with the seq of their first record, so
         // a thread that lost a race can start a block with a smaller seq than the one before.
         // Admitting blocks by base seq keeps the merge exact; a header costs 16 bytes here.
@@ -188,7 +198,7 @@ impl<'a> Trace<'a> {
             scanned(HEADER_SIZE as u64 + i as u64 * block_size);
         }
         let (checkpoint, finished) = self.checkpoint_blocks();
-        if !finished {
+        if !finished || skip_checkpoint {
             order.retain(|(_, i)| !checkpoint.contains(i));
         }
         order.sort_unstable();

@@ -165,3 +165,60 @@ fn a_record_larger_than_a_block_is_left_out_and_never_loops() {
         .collect();
     assert_eq!(seqs, [2]);
 }
+
+/// A whole trace split into three segments reads back as the whole when read from the first,
+/// and as [checkpoint + rest] from the second; a gap is an error naming the file after it.
+#[test]
+fn a_series_of_segments_reads_as_the_whole_trace() {
+    use gpuleak_format::checkpoint::segment;
+    use gpuleak_format::series::{order, SeriesErrorKind};
+
+    let file = whole();
+    let t = Trace::new(&file).unwrap();
+    let id = TraceId(0x5eed);
+    let files = [
+        segment(&t, Some(Seq(3)), Seq(5), 1, id).unwrap(),
+        segment(&t, Some(Seq(5)), Seq(u64::MAX), 2, id).unwrap(),
+        segment(&t, None, Seq(3), 0, id).unwrap(),
+    ];
+    let traces: Vec<Trace<'_>> = files.iter().map(|f| Trace::new(f).unwrap()).collect();
+    let headers: Vec<Option<Segment>> = traces.iter().map(|t| t.segment()).collect();
+    let read = |from: &[usize]| -> Vec<(u32, u64, &'static str)> {
+        let mut out = Vec::new();
+        for (k, &i) in from.iter().enumerate() {
+            let records = if k == 0 {
+                traces[i].records()
+            } else {
+                traces[i].records_past_checkpoint()
+            };
+            out.extend(
+                records
+                    .map(|e| e.unwrap())
+                    .map(|e| (e.tid, e.record.seq.0, e.record.body.name())),
+            );
+        }
+        out
+    };
+    let all = order(&headers).unwrap();
+    assert_eq!(all, [2, 0, 1]);
+    let want: Vec<(u32, u64, &str)> = t
+        .records()
+        .map(|e| e.unwrap())
+        .map(|e| (e.tid, e.record.seq.0, e.record.body.name()))
+        .collect();
+    assert_eq!(read(&all), want, "from the first segment: the whole trace");
+    let from_second = read(&order(&headers[..2]).unwrap());
+    assert_eq!(from_second.iter().filter(|r| r.2 == "Checkpoint").count(), 1);
+    assert_eq!(&from_second[from_second.len() - 4..], &want[want.len() - 4..]);
+    // Segment 1 deleted: the series has a gap before segment 2.
+    let gap = order(&[headers[2], headers[1]]).unwrap_err();
+    assert_eq!(
+        (gap.at, gap.kind),
+        (1, SeriesErrorKind::Missing { expected: 1, found: 2 })
+    );
+    // A whole trace is no segment.
+    assert_eq!(
+        order(&[headers[2], None]).unwrap_err().kind,
+        SeriesErrorKind::NotInSeries
+    );
+}

@@ -89,13 +89,26 @@ pub fn write_blocks(compacted: &Compacted, out: &mut Vec<u8>) {
 /// records up to `at` (dropping and counting what [`Compactor`] drops), and the records
 /// after `at`, in order, in blocks of their own.
 pub fn cut(trace: &Trace<'_>, at: Seq, number: u64, trace_id: TraceId) -> Result<Vec<u8>, DecodeError> {
+    segment(trace, Some(at), Seq(u64::MAX), number, trace_id)
+}
+
+/// Segment `number` of trace `trace_id` holding the records of a whole trace after `after`
+/// (with a checkpoint of those up to it; `None`: the first segment, from the start, with no
+/// checkpoint) up to `until`: what rotations after `after` and after `until` would have left.
+pub fn segment(
+    trace: &Trace<'_>,
+    after: Option<Seq>,
+    until: Seq,
+    number: u64,
+    trace_id: TraceId,
+) -> Result<Vec<u8>, DecodeError> {
     let mut compactor = Compactor::new();
     let mut rest = Vec::new();
     for entry in trace.records() {
         let Entry { tid, record, .. } = entry?;
-        if record.seq <= at {
+        if after.is_some_and(|at| record.seq <= at) {
             compactor.add(tid, &record);
-        } else {
+        } else if record.seq <= until {
             rest.push((tid, record));
         }
     }
@@ -104,7 +117,9 @@ pub fn cut(trace: &Trace<'_>, at: Seq, number: u64, trace_id: TraceId) -> Result
     let header: &mut [u8; HEADER_SIZE] = (&mut out[..HEADER_SIZE]).try_into().expect("header size");
     FileHeader { ..*h }.write(header);
     Segment { number, trace_id }.write(header);
-    write_blocks(&compactor.finish(number), &mut out);
+    if after.is_some() {
+        write_blocks(&compactor.finish(number), &mut out);
+    }
     append_blocks(&mut out, None, rest.into_iter());
     Ok(out)
 }
