@@ -33,11 +33,13 @@ pub mod checkpoint;
 pub mod contexts;
 pub mod error;
 pub mod fields;
+pub mod line_table;
 pub mod reader;
 pub mod record;
 pub mod series;
 pub mod size;
 pub mod space;
+pub mod user_code;
 pub mod varint;
 pub mod vmm;
 

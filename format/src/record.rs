@@ -549,7 +549,7 @@ records! {
     /// A Python code object (a function, a module body, a class body), described once the
     /// first time a stack holds one of its frames. `PyFrames` records name it by `id`.
     /// Python frames are resolved offline: the analyzer computes a frame's line from its
-    /// instruction offset with `line_table`.
+    /// instruction offset with `line_table` ([`crate::line_table`]).
     51 PyCode<'a> {
         /// Its id within the process (never 0).
         id: u32,

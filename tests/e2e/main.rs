@@ -18,7 +18,7 @@
 //!   pytest plugin (with pytest-xdist) and `gpuleak run --no-framework-cache`;
 //! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
-mod check;
+pub(crate) mod check;
 mod diff;
 mod memory;
 mod ops;
