@@ -92,23 +92,12 @@ impl<'a> Trace<'a> {
         let mut blocks = Vec::new();
         let mut finished = false;
         for i in 0..self.block_count() {
-            let Ok(Some(mut b)) = self.block(i) else { continue };
+            let Ok(Some(b)) = self.block(i) else { continue };
             if b.tid() != CHECKPOINT_TID {
                 continue;
             }
             blocks.push(i);
-            finished |= b.any(|e| {
-                matches!(
-                    e,
-                    Ok(Entry {
-                        record: Record {
-                            body: Body::Checkpoint(_),
-                            ..
-                        },
-                        ..
-                    })
-                )
-            });
+            finished |= ends_checkpoint(b);
         }
         (blocks, finished)
     }
@@ -189,15 +178,23 @@ impl<'a> Trace<'a> {
         let mut order = Vec::new();
         let mut header_errors = Vec::new();
         let block_size = u64::from(self.header.block_size);
+        // A checkpoint's blocks (the first of a segment) are decoded here, in the same pass,
+        // to see whether it was finished.
+        let mut checkpoint = Vec::new();
+        let mut finished = false;
         for i in 0..self.block_count() {
             match self.block(i) {
+                Ok(Some(b)) if b.tid() == CHECKPOINT_TID => {
+                    order.push((b.base_seq, i));
+                    checkpoint.push(i);
+                    finished |= ends_checkpoint(b);
+                }
                 Ok(Some(b)) => order.push((b.base_seq, i)),
                 Ok(None) => {}
                 Err(e) => header_errors.push(e),
             }
             scanned(HEADER_SIZE as u64 + i as u64 * block_size);
         }
-        let (checkpoint, finished) = self.checkpoint_blocks();
         if !finished || skip_checkpoint {
             order.retain(|(_, i)| !checkpoint.contains(i));
         }
@@ -215,6 +212,22 @@ impl<'a> Trace<'a> {
             error: None,
         }
     }
+}
+
+/// Whether a block holds a `Checkpoint` record (the end of the checkpoint it belongs to).
+fn ends_checkpoint(mut block: BlockReader<'_>) -> bool {
+    block.any(|e| {
+        matches!(
+            e,
+            Ok(Entry {
+                record: Record {
+                    body: Body::Checkpoint(_),
+                    ..
+                },
+                ..
+            })
+        )
+    })
 }
 
 /// Reads one block's records in order.
