@@ -1,6 +1,6 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes, external semaphores and prefetches included), and the same
+//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes, external semaphores, prefetches and checkpoints included), and the same
 //! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 25 {
+    match i % 26 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -209,6 +209,24 @@ fn body_at(i: u64) -> Body<'static> {
             value: i,
             key: i % 2,
             flags: 0,
+        }
+        .into(),
+        25 => Checkpoint {
+            as_of: i,
+            segment: 1,
+            kept: 3,
+            dropped: 40,
+            missing: 0,
+            counts: Addrs(Cow::Owned(vec![
+                u64::from(Alloc::KIND),
+                u64::from(Api::cuMemAlloc_v2.0),
+                0,
+                30,
+                u64::from(Free::KIND),
+                u64::from(Api::cuMemFree_v2.0),
+                Checkpoint::FAILED,
+                10,
+            ])),
         }
         .into(),
         _ => GraphUpdate {

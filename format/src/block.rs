@@ -8,11 +8,25 @@
 //!   8   version       u32      FORMAT_VERSION
 //!   12  header_size   u32      4096
 //!   16  block_size    u32      BLOCK_SIZE (65536)
-//!   20  flags         u32      0
+//!   20  flags         u32      FLAG_SEGMENTED, or 0
 //!   24  pid           u32
 //!   28  reserved      u32
 //!   32  start_unix_ns u64      wall clock at trace start
-//!   40  zero to the end of the header
+//!   40  segment       u64      with FLAG_SEGMENTED: the segment's number (0 the first)
+//!   48  trace_id      u64      with FLAG_SEGMENTED: random, the same in every segment of
+//!                              one process's trace
+//!   56  zero to the end of the header
+//! ```
+//!
+//! Without `FLAG_SEGMENTED` (every trace written before segments existed, and every
+//! unbounded one) bytes 40 to 56 are zero and mean nothing. A segmented trace is a series of
+//! files: the first keeps the trace's name, the later ones add `-000001`, `-000002`... Each
+//! segment after the first starts with a checkpoint ([`crate::checkpoint`]): blocks whose
+//! thread id is [`CHECKPOINT_TID`], holding the records of the history before it that a
+//! report still needs, with their own sequence numbers, and ending with a
+//! [`crate::Checkpoint`] record. Readers ignore a checkpoint that lacks that record.
+//!
+//! ```text
 //! offset 4096   block 0, then block 1, ... each block_size bytes
 //! ```
 //!
@@ -48,6 +62,50 @@ pub const BLOCK_SIZE: usize = 65536;
 pub const BLOCK_HEADER_SIZE: usize = 24;
 /// Marks a started block ("GBLK" in little-endian).
 pub const BLOCK_MAGIC: u32 = u32::from_le_bytes(*b"GBLK");
+/// The header's `flags` bit of a file that is one segment of a bounded trace.
+pub const FLAG_SEGMENTED: u32 = 1;
+/// The thread id of a checkpoint's blocks (no OS thread has it). `Thread` records inside
+/// them give each record its own thread.
+pub const CHECKPOINT_TID: u32 = 0;
+
+/// The random id that all segments of one process's trace share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TraceId(pub u64);
+
+/// Where a file stands in a segmented trace: the header fields that `FLAG_SEGMENTED` turns on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Segment {
+    /// 0 for the first segment, then 1, 2...
+    pub number: u64,
+    /// Shared by all segments of the trace.
+    pub trace_id: TraceId,
+}
+
+impl Segment {
+    /// Marks a header written by [`FileHeader::write`] as this segment's.
+    pub fn write(&self, out: &mut [u8; HEADER_SIZE]) {
+        let flags = u32::from_le_bytes([out[20], out[21], out[22], out[23]]) | FLAG_SEGMENTED;
+        out[20..24].copy_from_slice(&flags.to_le_bytes());
+        out[40..48].copy_from_slice(&self.number.to_le_bytes());
+        out[48..56].copy_from_slice(&self.trace_id.0.to_le_bytes());
+    }
+
+    /// The segment a header names, if it has `FLAG_SEGMENTED` (`None` for a header shorter
+    /// than 56 bytes).
+    pub fn read(header: &[u8]) -> Option<Segment> {
+        let h = header.get(..56)?;
+        let u64_at = |o: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&h[o..o + 8]);
+            u64::from_le_bytes(b)
+        };
+        let flags = u32::from_le_bytes([h[20], h[21], h[22], h[23]]);
+        (flags & FLAG_SEGMENTED != 0).then(|| Segment {
+            number: u64_at(40),
+            trace_id: TraceId(u64_at(48)),
+        })
+    }
+}
 
 /// The fixed fields of a trace file's header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -28,26 +28,35 @@
 
 pub mod api;
 pub mod block;
+pub mod captures;
+pub mod checkpoint;
+pub mod contexts;
 pub mod error;
 pub mod fields;
 pub mod line_table;
 pub mod reader;
 pub mod record;
+pub mod series;
 pub mod size;
+pub mod space;
 pub mod user_code;
 pub mod varint;
+pub mod vmm;
 
 pub use api::Api;
-pub use block::{BlockCursor, FileHeader, BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_SIZE, HEADER_SIZE, MAGIC};
+pub use block::{
+    BlockCursor, FileHeader, Segment, TraceId, BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_SIZE, CHECKPOINT_TID,
+    FLAG_SEGMENTED, HEADER_SIZE, MAGIC,
+};
 pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
-    Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, ExtSemaphore,
-    ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
-    GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage,
-    ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate,
-    StreamDestroy, StreamWait, Sync, Thread, Unmap,
+    Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,
+    ExtSemaphore, ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
+    GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate,
+    PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq, Snapshot,
+    Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
 };
 
 /// Format version this crate writes.

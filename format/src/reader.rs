@@ -6,7 +6,7 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use crate::block::{FileHeader, BLOCK_HEADER_SIZE, BLOCK_MAGIC, HEADER_SIZE, MAGIC};
+use crate::block::{FileHeader, Segment, BLOCK_HEADER_SIZE, BLOCK_MAGIC, CHECKPOINT_TID, HEADER_SIZE, MAGIC};
 use crate::error::{DecodeError, ErrorKind};
 use crate::fields::BlockState;
 use crate::record::{Body, Record};
@@ -17,6 +17,7 @@ use crate::{FORMAT_VERSION, MIN_READ_VERSION};
 pub struct Trace<'a> {
     data: &'a [u8],
     header: FileHeader,
+    segment: Option<Segment>,
 }
 
 /// A decoded record with where it came from.
@@ -67,12 +68,38 @@ impl<'a> Trace<'a> {
             pid: u32_at(24),
             start_unix_ns: u64::from_le_bytes(t),
         };
-        Ok(Trace { data, header })
+        let segment = Segment::read(data);
+        if segment.is_none() && data.len() < 56 && data[20] & 1 != 0 {
+            return Err(DecodeError::new(40, ErrorKind::Truncated("file header")));
+        }
+        Ok(Trace { data, header, segment })
     }
 
     /// The file header.
     pub fn header(&self) -> &FileHeader {
         &self.header
+    }
+
+    /// Where this file stands in a segmented trace (`None`: a whole trace).
+    pub fn segment(&self) -> Option<Segment> {
+        self.segment
+    }
+
+    /// The blocks of the checkpoint at the start of this file (none in a whole trace or a
+    /// first segment), and whether it is finished: it ends with a `Checkpoint` record.
+    /// Readers ignore the blocks of an unfinished one (its writer stopped while writing it).
+    pub fn checkpoint_blocks(&self) -> (Vec<usize>, bool) {
+        let mut blocks = Vec::new();
+        let mut finished = false;
+        for i in 0..self.block_count() {
+            let Ok(Some(b)) = self.block(i) else { continue };
+            if b.tid() != CHECKPOINT_TID {
+                continue;
+            }
+            blocks.push(i);
+            finished |= ends_checkpoint(b);
+        }
+        (blocks, finished)
     }
 
     /// Number of block slots in the file (a partial last block counts).
@@ -134,20 +161,42 @@ impl<'a> Trace<'a> {
     /// [`records`](Self::records), calling `scanned(offset)` with the file offset of each block
     /// after its header has been read (the merge first reads every block header), so that a
     /// reader of a large mapped file can hand the pages behind it back as the scan goes.
-    pub fn records_with(&self, mut scanned: impl FnMut(u64)) -> Merged<'a> {
+    pub fn records_with(&self, scanned: impl FnMut(u64)) -> Merged<'a> {
+        self.merged(scanned, false)
+    }
+
+    /// The records of this segment's own blocks, without its checkpoint: what follows the
+    /// segment before it in a series read from its start ([`crate::series`]).
+    pub fn records_past_checkpoint(&self) -> Merged<'a> {
+        self.merged(|_| {}, true)
+    }
+
+    fn merged(&self, mut scanned: impl FnMut(u64), skip_checkpoint: bool) -> Merged<'a> {
         // Blocks are claimed in file order but stamped with the seq of their first record, so
         // a thread that lost a race can start a block with a smaller seq than the one before.
         // Admitting blocks by base seq keeps the merge exact; a header costs 16 bytes here.
         let mut order = Vec::new();
         let mut header_errors = Vec::new();
         let block_size = u64::from(self.header.block_size);
+        // A checkpoint's blocks (the first of a segment) are decoded here, in the same pass,
+        // to see whether it was finished.
+        let mut checkpoint = Vec::new();
+        let mut finished = false;
         for i in 0..self.block_count() {
             match self.block(i) {
+                Ok(Some(b)) if b.tid() == CHECKPOINT_TID => {
+                    order.push((b.base_seq, i));
+                    checkpoint.push(i);
+                    finished |= ends_checkpoint(b);
+                }
                 Ok(Some(b)) => order.push((b.base_seq, i)),
                 Ok(None) => {}
                 Err(e) => header_errors.push(e),
             }
             scanned(HEADER_SIZE as u64 + i as u64 * block_size);
+        }
+        if !finished || skip_checkpoint {
+            order.retain(|(_, i)| !checkpoint.contains(i));
         }
         order.sort_unstable();
         header_errors.reverse();
@@ -163,6 +212,22 @@ impl<'a> Trace<'a> {
             error: None,
         }
     }
+}
+
+/// Whether a block holds a `Checkpoint` record (the end of the checkpoint it belongs to).
+fn ends_checkpoint(mut block: BlockReader<'_>) -> bool {
+    block.any(|e| {
+        matches!(
+            e,
+            Ok(Entry {
+                record: Record {
+                    body: Body::Checkpoint(_),
+                    ..
+                },
+                ..
+            })
+        )
+    })
 }
 
 /// Reads one block's records in order.
@@ -234,8 +299,10 @@ pub struct Merged<'a> {
     header_errors: Vec<DecodeError>,
     /// The next started block, opened but not yet admitted to the merge.
     pending: Option<BlockReader<'a>>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    cursors: Vec<Option<(BlockReader<'a>, Entry<'a>)>>,
+    /// (seq, the block's place in admission order, cursor slot): a checkpoint's last record
+    /// shares its seq with the record it covers last, and comes after it.
+    heap: BinaryHeap<Reverse<(u64, usize, usize)>>,
+    cursors: Vec<Option<(BlockReader<'a>, Entry<'a>, usize)>>,
     free: Vec<usize>,
     error: Option<DecodeError>,
 }
@@ -259,21 +326,21 @@ impl<'a> Merged<'a> {
     }
 
     /// Puts a block's next record into the heap; returns an error from the block.
-    fn admit(&mut self, mut block: BlockReader<'a>) -> Option<DecodeError> {
+    fn admit(&mut self, mut block: BlockReader<'a>, rank: usize) -> Option<DecodeError> {
         match block.next() {
             Some(Ok(entry)) => {
                 let key = entry.record.seq.0;
                 let slot = match self.free.pop() {
                     Some(s) => {
-                        self.cursors[s] = Some((block, entry));
+                        self.cursors[s] = Some((block, entry, rank));
                         s
                     }
                     None => {
-                        self.cursors.push(Some((block, entry)));
+                        self.cursors.push(Some((block, entry, rank)));
                         self.cursors.len() - 1
                     }
                 };
-                self.heap.push(Reverse((key, slot)));
+                self.heap.push(Reverse((key, rank, slot)));
                 None
             }
             Some(Err(e)) => Some(e),
@@ -295,22 +362,22 @@ impl<'a> Iterator for Merged<'a> {
             }
             // Admit the next block while it could hold the smallest seq.
             let admit = match (&self.pending, self.heap.peek()) {
-                (Some(p), Some(Reverse((min, _)))) => p.base_seq <= *min,
+                (Some(p), Some(Reverse((min, _, _)))) => p.base_seq <= *min,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if admit {
                 let block = self.pending.take()?;
-                if let Some(e) = self.admit(block) {
+                if let Some(e) = self.admit(block, self.next_block) {
                     return Some(Err(e));
                 }
                 continue;
             }
-            let Reverse((_, slot)) = self.heap.pop()?;
-            let (block, entry) = self.cursors[slot].take()?;
+            let Reverse((_, _, slot)) = self.heap.pop()?;
+            let (block, entry, rank) = self.cursors[slot].take()?;
             self.free.push(slot);
             // A block's error surfaces on the call after its last good record.
-            self.error = self.admit(block);
+            self.error = self.admit(block, rank);
             return Some(Ok(entry));
         }
     }

@@ -884,6 +884,30 @@ records! {
         /// Call stack, if captured.
         stack: StackId,
     }
+    /// The end of a checkpoint: the last record of the blocks with thread id
+    /// [`crate::CHECKPOINT_TID`] at the start of a segment ([`crate::checkpoint`]). Those
+    /// blocks hold the records of the history up to `as_of` that are still needed (live
+    /// allocations and what they refer to), with their own sequence numbers; this record
+    /// counts the others, which were dropped. A checkpoint without it is unfinished: readers
+    /// ignore its blocks. Its sequence number is `as_of`.
+    67 Checkpoint<'a> {
+        /// The last sequence number the checkpoint covers: records after it are in the
+        /// segment's own blocks.
+        as_of: u64,
+        /// The segment this checkpoint starts.
+        segment: u64,
+        /// Records of the covered history kept in the checkpoint.
+        kept: u64,
+        /// Records of the covered history dropped (counted in `counts`).
+        dropped: u64,
+        /// Records of the covered history that could not be read (decoding errors).
+        missing: u64,
+        /// The dropped records counted, as quadruples `(kind, api, flags, count)`: the
+        /// record kind, the API (0 for kinds without one), [`Checkpoint`]'s flags for how the
+        /// analyzer counted the record, and how many.
+        counts: Addrs<'a>,
+    }
+
     /// Where the process stands in a distributed job, read from its launcher's environment
     /// at start (torchrun's `RANK`/`LOCAL_RANK`/`WORLD_SIZE`, Open MPI's, MVAPICH's, PMI's
     /// and Slurm's equivalents). Written once, after `ProcessInfo`, only when a rank was
@@ -904,6 +928,24 @@ records! {
 impl Rank<'_> {
     /// A value the launcher does not give.
     pub const UNKNOWN: u64 = u64::MAX;
+}
+
+impl Checkpoint<'_> {
+    /// Flag: the call failed (`result != 0`).
+    pub const FAILED: u64 = 1;
+    /// Flag: a stream-ordered allocation or free on a stream under capture (a graph node).
+    pub const CAPTURED: u64 = 2;
+    /// Flag: an allocation that was one more reference to memory already live (an IPC handle
+    /// opened again, a pool pointer or VMM handle imported again).
+    pub const AGAIN: u64 = 4;
+    /// Flag: a free of memory a graph's allocation node names, with no launch's allocation
+    /// live there.
+    pub const GRAPH_FREE: u64 = 8;
+    /// Flag (no record of its own): a live allocation that a later one at the same address
+    /// replaced without a free the trace shows (a missed free).
+    pub const REPLACED: u64 = 16;
+    /// Flag: a launch of an executable graph whose memory nodes are unknown.
+    pub const UNKNOWN_GRAPH: u64 = 32;
 }
 
 impl GraphMemNodes<'_> {
@@ -1430,6 +1472,15 @@ mod tests {
                 bytes: u64::MAX,
                 location: MemLocation::encode(1, 3),
                 stack: StackId(2),
+            }
+            .into(),
+            Checkpoint {
+                as_of: 1 << 40,
+                segment: 3,
+                kept: 12,
+                dropped: 1_000_000,
+                missing: 0,
+                counts: Addrs(Cow::Owned(vec![16, 5, Checkpoint::FAILED, 7, 17, 9, 0, 999_993])),
             }
             .into(),
             Rank {

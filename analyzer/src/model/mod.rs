@@ -40,15 +40,13 @@
 //! assert_eq!(replay.leaks[0].at, LeakAt::Exit);
 //! ```
 
-mod contexts;
+mod checkpoint;
 mod found;
 mod graphs;
 mod mempools;
 mod modules;
 mod pools;
 mod recent;
-mod space;
-mod vmm;
 
 #[cfg(test)]
 mod tests;
@@ -61,23 +59,23 @@ use gpuleak_format::{
 };
 
 pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Rank, Replay};
+pub use gpuleak_format::space::{is_owned_memory, Space};
 pub use mempools::PoolLeak;
 pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
-pub use space::{is_owned_memory, Space};
 
-use crate::captures::Captures;
 use crate::memory::{Tracker, TrackerOptions};
 use crate::streams::is_graph_launch;
-use contexts::Contexts;
+use gpuleak_format::captures::Captures;
+use gpuleak_format::contexts::Contexts;
+use gpuleak_format::vmm::{Mapping, Mappings};
 use graphs::Graphs;
 use mempools::MemPools;
 use pools::Pools;
 use recent::RecentFrees;
-use vmm::{Mapping, Mappings};
 
 /// How many recent frees are remembered to explain double frees.
-pub const RECENT_FREES: usize = 65_536;
+pub const RECENT_FREES: usize = gpuleak_format::checkpoint::RECENT_FREES;
 /// How many decoding errors are kept with their text (the rest are only counted).
 const KEPT_ERRORS: usize = 16;
 
@@ -258,6 +256,7 @@ impl Model {
                 self.replay.nested_calls = self.replay.nested_calls.saturating_add(l.count);
             }
             Body::Lost(l) => self.replay.lost_events = self.replay.lost_events.saturating_add(l.count),
+            Body::Checkpoint(c) => self.checkpoint(c),
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record.seq, f),
             Body::Map(m) => self.map(m),

@@ -5,8 +5,8 @@ use std::collections::{HashMap, VecDeque};
 
 use gpuleak_format::StackId;
 
-use super::space::Space;
 use super::AllocSite;
+use gpuleak_format::space::Space;
 
 /// What was freed at an address.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

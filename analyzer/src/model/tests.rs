@@ -10,6 +10,7 @@ use gpuleak_format::{
 
 use super::*;
 
+mod checkpoint;
 mod graphs;
 mod handles;
 

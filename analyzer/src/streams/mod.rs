@@ -31,6 +31,10 @@
 //!   work: such a copy waits for all earlier work of every stream, non-blocking ones included,
 //!   and every later operation of every stream waits for it.
 //!
+//! A checkpoint (the start of a segment of a bounded trace, whose history before it was
+//! dropped) counts as a full synchronization, and what the replay of its kept records finds
+//! is forgotten ([`Streams::checkpoint`]).
+//!
 //! Stream handle 0 names the legacy default stream, or the calling thread's per-thread
 //! default stream for `_ptsz`/`_ptds` APIs; handles 1 and 2 are `CU_STREAM_LEGACY` and
 //! `CU_STREAM_PER_THREAD`. Operations on a stream under capture build a graph and are left
@@ -324,8 +328,20 @@ impl Streams {
                 self.contexts.insert(c.ctx.0);
             }
             Body::Free(f) if success(f.result) => self.free(tid, seq, f),
+            Body::Checkpoint(_) => self.checkpoint(),
             _ => {}
         }
+    }
+
+    /// The end of a checkpoint (the start of a segment of a bounded trace): the records
+    /// before it are what the checkpoint kept of a dropped history, which lacks the
+    /// synchronizations and waits that ordered them. Taken as a full synchronization, and
+    /// what their replay found is forgotten: a dropped window may hide a finding, never make
+    /// one up.
+    pub fn checkpoint(&mut self) {
+        self.host_learns(Known::All);
+        self.sweep();
+        self.found = Found::default();
     }
 
     /// A context was torn down by `api` (successfully, and for a primary

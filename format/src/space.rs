@@ -1,6 +1,6 @@
 //! Which address space a pointer lives in, and which families are memory the program owns.
 
-use gpuleak_format::MemKind;
+use crate::fields::MemKind;
 
 /// The name space in which a pointer or handle identifies one allocation: the set of families
 /// whose free functions accept each other's pointers.

@@ -39,9 +39,13 @@ impl Mappings {
     }
 
     /// Number of live mappings.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.by_address.len()
+    }
+
+    /// Whether no mapping is live.
+    pub fn is_empty(&self) -> bool {
+        self.by_address.is_empty()
     }
 }
 

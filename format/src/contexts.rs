@@ -2,7 +2,9 @@
 
 use std::collections::HashMap;
 
-use gpuleak_format::{Api, Ctx, CtxCreate, CtxDestroy};
+use crate::api::Api;
+use crate::fields::Ctx;
+use crate::record::{CtxCreate, CtxDestroy};
 
 /// The device's primary context and how many times it is retained.
 #[derive(Debug, Clone, Copy)]

@@ -1,0 +1,102 @@
+//! A segmented trace read as one: the segments of one process's trace put in order, and
+//! checked for gaps.
+//!
+//! The first segment present is read whole (with its checkpoint, when it is not segment 0);
+//! each later one without its checkpoint, which only repeats what the segments before it
+//! hold. A missing segment between two present ones is an error naming the file after the gap.
+//!
+//! ```
+//! use gpuleak_format::series::order;
+//! use gpuleak_format::{Segment, TraceId};
+//!
+//! let seg = |number| Some(Segment { number, trace_id: TraceId(9) });
+//! assert_eq!(order(&[seg(3), seg(2)]).unwrap(), [1, 0]);
+//! assert_eq!(order(&[seg(2), seg(4)]).unwrap_err().at, 1);
+//! ```
+
+use std::fmt;
+
+use crate::block::{Segment, TraceId};
+
+/// Why files cannot be read as one segmented trace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SeriesError {
+    /// Index of the file at fault in the list given.
+    pub at: usize,
+    /// What is wrong.
+    pub kind: SeriesErrorKind,
+}
+
+/// What is wrong with a series of segments.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SeriesErrorKind {
+    /// Segment `expected` is missing before this one (it was deleted, or never written).
+    Missing {
+        /// The number of the missing segment.
+        expected: u64,
+        /// This file's number.
+        found: u64,
+    },
+    /// Two files claim the same segment number.
+    Duplicate(u64),
+    /// The file is a whole trace, or a segment of another trace.
+    NotInSeries,
+}
+
+impl fmt::Display for SeriesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.kind {
+            SeriesErrorKind::Missing { expected, found } => write!(
+                f,
+                "segment {expected} is missing before segment {found}: the trace has a gap (a segment deleted or unreadable); report the segments from {found} on, or the ones before the gap"
+            ),
+            SeriesErrorKind::Duplicate(n) => write!(f, "segment {n} appears twice"),
+            SeriesErrorKind::NotInSeries => write!(f, "not a segment of the same trace as the others"),
+        }
+    }
+}
+
+impl std::error::Error for SeriesError {}
+
+/// The order in which to read `segments` (the header fields of each file, `None` for a
+/// whole trace): indices into the list, lowest segment first. All must be segments of one
+/// trace, with no number missing between the lowest and the highest.
+pub fn order(segments: &[Option<Segment>]) -> Result<Vec<usize>, SeriesError> {
+    let mut trace: Option<TraceId> = None;
+    let mut numbered = Vec::with_capacity(segments.len());
+    for (i, s) in segments.iter().enumerate() {
+        let Some(s) = s else {
+            return Err(SeriesError {
+                at: i,
+                kind: SeriesErrorKind::NotInSeries,
+            });
+        };
+        if *trace.get_or_insert(s.trace_id) != s.trace_id {
+            return Err(SeriesError {
+                at: i,
+                kind: SeriesErrorKind::NotInSeries,
+            });
+        }
+        numbered.push((s.number, i));
+    }
+    numbered.sort_unstable();
+    for pair in numbered.windows(2) {
+        let ((a, _), (b, at)) = (pair[0], pair[1]);
+        if a == b {
+            return Err(SeriesError {
+                at,
+                kind: SeriesErrorKind::Duplicate(b),
+            });
+        }
+        if b != a + 1 {
+            return Err(SeriesError {
+                at,
+                kind: SeriesErrorKind::Missing {
+                    expected: a + 1,
+                    found: b,
+                },
+            });
+        }
+    }
+    Ok(numbered.into_iter().map(|(_, i)| i).collect())
+}
