@@ -30,6 +30,7 @@ pub mod api;
 pub mod block;
 pub mod error;
 pub mod fields;
+pub mod framework;
 pub mod reader;
 pub mod record;
 pub mod size;
@@ -42,7 +43,8 @@ pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, 
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
     Alloc, Body, Capture, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit, ExtSemaphore,
-    ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
+    ExtSemaphoreOp, Fields, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom, FrameworkSegment,
+    FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
     GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage,
     ProcessInfo, PyCode, PyFrames, RangeOp, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate,
     StreamDestroy, StreamWait, Sync, Thread, Unmap,
