@@ -232,7 +232,9 @@ def _tensor_leaks(before, after):
     for key, (size, frames) in after.items():
         delta = size - before.get(key, (0, ()))[0]
         if delta > 0:
-            stack = [Frame(function=name, file=file, line=line) for file, line, name in frames]
+            # From the user's frame out: the framework's own frames say nothing of the leak.
+            user = next((i for i, f in enumerate(frames) if not _frameworks._is_framework_file(f[0])), 0)
+            stack = [Frame(function=name, file=file, line=line) for file, line, name in frames[user:]]
             grown.append(Leak(delta, 0, kind="tensor", api=None, stack=stack))
     grown.sort(key=lambda leak: -leak.bytes)
     return grown

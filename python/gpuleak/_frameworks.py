@@ -369,10 +369,12 @@ def is_framework_stack(frames):
 
 def tensor_sites():
     """Live tensors by the user's Python line, read in this process: {(file, line, function):
-    (bytes, frames)}, frames as (file, line, function) innermost first; None when no
-    framework is recording."""
-    if _TORCH is None or not _TORCH.recording:
+    (bytes, frames)}, frames as (file, line, function) innermost first; None when the program
+    has not imported a framework (empty before it has used CUDA through one)."""
+    if _TORCH is None:
         return None
+    if not _TORCH.recording:
+        return {}
     try:
         snap = _TORCH.torch.cuda.memory._snapshot()
     except Exception:  # noqa: BLE001

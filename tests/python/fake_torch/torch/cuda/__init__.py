@@ -35,7 +35,7 @@ def _lazy_init():
     global _initialized, _ALLOCATOR
     if _initialized:
         return
-    from ._allocator import Allocator
+    from ._caching import Allocator
 
     _ALLOCATOR = Allocator()
     _initialized = True
