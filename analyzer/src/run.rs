@@ -427,6 +427,24 @@ mod tests {
     }
 
     #[test]
+    fn frameworks_are_read_unless_gpuleak_frameworks_is_0() {
+        assert!(frameworks_on(None));
+        assert!(frameworks_on(Some(OsStr::new("1"))));
+        assert!(frameworks_on(Some(OsStr::new(""))));
+        assert!(!frameworks_on(Some(OsStr::new("0"))));
+        assert_eq!(python_path(Path::new("/s"), None), OsString::from("/s"));
+        assert_eq!(
+            python_path(Path::new("/s"), Some(OsStr::new("/a"))),
+            OsString::from("/s:/a")
+        );
+        // The hook waits for torch and imports nothing before it; CuPy's pools are only
+        // turned off under --no-framework-cache.
+        assert!(SITECUSTOMIZE.contains("if name != \"torch\""));
+        assert!(SITECUSTOMIZE
+            .contains("if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_cupy_hook()"));
+    }
+
+    #[test]
     fn the_site_directory_holds_the_hook_and_goes_away() {
         let site = SiteDir::create().unwrap();
         let file = site.path().join("sitecustomize.py");

@@ -210,3 +210,103 @@ impl States {
         ))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuleak_format::{Addrs, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkSegment, FrameworkState};
+
+    fn begin(states: &mut States, id: u64, reason: &str) {
+        let s = FrameworkState {
+            id,
+            layout: 1,
+            framework: "torch".into(),
+            reason: reason.into(),
+            snapshot: 0,
+        };
+        assert_eq!(states.apply(&s.into()), None);
+    }
+
+    #[test]
+    fn a_state_counts_only_once_its_end_is_read() {
+        let mut states = States::default();
+        begin(&mut states, 1, "exit");
+        let seg = FrameworkSegment {
+            state: 1,
+            device: 0,
+            address: 0x1000,
+            size: 2048,
+            stream: 0,
+            pool: 1,
+        };
+        states.apply(&seg.into());
+        let blocks = FrameworkBlocks {
+            state: 1,
+            segment: 0x1000,
+            blocks: Addrs(vec![0, 512, 500, 1, 1, 512, 1536, 1536, 3, 0].into()),
+        };
+        states.apply(&blocks.into());
+        let frames = FrameworkFrames {
+            id: 1,
+            state: 1,
+            names: vec![
+                "/lib/torch/nn.py".into(),
+                "forward".into(),
+                "train.py".into(),
+                "step".into(),
+            ],
+            lines: Addrs(vec![10, 18].into()),
+        };
+        states.apply(&frames.into());
+        assert!(states.is_empty(), "no end yet");
+        assert!(states.held_by_framework().is_none());
+        let end = FrameworkEnd {
+            state: 1,
+            segments: 1,
+            blocks: 2,
+        };
+        assert_eq!(states.apply(&end.into()), Some(1));
+        states.complete(
+            1,
+            9,
+            vec![
+                DriverAlloc {
+                    ptr: 0x1000,
+                    size: 2048,
+                    stack: StackId(1),
+                },
+                DriverAlloc {
+                    ptr: 0x9000,
+                    size: 64,
+                    stack: StackId(2),
+                },
+            ],
+        );
+        let (name, held) = states.held_by_framework().unwrap();
+        assert_eq!((name, held.len()), ("torch", 1));
+        let v = crate::frameworks::join::view(&states.complete[0], &Default::default(), &Default::default());
+        let d = &v.devices[0];
+        assert_eq!((d.reserved, d.live_bytes, d.requested_bytes), (2048, 512, 500));
+        assert_eq!((d.cached_free_bytes, d.largest_free_block), (1536, 1536));
+        // The user's line, past the framework's own frame.
+        assert_eq!(d.sites[0].line(), "train.py:18");
+        assert_eq!(v.outside[0].owner, "the program");
+        assert_eq!(v.outside[0].bytes, 64);
+    }
+
+    #[test]
+    fn a_state_cut_short_is_ignored_and_the_next_one_counts() {
+        let mut states = States::default();
+        begin(&mut states, 1, "snapshot");
+        begin(&mut states, 2, "exit");
+        let end = FrameworkEnd {
+            state: 2,
+            segments: 0,
+            blocks: 0,
+        };
+        assert_eq!(states.apply(&end.into()), Some(2));
+        states.complete(2, 5, Vec::new());
+        assert_eq!(states.complete.len(), 1);
+        assert_eq!(states.complete[0].reason, "exit");
+    }
+}
