@@ -208,3 +208,50 @@ fn gpuleak_frameworks_0_leaves_the_program_alone() {
     // Without the framework's state, its segment is the driver's view only: a leak.
     assert_eq!(doc["summary"]["leaked_bytes"], 2 << 20);
 }
+
+#[test]
+fn the_shim_s_entry_writes_what_decodes_and_refuses_the_rest_without_harm() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let entry = |disable: bool| {
+        let mut cmd = python_clean(sim_command(gpuleak_bin()));
+        cmd.current_dir(dir.path())
+            .arg("run")
+            .arg("--")
+            .arg(&python)
+            .arg(script("fw_entry.py"));
+        if disable {
+            cmd.env("GPULEAK_DISABLE", "1");
+        }
+        let out = output_of(&mut cmd);
+        let (stdout, stderr) = text(&out);
+        assert!(stdout.ends_with("done\n"), "{stdout}\n{stderr}");
+        stdout
+    };
+    let stdout = entry(false);
+    for line in [
+        "end=0",
+        "kind_16=-2",
+        "kind_77=-2",
+        "kind_huge=-2",
+        "cut_short=-2",
+        "null=-2",
+        "too_long=-2",
+        "bad_blocks=-2",
+    ] {
+        assert!(stdout.contains(&format!("{line}\n")), "missing {line} in\n{stdout}");
+    }
+    // The one accepted record (an end of no open state) is in the trace, nothing else, and
+    // the trace reads without an error.
+    let traces = traces_in(dir.path());
+    let dump = output_of(sim_command(gpuleak_bin()).arg("dump").arg(&traces[0]));
+    let (listing, err) = text(&dump);
+    assert!(dump.status.success(), "{err}");
+    assert_eq!(listing.matches("FrameworkEnd").count(), 1, "{listing}");
+    assert!(!listing.contains("Framework") || listing.matches("Framework").count() == 1);
+    assert!(!listing.contains("error"), "{listing}");
+    // Nothing traced: every call is -1.
+    std::fs::remove_file(&traces[0]).unwrap();
+    let stdout = entry(true);
+    assert!(stdout.contains("end=-1\n"), "{stdout}");
+}
