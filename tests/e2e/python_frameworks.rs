@@ -255,3 +255,33 @@ fn the_shim_s_entry_writes_what_decodes_and_refuses_the_rest_without_harm() {
     let stdout = entry(true);
     assert!(stdout.contains("end=-1\n"), "{stdout}");
 }
+
+#[test]
+fn the_pytest_plugin_fails_the_test_that_keeps_a_tensor_and_passes_the_one_whose_cache_grew() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", fake_torch())
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script("fw_torch_tests.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of("fw_torch_tests.py", "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains("fw_torch_tests.py::test_keeps_a_tensor"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("fw_torch_tests.py:{line}")), "{stdout}");
+    for passed in ["test_cache_grows_tensor_dies", "test_reuses_the_cache"] {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("fw_torch_tests.py::{passed}")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
+}
