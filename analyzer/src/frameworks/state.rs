@@ -200,10 +200,20 @@ impl States {
         self.complete.is_empty()
     }
 
+    /// The latest complete state that is not an out-of-memory one.
+    fn latest(&self) -> Option<&State> {
+        self.complete.iter().rev().find(|s| s.oom.is_none())
+    }
+
+    /// The framework of [`States::held_by_framework`]'s state.
+    pub fn latest_framework(&self) -> Option<&str> {
+        self.latest().map(|s| s.framework.as_str())
+    }
+
     /// The segment addresses of the latest complete state (the driver allocations that the
     /// framework held then).
     pub fn held_by_framework(&self) -> Option<(&str, std::collections::HashSet<u64>)> {
-        let last = self.complete.iter().rev().find(|s| s.oom.is_none())?;
+        let last = self.latest()?;
         Some((
             last.framework.as_str(),
             last.segments.iter().map(|s| s.address).collect(),

@@ -495,7 +495,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
 fn held(g: &LeakGroup, replay: &Replay, stacks: &mut Stacks<'_>) -> Held {
     let addresses: &[u64] = replay.stacks.get(&g.stack).map_or(&[], Vec::as_slice);
     let owner = owner::owner(addresses, &replay.modules).map(str::to_string);
-    let framework = replay.frameworks.held_by_framework().map(|(name, _)| name);
+    let framework = replay.frameworks.latest_framework();
     let pool = match framework.filter(|_| g.framework) {
         Some(name) => frameworks::pool_of(name).or(Some(Pool::Pytorch)),
         None => owner.as_deref().and_then(owner::pool_of),
