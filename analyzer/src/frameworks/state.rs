@@ -210,14 +210,11 @@ impl States {
         self.latest().map(|s| s.framework.as_str())
     }
 
-    /// The segment addresses of the latest complete state (the driver allocations that the
-    /// framework held then).
-    pub fn held_by_framework(&self) -> Option<(&str, std::collections::HashSet<u64>)> {
+    /// The sequence number of the latest complete state's end, and its segment addresses
+    /// (the driver allocations that the framework held then).
+    pub fn held_by_framework(&self) -> Option<(u64, std::collections::HashSet<u64>)> {
         let last = self.latest()?;
-        Some((
-            last.framework.as_str(),
-            last.segments.iter().map(|s| s.address).collect(),
-        ))
+        Some((last.seq, last.segments.iter().map(|s| s.address).collect()))
     }
 }
 
@@ -292,8 +289,9 @@ mod tests {
                 },
             ],
         );
-        let (name, held) = states.held_by_framework().unwrap();
-        assert_eq!((name, held.len()), ("torch", 1));
+        let (seq, held) = states.held_by_framework().unwrap();
+        assert_eq!((seq, held.len()), (9, 1));
+        assert_eq!(states.latest_framework(), Some("torch"));
         let v = crate::frameworks::join::view(&states.complete[0], &Default::default(), &Default::default());
         let d = &v.devices[0];
         assert_eq!((d.reserved, d.live_bytes, d.requested_bytes), (2048, 512, 500));
@@ -318,5 +316,80 @@ mod tests {
         states.complete(2, 5, Vec::new());
         assert_eq!(states.complete.len(), 1);
         assert_eq!(states.complete[0].reason, "exit");
+    }
+
+    /// A driver allocation that is a segment of the framework's last state is the
+    /// framework's; one made later at a given-back segment's address is not.
+    #[test]
+    fn the_replay_gives_the_framework_its_segments_and_nothing_allocated_after_its_state() {
+        use crate::model::Model;
+        use gpuleak_format::{Alloc, Api, Ctx, CuResult, Free, Ptr, Record, Seq, Stream};
+
+        let alloc = |seq: u64, ptr: u64| Record {
+            seq: Seq(seq),
+            time_ns: 0,
+            body: Alloc {
+                api: Api::cuMemAlloc_v2,
+                via: Api::NONE,
+                result: CuResult::SUCCESS,
+                ctx: Ctx(1),
+                stream: Stream(0),
+                ptr: Ptr(ptr),
+                size: 2 << 20,
+                stack: StackId(1),
+                aux: 0,
+            }
+            .into(),
+        };
+        let at = |seq: u64, body: Body<'static>| Record {
+            seq: Seq(seq),
+            time_ns: 0,
+            body,
+        };
+        let mut model = Model::new();
+        model.apply(1, &alloc(1, 0xa00000));
+        model.apply(1, &alloc(2, 0xc00000));
+        let state = FrameworkState {
+            id: 1,
+            layout: 1,
+            framework: "torch".into(),
+            reason: "exit".into(),
+            snapshot: 0,
+        };
+        model.apply(1, &at(3, state.into()));
+        for address in [0xa00000, 0xc00000] {
+            let seg = FrameworkSegment {
+                state: 1,
+                device: 0,
+                address,
+                size: 2 << 20,
+                stream: 0,
+                pool: 1,
+            };
+            model.apply(1, &at(4, seg.into()));
+        }
+        let end = FrameworkEnd {
+            state: 1,
+            segments: 2,
+            blocks: 0,
+        };
+        model.apply(1, &at(5, end.into()));
+        // The framework gives 0xc00000 back; the program allocates there for itself.
+        let free = Free {
+            api: Api::cuMemFree_v2,
+            via: Api::NONE,
+            result: CuResult::SUCCESS,
+            stream: Stream(0),
+            ptr: Ptr(0xc00000),
+            size: 0,
+            stack: StackId::NONE,
+        };
+        model.apply(1, &at(6, free.into()));
+        model.apply(1, &alloc(7, 0xc00000));
+        let replay = model.finish();
+        let mut held: Vec<(u64, bool)> = replay.leaks.iter().map(|g| (g.first.ptr.0, g.framework)).collect();
+        held.sort_unstable();
+        assert_eq!(held, vec![(0xa00000, true), (0xc00000, false)]);
+        assert_eq!(replay.frameworks.complete[0].driver.len(), 2);
     }
 }

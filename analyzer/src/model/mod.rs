@@ -320,10 +320,11 @@ impl Model {
         live.sort_by_key(|l| l.alloc.seq);
         // What the framework's allocator held at its last state is its cache or its tensors,
         // which the framework's own findings judge, not a leak of the driver's view.
-        let held = self.replay.frameworks.held_by_framework();
-        let held = held.map(|(_, segments)| segments).unwrap_or_default();
+        // An allocation made after that state at a segment's old address (the framework gave
+        // the segment back, something else got the address) is not the framework's.
+        let (at, held) = self.replay.frameworks.held_by_framework().unwrap_or_default();
         for l in live {
-            let framework = held.contains(&l.alloc.ptr.0) && is_owned_memory(l.alloc.kind);
+            let framework = held.contains(&l.alloc.ptr.0) && l.alloc.seq.0 < at && is_owned_memory(l.alloc.kind);
             self.leak(&l, LeakAt::Exit, framework);
         }
         let mut leaks: Vec<LeakGroup> = self.leaks.into_values().collect();
