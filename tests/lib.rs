@@ -160,6 +160,27 @@ pub fn sim_command(program: impl AsRef<OsStr>) -> Command {
 
 /// [`sim_command`] started through a host command line `via` (e.g. `sh -c 'ulimit ...; exec
 /// "$@"' sh`), which the [`runner`] never runs: `via`, then the runner, then `program`.
+/// The variables the shim reads a process's rank from (shim/src/rank.rs).
+pub const LAUNCHER_VARIABLES: [&str; 17] = [
+    "RANK",
+    "LOCAL_RANK",
+    "WORLD_SIZE",
+    "TORCHELASTIC_RUN_ID",
+    "OMPI_COMM_WORLD_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "OMPI_COMM_WORLD_SIZE",
+    "MV2_COMM_WORLD_RANK",
+    "MV2_COMM_WORLD_LOCAL_RANK",
+    "MV2_COMM_WORLD_SIZE",
+    "PMI_RANK",
+    "PMI_SIZE",
+    "MPI_LOCALRANKID",
+    "PMIX_RANK",
+    "SLURM_PROCID",
+    "SLURM_LOCALID",
+    "SLURM_NTASKS",
+];
+
 pub fn sim_command_via(via: &[&str], program: impl AsRef<OsStr>) -> Command {
     let mut words: Vec<OsString> = via.iter().map(OsString::from).collect();
     words.extend(runner().unwrap_or_default().into_iter().map(OsString::from));
@@ -174,6 +195,11 @@ pub fn sim_command_via(via: &[&str], program: impl AsRef<OsStr>) -> Command {
     }
     cmd.env_remove("LD_PRELOAD");
     cmd.env_remove("NO_COLOR").env_remove("FORCE_COLOR");
+    // A test run inside a distributed launcher (a CI job under Slurm or MPI) must not give
+    // every traced client its rank: tests that want one set it.
+    for name in LAUNCHER_VARIABLES {
+        cmd.env_remove(name);
+    }
     let mut paths = vec![sim_dir()];
     if let Some(old) = std::env::var_os("LD_LIBRARY_PATH") {
         paths.extend(std::env::split_paths(&old));

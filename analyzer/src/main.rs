@@ -37,6 +37,20 @@ enum Command {
     Diff(DiffArgs),
     /// Run a command with libgpuleak.so preloaded (one trace per process), then summarize.
     Run(RunArgs),
+    /// Merge JSON reports made where the traces are (gpuleak report --format json on each
+    /// node of a job) into the report of every trace at once.
+    Merge(MergeArgs),
+}
+
+#[derive(clap::Args)]
+struct MergeArgs {
+    /// Write the merged report to FILE instead of stdout.
+    #[arg(short = 'o', long = "output", value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Reports written by `gpuleak report --format json` (without --top), in the order of
+    /// their traces.
+    #[arg(required = true, value_name = "REPORT")]
+    reports: Vec<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -321,6 +335,28 @@ enum Format {
     Collapsed,
 }
 
+fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
+    let mut inputs = Vec::with_capacity(args.reports.len());
+    for path in &args.reports {
+        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        inputs.push((path.as_path(), text));
+    }
+    let merged = gpuleak_analyzer::report::merge::merge(&inputs).map_err(|e| anyhow::anyhow!(e))?;
+    drop(inputs);
+    match &args.output {
+        Some(path) => std::fs::write(path, merged).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
+        None => {
+            let stdout = std::io::stdout();
+            let mut out = stdout.lock();
+            match out.write_all(merged.as_bytes()).and_then(|()| out.flush()) {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => return Err(e.into()),
+                _ => {}
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -338,6 +374,7 @@ fn run(cli: Cli) -> anyhow::Result<ExitCode> {
         Command::Check(args) => check(args),
         Command::Diff(args) => diff(args),
         Command::Run(args) => run_command(args),
+        Command::Merge(args) => merge(args),
         Command::Dump { trace } => {
             let file = gpuleak_analyzer::TraceFile::open(&trace)?;
             let stdout = std::io::stdout();

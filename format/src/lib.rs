@@ -31,9 +31,11 @@ pub mod block;
 pub mod error;
 pub mod fields;
 pub mod framework;
+pub mod line_table;
 pub mod reader;
 pub mod record;
 pub mod size;
+pub mod user_code;
 pub mod varint;
 
 pub use api::Api;
@@ -46,7 +48,7 @@ pub use record::{
     ExtSemaphoreOp, Fields, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom, FrameworkSegment,
     FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem, GraphMemNodes,
     GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage,
-    ProcessInfo, PyCode, PyFrames, RangeOp, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate,
+    ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq, Snapshot, Stack, StreamCreate,
     StreamDestroy, StreamWait, Sync, Thread, Unmap,
 };
 

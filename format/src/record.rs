@@ -549,7 +549,7 @@ records! {
     /// A Python code object (a function, a module body, a class body), described once the
     /// first time a stack holds one of its frames. `PyFrames` records name it by `id`.
     /// Python frames are resolved offline: the analyzer computes a frame's line from its
-    /// instruction offset with `line_table`.
+    /// instruction offset with `line_table` ([`crate::line_table`]).
     51 PyCode<'a> {
         /// Its id within the process (never 0).
         id: u32,
@@ -884,6 +884,22 @@ records! {
         /// Call stack, if captured.
         stack: StackId,
     }
+    /// Where the process stands in a distributed job, read from its launcher's environment
+    /// at start (torchrun's `RANK`/`LOCAL_RANK`/`WORLD_SIZE`, Open MPI's, MVAPICH's, PMI's
+    /// and Slurm's equivalents). Written once, after `ProcessInfo`, only when a rank was
+    /// found. [`Rank::UNKNOWN`] stands for a value the launcher does not give.
+    68 Rank<'a> {
+        /// The process's rank in the job (0-based).
+        rank: u64,
+        /// Its rank on its node.
+        local_rank: u64,
+        /// How many processes the job has.
+        world_size: u64,
+        /// Which launcher's variables gave it: `torchrun`, `env` (`RANK` without torchrun's
+        /// other variables), `openmpi`, `mvapich`, `pmi`, `pmix` or `slurm`.
+        launcher: Cow<'a, str>,
+    }
+
 
     // Kinds 70 to 76: a framework's caching allocator seen from inside (PyTorch's
     // `torch.cuda.memory._snapshot()`), written by the Python package through
@@ -982,6 +998,11 @@ records! {
         /// Blocks written.
         blocks: u32,
     }
+}
+
+impl Rank<'_> {
+    /// A value the launcher does not give.
+    pub const UNKNOWN: u64 = u64::MAX;
 }
 
 impl GraphMemNodes<'_> {
@@ -1508,6 +1529,13 @@ pub(crate) mod tests {
                 bytes: u64::MAX,
                 location: MemLocation::encode(1, 3),
                 stack: StackId(2),
+            }
+            .into(),
+            Rank {
+                rank: 7,
+                local_rank: Rank::UNKNOWN,
+                world_size: 8,
+                launcher: "torchrun".into(),
             }
             .into(),
             FrameworkState {

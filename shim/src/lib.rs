@@ -25,6 +25,7 @@ mod modules;
 mod ops;
 mod params;
 mod python;
+mod rank;
 mod scratch;
 mod stacks;
 mod tracer;

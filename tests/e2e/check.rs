@@ -12,6 +12,7 @@ use crate::trace::assert_ok;
 
 mod colour;
 mod junit;
+pub(crate) mod sarif;
 mod xml;
 
 /// Traces of report_leaks, report_clean and shim_families, in a directory of their own.
@@ -248,6 +249,35 @@ fn suppressions_silencing_both_sites_pass_with_counts_and_one_site_fails() {
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(u(&doc["suppressions"][0]["groups"]), 2);
     assert_exit(&check(&["--max-leaked-bytes", "1077"], &[&t.families]), 1);
+}
+
+/// Functions and files match the program's own frames only; modules match any frame: the C
+/// library's start-up frames are in every stack, but not the program's.
+#[test]
+fn suppressions_match_the_programs_functions_and_any_frames_module() {
+    let t = &traces();
+    let dir = TempDir::new();
+    let groups = |lines: &str| -> (u64, u64) {
+        let supp = dir.path().join("supp.txt");
+        fs::write(&supp, lines).unwrap();
+        let (_, doc) = check_json(&["--suppressions", supp.to_str().unwrap()], &[&t.leaks]);
+        let leaks = doc["leaks"].as_array().expect("leaks");
+        let suppressed = leaks.iter().filter(|l| !l["suppressed_by"].is_null()).count();
+        (suppressed as u64, leaks.len() as u64)
+    };
+    let (_, all) = groups("leak:nothing\n");
+    assert_eq!(all, 2);
+    for (lines, want) in [
+        ("leak:__libc_start_call_main\n", 0),
+        ("leak:libc-start.c\n", 0),
+        ("leak:^main$\n", all),
+        ("leak:report_leaks.c\n", all),
+        ("leak:libc.so\n", all),
+        ("leak:tests\n", 0),
+        ("leak:*/tests/clients/*\n", all),
+    ] {
+        assert_eq!(groups(lines).0, want, "{lines:?}");
+    }
 }
 
 #[test]

@@ -20,7 +20,7 @@
 //!   real driver allocations), joined with the driver's view;
 //! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
-mod check;
+pub(crate) mod check;
 mod diff;
 mod memory;
 mod ops;
@@ -28,6 +28,7 @@ mod ordering;
 mod python_frames;
 mod python_frameworks;
 mod python_pkg;
+mod ranks;
 mod report;
 mod run;
 mod shim;

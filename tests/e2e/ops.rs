@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::trace::{assert_ok, calls, dump, of_type, recorded_calls};
 
-mod metrics;
+pub(crate) mod metrics;
 mod server;
 
 /// Runs `ops_workload` under the shim with `env`; returns its output and the trace records.

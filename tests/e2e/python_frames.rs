@@ -14,6 +14,7 @@ use serde_json::Value;
 
 use crate::trace::{assert_ok, dump, of_type};
 
+mod metrics;
 mod user_frame;
 mod versions;
 
@@ -38,10 +39,15 @@ fn line_of(needle: &str) -> u64 {
 
 /// Runs the client under the shim (extra environment `env`) and returns its trace.
 fn traced(dir: &TempDir, env: &[(&str, &str)]) -> PathBuf {
+    traced_script(dir, &script(), env)
+}
+
+/// Runs `script` (the client, or a copy of it elsewhere) under the shim and returns its trace.
+fn traced_script(dir: &TempDir, script: &Path, env: &[(&str, &str)]) -> PathBuf {
     let trace = dir.path().join("python.trace");
     let python = python();
     let mut cmd = shim_command(&python, &trace);
-    cmd.arg("-I").arg(script());
+    cmd.arg("-I").arg(script);
     for (k, v) in env {
         cmd.env(k, v);
     }

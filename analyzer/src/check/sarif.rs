@@ -1,18 +1,27 @@
 //! The check as SARIF 2.1.0 (the static-analysis format GitHub code scanning and other CI
 //! systems read): one run of the `gpuleak` driver, a rule per check id, and a result per
-//! violation located at the top frame of its stack that has a file and line, with the whole
-//! stack in `stacks`.
+//! violation with the whole stack in `stacks`.
 //!
-//! Source files under the current directory are given relative to `SRCROOT` (the current
-//! directory, as `originalUriBaseIds` says), so that code scanning can map them to the
-//! repository when `gpuleak check` runs from the checkout's root.
+//! Every result carries what code scanning needs to show and track it:
+//!
+//! - exactly one location: the site's frame (`report::user_code`, the user's frame), or the
+//!   user's innermost frame that has a source line when the site's has none; a frame without
+//!   any source file is located at its module, line 1, and says so in the location's message;
+//! - `partialFingerprints["gpuleakSite/v1"]`: a hash of the site key (no pids, addresses or
+//!   paths), or for a process over a limit, of the check and the program's stable name;
+//! - a `ruleId` whose rule has a `fullDescription` and `help`.
+//!
+//! Source files under the source root (the enclosing git checkout of the current directory,
+//! else the current directory) are given relative to `SRCROOT`, which `originalUriBaseIds`
+//! sets to that root, so that code scanning maps them to the repository.
 
 use std::io::{self, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
 use super::{process_name, Change, Outcome, Violation};
+use crate::report::user_code::{short_name, site_frame};
 use crate::report::{Frame, Severity};
 
 /// The SARIF version written.
@@ -24,8 +33,8 @@ const INFORMATION_URI: &str = "https://github.com/gpuleak/gpuleak";
 /// The base id of files under the source root.
 const SRCROOT: &str = "SRCROOT";
 
-/// The rules gpuleak has: id, name, short description, full description.
-const RULES: [(&str, &str, &str, &str); 4] = [
+/// The rules gpuleak has: id, name, short description, full description, default level.
+const RULES: [(&str, &str, &str, &str, &str); 16] = [
     (
         "leak",
         "GpuMemoryLeak",
@@ -33,19 +42,22 @@ const RULES: [(&str, &str, &str, &str); 4] = [
         "Memory allocated through the CUDA driver was still allocated at exit, or when its \
          context was torn down. Without a baseline or limits every leak site fails; with a \
          baseline, only sites the baseline does not have.",
+        "error",
     ),
     (
         "leak-growth",
         "GpuLeakGrowth",
         "A leak site grew since the baseline",
         "A leak site leaks more bytes than in the baseline, beyond the tolerance.",
+        "error",
     ),
     (
         "leak-limit",
         "GpuLeakLimit",
         "A process leaked more than the limit",
         "A process's leaked bytes or leaked allocations (after suppressions) are over \
-         --max-leaked-bytes or --max-leaks.",
+         --max-leaked-bytes or --max-leaks. The location is the process's largest leak site.",
+        "error",
     ),
     (
         "bad-free",
@@ -53,36 +65,147 @@ const RULES: [(&str, &str, &str, &str); 4] = [
         "A free of memory that is not a live allocation",
         "A free function was called on an address that was never allocated, was already \
          freed, or belongs to another memory family.",
+        "error",
+    ),
+    (
+        "unordered-free",
+        "UnorderedFree",
+        "Memory freed on one stream while another may still use it",
+        "cuMemFreeAsync of memory whose last use on another stream is not ordered before the \
+         free, or a graph's free node with no path to it from a node that uses the memory.",
+        "error",
+    ),
+    (
+        "use-after-free",
+        "UseAfterFree",
+        "GPU work uses memory already freed",
+        "A copy, memset or kernel names an address inside memory freed earlier, or a graph \
+         node uses memory that a free node of the same graph freed before it.",
+        "error",
+    ),
+    (
+        "cross-stream-race",
+        "CrossStreamRace",
+        "Two streams touch the same bytes without ordering",
+        "Two streams touch overlapping bytes of one allocation, at least one writing, with no \
+         event or synchronization ordering them.",
+        "error",
+    ),
+    (
+        "graph-race",
+        "GraphRace",
+        "Two nodes of a graph touch the same bytes without a path between them",
+        "Two nodes of one launched CUDA graph touch overlapping bytes of one allocation, at \
+         least one writing, with no path between them in the graph.",
+        "error",
+    ),
+    (
+        "wait-on-unrecorded-event",
+        "WaitOnUnrecordedEvent",
+        "A wait on an event never recorded",
+        "cuStreamWaitEvent or cuEventSynchronize on an event not recorded (a no-op) while some \
+         stream had outstanding work.",
+        "warning",
+    ),
+    (
+        "stream-leak",
+        "StreamLeak",
+        "A stream never destroyed",
+        "A stream was created and never destroyed.",
+        "warning",
+    ),
+    (
+        "event-leak",
+        "EventLeak",
+        "An event never destroyed",
+        "An event was created and never destroyed.",
+        "warning",
+    ),
+    (
+        "semaphore-leak",
+        "SemaphoreLeak",
+        "An external semaphore never destroyed",
+        "An external semaphore was imported and never destroyed; the driver keeps the handle \
+         it took over until then.",
+        "warning",
+    ),
+    (
+        "unsynchronized-at-exit",
+        "UnsynchronizedAtExit",
+        "Work on a stream no host thread waited for",
+        "Work was queued on a stream that no host thread waited for before the end of the \
+         trace or a context teardown.",
+        "warning",
+    ),
+    (
+        "pool-leak",
+        "PoolLeak",
+        "A memory pool never destroyed",
+        "A memory pool was created or imported and never destroyed.",
+        "warning",
+    ),
+    (
+        "growth",
+        "LiveMemoryGrowth",
+        "Live memory of a site kept growing",
+        "The live bytes of one allocation site kept growing over the run (gpuleak report \
+         --memory).",
+        "warning",
+    ),
+    (
+        "fragmentation",
+        "Fragmentation",
+        "An allocation failed for fragmentation",
+        "An allocation failed although the device had enough free memory, split into holes \
+         between live allocations; the pinning sites are named.",
+        "warning",
     ),
 ];
 
-/// Writes the check as SARIF, with files under the current directory relative to it.
+/// The fingerprint key: the version says how the hash is made, so a change of it starts new
+/// alerts rather than mixing two kinds.
+const FINGERPRINT: &str = "gpuleakSite/v1";
+
+/// Writes the check as SARIF, with files under the source root (the git checkout around the
+/// current directory, else the current directory) relative to it.
 pub fn write(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
-    let root = std::env::current_dir().ok();
+    let root = std::env::current_dir().ok().map(|cwd| source_root(&cwd));
     let mut text = serde_json::to_string_pretty(&document(o, root.as_deref())).map_err(io::Error::other)?;
     text.push('\n');
     out.write_all(text.as_bytes())
+}
+
+/// The closest directory from `cwd` up that holds `.git` (a checkout or a worktree), else
+/// `cwd`: code scanning wants paths relative to the repository's root.
+pub fn source_root(cwd: &Path) -> PathBuf {
+    cwd.ancestors()
+        .find(|d| d.join(".git").exists())
+        .unwrap_or(cwd)
+        .to_path_buf()
 }
 
 /// The SARIF log, with files under `root` relative to it.
 pub fn document(o: &Outcome, root: Option<&Path>) -> Value {
     let mut rules: Vec<Value> = RULES
         .iter()
-        .map(|&(id, name, short, full)| rule(id, name, short, full, "error"))
+        .map(|&(id, name, short, full, level)| rule(id, name, short, full, level))
         .collect();
     let mut ids: Vec<&str> = RULES.iter().map(|r| r.0).collect();
     for v in &o.violations {
         if !ids.contains(&v.check) {
             ids.push(v.check);
-            rules.push(rule(v.check, v.check, v.check, v.check, "error"));
+            let full = format!("gpuleak's {} check (docs/check.md).", v.check);
+            rules.push(rule(v.check, v.check, v.check, &full, "error"));
         }
     }
+    let roots = Roots::new(root);
+    let names = super::junit::process_names(&o.report.processes);
     let results: Vec<Value> = o
         .violations
         .iter()
         .map(|v| {
             let index = ids.iter().position(|id| *id == v.check).unwrap_or(0);
-            result(o, v, index, root)
+            result(o, v, index, &roots, &names[v.process])
         })
         .collect();
     let notifications: Vec<Value> = o
@@ -124,12 +247,17 @@ pub fn document(o: &Outcome, root: Option<&Path>) -> Value {
 }
 
 fn rule(id: &str, name: &str, short: &str, full: &str, level: &str) -> Value {
+    let help_uri = format!("{INFORMATION_URI}/blob/main/docs/check.md");
     json!({
         "id": id,
         "name": name,
         "shortDescription": {"text": short},
         "fullDescription": {"text": full},
-        "helpUri": format!("{INFORMATION_URI}/blob/main/docs/check.md"),
+        "help": {
+            "text": format!("{full} See {help_uri}."),
+            "markdown": format!("{full} See [docs/check.md]({help_uri})."),
+        },
+        "helpUri": help_uri,
         "defaultConfiguration": {"level": level},
     })
 }
@@ -142,13 +270,48 @@ fn level(s: Severity) -> &'static str {
     }
 }
 
-fn result(o: &Outcome, v: &Violation, rule_index: usize, root: Option<&Path>) -> Value {
+/// The source root as given and as the file system resolves it (a checkout reached through
+/// a symbolic link is named either way in debug info).
+struct Roots {
+    given: Option<PathBuf>,
+    resolved: Option<PathBuf>,
+}
+
+impl Roots {
+    fn new(root: Option<&Path>) -> Roots {
+        Roots {
+            given: root.map(Path::to_path_buf),
+            resolved: root.and_then(|r| r.canonicalize().ok()),
+        }
+    }
+
+    /// `path` relative to the root, when under it.
+    fn relative<'a>(&self, path: &'a Path) -> Option<&'a Path> {
+        [&self.given, &self.resolved]
+            .into_iter()
+            .flatten()
+            .find_map(|r| path.strip_prefix(r).ok())
+    }
+}
+
+/// A stable fingerprint of a violation: its site key's hash; for a violation without a site
+/// (a process over a limit), the hash of its check and the program's stable name.
+fn fingerprint(v: &Violation, program: &str) -> String {
+    match &v.site {
+        Some(site) => site.fingerprint(),
+        None => super::site::fingerprint_of(&format!("{}|{program}", v.check)),
+    }
+}
+
+fn result(o: &Outcome, v: &Violation, rule_index: usize, roots: &Roots, program: &str) -> Value {
     let p = &o.report.processes[v.process];
     let mut r = json!({
         "ruleId": v.check,
         "ruleIndex": rule_index,
         "level": level(v.severity),
         "message": {"text": format!("{}: {}", process_name(p), v.message)},
+        "locations": [result_location(v, p.process.as_ref().map(|i| i.exe.as_str()), roots)],
+        "partialFingerprints": {FINGERPRINT: fingerprint(v, program)},
         "properties": {
             "trace": p.trace.display().to_string(),
             "pid": p.process.as_ref().map(|i| i.pid),
@@ -157,21 +320,14 @@ fn result(o: &Outcome, v: &Violation, rule_index: usize, root: Option<&Path>) ->
             "site": v.site.as_ref().map(|s| s.as_str()),
         },
     });
-    let top = crate::report::user_code::site_frame(&v.stack);
-    if let Some(f) = top {
-        r["locations"] = json!([location(f, root)]);
-    }
     if !v.stack.is_empty() {
-        let frames: Vec<Value> = v.stack.iter().map(|f| stack_frame(f, root)).collect();
+        let frames: Vec<Value> = v.stack.iter().map(|f| stack_frame(f, roots)).collect();
         let what = if v.check.starts_with("leak") {
             "allocation stack"
         } else {
             "stack"
         };
         r["stacks"] = json!([{"message": {"text": what}, "frames": frames}]);
-    }
-    if let Some(site) = &v.site {
-        r["partialFingerprints"] = json!({"gpuleakSite/v1": site.fingerprint()});
     }
     if let Some(change) = v.change {
         r["baselineState"] = json!(match change {
@@ -184,10 +340,43 @@ fn result(o: &Outcome, v: &Violation, rule_index: usize, root: Option<&Path>) ->
     r
 }
 
-fn location(f: &Frame, root: Option<&Path>) -> Value {
+/// The one location of a result: the site's frame when it has a source line, else the
+/// user's innermost frame with one, else the site's frame's file or module at line 1 (with a
+/// message saying the line is unknown), else the program at line 1.
+fn result_location(v: &Violation, exe: Option<&str>, roots: &Roots) -> Value {
+    let has_line = |f: &&Frame| f.file.is_some() && f.line.is_some_and(|l| l > 0);
+    let site = site_frame(&v.stack);
+    let lined = site
+        .filter(has_line)
+        .or_else(|| v.stack.iter().filter(|f| f.user).find(has_line));
+    if let Some(f) = lined {
+        return location(f, roots);
+    }
+    let (artifact_path, what) = match site {
+        Some(f) => match (&f.file, &f.module) {
+            (Some(file), _) => (file.clone(), short_name(f)),
+            (None, Some(module)) => (module.clone(), short_name(f)),
+            (None, None) => (exe.unwrap_or("unknown").to_string(), short_name(f)),
+        },
+        None => (exe.unwrap_or("unknown").to_string(), "the program".to_string()),
+    };
+    let mut loc = json!({
+        "physicalLocation": {
+            "artifactLocation": artifact(&artifact_path, roots),
+            "region": {"startLine": 1},
+        },
+        "message": {"text": format!("no source line known: {what}")},
+    });
+    if let Some(function) = site.and_then(|f| f.function.as_deref()) {
+        loc["logicalLocations"] = json!([{"fullyQualifiedName": function, "kind": "function"}]);
+    }
+    loc
+}
+
+fn location(f: &Frame, roots: &Roots) -> Value {
     let mut loc = json!({});
     if let Some(file) = &f.file {
-        let mut physical = json!({"artifactLocation": artifact(file, root)});
+        let mut physical = json!({"artifactLocation": artifact(file, roots)});
         if let Some(line) = f.line.filter(|&l| l > 0) {
             physical["region"] = json!({"startLine": line});
         }
@@ -199,9 +388,9 @@ fn location(f: &Frame, root: Option<&Path>) -> Value {
     loc
 }
 
-fn stack_frame(f: &Frame, root: Option<&Path>) -> Value {
+fn stack_frame(f: &Frame, roots: &Roots) -> Value {
     let mut frame = json!({
-        "location": location(f, root),
+        "location": location(f, roots),
         "properties": {"address": format!("{:#x}", f.address), "inlined": f.inlined},
     });
     if let Some(m) = &f.module {
@@ -212,10 +401,10 @@ fn stack_frame(f: &Frame, root: Option<&Path>) -> Value {
 
 /// A source file as an artifact location: relative to `SRCROOT` under `root`, else a `file:`
 /// URI when absolute, else the relative path as the debug info has it.
-fn artifact(file: &str, root: Option<&Path>) -> Value {
+fn artifact(file: &str, roots: &Roots) -> Value {
     let path = Path::new(file);
     if path.is_absolute() {
-        if let Some(relative) = root.and_then(|r| path.strip_prefix(r).ok()) {
+        if let Some(relative) = roots.relative(path) {
             return json!({"uri": encode(&relative.to_string_lossy()), "uriBaseId": SRCROOT});
         }
         return json!({"uri": format!("file://{}", encode(file))});
@@ -242,17 +431,17 @@ mod tests {
 
     #[test]
     fn files_become_uris_relative_to_the_root_when_under_it() {
-        let root = Path::new("/work/repo");
+        let root = Roots::new(Some(Path::new("/work/repo")));
         assert_eq!(
-            artifact("/work/repo/src/a b.c", Some(root)),
+            artifact("/work/repo/src/a b.c", &root),
             json!({"uri": "src/a%20b.c", "uriBaseId": "SRCROOT"})
         );
         assert_eq!(
-            artifact("/usr/include/x.h", Some(root)),
+            artifact("/usr/include/x.h", &root),
             json!({"uri": "file:///usr/include/x.h"})
         );
         assert_eq!(
-            artifact("./csu/libc-start.c", None),
+            artifact("./csu/libc-start.c", &Roots::new(None)),
             json!({"uri": "./csu/libc-start.c"})
         );
         assert_eq!(encode("ns::f<int>#1%"), "ns%3A%3Af%3Cint%3E%231%25");

@@ -66,12 +66,7 @@ impl SiteKey {
 
     /// A short stable hash of the key (64-bit FNV-1a, 16 hex digits), for SARIF fingerprints.
     pub fn fingerprint(&self) -> String {
-        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-        for b in self.0.bytes() {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-        format!("{h:016x}")
+        fingerprint_of(&self.0)
     }
 }
 
@@ -79,6 +74,16 @@ impl fmt::Display for SiteKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
+}
+
+/// A short stable hash of `text` (64-bit FNV-1a, 16 hex digits).
+pub fn fingerprint_of(text: &str) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in text.bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    format!("{h:016x}")
 }
 
 /// One frame's piece of a key (`function@file:line`, ...), as the table above gives it.

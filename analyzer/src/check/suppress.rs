@@ -9,8 +9,12 @@
 //!
 //! `leak:` lines silence leak groups, `bad-free:` lines silence bad-free findings, and a
 //! stream-ordering check's name (`unordered-free:`, `cross-stream-race:`, `stream-leak:`...)
-//! silences findings of that check. A pattern is matched against the function, the source
-//! file and the module of every frame of a stack: for a leak group, its allocation stack; for
+//! silences findings of that check. A pattern is matched against the module of every frame
+//! of a stack, and against the function and the source file of the user's frames
+//! (`report::user_code`; of every frame when no frame is the user's): so `leak:main` silences
+//! the program's own `main`, never the interpreter's. A file is matched by its base name
+//! unless the pattern has a `/`, so where the sources are checked out changes nothing. The
+//! stacks are: for a leak group, its allocation stack; for
 //! a bad free, the free's own stack (not its allocation's); for a stream-ordering finding,
 //! every stack that explains it (the call's, the allocation's, the other access's or last
 //! use's, the free's, the stream's or event's creation), because without
@@ -24,6 +28,8 @@
 use std::fmt;
 use std::path::Path;
 
+use crate::model::file_name;
+use crate::report::user_code::is_python;
 use crate::report::{Finding, Frame};
 use crate::streams::Check;
 
@@ -92,14 +98,33 @@ impl Suppression {
         format!("{}:{}", self.kind, self.pattern)
     }
 
-    /// Whether the pattern matches a function, file or module name of any frame.
+    /// Whether the pattern matches the stack: the module of any frame, or the function or
+    /// file of one of the user's frames (of any frame when none is the user's, as the site
+    /// key has it). A file is matched by its base name unless the pattern has a `/`.
     pub fn matches_stack(&self, stack: &[Frame]) -> bool {
+        let any_users = stack.iter().any(|f| f.user);
         stack.iter().any(|f| {
-            [f.function.as_deref(), f.file.as_deref(), f.module.as_deref()]
-                .into_iter()
-                .flatten()
-                .any(|name| self.glob.matches(name))
+            // Python frames carry the pseudo-module `python`, which is no library.
+            let module = f.module.as_deref().filter(|_| !is_python(f));
+            if module.is_some_and(|m| self.glob.matches(m)) {
+                return true;
+            }
+            if any_users && !f.user {
+                return false;
+            }
+            f.function.as_deref().is_some_and(|n| self.glob.matches(n))
+                || f.file.as_deref().is_some_and(|p| self.matches_file(p))
         })
+    }
+
+    /// A file by its base name, or by its whole path when the pattern has a `/`: where the
+    /// sources were checked out must not decide what a pattern without one silences.
+    fn matches_file(&self, path: &str) -> bool {
+        if self.pattern.contains('/') {
+            self.glob.matches(path)
+        } else {
+            self.glob.matches(file_name(path))
+        }
     }
 }
 
@@ -346,11 +371,58 @@ mod tests {
         assert!(by("/src/app/main.c"), "file");
         assert!(by("libscratch.so"), "module");
         assert!(by("^app$"), "module of frame 1");
-        assert!(!by("^scratch"), "anchored against no name");
+        assert!(by("^scratch.c$"), "a file by its base name");
+        assert!(
+            !by("^src"),
+            "anchored against no name (a file without a slash: its base name)"
+        );
         assert!(!by("libother.so"));
         // A leak suppression silences no finding, and the other way round.
         assert_eq!(s.find("bad-free", &stack), Some(3));
         assert_eq!(parsed("leak:main").find("bad-free", &stack), None);
         assert_eq!(s.find("leak", &[]), None);
+    }
+
+    #[test]
+    fn functions_and_files_match_only_the_users_frames_and_modules_any_frame() {
+        let user = |f: Frame| Frame { user: true, ..f };
+        // A script's leak: CPython's `main` and `Py_BytesMain` below the script's frames.
+        let mut script = frame("leak_fn", "/work/main/tests/client.py", 47, "python");
+        script = user(script);
+        let stack = [
+            frame("cuMemAlloc_v2", "", 0, "libcuda.so.1"),
+            frame(
+                "_PyObject_VectorcallTstate",
+                "Include/internal/pycore_call.h",
+                92,
+                "libpython3.11.so.1.0",
+            ),
+            script,
+            frame("Py_BytesMain", "Modules/main.c", 734, "python3.11"),
+            frame("main", "Programs/python.c", 15, "python3.11"),
+        ];
+        let by = |p: &str| parsed(&format!("leak:{p}")).find("leak", &stack).is_some();
+        assert!(by("leak_fn"), "the user's function");
+        assert!(by("client.py"), "the user's file, by base name");
+        assert!(by("*/tests/client.py"), "the user's file, by path");
+        assert!(
+            !by("main"),
+            "the interpreter's main and the checkout's path are not the user's"
+        );
+        assert!(!by("pycore_call.h"), "the interpreter's file");
+        assert!(!by("_PyObject_Vectorcall"), "the interpreter's function");
+        assert!(by("libpython3.11"), "modules match any frame");
+        assert!(by("libcuda.so"), "modules match any frame");
+        assert!(!by("^python$"), "Python frames' pseudo-module is no module");
+
+        // A C program's own `main` is the user's.
+        let c = [
+            user(frame("make_scratch", "/work/main/src/app.c", 21, "app")),
+            user(frame("main", "/work/main/src/app.c", 49, "app")),
+        ];
+        let by = |p: &str| parsed(&format!("leak:{p}")).find("leak", &c).is_some();
+        assert!(by("^main$"));
+        assert!(!by("work"), "a directory of the checkout");
+        assert!(by("/work/main/"), "a pattern with a slash matches the whole path");
     }
 }

@@ -473,7 +473,15 @@ fn sarif_has_rules_and_located_results() {
         .iter()
         .map(|r| r["id"].as_str().unwrap())
         .collect();
-    assert_eq!(rules, ["leak", "leak-growth", "leak-limit", "bad-free"]);
+    assert_eq!(rules[..4], ["leak", "leak-growth", "leak-limit", "bad-free"]);
+    // A rule for every type of finding a check can fail on, each with help.
+    for kind in crate::check::suppress::TYPES {
+        assert!(rules.contains(&kind), "{kind}");
+    }
+    for rule in run["tool"]["driver"]["rules"].as_array().unwrap() {
+        assert!(rule["help"]["text"].as_str().is_some_and(|t| t.len() > 20), "{rule}");
+        assert!(rule["fullDescription"]["text"].as_str().is_some(), "{rule}");
+    }
     let results = run["results"].as_array().unwrap();
     assert_eq!(results.len(), 2);
     let r = &results[0];
@@ -492,4 +500,9 @@ fn sarif_has_rules_and_located_results() {
     assert!(r["message"]["text"].as_str().unwrap().contains("10000 bytes"));
     assert_eq!(run["originalUriBaseIds"]["SRCROOT"]["uri"], "file:///src/");
     assert_eq!(run["invocations"][0]["exitCode"], 1);
+    for r in results {
+        assert_eq!(r["locations"].as_array().unwrap().len(), 1, "{r}");
+        let fp = r["partialFingerprints"]["gpuleakSite/v1"].as_str().unwrap();
+        assert_eq!(fp.len(), 16, "{r}");
+    }
 }

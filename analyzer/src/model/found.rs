@@ -159,6 +159,23 @@ pub struct Process {
     pub args: Vec<String>,
     /// Wall clock when the shim started in it (nanoseconds since the Unix epoch; 0 unknown).
     pub start_unix_ns: u64,
+    /// The host it ran on.
+    pub hostname: String,
+    /// Its place in a distributed job, from the trace's `Rank` record.
+    pub rank: Option<Rank>,
+}
+
+/// A process's place in a distributed job, as its launcher's environment gave it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rank {
+    /// Rank in the job.
+    pub rank: u64,
+    /// Rank on its node, when the launcher says.
+    pub local_rank: Option<u64>,
+    /// Processes in the job, when the launcher says.
+    pub world_size: Option<u64>,
+    /// The launcher whose variables gave it (`torchrun`, `openmpi`, `slurm`...).
+    pub launcher: String,
 }
 
 /// Calls counted over the whole run.

@@ -60,7 +60,7 @@ use gpuleak_format::{
     StackId, Stream, Trace, Unmap,
 };
 
-pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Replay};
+pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Rank, Replay};
 pub use mempools::PoolLeak;
 pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
@@ -207,7 +207,20 @@ impl Model {
                     exe: p.exe.to_string(),
                     args: p.args.iter().map(|a| a.to_string()).collect(),
                     start_unix_ns: p.start_unix_ns,
+                    hostname: p.hostname.to_string(),
+                    rank: None,
                 });
+            }
+            Body::Rank(r) => {
+                if let Some(p) = &mut self.replay.process {
+                    let known = |v: u64| (v != gpuleak_format::Rank::UNKNOWN).then_some(v);
+                    p.rank = Some(Rank {
+                        rank: r.rank,
+                        local_rank: known(r.local_rank),
+                        world_size: known(r.world_size),
+                        launcher: r.launcher.to_string(),
+                    });
+                }
             }
             Body::Module(m) => self.replay.modules.insert(Module {
                 base: m.base,

@@ -91,7 +91,53 @@ fn document(report: &Report) -> J {
             J::O(vec![("sites", J::U(sites)), ("bytes", J::U(bytes))]),
         ));
     }
+    let ranks = super::ranks::table(report);
+    if !ranks.is_empty() {
+        doc.push(("ranks", J::A(ranks.iter().map(|r| rank_row(r, report)).collect())));
+    }
     J::O(doc)
+}
+
+/// A row of the per-rank table.
+fn rank_row(r: &super::ranks::RankRow, report: &Report) -> J {
+    let p = &report.processes[r.process];
+    let info = p.process.as_ref();
+    rank_row_of(
+        r,
+        info.map(|i| u64::from(i.pid)),
+        info.map(|i| i.hostname.as_str()),
+        &p.trace.display().to_string(),
+    )
+}
+
+/// A row of the per-rank table, for the process `pid` on `hostname` traced into `trace`.
+pub(crate) fn rank_row_of(r: &super::ranks::RankRow, pid: Option<u64>, hostname: Option<&str>, trace: &str) -> J {
+    J::O(vec![
+        ("rank", J::U(r.rank)),
+        ("pid", pid.map_or(J::Null, J::U)),
+        ("hostname", opt_str(hostname)),
+        ("trace", J::S(trace.to_string())),
+        ("peak_bytes", J::U(r.peak_bytes)),
+        ("leaked_bytes", J::U(r.leaked_bytes)),
+        ("growth_bytes", r.growth_bytes.map_or(J::Null, J::U)),
+        ("findings", J::U(r.findings)),
+        (
+            "outliers",
+            J::A(r.outliers.iter().map(|o| J::S(o.to_string())).collect()),
+        ),
+    ])
+}
+
+/// The process's place in its job (`null` when its launcher gave none).
+fn rank(p: &ProcessReport) -> J {
+    p.process.as_ref().and_then(|i| i.rank.as_ref()).map_or(J::Null, |r| {
+        J::O(vec![
+            ("rank", J::U(r.rank)),
+            ("local_rank", r.local_rank.map_or(J::Null, J::U)),
+            ("world_size", r.world_size.map_or(J::Null, J::U)),
+            ("launcher", J::S(r.launcher.clone())),
+        ])
+    })
 }
 
 /// A merged leak site: the contract's group fields first, then who leaks from it.
@@ -106,6 +152,13 @@ fn merged(m: &MergedSite, report: &Report) -> J {
                 ("trace", J::S(r.trace.display().to_string())),
                 ("bytes", J::U(p.bytes)),
                 ("allocations", J::U(p.allocations)),
+                (
+                    "rank",
+                    r.process
+                        .as_ref()
+                        .and_then(|i| i.rank.as_ref())
+                        .map_or(J::Null, |k| J::U(k.rank)),
+                ),
             ])
         })
         .collect();
@@ -160,6 +213,12 @@ fn process(p: &ProcessReport) -> J {
         (
             "memory",
             p.memory.as_deref().map_or(J::Null, super::memory::json::memory),
+        ),
+        ("hostname", opt_str(info.map(|i| i.hostname.as_str()))),
+        ("rank", rank(p)),
+        (
+            "symbol_notes",
+            J::A(p.symbol_notes.iter().map(|n| J::S(n.clone())).collect()),
         ),
     ];
     // Only in the reports of programs whose framework wrote its allocator state.

@@ -25,11 +25,13 @@ pub mod frameworks;
 pub mod json;
 pub mod load;
 pub mod memory;
+pub mod merge;
 pub mod merged;
 mod ordering;
 pub mod owner;
 mod pools;
 pub mod progress;
+pub mod ranks;
 pub mod text;
 pub mod user_code;
 

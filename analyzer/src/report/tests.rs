@@ -631,6 +631,7 @@ fn as_process(s: &Script, pid: u32, trace: &str) -> ProcessReport {
         exe: "/usr/bin/train".into(),
         args: Vec::new(),
         start_unix_ns: 0,
+        ..Process::default()
     });
     r
 }
@@ -733,7 +734,9 @@ fn the_merged_view_is_in_the_text_and_the_json_only_for_several_processes() {
         doc.contains("\"site\": \"leaky@leaky.c:7\",\n      \"process_count\": 3,"),
         "{doc}"
     );
-    assert!(doc.contains("{\"pid\": 102, \"trace\": \"rank2.trace\", \"bytes\": 2000, \"allocations\": 2}"));
+    assert!(
+        doc.contains("{\"pid\": 102, \"trace\": \"rank2.trace\", \"bytes\": 2000, \"allocations\": 2, \"rank\": null}")
+    );
     assert!(doc.contains("\"merged_omitted\": {\"sites\": 0, \"bytes\": 0}"));
 
     let one = Report::new(ranks().split_off(2));

@@ -61,6 +61,7 @@ pub fn write(report: &Report, style: Style, out: &mut impl Write) -> io::Result<
             s.push('\n');
             merged(report, style, &mut s);
         }
+        ranks(report, style, &mut s);
         s.push('\n');
         s.push_str(&style.bold(&format!("Total over {} processes:", report.processes.len())));
         s.push('\n');
@@ -81,7 +82,14 @@ fn process(p: &ProcessReport, style: Look, s: &mut String) {
     };
     match &p.process {
         Some(info) => {
-            s.push_str(&style.bold(&format!("gpuleak report: pid {} ({ended})", info.pid)));
+            let rank = match &info.rank {
+                Some(r) => match r.world_size {
+                    Some(w) => format!(", rank {} of {w}", r.rank),
+                    None => format!(", rank {}", r.rank),
+                },
+                None => String::new(),
+            };
+            s.push_str(&style.bold(&format!("gpuleak report: pid {}{rank} ({ended})", info.pid)));
             s.push_str(&format!("\nprogram: {}\n", info.exe));
         }
         None => {
@@ -272,15 +280,43 @@ fn merged(report: &Report, style: Look, s: &mut String) {
     }
 }
 
+/// The rank of process `i` of the report, when every process knows its rank.
+fn rank_of(report: &Report, i: usize) -> Option<u64> {
+    if !report
+        .processes
+        .iter()
+        .all(|p| p.process.as_ref().is_some_and(|i| i.rank.is_some()))
+    {
+        return None;
+    }
+    Some(report.processes[i].process.as_ref()?.rank.as_ref()?.rank)
+}
+
 fn site(m: &MergedSite, report: &Report, style: Look, s: &mut String) {
+    let by_rank = rank_of(report, 0).is_some();
+    let each = match m.processes.as_slice() {
+        [first, rest @ ..] if by_rank && !rest.is_empty() && rest.iter().all(|p| p.bytes == first.bytes) => {
+            format!(", {} each", plural(first.bytes, "byte", "bytes"))
+        }
+        _ => String::new(),
+    };
     let what = format!(
-        "{} in {} ({}) in {} of {},",
+        "{} in {} ({}) on {} of {}{each},",
         plural(m.bytes, "byte", "bytes"),
         plural(m.allocations, "allocation", "allocations"),
         m.kind.name(),
         m.processes.len(),
-        plural(report.processes.len() as u64, "process", "processes"),
+        if by_rank {
+            plural(report.processes.len() as u64, "rank", "ranks")
+        } else {
+            plural(report.processes.len() as u64, "process", "processes")
+        },
     );
+    let what = if by_rank {
+        what
+    } else {
+        what.replacen(") on ", ") in ", 1)
+    };
     let mut by = format!("allocated by {}", m.api);
     if m.via != gpuleak_format::Api::NONE {
         by.push_str(&format!(" via {}", m.via));
@@ -294,6 +330,7 @@ fn site(m: &MergedSite, report: &Report, style: Look, s: &mut String) {
         .take(NAMED_PROCESSES)
         .map(|p| {
             let who = match &report.processes[p.process].process {
+                Some(info) if by_rank => format!("rank {} (pid {})", rank_of(report, p.process).unwrap_or(0), info.pid),
                 Some(info) => format!("pid {}", info.pid),
                 None => report.processes[p.process].trace.display().to_string(),
             };
@@ -304,7 +341,12 @@ fn site(m: &MergedSite, report: &Report, style: Look, s: &mut String) {
         items.push(format!(
             "and {} more {} ({})",
             rest.len(),
-            if rest.len() == 1 { "process" } else { "processes" },
+            match (by_rank, rest.len() == 1) {
+                (true, true) => "rank",
+                (true, false) => "ranks",
+                (false, true) => "process",
+                (false, false) => "processes",
+            },
             plural(rest.iter().map(|p| p.bytes).sum(), "byte", "bytes")
         ));
     }
@@ -325,6 +367,60 @@ fn site(m: &MergedSite, report: &Report, style: Look, s: &mut String) {
     s.push_str(&line);
     s.push('\n');
     frames(&m.stack, style.native_frames, s);
+}
+
+/// The per-rank table: one line per rank, a `!` after each value that stands apart from the
+/// other ranks' ([`super::ranks`]).
+fn ranks(report: &Report, style: Look, s: &mut String) {
+    let rows = super::ranks::table(report);
+    if rows.is_empty() {
+        return;
+    }
+    s.push('\n');
+    wrap(
+        &style.bold(&format!(
+            "Ranks ({}; ! stands apart from the other ranks):",
+            if rows.iter().any(|r| r.growth_bytes.is_some()) {
+                "growth from the memory pass"
+            } else {
+                "growth needs --memory"
+            }
+        )),
+        "",
+        s,
+    );
+    let cell = |v: Option<u64>, col: &str, r: &super::ranks::RankRow| match v {
+        None => "-".to_string(),
+        Some(v) => format!(
+            "{}{}",
+            crate::run::human_bytes(v),
+            if r.outliers.contains(&col) { " !" } else { "" }
+        ),
+    };
+    s.push_str(&format!(
+        "  {:>5}  {:<10} {:>7}  {:>12}  {:>12}  {:>12}  {:>8}\n",
+        "rank", "host", "pid", "peak", "leaked", "growth", "findings"
+    ));
+    for r in &rows {
+        let info = report.processes[r.process].process.as_ref();
+        let host: String = info.map_or("?", |i| i.hostname.as_str()).chars().take(10).collect();
+        let line = format!(
+            "  {:>5}  {:<10} {:>7}  {:>12}  {:>12}  {:>12}  {:>8}",
+            r.rank,
+            host,
+            info.map_or("?".to_string(), |i| i.pid.to_string()),
+            cell(Some(r.peak_bytes), "peak", r),
+            cell(Some(r.leaked_bytes), "leaked", r),
+            cell(r.growth_bytes, "growth", r),
+            r.findings
+        );
+        if r.outliers.is_empty() {
+            s.push_str(&line);
+        } else {
+            s.push_str(&style.yellow(&line));
+        }
+        s.push('\n');
+    }
 }
 
 fn finding(f: &Finding, style: Look, s: &mut String) {

@@ -2,7 +2,8 @@
 //! names a site everywhere a site gets a short name (tables, legends, `check` lines, SARIF
 //! locations, JUnit messages, baseline keys).
 //!
-//! A frame is the user's when it is
+//! A frame is the user's when it is (the format crate's
+//! [`user_code`](gpuleak_format::user_code), which the shim's metrics labels follow too)
 //!
 //! - a Python frame of a file outside the interpreter's standard library and the installed
 //!   packages: not under `site-packages/` or `dist-packages/`, not under the interpreter's
@@ -21,6 +22,8 @@
 //!
 //! The site's frame ([`site_frame`]) is the innermost frame of the user's; when no frame is
 //! the user's, the innermost frame with a source line, as before.
+
+use gpuleak_format::user_code::{is_python_executable, is_user_module, is_user_python_file};
 
 use crate::model::file_name;
 
@@ -186,126 +189,6 @@ pub fn is_python(f: &Frame) -> bool {
 /// Whether a stack holds Python frames.
 pub fn has_python(stack: &[Frame]) -> bool {
     stack.iter().any(is_python)
-}
-
-/// Whether a Python source file is outside the standard library and installed packages.
-fn is_user_python_file(path: &str) -> bool {
-    !(path.starts_with("<frozen") || in_installed_or_interpreter_dir(path))
-}
-
-/// Under `site-packages/`, `dist-packages/` or an interpreter's `lib/pythonX.Y/`.
-fn in_installed_or_interpreter_dir(path: &str) -> bool {
-    let dirs: Vec<&str> = path.split('/').collect();
-    let dirs = &dirs[..dirs.len().saturating_sub(1)];
-    dirs.iter().any(|d| *d == "site-packages" || *d == "dist-packages")
-        || dirs
-            .windows(2)
-            .any(|w| (w[0] == "lib" || w[0] == "lib64") && is_python_version_dir(w[1]))
-}
-
-/// `python3`, `python3.11`, `python3.13t`.
-fn is_python_version_dir(d: &str) -> bool {
-    d.strip_prefix("python")
-        .is_some_and(|v| !v.is_empty() && v.trim_end_matches('t').chars().all(|c| c.is_ascii_digit() || c == '.'))
-}
-
-/// Base-name prefixes of libraries that are never the user's code.
-const NOT_USERS: &[&str] = &[
-    // The C and C++ runtime and the loader.
-    "libc.so",
-    "libc-",
-    "libm.so",
-    "libm-",
-    "libmvec",
-    "libdl.so",
-    "libdl-",
-    "libpthread",
-    "librt.so",
-    "librt-",
-    "libstdc++",
-    "libc++",
-    "libgcc_s",
-    "libatomic",
-    "libffi",
-    "libunwind",
-    "ld-linux",
-    "ld64.so",
-    "ld-musl",
-    "linux-vdso",
-    "linux-gate",
-    // The interpreter.
-    "libpython",
-    // CUDA.
-    "libcuda.so",
-    "libcudart",
-    "libcublas",
-    "libcudnn",
-    "libnccl",
-    "libcufft",
-    "libcurand",
-    "libcusparse",
-    "libcusolver",
-    "libcupti",
-    "libnvrtc",
-    "libnvJitLink",
-    "libnvidia-",
-    "libnvToolsExt",
-    "libnvtx",
-    // cuda-bindings' and cuda-python's extension modules, by name for when only the name is
-    // known (an older baseline): their paths are under site-packages anyway.
-    "cydriver.",
-    "cyruntime.",
-    "cynvrtc.",
-    "cynvjitlink.",
-    "cynvvm.",
-    // Frameworks.
-    "libtorch",
-    "libc10",
-    "libxla",
-    "xla_extension",
-    "xla_cuda_plugin",
-    "libjax",
-    "libcupy",
-    "libnumba",
-    "librmm",
-    // The shim.
-    "libgpuleak",
-];
-
-/// Directory names under which every module belongs to a framework or CUDA's Python packages.
-const NOT_USERS_DIRS: &[&str] = &["jaxlib", "jax_plugins", "cupy", "cupy_backends", "numba", "torch"];
-
-/// Whether a native module (by path, or by base name alone) may hold the user's code.
-fn is_user_module(path: &str) -> bool {
-    let name = file_name(path);
-    if NOT_USERS.iter().any(|p| name.starts_with(p)) || is_python_executable(name) {
-        return false;
-    }
-    if in_installed_or_interpreter_dir(path) {
-        return false;
-    }
-    let dirs: Vec<&str> = path.split('/').collect();
-    if dirs[..dirs.len().saturating_sub(1)]
-        .iter()
-        .any(|d| NOT_USERS_DIRS.contains(d))
-    {
-        return false;
-    }
-    // A Python extension module known by name alone (no directory: an older baseline) is
-    // most likely an installed package's.
-    if !path.contains('/') && (name.contains(".cpython-") || name.contains(".abi3.")) {
-        return false;
-    }
-    true
-}
-
-/// `python`, `python3`, `python3.11`, `python3.13t`, `python3.11d`.
-fn is_python_executable(name: &str) -> bool {
-    name.strip_prefix("python").is_some_and(|v| {
-        v.trim_end_matches(['t', 'd', 'm'])
-            .chars()
-            .all(|c| c.is_ascii_digit() || c == '.')
-    })
 }
 
 /// Whether `glob` matches `path`: the whole path, or its base name when the glob has no `/`.
@@ -480,25 +363,6 @@ mod tests {
         let stack = vec![native("a", "", "libc.so.6"), native("b", "", "libc.so.6")];
         assert_eq!(site_frame(&stack).unwrap().function.as_deref(), Some("a"));
         assert!(site_frame(&[]).is_none());
-    }
-
-    #[test]
-    fn python_files_of_the_standard_library_and_packages_are_not_the_users() {
-        for (file, users) in [
-            ("/home/me/train.py", true),
-            ("train.py", true),
-            ("<string>", true),
-            ("<frozen importlib._bootstrap>", false),
-            ("/usr/lib/python3.12/threading.py", false),
-            ("/usr/lib/python3/dist-packages/numpy/core.py", false),
-            (
-                "/home/me/.venv/lib/python3.13t/site-packages/cuda/core/_memory.py",
-                false,
-            ),
-            ("/home/me/lib/pythonic/app.py", true),
-        ] {
-            assert_eq!(is_user_python_file(file), users, "{file}");
-        }
     }
 
     #[test]

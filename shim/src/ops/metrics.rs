@@ -266,5 +266,70 @@ pub fn render() -> String {
         "Snapshot records written to the trace.",
     );
     let _ = writeln!(out, "gpuleak_snapshots_total {}", snapshot::count());
+    match crate::rank::current() {
+        Some(r) => with_rank(&out, r),
+        None => out,
+    }
+}
+
+/// The page with a `rank` label first on every sample, and the launcher's other facts on
+/// `gpuleak_info`, so that the series of the ranks of a job sum and compare by rank.
+fn with_rank(page: &str, r: &crate::rank::Rank) -> String {
+    let label = format!("rank=\"{}\"", r.rank);
+    let mut out = String::with_capacity(page.len() + page.lines().count() * (label.len() + 3));
+    for line in page.lines() {
+        if line.starts_with('#') {
+            out.push_str(line);
+        } else if let Some(brace) = line.find('{') {
+            out.push_str(&line[..=brace]);
+            out.push_str(&label);
+            if !line[brace + 1..].starts_with('}') {
+                out.push(',');
+            }
+            out.push_str(&line[brace + 1..]);
+        } else if let Some(space) = line.find(' ') {
+            out.push_str(&line[..space]);
+            out.push('{');
+            out.push_str(&label);
+            out.push('}');
+            out.push_str(&line[space..]);
+        } else {
+            out.push_str(line);
+        }
+        if line.starts_with("gpuleak_info{") {
+            // The launcher's facts ride on the info series only.
+            let at = out.rfind("} 1").unwrap_or(out.len());
+            let mut extra = format!(",launcher=\"{}\"", r.launcher);
+            if let Some(l) = r.local_rank {
+                extra.push_str(&format!(",local_rank=\"{l}\""));
+            }
+            if let Some(w) = r.world_size {
+                extra.push_str(&format!(",world_size=\"{w}\""));
+            }
+            out.insert_str(at, &extra);
+        }
+        out.push('\n');
+    }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_sample_gets_the_rank_label() {
+        let page = "# HELP a x\n# TYPE a gauge\na{device=\"0\"} 5\nb 7\ngpuleak_info{pid=\"9\",version=\"0.1.0\"} 1\n";
+        let r = crate::rank::Rank {
+            rank: 3,
+            local_rank: Some(1),
+            world_size: Some(8),
+            launcher: "torchrun",
+        };
+        assert_eq!(
+            with_rank(page, &r),
+            "# HELP a x\n# TYPE a gauge\na{rank=\"3\",device=\"0\"} 5\nb{rank=\"3\"} 7\n\
+             gpuleak_info{rank=\"3\",pid=\"9\",version=\"0.1.0\",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\"} 1\n"
+        );
+    }
 }

@@ -1,10 +1,18 @@
-//! Short names of allocation sites for metrics labels and the OOM summary: the first
-//! frame of the user's code in a stack (outside the shim, the C and C++ runtime, the
-//! interpreter and installed Python packages, CUDA's and frameworks' libraries, by module
-//! path, as the analyzer's `report::user_code` rule has it for native frames), else the
-//! first frame outside the shim and `libcuda*`, named by `dladdr` (`symbol`, or `module+0xoffset` where the module exports no symbol
-//! there). The frame is found once per stack, by one extra unwind when a thread meets a
-//! stack it has not noted before; the name only when a label is asked for.
+//! Short names of allocation sites for metrics labels and the OOM summary, by the rule that
+//! names a site in the analyzer's reports (the format crate's `user_code`):
+//!
+//! 1. the innermost Python frame in the user's files, as `qualname file.py:LINE` (the line
+//!    from the code object's line table, by the format crate's `line_table`);
+//! 2. else the innermost native frame of the user's code (outside the shim, the C and C++
+//!    runtime, the interpreter and installed Python packages, CUDA's and frameworks'
+//!    libraries, by module path), named by `dladdr`;
+//! 3. else the first frame outside the shim and `libcuda*`, named the same way (`symbol`, or
+//!    `module+0xoffset` where the module exports no symbol there).
+//!
+//! Nothing of this runs on the hot path. The native frame is found once per stack, by one
+//! extra unwind when a thread meets a stack it has not noted before; the Python frame when
+//! a new stack's Python frames are written (and only while live accounting is on, which
+//! labels need); names and lines only when a label is asked for.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -12,19 +20,39 @@ use std::ffi::CStr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
-use gpuleak_format::StackId;
+use gpuleak_format::user_code::{file_name, is_user_python_file};
+use gpuleak_format::{PyCode, StackId};
 
-/// Stack id → (first program frame, its name once asked for).
-type FirstFrames = HashMap<u32, (u64, Option<String>)>;
+/// A code object of the user's files, as a label needs it.
+struct UserCode {
+    python: u32,
+    first_line: u32,
+    /// The file's base name.
+    file: String,
+    qualname: String,
+    line_table: Vec<u8>,
+}
+
+/// What labels are made from, for the stacks of this process's trace.
+#[derive(Default)]
+struct Known {
+    /// Stack id → (first program frame, its name once asked for).
+    first: HashMap<u32, (u64, Option<String>)>,
+    /// Stack id → its innermost Python frame in the user's files: (code id, offset).
+    python: HashMap<u32, (u32, u32)>,
+    /// Code id → the code object when its file is the user's, `None` when it is not.
+    codes: HashMap<u32, Option<UserCode>>,
+}
+
 /// Behind a pointer so that a forked child can start over with a fresh lock (the parent's
 /// may have been held by a thread that does not exist in the child); old ones are leaked.
-static FIRST_FRAMES: AtomicPtr<Mutex<Option<FirstFrames>>> = AtomicPtr::new(std::ptr::null_mut());
+static KNOWN: AtomicPtr<Mutex<Option<Known>>> = AtomicPtr::new(std::ptr::null_mut());
 
-fn first_frames() -> std::sync::MutexGuard<'static, Option<FirstFrames>> {
-    let mut p = FIRST_FRAMES.load(Ordering::Acquire);
+fn known() -> std::sync::MutexGuard<'static, Option<Known>> {
+    let mut p = KNOWN.load(Ordering::Acquire);
     if p.is_null() {
         let fresh = Box::into_raw(Box::new(Mutex::new(None)));
-        p = match FIRST_FRAMES.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        p = match KNOWN.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => fresh,
             Err(other) => {
                 // SAFETY: `fresh` was never shared.
@@ -36,6 +64,40 @@ fn first_frames() -> std::sync::MutexGuard<'static, Option<FirstFrames>> {
     // SAFETY: published mutexes are leaked, never freed.
     let m = unsafe { &*p };
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Whether labels are wanted: live accounting is on (metrics, the OOM summary, a budget).
+/// Reads the settings when no call has yet (a context call's stack may come before the first
+/// allocation): every code object described from then on must be known here, or a later
+/// stack's innermost frame of the user's could not be told from the interpreter's.
+pub fn wanted() -> bool {
+    super::flags() & super::LIVE != 0
+}
+/// Remembers a code object the trace just described, when its file is the user's (only its
+/// id otherwise).
+pub fn python_code(code: &PyCode<'_>) {
+    let users = is_user_python_file(&code.filename).then(|| UserCode {
+        python: code.python,
+        first_line: code.first_line,
+        file: file_name(&code.filename).to_string(),
+        qualname: code.qualname.to_string(),
+        line_table: code.line_table.to_vec(),
+    });
+    known().get_or_insert_with(Known::default).codes.insert(code.id, users);
+}
+
+/// Remembers the innermost Python frame in the user's files of a new stack, from its
+/// `PyFrames` triples `(position, code id, offset)`, innermost first.
+pub fn python_frames(stack: StackId, triples: &[u64]) {
+    let mut map = known();
+    let k = map.get_or_insert_with(Known::default);
+    let users = triples
+        .chunks_exact(3)
+        .map(|t| (t[1] as u32, t[2] as u32))
+        .find(|(code, _)| matches!(k.codes.get(code), Some(Some(_))));
+    if let Some(frame) = users {
+        k.python.insert(stack.0, frame);
+    }
 }
 
 /// Stack ids a thread has already noted, direct-mapped (in its [`crate::scratch`] block; all
@@ -59,11 +121,12 @@ pub fn note(stack: StackId) {
     }
     // No lock is held across the unwind and `dladdr` (which takes the loader's lock: a
     // library constructor that allocates while another thread waits here must not deadlock).
-    let known = |m: &Option<FirstFrames>| m.as_ref().is_some_and(|m| m.contains_key(&stack.0));
-    if !known(&first_frames()) {
+    let seen = |m: &Option<Known>| m.as_ref().is_some_and(|m| m.first.contains_key(&stack.0));
+    if !seen(&known()) {
         let frame = first_program_frame();
-        let mut map = first_frames();
-        map.get_or_insert_with(HashMap::new)
+        let mut map = known();
+        map.get_or_insert_with(Known::default)
+            .first
             .entry(stack.0)
             .or_insert((frame, None));
     }
@@ -75,7 +138,7 @@ pub fn note(stack: StackId) {
 /// Forgets every noted stack (ids start over in a forked child's trace): atomic stores
 /// only, for the single-threaded child.
 pub fn forget_in_child() {
-    FIRST_FRAMES.store(std::ptr::null_mut(), Ordering::Release);
+    KNOWN.store(std::ptr::null_mut(), Ordering::Release);
     if let Some(n) = noted() {
         n.0.iter().for_each(|c| c.set(0));
     }
@@ -103,97 +166,10 @@ fn basename(path: &[u8]) -> &[u8] {
     path.rsplit(|&c| c == b'/').next().unwrap_or(path)
 }
 
-/// Base-name prefixes of modules that are never the user's code (the analyzer's list in
-/// `report::user_code`).
-const NOT_USERS: &[&[u8]] = &[
-    b"libc.so",
-    b"libc-",
-    b"libm.so",
-    b"libm-",
-    b"libmvec",
-    b"libdl.so",
-    b"libdl-",
-    b"libpthread",
-    b"librt.so",
-    b"librt-",
-    b"libstdc++",
-    b"libc++",
-    b"libgcc_s",
-    b"libatomic",
-    b"libffi",
-    b"libunwind",
-    b"ld-linux",
-    b"ld64.so",
-    b"ld-musl",
-    b"linux-vdso",
-    b"libpython",
-    b"libcuda",
-    b"libcublas",
-    b"libcudnn",
-    b"libnccl",
-    b"libcufft",
-    b"libcurand",
-    b"libcusparse",
-    b"libcusolver",
-    b"libcupti",
-    b"libnvrtc",
-    b"libnvJitLink",
-    b"libnvidia-",
-    b"libnvToolsExt",
-    b"libnvtx",
-    b"cydriver.",
-    b"cyruntime.",
-    b"cynvrtc.",
-    b"libtorch",
-    b"libc10",
-    b"libxla",
-    b"xla_extension",
-    b"xla_cuda_plugin",
-    b"libjax",
-    b"libcupy",
-    b"libnumba",
-    b"librmm",
-];
-
-/// Directories whose modules are never the user's code: installed Python packages and
-/// frameworks.
-const NOT_USERS_DIRS: &[&[u8]] = &[
-    b"site-packages",
-    b"dist-packages",
-    b"jaxlib",
-    b"jax_plugins",
-    b"cupy",
-    b"cupy_backends",
-    b"numba",
-    b"torch",
-];
-
-/// Whether a module (by path) may hold the user's code.
+/// Whether a module (by path) may hold the user's code: the format crate's rule, which the
+/// analyzer's reports follow too.
 fn is_user_module(path: &[u8]) -> bool {
-    let name = basename(path);
-    let python = name.strip_prefix(b"python").is_some_and(|v| {
-        v.iter()
-            .all(|c| c.is_ascii_digit() || matches!(c, b'.' | b't' | b'd' | b'm'))
-    });
-    if python || NOT_USERS.iter().any(|p| name.starts_with(p)) {
-        return false;
-    }
-    let mut dirs = path.split(|&c| c == b'/').peekable();
-    let mut previous: &[u8] = b"";
-    while let Some(d) = dirs.next() {
-        if dirs.peek().is_none() {
-            break;
-        }
-        // The interpreter's lib/pythonX.Y/ (its extension modules in lib-dynload).
-        let versioned = d
-            .strip_prefix(b"python")
-            .is_some_and(|v| !v.is_empty() && v.iter().all(|c| c.is_ascii_digit() || matches!(c, b'.' | b't')));
-        if NOT_USERS_DIRS.contains(&d) || (versioned && (previous == b"lib" || previous == b"lib64")) {
-            return false;
-        }
-        previous = d;
-    }
-    true
+    gpuleak_format::user_code::is_user_module(&String::from_utf8_lossy(path))
 }
 
 /// The first return address in the user's code, else the first outside the shim and
@@ -218,12 +194,19 @@ fn first_program_frame() -> u64 {
     fallback
 }
 
-/// A short name for a stack's site: the symbol of its first program frame, or
-/// `module+0xoffset`, or `stack N` when nothing better is known.
+/// A short name for a stack's site: `qualname file.py:LINE` of its innermost Python frame in
+/// the user's files, else the symbol of its first program frame, or `module+0xoffset`, or
+/// `stack N` when nothing better is known.
 pub fn label(stack: StackId) -> String {
     let found = {
-        let map = first_frames();
-        map.as_ref().and_then(|m| m.get(&stack.0)).cloned()
+        let map = known();
+        let Some(k) = map.as_ref() else {
+            return format!("stack {}", stack.0);
+        };
+        if let Some(name) = python_label(k, stack) {
+            return name;
+        }
+        k.first.get(&stack.0).cloned()
     };
     let Some((addr, name)) = found else {
         return format!("stack {}", stack.0);
@@ -233,11 +216,24 @@ pub fn label(stack: StackId) -> String {
     }
     // Named outside the lock (`dladdr` takes the loader's lock), then remembered.
     let made = name_of(addr).unwrap_or_else(|| format!("stack {}", stack.0));
-    let mut map = first_frames();
-    if let Some(e) = map.as_mut().and_then(|m| m.get_mut(&stack.0)) {
+    let mut map = known();
+    if let Some(e) = map.as_mut().and_then(|m| m.first.get_mut(&stack.0)) {
         e.1 = Some(made.clone());
     }
     made
+}
+
+/// `qualname file.py:LINE` (or `qualname file.py` where the instruction has no line) of the
+/// stack's innermost Python frame in the user's files.
+fn python_label(k: &Known, stack: StackId) -> Option<String> {
+    let (code, offset) = *k.python.get(&stack.0)?;
+    let c = k.codes.get(&code)?.as_ref()?;
+    Some(
+        match gpuleak_format::line_table::line_at(c.python, c.first_line, &c.line_table, offset) {
+            Some(line) => format!("{} {}:{line}", c.qualname, c.file),
+            None => format!("{} {}", c.qualname, c.file),
+        },
+    )
 }
 
 fn name_of(addr: u64) -> Option<String> {
@@ -261,30 +257,36 @@ fn name_of(addr: u64) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::is_user_module;
+    use super::*;
 
     #[test]
-    fn runtimes_interpreters_and_packages_are_not_the_users_code() {
-        for (path, users) in [
-            (&b"/home/me/build/app"[..], true),
-            (b"/home/me/build/libmine.so", true),
-            (b"/usr/lib/x86_64-linux-gnu/libc.so.6", false),
-            (b"/usr/lib/x86_64-linux-gnu/libffi.so.8", false),
-            (b"/usr/lib/libcudart.so.12", false),
-            (b"/usr/lib/libpython3.11.so.1.0", false),
-            (b"/usr/bin/python3.11", false),
-            (
-                b"/v/lib/python3.11/site-packages/cuda/bindings/cydriver.cpython-311-x86_64-linux-gnu.so",
-                false,
-            ),
-            (
-                b"/usr/lib/python3.11/lib-dynload/_ctypes.cpython-311-x86_64-linux-gnu.so",
-                false,
-            ),
-            (b"/v/lib/python3.10/site-packages/torch/lib/libtorch_cuda.so", false),
-            (b"/home/me/pythonic/libmine.so", true),
-        ] {
-            assert_eq!(is_user_module(path), users, "{}", String::from_utf8_lossy(path));
-        }
+    fn a_python_site_is_named_by_its_users_line_and_a_module_by_its_path() {
+        let mut k = Known::default();
+        // Three one-instruction entries (3.11): line 40, then 41, then 41.
+        let table = [0x80, 0x00, 0xd8, 0x09, 0x0a, 0x88];
+        k.codes.insert(
+            3,
+            Some(UserCode {
+                python: 0x030b,
+                first_line: 40,
+                file: "leaky.py".into(),
+                qualname: "Model.step".into(),
+                line_table: table.to_vec(),
+            }),
+        );
+        k.codes.insert(4, None);
+        k.python.insert(7, (3, 2));
+        k.python.insert(8, (3, 100));
+        assert_eq!(python_label(&k, StackId(7)).as_deref(), Some("Model.step leaky.py:41"));
+        assert_eq!(
+            python_label(&k, StackId(8)).as_deref(),
+            Some("Model.step leaky.py"),
+            "no line"
+        );
+        assert_eq!(python_label(&k, StackId(9)), None, "no Python frame of the user's");
+
+        assert!(is_user_module(b"/home/me/build/app"));
+        assert!(!is_user_module(b"/usr/lib/libcudart.so.12"));
+        assert!(is_user_module(b"/home/me/\xff/libmine.so"), "not UTF-8");
     }
 }

@@ -220,6 +220,8 @@ impl Tracer {
     /// [`python::NativeFrames`]), else the next one inside the function's symbol.
     #[cold]
     fn write_python(&self, rt: &python::Runtime, id: StackId, native: &[u64], py: &[PyFrame]) {
+        // Metrics labels and the OOM summary name a site by its user's Python line.
+        let labels = crate::ops::sites::wanted();
         let mut triples = Vec::with_capacity(py.len() * 3);
         let mut next = 0;
         let mut i = 0;
@@ -235,12 +237,21 @@ impl Tracer {
             .or_else(|| (next..native.len()).find(|&k| rt.in_eval_loop(native[k])))
             .unwrap_or(native.len());
             for f in &py[i..=end] {
-                if let Some(code) = self.codes.id(rt, f, |c| self.now(&c.into())) {
+                let described = |c: gpuleak_format::PyCode<'static>| {
+                    if labels {
+                        crate::ops::sites::python_code(&c);
+                    }
+                    self.now(&c.into());
+                };
+                if let Some(code) = self.codes.id(rt, f, described) {
                     triples.extend([at as u64, code as u64, f.offset as u64]);
                 }
             }
             next = (at + 1).min(native.len());
             i = end + 1;
+        }
+        if labels {
+            crate::ops::sites::python_frames(id, &triples);
         }
         if !triples.is_empty() {
             self.now(

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
-    Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, Lost, Module, ProcessInfo, Ptr, RecordRef, Seq, StackId,
+    Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, Lost, Module, ProcessInfo, Ptr, Rank, RecordRef, Seq, StackId,
     Stream,
 };
 
@@ -411,6 +411,17 @@ impl Tracer {
             }
             .into(),
         );
+        if let Some(r) = crate::rank::current() {
+            self.now(
+                &Rank {
+                    rank: r.rank,
+                    local_rank: r.local_rank.unwrap_or(Rank::UNKNOWN),
+                    world_size: r.world_size.unwrap_or(Rank::UNKNOWN),
+                    launcher: r.launcher.into(),
+                }
+                .into(),
+            );
+        }
         let mut set = self.modules.lock().unwrap_or_else(|p| p.into_inner());
         self.refresh_modules(&mut set);
     }

@@ -14,12 +14,12 @@ use serde_json::Value;
 use super::stderr;
 use crate::trace::assert_ok;
 
-pub(super) fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
 }
 
 /// A plain HTTP/1.0 GET on loopback; (status line, body).
-pub(super) fn http_get(port: u16, path: &str) -> std::io::Result<(String, String)> {
+pub(crate) fn http_get(port: u16, path: &str) -> std::io::Result<(String, String)> {
     let mut s = TcpStream::connect(("127.0.0.1", port))?;
     s.set_read_timeout(Some(Duration::from_secs(10)))?;
     write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
@@ -171,6 +171,10 @@ fn the_metrics_endpoint_serves_the_live_state_in_prometheus_text_format() {
         sites[0].ends_with(" 4194304") && sites[0].contains("stack=\""),
         "{sites:?}"
     );
+    // The label names the program's own frame (the user's native code), not the driver's or
+    // the shim's: `ops_workload` has no Python frames and no exported symbols there.
+    let label = sites[0].split("site=\"").nth(1).unwrap().split('"').next().unwrap();
+    assert!(label.starts_with("ops_workload+0x"), "{label}");
     assert!(sites
         .last()
         .unwrap()
@@ -436,4 +440,41 @@ fn the_alert_rules_pass_promtool_and_the_dashboard_is_valid_json() {
             assert!(t["expr"].as_str().unwrap().contains("gpuleak_"), "{p}");
         }
     }
+}
+
+#[test]
+fn a_rank_from_the_launcher_labels_every_sample_and_none_without_one() {
+    let held = Held::start(&[
+        ("RANK", "5"),
+        ("LOCAL_RANK", "1"),
+        ("WORLD_SIZE", "8"),
+        ("TORCHELASTIC_RUN_ID", "job"),
+    ]);
+    let (_, page) = http_get(held.port, "/metrics").unwrap();
+    let samples: Vec<&str> = page.lines().filter(|l| !l.starts_with('#')).collect();
+    assert!(samples.len() > 10, "{page}");
+    for line in &samples {
+        assert!(
+            line.contains("{rank=\"5\""),
+            "a sample without the rank: {line}\n{page}"
+        );
+    }
+    assert!(
+        page.contains("gpuleak_live_bytes{rank=\"5\",device=\"0\",kind=\"device\"} 8388608\n"),
+        "{page}"
+    );
+    assert!(
+        page.contains(",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\"} 1\n"),
+        "{page}"
+    );
+    drop(held);
+
+    // Twin: the same program without a launcher has no rank label anywhere.
+    let held = Held::start(&[]);
+    let (_, page) = http_get(held.port, "/metrics").unwrap();
+    assert!(!page.contains("rank="), "{page}");
+    assert!(
+        page.contains("gpuleak_live_bytes{device=\"0\",kind=\"device\"} 8388608\n"),
+        "{page}"
+    );
 }

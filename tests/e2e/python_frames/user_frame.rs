@@ -1,6 +1,8 @@
 //! The user's frame names Python sites: `check` lines, memory tables, SARIF locations and
 //! baseline keys name the script's line, not CPython's or cuda-bindings' frames; a baseline
-//! made with other versions of those still matches; `--focus` and `--hide` move the name.
+//! made with other versions of those still matches; `--focus` and `--hide` move the name;
+//! suppressions match the script's functions and files, not the interpreter's, wherever the
+//! script lies; SARIF of a Python run is valid for code scanning.
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -8,7 +10,8 @@ use std::process::{Command, Output};
 use gpuleak_e2e::{gpuleak_bin, TempDir};
 use serde_json::Value;
 
-use super::{line_of, traced, SCRIPT};
+use super::{line_of, script, traced, traced_script, SCRIPT};
+use crate::check::sarif::assert_valid;
 use crate::trace::assert_ok;
 
 fn gpuleak(args: &[&str], trace: &Path) -> Output {
@@ -71,6 +74,81 @@ fn check_lines_memory_tables_and_sarif_name_the_scripts_line() {
             && !s.contains(".h:")),
         "{result:#}"
     );
+    assert_valid(dir.path(), "python.sarif", &sarif.stdout);
+    // Every result is located at a line of the script.
+    for r in results {
+        let uri = &r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"];
+        assert_eq!(uri, &format!("tests/python/{SCRIPT}"), "{r:#}");
+    }
+}
+
+/// The number of leak groups `gpuleak check` suppresses in `trace` with a suppressions file of
+/// `lines`, and the number of groups.
+fn suppressed(dir: &Path, trace: &Path, lines: &str) -> (usize, usize) {
+    let supp = dir.join("supp.txt");
+    std::fs::write(&supp, lines).unwrap();
+    let out = gpuleak(
+        &["check", "--format", "json", "--suppressions", supp.to_str().unwrap()],
+        trace,
+    );
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("not JSON: {e}: {out:?}"));
+    let leaks = doc["leaks"].as_array().expect("leaks");
+    let n = leaks.iter().filter(|l| !l["suppressed_by"].is_null()).count();
+    (n, leaks.len())
+}
+
+/// Function and file patterns match only the user's frames, module patterns any frame; run
+/// from a copy of the client in a directory named `main`, as a checkout at `/work/main` would
+/// be, so that a pattern can only match the script through its own names, never through where
+/// it lies.
+#[test]
+fn suppressions_match_the_scripts_frames_and_libraries_not_the_interpreters_functions() {
+    let dir = TempDir::new();
+    let copy = dir.path().join("main").join("lib").join("tests");
+    std::fs::create_dir_all(&copy).unwrap();
+    let copy = copy.join(SCRIPT);
+    std::fs::copy(script(), &copy).unwrap();
+    let trace = traced_script(&dir, &copy, &[]);
+    let (_, groups) = suppressed(dir.path(), &trace, "leak:nothing\n");
+    assert_eq!(groups, 6, "bindings, pydll, cdll, site_a, site_b, thread");
+    for (lines, want, why) in [
+        (
+            "leak:main\n",
+            0,
+            "CPython's main and Py_BytesMain, and the copy's directory",
+        ),
+        ("leak:^main$\n", 0, "CPython's main"),
+        ("leak:tests\n", 0, "a directory of the script's path"),
+        ("leak:_PyEval_EvalFrameDefault\n", 0, "the interpreter's eval loop"),
+        ("leak:_PyObject_Vectorcall\n", 0, "the interpreter's calls"),
+        ("leak:leak_in_thread\n", 1, "the thread's function"),
+        ("leak:outer\n", 3, "the script's caller of three leaks"),
+        ("leak:^site_\n", 2, "two of the script's functions"),
+        (&format!("leak:{SCRIPT}\n"), 6, "the script's file by its base name"),
+        ("leak:*/main/lib/tests/*\n", 6, "the script's file by its path"),
+        (
+            "leak:cydriver\n",
+            1,
+            "cuda-bindings' module, not the user's, matches as a module",
+        ),
+    ] {
+        assert_eq!(suppressed(dir.path(), &trace, lines).0, want, "{lines:?}: {why}");
+    }
+
+    // The copy is the user's code too: its SARIF is valid, located in the copy (outside the
+    // repository: an absolute URI).
+    let sarif = gpuleak(&["check", "--format", "sarif"], &trace);
+    assert_valid(dir.path(), "copy.sarif", &sarif.stdout);
+    let doc: Value = serde_json::from_slice(&sarif.stdout).unwrap();
+    for r in doc["runs"][0]["results"].as_array().unwrap() {
+        let uri = r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            .as_str()
+            .unwrap();
+        assert!(
+            uri.starts_with("file:///") && uri.ends_with(&format!("/main/lib/tests/{SCRIPT}")),
+            "{uri}"
+        );
+    }
 }
 
 /// `report --format json` of `trace`, with every frame of cuda-bindings at another offset and
