@@ -7,7 +7,11 @@
 //! ```text
 //! cargo run --release -p gpuleak-analyzer --example synth_trace -- OUT EVENTS \
 //!     [--threads 4] [--live 10000] [--stacks 2000] [--depth 24] [--seed 1] [--pid 4242] [--marks 0]
+//!     [--rank N --world N]
 //! ```
+//!
+//! `--rank N` writes a `Rank` record (rank N of `--world`, as torchrun would give it), for the
+//! traces of a distributed job (`bench/ranks`).
 //!
 //! `--marks N` writes a `Mark` record (`gpuleak_mark("step", i)`) every N events, as a
 //! training loop that marks its steps would (0: none).
@@ -21,7 +25,8 @@ use std::process::ExitCode;
 
 use gpuleak_format::{
     Addrs, Alloc, Api, BlockCursor, Body, Copy, Ctx, CtxCreate, CuResult, Exit, FileHeader, Free, Launch, Mark, Module,
-    ProcessInfo, Ptr, Record, Seq, Stack, StackId, Stream, StreamCreate, Sync, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
+    ProcessInfo, Ptr, Rank, Record, Seq, Stack, StackId, Stream, StreamCreate, Sync, BLOCK_SIZE, FORMAT_VERSION,
+    HEADER_SIZE,
 };
 
 /// Where the synthetic program's code lives: one module, frames anywhere in its text.
@@ -43,10 +48,14 @@ struct Options {
     seed: u64,
     pid: u32,
     marks: u64,
+    rank: Option<u64>,
+    world: u64,
 }
 
 fn usage() -> ExitCode {
-    eprintln!("usage: synth_trace OUT EVENTS [--threads N] [--live N] [--stacks N] [--depth N] [--seed N] [--pid N] [--marks N]");
+    eprintln!(
+        "usage: synth_trace OUT EVENTS [--threads N] [--live N] [--stacks N] [--depth N] [--seed N] [--pid N] [--marks N] [--rank N --world N]"
+    );
     ExitCode::from(2)
 }
 
@@ -64,6 +73,8 @@ fn parse() -> Option<Options> {
         seed: 1,
         pid: 4242,
         marks: 0,
+        rank: None,
+        world: 1,
     };
     while let Some(flag) = args.next() {
         let value: u64 = args.next()?.parse().ok()?;
@@ -75,6 +86,8 @@ fn parse() -> Option<Options> {
             "--seed" => o.seed = value,
             "--pid" => o.pid = value as u32,
             "--marks" => o.marks = value,
+            "--rank" => o.rank = Some(value),
+            "--world" => o.world = value,
             _ => return None,
         }
     }
@@ -216,6 +229,18 @@ fn generate(o: &Options) -> std::io::Result<()> {
         }
         .into(),
     )?;
+    if let Some(rank) = o.rank {
+        w.append(
+            main,
+            Rank {
+                rank,
+                local_rank: rank % 8,
+                world_size: o.world,
+                launcher: "torchrun".into(),
+            }
+            .into(),
+        )?;
+    }
     w.append(
         main,
         Module {

@@ -336,13 +336,7 @@ enum Format {
 }
 
 fn merge(args: MergeArgs) -> anyhow::Result<ExitCode> {
-    let mut inputs = Vec::with_capacity(args.reports.len());
-    for path in &args.reports {
-        let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        inputs.push((path.as_path(), text));
-    }
-    let merged = gpuleak_analyzer::report::merge::merge(&inputs).map_err(|e| anyhow::anyhow!(e))?;
-    drop(inputs);
+    let merged = gpuleak_analyzer::report::merge::merge_files(&args.reports).map_err(|e| anyhow::anyhow!(e))?;
     match &args.output {
         Some(path) => std::fs::write(path, merged).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?,
         None => {

@@ -11,6 +11,7 @@
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
 //! - `diff`: `gpuleak diff`, two runs or two snapshots side by side;
 //! - `trace`: reading traces and client output in tests;
+//! - `browser`: the HTML pages in headless Chromium, driven by a script of the test's;
 //! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
 //! - `ops`: metrics endpoint, snapshots, OOM dumps, budgets and fault injection;
 //! - `python_frames`: Python frames in the stacks of CPython programs;
@@ -20,6 +21,7 @@
 //!   real driver allocations), joined with the driver's view;
 //! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
+mod browser;
 pub(crate) mod check;
 mod diff;
 mod memory;

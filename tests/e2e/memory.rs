@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::trace::assert_ok;
 
 mod devices;
+mod page;
 
 const MIB: u64 = 1 << 20;
 
@@ -203,6 +204,12 @@ fn collapsed_stacks_weigh_leaked_or_peak_bytes() {
 /// the format crate: snapshot 1 after site 1 allocated 1000 bytes; 2 after site 2 allocated
 /// 500 and site 1 another 1000; 3 after site 1 freed its first.
 fn snapshot_trace(path: &Path) {
+    snapshot_trace_timed(path, 1000, ["api"; 3]);
+}
+
+/// [`snapshot_trace`] with records `ns` apart (0: a trace without times) and the three
+/// snapshots' reasons.
+fn snapshot_trace_timed(path: &Path, ns: u64, reasons: [&str; 3]) {
     let mut file = vec![0u8; HEADER_SIZE + BLOCK_SIZE];
     FileHeader {
         version: FORMAT_VERSION,
@@ -230,7 +237,7 @@ fn snapshot_trace(path: &Path) {
     let snapshot = |id: u64| -> Body<'static> {
         Snapshot {
             id,
-            reason: "api".into(),
+            reason: reasons[id as usize - 1].to_string().into(),
         }
         .into()
     };
@@ -274,7 +281,7 @@ fn snapshot_trace(path: &Path) {
     for (i, body) in bodies.into_iter().enumerate() {
         let record = Record {
             seq: Seq(i as u64 + 1),
-            time_ns: i as u64 * 1000,
+            time_ns: i as u64 * ns,
             body,
         };
         cursor.append(block, &record).unwrap();
@@ -352,30 +359,7 @@ fn at_shows_a_snapshot_and_the_difference_between_two() {
 
 /// Renders `page` in headless Chromium and returns the DOM after its script ran.
 fn rendered_dom(page: &Path, profile: &Path) -> String {
-    let url = format!("file://{}", page.display());
-    let out = Command::new("/usr/bin/chromium")
-        .args([
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--disable-quic",
-            "--no-first-run",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--virtual-time-budget=5000",
-        ])
-        .arg(format!("--user-data-dir={}", profile.display()))
-        .arg("--dump-dom")
-        .arg(url)
-        .output()
-        .expect("run /usr/bin/chromium (installed by scripts/system-deps)");
-    assert!(
-        out.status.success(),
-        "chromium failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
+    crate::browser::dom(page, profile)
 }
 
 #[test]

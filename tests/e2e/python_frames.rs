@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::trace::{assert_ok, dump, of_type};
 
 mod metrics;
+mod page;
 mod user_frame;
 mod versions;
 

@@ -1,5 +1,5 @@
 //! `scripts/validate-gpu`, the real-GPU validation of issue 8, run end to end on the simulated
-//! driver (`SIM=1`), so that the script a GPU session relies on keeps working as the report
+//! driver (`SIM=1`), so that the script a GPU machine relies on keeps working as the report
 //! evolves: its C workloads must come out "agrees" (gpuleak's leaked bytes and findings are the
 //! expected ones), and "DIFFERS" when a workload leaks something else.
 

@@ -305,4 +305,9 @@ pub struct MemoryReplay {
     pub snapshot_ids: Vec<u64>,
     /// First and last sequence numbers of the run.
     pub seq_range: (u64, u64),
+    /// Times of the first and the last record of the run (ns).
+    pub time_range: (u64, u64),
+    /// Marks, snapshots and pytest test boundaries where they fell (at most
+    /// [`super::markers::MARKERS_KEPT`], spread over the run).
+    pub markers: Vec<super::markers::Marker>,
 }

@@ -10,6 +10,7 @@
 
 mod found;
 pub mod growth;
+pub mod markers;
 pub mod series;
 pub mod space;
 
@@ -26,6 +27,7 @@ pub use found::{
     pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
     SnapshotState, Worst,
 };
+use markers::{snapshot_marker, Marker, MarkerKind, Markers};
 use series::{Axis, Series};
 use space::AddressSpace;
 
@@ -258,6 +260,7 @@ pub struct Tracker {
     mark_times: Series,
     marks: u64,
     mark_names: Vec<(String, u64)>,
+    markers: Markers,
     devices: BTreeMap<i32, Device>,
     sites: FastMap<StackId, Site>,
     live: u64,
@@ -275,6 +278,8 @@ pub struct Tracker {
     now: (u64, u64),
     /// Sequence number and time of the last memory event.
     last: (u64, u64),
+    /// Times of the first and the last record (ns).
+    time_range: (u64, u64),
 }
 
 impl Tracker {
@@ -295,6 +300,7 @@ impl Tracker {
             mark_axis,
             marks: 0,
             mark_names: Vec::new(),
+            markers: Markers::default(),
             devices: BTreeMap::new(),
             sites: FastMap::default(),
             live: 0,
@@ -310,6 +316,7 @@ impl Tracker {
             seq_range: (0, 0),
             now: (0, 0),
             last: (0, 0),
+            time_range: (0, 0),
         }
     }
 
@@ -317,8 +324,10 @@ impl Tracker {
     pub fn at(&mut self, seq: u64, time_ns: u64) {
         if self.seq_range == (0, 0) {
             self.seq_range.0 = seq;
+            self.time_range.0 = time_ns;
         }
         self.seq_range.1 = seq;
+        self.time_range.1 = self.time_range.1.max(time_ns);
         self.now = (seq, time_ns);
     }
 
@@ -579,7 +588,13 @@ impl Tracker {
     }
 
     /// A `Mark` record: a step of the program.
-    pub fn mark(&mut self, name: &str) {
+    pub fn mark(&mut self, name: &str, value: u64) {
+        self.markers.push(Marker {
+            kind: MarkerKind::Mark,
+            name: format!("{name} {value}"),
+            time_ns: self.now.1,
+            events: self.events,
+        });
         if self.marks == 0 {
             // Sites made before the first mark start their mark series with what they hold.
             let axis = &self.mark_axis;
@@ -601,6 +616,13 @@ impl Tracker {
 
     /// A `Snapshot` record.
     pub fn snapshot(&mut self, id: u64, reason: &str) {
+        let (kind, name) = snapshot_marker(id, reason);
+        self.markers.push(Marker {
+            kind,
+            name,
+            time_ns: self.now.1,
+            events: self.events,
+        });
         if self.snapshot_ids.len() < 1000 {
             self.snapshot_ids.push(id);
         }
@@ -725,6 +747,8 @@ impl Tracker {
             snapshots: self.snapshots,
             snapshot_ids: self.snapshot_ids,
             seq_range: self.seq_range,
+            time_range: self.time_range,
+            markers: self.markers.into_kept(),
         }
     }
 }

@@ -192,7 +192,7 @@ impl Model {
         if let Some(m) = &mut self.memory {
             m.at(record.seq.0, record.time_ns);
             match &record.body {
-                Body::Mark(k) => m.mark(&k.name),
+                Body::Mark(k) => m.mark(&k.name, k.value),
                 Body::Snapshot(k) => m.snapshot(k.id, &k.reason),
                 Body::PoolUsage(k) => m.pool_usage(k.pool, k.device, k.reserved, k.used),
                 Body::PoolDestroy(k) if k.result.is_success() => m.pool_destroyed(k.pool),

@@ -68,7 +68,7 @@ impl Space {
 /// Whether a family is memory the program owns, counted in leaked and peak bytes.
 ///
 /// Host-registered memory belongs to the program's own allocator, IPC-opened and pool-imported
-/// memory to another process, external memory (and what is mapped onto it) to its exporter, and an address reservation is no memory at all (DESIGN.md §6). An imported VMM
+/// memory to another process, external memory (and what is mapped onto it) to its exporter, and an address reservation is no memory at all. An imported VMM
 /// handle is a reference to memory its exporter created (and counts); a multicast object only
 /// binds memory the devices created with `cuMemCreate`. Unreleased ones are reported, but
 /// never counted as leaked bytes.

@@ -1,7 +1,7 @@
 //! Mappings of VMM physical handles into reserved address ranges.
 //!
 //! A physical handle holds memory until it is released *and* every mapping of it is gone
-//! (DESIGN.md §2), so the model needs to know, per handle, how many mappings remain.
+//! (the CUDA driver API's virtual memory management), so the model needs to know, per handle, how many mappings remain.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The report as one JSON document (DESIGN.md §6; every field in `docs/report.md`).
+//! The report as one JSON document (every field in `docs/report.md`).
 //!
 //! The contract's fields come first in each object; the fields gpuleak adds follow them.
 //! Fields are only ever added, never removed or renamed.

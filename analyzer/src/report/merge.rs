@@ -198,15 +198,22 @@ fn read(path: &Path, text: &str) -> Result<J, String> {
     Ok(doc)
 }
 
-/// Merges the reports (`(path, text)`, in the order of their traces) into one document.
-pub fn merge(inputs: &[(&Path, String)]) -> Result<String, String> {
-    let mut parsed = Vec::with_capacity(inputs.len());
-    for (path, text) in inputs {
+/// Merges the report files `paths` (in the order of their traces) into one document; each is
+/// read and parsed in turn, so only one file's text is in memory at a time.
+pub fn merge_files<P: AsRef<Path>>(paths: &[P]) -> Result<String, String> {
+    let mut parsed = Vec::with_capacity(paths.len());
+    for path in paths {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
         parsed.push(Input {
             path,
-            doc: read(path, text)?,
+            doc: read(path, &text)?,
         });
     }
+    finish(parsed)
+}
+
+fn finish(parsed: Vec<Input<'_>>) -> Result<String, String> {
     let mut out = String::new();
     render(&document(parsed)?, 0, &mut out);
     out.push('\n');

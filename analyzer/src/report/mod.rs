@@ -5,7 +5,7 @@
 //! A report is built per trace ([`build`]) from the model's replay, on every core when there
 //! are several traces ([`load`]), then the processes are combined ([`Report::new`], with the
 //! [`merged`] view of their leak sites) and written by [`text`] or [`json`]. The JSON document
-//! follows DESIGN.md §6 (fields are only ever added); `docs/report.md` describes every field.
+//! only ever gains fields, never loses or renames one; `docs/report.md` describes every field.
 //!
 //! ```no_run
 //! use gpuleak_analyzer::report::{self, Options, Report};

@@ -267,14 +267,25 @@ pub fn render() -> String {
     );
     let _ = writeln!(out, "gpuleak_snapshots_total {}", snapshot::count());
     match crate::rank::current() {
-        Some(r) => with_rank(&out, r),
+        Some(r) => with_rank(&out, r, &hostname()),
         None => out,
     }
 }
 
+/// The host's name (empty when it cannot be read).
+fn hostname() -> String {
+    let mut host = [0u8; 256];
+    // SAFETY: gethostname writes at most len bytes into our buffer.
+    if unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) } != 0 {
+        return String::new();
+    }
+    let len = host.iter().position(|&c| c == 0).unwrap_or(0);
+    String::from_utf8_lossy(&host[..len]).into_owned()
+}
+
 /// The page with a `rank` label first on every sample, and the launcher's other facts on
 /// `gpuleak_info`, so that the series of the ranks of a job sum and compare by rank.
-fn with_rank(page: &str, r: &crate::rank::Rank) -> String {
+fn with_rank(page: &str, r: &crate::rank::Rank, hostname: &str) -> String {
     let label = format!("rank=\"{}\"", r.rank);
     let mut out = String::with_capacity(page.len() + page.lines().count() * (label.len() + 3));
     for line in page.lines() {
@@ -306,6 +317,7 @@ fn with_rank(page: &str, r: &crate::rank::Rank) -> String {
             if let Some(w) = r.world_size {
                 extra.push_str(&format!(",world_size=\"{w}\""));
             }
+            extra.push_str(&format!(",hostname=\"{}\"", escape(hostname)));
             out.insert_str(at, &extra);
         }
         out.push('\n');
@@ -327,9 +339,9 @@ mod tests {
             launcher: "torchrun",
         };
         assert_eq!(
-            with_rank(page, &r),
+            with_rank(page, &r, "node-a"),
             "# HELP a x\n# TYPE a gauge\na{rank=\"3\",device=\"0\"} 5\nb{rank=\"3\"} 7\n\
-             gpuleak_info{rank=\"3\",pid=\"9\",version=\"0.1.0\",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\"} 1\n"
+             gpuleak_info{rank=\"3\",pid=\"9\",version=\"0.1.0\",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\",hostname=\"node-a\"} 1\n"
         );
     }
 }

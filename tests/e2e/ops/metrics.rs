@@ -464,7 +464,7 @@ fn a_rank_from_the_launcher_labels_every_sample_and_none_without_one() {
         "{page}"
     );
     assert!(
-        page.contains(",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\"} 1\n"),
+        page.contains(",launcher=\"torchrun\",local_rank=\"1\",world_size=\"8\",hostname=\""),
         "{page}"
     );
     drop(held);
