@@ -14,6 +14,7 @@ pub mod colour;
 pub mod diff;
 pub mod dump;
 pub mod file;
+pub mod frameworks;
 pub mod memory;
 pub mod model;
 pub mod report;

@@ -547,6 +547,21 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             cmd.env(e.name, e.value);
         }
         _site = Some(site);
+    } else if run::frameworks_on(std::env::var_os(run::FRAMEWORKS_VAR).as_deref()) {
+        // PyTorch's allocator read from inside, without a change to the program.
+        let site = run::SiteDir::create().map_err(|e| {
+            anyhow::anyhow!("cannot create the sitecustomize directory (GPULEAK_FRAMEWORKS=0 does without): {e}")
+        })?;
+        let path = run::python_path(site.path(), std::env::var_os("PYTHONPATH").as_deref());
+        if args.verbose {
+            eprintln!(
+                "gpuleak: PYTHONPATH={} (a sitecustomize that reads PyTorch's caching allocator once the program imports torch; {}=0 turns it off)",
+                path.to_string_lossy(),
+                run::FRAMEWORKS_VAR
+            );
+        }
+        cmd.env("PYTHONPATH", path);
+        _site = Some(site);
     }
     // Like time(1): Ctrl-C and Ctrl-\ go to the command; gpuleak stays to summarize.
     // SAFETY: setting signal dispositions to SIG_IGN has no preconditions.

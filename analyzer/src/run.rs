@@ -75,8 +75,10 @@ fn python_version(dir: &Path) -> (u32, u32) {
     (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
 }
 
-/// The `sitecustomize.py` that `--no-framework-cache` puts first on `PYTHONPATH`: it turns off
-/// CuPy's memory pools when the program imports cupy, then runs the one it hides.
+/// The `sitecustomize.py` that `gpuleak run` puts first on `PYTHONPATH`: when the program
+/// imports torch it attaches the Python package's adapter (if the package is installed for
+/// that interpreter), under `--no-framework-cache` it turns off CuPy's memory pools when the
+/// program imports cupy; then it runs the one it hides.
 pub const SITECUSTOMIZE: &str = include_str!("run_sitecustomize.py");
 
 /// Set by `--no-framework-cache`, for the Python package: memory that the frameworks' modules
@@ -99,11 +101,7 @@ pub struct EnvSetting {
 /// preallocated), numba-cuda's deferred deallocations flushed at every free and, for CuPy, which has no such variable, `site_dir` (holding
 /// [`SITECUSTOMIZE`]) first on `PYTHONPATH`, before `pythonpath` (the caller's).
 pub fn framework_cache_env(site_dir: &Path, pythonpath: Option<&OsStr>) -> Vec<EnvSetting> {
-    let mut path = OsString::from(site_dir);
-    if let Some(p) = pythonpath.filter(|p| !p.is_empty()) {
-        path.push(":");
-        path.push(p);
-    }
+    let path = python_path(site_dir, pythonpath);
     let set = |name, value: &str, why| EnvSetting {
         name,
         value: value.into(),
@@ -142,6 +140,26 @@ pub fn framework_cache_env(site_dir: &Path, pythonpath: Option<&OsStr>) -> Vec<E
             "gpuleak's Python package: count what the frameworks hold as leaked",
         ),
     ]
+}
+
+/// `site_dir` first on `PYTHONPATH`, before `pythonpath` (the caller's).
+pub fn python_path(site_dir: &Path, pythonpath: Option<&OsStr>) -> OsString {
+    let mut path = OsString::from(site_dir);
+    if let Some(p) = pythonpath.filter(|p| !p.is_empty()) {
+        path.push(":");
+        path.push(p);
+    }
+    path
+}
+
+/// `GPULEAK_FRAMEWORKS=0` keeps `gpuleak run` from putting its sitecustomize on `PYTHONPATH`
+/// (and the Python package from reading the frameworks' allocators).
+pub const FRAMEWORKS_VAR: &str = "GPULEAK_FRAMEWORKS";
+
+/// Whether the frameworks' allocators are read from inside, by the value of
+/// [`FRAMEWORKS_VAR`] (on unless `0`).
+pub fn frameworks_on(value: Option<&OsStr>) -> bool {
+    value.is_none_or(|v| v != "0")
 }
 
 /// A private directory holding [`SITECUSTOMIZE`], removed with its contents on drop (when the
@@ -406,6 +424,24 @@ mod tests {
             alone.iter().find(|e| e.name == "PYTHONPATH").map(|e| e.value.clone()),
             Some("/tmp/site".into())
         );
+    }
+
+    #[test]
+    fn frameworks_are_read_unless_gpuleak_frameworks_is_0() {
+        assert!(frameworks_on(None));
+        assert!(frameworks_on(Some(OsStr::new("1"))));
+        assert!(frameworks_on(Some(OsStr::new(""))));
+        assert!(!frameworks_on(Some(OsStr::new("0"))));
+        assert_eq!(python_path(Path::new("/s"), None), OsString::from("/s"));
+        assert_eq!(
+            python_path(Path::new("/s"), Some(OsStr::new("/a"))),
+            OsString::from("/s:/a")
+        );
+        // The hook waits for torch and imports nothing before it; CuPy's pools are only
+        // turned off under --no-framework-cache.
+        assert!(SITECUSTOMIZE.contains("if name != \"torch\""));
+        assert!(SITECUSTOMIZE
+            .contains("if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_cupy_hook()"));
     }
 
     #[test]

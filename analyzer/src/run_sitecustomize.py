@@ -1,9 +1,61 @@
-# gpuleak run --no-framework-cache puts this file first on PYTHONPATH as sitecustomize.py (in a
-# directory of its own, removed when the command ends). CuPy has no environment variable that
-# turns its memory pools off; its documented way is cupy.cuda.set_allocator(None) and
+# gpuleak run puts this file first on PYTHONPATH as sitecustomize.py (in a directory of its own,
+# removed when the command ends; GPULEAK_FRAMEWORKS=0 leaves it out).
+#
+# By default it waits for the program to import torch, and then hands the module to the gpuleak
+# Python package (when that interpreter has it), which reads PyTorch's caching allocator from
+# inside (docs/frameworks.md). It imports nothing else: a program that never imports torch pays
+# for one finder on sys.meta_path.
+#
+# Under --no-framework-cache it turns CuPy's memory pools off instead. CuPy has no environment
+# variable for that; its documented way is cupy.cuda.set_allocator(None) and
 # cupy.cuda.set_pinned_memory_allocator(None), so this runs them as soon as the program has
-# imported cupy. Then it runs the sitecustomize that it hides, if there is one.
+# imported cupy.
+#
+# Then it runs the sitecustomize that it hides, if there is one.
+import os
 import sys
+
+
+def _gpuleak_torch_hook():
+    import importlib.abc
+    import importlib.machinery
+
+    def attach(module):
+        try:
+            from gpuleak import _frameworks
+        except ImportError:
+            return  # the package is not installed for this interpreter
+        _frameworks.attach_torch(module)
+
+    class _TorchLoader:
+        def __init__(self, loader):
+            self.loader = loader
+
+        def __getattr__(self, name):
+            return getattr(self.loader, name)
+
+        def create_module(self, spec):
+            return self.loader.create_module(spec)
+
+        def exec_module(self, module):
+            self.loader.exec_module(module)
+            try:
+                attach(module)
+            except Exception as e:  # noqa: BLE001 - never break the program's import
+                sys.stderr.write(f"gpuleak: cannot read PyTorch's allocator: {e!r}\n")
+
+    class _TorchFinder(importlib.abc.MetaPathFinder):
+        gpuleak_frameworks = True
+
+        def find_spec(self, name, path, target=None):
+            if name != "torch":
+                return None
+            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            if spec is not None and spec.loader is not None:
+                spec.loader = _TorchLoader(spec.loader)
+            return spec
+
+    sys.meta_path.insert(0, _TorchFinder())
 
 
 def _gpuleak_cupy_hook():
@@ -57,5 +109,8 @@ def _gpuleak_chain():
     spec.loader.exec_module(module)
 
 
-_gpuleak_cupy_hook()
+if os.environ.get("GPULEAK_NO_FRAMEWORK_CACHE") == "1":
+    _gpuleak_cupy_hook()
+elif os.environ.get("GPULEAK_FRAMEWORKS", "1") != "0":
+    _gpuleak_torch_hook()
 _gpuleak_chain()

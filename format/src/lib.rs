@@ -33,6 +33,7 @@ pub mod checkpoint;
 pub mod contexts;
 pub mod error;
 pub mod fields;
+pub mod framework;
 pub mod line_table;
 pub mod reader;
 pub mod record;
@@ -53,10 +54,11 @@ pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, 
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,
-    ExtSemaphore, ExtSemaphoreOp, Fields, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
-    GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom, PoolCreate,
-    PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq, Snapshot,
-    Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
+    ExtSemaphore, ExtSemaphoreOp, Fields, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom,
+    FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
+    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom,
+    PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq,
+    Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
 };
 
 /// Format version this crate writes.

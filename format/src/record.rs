@@ -923,6 +923,105 @@ records! {
         /// other variables), `openmpi`, `mvapich`, `pmi`, `pmix` or `slurm`.
         launcher: Cow<'a, str>,
     }
+
+
+    // Kinds 70 to 76: a framework's caching allocator seen from inside (PyTorch's
+    // `torch.cuda.memory._snapshot()`), written by the Python package through
+    // `gpuleak_framework_record`. One state is a FrameworkState, then its segments, blocks,
+    // stats and frames in any order, then a FrameworkEnd; a state without its end (the process
+    // died while writing it) is ignored by readers. crate::framework documents the layout.
+
+    /// A framework's allocator state begins.
+    70 FrameworkState<'a> {
+        /// State number within the process (from 1).
+        id: u64,
+        /// Layout version of records 70 to 76 ([`crate::framework::LAYOUT`]).
+        layout: u32,
+        /// The framework (`torch`).
+        framework: Cow<'a, str>,
+        /// Why it was written (`exit`, `snapshot`, `check`, `test`, `oom`, `api`).
+        reason: Cow<'a, str>,
+        /// The Snapshot record written with it (0: none).
+        snapshot: u64,
+    }
+
+    /// One segment of the framework's allocator: a driver allocation it holds.
+    71 FrameworkSegment {
+        /// The state it belongs to.
+        state: u64,
+        /// Device ordinal.
+        device: i32,
+        /// First byte (plain `u64`: a kind added after the delta registers).
+        address: u64,
+        /// Bytes.
+        size: u64,
+        /// The stream it was allocated on.
+        stream: u64,
+        /// Its pool: 0 large, 1 small.
+        pool: u32,
+    }
+
+    /// Blocks of one segment, in address order.
+    72 FrameworkBlocks<'a> {
+        /// The state it belongs to.
+        state: u64,
+        /// The segment's address.
+        segment: u64,
+        /// Five numbers per block: offset in the segment, size, size requested, state
+        /// ([`crate::framework::BlockState`]) and frames id (a `FrameworkFrames`; 0 none).
+        blocks: Addrs<'a>,
+    }
+
+    /// A Python stack of the framework's live blocks, written once per state and referred
+    /// to by id.
+    73 FrameworkFrames<'a> {
+        /// Its id within the state (never 0).
+        id: u32,
+        /// The state it belongs to.
+        state: u64,
+        /// Two strings per frame, innermost first: file name, function.
+        names: Vec<Cow<'a, str>>,
+        /// The line of each frame.
+        lines: Addrs<'a>,
+    }
+
+    /// The framework's own counters for one device at the state.
+    74 FrameworkStats {
+        /// The state it belongs to.
+        state: u64,
+        /// Device ordinal.
+        device: i32,
+        /// Bytes in live tensors (`torch.cuda.memory_allocated()`).
+        allocated: u64,
+        /// Bytes the allocator holds (`torch.cuda.memory_reserved()`).
+        reserved: u64,
+        /// The highest `reserved` so far (`torch.cuda.max_memory_reserved()`).
+        peak_reserved: u64,
+    }
+
+    /// The framework ran out of memory (its OOM observer), before it raised.
+    75 FrameworkOom {
+        /// The state written with it.
+        state: u64,
+        /// Device ordinal.
+        device: i32,
+        /// Bytes it asked for.
+        requested: u64,
+        /// Bytes the framework held on the device.
+        device_allocated: u64,
+        /// Bytes the device had free.
+        device_free: u64,
+    }
+
+    /// A framework state is complete.
+    76 FrameworkEnd {
+        /// The state.
+        state: u64,
+        /// Segments written.
+        segments: u32,
+        /// Blocks written.
+        blocks: u32,
+    }
 }
 
 impl Rank<'_> {
@@ -1212,7 +1311,7 @@ impl<'a> Record<'a> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     pub(crate) fn sample_records() -> Vec<Record<'static>> {
@@ -1488,6 +1587,69 @@ mod tests {
                 local_rank: Rank::UNKNOWN,
                 world_size: 8,
                 launcher: "torchrun".into(),
+            }
+            .into(),
+            FrameworkState {
+                id: 1,
+                layout: crate::framework::LAYOUT,
+                framework: "torch".into(),
+                reason: "exit".into(),
+                snapshot: 0,
+            }
+            .into(),
+            FrameworkSegment {
+                state: 1,
+                device: 0,
+                address: 0x7f00_0020_0000,
+                size: 2 << 20,
+                stream: 0,
+                pool: 1,
+            }
+            .into(),
+            FrameworkBlocks {
+                state: 1,
+                segment: 0x7f00_0020_0000,
+                blocks: Addrs(Cow::Owned(vec![
+                    0,
+                    512,
+                    400,
+                    1,
+                    1,
+                    512,
+                    (2 << 20) - 512,
+                    (2 << 20) - 512,
+                    3,
+                    0,
+                ])),
+            }
+            .into(),
+            FrameworkFrames {
+                id: 1,
+                state: 1,
+                names: vec!["train.py".into(), "step".into()],
+                lines: Addrs(Cow::Owned(vec![18])),
+            }
+            .into(),
+            FrameworkStats {
+                state: 1,
+                device: 0,
+                allocated: 512,
+                reserved: 2 << 20,
+                peak_reserved: 4 << 20,
+            }
+            .into(),
+            FrameworkOom {
+                state: 1,
+                device: -1,
+                requested: u64::MAX,
+                device_allocated: 1,
+                device_free: 0,
+            }
+            .into(),
+            FrameworkEnd {
+                state: 1,
+                segments: 1,
+                blocks: 2,
             }
             .into(),
             Thread { tid: u32::MAX }.into(),

@@ -26,7 +26,7 @@ import os
 import sys
 import warnings
 
-from . import _shim, _tool
+from . import _frameworks, _shim, _tool
 from ._sizes import format_size, parse_size
 from ._tool import ToolError
 
@@ -86,8 +86,12 @@ def live_bytes(device=-1):
 
 def snapshot(reason=None):
     """Writes a Snapshot record; its id (from 1), for `gpuleak report --at ID`, or 0 when
-    nothing is traced."""
-    return int(_shim.shim().call("gpuleak_snapshot", _shim.encode(reason), default=0))
+    nothing is traced. The state of a framework's caching allocator (PyTorch, once the program
+    has used CUDA through it) is written with it (docs/frameworks.md)."""
+    ident = int(_shim.shim().call("gpuleak_snapshot", _shim.encode(reason), default=0))
+    if ident:
+        _frameworks.dump("snapshot", ident)
+    return ident
 
 
 def frameworks_uncached():
@@ -208,12 +212,32 @@ class Window:
             )
         self.grown.sort(key=lambda leak: -leak.bytes)
 
-    def leaks(self, count_pools=None):
+    def leaks(self, count_pools=None, tensors=False):
         """Sites that grew; memory held by caching allocators only with `count_pools` (by
-        default: when the program runs under `gpuleak run --no-framework-cache`)."""
+        default: when the program runs under `gpuleak run --no-framework-cache`). With
+        `tensors` (a framework's tensors are judged instead), driver memory allocated through
+        a framework's Python code is its allocator's too."""
         if count_pools is None:
             count_pools = frameworks_uncached()
-        return [leak for leak in self.grown if count_pools or not leak.pool]
+        return [
+            leak
+            for leak in self.grown
+            if count_pools or not (leak.pool or (tensors and _frameworks.is_framework_stack(leak.stack)))
+        ]
+
+
+def _tensor_leaks(before, after):
+    """Tensor sites whose live bytes grew between two `_frameworks.tensor_sites()` readings."""
+    grown = []
+    for key, (size, frames) in after.items():
+        delta = size - before.get(key, (0, ()))[0]
+        if delta > 0:
+            # From the user's frame out: the framework's own frames say nothing of the leak.
+            user = next((i for i, f in enumerate(frames) if not _frameworks._is_framework_file(f[0])), 0)
+            stack = [Frame(function=name, file=file, line=line) for file, line, name in frames[user:]]
+            grown.append(Leak(delta, 0, kind="tensor", api=None, stack=stack))
+    grown.sort(key=lambda leak: -leak.bytes)
+    return grown
 
 
 def window(first, last, trace=None):
@@ -297,6 +321,7 @@ class LeakCheck:
         self.window = None
         self.caller = None
         self.fixed_caller = None
+        self.tensors_before = None
 
     def __enter__(self):
         self.checked = False
@@ -304,6 +329,9 @@ class LeakCheck:
         self.leaked_bytes = 0
         self.caller = self.fixed_caller or _caller(1)
         self.first = snapshot("gpuleak.check begin") if active() else 0
+        # With a framework recording (and its cache on), its tensors are judged, not the
+        # driver memory its cache holds.
+        self.tensors_before = None if self._count_pools() else _frameworks.tensor_sites()
         if not self.first:
             _unchecked(self.strict)
         return self
@@ -317,12 +345,19 @@ class LeakCheck:
             gc.collect()  # memory held only by unreachable cycles is not the block's leak
         self.last = snapshot("gpuleak.check end")
         self.window = window(self.first, self.last)
-        self.leaks = self.window.leaks(self.count_pools)
+        after = _frameworks.tensor_sites() if self.tensors_before is not None else None
+        judged = after is not None
+        self.leaks = self.window.leaks(self.count_pools, tensors=judged)
+        if judged:
+            self.leaks = _tensor_leaks(self.tensors_before, after) + self.leaks
         self.leaked_bytes = sum(leak.bytes for leak in self.leaks)
         self.checked = True
         if self.leaked_bytes > self.limit:
             raise LeakError(self.leaks, self.limit, self.what, self.caller)
         return False
+
+    def _count_pools(self):
+        return frameworks_uncached() if self.count_pools is None else self.count_pools
 
     def __call__(self, func):
         @functools.wraps(func)
@@ -343,3 +378,8 @@ def check(max_leaked_bytes=0, count_pools=None, strict=False, collect=True):
     unit a power of 1024, see `parse_size`; ValueError on anything else).
     `collect` runs a garbage collection before the exit snapshot. See `LeakCheck`."""
     return LeakCheck(max_leaked_bytes, count_pools=count_pools, strict=strict, collect=collect)
+
+
+if _shim.shim().loaded:
+    # Under the shim, PyTorch's allocator is read from inside once the program uses it.
+    _frameworks.install()

@@ -45,7 +45,7 @@ import pytest
 
 import gpuleak
 
-from . import _shim, _tool
+from . import _frameworks, _shim, _tool
 
 LEAKS_MARKER = "gpu_limit_leaks"
 MEMORY_MARKER = "gpu_limit_memory"
@@ -297,6 +297,10 @@ class GpuleakPlugin:
         # A snapshot record costs microseconds; the analyzer reads it only for a test that
         # turns out to be over a limit.
         first = gpuleak.snapshot(f"pytest begin {item.nodeid}")
+        # With a framework's cache on (PyTorch), its tensors are judged, not its segments.
+        tensors_before = None
+        if first and not (gpuleak.frameworks_uncached() if self.count_pools is None else self.count_pools):
+            tensors_before = _frameworks.tensor_sites()
         watch = memory_limit or 0
         if self.summary:
             watch = min(watch, SUMMARY_WATCH_FLOOR) if watch else SUMMARY_WATCH_FLOOR
@@ -312,9 +316,20 @@ class GpuleakPlugin:
         if stats is None:
             # A shim without windows: the analyzer measures every test, as before.
             return self._measure_with_analyzer(item, first, leak_limit, memory_limit, allowed, result)
+        tensor_leaks = []
+        if tensors_before is not None:
+            gc.collect()
+            after = _frameworks.tensor_sites()
+            if after is not None:
+                tensor_leaks = gpuleak._tensor_leaks(tensors_before, after)
+            else:
+                tensors_before = None
+        tensor_bytes = sum(leak.bytes for leak in tensor_leaks)
         leaked, peak = stats.live_bytes, stats.peak_bytes
         # Upper bounds of the analyzer's numbers: a site grew by at most the bytes allocated
-        # in the test and still live; the live bytes rose by at most the test's highest.
+        # in the test and still live; the live bytes rose by at most the test's highest. A
+        # tensor kept in a cached segment allocates nothing: its bytes count too.
+        leaked = max(leaked, tensor_bytes)
         suspect_leak = (leak_limit is not None and leaked > leak_limit) or (allowed is not None and leaked > allowed)
         suspect_peak = memory_limit is not None and peak > memory_limit
         last = 0
@@ -325,7 +340,7 @@ class GpuleakPlugin:
         problems = []
         if suspect_leak or suspect_peak:
             window = self._analyze(item, first, last)
-            leaks = window.leaks(self.count_pools)
+            leaks = tensor_leaks + window.leaks(self.count_pools, tensors=tensors_before is not None)
             leaked = sum(leak.bytes for leak in leaks)
             problems = self._verdict(item, window, leaks, leak_limit, memory_limit, allowed, stats.watch_snapshot)
             if window.peak_bytes is not None:

@@ -32,6 +32,7 @@
 #define GPULEAK_H
 
 #include <stdint.h>
+#include <stddef.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -82,6 +83,12 @@ GPULEAK_WEAK void gpuleak_window_begin(uint64_t watch_bytes);
  * been, the id of the latest watch snapshot (0: none). Returns how many it wrote (0 for a
  * NULL `out` or with GPULEAK_DISABLE=1). */
 GPULEAK_WEAK int gpuleak_window_stats(uint64_t *out, int n);
+
+/* Writes one record of kind 70 to 76 (a framework's allocator state, docs/frameworks.md)
+ * whose fields `data` holds, encoded as the trace format encodes them. The shim decodes them
+ * first and refuses what it cannot decode. Returns 0 when written, -1 when nothing is traced,
+ * -2 when refused. The Python package calls it; programs need not. */
+GPULEAK_WEAK int gpuleak_framework_record(unsigned kind, const void *data, size_t len);
 
 #define GPULEAK_MARK(name, value) ((gpuleak_mark) ? gpuleak_mark((name), (value)) : (void)0)
 #define GPULEAK_REGION_BEGIN(name) ((gpuleak_region_begin) ? gpuleak_region_begin(name) : (void)0)

@@ -454,7 +454,7 @@ fn errors_exit_2_with_a_message_saying_where() {
         format!(
             "gpuleak: {}:2: unknown suppression type \"leek\" (known: leak, bad-free, growth, fragmentation, \
              unordered-free, use-after-free, cross-stream-race, graph-race, wait-on-unrecorded-event, stream-leak, \
-             event-leak, semaphore-leak, unsynchronized-at-exit, pool-leak)\n",
+             event-leak, semaphore-leak, unsynchronized-at-exit, pool-leak, tensor-leak, tensor-growth, framework-oom)\n",
             supp.display()
         )
     );

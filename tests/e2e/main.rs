@@ -17,6 +17,8 @@
 //! - `python_frames`: Python frames in the stacks of CPython programs;
 //! - `python_pkg`: the Python wheel in a fresh virtual environment, `gpuleak.check()`, the
 //!   pytest plugin (with pytest-xdist) and `gpuleak run --no-framework-cache`;
+//! - `python_frameworks`: PyTorch's caching allocator read from inside (a stand-in torch on
+//!   real driver allocations), joined with the driver's view;
 //! - `validation`: `scripts/validate-gpu` (the real-GPU validation) end to end on the simulator.
 
 mod browser;
@@ -26,6 +28,7 @@ mod memory;
 mod ops;
 mod ordering;
 mod python_frames;
+mod python_frameworks;
 mod python_pkg;
 mod ranks;
 mod report;

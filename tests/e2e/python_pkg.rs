@@ -21,7 +21,7 @@ fn repo_root() -> PathBuf {
         .to_path_buf()
 }
 
-fn script(name: &str) -> PathBuf {
+pub(crate) fn script(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("python").join(name)
 }
 
@@ -42,7 +42,7 @@ fn wheel() -> PathBuf {
 /// `target/pkgenv/bin/python`, checked to hold the package as `python/gpuleak/` has it, with
 /// the shim that `scripts/build-wheel` packed there (its own glibc 2.17 build of the shim), no
 /// older than `target/release`'s.
-fn pkgenv_python() -> PathBuf {
+pub(crate) fn pkgenv_python() -> PathBuf {
     let python = repo_root().join("target/pkgenv/bin/python");
     assert!(python.is_file(), "{} is missing: {REBUILD}", python.display());
     let out = output_of(Command::new(&python).args([
@@ -82,7 +82,7 @@ fn pkgenv_python() -> PathBuf {
 }
 
 /// `cmd` on the simulator, without the caller's Python and pytest settings.
-fn python_clean(mut cmd: Command) -> Command {
+pub(crate) fn python_clean(mut cmd: Command) -> Command {
     for key in [
         "PYTHONPATH",
         "PYTHONHOME",
@@ -110,7 +110,7 @@ fn gpuleak_run(dir: &Path, args: &[&std::ffi::OsStr]) -> Output {
 }
 
 /// The 1-based line of `file` (under tests/python) that ends with `ending`.
-fn line_of(file: &str, ending: &str) -> usize {
+pub(crate) fn line_of(file: &str, ending: &str) -> usize {
     let text = std::fs::read_to_string(script(file)).unwrap();
     1 + text
         .lines()
@@ -118,14 +118,14 @@ fn line_of(file: &str, ending: &str) -> usize {
         .unwrap_or_else(|| panic!("no line ending with {ending:?} in {file}"))
 }
 
-fn text(out: &Output) -> (String, String) {
+pub(crate) fn text(out: &Output) -> (String, String) {
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),
     )
 }
 
-fn traces_in(dir: &Path) -> Vec<PathBuf> {
+pub(crate) fn traces_in(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().path())

@@ -34,7 +34,7 @@ const INFORMATION_URI: &str = "https://github.com/gpuleak/gpuleak";
 const SRCROOT: &str = "SRCROOT";
 
 /// The rules gpuleak has: id, name, short description, full description, default level.
-const RULES: [(&str, &str, &str, &str, &str); 16] = [
+const RULES: [(&str, &str, &str, &str, &str); 19] = [
     (
         "leak",
         "GpuMemoryLeak",
@@ -159,6 +159,31 @@ const RULES: [(&str, &str, &str, &str, &str); 16] = [
         "An allocation failed although the device had enough free memory, split into holes \
          between live allocations; the pinning sites are named.",
         "warning",
+    ),
+    (
+        "tensor-leak",
+        "TensorLeak",
+        "Tensors still allocated at exit",
+        "Tensors of a framework's caching allocator (PyTorch) allocated at this line were still \
+         allocated in its state at exit; memory it only cached is not counted \
+         (docs/frameworks.md).",
+        "error",
+    ),
+    (
+        "tensor-growth",
+        "TensorGrowth",
+        "Live tensors of a line kept growing",
+        "The live tensor bytes allocated at this line rose at least twice and never fell over \
+         the framework states written while the program ran (docs/frameworks.md).",
+        "warning",
+    ),
+    (
+        "framework-oom",
+        "FrameworkOutOfMemory",
+        "A framework ran out of memory",
+        "A framework's caching allocator ran out of device memory; the finding names its live \
+         tensors, its cached free memory and largest free block, and the memory outside it.",
+        "error",
     ),
 ];
 

@@ -34,7 +34,7 @@ use crate::report::{Finding, Frame};
 use crate::streams::Check;
 
 /// The types a suppression may have: `leak` and each finding's check.
-pub const TYPES: [&str; 14] = [
+pub const TYPES: [&str; 17] = [
     "leak",
     "bad-free",
     "growth",
@@ -49,6 +49,9 @@ pub const TYPES: [&str; 14] = [
     "semaphore-leak",
     "unsynchronized-at-exit",
     "pool-leak",
+    "tensor-leak",
+    "tensor-growth",
+    "framework-oom",
 ];
 
 /// Why a suppressions file could not be used.
@@ -324,7 +327,7 @@ mod tests {
             syntax_error("leak:ok\n\nrace:foo\n"),
             "supp.txt:3: unknown suppression type \"race\" (known: leak, bad-free, growth, fragmentation, \
              unordered-free, use-after-free, cross-stream-race, graph-race, wait-on-unrecorded-event, stream-leak, \
-             event-leak, semaphore-leak, unsynchronized-at-exit, pool-leak)"
+             event-leak, semaphore-leak, unsynchronized-at-exit, pool-leak, tensor-leak, tensor-growth, framework-oom)"
         );
         assert!(syntax_error("leak:a\njust_a_name\n").starts_with("supp.txt:2: expected TYPE:PATTERN"));
         assert!(syntax_error("leak:\n").starts_with("supp.txt:1: empty pattern"));

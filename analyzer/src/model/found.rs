@@ -107,6 +107,9 @@ pub struct LeakGroup {
     /// `cuIpcCloseMemHandle` for IPC mappings, `cuMemFree[Async]` for imported pool
     /// pointers): one per creation, import or opening and one per retain, less those made.
     pub releases_due: u64,
+    /// Whether a framework's allocator held these allocations at its last state (their bytes
+    /// are its tensors or its cache: `crate::frameworks` judges them).
+    pub framework: bool,
 }
 
 /// Why a free was bad.
@@ -251,4 +254,6 @@ pub struct Replay {
     pub error_count: u64,
     /// The memory pass's findings, when it ran.
     pub memory: Option<Box<crate::memory::MemoryReplay>>,
+    /// The frameworks' allocator states (records 70 to 76).
+    pub frameworks: crate::frameworks::States,
 }

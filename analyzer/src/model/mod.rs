@@ -64,6 +64,7 @@ pub use mempools::PoolLeak;
 pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
 
+use crate::frameworks::DriverAlloc;
 use crate::memory::{Tracker, TrackerOptions};
 use crate::streams::is_graph_launch;
 use gpuleak_format::captures::Captures;
@@ -96,7 +97,7 @@ struct Live {
     device: i32,
 }
 
-type LeakKey = (StackId, MemKind, bool);
+type LeakKey = (StackId, MemKind, bool, bool);
 type BadFreeKey = (Api, StackId, u8, StackId, bool);
 
 /// Replays records; see the module documentation.
@@ -282,6 +283,27 @@ impl Model {
                 self.capturing.wait(w.stream, w.event.0, w.flags)
             }
             Body::StreamDestroy(d) if d.result.is_success() => self.capturing.forget(d.stream),
+            Body::FrameworkState(_)
+            | Body::FrameworkSegment(_)
+            | Body::FrameworkBlocks(_)
+            | Body::FrameworkFrames(_)
+            | Body::FrameworkStats(_)
+            | Body::FrameworkOom(_)
+            | Body::FrameworkEnd(_) => {
+                if let Some(id) = self.replay.frameworks.apply(&record.body) {
+                    let driver = self
+                        .live
+                        .values()
+                        .filter(|l| is_owned_memory(l.alloc.kind) && l.alloc.kind != MemKind::Host)
+                        .map(|l| DriverAlloc {
+                            ptr: l.alloc.ptr.0,
+                            size: l.alloc.size,
+                            stack: l.alloc.stack,
+                        })
+                        .collect();
+                    self.replay.frameworks.complete(id, record.seq.0, driver);
+                }
+            }
             _ => {}
         }
     }
@@ -308,8 +330,14 @@ impl Model {
     pub fn finish(mut self) -> Replay {
         let mut live: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
         live.sort_by_key(|l| l.alloc.seq);
+        // What the framework's allocator held at its last state is its cache or its tensors,
+        // which the framework's own findings judge, not a leak of the driver's view.
+        // An allocation made after that state at a segment's old address (the framework gave
+        // the segment back, something else got the address) is not the framework's.
+        let (at, held) = self.replay.frameworks.held_by_framework().unwrap_or_default();
         for l in live {
-            self.leak(&l, LeakAt::Exit);
+            let framework = held.contains(&l.alloc.ptr.0) && l.alloc.seq.0 < at && is_owned_memory(l.alloc.kind);
+            self.leak(&l, LeakAt::Exit, framework);
         }
         let mut leaks: Vec<LeakGroup> = self.leaks.into_values().collect();
         leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
@@ -664,7 +692,7 @@ impl Model {
                 if key.0 == Space::Physical {
                     self.mappings.forget_handle(key.1);
                 }
-                self.leak(&l, at);
+                self.leak(&l, at, false);
             }
         }
     }
@@ -689,13 +717,14 @@ impl Model {
         }
     }
 
-    fn leak(&mut self, l: &Live, at: LeakAt) {
+    fn leak(&mut self, l: &Live, at: LeakAt, framework: bool) {
         let a = &l.alloc;
-        let key = (a.stack, a.kind, at != LeakAt::Exit);
+        let key = (a.stack, a.kind, at != LeakAt::Exit, framework);
         let g = self.leaks.entry(key).or_insert(LeakGroup {
             stack: a.stack,
             kind: a.kind,
             at,
+            framework,
             bytes: 0,
             allocations: 0,
             first: *a,

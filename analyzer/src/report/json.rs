@@ -196,7 +196,7 @@ fn summary(s: &Summary) -> J {
 
 fn process(p: &ProcessReport) -> J {
     let info = p.process.as_ref();
-    J::O(vec![
+    let mut fields = vec![
         ("pid", info.map_or(J::Null, |i| J::U(u64::from(i.pid)))),
         ("ppid", info.map_or(J::Null, |i| J::U(u64::from(i.ppid)))),
         ("exe", opt_str(info.map(|i| i.exe.as_str()))),
@@ -219,6 +219,83 @@ fn process(p: &ProcessReport) -> J {
         (
             "symbol_notes",
             J::A(p.symbol_notes.iter().map(|n| J::S(n.clone())).collect()),
+        ),
+    ];
+    // Only in the reports of programs whose framework wrote its allocator state.
+    if !p.frameworks.is_empty() {
+        fields.push(("frameworks", J::A(p.frameworks.iter().map(framework).collect())));
+    }
+    J::O(fields)
+}
+
+/// One framework state joined with the driver (`docs/frameworks.md`).
+fn framework(v: &crate::frameworks::FrameworkView) -> J {
+    let device = |d: &crate::frameworks::join::DeviceView| {
+        J::O(vec![
+            ("device", J::I(i64::from(d.device))),
+            ("segments", J::U(d.segments)),
+            ("reserved_bytes", J::U(d.reserved)),
+            ("live_tensors", J::U(d.tensors)),
+            ("live_bytes", J::U(d.live_bytes)),
+            ("requested_bytes", J::U(d.requested_bytes)),
+            ("pending_free_bytes", J::U(d.pending_free_bytes)),
+            ("cached_free_bytes", J::U(d.cached_free_bytes)),
+            ("largest_free_block", J::U(d.largest_free_block)),
+            ("unmatched_segments", J::U(d.unmatched_segments)),
+            (
+                "counters",
+                d.counters.map_or(J::Null, |c| {
+                    J::O(vec![
+                        ("allocated", J::U(c.allocated)),
+                        ("reserved", J::U(c.reserved)),
+                        ("peak_reserved", J::U(c.peak_reserved)),
+                    ])
+                }),
+            ),
+            (
+                "sites",
+                J::A(
+                    d.sites
+                        .iter()
+                        .take(crate::frameworks::join::TOP_SITES)
+                        .map(|s| {
+                            J::O(vec![
+                                ("line", J::S(s.line())),
+                                ("bytes", J::U(s.bytes)),
+                                ("tensors", J::U(s.tensors)),
+                                ("stack", stack(&super::frameworks::frames(&s.frames, s.user))),
+                            ])
+                        })
+                        .collect(),
+                ),
+            ),
+            (
+                "sites_omitted",
+                J::U(d.sites.len().saturating_sub(crate::frameworks::join::TOP_SITES) as u64),
+            ),
+        ])
+    };
+    J::O(vec![
+        ("framework", J::S(v.framework.clone())),
+        ("state", J::U(v.state)),
+        ("reason", J::S(v.reason.clone())),
+        ("snapshot", if v.snapshot == 0 { J::Null } else { J::U(v.snapshot) }),
+        ("summary", J::S(crate::frameworks::join::summary_line(v))),
+        ("devices", J::A(v.devices.iter().map(device).collect())),
+        (
+            "outside",
+            J::A(
+                v.outside
+                    .iter()
+                    .map(|o| {
+                        J::O(vec![
+                            ("owner", J::S(o.owner.to_string())),
+                            ("bytes", J::U(o.bytes)),
+                            ("allocations", J::U(o.allocations)),
+                        ])
+                    })
+                    .collect(),
+            ),
         ),
     ])
 }

@@ -21,6 +21,7 @@
 
 pub mod damage;
 pub mod frames;
+pub mod frameworks;
 pub mod json;
 pub mod load;
 pub mod memory;
@@ -281,6 +282,9 @@ pub struct ProcessReport {
     pub memory: Option<Box<memory::MemoryView>>,
     /// What could not be read of the trace.
     pub damage: Damage,
+    /// The latest allocator state of each framework that wrote one (PyTorch), joined with
+    /// the driver's view.
+    pub frameworks: Vec<crate::frameworks::FrameworkView>,
 }
 
 impl ProcessReport {
@@ -435,6 +439,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         .collect();
     findings.extend(ordering::findings(&replay, &mut stacks));
     findings.extend(pools::findings(&replay, &mut stacks));
+    findings.extend(frameworks::findings(&replay));
     let memory = memory::view(&replay, &mut stacks, options.at).map(|(view, found)| {
         findings.extend(found);
         Box::new(view)
@@ -458,6 +463,13 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         }
     }
 
+    if replay.frameworks.dropped > 0 {
+        notes.push(format!(
+            "{} framework allocator states were left out of the analysis (more than {} in the trace): growth is judged on the rest",
+            replay.frameworks.dropped,
+            crate::frameworks::state::KEPT_STATES
+        ));
+    }
     let damage = Damage::of(&replay);
     let mut report = ProcessReport {
         trace,
@@ -474,6 +486,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
         symbol_notes,
         memory,
         damage,
+        frameworks: frameworks::views(&replay),
     };
     if let Some(top) = options.top {
         report.limit(top);
@@ -484,7 +497,11 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
 fn held(g: &LeakGroup, replay: &Replay, stacks: &mut Stacks<'_>) -> Held {
     let addresses: &[u64] = replay.stacks.get(&g.stack).map_or(&[], Vec::as_slice);
     let owner = owner::owner(addresses, &replay.modules).map(str::to_string);
-    let pool = owner.as_deref().and_then(owner::pool_of);
+    let framework = replay.frameworks.latest_framework();
+    let pool = match framework.filter(|_| g.framework) {
+        Some(name) => frameworks::pool_of(name).or(Some(Pool::Pytorch)),
+        None => owner.as_deref().and_then(owner::pool_of),
+    };
     Held {
         bytes: g.bytes,
         allocations: g.allocations,

@@ -137,6 +137,11 @@ fn process(p: &ProcessReport, style: Look, s: &mut String) {
         omitted(p.omitted[2], "unreleased", s);
     }
 
+    for v in &p.frameworks {
+        s.push('\n');
+        wrap(&crate::frameworks::join::summary_line(v), "  ", s);
+    }
+
     for f in &p.findings {
         s.push('\n');
         finding(f, style, s);

@@ -5,10 +5,11 @@ use std::borrow::Cow;
 
 use gpuleak_format::{
     Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy,
-    EventRecord, Exit, ExtSemaphore, ExtSemaphoreOp, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec, GraphMem,
-    GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate, PoolDestroy,
-    PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region, Snapshot, Stack, StackId, Stream, StreamCreate,
-    StreamDestroy, StreamWait, Sync, Unmap,
+    EventRecord, Exit, ExtSemaphore, ExtSemaphoreOp, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom,
+    FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
+    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate,
+    PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region, Snapshot, Stack, StackId, Stream,
+    StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
 };
 
 use super::Bytes;
@@ -103,8 +104,69 @@ impl Bytes<'_> {
         Addrs(Cow::Owned((0..n).map(|_| self.pick(from)).collect()))
     }
 
+    /// A framework allocator record (kinds 70 to 76) of one of a few states, over the same
+    /// pointers as the allocations, so that states complete and join with live memory.
+    fn framework(&mut self) -> Body<'static> {
+        let state = self.pick(&[1, 2, u64::MAX]);
+        match self.below(7) {
+            0 => FrameworkState {
+                id: state,
+                layout: self.small(),
+                framework: Cow::Borrowed(self.pick(&["torch", "cupy", ""])),
+                reason: Cow::Borrowed(self.pick(&["exit", "snapshot", "oom", ""])),
+                snapshot: self.pick(&[0, 1, u64::MAX]),
+            }
+            .into(),
+            1 => FrameworkSegment {
+                state,
+                device: self.pick(&[0, 1, -1, i32::MAX]),
+                address: self.ptr().0,
+                size: self.size(),
+                stream: self.stream().0,
+                pool: self.small(),
+            }
+            .into(),
+            2 => FrameworkBlocks {
+                state,
+                segment: self.ptr().0,
+                // Sizes, states and frame ids, sometimes in whole blocks of five.
+                blocks: self.addrs(&[0, 1, 2, 3, 512, 4096, u64::MAX]),
+            }
+            .into(),
+            3 => FrameworkFrames {
+                id: self.small(),
+                state,
+                names: (0..2 * self.below(3)).map(|_| self.name()).collect(),
+                lines: self.addrs(&[0, 7, u64::MAX]),
+            }
+            .into(),
+            4 => FrameworkStats {
+                state,
+                device: self.pick(&[0, -1]),
+                allocated: self.size(),
+                reserved: self.size(),
+                peak_reserved: self.size(),
+            }
+            .into(),
+            5 => FrameworkOom {
+                state,
+                device: self.pick(&[0, 1, -1]),
+                requested: self.size(),
+                device_allocated: self.size(),
+                device_free: self.size(),
+            }
+            .into(),
+            _ => FrameworkEnd {
+                state,
+                segments: self.small(),
+                blocks: self.small(),
+            }
+            .into(),
+        }
+    }
+
     pub(super) fn body(&mut self) -> Body<'static> {
-        match self.below(40) {
+        match self.below(41) {
             0 => ProcessInfo {
                 pid: self.small(),
                 ppid: self.small(),
@@ -475,6 +537,7 @@ impl Bytes<'_> {
                 frees: self.addrs(&[0, 1, 2, PTRS[0], PTRS[1], u64::MAX]),
             }
             .into(),
+            39 => self.framework(),
             _ => GraphExec {
                 api: self.pick(&[Api::cuGraphInstantiateWithFlags, Api::cuGraphInstantiate_v2, Api(999)]),
                 via: self.pick(&[Api::NONE, Api::cudaMallocAsync]),

@@ -479,3 +479,15 @@ pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
 pub extern "C" fn gpuleak_trace_path() -> *const c_char {
     crate::ops::control::trace_path()
 }
+
+/// `int gpuleak_framework_record(unsigned kind, const void *data, size_t len)`: a record of
+/// kind 70 to 76 (a framework's allocator state) whose fields the caller encoded; 0 when
+/// written, -1 when nothing is traced, -2 when refused.
+///
+/// # Safety
+/// `data` is NULL or valid for `len` reads.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_framework_record(kind: u32, data: *const u8, len: usize) -> std::ffi::c_int {
+    // SAFETY: the caller's contract.
+    unsafe { crate::ops::control::framework_record(kind, data, len) }
+}

@@ -151,3 +151,39 @@ pub unsafe fn window_stats(out: *mut u64, n: i32) -> i32 {
     }
     n as i32
 }
+
+/// `gpuleak_framework_record`: one record of kind 70 to 76 whose fields the caller encoded
+/// (the Python package, from a framework's allocator state). The payload is decoded first
+/// (`gpuleak_format::framework::parse`) and written again from its decoded fields, so that a
+/// bad one never reaches the trace. 0 when written; -1 when nothing is traced; -2 when the
+/// kind, length or fields are refused.
+///
+/// # Safety
+/// `data` is NULL or valid for `len` reads.
+pub unsafe fn framework_record(kind: u32, data: *const u8, len: usize) -> i32 {
+    use gpuleak_format::framework::{parse, MAX_PAYLOAD};
+    use gpuleak_format::Body;
+
+    let Some(g) = guard::enter() else { return -1 };
+    if tracer::get().is_none() {
+        return -1;
+    }
+    let Ok(kind) = u8::try_from(kind) else { return -2 };
+    if data.is_null() || len > MAX_PAYLOAD {
+        return -2;
+    }
+    // SAFETY: the caller's contract: `data` is valid for `len` reads; it is only read here.
+    let payload = unsafe { std::slice::from_raw_parts(data, len) };
+    let Ok(body) = parse(kind, payload) else { return -2 };
+    match &body {
+        Body::FrameworkState(r) => tracer::event_fields(&g, r),
+        Body::FrameworkSegment(r) => tracer::event_fields(&g, r),
+        Body::FrameworkBlocks(r) => tracer::event_fields(&g, r),
+        Body::FrameworkFrames(r) => tracer::event_fields(&g, r),
+        Body::FrameworkStats(r) => tracer::event_fields(&g, r),
+        Body::FrameworkOom(r) => tracer::event_fields(&g, r),
+        Body::FrameworkEnd(r) => tracer::event_fields(&g, r),
+        _ => return -2,
+    }
+    0
+}

@@ -1,0 +1,274 @@
+//! The join by address: each framework state laid over the driver's live allocations, and
+//! the findings read from it (tensors left at exit, tensor growth, out of memory).
+
+use std::collections::{BTreeMap, HashMap};
+
+use gpuleak_format::framework::BlockState;
+
+use super::state::{PyFrame, State, Stats};
+use crate::model::{file_name, Modules};
+
+/// Tensor sites shown per device.
+pub const TOP_SITES: usize = 10;
+
+/// Live tensors allocated at one Python line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TensorSite {
+    /// Bytes (the allocator's rounded block sizes).
+    pub bytes: u64,
+    /// Live tensors (blocks).
+    pub tensors: u64,
+    /// The stack of the first block, innermost first.
+    pub frames: Vec<PyFrame>,
+    /// Index in `frames` of the user's frame (the first outside the framework).
+    pub user: usize,
+}
+
+impl TensorSite {
+    /// `file:line` of the user's frame, or `unknown line`.
+    pub fn line(&self) -> String {
+        self.frames
+            .get(self.user)
+            .map_or_else(|| "an unknown line".to_string(), |f| format!("{}:{}", f.file, f.line))
+    }
+}
+
+/// Device memory outside the framework, by owner.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outside {
+    /// `NCCL`, `cuBLAS`, `cuDNN` or `the program`.
+    pub owner: &'static str,
+    /// Bytes.
+    pub bytes: u64,
+    /// Driver allocations.
+    pub allocations: u64,
+}
+
+/// What the framework held on one device.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct DeviceView {
+    /// Device ordinal.
+    pub device: i32,
+    /// Segments.
+    pub segments: u64,
+    /// Bytes in segments (`memory_reserved()`).
+    pub reserved: u64,
+    /// Live tensors.
+    pub tensors: u64,
+    /// Bytes in live tensors (`memory_allocated()`).
+    pub live_bytes: u64,
+    /// Bytes the live tensors asked for (the rest of `live_bytes` is rounding).
+    pub requested_bytes: u64,
+    /// Bytes freed by the program but still in use by a stream.
+    pub pending_free_bytes: u64,
+    /// Bytes cached free.
+    pub cached_free_bytes: u64,
+    /// The largest cached free block.
+    pub largest_free_block: u64,
+    /// Segments with no driver allocation at their address in the trace (allocated before
+    /// tracing began, or by a path the shim does not see).
+    pub unmatched_segments: u64,
+    /// Tensor sites, largest first (all of them; reports show [`TOP_SITES`]).
+    pub sites: Vec<TensorSite>,
+    /// The framework's own counters, when it wrote them.
+    pub counters: Option<Stats>,
+}
+
+/// One framework state joined with the driver.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FrameworkView {
+    /// The framework (`torch`).
+    pub framework: String,
+    /// The state's number.
+    pub state: u64,
+    /// Why it was written.
+    pub reason: String,
+    /// The Snapshot record written with it (0: none).
+    pub snapshot: u64,
+    /// Per device.
+    pub devices: Vec<DeviceView>,
+    /// Device memory outside every segment, by owner, largest first.
+    pub outside: Vec<Outside>,
+}
+
+/// The framework's name as people write it.
+pub fn display_name(framework: &str) -> &str {
+    match framework {
+        "torch" => "PyTorch",
+        "cupy" => "CuPy",
+        "jax" => "JAX",
+        other => other,
+    }
+}
+
+/// Whether a Python file belongs to a framework or to gpuleak (not the user's line).
+fn is_framework_file(file: &str) -> bool {
+    file.starts_with('<')
+        || file
+            .split('/')
+            .rev()
+            .skip(1)
+            .any(|d| matches!(d, "torch" | "cupy" | "cupy_backends" | "jax" | "jaxlib" | "gpuleak"))
+}
+
+/// The index of the user's frame: the first outside the framework (the first frame if all
+/// are inside).
+pub fn user_frame(frames: &[PyFrame]) -> usize {
+    frames.iter().position(|f| !is_framework_file(&f.file)).unwrap_or(0)
+}
+
+/// Who made a driver allocation outside the framework: a CUDA library in its stack, else the
+/// program.
+fn owner_of(stack: &[u64], modules: &Modules) -> &'static str {
+    for &a in stack {
+        let Some(m) = modules.find(a) else { continue };
+        let name = file_name(&m.path);
+        if name.starts_with("libnccl") {
+            return "NCCL";
+        }
+        if name.starts_with("libcublas") {
+            return "cuBLAS";
+        }
+        if name.starts_with("libcudnn") {
+            return "cuDNN";
+        }
+    }
+    "the program"
+}
+
+/// Joins `state` with the driver allocations live at its end.
+pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::StackId, Vec<u64>>) -> FrameworkView {
+    let mut devices: BTreeMap<i32, DeviceView> = BTreeMap::new();
+    let mut sites: BTreeMap<i32, HashMap<(String, u32, String), TensorSite>> = BTreeMap::new();
+    let driver: HashMap<u64, u64> = state.driver.iter().map(|d| (d.ptr, d.size)).collect();
+    for seg in &state.segments {
+        let d = devices.entry(seg.device).or_insert_with(|| DeviceView {
+            device: seg.device,
+            ..DeviceView::default()
+        });
+        d.segments += 1;
+        d.reserved = d.reserved.saturating_add(seg.size);
+        if !driver.contains_key(&seg.address) {
+            d.unmatched_segments += 1;
+        }
+        for b in &seg.blocks {
+            match b.state {
+                BlockState::Allocated => {
+                    d.tensors += 1;
+                    d.live_bytes = d.live_bytes.saturating_add(b.size);
+                    d.requested_bytes = d.requested_bytes.saturating_add(b.requested);
+                    let frames = state.frames.get(&b.frames).cloned().unwrap_or_default();
+                    let user = user_frame(&frames);
+                    let key = frames
+                        .get(user)
+                        .map_or_else(Default::default, |f| (f.file.clone(), f.line, f.function.clone()));
+                    let site = sites.entry(seg.device).or_default().entry(key).or_insert(TensorSite {
+                        bytes: 0,
+                        tensors: 0,
+                        frames,
+                        user,
+                    });
+                    site.bytes = site.bytes.saturating_add(b.size);
+                    site.tensors += 1;
+                }
+                BlockState::PendingFree => d.pending_free_bytes = d.pending_free_bytes.saturating_add(b.size),
+                BlockState::Inactive => {
+                    d.cached_free_bytes = d.cached_free_bytes.saturating_add(b.size);
+                    d.largest_free_block = d.largest_free_block.max(b.size);
+                }
+            }
+        }
+    }
+    for s in &state.stats {
+        devices
+            .entry(s.device)
+            .or_insert_with(|| DeviceView {
+                device: s.device,
+                ..DeviceView::default()
+            })
+            .counters = Some(*s);
+    }
+    for (device, by_line) in sites {
+        if let Some(d) = devices.get_mut(&device) {
+            let mut list: Vec<TensorSite> = by_line.into_values().collect();
+            list.sort_by(|a, b| b.bytes.cmp(&a.bytes).then_with(|| a.line().cmp(&b.line())));
+            d.sites = list;
+        }
+    }
+    let in_segment = |ptr: u64| {
+        state
+            .segments
+            .iter()
+            .any(|s| ptr >= s.address && ptr < s.address.saturating_add(s.size.max(1)))
+    };
+    let mut outside: BTreeMap<&'static str, Outside> = BTreeMap::new();
+    for a in state.driver.iter().filter(|a| !in_segment(a.ptr)) {
+        let owner = owner_of(stacks.get(&a.stack).map_or(&[], Vec::as_slice), modules);
+        let o = outside.entry(owner).or_insert(Outside {
+            owner,
+            bytes: 0,
+            allocations: 0,
+        });
+        o.bytes = o.bytes.saturating_add(a.size);
+        o.allocations += 1;
+    }
+    let mut outside: Vec<Outside> = outside.into_values().collect();
+    outside.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.owner.cmp(b.owner)));
+    FrameworkView {
+        framework: state.framework.clone(),
+        state: state.id,
+        reason: state.reason.clone(),
+        snapshot: state.snapshot,
+        devices: devices.into_values().collect(),
+        outside,
+    }
+}
+
+/// One line for a view: "PyTorch holds 12.3 GiB on device 0: 9.1 GiB in 41,012 live tensors
+/// (top lines ...), 3.2 GiB cached free (largest free block 180 MiB); outside PyTorch: ...".
+pub fn summary_line(v: &FrameworkView) -> String {
+    use crate::run::human_bytes as h;
+    let name = display_name(&v.framework);
+    let mut parts = Vec::new();
+    for d in &v.devices {
+        let top: Vec<String> = d
+            .sites
+            .iter()
+            .take(3)
+            .map(|s| format!("{} {}", s.line(), h(s.bytes)))
+            .collect();
+        let top = if top.is_empty() {
+            String::new()
+        } else {
+            format!(" (top lines: {})", top.join(", "))
+        };
+        let pending = if d.pending_free_bytes > 0 {
+            format!(", {} freed but in use by a stream", h(d.pending_free_bytes))
+        } else {
+            String::new()
+        };
+        parts.push(format!(
+            "{name} holds {} on device {}: {} in {} live tensor{}{top}, {} cached free (largest free block {}){pending}",
+            h(d.reserved),
+            d.device,
+            h(d.live_bytes),
+            d.tensors,
+            if d.tensors == 1 { "" } else { "s" },
+            h(d.cached_free_bytes),
+            h(d.largest_free_block),
+        ));
+    }
+    if parts.is_empty() {
+        parts.push(format!("{name} holds no memory"));
+    }
+    let outside = if v.outside.is_empty() {
+        "nothing".to_string()
+    } else {
+        v.outside
+            .iter()
+            .map(|o| format!("{} {}", o.owner, h(o.bytes)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    format!("{}; outside {name}: {outside}", parts.join("; "))
+}

@@ -1,0 +1,287 @@
+//! PyTorch's caching allocator read from inside: `tests/python/fw_torch.py` on the stand-in
+//! torch of `tests/python/fake_torch` (its segments are real cuMemAlloc calls through
+//! cuda-bindings on the simulated driver, under the shim), run by `gpuleak run`, whose
+//! sitecustomize hands torch to the wheel's adapter when the program imports it. Each finding
+//! (`tensor-leak`, `tensor-growth`, `framework-oom`, `gpuleak.check()` on tensors) has its twin
+//! that must not find it.
+
+use std::path::{Path, PathBuf};
+use std::process::Output;
+
+use gpuleak_e2e::{gpuleak_bin, output_of, sim_command, TempDir};
+
+use crate::python_pkg::{line_of, pkgenv_python, python_clean, script, text, traces_in};
+
+fn fake_torch() -> PathBuf {
+    script("fake_torch")
+}
+
+/// `gpuleak run -- python fw_torch.py MODE` with the stand-in torch on `PYTHONPATH`.
+fn run_mode(dir: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir)
+        .env("PYTHONPATH", fake_torch())
+        .arg("run")
+        .arg("--")
+        .arg(&python)
+        .arg(script("fw_torch.py"))
+        .arg(mode);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
+    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
+    out
+}
+
+/// The JSON report of the one trace in `dir`.
+fn report(dir: &Path) -> serde_json::Value {
+    let traces = traces_in(dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let out = output_of(
+        sim_command(gpuleak_bin())
+            .args(["report", "--format", "json"])
+            .arg(&traces[0]),
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).0))
+}
+
+fn findings<'a>(doc: &'a serde_json::Value, check: &str) -> Vec<&'a serde_json::Value> {
+    doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == check)
+        .collect()
+}
+
+/// `path:line` of the line of fw_torch.py that ends with `ending`.
+fn at(ending: &str) -> String {
+    format!("{}:{}", script("fw_torch.py").display(), line_of("fw_torch.py", ending))
+}
+
+/// The first (only) framework view of the process.
+fn torch(doc: &serde_json::Value) -> &serde_json::Value {
+    let frameworks = doc["process"]["frameworks"].as_array().expect("a frameworks list");
+    assert_eq!(frameworks.len(), 1, "{frameworks:?}");
+    assert_eq!(frameworks[0]["framework"], "torch");
+    &frameworks[0]
+}
+
+#[test]
+fn a_tensor_kept_in_a_global_is_a_leak_at_its_line_and_the_cache_is_not() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "leak", &[]);
+    let doc = report(dir.path());
+    let leaks = findings(&doc, "tensor-leak");
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    let line = at("KEPT.append(torch.empty(100 << 10, device=\"cuda\"))  # the leak");
+    assert!(leaks[0]["message"].as_str().unwrap().contains(&line), "{}", leaks[0]);
+    assert_eq!(leaks[0]["tensors"], 4);
+    assert_eq!(leaks[0]["bytes"], 4 * (100 << 10));
+    assert_eq!(leaks[0]["severity"], "error");
+    // The driver's 2 MiB segment is the allocator's, not a leak of the program.
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    assert_eq!(doc["held_by_pool"][0]["bytes"], 2 << 20);
+    assert_eq!(doc["held_by_pool"][0]["pool"], "pytorch");
+    // The join: the segment splits into the live tensors and cached free memory, and the
+    // totals are the framework's own counters.
+    let d = &torch(&doc)["devices"][0];
+    assert_eq!(torch(&doc)["reason"], "exit");
+    assert_eq!(d["reserved_bytes"], 2 << 20);
+    assert_eq!(d["live_bytes"], 4 * (100 << 10));
+    assert_eq!(d["cached_free_bytes"], (2 << 20) - 4 * (100 << 10));
+    assert_eq!(d["live_bytes"], d["counters"]["allocated"]);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(d["unmatched_segments"], 0);
+    assert_eq!(d["sites"][0]["line"], line);
+    assert_eq!(torch(&doc)["outside"], serde_json::json!([]));
+}
+
+#[test]
+fn tensors_all_freed_leave_a_cache_that_is_no_leak() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "cache", &[]);
+    let doc = report(dir.path());
+    assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    assert_eq!(doc["summary"]["findings"], 0);
+    let d = &torch(&doc)["devices"][0];
+    assert_eq!(d["live_tensors"], 0);
+    assert_eq!(d["cached_free_bytes"], 2 << 20);
+    assert_eq!(d["largest_free_block"], 2 << 20);
+    // And the text says so in one line.
+    let traces = traces_in(dir.path());
+    let out = output_of(sim_command(gpuleak_bin()).arg("report").arg(&traces[0]));
+    let (stdout, _) = text(&out);
+    assert!(
+        stdout.contains("PyTorch holds 2.0 MiB on device 0: 0 B in 0 live tensors, 2.0 MiB cached free"),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn memory_outside_the_framework_is_named_by_owner() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "outside", &[]);
+    let doc = report(dir.path());
+    let outside = &torch(&doc)["outside"];
+    assert_eq!(outside[0]["owner"], "the program", "{outside}");
+    assert_eq!(outside[0]["bytes"], 3 << 20);
+    // The program's own buffer is a leak of the driver's view; the framework's cache is not.
+    assert_eq!(doc["summary"]["leaked_bytes"], 3 << 20);
+}
+
+#[test]
+fn tensors_that_grow_across_snapshots_are_tensor_growth_and_a_flat_cache_is_not() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "growth", &[]);
+    let doc = report(dir.path());
+    let grown = findings(&doc, "tensor-growth");
+    assert_eq!(grown.len(), 1, "{grown:?}");
+    let line = at("KEPT.append(torch.empty(64 << 10, device=\"cuda\"))  # grows every step");
+    assert!(grown[0]["message"].as_str().unwrap().contains(&line), "{}", grown[0]);
+    assert_eq!(grown[0]["first_bytes"], 64 << 10);
+    assert_eq!(grown[0]["last_bytes"], 256 << 10);
+    // Cleared before exit: no tensor is left.
+    assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
+
+    let flat = TempDir::new();
+    run_mode(flat.path(), "flat", &[]);
+    let doc = report(flat.path());
+    assert_eq!(doc["summary"]["findings"], 0, "{}", doc["findings"]);
+}
+
+#[test]
+fn out_of_memory_names_the_line_holding_the_tensors_and_a_run_that_fits_has_no_finding() {
+    let dir = TempDir::new();
+    let limit = (8u64 << 20).to_string();
+    let out = run_mode(dir.path(), "oom", &[("FAKE_TORCH_MEMORY_LIMIT", &limit)]);
+    assert!(text(&out).0.contains("oom caught"));
+    let doc = report(dir.path());
+    let oom = findings(&doc, "framework-oom");
+    assert_eq!(oom.len(), 1, "{oom:?}");
+    let line = at("KEPT.append(torch.empty(1 << 20, device=\"cuda\"))  # fills the device");
+    let message = oom[0]["message"].as_str().unwrap();
+    assert!(message.contains(&line), "{message}");
+    assert!(
+        message.contains("asking for 1.0 MiB: 8.0 MiB in 8 live tensors"),
+        "{message}"
+    );
+    assert_eq!(oom[0]["requested"], 1 << 20);
+    assert_eq!(oom[0]["live_bytes"], 8 << 20);
+
+    let fits = TempDir::new();
+    let limit = (128u64 << 20).to_string();
+    let out = run_mode(fits.path(), "oom", &[("FAKE_TORCH_MEMORY_LIMIT", &limit)]);
+    assert!(!text(&out).0.contains("oom caught"));
+    assert_eq!(findings(&report(fits.path()), "framework-oom").len(), 0);
+}
+
+#[test]
+fn check_judges_tensors_not_the_cache_that_grew_inside_it() {
+    let dir = TempDir::new();
+    let out = run_mode(dir.path(), "check", &[]);
+    let (stdout, stderr) = text(&out);
+    let line = line_of(
+        "fw_torch.py",
+        "KEPT.append(torch.empty(4096, device=\"cuda\"))  # kept past the check",
+    );
+    assert!(
+        stdout.contains("check raised 4096 ['4096 bytes (4.0 KiB) still live (tensor):', '    #0 main "),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(&format!("fw_torch.py:{line}']")), "{stdout}");
+    assert!(stdout.contains("twin passed\n"), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn gpuleak_frameworks_0_leaves_the_program_alone() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "leak", &[("GPULEAK_FRAMEWORKS", "0")]);
+    let doc = report(dir.path());
+    assert!(doc["process"].get("frameworks").is_none(), "{}", doc["process"]);
+    assert_eq!(findings(&doc, "tensor-leak").len(), 0);
+    // Without the framework's state, its segment is the driver's view only: a leak.
+    assert_eq!(doc["summary"]["leaked_bytes"], 2 << 20);
+}
+
+#[test]
+fn the_shim_s_entry_writes_what_decodes_and_refuses_the_rest_without_harm() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let entry = |disable: bool| {
+        let mut cmd = python_clean(sim_command(gpuleak_bin()));
+        cmd.current_dir(dir.path())
+            .arg("run")
+            .arg("--")
+            .arg(&python)
+            .arg(script("fw_entry.py"));
+        if disable {
+            cmd.env("GPULEAK_DISABLE", "1");
+        }
+        let out = output_of(&mut cmd);
+        let (stdout, stderr) = text(&out);
+        assert!(stdout.ends_with("done\n"), "{stdout}\n{stderr}");
+        stdout
+    };
+    let stdout = entry(false);
+    for line in [
+        "end=0",
+        "kind_16=-2",
+        "kind_77=-2",
+        "kind_huge=-2",
+        "cut_short=-2",
+        "null=-2",
+        "too_long=-2",
+        "bad_blocks=-2",
+    ] {
+        assert!(stdout.contains(&format!("{line}\n")), "missing {line} in\n{stdout}");
+    }
+    // The one accepted record (an end of no open state) is in the trace, nothing else, and
+    // the trace reads without an error.
+    let traces = traces_in(dir.path());
+    let dump = output_of(sim_command(gpuleak_bin()).arg("dump").arg(&traces[0]));
+    let (listing, err) = text(&dump);
+    assert!(dump.status.success(), "{err}");
+    assert_eq!(listing.matches("FrameworkEnd").count(), 1, "{listing}");
+    assert!(!listing.contains("Framework") || listing.matches("Framework").count() == 1);
+    assert!(!listing.contains("error"), "{listing}");
+    // Nothing traced: every call is -1.
+    std::fs::remove_file(&traces[0]).unwrap();
+    let stdout = entry(true);
+    assert!(stdout.contains("end=-1\n"), "{stdout}");
+}
+
+#[test]
+fn the_pytest_plugin_fails_the_test_that_keeps_a_tensor_and_passes_the_one_whose_cache_grew() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", fake_torch())
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script("fw_torch_tests.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of("fw_torch_tests.py", "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains("fw_torch_tests.py::test_keeps_a_tensor"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("fw_torch_tests.py:{line}")), "{stdout}");
+    for passed in ["test_cache_grows_tensor_dies", "test_reuses_the_cache"] {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("fw_torch_tests.py::{passed}")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
+}

@@ -1,0 +1,82 @@
+"""A training loop on the fake torch (tests/python/fake_torch), for tests/e2e/python_frameworks.rs.
+
+    python fw_torch.py MODE
+
+- `leak`: each step keeps one activation in a global list (the bug); the rest is freed.
+- `cache`: every tensor is freed; the allocator keeps its segments cached (no leak).
+- `growth`: a snapshot per step while a list of tensors grows; the list is cleared before exit.
+- `flat`: a snapshot per step, each step's tensors freed: the cache warms up and stays flat.
+- `oom`: kept tensors fill the allocator's limit (FAKE_TORCH_MEMORY_LIMIT) until it raises.
+- `outside`: the program's own cuMemAlloc beside the framework, kept to the end.
+- `check`: gpuleak.check() around a block that keeps a tensor, and its fixed twin.
+
+It prints `done` at the end; `oom` prints `oom caught` first.
+"""
+
+import sys
+
+import torch
+
+KEPT = []
+
+
+def step(n):
+    x = torch.empty(300 << 10, device="cuda")
+    y = torch.empty(200 << 10, device="cuda")
+    KEPT.append(torch.empty(100 << 10, device="cuda"))  # the leak
+    del x, y
+
+
+def step_clean(n):
+    x = torch.empty(300 << 10, device="cuda")
+    y = torch.empty(200 << 10, device="cuda")
+    del x, y
+
+
+def main(mode):
+    import gpuleak
+
+    if mode == "leak":
+        for n in range(4):
+            step(n)
+    elif mode == "cache":
+        for n in range(4):
+            step_clean(n)
+    elif mode == "growth":
+        for n in range(4):
+            KEPT.append(torch.empty(64 << 10, device="cuda"))  # grows every step
+            gpuleak.snapshot("step")
+        KEPT.clear()
+    elif mode == "flat":
+        for n in range(4):
+            step_clean(n)
+            gpuleak.snapshot("step")
+    elif mode == "oom":
+        try:
+            for n in range(100):
+                KEPT.append(torch.empty(1 << 20, device="cuda"))  # fills the device
+        except torch.cuda.OutOfMemoryError:
+            print("oom caught", flush=True)
+        KEPT.clear()
+    elif mode == "outside":
+        from cuda.bindings import driver as cu
+
+        step_clean(0)
+        err, mine = cu.cuMemAlloc(3 << 20)  # the program's own buffer
+        assert err == cu.CUresult.CUDA_SUCCESS
+    elif mode == "check":
+        try:
+            with gpuleak.check():
+                KEPT.append(torch.empty(4096, device="cuda"))  # kept past the check
+            print("check passed")
+        except gpuleak.LeakError as e:
+            print("check raised", e.leaked_bytes, str(e).splitlines()[1:3])
+        with gpuleak.check():
+            z = torch.empty(5 << 20, device="cuda")  # the cache grows, the tensor dies
+            del z
+        print("twin passed")
+    print("done", flush=True)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
