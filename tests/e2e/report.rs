@@ -14,6 +14,7 @@ use crate::trace::{assert_ok, dump, of_type};
 mod directories;
 mod graphs;
 mod handles;
+mod segments;
 pub(crate) mod unreadable;
 
 /// Runs a client under the shim and returns its trace (inside `dir`).

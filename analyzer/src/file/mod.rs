@@ -11,8 +11,13 @@
 //! without end), and a file that shrinks while it is mapped reads as zeros past its new end
 //! instead of killing the process with SIGBUS ([`guard`]); [`TraceFile::missing_from`] says
 //! where.
+//!
+//! The segments of a bounded trace ([`gpuleak_format::series`]) are one process:
+//! [`TraceFile::open_all`] gives the first segment present, with the later ones behind it
+//! ([`series`]), and [`TraceFile::records`] reads them as one trace.
 
 pub mod guard;
+pub mod series;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -29,6 +34,8 @@ use guard::GuardedMap;
 pub struct TraceFile {
     path: PathBuf,
     bytes: Bytes,
+    /// The later segments of the same trace, in order, when this file is a segment.
+    later: Vec<TraceFile>,
 }
 
 /// Where a trace's bytes are.
@@ -54,6 +61,9 @@ pub enum OpenError {
     NotRegular(PathBuf, &'static str),
     /// The file shrank while it was opened: its header is gone (from the offset given).
     Shrunk(PathBuf, u64),
+    /// The file is a segment that cannot be read after the others of its trace (one before
+    /// it is missing, or two have its number).
+    Series(PathBuf, gpuleak_format::series::SeriesError),
 }
 
 impl fmt::Display for OpenError {
@@ -79,6 +89,7 @@ impl fmt::Display for OpenError {
                  program truncated it); open it again once its writer is done",
                 p.display()
             ),
+            OpenError::Series(p, e) => write!(f, "{}: {e}", p.display()),
         }
     }
 }
@@ -131,6 +142,7 @@ impl TraceFile {
         let t = TraceFile {
             path: path.to_owned(),
             bytes,
+            later: Vec::new(),
         };
         if let Err(e) = t.trace() {
             return Err(match t.missing_from() {
@@ -143,9 +155,19 @@ impl TraceFile {
 
     /// Opens every trace named by `paths` (each a trace, or a directory of traces, see
     /// [`expand`]) before anything is printed, so that an unreadable one stops a command with
-    /// nothing half-written.
+    /// nothing half-written. The segments of one trace come back as one [`TraceFile`], where
+    /// the first of them was named ([`series::group`]).
     pub fn open_all(paths: &[PathBuf]) -> Result<Vec<TraceFile>, OpenError> {
-        expand(paths)?.iter().map(|p| TraceFile::open(p)).collect()
+        let files = expand(paths)?
+            .iter()
+            .map(|p| TraceFile::open(p))
+            .collect::<Result<Vec<_>, _>>()?;
+        series::group(files)
+    }
+
+    /// The later segments read after this one, in order (none for a whole trace).
+    pub fn later_segments(&self) -> &[TraceFile] {
+        &self.later
     }
 
     /// The file's path.
@@ -174,14 +196,19 @@ impl TraceFile {
         Some(page.min(now))
     }
 
-    /// The file's length.
+    /// The bytes to read: the file's length, with its later segments'.
     pub fn len(&self) -> u64 {
+        self.own_len() + self.later.iter().map(TraceFile::own_len).sum::<u64>()
+    }
+
+    /// This file's own length.
+    fn own_len(&self) -> u64 {
         self.bytes().len() as u64
     }
 
-    /// Whether the file is empty.
+    /// Whether there is nothing to read.
     pub fn is_empty(&self) -> bool {
-        self.bytes().is_empty()
+        self.len() == 0
     }
 
     /// A decoder over the file.
@@ -192,7 +219,9 @@ impl TraceFile {
     /// Every record of the trace, ordered by `seq`, as [`Trace::records`] gives them (a
     /// corrupted block yields one error and is dropped; the other blocks go on), handing the
     /// pages of the file back to the kernel every `release_every` bytes of progress (pages up
-    /// to `lag` bytes behind the furthest record read stay, for the blocks still open).
+    /// to `lag` bytes behind the furthest record read stay, for the blocks still open). Then
+    /// the records of each later segment past its checkpoint ([`Trace::records_past_checkpoint`]),
+    /// which follow on from this file's; their offsets are in their own files.
     pub fn records(&self, release_every: u64, lag: u64) -> Result<Records<'_>, OpenError> {
         let trace = self.trace()?;
         let mut released = 0;
@@ -204,9 +233,10 @@ impl TraceFile {
                 released = at;
             }
         });
-        self.release_before(self.len());
+        self.release_before(self.own_len());
         Ok(Records {
             file: self,
+            later: self.later.iter(),
             merged,
             release_every,
             lag,
@@ -238,7 +268,10 @@ impl TraceFile {
 /// The records of a trace in `seq` order; see [`TraceFile::records`]: the format reader's merge,
 /// handing pages back behind it.
 pub struct Records<'a> {
+    /// The file being read.
     file: &'a TraceFile,
+    /// The segments still to read after it.
+    later: std::slice::Iter<'a, TraceFile>,
     merged: Merged<'a>,
     release_every: u64,
     lag: u64,
@@ -250,19 +283,31 @@ impl<'a> Iterator for Records<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        let next = self.merged.next();
-        match &next {
-            Some(Ok(e)) => {
-                self.furthest = self.furthest.max(e.offset);
-                if self.furthest >= self.released + self.release_every + self.lag {
-                    self.released = self.furthest - self.lag;
-                    self.file.release_before(self.released);
+        loop {
+            let next = self.merged.next();
+            match &next {
+                Some(Ok(e)) => {
+                    self.furthest = self.furthest.max(e.offset);
+                    if self.furthest >= self.released + self.release_every + self.lag {
+                        self.released = self.furthest - self.lag;
+                        self.file.release_before(self.released);
+                    }
+                }
+                Some(Err(_)) => {}
+                None => {
+                    self.file.release_before(self.file.own_len());
+                    // `open` checked every segment's header; one that fails now (it shrank to
+                    // nothing) adds no record.
+                    let segment = self.later.next()?;
+                    let Ok(trace) = segment.trace() else { continue };
+                    self.file = segment;
+                    self.merged = trace.records_past_checkpoint();
+                    (self.furthest, self.released) = (0, 0);
+                    continue;
                 }
             }
-            Some(Err(_)) => {}
-            None => self.file.release_before(self.file.len()),
+            return next;
         }
-        next
     }
 }
 
