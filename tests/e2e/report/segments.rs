@@ -2,7 +2,7 @@
 //! trace (cut by the format crate as rotations would have cut it, the oldest deleted as a bound
 //! would) report the leaks, totals and findings of the whole trace; the segments of two
 //! processes in one directory are two processes; a segment missing in the middle is an error
-//! naming the file after the gap; a last segment still being written reads.
+//! naming the file after the gap, as is a corrupt or duplicated one; a last segment still being written reads.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -163,6 +163,30 @@ fn a_segment_missing_in_the_middle_is_an_error_naming_the_file_after_it() {
             "{stderr}"
         );
     }
+    // A segment that is not a trace any more, or one copied beside itself: errors naming it.
+    let mut bytes = fs::read(&segments[1]).unwrap();
+    bytes[..8].copy_from_slice(b"XXXXXXXX");
+    let corrupt = kept.path().join("app.trace-000002");
+    fs::write(&corrupt, &bytes).unwrap();
+    let out = report(&[], &[&segments[1], &corrupt]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("gpuleak: {}: not a gpuleak trace", corrupt.display())),
+        "{stderr}"
+    );
+    fs::remove_file(&corrupt).unwrap();
+    let copy = kept.path().join("copy-of-3");
+    fs::copy(&segments[3], &copy).unwrap();
+    let out = report(&[], &[&segments[3], &copy]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.starts_with(&format!("gpuleak: {}: segment 3 appears twice", copy.display())),
+        "{stderr}"
+    );
+    fs::remove_file(&copy).unwrap();
+
     // The twin: the segments from the gap on read (what a bound would have kept).
     fs::remove_file(&segments[0]).unwrap();
     fs::remove_file(&segments[1]).unwrap();
