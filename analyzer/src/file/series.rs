@@ -64,3 +64,100 @@ fn chain(members: Vec<(Segment, TraceFile)>) -> Result<Option<TraceFile>, OpenEr
     first.later = in_order.collect();
     Ok(Some(first))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    use gpuleak_format::series::SeriesErrorKind;
+    use gpuleak_format::{FileHeader, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE};
+
+    use super::*;
+
+    /// A fresh directory under the system's temporary directory, removed on drop.
+    struct Dir(PathBuf);
+
+    impl Dir {
+        fn new(name: &str) -> Dir {
+            let path = std::env::temp_dir().join(format!("gpuleak-series-{name}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&path);
+            std::fs::create_dir(&path).unwrap();
+            Dir(path)
+        }
+    }
+
+    impl Drop for Dir {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    /// Writes a trace with a header only at `dir/name`: segment `(trace, number)`, or whole.
+    fn write(dir: &Path, name: &str, segment: Option<(u64, u64)>) -> PathBuf {
+        let mut h = [0u8; HEADER_SIZE];
+        FileHeader {
+            version: FORMAT_VERSION,
+            block_size: BLOCK_SIZE as u32,
+            pid: 1,
+            start_unix_ns: 0,
+        }
+        .write(&mut h);
+        if let Some((trace, number)) = segment {
+            Segment {
+                number,
+                trace_id: TraceId(trace),
+            }
+            .write(&mut h);
+        }
+        let path = dir.join(name);
+        std::fs::write(&path, h).unwrap();
+        path
+    }
+
+    fn names(files: &[TraceFile]) -> Vec<Vec<String>> {
+        let name = |f: &TraceFile| f.path().file_name().unwrap().to_string_lossy().into_owned();
+        files
+            .iter()
+            .map(|f| std::iter::once(f).chain(f.later_segments()).map(name).collect())
+            .collect()
+    }
+
+    #[test]
+    fn segments_are_gathered_in_number_order_where_their_trace_is_first_named() {
+        let d = Dir::new("group");
+        let b2 = write(&d.0, "b.trace-000002", Some((2, 2)));
+        let whole = write(&d.0, "whole.trace", None);
+        let a1 = write(&d.0, "a.trace-000001", Some((1, 1)));
+        let b3 = write(&d.0, "b.trace-000003", Some((2, 3)));
+        let a0 = write(&d.0, "a.trace", Some((1, 0)));
+        let files = [b3, whole, a1, b2, a0]
+            .iter()
+            .map(|p| TraceFile::open(p).unwrap())
+            .collect();
+        assert_eq!(
+            names(&group(files).unwrap()),
+            [
+                vec!["b.trace-000002", "b.trace-000003"],
+                vec!["whole.trace"],
+                vec!["a.trace", "a.trace-000001"],
+            ]
+        );
+        // Whole traces alone stay as they are.
+        let lone = vec![TraceFile::open(&d.0.join("whole.trace")).unwrap()];
+        assert_eq!(names(&group(lone).unwrap()), [vec!["whole.trace"]]);
+    }
+
+    #[test]
+    fn a_gap_names_the_segment_after_it() {
+        let d = Dir::new("gap");
+        let files = [("x.trace", 0), ("x.trace-000002", 2)]
+            .iter()
+            .map(|(n, k)| TraceFile::open(&write(&d.0, n, Some((7, *k)))).unwrap())
+            .collect();
+        let Err(OpenError::Series(path, e)) = group(files) else {
+            panic!("no error")
+        };
+        assert_eq!(path, d.0.join("x.trace-000002"));
+        assert_eq!(e.kind, SeriesErrorKind::Missing { expected: 1, found: 2 });
+    }
+}

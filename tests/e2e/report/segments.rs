@@ -77,6 +77,21 @@ fn the_kept_segments_of_a_bounded_trace_report_what_the_whole_trace_does() {
     // Named one by one, in any order: the same process.
     let by_name = report_json(&[], &[&segments[3], &segments[2]]);
     assert_eq!(by_name, bounded);
+
+    // `check` fails the bounded trace as it fails the whole one (its leaks), and `diff` finds
+    // nothing new or grown between them.
+    let gpuleak = |args: &[&std::ffi::OsStr]| {
+        std::process::Command::new(gpuleak_e2e::gpuleak_bin())
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let whole_check = gpuleak(&["check".as_ref(), trace.as_os_str()]);
+    let bounded_check = gpuleak(&["check".as_ref(), kept.path().as_os_str()]);
+    assert_eq!(whole_check.status.code(), Some(1));
+    assert_eq!(bounded_check.status.code(), Some(1), "{bounded_check:?}");
+    let diff = gpuleak(&["diff".as_ref(), trace.as_os_str(), kept.path().as_os_str()]);
+    assert_eq!(diff.status.code(), Some(0), "{diff:?}");
 }
 
 #[test]
