@@ -439,9 +439,11 @@ mod tests {
         );
         // The hook waits for torch and imports nothing before it; CuPy's pools are only
         // turned off under --no-framework-cache.
-        assert!(SITECUSTOMIZE.contains("if name != \"torch\""));
-        assert!(SITECUSTOMIZE
-            .contains("if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_cupy_hook()"));
+        assert!(SITECUSTOMIZE.contains("if fullname != name:\n                return None"));
+        assert!(SITECUSTOMIZE.contains(
+            "if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_after_import(\"cupy\""
+        ));
+        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"torch\", _gpuleak_attach_torch"));
     }
 
     #[test]
