@@ -165,6 +165,21 @@ impl TraceFile {
         series::group(files)
     }
 
+    /// The file and the offset in it of `offset` in this file and its later segments taken
+    /// end to end (the offsets [`records`](Self::records) gives); past the end, the last.
+    pub fn locate(&self, offset: u64) -> (&Path, u64) {
+        let mut at = offset;
+        let mut file = self;
+        for next in &self.later {
+            if at < file.own_len() {
+                break;
+            }
+            at -= file.own_len();
+            file = next;
+        }
+        (&file.path, at)
+    }
+
     /// The later segments read after this one, in order (none for a whole trace).
     pub fn later_segments(&self) -> &[TraceFile] {
         &self.later
@@ -221,7 +236,8 @@ impl TraceFile {
     /// pages of the file back to the kernel every `release_every` bytes of progress (pages up
     /// to `lag` bytes behind the furthest record read stay, for the blocks still open). Then
     /// the records of each later segment past its checkpoint ([`Trace::records_past_checkpoint`]),
-    /// which follow on from this file's; their offsets are in their own files.
+    /// which follow on from this file's; their offsets count the segments end to end
+    /// ([`locate`](Self::locate) finds the file).
     pub fn records(&self, release_every: u64, lag: u64) -> Result<Records<'_>, OpenError> {
         let trace = self.trace()?;
         let mut released = 0;
@@ -242,6 +258,7 @@ impl TraceFile {
             lag,
             furthest: 0,
             released: 0,
+            base: 0,
         })
     }
 
@@ -277,6 +294,8 @@ pub struct Records<'a> {
     lag: u64,
     furthest: u64,
     released: u64,
+    /// Where the file being read starts, the segments before it taken end to end.
+    base: u64,
 }
 
 impl<'a> Iterator for Records<'a> {
@@ -295,6 +314,7 @@ impl<'a> Iterator for Records<'a> {
                 }
                 Some(Err(_)) => {}
                 None => {
+                    self.base += self.file.own_len();
                     self.file.release_before(self.file.own_len());
                     // `open` checked every segment's header; one that fails now (it shrank to
                     // nothing) adds no record.
@@ -306,7 +326,16 @@ impl<'a> Iterator for Records<'a> {
                     continue;
                 }
             }
-            return next;
+            return next.map(|r| match r {
+                Ok(mut e) => {
+                    e.offset += self.base;
+                    Ok(e)
+                }
+                Err(mut e) => {
+                    e.offset += self.base;
+                    Err(e)
+                }
+            });
         }
     }
 }

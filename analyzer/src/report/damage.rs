@@ -18,6 +18,9 @@ pub struct Damage {
     /// The lowest offset gone from the file when it was read (it shrank while mapped); the
     /// bytes from there on read as zeros.
     pub missing_from: Option<u64>,
+    /// The segment file of a segmented trace that holds the first decoding error, and the
+    /// error's offset in it, when that is not the trace's first file.
+    pub in_segment: Option<(std::path::PathBuf, u64)>,
 }
 
 impl Damage {
@@ -28,6 +31,7 @@ impl Damage {
             errors: replay.error_count,
             records: replay.counts.records,
             missing_from: None,
+            in_segment: None,
         }
     }
 
@@ -42,7 +46,11 @@ impl Damage {
                 0 | 1 => String::new(),
                 n => format!(" ({} more unreadable blocks or records after it)", n - 1),
             };
-            return Some(format!("unreadable trace: {e}{more}"));
+            let segment = match &self.in_segment {
+                Some((path, at)) => format!(" (in segment {} at offset {at})", path.display()),
+                None => String::new(),
+            };
+            return Some(format!("unreadable trace: {e}{segment}{more}"));
         }
         (self.records == 0).then(|| NO_RECORDS.to_string())
     }

@@ -289,11 +289,36 @@ pub struct ProcessReport {
 
 impl ProcessReport {
     /// Adds what the file itself says went wrong while it was read (it shrank), and the note
-    /// that says so.
+    /// that says so; for a segmented trace, which segment files the unreadable offsets are in.
     pub fn read_from(&mut self, file: &TraceFile) {
         if let Some(at) = file.missing_from() {
             self.damage.missing_from = Some(at);
             self.notes.insert(0, damage::shrunk(at));
+        }
+        if file.later_segments().is_empty() {
+            return;
+        }
+        if let Some(e) = &self.damage.first_error {
+            let (path, at) = file.locate(e.offset);
+            if path != file.path() {
+                self.damage.in_segment = Some((path.to_owned(), at));
+            }
+        }
+        if self.damage.errors > 0 {
+            // The offsets of the notes count the segments end to end.
+            let mut start = 0;
+            let parts: Vec<String> = std::iter::once(file)
+                .chain(file.later_segments())
+                .map(|f| {
+                    let (from, to) = (start, start + f.bytes().len() as u64);
+                    start = to;
+                    format!("{} from offset {from} to {to}", f.path().display())
+                })
+                .collect();
+            self.notes.push(format!(
+                "the offsets above count the trace's segments end to end: {}",
+                parts.join(", ")
+            ));
         }
     }
 

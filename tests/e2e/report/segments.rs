@@ -234,3 +234,35 @@ fn a_last_segment_still_being_written_reads() {
     assert!(now["allocations"].as_u64().unwrap() <= then["allocations"].as_u64().unwrap());
     assert!(now["allocations"].as_u64().unwrap() > 0, "{now:#}");
 }
+
+#[test]
+fn an_unreadable_block_in_a_later_segment_is_named_with_its_file_and_offset() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "shim_families");
+    let kept = TempDir::new();
+    let segments = cut_into(&trace, kept.path(), "app", 3, 0xbad);
+    // The twin first: read whole, no note about offsets.
+    let r = report_json(&[], &[kept.path()]);
+    assert_eq!(r["processes"][0]["notes"], serde_json::json!([]), "{r:#}");
+
+    let last = &segments[2];
+    let mut bytes = fs::read(last).unwrap();
+    let at = bytes.len() - gpuleak_format::BLOCK_SIZE;
+    bytes[at..at + 4].copy_from_slice(b"XXXX");
+    fs::write(last, &bytes).unwrap();
+    let out = std::process::Command::new(gpuleak_e2e::gpuleak_bin())
+        .arg("check")
+        .arg(kept.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!("(in segment {} at offset {at})", last.display())),
+        "{stderr}"
+    );
+    let r = report_json(&[], &[kept.path()]);
+    let notes = r["processes"][0]["notes"].to_string();
+    assert!(notes.contains("count the trace's segments end to end"), "{notes}");
+    assert!(notes.contains(&last.display().to_string()), "{notes}");
+}
