@@ -76,7 +76,7 @@ fn python_version(dir: &Path) -> (u32, u32) {
 }
 
 /// The `sitecustomize.py` that `gpuleak run` puts first on `PYTHONPATH`: when the program
-/// imports torch it attaches the Python package's adapter (if the package is installed for
+/// imports torch or cupy it attaches the Python package's adapter (if the package is installed for
 /// that interpreter), under `--no-framework-cache` it turns off CuPy's memory pools when the
 /// program imports cupy; then it runs the one it hides.
 pub const SITECUSTOMIZE: &str = include_str!("run_sitecustomize.py");

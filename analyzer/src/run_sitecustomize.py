@@ -1,10 +1,10 @@
 # gpuleak run puts this file first on PYTHONPATH as sitecustomize.py (in a directory of its own,
 # removed when the command ends; GPULEAK_FRAMEWORKS=0 leaves it out).
 #
-# By default it waits for the program to import torch, and then hands the module to the gpuleak
-# Python package (when that interpreter has it), which reads PyTorch's caching allocator from
-# inside (docs/frameworks.md). It imports nothing else: a program that never imports torch pays
-# for one finder on sys.meta_path.
+# By default it waits for the program to import torch or cupy, and then hands the module to the
+# gpuleak Python package (when that interpreter has it), which reads PyTorch's caching allocator
+# or CuPy's memory pool from inside (docs/frameworks.md). It imports nothing else: a program that
+# never imports either pays for one finder on sys.meta_path.
 #
 # Under --no-framework-cache it turns CuPy's memory pools off instead. CuPy has no environment
 # variable for that; its documented way is cupy.cuda.set_allocator(None) and
@@ -16,7 +16,7 @@ import os
 import sys
 
 
-def _gpuleak_torch_hook():
+def _gpuleak_frameworks_hook():
     import importlib.abc
     import importlib.machinery
 
@@ -25,9 +25,9 @@ def _gpuleak_torch_hook():
             from gpuleak import _frameworks
         except ImportError:
             return  # the package is not installed for this interpreter
-        _frameworks.attach_torch(module)
+        _frameworks.attach(module)
 
-    class _TorchLoader:
+    class _FrameworkLoader:
         def __init__(self, loader):
             self.loader = loader
 
@@ -42,20 +42,20 @@ def _gpuleak_torch_hook():
             try:
                 attach(module)
             except Exception as e:  # noqa: BLE001 - never break the program's import
-                sys.stderr.write(f"gpuleak: cannot read PyTorch's allocator: {e!r}\n")
+                sys.stderr.write(f"gpuleak: cannot read {module.__name__}'s allocator: {e!r}\n")
 
-    class _TorchFinder(importlib.abc.MetaPathFinder):
+    class _FrameworkFinder(importlib.abc.MetaPathFinder):
         gpuleak_frameworks = True
 
         def find_spec(self, name, path, target=None):
-            if name != "torch":
+            if name not in ("torch", "cupy"):
                 return None
             spec = importlib.machinery.PathFinder.find_spec(name, path)
             if spec is not None and spec.loader is not None:
-                spec.loader = _TorchLoader(spec.loader)
+                spec.loader = _FrameworkLoader(spec.loader)
             return spec
 
-    sys.meta_path.insert(0, _TorchFinder())
+    sys.meta_path.insert(0, _FrameworkFinder())
 
 
 def _gpuleak_cupy_hook():
@@ -112,5 +112,5 @@ def _gpuleak_chain():
 if os.environ.get("GPULEAK_NO_FRAMEWORK_CACHE") == "1":
     _gpuleak_cupy_hook()
 elif os.environ.get("GPULEAK_FRAMEWORKS", "1") != "0":
-    _gpuleak_torch_hook()
+    _gpuleak_frameworks_hook()
 _gpuleak_chain()
