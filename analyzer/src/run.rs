@@ -437,9 +437,9 @@ mod tests {
             python_path(Path::new("/s"), Some(OsStr::new("/a"))),
             OsString::from("/s:/a")
         );
-        // The hook waits for torch and imports nothing before it; CuPy's pools are only
-        // turned off under --no-framework-cache.
-        assert!(SITECUSTOMIZE.contains("if name != \"torch\""));
+        // The hook waits for torch and cupy and imports nothing before them; CuPy's pools are
+        // only turned off under --no-framework-cache.
+        assert!(SITECUSTOMIZE.contains("if name not in (\"torch\", \"cupy\")"));
         assert!(SITECUSTOMIZE
             .contains("if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_cupy_hook()"));
     }
