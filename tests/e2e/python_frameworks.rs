@@ -425,3 +425,33 @@ fn the_real_cupy_takes_the_hook_at_import_and_a_program_that_allocates_nothing_w
         assert!(!text(&out).0.contains("Framework"), "{}", text(&out).0);
     }
 }
+
+#[test]
+fn the_pytest_plugin_fails_the_test_that_keeps_a_cupy_array_and_passes_the_one_whose_pool_grew() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", script("fake_cupy"))
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script("fw_cupy_tests.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of("fw_cupy_tests.py", "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains("fw_cupy_tests.py::test_keeps_an_array"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("fw_cupy_tests.py:{line}")), "{stdout}");
+    for passed in ["test_pool_grows_array_dies", "test_reuses_the_pool"] {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("fw_cupy_tests.py::{passed}")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
+}
