@@ -19,6 +19,7 @@ pub mod memory;
 pub mod model;
 pub mod report;
 pub mod run;
+pub mod site;
 pub mod streams;
 pub mod symbolize;
 

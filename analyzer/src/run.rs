@@ -437,11 +437,14 @@ mod tests {
             python_path(Path::new("/s"), Some(OsStr::new("/a"))),
             OsString::from("/s:/a")
         );
-        // The hook waits for torch and cupy and imports nothing before them; CuPy's pools are
+        // The hooks wait for torch and cupy and import nothing before them; CuPy's pools are
         // only turned off under --no-framework-cache.
-        assert!(SITECUSTOMIZE.contains("if name not in (\"torch\", \"cupy\")"));
-        assert!(SITECUSTOMIZE
-            .contains("if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_cupy_hook()"));
+        assert!(SITECUSTOMIZE.contains("if fullname != name:\n                return None"));
+        assert!(SITECUSTOMIZE.contains(
+            "if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_after_import(\"cupy\""
+        ));
+        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"torch\", _gpuleak_attach,"));
+        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"cupy\", _gpuleak_attach,"));
     }
 
     #[test]

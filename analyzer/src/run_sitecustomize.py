@@ -4,7 +4,7 @@
 # By default it waits for the program to import torch or cupy, and then hands the module to the
 # gpuleak Python package (when that interpreter has it), which reads PyTorch's caching allocator
 # or CuPy's memory pool from inside (docs/frameworks.md). It imports nothing else: a program that
-# never imports either pays for one finder on sys.meta_path.
+# never imports either pays for two finders on sys.meta_path.
 #
 # Under --no-framework-cache it turns CuPy's memory pools off instead. CuPy has no environment
 # variable for that; its documented way is cupy.cuda.set_allocator(None) and
@@ -16,23 +16,22 @@ import os
 import sys
 
 
-def _gpuleak_frameworks_hook():
+def _gpuleak_after_import(name, after, what, attaches=False):
+    """Runs `after(module)` once the program has imported the module `name` (never importing
+    it here); a failure is one line on stderr naming `what`, never an error in the program.
+    `attaches`: `after` hands the module to the gpuleak package's adapter."""
     import importlib.abc
     import importlib.machinery
 
-    def attach(module):
-        try:
-            from gpuleak import _frameworks
-        except ImportError:
-            return  # the package is not installed for this interpreter
-        _frameworks.attach(module)
+    class _Loader:
+        """The module's own loader, with a step after it runs (everything else is delegated,
+        so that resource readers and the like still work)."""
 
-    class _FrameworkLoader:
         def __init__(self, loader):
             self.loader = loader
 
-        def __getattr__(self, name):
-            return getattr(self.loader, name)
+        def __getattr__(self, attr):
+            return getattr(self.loader, attr)
 
         def create_module(self, spec):
             return self.loader.create_module(spec)
@@ -40,59 +39,36 @@ def _gpuleak_frameworks_hook():
         def exec_module(self, module):
             self.loader.exec_module(module)
             try:
-                attach(module)
+                after(module)
             except Exception as e:  # noqa: BLE001 - never break the program's import
-                sys.stderr.write(f"gpuleak: cannot read {module.__name__}'s allocator: {e!r}\n")
+                sys.stderr.write(f"gpuleak: cannot {what}: {e!r}\n")
 
-    class _FrameworkFinder(importlib.abc.MetaPathFinder):
-        gpuleak_frameworks = True
+    class _Finder(importlib.abc.MetaPathFinder):
+        # The gpuleak package's own finder stands aside for the ones that attach it.
+        gpuleak_frameworks = attaches
 
-        def find_spec(self, name, path, target=None):
-            if name not in ("torch", "cupy"):
+        def find_spec(self, fullname, path, target=None):
+            if fullname != name:
                 return None
-            spec = importlib.machinery.PathFinder.find_spec(name, path)
+            spec = importlib.machinery.PathFinder.find_spec(fullname, path)
             if spec is not None and spec.loader is not None:
-                spec.loader = _FrameworkLoader(spec.loader)
+                spec.loader = _Loader(spec.loader)
             return spec
 
-    sys.meta_path.insert(0, _FrameworkFinder())
+    sys.meta_path.insert(0, _Finder())
 
 
-def _gpuleak_cupy_hook():
-    import importlib.abc
-    import importlib.machinery
+def _gpuleak_attach(module):
+    try:
+        from gpuleak import _frameworks
+    except ImportError:
+        return  # the package is not installed for this interpreter
+    _frameworks.attach(module)
 
-    class _CupyLoader:
-        """cupy's own loader, with a step after it runs (everything else is delegated, so
-        that resource readers and the like still work)."""
 
-        def __init__(self, loader):
-            self.loader = loader
-
-        def __getattr__(self, name):
-            return getattr(self.loader, name)
-
-        def create_module(self, spec):
-            return self.loader.create_module(spec)
-
-        def exec_module(self, module):
-            self.loader.exec_module(module)
-            try:
-                module.cuda.set_allocator(None)
-                module.cuda.set_pinned_memory_allocator(None)
-            except Exception as e:  # noqa: BLE001 - never break the program's import
-                sys.stderr.write(f"gpuleak: cannot turn off CuPy's memory pools: {e!r}\n")
-
-    class _CupyFinder(importlib.abc.MetaPathFinder):
-        def find_spec(self, name, path, target=None):
-            if name != "cupy":
-                return None
-            spec = importlib.machinery.PathFinder.find_spec(name, path)
-            if spec is not None and spec.loader is not None:
-                spec.loader = _CupyLoader(spec.loader)
-            return spec
-
-    sys.meta_path.insert(0, _CupyFinder())
+def _gpuleak_cupy_pools_off(module):
+    module.cuda.set_allocator(None)
+    module.cuda.set_pinned_memory_allocator(None)
 
 
 def _gpuleak_chain():
@@ -110,7 +86,8 @@ def _gpuleak_chain():
 
 
 if os.environ.get("GPULEAK_NO_FRAMEWORK_CACHE") == "1":
-    _gpuleak_cupy_hook()
+    _gpuleak_after_import("cupy", _gpuleak_cupy_pools_off, "turn off CuPy's memory pools")
 elif os.environ.get("GPULEAK_FRAMEWORKS", "1") != "0":
-    _gpuleak_frameworks_hook()
+    _gpuleak_after_import("torch", _gpuleak_attach, "read PyTorch's allocator", attaches=True)
+    _gpuleak_after_import("cupy", _gpuleak_attach, "read CuPy's memory pool", attaches=True)
 _gpuleak_chain()

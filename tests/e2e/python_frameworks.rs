@@ -289,6 +289,29 @@ fn the_pytest_plugin_fails_the_test_that_keeps_a_tensor_and_passes_the_one_whose
     assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }
 
+#[test]
+fn reports_with_framework_states_merge_into_the_report_of_both_traces() {
+    let (a, b) = (TempDir::new(), TempDir::new());
+    run_mode(a.path(), "leak", &[]);
+    run_mode(b.path(), "cache", &[]);
+    let traces = [traces_in(a.path()).remove(0), traces_in(b.path()).remove(0)];
+    let json = |paths: &[&Path]| {
+        let out = output_of(
+            sim_command(gpuleak_bin())
+                .args(["report", "--format", "json"])
+                .args(paths),
+        );
+        out.stdout
+    };
+    let whole = json(&[&traces[0], &traces[1]]);
+    assert!(String::from_utf8_lossy(&whole).contains("\"frameworks\""));
+    let (ra, rb) = (a.path().join("a.json"), b.path().join("b.json"));
+    std::fs::write(&ra, json(&[&traces[0]])).unwrap();
+    std::fs::write(&rb, json(&[&traces[1]])).unwrap();
+    let merged = output_of(sim_command(gpuleak_bin()).arg("merge").arg(&ra).arg(&rb));
+    assert!(merged.stdout == whole, "{}", String::from_utf8_lossy(&merged.stdout));
+}
+
 /// `gpuleak run -- python fw_cupy.py MODE`, with the stand-in CuPy of `tests/python/fake_cupy`
 /// on `PYTHONPATH` unless `real` (then the pinned CuPy of the package's environment).
 fn run_cupy(dir: &Path, mode: &str, real: bool) -> Output {

@@ -11,11 +11,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::site::SiteKey;
 use super::size::Tolerance;
 use super::suppress::Suppressions;
 use crate::report::user_code::UserCode;
 use crate::report::Frame;
+use crate::site::SiteKey;
 
 /// Why a baseline could not be used.
 #[derive(Debug)]
@@ -311,7 +311,7 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::site::tests::{entry, frame};
+    use crate::site::tests::{entry, frame};
     use serde_json::json;
 
     fn totals(bytes: u64, allocations: u64) -> Totals {
@@ -481,7 +481,7 @@ mod tests {
 
     #[test]
     fn a_baseline_made_with_other_bindings_and_interpreter_versions_still_matches() {
-        use crate::check::site::tests::python_stack;
+        use crate::site::tests::python_stack;
         let now = SiteKey::of(&python_stack(0xb84a, 92));
         for with_user in [true, false] {
             // Recorded with another cuda-bindings (other offsets) and CPython (other lines);

@@ -20,7 +20,6 @@ pub mod baseline;
 pub mod json;
 pub mod junit;
 pub mod sarif;
-pub mod site;
 pub mod size;
 pub mod suppress;
 pub mod text;
@@ -32,8 +31,8 @@ use std::collections::BTreeMap;
 
 use crate::report::{Frame, Held, ProcessReport, Report, Severity};
 
+pub use crate::site::{self, SiteKey};
 pub use baseline::{Baseline, Change, Totals};
-pub use site::SiteKey;
 pub use size::Tolerance;
 pub use suppress::Suppressions;
 

@@ -324,7 +324,7 @@ impl Roots {
 fn fingerprint(v: &Violation, program: &str) -> String {
     match &v.site {
         Some(site) => site.fingerprint(),
-        None => super::site::fingerprint_of(&format!("{}|{program}", v.check)),
+        None => crate::site::fingerprint_of(&format!("{}|{program}", v.check)),
     }
 }
 

@@ -281,7 +281,7 @@ impl Glob {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::site::tests::frame;
+    use crate::site::tests::frame;
 
     fn parsed(text: &str) -> Suppressions {
         let mut s = Suppressions::default();

@@ -13,11 +13,11 @@ use serde_json::Value;
 
 use super::{GrowthTotals, Measure, Side, Source};
 use crate::check::baseline::{Baseline, BaselineError, BaselineSite, Totals};
-use crate::check::SiteKey;
 use crate::file::{OpenError, TraceFile};
 use crate::model::LeakAt;
 use crate::report::memory::{At, MemoryView};
 use crate::report::{self, Frame, Held, Options, ProcessReport};
+use crate::site::SiteKey;
 
 /// Why a side could not be read.
 #[derive(Debug)]

@@ -230,7 +230,7 @@ pub(crate) fn plural(n: u64, one: &str, many: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::check::site::tests::frame;
+    use crate::site::tests::frame;
 
     fn side(list: &[(&str, u64, u64)]) -> Side {
         let sites = list

@@ -44,6 +44,19 @@ pub struct Outside {
     pub allocations: u64,
 }
 
+/// The memory outside the framework as one phrase: `NCCL 64.0 MiB, the program 2.0 MiB`, or
+/// `nothing`.
+pub fn outside_text(outside: &[Outside]) -> String {
+    if outside.is_empty() {
+        return "nothing".to_string();
+    }
+    outside
+        .iter()
+        .map(|o| format!("{} {}", o.owner, crate::run::human_bytes(o.bytes)))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// What the framework held on one device.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct DeviceView {
@@ -271,14 +284,5 @@ pub fn summary_line(v: &FrameworkView) -> String {
     if parts.is_empty() {
         parts.push(format!("{name} holds no memory"));
     }
-    let outside = if v.outside.is_empty() {
-        "nothing".to_string()
-    } else {
-        v.outside
-            .iter()
-            .map(|o| format!("{} {}", o.owner, h(o.bytes)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
-    format!("{}; outside {name}: {outside}", parts.join("; "))
+    format!("{}; outside {name}: {}", parts.join("; "), outside_text(&v.outside))
 }

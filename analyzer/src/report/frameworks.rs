@@ -143,15 +143,7 @@ pub fn findings(replay: &Replay) -> Vec<Finding> {
         } else {
             "too small for the request"
         };
-        let outside = if v.outside.is_empty() {
-            "nothing".to_string()
-        } else {
-            v.outside
-                .iter()
-                .map(|o| format!("{} {}", o.owner, h(o.bytes)))
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
+        let outside = join::outside_text(&v.outside);
         let mut f = finding(
             "framework-oom",
             Severity::Error,

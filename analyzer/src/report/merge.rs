@@ -19,7 +19,7 @@ use std::path::Path;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
-use crate::check::SiteKey;
+use crate::site::SiteKey;
 
 use super::json::{render, J, SCHEMA_VERSION};
 use super::ranks::{self, RankRow};

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use gpuleak_format::{Api, MemKind};
 
-use crate::check::SiteKey;
+use crate::site::SiteKey;
 
 use super::{Frame, ProcessReport};
 

@@ -163,8 +163,8 @@ pub unsafe fn external_destroy(
 /// `cuIpcCloseMemHandle`.
 pub unsafe fn ipc_close(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
     record_free(api, std::ptr::null_mut(), dptr, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(dptr) }
     })
 }

@@ -178,8 +178,8 @@ pub unsafe fn alloc_flags(
 pub unsafe fn free(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
     // SAFETY: passed through.
     record_free(api, std::ptr::null_mut(), dptr, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(dptr) }
     })
 }
@@ -222,8 +222,8 @@ pub unsafe fn host_alloc(
 /// `cuMemFreeHost`, `cuMemHostUnregister`.
 pub unsafe fn free_host(api: Api, real: unsafe extern "C" fn(*mut c_void) -> CUresult, p: *mut c_void) -> CUresult {
     record_free(api, std::ptr::null_mut(), p as u64, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(p) }
     })
 }
@@ -304,8 +304,8 @@ pub unsafe fn free_async(
     // about after this call. Any other pool (the default one) is found again by the device.
     let pool = if is_tracked_pool(pool) { pool } else { 0 };
     let r = record_free(api, stream, dptr, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(dptr, stream) }
     });
     super::graph_nodes::after_memory(api, r, stream);
@@ -375,8 +375,8 @@ pub unsafe fn mipmapped_create(
 /// `cuArrayDestroy`, `cuMipmappedArrayDestroy`.
 pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUresult, array: CUarray) -> CUresult {
     record_free(api, std::ptr::null_mut(), array as u64, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(array) }
     })
 }

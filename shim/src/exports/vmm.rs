@@ -40,8 +40,8 @@ pub unsafe fn address_free(
     size: usize,
 ) -> CUresult {
     record_free(api, std::ptr::null_mut(), ptr, size as u64, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(ptr, size) }
     })
 }
@@ -140,8 +140,8 @@ pub unsafe fn release(
     handle: CUmemGenericAllocationHandle,
 ) -> CUresult {
     record_free(api, std::ptr::null_mut(), handle, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
+        // SAFETY: the driver's own function with the program's own arguments, passed through
+        // unchanged (it has no out-parameters).
         unsafe { real(handle) }
     })
 }

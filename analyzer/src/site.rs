@@ -26,7 +26,7 @@
 use std::fmt;
 use std::fmt::Write as _;
 
-use crate::report::Frame;
+use crate::symbolize::Frame;
 
 /// The key of a leak site or a finding's site (see the module's documentation).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
