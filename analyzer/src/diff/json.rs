@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::{Diff, Side, SiteChange};
-use crate::report::json::{render, stack, J};
+use crate::report::json_value::{render, stack, J};
 
 /// The diff's schema version.
 pub const SCHEMA_VERSION: u64 = 1;

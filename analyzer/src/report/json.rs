@@ -7,30 +7,13 @@ use std::io::{self, Write};
 
 use gpuleak_format::Api;
 
-use crate::dump::json_str;
 use crate::model::LeakAt;
 
-use super::{Extra, Finding, Frame, Held, MergedSite, ProcessReport, Report, Summary};
+use super::json_value::{opt_str, render, stack, J};
+use super::{Extra, Finding, Held, MergedSite, ProcessReport, Report, Summary};
 
 /// The report's schema version.
 pub const SCHEMA_VERSION: u64 = 1;
-
-/// A JSON value, just enough to build the report.
-pub(crate) enum J {
-    Null,
-    Bool(bool),
-    U(u64),
-    I(i64),
-    /// A finite number (others print as null).
-    F(f64),
-    S(String),
-    A(Vec<J>),
-    O(Vec<(&'static str, J)>),
-}
-
-fn opt_str(s: Option<&str>) -> J {
-    s.map_or(J::Null, |s| J::S(s.to_string()))
-}
 
 fn api(a: Api) -> J {
     if a == Api::NONE {
@@ -373,122 +356,4 @@ fn finding(f: &Finding, pid: Option<u32>) -> J {
         ));
     }
     J::O(fields)
-}
-
-pub(crate) fn stack(frames: &[Frame]) -> J {
-    J::A(frames.iter().map(frame).collect())
-}
-
-fn frame(f: &Frame) -> J {
-    J::O(vec![
-        ("function", opt_str(f.function.as_deref())),
-        ("file", opt_str(f.file.as_deref())),
-        ("line", f.line.map_or(J::Null, |l| J::U(u64::from(l)))),
-        ("module", opt_str(f.module.as_deref())),
-        ("address", J::S(format!("{:#x}", f.address))),
-        ("inlined", J::Bool(f.inlined)),
-        ("user", J::Bool(f.user)),
-    ])
-}
-
-/// Whether a value prints on one line: scalars, and objects or arrays of scalars only.
-fn is_flat(v: &J) -> bool {
-    let scalar = |v: &J| !matches!(v, J::A(_) | J::O(_));
-    match v {
-        J::A(items) => items.iter().all(scalar),
-        J::O(fields) => fields.iter().all(|(_, v)| scalar(v)),
-        _ => true,
-    }
-}
-
-/// Pretty-prints with two-space indentation; flat objects (frames) stay on one line.
-pub(crate) fn render(v: &J, indent: usize, s: &mut String) {
-    use std::fmt::Write as _;
-    let pad = |s: &mut String, n: usize| s.extend(std::iter::repeat_n(' ', n));
-    match v {
-        J::Null => s.push_str("null"),
-        J::Bool(b) => s.push_str(if *b { "true" } else { "false" }),
-        J::U(n) => {
-            let _ = write!(s, "{n}");
-        }
-        J::I(n) => {
-            let _ = write!(s, "{n}");
-        }
-        J::F(x) if x.is_finite() => {
-            // Six significant digits are plenty for ratios and rates.
-            let _ = write!(s, "{}", (x * 1e6).round() / 1e6);
-        }
-        J::F(_) => s.push_str("null"),
-        J::S(t) => json_str(t, s),
-        J::A(items) if items.is_empty() => s.push_str("[]"),
-        J::O(fields) if fields.is_empty() => s.push_str("{}"),
-        J::A(items) if is_flat(v) && matches!(items.first(), Some(J::S(_))) && items.len() <= 8 => {
-            s.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    s.push_str(", ");
-                }
-                render(item, indent, s);
-            }
-            s.push(']');
-        }
-        J::A(items) => {
-            s.push_str("[\n");
-            for (i, item) in items.iter().enumerate() {
-                pad(s, indent + 2);
-                render(item, indent + 2, s);
-                s.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
-            }
-            pad(s, indent);
-            s.push(']');
-        }
-        J::O(fields) if is_flat(v) && fields.len() <= 6 => {
-            s.push('{');
-            for (i, (k, item)) in fields.iter().enumerate() {
-                if i > 0 {
-                    s.push_str(", ");
-                }
-                json_str(k, s);
-                s.push_str(": ");
-                render(item, indent, s);
-            }
-            s.push('}');
-        }
-        J::O(fields) => {
-            s.push_str("{\n");
-            for (i, (k, item)) in fields.iter().enumerate() {
-                pad(s, indent + 2);
-                json_str(k, s);
-                s.push_str(": ");
-                render(item, indent + 2, s);
-                s.push_str(if i + 1 < fields.len() { ",\n" } else { "\n" });
-            }
-            pad(s, indent);
-            s.push('}');
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn flat_objects_stay_on_one_line_and_nested_ones_indent() {
-        let v = J::O(vec![
-            ("a", J::U(1)),
-            (
-                "frames",
-                J::A(vec![J::O(vec![("function", J::S("main".into())), ("line", J::Null)])]),
-            ),
-            ("empty", J::A(vec![])),
-            ("neg", J::I(-3)),
-        ]);
-        let mut s = String::new();
-        render(&v, 0, &mut s);
-        assert_eq!(
-            s,
-            "{\n  \"a\": 1,\n  \"frames\": [\n    {\"function\": \"main\", \"line\": null}\n  ],\n  \"empty\": [],\n  \"neg\": -3\n}"
-        );
-    }
 }

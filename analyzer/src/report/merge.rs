@@ -12,135 +12,15 @@
 //! Reports made with `--top` left groups out, which the merged view must count: they are
 //! refused, as are reports of another schema version.
 
-use std::cell::RefCell;
 use std::collections::{HashMap, HashSet};
-use std::fmt;
 use std::path::Path;
-
-use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 
 use crate::site::SiteKey;
 
-use super::json::{render, J, SCHEMA_VERSION};
+use super::json::SCHEMA_VERSION;
+use super::json_value::{render, J};
 use super::ranks::{self, RankRow};
 use super::Frame;
-
-thread_local! {
-    static KEYS: RefCell<HashSet<&'static str>> = RefCell::new(HashSet::new());
-}
-
-/// A key of a report's objects, kept for the rest of the process (reports have a few dozen
-/// distinct keys, whatever their size).
-fn intern(key: &str) -> &'static str {
-    KEYS.with(|k| {
-        let mut k = k.borrow_mut();
-        if let Some(s) = k.get(key) {
-            return *s;
-        }
-        let s: &'static str = Box::leak(key.to_string().into_boxed_str());
-        k.insert(s);
-        s
-    })
-}
-
-impl<'de> Deserialize<'de> for J {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<J, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = J;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a JSON value")
-            }
-            fn visit_unit<E: de::Error>(self) -> Result<J, E> {
-                Ok(J::Null)
-            }
-            fn visit_bool<E: de::Error>(self, b: bool) -> Result<J, E> {
-                Ok(J::Bool(b))
-            }
-            fn visit_u64<E: de::Error>(self, n: u64) -> Result<J, E> {
-                Ok(J::U(n))
-            }
-            fn visit_i64<E: de::Error>(self, n: i64) -> Result<J, E> {
-                Ok(if n >= 0 { J::U(n as u64) } else { J::I(n) })
-            }
-            fn visit_f64<E: de::Error>(self, x: f64) -> Result<J, E> {
-                Ok(J::F(x))
-            }
-            fn visit_str<E: de::Error>(self, s: &str) -> Result<J, E> {
-                Ok(J::S(s.to_string()))
-            }
-            fn visit_string<E: de::Error>(self, s: String) -> Result<J, E> {
-                Ok(J::S(s))
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut a: A) -> Result<J, A::Error> {
-                let mut items = Vec::with_capacity(a.size_hint().unwrap_or(0));
-                while let Some(v) = a.next_element()? {
-                    items.push(v);
-                }
-                Ok(J::A(items))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<J, A::Error> {
-                let mut fields = Vec::new();
-                while let Some(k) = a.next_key::<String>()? {
-                    let v = a.next_value()?;
-                    fields.push((intern(&k), v));
-                }
-                Ok(J::O(fields))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl J {
-    fn get(&self, key: &str) -> Option<&J> {
-        match self {
-            J::O(fields) => fields.iter().find(|(k, _)| *k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn get_mut(&mut self, key: &str) -> Option<&mut J> {
-        match self {
-            J::O(fields) => fields.iter_mut().find(|(k, _)| *k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-
-    fn u(&self) -> Option<u64> {
-        match self {
-            J::U(n) => Some(*n),
-            _ => None,
-        }
-    }
-
-    fn s(&self) -> Option<&str> {
-        match self {
-            J::S(s) => Some(s),
-            _ => None,
-        }
-    }
-
-    fn items(&self) -> &[J] {
-        match self {
-            J::A(items) => items,
-            _ => &[],
-        }
-    }
-
-    fn clone_j(&self) -> J {
-        match self {
-            J::Null => J::Null,
-            J::Bool(b) => J::Bool(*b),
-            J::U(n) => J::U(*n),
-            J::I(n) => J::I(*n),
-            J::F(x) => J::F(*x),
-            J::S(s) => J::S(s.clone()),
-            J::A(items) => J::A(items.iter().map(J::clone_j).collect()),
-            J::O(fields) => J::O(fields.iter().map(|(k, v)| (*k, v.clone_j())).collect()),
-        }
-    }
-}
 
 /// One input report, parsed.
 struct Input<'p> {

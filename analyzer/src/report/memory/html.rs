@@ -6,7 +6,7 @@
 //! series in it is bounded (downsampled or cut), never one point per event, so the page's size
 //! does not grow with the trace's length.
 
-use super::super::json::{render, J};
+use super::super::json_value::{render, J};
 use super::super::{Finding, Report};
 use super::collapsed::frame_name;
 use super::{device_name, MemoryView};

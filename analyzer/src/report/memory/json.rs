@@ -1,6 +1,6 @@
 //! The `memory` object of a process in the JSON report (docs/memory.md lists every field).
 
-use super::super::json::{stack, J};
+use super::super::json_value::{stack, J};
 use super::{device_name, MemoryView, PinSite};
 use crate::memory::SiteBytes;
 
