@@ -45,6 +45,7 @@ mod found;
 mod graphs;
 mod mempools;
 mod modules;
+pub mod owner;
 mod pools;
 mod recent;
 

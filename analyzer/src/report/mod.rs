@@ -29,7 +29,7 @@ pub mod memory;
 pub mod merge;
 pub mod merged;
 mod ordering;
-pub mod owner;
+pub use crate::model::owner;
 mod pools;
 pub mod progress;
 pub mod ranks;
