@@ -76,7 +76,7 @@ fn python_version(dir: &Path) -> (u32, u32) {
 }
 
 /// The `sitecustomize.py` that `gpuleak run` puts first on `PYTHONPATH`: when the program
-/// imports torch it attaches the Python package's adapter (if the package is installed for
+/// imports torch or cupy it attaches the Python package's adapter (if the package is installed for
 /// that interpreter), under `--no-framework-cache` it turns off CuPy's memory pools when the
 /// program imports cupy; then it runs the one it hides.
 pub const SITECUSTOMIZE: &str = include_str!("run_sitecustomize.py");
@@ -437,13 +437,14 @@ mod tests {
             python_path(Path::new("/s"), Some(OsStr::new("/a"))),
             OsString::from("/s:/a")
         );
-        // The hook waits for torch and imports nothing before it; CuPy's pools are only
-        // turned off under --no-framework-cache.
+        // The hooks wait for torch and cupy and import nothing before them; CuPy's pools are
+        // only turned off under --no-framework-cache.
         assert!(SITECUSTOMIZE.contains("if fullname != name:\n                return None"));
         assert!(SITECUSTOMIZE.contains(
             "if os.environ.get(\"GPULEAK_NO_FRAMEWORK_CACHE\") == \"1\":\n    _gpuleak_after_import(\"cupy\""
         ));
-        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"torch\", _gpuleak_attach_torch"));
+        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"torch\", _gpuleak_attach,"));
+        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"cupy\", _gpuleak_attach,"));
     }
 
     #[test]

@@ -1,10 +1,10 @@
 # gpuleak run puts this file first on PYTHONPATH as sitecustomize.py (in a directory of its own,
 # removed when the command ends; GPULEAK_FRAMEWORKS=0 leaves it out).
 #
-# By default it waits for the program to import torch, and then hands the module to the gpuleak
-# Python package (when that interpreter has it), which reads PyTorch's caching allocator from
-# inside (docs/frameworks.md). It imports nothing else: a program that never imports torch pays
-# for one finder on sys.meta_path.
+# By default it waits for the program to import torch or cupy, and then hands the module to the
+# gpuleak Python package (when that interpreter has it), which reads PyTorch's caching allocator
+# or CuPy's memory pool from inside (docs/frameworks.md). It imports nothing else: a program that
+# never imports either pays for two finders on sys.meta_path.
 #
 # Under --no-framework-cache it turns CuPy's memory pools off instead. CuPy has no environment
 # variable for that; its documented way is cupy.cuda.set_allocator(None) and
@@ -16,9 +16,10 @@ import os
 import sys
 
 
-def _gpuleak_after_import(name, after, what):
+def _gpuleak_after_import(name, after, what, attaches=False):
     """Runs `after(module)` once the program has imported the module `name` (never importing
-    it here); a failure is one line on stderr naming `what`, never an error in the program."""
+    it here); a failure is one line on stderr naming `what`, never an error in the program.
+    `attaches`: `after` hands the module to the gpuleak package's adapter."""
     import importlib.abc
     import importlib.machinery
 
@@ -43,8 +44,8 @@ def _gpuleak_after_import(name, after, what):
                 sys.stderr.write(f"gpuleak: cannot {what}: {e!r}\n")
 
     class _Finder(importlib.abc.MetaPathFinder):
-        # The gpuleak package's own torch finder stands aside for this one.
-        gpuleak_frameworks = name == "torch"
+        # The gpuleak package's own finder stands aside for the ones that attach it.
+        gpuleak_frameworks = attaches
 
         def find_spec(self, fullname, path, target=None):
             if fullname != name:
@@ -57,12 +58,12 @@ def _gpuleak_after_import(name, after, what):
     sys.meta_path.insert(0, _Finder())
 
 
-def _gpuleak_attach_torch(module):
+def _gpuleak_attach(module):
     try:
         from gpuleak import _frameworks
     except ImportError:
         return  # the package is not installed for this interpreter
-    _frameworks.attach_torch(module)
+    _frameworks.attach(module)
 
 
 def _gpuleak_cupy_pools_off(module):
@@ -87,5 +88,6 @@ def _gpuleak_chain():
 if os.environ.get("GPULEAK_NO_FRAMEWORK_CACHE") == "1":
     _gpuleak_after_import("cupy", _gpuleak_cupy_pools_off, "turn off CuPy's memory pools")
 elif os.environ.get("GPULEAK_FRAMEWORKS", "1") != "0":
-    _gpuleak_after_import("torch", _gpuleak_attach_torch, "read PyTorch's allocator")
+    _gpuleak_after_import("torch", _gpuleak_attach, "read PyTorch's allocator", attaches=True)
+    _gpuleak_after_import("cupy", _gpuleak_attach, "read CuPy's memory pool", attaches=True)
 _gpuleak_chain()

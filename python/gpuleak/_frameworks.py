@@ -1,20 +1,28 @@
-"""The frameworks' caching allocators seen from inside (PyTorch), written into the trace.
+"""The frameworks' caching allocators seen from inside (PyTorch, CuPy), written into the trace.
 
 Nothing here imports a framework or initializes CUDA. `install()` waits for the program to
-import torch (a finder on `sys.meta_path`, or torch already in `sys.modules`); then, once the
-program has initialized CUDA through torch (`torch.cuda._lazy_call` runs a call at that moment,
-or at once if it is past), it turns on the allocator's recording of a Python stack for each live
-block, in its cheapest mode (`_record_memory_history(enabled="state", context="state",
-stacks="python")`), and attaches an out-of-memory observer.
+import torch or cupy (a finder on `sys.meta_path`, or the module already in `sys.modules`).
 
-The allocator's state (`torch.cuda.memory._snapshot()`) is written as records 70 to 76 through
-the shim's `gpuleak_framework_record` (docs/frameworks.md has the layout): at exit, from an
-`atexit` handler, before the interpreter's teardown frees the program's globals; at each
-`gpuleak.snapshot()` and `gpuleak.check()` boundary; and from the out-of-memory observer,
-before torch raises. `GPULEAK_FRAMEWORKS=0` turns all of it off.
+PyTorch: once the program has initialized CUDA through torch (`torch.cuda._lazy_call` runs a
+call at that moment, or at once if it is past), the adapter turns on the allocator's recording
+of a Python stack for each live block, in its cheapest mode (`_record_memory_history(
+enabled="state", context="state", stacks="python")`), and attaches an out-of-memory observer.
+Its state is `torch.cuda.memory._snapshot()`.
+
+CuPy: at import, a `cupy.cuda.MemoryHook` is installed in the importing thread. It sees the
+chunks the memory pool allocates from the driver, the blocks the pool hands out (with the
+caller's Python stack) and the blocks that go back to it. Its state is built from these, with
+the default pool's `used_bytes()` and `total_bytes()` as the counters.
+
+Each state is written as records 70 to 76 through the shim's `gpuleak_framework_record`
+(docs/frameworks.md has the layout): at exit, from an `atexit` handler, before the
+interpreter's teardown frees the program's globals; at each `gpuleak.snapshot()` and
+`gpuleak.check()` boundary; and, for PyTorch, from the out-of-memory observer, before torch
+raises. `GPULEAK_FRAMEWORKS=0` turns all of it off.
 """
 
 import atexit
+import bisect
 import os
 import sys
 
@@ -91,7 +99,6 @@ class TorchAdapter:
     def __init__(self, torch):
         self.torch = torch
         self.recording = False
-        self.states = 0
         self.writer = None
         self.in_oom = False
         self.exited = False
@@ -174,111 +181,291 @@ class TorchAdapter:
             return 0
         cuda = self.torch.cuda
         snap = cuda.memory._snapshot()
-        self.states += 1
-        state = self.states
-        head = bytearray()
-        _u(head, state)
-        _u(head, LAYOUT)
-        _s(head, "torch")
-        _s(head, reason)
-        _u(head, snapshot)
-        if not w.write(STATE, head):
-            return 0
-        frames_ids = {}
-        segments = blocks = 0
-        devices = set()
-        for seg in snap.get("segments", ()):
-            device = int(seg.get("device", 0))
-            devices.add(device)
-            address = int(seg["address"])
-            rec = bytearray()
-            _u(rec, state)
-            _i(rec, device)
-            _u(rec, address)
-            _u(rec, seg["total_size"])
-            _u(rec, seg.get("stream", 0))
-            _u(rec, POOLS.get(seg.get("segment_type"), 0))
-            w.write(SEGMENT, rec)
-            segments += 1
-            chunk = []
-            for block in seg.get("blocks", ()):
-                state_code = BLOCK_STATES.get(block.get("state"))
-                if state_code is None:
-                    continue
-                frames = 0
-                if state_code == 1 and block.get("frames"):
-                    frames = self._frames(w, state, block["frames"], frames_ids)
-                chunk += [
-                    int(block["address"]) - address,
-                    int(block["size"]),
-                    int(block.get("requested_size", block["size"])),
-                    state_code,
-                    frames,
-                ]
-                blocks += 1
-                if len(chunk) >= 5 * BLOCKS_PER_RECORD:
-                    self._blocks(w, state, address, chunk)
-                    chunk = []
-            if chunk:
-                self._blocks(w, state, address, chunk)
+        devices = {int(seg.get("device", 0)) for seg in snap.get("segments", ())}
         if oom is not None:
             devices.add(int(oom[0]))
-        for device in sorted(devices):
-            rec = bytearray()
-            _u(rec, state)
-            _i(rec, device)
-            _u(rec, cuda.memory_allocated(device))
-            _u(rec, cuda.memory_reserved(device))
-            _u(rec, cuda.max_memory_reserved(device))
-            w.write(STATS, rec)
-        if oom is not None:
-            rec = bytearray()
-            _u(rec, state)
-            _i(rec, oom[0])
-            for v in oom[1:]:
-                _u(rec, max(int(v), 0))
-            w.write(OOM, rec)
-        end = bytearray()
-        _u(end, state)
-        _u(end, segments)
-        _u(end, blocks)
-        w.write(END, end)
-        return state
+        stats = {
+            d: (cuda.memory_allocated(d), cuda.memory_reserved(d), cuda.max_memory_reserved(d)) for d in devices
+        }
+        return _write_state(w, "torch", reason, snapshot, snap, stats, oom)
 
-    @staticmethod
-    def _blocks(w, state, address, chunk):
+
+def _next_state():
+    """A state number unique in the process (every framework's states share the numbering)."""
+    global _STATES
+    _STATES += 1
+    return _STATES
+
+
+_STATES = 0
+
+
+def _write_state(w, framework, reason, snapshot, snap, stats, oom=None):
+    """Writes one allocator state: `snap` in the shape of PyTorch's `_snapshot()` (segments
+    with their blocks, live blocks with frames), `stats` {device: (allocated, reserved,
+    peak_reserved)}, `oom` (device, requested, device_allocated, device_free) or None. Returns
+    the state's number, or 0 when the shim refused its first record."""
+    state = _next_state()
+    head = bytearray()
+    _u(head, state)
+    _u(head, LAYOUT)
+    _s(head, framework)
+    _s(head, reason)
+    _u(head, snapshot)
+    if not w.write(STATE, head):
+        return 0
+    frames_ids = {}
+    segments = blocks = 0
+    for seg in snap.get("segments", ()):
+        device = int(seg.get("device", 0))
+        address = int(seg["address"])
         rec = bytearray()
         _u(rec, state)
+        _i(rec, device)
         _u(rec, address)
-        _addrs(rec, chunk)
-        w.write(BLOCKS, rec)
+        _u(rec, seg["total_size"])
+        _u(rec, seg.get("stream", 0))
+        _u(rec, POOLS.get(seg.get("segment_type"), 0))
+        w.write(SEGMENT, rec)
+        segments += 1
+        chunk = []
+        for block in seg.get("blocks", ()):
+            state_code = BLOCK_STATES.get(block.get("state"))
+            if state_code is None:
+                continue
+            frames = 0
+            if state_code == 1 and block.get("frames"):
+                frames = _frames(w, state, block["frames"], frames_ids)
+            chunk += [
+                int(block["address"]) - address,
+                int(block["size"]),
+                int(block.get("requested_size", block["size"])),
+                state_code,
+                frames,
+            ]
+            blocks += 1
+            if len(chunk) >= 5 * BLOCKS_PER_RECORD:
+                _blocks(w, state, address, chunk)
+                chunk = []
+        if chunk:
+            _blocks(w, state, address, chunk)
+    for device in sorted(stats):
+        rec = bytearray()
+        _u(rec, state)
+        _i(rec, device)
+        for v in stats[device]:
+            _u(rec, max(int(v), 0))
+        w.write(STATS, rec)
+    if oom is not None:
+        rec = bytearray()
+        _u(rec, state)
+        _i(rec, oom[0])
+        for v in oom[1:]:
+            _u(rec, max(int(v), 0))
+        w.write(OOM, rec)
+    end = bytearray()
+    _u(end, state)
+    _u(end, segments)
+    _u(end, blocks)
+    w.write(END, end)
+    return state
+
+
+def _blocks(w, state, address, chunk):
+    rec = bytearray()
+    _u(rec, state)
+    _u(rec, address)
+    _addrs(rec, chunk)
+    w.write(BLOCKS, rec)
+
+
+def _frames(w, state, frames, ids):
+    """The id of a block's Python stack in this state, written the first time it is met."""
+    key = tuple((f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in frames[:MAX_FRAMES])
+    found = ids.get(key)
+    if found is not None:
+        return found
+    ident = len(ids) + 1
+    for keep in range(len(key), 0, -1):
+        rec = bytearray()
+        _u(rec, ident)
+        _u(rec, state)
+        _u(rec, 2 * keep)
+        for filename, _line, name in key[:keep]:
+            _s(rec, filename[-1024:])
+            _s(rec, name[-256:])
+        _addrs(rec, [max(int(line), 0) for _f, line, _n in key[:keep]])
+        if len(rec) <= MAX_PAYLOAD:
+            break
+    if not w.write(FRAMES, rec):
+        return 0
+    ids[key] = ident
+    return ident
+
+
+class CupyAdapter:
+    """CuPy's memory pool, once the program has imported cupy: a `cupy.cuda.MemoryHook` (CuPy's
+    public hook interface) sees each chunk the pool allocates from the driver, each block it
+    hands out (with the Python stack, taken here) and each block that goes back to it."""
+
+    def __init__(self, cupy):
+        self.cupy = cupy
+        self.segments = {}  # address -> [device, size]: the pool's driver allocations seen
+        self.live = {}  # address -> (size, requested, device, frames innermost first)
+        self.peak = 0
+        self.writer = None
+        self.exited = False
+
+    def attach(self):
+        """Installs the hook in the importing thread (CuPy's hooks are per thread)."""
+        adapter = self
+
+        class _Hook(self.cupy.cuda.MemoryHook):
+            name = "gpuleak"
+
+            def alloc_postprocess(self, **kwargs):
+                adapter._guard(adapter._alloc, kwargs)
+
+            def malloc_postprocess(self, **kwargs):
+                adapter._guard(adapter._malloc, kwargs)
+
+            def free_preprocess(self, **kwargs):
+                adapter._guard(adapter._free, kwargs)
+
+        _Hook().__enter__()
+        atexit.register(self.at_exit)
 
     @staticmethod
-    def _frames(w, state, frames, ids):
-        """The id of a block's Python stack in this state, written the first time it is met."""
-        key = tuple((f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in frames[:MAX_FRAMES])
-        found = ids.get(key)
-        if found is not None:
-            return found
-        ident = len(ids) + 1
-        for keep in range(len(key), 0, -1):
-            rec = bytearray()
-            _u(rec, ident)
-            _u(rec, state)
-            _u(rec, 2 * keep)
-            for filename, _line, name in key[:keep]:
-                _s(rec, filename[-1024:])
-                _s(rec, name[-256:])
-            _addrs(rec, [max(int(line), 0) for _f, line, _n in key[:keep]])
-            if len(rec) <= MAX_PAYLOAD:
-                break
-        if not w.write(FRAMES, rec):
+    def _guard(step, kwargs):
+        try:
+            step(kwargs)
+        except Exception:  # noqa: BLE001 - a hook must never break the program's allocation
+            pass
+
+    def _alloc(self, kw):
+        ptr = int(kw.get("mem_ptr") or 0)
+        if ptr:
+            self.segments[ptr] = [int(kw.get("device_id", 0)), int(kw["mem_size"])]
+
+    def _malloc(self, kw):
+        ptr = int(kw.get("mem_ptr") or 0)
+        if not ptr:
+            return
+        frames = []
+        f = sys._getframe(3)  # past _guard and the hook: the pool's caller
+        while f is not None and len(frames) < MAX_FRAMES:
+            frames.append((f.f_code.co_filename, f.f_lineno, f.f_code.co_name))
+            f = f.f_back
+        size = int(kw["mem_size"])
+        self.live[ptr] = (size, int(kw.get("size", size)), int(kw.get("device_id", 0)), frames)
+
+    def _free(self, kw):
+        self.live.pop(int(kw.get("mem_ptr") or 0), None)
+
+    def at_exit(self):
+        if not self.exited:
+            self.exited = True
+            self.dump("exit")
+
+    def dump(self, reason, snapshot=0):
+        """Writes the pool's state; its number, or 0 when nothing was written."""
+        try:
+            return self._dump(reason, snapshot)
+        except Exception as e:  # noqa: BLE001 - the program's own work comes first
+            sys.stderr.write(f"gpuleak: cannot write CuPy's memory pool state: {e!r}\n")
             return 0
-        ids[key] = ident
-        return ident
+
+    def _pool(self):
+        return self.cupy.get_default_memory_pool()
+
+    def _settle(self):
+        """Forgets chunks the pool gave back to the driver (`free_all_blocks`, or its retry
+        after an out-of-memory error), which no hook reports: while the pool's
+        `total_bytes()` is below the chunks seen, the chunks without a live block go, largest
+        first, as long as they fit the difference."""
+        excess = sum(size for _d, size in self.segments.values()) - int(self._pool().total_bytes())
+        if excess <= 0:
+            return
+        starts = sorted(self.segments)
+        busy = set()
+        for ptr in self.live:
+            i = bisect.bisect_right(starts, ptr) - 1
+            if i >= 0:
+                busy.add(starts[i])
+        for ptr in sorted((p for p in starts if p not in busy), key=lambda p: -self.segments[p][1]):
+            size = self.segments[ptr][1]
+            if size <= excess:
+                del self.segments[ptr]
+                excess -= size
+
+    def snapshot(self):
+        """The pool's state in the shape of PyTorch's `_snapshot()`: each chunk a segment, its
+        live blocks, and the gaps between them cached free."""
+        self._settle()
+        starts = sorted(self.segments)
+        by_segment = {p: [] for p in starts}
+        for ptr in sorted(self.live):
+            i = bisect.bisect_right(starts, ptr) - 1
+            if i >= 0 and ptr < starts[i] + self.segments[starts[i]][1]:
+                by_segment[starts[i]].append(ptr)
+        segments = []
+        for base in starts:
+            device, total = self.segments[base]
+            blocks = []
+            at = base
+            for ptr in by_segment[base]:
+                size, requested, _device, frames = self.live[ptr]
+                if ptr > at:
+                    blocks.append({"address": at, "size": ptr - at, "requested_size": ptr - at, "state": "inactive"})
+                blocks.append(
+                    {
+                        "address": ptr,
+                        "size": size,
+                        "requested_size": requested,
+                        "state": "active_allocated",
+                        "frames": [{"filename": f, "line": n, "name": fn} for f, n, fn in frames],
+                    }
+                )
+                at = max(at, ptr + size)
+            if at < base + total:
+                rest = base + total - at
+                blocks.append({"address": at, "size": rest, "requested_size": rest, "state": "inactive"})
+            segments.append(
+                {"device": device, "address": base, "total_size": total, "segment_type": "large", "blocks": blocks}
+            )
+        return {"segments": segments}
+
+    def _dump(self, reason, snapshot):
+        if not self.segments and not self.live:
+            return 0  # the program never allocated through CuPy's pool: nothing to say
+        if self.writer is None:
+            self.writer = _Writer()
+        w = self.writer
+        if not w.available:
+            return 0
+        snap = self.snapshot()
+        devices = sorted({s["device"] for s in snap["segments"]})
+        pool = self._pool()
+        reserved = int(pool.total_bytes())
+        self.peak = max(self.peak, reserved)
+        if len(devices) == 1:
+            # The default pool's counters (CuPy's are for the current device).
+            stats = {devices[0]: (int(pool.used_bytes()), reserved, self.peak)}
+        else:
+            stats = {}
+            for s in snap["segments"]:
+                used = sum(b["size"] for b in s["blocks"] if b["state"] == "active_allocated")
+                a, r, _p = stats.get(s["device"], (0, 0, 0))
+                stats[s["device"]] = (a + used, r + s["total_size"], r + s["total_size"])
+        return _write_state(w, "cupy", reason, snapshot, snap, stats)
+
+    def sites(self):
+        """Live blocks as (bytes, frames) pairs, frames as (file, line, function)."""
+        return [(size, frames) for size, _r, _d, frames in list(self.live.values())]
 
 
 _TORCH = None
+_CUPY = None
 
 
 def torch_adapter():
@@ -295,11 +482,32 @@ def attach_torch(module):
     _TORCH.attach()
 
 
+def attach_cupy(module):
+    """Called when the program has imported cupy (once per process)."""
+    global _CUPY
+    if _CUPY is not None or not enabled():
+        return
+    _CUPY = CupyAdapter(module)
+    _CUPY.attach()
+
+
+ATTACH = {"torch": attach_torch, "cupy": attach_cupy}
+
+
+def attach(module):
+    """Attaches to a framework module by its name (the finders' step after its import)."""
+    step = ATTACH.get(module.__name__)
+    if step is not None:
+        step(module)
+
+
 def dump(reason, snapshot=0):
     """Writes every attached framework's state (the number of states written)."""
     written = 0
     if _TORCH is not None:
         written += bool(_TORCH.dump(reason, snapshot))
+    if _CUPY is not None:
+        written += bool(_CUPY.dump(reason, snapshot))
     return written
 
 
@@ -325,28 +533,30 @@ class _Loader:
 
 
 class _Finder:
-    """Waits for `import torch` (never imports it)."""
+    """Waits for `import torch` and `import cupy` (never imports them)."""
 
     gpuleak_frameworks = True
 
     def find_spec(self, name, path, target=None):
-        if name != "torch":
+        if name not in ATTACH:
             return None
         import importlib.machinery
 
         spec = importlib.machinery.PathFinder.find_spec(name, path)
         if spec is not None and spec.loader is not None:
-            spec.loader = _Loader(spec.loader, attach_torch)
+            spec.loader = _Loader(spec.loader, ATTACH[name])
         return spec
 
 
 def install():
-    """Attaches to torch now if the program has imported it, or when it does."""
+    """Attaches to torch and cupy now if the program has imported them, or when it does."""
     if not enabled():
         return
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        attach_torch(torch)
+    for name, step in ATTACH.items():
+        module = sys.modules.get(name)
+        if module is not None:
+            step(module)
+    if all(name in sys.modules for name in ATTACH):
         return
     if not any(getattr(f, "gpuleak_frameworks", False) for f in sys.meta_path):
         sys.meta_path.insert(0, _Finder())
@@ -371,21 +581,27 @@ def tensor_sites():
     """Live tensors by the user's Python line, read in this process: {(file, line, function):
     (bytes, frames)}, frames as (file, line, function) innermost first; None when the program
     has not imported a framework (empty before it has used CUDA through one)."""
-    if _TORCH is None:
+    if _TORCH is None and _CUPY is None:
         return None
-    if not _TORCH.recording:
-        return {}
-    try:
-        snap = _TORCH.torch.cuda.memory._snapshot()
-    except Exception:  # noqa: BLE001
-        return None
+    blocks = []
+    if _TORCH is not None and _TORCH.recording:
+        try:
+            snap = _TORCH.torch.cuda.memory._snapshot()
+        except Exception:  # noqa: BLE001
+            return None
+        for seg in snap.get("segments", ()):
+            for block in seg.get("blocks", ()):
+                if block.get("state") != "active_allocated":
+                    continue
+                frames = [
+                    (f.get("filename", "?"), int(f.get("line", 0)), f.get("name", "?")) for f in block.get("frames") or ()
+                ]
+                blocks.append((int(block["size"]), frames))
+    if _CUPY is not None:
+        blocks += _CUPY.sites()
     sites = {}
-    for seg in snap.get("segments", ()):
-        for block in seg.get("blocks", ()):
-            if block.get("state") != "active_allocated":
-                continue
-            frames = [(f.get("filename", "?"), int(f.get("line", 0)), f.get("name", "?")) for f in block.get("frames") or ()]
-            user = next((f for f in frames if not _is_framework_file(f[0])), frames[0] if frames else ("?", 0, "?"))
-            bytes_, first = sites.get(user, (0, frames))
-            sites[user] = (bytes_ + int(block["size"]), first)
+    for size, frames in blocks:
+        user = next((f for f in frames if not _is_framework_file(f[0])), frames[0] if frames else ("?", 0, "?"))
+        bytes_, first = sites.get(user, (0, frames))
+        sites[user] = (bytes_ + size, first)
     return sites

@@ -1,9 +1,12 @@
-//! PyTorch's caching allocator read from inside: `tests/python/fw_torch.py` on the stand-in
+//! The frameworks' allocators read from inside. PyTorch's caching allocator:
+//! `tests/python/fw_torch.py` on the stand-in
 //! torch of `tests/python/fake_torch` (its segments are real cuMemAlloc calls through
 //! cuda-bindings on the simulated driver, under the shim), run by `gpuleak run`, whose
 //! sitecustomize hands torch to the wheel's adapter when the program imports it. Each finding
 //! (`tensor-leak`, `tensor-growth`, `framework-oom`, `gpuleak.check()` on tensors) has its twin
-//! that must not find it.
+//! that must not find it. CuPy's memory pool: `tests/python/fw_cupy.py` on the stand-in cupy of
+//! `tests/python/fake_cupy` (its chunks real cuMemAlloc calls too), read through CuPy's
+//! `MemoryHook`; and the real CuPy takes the hook at import.
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -307,4 +310,171 @@ fn reports_with_framework_states_merge_into_the_report_of_both_traces() {
     std::fs::write(&rb, json(&[&traces[1]])).unwrap();
     let merged = output_of(sim_command(gpuleak_bin()).arg("merge").arg(&ra).arg(&rb));
     assert!(merged.stdout == whole, "{}", String::from_utf8_lossy(&merged.stdout));
+}
+
+/// `gpuleak run -- python fw_cupy.py MODE`, with the stand-in CuPy of `tests/python/fake_cupy`
+/// on `PYTHONPATH` unless `real` (then the pinned CuPy of the package's environment).
+fn run_cupy(dir: &Path, mode: &str, real: bool) -> Output {
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir)
+        .arg("run")
+        .arg("--")
+        .arg(&python)
+        .arg(script("fw_cupy.py"))
+        .arg(mode);
+    if !real {
+        cmd.env("PYTHONPATH", script("fake_cupy"));
+    }
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
+    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
+    out
+}
+
+/// `path:line` of the line of fw_cupy.py that ends with `ending`.
+fn at_cupy(ending: &str) -> String {
+    format!("{}:{}", script("fw_cupy.py").display(), line_of("fw_cupy.py", ending))
+}
+
+/// The one framework view of the process, which must be CuPy's.
+fn cupy(doc: &serde_json::Value) -> &serde_json::Value {
+    let frameworks = doc["process"]["frameworks"].as_array().expect("a frameworks list");
+    assert_eq!(frameworks.len(), 1, "{frameworks:?}");
+    assert_eq!(frameworks[0]["framework"], "cupy");
+    &frameworks[0]
+}
+
+#[test]
+fn a_cupy_array_kept_in_a_global_is_a_leak_at_its_line_and_the_pool_is_not() {
+    let dir = TempDir::new();
+    run_cupy(dir.path(), "leak", false);
+    let doc = report(dir.path());
+    let leaks = findings(&doc, "tensor-leak");
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    let line = at_cupy("KEPT.append(cupy.empty(100 << 10, dtype=cupy.uint8))  # the leak");
+    assert!(leaks[0]["message"].as_str().unwrap().contains(&line), "{}", leaks[0]);
+    assert_eq!(leaks[0]["tensors"], 4);
+    assert_eq!(leaks[0]["bytes"], 4 * (100 << 10));
+    assert_eq!(leaks[0]["framework"], "cupy");
+    assert!(leaks[0]["message"]
+        .as_str()
+        .unwrap()
+        .starts_with("400.0 KiB in 4 CuPy arrays allocated at"));
+    // The pool's chunks (300 KiB and 200 KiB reused each step, four of 100 KiB kept) are the
+    // pool's, not leaks of the driver's view.
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    let held = doc["held_by_pool"].as_array().unwrap();
+    assert!(held.iter().all(|p| p["pool"] == "cupy"), "{held:?}");
+    let held: u64 = held.iter().map(|p| p["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(held, 900 << 10);
+    let view = cupy(&doc);
+    assert_eq!(view["reason"], "exit");
+    let d = &view["devices"][0];
+    assert_eq!(d["reserved_bytes"], 900 << 10);
+    assert_eq!(d["live_bytes"], 4 * (100 << 10));
+    assert_eq!(d["cached_free_bytes"], 500 << 10);
+    // The totals are the pool's own counters (used_bytes, total_bytes).
+    assert_eq!(d["live_bytes"], d["counters"]["allocated"]);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(d["unmatched_segments"], 0);
+    assert_eq!(d["sites"][0]["line"], line);
+    assert!(
+        view["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("CuPy holds 900.0 KiB on device 0: 400.0 KiB in 4 live arrays"),
+        "{}",
+        view["summary"]
+    );
+}
+
+#[test]
+fn cupy_arrays_all_freed_leave_a_pool_that_is_no_leak() {
+    let dir = TempDir::new();
+    run_cupy(dir.path(), "cache", false);
+    let doc = report(dir.path());
+    assert_eq!(doc["summary"]["findings"], 0, "{}", doc["findings"]);
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    let d = &cupy(&doc)["devices"][0];
+    assert_eq!(d["live_tensors"], 0);
+    assert_eq!(d["reserved_bytes"], 500 << 10);
+    assert_eq!(d["cached_free_bytes"], 500 << 10);
+    assert_eq!(d["largest_free_block"], 300 << 10);
+    assert_eq!(d["counters"]["allocated"], 0);
+}
+
+#[test]
+fn chunks_the_cupy_pool_gave_back_leave_its_state() {
+    let dir = TempDir::new();
+    run_cupy(dir.path(), "released", false);
+    let doc = report(dir.path());
+    assert_eq!(doc["summary"]["findings"], 0, "{}", doc["findings"]);
+    let d = &cupy(&doc)["devices"][0];
+    // free_all_blocks() handed 500 KiB back to the driver; one 1 KiB chunk came after.
+    assert_eq!(d["reserved_bytes"], 1024);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(d["unmatched_segments"], 0);
+}
+
+#[test]
+fn check_judges_cupy_arrays_not_the_pool_that_grew_inside_it() {
+    let dir = TempDir::new();
+    let out = run_cupy(dir.path(), "check", false);
+    let (stdout, stderr) = text(&out);
+    let line = line_of(
+        "fw_cupy.py",
+        "KEPT.append(cupy.empty(4096, dtype=cupy.uint8))  # kept past the check",
+    );
+    assert!(
+        stdout.contains("check raised 4096 ['4096 bytes (4.0 KiB) still live (tensor):', '    #0 main "),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(&format!("fw_cupy.py:{line}']")), "{stdout}");
+    assert!(stdout.contains("twin passed\n"), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn the_real_cupy_takes_the_hook_at_import_and_a_program_that_allocates_nothing_writes_no_state() {
+    let dir = TempDir::new();
+    let out = run_cupy(dir.path(), "real", true);
+    let (stdout, _) = text(&out);
+    assert!(stdout.contains("hooked ['_Hook']\n"), "{stdout}");
+    // Importing CuPy makes no CUDA call: the shim has nothing to trace, and no state was
+    // written to a trace either.
+    for trace in traces_in(dir.path()) {
+        let out = output_of(sim_command(gpuleak_bin()).arg("dump").arg(&trace));
+        assert!(!text(&out).0.contains("Framework"), "{}", text(&out).0);
+    }
+}
+
+#[test]
+fn the_pytest_plugin_fails_the_test_that_keeps_a_cupy_array_and_passes_the_one_whose_pool_grew() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", script("fake_cupy"))
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script("fw_cupy_tests.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of("fw_cupy_tests.py", "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains("fw_cupy_tests.py::test_keeps_an_array"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("fw_cupy_tests.py:{line}")), "{stdout}");
+    for passed in ["test_pool_grows_array_dies", "test_reuses_the_pool"] {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("fw_cupy_tests.py::{passed}")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }

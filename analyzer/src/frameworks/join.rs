@@ -114,6 +114,15 @@ pub fn display_name(framework: &str) -> &str {
     }
 }
 
+/// What the framework calls the buffers of its allocator: PyTorch's tensors, CuPy's and JAX's
+/// arrays.
+pub fn item_name(framework: &str) -> &'static str {
+    match framework {
+        "cupy" | "jax" => "array",
+        _ => "tensor",
+    }
+}
+
 /// Whether a Python file belongs to a framework or to gpuleak (not the user's line).
 fn is_framework_file(file: &str) -> bool {
     file.starts_with('<')
@@ -242,6 +251,7 @@ pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::S
 pub fn summary_line(v: &FrameworkView) -> String {
     use crate::run::human_bytes as h;
     let name = display_name(&v.framework);
+    let item = item_name(&v.framework);
     let mut parts = Vec::new();
     for d in &v.devices {
         let top: Vec<String> = d
@@ -261,7 +271,7 @@ pub fn summary_line(v: &FrameworkView) -> String {
             String::new()
         };
         parts.push(format!(
-            "{name} holds {} on device {}: {} in {} live tensor{}{top}, {} cached free (largest free block {}){pending}",
+            "{name} holds {} on device {}: {} in {} live {item}{}{top}, {} cached free (largest free block {}){pending}",
             h(d.reserved),
             d.device,
             h(d.live_bytes),

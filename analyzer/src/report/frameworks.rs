@@ -95,13 +95,14 @@ pub fn findings(replay: &Replay) -> Vec<Finding> {
     for s in at_exit {
         let v = view_of(s);
         let name = display_name(&v.framework);
+        let item = join::item_name(&v.framework);
         for d in &v.devices {
             for site in &d.sites {
                 let mut f = finding(
                     "tensor-leak",
                     Severity::Error,
                     format!(
-                        "{} in {} {name} tensor{} allocated at {} still allocated at exit (device {})",
+                        "{} in {} {name} {item}{} allocated at {} still allocated at exit (device {})",
                         h(site.bytes),
                         site.tensors,
                         if site.tensors == 1 { "" } else { "s" },
@@ -129,6 +130,7 @@ pub fn findings(replay: &Replay) -> Vec<Finding> {
         let Some(oom) = s.oom else { continue };
         let v = view_of(s);
         let name = display_name(&v.framework);
+        let item = join::item_name(&v.framework);
         let d = v
             .devices
             .iter()
@@ -146,7 +148,7 @@ pub fn findings(replay: &Replay) -> Vec<Finding> {
             "framework-oom",
             Severity::Error,
             format!(
-                "{name} ran out of memory on device {} asking for {}: {} in {} live tensors{}, {} cached free \
+                "{name} ran out of memory on device {} asking for {}: {} in {} live {item}s{}, {} cached free \
                  (largest free block {}, {fits}), {} free on the device; outside {name}: {outside}",
                 oom.device,
                 h(oom.requested),
@@ -232,8 +234,9 @@ fn growth(states: &[State], view_of: &dyn Fn(&State) -> FrameworkView) -> Vec<Fi
                 "tensor-growth",
                 Severity::Warning,
                 format!(
-                    "live {} tensors allocated at {line} grew over {} states, from {} to {} (device {device})",
+                    "live {} {}s allocated at {line} grew over {} states, from {} to {} (device {device})",
                     display_name(fw),
+                    join::item_name(fw),
                     bytes.len(),
                     h(first),
                     h(last)
