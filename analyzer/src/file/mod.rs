@@ -399,14 +399,14 @@ fn is_trace(path: &Path) -> Result<bool, OpenError> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// A fresh directory under the system's temporary directory, removed on drop.
-    struct Dir(PathBuf);
+    pub(crate) struct Dir(pub(crate) PathBuf);
 
     impl Dir {
-        fn new(name: &str) -> Dir {
+        pub(crate) fn new(name: &str) -> Dir {
             let path = std::env::temp_dir().join(format!("gpuleak-file-{name}-{}", std::process::id()));
             let _ = std::fs::remove_dir_all(&path);
             std::fs::create_dir(&path).unwrap();

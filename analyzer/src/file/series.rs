@@ -74,23 +74,7 @@ mod tests {
 
     use super::*;
 
-    /// A fresh directory under the system's temporary directory, removed on drop.
-    struct Dir(PathBuf);
-
-    impl Dir {
-        fn new(name: &str) -> Dir {
-            let path = std::env::temp_dir().join(format!("gpuleak-series-{name}-{}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&path);
-            std::fs::create_dir(&path).unwrap();
-            Dir(path)
-        }
-    }
-
-    impl Drop for Dir {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::file::tests::Dir;
 
     /// Writes a trace with a header only at `dir/name`: segment `(trace, number)`, or whole.
     fn write(dir: &Path, name: &str, segment: Option<(u64, u64)>) -> PathBuf {
