@@ -12,6 +12,7 @@ use crate::dump::json_str;
 use crate::symbolize::Frame;
 
 /// A JSON value, just enough to build the report.
+#[derive(Clone)]
 pub(crate) enum J {
     Null,
     Bool(bool),
@@ -223,19 +224,6 @@ impl J {
         match self {
             J::A(items) => items,
             _ => &[],
-        }
-    }
-
-    pub(crate) fn clone_j(&self) -> J {
-        match self {
-            J::Null => J::Null,
-            J::Bool(b) => J::Bool(*b),
-            J::U(n) => J::U(*n),
-            J::I(n) => J::I(*n),
-            J::F(x) => J::F(*x),
-            J::S(s) => J::S(s.clone()),
-            J::A(items) => J::A(items.iter().map(J::clone_j).collect()),
-            J::O(fields) => J::O(fields.iter().map(|(k, v)| (*k, v.clone_j())).collect()),
         }
     }
 }

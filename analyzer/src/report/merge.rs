@@ -123,7 +123,7 @@ fn document(inputs: Vec<Input<'_>>) -> Result<J, String> {
                     pid.map_or("unknown".to_string(), |p| p.to_string())
                 ));
             }
-            let mut p = p.clone_j();
+            let mut p = p.clone();
             let symbol: Vec<String> = p
                 .get("symbol_notes")
                 .map_or(&[][..], J::items)
@@ -147,7 +147,7 @@ fn document(inputs: Vec<Input<'_>>) -> Result<J, String> {
     for input in &inputs {
         let s = input.doc.get("summary").unwrap_or(&J::Null);
         match &mut summary {
-            None => summary = Some(s.clone_j()),
+            None => summary = Some(s.clone()),
             Some(J::O(total)) => {
                 for (k, v) in total.iter_mut() {
                     if let (J::U(t), Some(n)) = (&mut *v, s.get(k).and_then(J::u)) {
@@ -170,13 +170,13 @@ fn document(inputs: Vec<Input<'_>>) -> Result<J, String> {
         if key != "findings" {
             all.sort_by_key(|h| std::cmp::Reverse(h.get("bytes").and_then(J::u).unwrap_or(0)));
         }
-        J::A(all.into_iter().map(J::clone_j).collect())
+        J::A(all.into_iter().cloned().collect())
     };
     let notes = J::A(
         processes
             .iter()
             .flat_map(|p| p.get("notes").map_or(&[][..], J::items))
-            .map(J::clone_j)
+            .cloned()
             .collect(),
     );
     let mut doc = vec![
@@ -189,7 +189,7 @@ fn document(inputs: Vec<Input<'_>>) -> Result<J, String> {
         ("notes", notes),
     ];
     if let [only] = processes.as_slice() {
-        doc.push(("process", only.clone_j()));
+        doc.push(("process", only.clone()));
     }
 
     let merged = if processes.len() > 1 {
@@ -289,7 +289,7 @@ fn merged_sites(groups: &[Vec<Group<'_>>], processes: &[J]) -> Vec<J> {
             .then(b.allocations.cmp(&a.allocations))
             .then(a.key.cmp(&b.key))
     });
-    let copy = |j: &J, k: &str| j.get(k).map_or(J::Null, J::clone_j);
+    let copy = |j: &J, k: &str| j.get(k).map_or(J::Null, J::clone);
     sites
         .into_iter()
         .map(|s| {
@@ -305,10 +305,7 @@ fn merged_sites(groups: &[Vec<Group<'_>>], processes: &[J]) -> Vec<J> {
                         ("allocations", J::U(allocations)),
                         (
                             "rank",
-                            proc_
-                                .get("rank")
-                                .and_then(|r| r.get("rank"))
-                                .map_or(J::Null, J::clone_j),
+                            proc_.get("rank").and_then(|r| r.get("rank")).map_or(J::Null, J::clone),
                         ),
                     ])
                 })
