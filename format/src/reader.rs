@@ -97,7 +97,7 @@ impl<'a> Trace<'a> {
                 continue;
             }
             blocks.push(i);
-            finished |= ends_checkpoint(b);
+            finished |= ends_checkpoint(b).is_some();
         }
         (blocks, finished)
     }
@@ -149,6 +149,7 @@ impl<'a> Trace<'a> {
             tid,
             base_seq,
             done: false,
+            checkpoint: tid == CHECKPOINT_TID,
         }))
     }
 
@@ -181,13 +182,13 @@ impl<'a> Trace<'a> {
         // A checkpoint's blocks (the first of a segment) are decoded here, in the same pass,
         // to see whether it was finished.
         let mut checkpoint = Vec::new();
-        let mut finished = false;
+        let mut as_of = None;
         for i in 0..self.block_count() {
             match self.block(i) {
                 Ok(Some(b)) if b.tid() == CHECKPOINT_TID => {
                     order.push((b.base_seq, i));
                     checkpoint.push(i);
-                    finished |= ends_checkpoint(b);
+                    as_of = as_of.or(ends_checkpoint(b));
                 }
                 Ok(Some(b)) => order.push((b.base_seq, i)),
                 Ok(None) => {}
@@ -195,13 +196,18 @@ impl<'a> Trace<'a> {
             }
             scanned(HEADER_SIZE as u64 + i as u64 * block_size);
         }
-        if !finished || skip_checkpoint {
-            order.retain(|(_, i)| !checkpoint.contains(i));
-        }
+        let covered = match as_of {
+            Some(seq) if !skip_checkpoint => Some(seq),
+            _ => {
+                order.retain(|(_, i)| !checkpoint.contains(i));
+                None
+            }
+        };
         order.sort_unstable();
         header_errors.reverse();
         Merged {
             trace: self.clone(),
+            covered,
             order,
             next_block: 0,
             header_errors,
@@ -214,19 +220,20 @@ impl<'a> Trace<'a> {
     }
 }
 
-/// Whether a block holds a `Checkpoint` record (the end of the checkpoint it belongs to).
-fn ends_checkpoint(mut block: BlockReader<'_>) -> bool {
-    block.any(|e| {
-        matches!(
-            e,
-            Ok(Entry {
-                record: Record {
+/// The seq of the `Checkpoint` record a block holds (the end of the checkpoint it belongs to,
+/// numbered as the last record it stands for), if it holds one.
+fn ends_checkpoint(mut block: BlockReader<'_>) -> Option<u64> {
+    block.find_map(|e| match e {
+        Ok(Entry {
+            record:
+                Record {
+                    seq,
                     body: Body::Checkpoint(_),
                     ..
                 },
-                ..
-            })
-        )
+            ..
+        }) => Some(seq.0),
+        _ => None,
     })
 }
 
@@ -239,9 +246,15 @@ pub struct BlockReader<'a> {
     tid: u32,
     base_seq: u64,
     done: bool,
+    checkpoint: bool,
 }
 
 impl<'a> BlockReader<'a> {
+    /// Whether the block belongs to a checkpoint (its header names [`CHECKPOINT_TID`]).
+    pub fn in_checkpoint(&self) -> bool {
+        self.checkpoint
+    }
+
     /// Writer thread.
     pub fn tid(&self) -> u32 {
         self.tid
@@ -292,6 +305,11 @@ impl<'a> Iterator for BlockReader<'a> {
 /// Blocks merged by `seq`; see [`Trace::records`].
 pub struct Merged<'a> {
     trace: Trace<'a>,
+    /// With the file's finished checkpoint read: the last seq it stands for. A record of the
+    /// file's own blocks numbered at or below it is already in the checkpoint (a record
+    /// numbered before a rotation and written after it, into the new segment) and is passed
+    /// over.
+    covered: Option<u64>,
     /// Started blocks as (base seq, index), in admission order.
     order: Vec<(u64, usize)>,
     next_block: usize,
@@ -376,8 +394,15 @@ impl<'a> Iterator for Merged<'a> {
             let Reverse((_, _, slot)) = self.heap.pop()?;
             let (block, entry, rank) = self.cursors[slot].take()?;
             self.free.push(slot);
+            let repeated = self.covered.is_some_and(|c| entry.record.seq.0 <= c) && !block.in_checkpoint();
             // A block's error surfaces on the call after its last good record.
             self.error = self.admit(block, rank);
+            if repeated {
+                if let Some(e) = self.error.take() {
+                    return Some(Err(e));
+                }
+                continue;
+            }
             return Some(Ok(entry));
         }
     }

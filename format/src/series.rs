@@ -17,6 +17,8 @@
 use std::fmt;
 
 use crate::block::{Segment, TraceId};
+use crate::error::DecodeError;
+use crate::reader::Entry;
 
 /// Why files cannot be read as one segmented trace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -99,4 +101,74 @@ pub fn order(segments: &[Option<Segment>]) -> Result<Vec<usize>, SeriesError> {
         }
     }
     Ok(numbered.into_iter().map(|(_, i)| i).collect())
+}
+
+/// The records of several segments as one stream ordered by `seq`: each stream in order
+/// (the first present segment read whole, the later ones past their checkpoints), merged.
+/// Segments mostly follow one another, but a record numbered before a rotation and written
+/// after it lands in the next segment, among records numbered after it; the merge puts it
+/// back in its place. A stream's error is passed on as soon as it is met. Equal numbers (a
+/// checkpoint's last record and the record it covers last) keep the order of the streams.
+///
+/// ```
+/// use gpuleak_format::series::MergeBySeq;
+/// use gpuleak_format::*;
+///
+/// let rec = |seq| Ok::<_, DecodeError>(Entry { tid: 1, offset: 0, record: Record {
+///     seq: Seq(seq), time_ns: 0, body: Mark { name: "m".into(), value: 0 }.into() } });
+/// let first = vec![rec(1), rec(2), rec(4)];
+/// let next = vec![rec(3), rec(5)];
+/// let merged: Vec<u64> = MergeBySeq::new(vec![first.into_iter(), next.into_iter()])
+///     .map(|e| e.unwrap().record.seq.0)
+///     .collect();
+/// assert_eq!(merged, [1, 2, 3, 4, 5]);
+/// ```
+pub struct MergeBySeq<'a, I> {
+    streams: Vec<I>,
+    /// Each stream's next record, once looked at.
+    peeked: Vec<Option<Entry<'a>>>,
+    /// Streams that have ended.
+    done: Vec<bool>,
+}
+
+impl<'a, I: Iterator<Item = Result<Entry<'a>, DecodeError>>> MergeBySeq<'a, I> {
+    /// Merges `streams`, each already ordered by `seq`, given in segment order.
+    pub fn new(streams: Vec<I>) -> Self {
+        let n = streams.len();
+        MergeBySeq {
+            streams,
+            peeked: (0..n).map(|_| None).collect(),
+            done: vec![false; n],
+        }
+    }
+
+    /// The next record or error, with the index of the stream it came from.
+    pub fn next_from(&mut self) -> Option<(usize, Result<Entry<'a>, DecodeError>)> {
+        let mut best: Option<(u64, usize)> = None;
+        for i in 0..self.streams.len() {
+            if self.peeked[i].is_none() && !self.done[i] {
+                match self.streams[i].next() {
+                    Some(Ok(e)) => self.peeked[i] = Some(e),
+                    Some(Err(e)) => return Some((i, Err(e))),
+                    None => self.done[i] = true,
+                }
+            }
+            if let Some(e) = &self.peeked[i] {
+                let seq = e.record.seq.0;
+                if best.is_none_or(|(b, _)| seq < b) {
+                    best = Some((seq, i));
+                }
+            }
+        }
+        let (_, i) = best?;
+        self.peeked[i].take().map(|e| (i, Ok(e)))
+    }
+}
+
+impl<'a, I: Iterator<Item = Result<Entry<'a>, DecodeError>>> Iterator for MergeBySeq<'a, I> {
+    type Item = Result<Entry<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.next_from().map(|(_, r)| r)
+    }
 }

@@ -12,6 +12,7 @@
 //! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
 //! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event, and an import stack for every external semaphore (what stream-leak, event-leak and semaphore-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
 //! | `GPULEAK_PYTHON` | 1 | 0: no Python frames in stacks (the interpreter is never looked up) |
+//! | `GPULEAK_MAX_TRACE` | `2GiB` | the most bytes the process's trace keeps on disk, all its files together, a size as `GPULEAK_LIMIT` reads it; `0` or `off`: no bound. Past a quarter of it the trace goes on in a new segment (`NAME-000001`, ...), which starts with a checkpoint of what a report needs of the history before it; the oldest segments are then deleted to stay under the bound (docs/format.md) |
 //! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
 //!
 //! In secure-execution mode (a setuid or setgid program, file capabilities: `AT_SECURE`) no
@@ -72,6 +73,8 @@ pub struct Config {
     pub python: bool,
     /// Record nothing.
     pub disabled: bool,
+    /// The bytes the trace keeps on disk (`GPULEAK_MAX_TRACE`); `None`: unbounded.
+    pub max_trace: Option<crate::writer::Bound>,
 }
 
 /// `GPULEAK_POOL_SAMPLE` when unset.
@@ -292,6 +295,35 @@ impl Config {
             object_stacks: flag("GPULEAK_OBJECT_STACKS", false),
             python: flag("GPULEAK_PYTHON", true),
             disabled: disable_setting(),
+            max_trace: max_trace(var("GPULEAK_MAX_TRACE").as_deref()),
+        }
+    }
+}
+
+/// `GPULEAK_MAX_TRACE`: a size, or `0` / `off` for no bound; unset, [`Bound::DEFAULT`].
+///
+/// [`Bound::DEFAULT`]: crate::writer::Bound::DEFAULT
+pub fn max_trace(value: Option<&str>) -> Option<crate::writer::Bound> {
+    use crate::writer::Bound;
+    let default = Some(Bound::new(Bound::DEFAULT));
+    let Some(v) = value.map(str::trim).filter(|v| !v.is_empty()) else {
+        return default;
+    };
+    if v == "0" || v.eq_ignore_ascii_case("off") {
+        return None;
+    }
+    match size::parse_size(v) {
+        Ok(0) => None,
+        Ok(n) if n < Bound::MIN => {
+            crate::diag::line(format_args!(
+                "GPULEAK_MAX_TRACE={v:?} is below the smallest bound, 1MiB; using 1MiB"
+            ));
+            Some(Bound::new(Bound::MIN))
+        }
+        Ok(n) => Some(Bound::new(n)),
+        Err(why) => {
+            crate::diag::line(format_args!("GPULEAK_MAX_TRACE={v:?}: {why}; using 2GiB"));
+            default
         }
     }
 }

@@ -26,6 +26,7 @@ use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
+use gpuleak_format::series::MergeBySeq;
 use gpuleak_format::{DecodeError, Entry, Merged, Trace, MAGIC};
 
 use guard::GuardedMap;
@@ -250,16 +251,19 @@ impl TraceFile {
             }
         });
         self.release_before(self.own_len());
-        Ok(Records {
-            file: self,
-            later: self.later.iter(),
-            merged,
-            release_every,
-            lag,
-            furthest: 0,
-            released: 0,
-            base: 0,
-        })
+        let mut streams = vec![FileRecords::new(self, merged, 0, release_every, lag)];
+        let mut base = self.own_len();
+        for segment in &self.later {
+            // `open` checked every segment's header; one that fails now (it shrank to nothing)
+            // adds no record.
+            if let Ok(trace) = segment.trace() {
+                let merged = trace.records_past_checkpoint();
+                segment.release_before(segment.own_len());
+                streams.push(FileRecords::new(segment, merged, base, release_every, lag));
+            }
+            base += segment.own_len();
+        }
+        Ok(Records(MergeBySeq::new(streams)))
     }
 
     /// Lets the kernel drop the mapped pages before `offset` from this process's memory, so
@@ -282,61 +286,78 @@ impl TraceFile {
     }
 }
 
-/// The records of a trace in `seq` order; see [`TraceFile::records`]: the format reader's merge,
-/// handing pages back behind it.
-pub struct Records<'a> {
-    /// The file being read.
-    file: &'a TraceFile,
-    /// The segments still to read after it.
-    later: std::slice::Iter<'a, TraceFile>,
-    merged: Merged<'a>,
-    release_every: u64,
-    lag: u64,
-    furthest: u64,
-    released: u64,
-    /// Where the file being read starts, the segments before it taken end to end.
-    base: u64,
-}
+/// The records of a trace in `seq` order; see [`TraceFile::records`]: the format reader's merge
+/// of each file, handing pages back behind it, and the files' streams merged by `seq`.
+pub struct Records<'a>(MergeBySeq<'a, FileRecords<'a>>);
 
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        loop {
-            let next = self.merged.next();
-            match &next {
-                Some(Ok(e)) => {
-                    self.furthest = self.furthest.max(e.offset);
-                    if self.furthest >= self.released + self.release_every + self.lag {
-                        self.released = self.furthest - self.lag;
-                        self.file.release_before(self.released);
-                    }
-                }
-                Some(Err(_)) => {}
-                None => {
-                    self.base += self.file.own_len();
-                    self.file.release_before(self.file.own_len());
-                    // `open` checked every segment's header; one that fails now (it shrank to
-                    // nothing) adds no record.
-                    let segment = self.later.next()?;
-                    let Ok(trace) = segment.trace() else { continue };
-                    self.file = segment;
-                    self.merged = trace.records_past_checkpoint();
-                    (self.furthest, self.released) = (0, 0);
-                    continue;
+        self.0.next()
+    }
+}
+
+/// One file's records, their offsets counted from the start of the first segment.
+pub struct FileRecords<'a> {
+    file: &'a TraceFile,
+    merged: Merged<'a>,
+    release_every: u64,
+    lag: u64,
+    furthest: u64,
+    released: u64,
+    /// Where the file starts, the segments before it taken end to end.
+    base: u64,
+    ended: bool,
+}
+
+impl<'a> FileRecords<'a> {
+    fn new(file: &'a TraceFile, merged: Merged<'a>, base: u64, release_every: u64, lag: u64) -> Self {
+        FileRecords {
+            file,
+            merged,
+            release_every,
+            lag,
+            furthest: 0,
+            released: 0,
+            base,
+            ended: false,
+        }
+    }
+}
+
+impl<'a> Iterator for FileRecords<'a> {
+    type Item = Result<Entry<'a>, DecodeError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.ended {
+            return None;
+        }
+        let next = self.merged.next();
+        match &next {
+            Some(Ok(e)) => {
+                self.furthest = self.furthest.max(e.offset);
+                if self.furthest >= self.released + self.release_every + self.lag {
+                    self.released = self.furthest - self.lag;
+                    self.file.release_before(self.released);
                 }
             }
-            return next.map(|r| match r {
-                Ok(mut e) => {
-                    e.offset += self.base;
-                    Ok(e)
-                }
-                Err(mut e) => {
-                    e.offset += self.base;
-                    Err(e)
-                }
-            });
+            Some(Err(_)) => {}
+            None => {
+                self.ended = true;
+                self.file.release_before(self.file.own_len());
+            }
         }
+        next.map(|r| match r {
+            Ok(mut e) => {
+                e.offset += self.base;
+                Ok(e)
+            }
+            Err(mut e) => {
+                e.offset += self.base;
+                Err(e)
+            }
+        })
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
@@ -33,7 +33,6 @@ static CURRENT: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
 /// A started trace.
 pub struct Tracer {
     writer: Writer,
-    seq: AtomicU64,
     start_ns: u64,
     clock: libc::clockid_t,
     object_stacks: bool,
@@ -158,7 +157,7 @@ fn start() -> Option<Tracer> {
             return None;
         }
     };
-    let writer = match Writer::create(&path, pid, start_unix) {
+    let writer = match Writer::create(&path, pid, start_unix, config.max_trace) {
         Ok(w) => w,
         Err(e) => {
             crate::diag::line(format_args!("{e}; tracing is off, the program continues"));
@@ -173,7 +172,6 @@ fn start() -> Option<Tracer> {
     crate::dl::resolve_up_front();
     Some(Tracer {
         writer,
-        seq: AtomicU64::new(1),
         start_ns,
         clock: config.clock,
         object_stacks: config.object_stacks,
@@ -275,6 +273,7 @@ fn register_process_hooks() {
 /// In a forked child: the parent's trace is not ours; the next CUDA call starts a new one.
 extern "C" fn in_forked_child() {
     writer::GENERATION.fetch_add(1, Ordering::AcqRel);
+    writer::in_forked_child();
     crate::scratch::in_forked_child();
     stacks::forget_recent();
     python::forget_in_child();
@@ -344,7 +343,7 @@ impl Tracer {
     #[inline]
     fn stamp(&self) -> Pending {
         Pending {
-            seq: self.seq.fetch_add(1, Ordering::AcqRel),
+            seq: self.writer.take_seq(),
             time: clock_ns(self.clock).saturating_sub(self.start_ns),
         }
     }

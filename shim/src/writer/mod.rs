@@ -10,55 +10,128 @@
 //! Block 0 is kept for last words: it is mapped at creation, so the `Lost` and `Exit` records
 //! written at unload reach the file even when the disk is full or the descriptor is gone.
 
+//!
+//! # Bounded traces
+//!
+//! With a bound ([`Bound`], `GPULEAK_MAX_TRACE`), the trace is a series of files, segments:
+//! when the current one has handed out its share of the bound, the next is created and
+//! threads move to it at their next record ([`rotate`]); a builder thread writes at its start
+//! a checkpoint of everything before (from the files, never from the calling threads), and
+//! only once that checkpoint is complete may the oldest segments go.
+
 mod file;
+mod hold;
+mod rotate;
+mod segment;
 mod spare;
 
-use file::TraceFile;
+pub use rotate::Bound;
 
 use std::cell::Cell;
-use std::ffi::{CString, OsStr, OsString};
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::collections::VecDeque;
+use std::ffi::{OsStr, OsString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{
     BlockCursor, BlockState, Fields, FileHeader, NoRoom, RecordRef, Seq, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
+use segment::{Grow, SegFile};
 
 /// Bumped in every forked child: blocks mapped before the fork belong to the parent's file.
 pub static GENERATION: AtomicU64 = AtomicU64::new(0);
 
-/// A block of zeros, written over each new block outside tmpfs before it is mapped.
-#[repr(align(4096))]
-struct Zeros([u8; BLOCK_SIZE]);
-static ZEROS: Zeros = Zeros([0; BLOCK_SIZE]);
+/// The key of the current segment of this process's trace (for blocks handed on by exiting
+/// threads, which no longer reach the writer).
+static CURRENT_KEY: AtomicU64 = AtomicU64::new(u64::MAX);
 
-/// One trace file.
+/// What a thread's block must carry to be written: the generation of the process and the
+/// number of the segment it lies in.
+fn key_of(generation: u64, segment: u64) -> u64 {
+    (generation << 32) | (segment & 0xffff_ffff)
+}
+
+/// The files of the trace, oldest first (the last hands out blocks), and the rotation's
+/// state, under one lock.
+struct Files {
+    segs: VecDeque<SegFile>,
+    /// A checkpoint is being built: no rotation until it is complete.
+    building: bool,
+    /// Segment 0's header says it is a segment (written at the first rotation).
+    flagged: bool,
+    /// After a full disk with nothing to delete: no block is tried before this time (ns).
+    retry_after: u64,
+    /// Said once: records are being lost for want of space.
+    told_space: bool,
+}
+
+impl Files {
+    fn current(&mut self) -> &mut SegFile {
+        self.segs.back_mut().expect("a trace always has a file")
+    }
+}
+
+/// What the writer shares with its checkpoint builder.
+struct Shared {
+    files: Mutex<Files>,
+    closed: AtomicBool,
+    failed: AtomicBool,
+    /// Write each new block's zeros before mapping it (every file system but tmpfs).
+    zero_blocks: bool,
+    /// The first segment's header, for the later ones.
+    header: FileHeader,
+    /// Random, the same in every segment.
+    trace_id: u64,
+    bound: Option<Bound>,
+    builder: rotate::Builder,
+}
+
+impl Shared {
+    fn fail(&self, why: &str) {
+        if !self.failed.swap(true, Ordering::AcqRel) {
+            crate::diag::line(format_args!("{why}; recording stops here, the program continues"));
+        }
+    }
+}
+
+/// One trace: its file, or with a bound its segments.
 pub struct Writer {
+    shared: Arc<Shared>,
     path: OsString,
     /// The same, absolute (joined to the working directory of the moment it was created).
     absolute: OsString,
-    /// Write each new block's zeros before mapping it (every file system but tmpfs).
-    zero_blocks: bool,
     generation: u64,
-    next_block: AtomicU64,
-    size: AtomicU64,
-    /// The descriptor, used only under this lock (growing, zeroing, mapping, truncating).
-    file: Mutex<TraceFile>,
-    closed: AtomicBool,
+    /// [`key_of`] the current segment.
+    key: AtomicU64,
+    /// The next sequence number.
+    seq: AtomicU64,
     /// Records that could not be written.
     pub lost: AtomicU64,
-    failed: AtomicBool,
     /// The block shared by threads whose thread-locals are gone (thread and process exit:
     /// TLS destructors and `.fini_array` still free memory).
     detached: Mutex<DetachedBlock>,
-    /// Block 0, mapped at creation and written only at unload ([`Writer::close`]).
+    /// Block 0 of the current segment, mapped at its creation and written only at unload
+    /// ([`Writer::close`]).
     last_words: Mutex<DetachedBlock>,
 }
 
 struct DetachedBlock {
     ptr: *mut u8,
     cursor: BlockCursor,
+    key: u64,
+}
+
+impl DetachedBlock {
+    fn empty() -> Mutex<DetachedBlock> {
+        Mutex::new(DetachedBlock {
+            ptr: std::ptr::null_mut(),
+            cursor: BlockCursor {
+                pos: 0,
+                state: BlockState::default(),
+            },
+            key: u64::MAX,
+        })
+    }
 }
 
 // SAFETY: the raw block pointer is only used under the mutex that owns it.
@@ -70,15 +143,19 @@ type Append<'f> = dyn Fn(&mut BlockCursor, &mut [u8]) -> Result<(), NoRoom> + 'f
 struct ThreadBlock {
     ptr: Cell<*mut u8>,
     cursor: Cell<BlockCursor>,
-    generation: Cell<u64>,
+    /// [`key_of`] the block's segment.
+    key: Cell<u64>,
     tid: Cell<u32>,
+    generation: Cell<u64>,
+    holder: hold::Holder,
 }
 
 impl Drop for ThreadBlock {
     fn drop(&mut self) {
+        self.holder.exit();
         // The thread is exiting: the room left in its block goes to the next thread.
         let p = self.ptr.replace(std::ptr::null_mut());
-        if !spare::give(p, self.cursor.get(), self.generation.get()) {
+        if !spare::give(p, self.cursor.get(), self.key.get()) {
             unmap(p);
         }
     }
@@ -89,8 +166,10 @@ thread_local! {
         ThreadBlock {
             ptr: Cell::new(std::ptr::null_mut()),
             cursor: Cell::new(BlockCursor { pos: 0, state: BlockState { seq: 0, time: 0, ptr: 0, ctx: 0, stream: 0, event: 0 } }),
-            generation: Cell::new(u64::MAX),
+            key: Cell::new(u64::MAX),
             tid: Cell::new(0),
+            generation: Cell::new(u64::MAX),
+            holder: hold::Holder::new(),
         }
     };
 }
@@ -102,115 +181,6 @@ fn unmap(p: *mut u8) {
     }
 }
 
-fn errno_text() -> String {
-    std::io::Error::last_os_error().to_string()
-}
-
-/// `path`, then `path.1`, `path.2`, ...: the names a trace may take, first free one wins.
-fn candidate(path: &OsStr, attempt: u32) -> Result<CString, String> {
-    let mut chosen = path.to_os_string();
-    if attempt > 0 {
-        chosen.push(format!(".{attempt}"));
-    }
-    CString::new(chosen.into_vec()).map_err(|_| "the trace path contains a NUL byte".to_string())
-}
-
-/// Writes the header at offset 0 of `fd`.
-fn write_header(fd: libc::c_int, header: &[u8; HEADER_SIZE]) -> bool {
-    // SAFETY: writes our header buffer to our own descriptor.
-    unsafe { libc::pwrite(fd, header.as_ptr().cast(), HEADER_SIZE, 0) == HEADER_SIZE as isize }
-}
-
-/// The preferred way: an unnamed file in the trace's directory (`O_TMPFILE`), header written,
-/// then linked under the first free name (`linkat` never replaces an existing name, link or
-/// not). `Ok(None)` when the file system or kernel cannot do it: the caller falls back to
-/// [`create_named`], which also reports why the directory cannot be used.
-fn create_unnamed_then_link(
-    path: &OsStr,
-    header: &[u8; HEADER_SIZE],
-) -> Result<Option<(libc::c_int, OsString)>, String> {
-    let bytes = path.as_bytes();
-    let dir: &[u8] = match bytes.iter().rposition(|&c| c == b'/') {
-        Some(0) => b"/",
-        Some(i) => &bytes[..i],
-        None => b".",
-    };
-    let Ok(dir) = CString::new(dir) else { return Ok(None) };
-    // SAFETY: `dir` is a valid C string; O_TMPFILE creates an unnamed file in it.
-    let fd = unsafe { libc::open(dir.as_ptr(), libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
-    if fd < 0 {
-        return Ok(None);
-    }
-    let close = |fd: libc::c_int| {
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(fd) };
-    };
-    if !write_header(fd, header) {
-        let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
-        close(fd);
-        return Err(e);
-    }
-    let Ok(proc_path) = CString::new(format!("/proc/self/fd/{fd}")) else {
-        close(fd);
-        return Ok(None);
-    };
-    for attempt in 0..1000 {
-        let name = candidate(path, attempt)?;
-        // SAFETY: both paths are valid C strings; AT_SYMLINK_FOLLOW resolves the /proc link to
-        // the unnamed file, as open(2) documents for O_TMPFILE files.
-        let rc = unsafe {
-            libc::linkat(
-                libc::AT_FDCWD,
-                proc_path.as_ptr(),
-                libc::AT_FDCWD,
-                name.as_ptr(),
-                libc::AT_SYMLINK_FOLLOW,
-            )
-        };
-        if rc == 0 {
-            return Ok(Some((fd, OsString::from_vec(name.into_bytes()))));
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
-            break;
-        }
-    }
-    close(fd);
-    Ok(None)
-}
-
-/// The fallback: the file created under its name (`O_EXCL | O_NOFOLLOW`), the header written
-/// at once (a kill between the two leaves an empty file).
-fn create_named(path: &OsStr, header: &[u8; HEADER_SIZE]) -> Result<(libc::c_int, OsString), String> {
-    for attempt in 0..1000 {
-        let name = candidate(path, attempt)?;
-        // SAFETY: `name` is a valid C string; flags make creation exclusive and refuse links.
-        let fd = unsafe {
-            libc::open(
-                name.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
-        if fd >= 0 {
-            if !write_header(fd, header) {
-                let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
-                // SAFETY: our own descriptor, closed once.
-                unsafe { libc::close(fd) };
-                return Err(e);
-            }
-            return Ok((fd, OsString::from_vec(name.into_bytes())));
-        }
-        if std::io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
-            break;
-        }
-    }
-    Err(format!(
-        "cannot create trace {}: {}",
-        path.to_string_lossy(),
-        errno_text()
-    ))
-}
-
 /// How the default trace name is built: `gpuleak.<program>.<pid>.trace`.
 pub fn default_path(program: &OsStr, pid: u32) -> OsString {
     let mut p = OsString::from("gpuleak.");
@@ -219,130 +189,108 @@ pub fn default_path(program: &OsStr, pid: u32) -> OsString {
     p
 }
 
+/// A random trace id (never 0).
+fn random_id() -> u64 {
+    let mut id = 0u64;
+    // SAFETY: getrandom writes at most 8 bytes into `id`.
+    let n = unsafe { libc::getrandom((&mut id as *mut u64).cast(), 8, libc::GRND_NONBLOCK) };
+    if n != 8 {
+        // SAFETY: getpid cannot fail.
+        let pid = u64::from(unsafe { libc::getpid() } as u32);
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as u64);
+        id = now ^ pid.rotate_left(40) ^ 0x9e37_79b9_7f4a_7c15;
+    }
+    id.max(1)
+}
+
+/// The monotonic clock in nanoseconds.
+fn now_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes the timespec we pass.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
 impl Writer {
-    /// Creates the file exclusively (never following a symlink, never overwriting: an
-    /// existing name gets a numeric suffix), mode 0600, with its header written before the
-    /// name appears (a process killed at any moment leaves no file, or one whose header reads).
-    pub fn create(path: &OsStr, pid: u32, start_unix_ns: u64) -> Result<Writer, String> {
-        let mut header = [0u8; HEADER_SIZE];
-        FileHeader {
+    /// Creates the trace's first file exclusively (never following a symlink, never
+    /// overwriting: an existing name gets a numeric suffix), mode 0600, with its header
+    /// written before the name appears (a process killed at any moment leaves no file, or one
+    /// whose header reads). With `bound`, the trace rotates through segments.
+    pub fn create(path: &OsStr, pid: u32, start_unix_ns: u64, bound: Option<Bound>) -> Result<Writer, String> {
+        let header = FileHeader {
             version: FORMAT_VERSION,
             block_size: BLOCK_SIZE as u32,
             pid,
             start_unix_ns,
+        };
+        let mut bytes = [0u8; HEADER_SIZE];
+        header.write(&mut bytes);
+        let (mut first, on_tmpfs) = SegFile::create(path, 0, &bytes)?;
+        if let Some(b) = &bound {
+            first.limit_blocks = b.segment_blocks();
         }
-        .write(&mut header);
-        let (fd, chosen) = match create_unnamed_then_link(path, &header)? {
-            Some(created) => created,
-            None => create_named(path, &header)?,
+        let reserved = first
+            .ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64, 0)
+            .and_then(|()| first.map(0, !on_tmpfs));
+        let block0 = match reserved {
+            Ok(p) => p,
+            Err(e) => {
+                first.file.close_if_ours();
+                return Err(e.text().to_string());
+            }
         };
-        // SAFETY: fstatfs fills the struct we pass for our own descriptor.
-        let on_tmpfs = unsafe {
-            let mut st: libc::statfs = std::mem::zeroed();
-            libc::fstatfs(fd, &mut st) == 0 && st.f_type == libc::TMPFS_MAGIC
-        };
-        let absolute = if chosen.as_bytes().starts_with(b"/") {
-            chosen.clone()
-        } else {
-            std::env::current_dir()
-                .map(|d| d.join(&chosen).into_os_string())
-                .unwrap_or_else(|_| chosen.clone())
-        };
-        let empty = || {
-            Mutex::new(DetachedBlock {
-                ptr: std::ptr::null_mut(),
-                cursor: BlockCursor {
-                    pos: 0,
-                    state: BlockState::default(),
-                },
-            })
-        };
+        let generation = GENERATION.load(Ordering::Acquire);
+        let chosen = first.path.clone();
+        let absolute = segment::absolute(&chosen);
+        let shared = Arc::new(Shared {
+            files: Mutex::new(Files {
+                segs: VecDeque::from([first]),
+                building: false,
+                flagged: false,
+                retry_after: 0,
+                told_space: false,
+            }),
+            closed: AtomicBool::new(false),
+            failed: AtomicBool::new(false),
+            zero_blocks: !on_tmpfs,
+            header,
+            trace_id: random_id(),
+            bound,
+            builder: rotate::Builder::default(),
+        });
         let w = Writer {
-            file: Mutex::new(TraceFile::new(fd, &absolute)),
+            shared,
             path: chosen,
             absolute,
-            zero_blocks: !on_tmpfs,
-            generation: GENERATION.load(Ordering::Acquire),
-            // Block 0 is the last words' (mapped below).
-            next_block: AtomicU64::new(1),
-            size: AtomicU64::new(0),
-            closed: AtomicBool::new(false),
+            generation,
+            key: AtomicU64::new(key_of(generation, 0)),
+            seq: AtomicU64::new(1),
             lost: AtomicU64::new(0),
-            failed: AtomicBool::new(false),
-            detached: empty(),
-            last_words: empty(),
+            detached: DetachedBlock::empty(),
+            last_words: DetachedBlock::empty(),
         };
-        let reserved = w
-            .ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64)
-            .and_then(|()| w.map_at(0).ok_or_else(|| "cannot map the trace".to_string()));
-        match reserved {
-            Ok(p) => {
-                w.last_words.lock().unwrap_or_else(|p| p.into_inner()).ptr = p;
-                Ok(w)
-            }
-            Err(e) => {
-                w.file.lock().unwrap_or_else(|p| p.into_inner()).close_if_ours();
-                Err(e)
-            }
-        }
+        w.last_words.lock().unwrap_or_else(|p| p.into_inner()).ptr = block0;
+        CURRENT_KEY.store(key_of(generation, 0), Ordering::Release);
+        Ok(w)
     }
 
-    /// The trace file's absolute path, as it was named when created.
+    /// The trace file's absolute path (the first segment's), as it was named when created.
     pub fn absolute_path(&self) -> &OsStr {
         &self.absolute
     }
 
-    /// Makes the file at least `end` bytes, reserving disk space; fails on a full disk or a
-    /// file size limit.
-    fn ensure(&self, end: u64) -> Result<(), String> {
-        if self.size.load(Ordering::Acquire) >= end {
-            return Ok(());
-        }
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        self.ensure_locked(&mut file, end)
-    }
-
-    /// [`ensure`](Self::ensure) under the file's lock.
-    fn ensure_locked(&self, file: &mut TraceFile, end: u64) -> Result<(), String> {
-        let size = self.size.load(Ordering::Acquire);
-        if size >= end {
-            return Ok(());
-        }
-        let mut want = end.max(size.saturating_mul(2).min(size + (64 << 20)));
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the struct we pass.
-        if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
-            if end > lim.rlim_cur {
-                return Err(format!(
-                    "trace {} reached the file size limit (RLIMIT_FSIZE = {} bytes)",
-                    self.path.to_string_lossy(),
-                    lim.rlim_cur
-                ));
-            }
-            want = want.min(lim.rlim_cur);
-        }
-        let fd = file.checked()?;
-        let grow = |to: u64| {
-            // SAFETY: a descriptor just checked to be the trace's; offsets are within i64 by
-            // construction.
-            unsafe { libc::posix_fallocate(fd, size as libc::off_t, (to - size) as libc::off_t) }
-        };
-        let mut rc = grow(want);
-        if rc != 0 && want > end {
-            // The growth ahead of use did not fit (a small file system or quota): only what is
-            // needed now.
-            want = end;
-            rc = grow(want);
-        }
-        if rc != 0 {
-            let e = std::io::Error::from_raw_os_error(rc);
-            return Err(format!("cannot grow trace {}: {e}", self.path.to_string_lossy()));
-        }
-        self.size.store(want, Ordering::Release);
-        Ok(())
+    /// Takes the next sequence number, held by the calling thread until its record is
+    /// written ([`hold`]: a rotation's checkpoint waits for the numbers before its cut).
+    #[inline]
+    pub fn take_seq(&self) -> u64 {
+        // SeqCst: a rotation stores the new segment, then reads this counter; a number taken
+        // after that read is written after the switch (see `rotate`).
+        let take = || self.seq.fetch_add(1, Ordering::SeqCst);
+        LOCAL
+            .try_with(|tb| tb.holder.take(take))
+            .unwrap_or_else(|_| hold::take_orphan(take))
     }
 
     /// Appends a record from the calling thread. Returns false if it was lost.
@@ -358,7 +306,8 @@ impl Writer {
     }
 
     /// Appends with `append` (which encodes one record into a block through its cursor) into
-    /// this thread's block, starting a new block when it is full.
+    /// this thread's block, starting a new block when it is full or its segment is no longer
+    /// the current one; then lets go of the record's sequence number.
     #[inline(always)]
     fn write_with(
         &self,
@@ -368,40 +317,58 @@ impl Writer {
     ) -> bool {
         let ok = LOCAL
             .try_with(|tb| {
-                if (tb.generation.get() != self.generation || tb.ptr.get().is_null())
-                    && !self.new_block(tb, seq, time_ns)
-                {
-                    return false;
-                }
-                let p = tb.ptr.get();
-                // SAFETY: `p` is this thread's own mapping of BLOCK_SIZE bytes; no other
-                // thread writes it.
-                let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
-                // SAFETY: this thread's own cursor, borrowed for this call only: records are
-                // written inside a hook (which a nested driver call or a signal handler's
-                // CUDA call passes through without recording) or at thread or process exit,
-                // so a write never runs twice at once on one thread. In place, because the
-                // cursor is 56 bytes and this is the hot path of every record.
-                let cur = unsafe { &mut *tb.cursor.as_ptr() };
-                if append(cur, block).is_ok() {
-                    return true;
-                }
-                // The block is full (its cursor is replaced, never used again).
-                if !self.new_block(tb, seq, time_ns) {
-                    return false;
-                }
-                let p = tb.ptr.get();
-                // SAFETY: as above, the new block.
-                let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
-                // SAFETY: as above.
-                let cur = unsafe { &mut *tb.cursor.as_ptr() };
-                append(cur, block).is_ok()
+                let ok = self.write_local(tb, seq, time_ns, &append);
+                tb.holder.written();
+                ok
             })
-            .unwrap_or_else(|_| self.write_detached(seq, time_ns, &append));
+            .unwrap_or_else(|_| {
+                let ok = self.write_detached(seq, time_ns, &append);
+                hold::orphan_written();
+                ok
+            });
         if !ok {
             self.lost.fetch_add(1, Ordering::Relaxed);
         }
         ok
+    }
+
+    #[inline(always)]
+    fn write_local(
+        &self,
+        tb: &ThreadBlock,
+        seq: Seq,
+        time_ns: u64,
+        append: &impl Fn(&mut BlockCursor, &mut [u8]) -> Result<(), NoRoom>,
+    ) -> bool {
+        // SeqCst: pairs with the rotation's store of the key and read of the counter.
+        if (tb.key.get() != self.key.load(Ordering::SeqCst) || tb.ptr.get().is_null())
+            && !self.new_block(tb, seq, time_ns)
+        {
+            return false;
+        }
+        let p = tb.ptr.get();
+        // SAFETY: `p` is this thread's own mapping of BLOCK_SIZE bytes; no other thread
+        // writes it.
+        let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
+        // SAFETY: this thread's own cursor, borrowed for this call only: records are written
+        // inside a hook (which a nested driver call or a signal handler's CUDA call passes
+        // through without recording) or at thread or process exit, so a write never runs
+        // twice at once on one thread. In place, because the cursor is 56 bytes and this is
+        // the hot path of every record.
+        let cur = unsafe { &mut *tb.cursor.as_ptr() };
+        if append(cur, block).is_ok() {
+            return true;
+        }
+        // The block is full (its cursor is replaced, never used again).
+        if !self.new_block(tb, seq, time_ns) {
+            return false;
+        }
+        let p = tb.ptr.get();
+        // SAFETY: as above, the new block.
+        let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
+        // SAFETY: as above.
+        let cur = unsafe { &mut *tb.cursor.as_ptr() };
+        append(cur, block).is_ok()
     }
 
     /// Writes from a thread without thread-locals, into the shared detached block.
@@ -409,20 +376,21 @@ impl Writer {
     fn write_detached(&self, seq: Seq, time_ns: u64, append: &Append<'_>) -> bool {
         let mut d = self.detached.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..2 {
-            if !d.ptr.is_null() {
+            if !d.ptr.is_null() && d.key == self.key.load(Ordering::SeqCst) {
                 // SAFETY: the detached block is BLOCK_SIZE bytes, written only under this lock.
                 let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
                 if append(&mut d.cursor, block).is_ok() {
                     return true;
                 }
-                unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
             }
-            match self.map_block() {
-                Some(p) => {
+            unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
+            match self.claim() {
+                Some((p, key)) => {
                     // SAFETY: a fresh zeroed BLOCK_SIZE mapping.
                     let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
                     d.cursor = BlockCursor::start(block, gettid(), seq.0, time_ns);
                     d.ptr = p;
+                    d.key = key;
                 }
                 None => return false,
             }
@@ -430,90 +398,102 @@ impl Writer {
         false
     }
 
-    /// Claims the next block of the file and maps it.
-    fn map_block(&self) -> Option<*mut u8> {
-        if self.failed.load(Ordering::Relaxed) || self.closed.load(Ordering::Acquire) {
+    /// Claims the next block of the current segment and maps it, rotating first when the
+    /// segment has handed out its share of the bound; returns it with its segment's key.
+    #[inline(never)]
+    fn claim(&self) -> Option<(*mut u8, u64)> {
+        let sh = &*self.shared;
+        if sh.failed.load(Ordering::Relaxed) || sh.closed.load(Ordering::Acquire) {
             // After a failure (said once) or at exit (threads still running while `exit()`
             // runs the unload handlers: their records are counted, not announced).
             return None;
         }
-        let index = self.next_block.fetch_add(1, Ordering::AcqRel);
-        self.map_at(index)
-    }
-
-    /// Makes block `index` exist on disk and maps it.
-    fn map_at(&self, index: u64) -> Option<*mut u8> {
-        let offset = HEADER_SIZE as u64 + index * BLOCK_SIZE as u64;
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if self.closed.load(Ordering::Acquire) {
+        let mut files = sh.files.lock().unwrap_or_else(|p| p.into_inner());
+        if sh.closed.load(Ordering::Acquire) {
             return None;
         }
-        if let Err(e) = self.ensure_locked(&mut file, offset + BLOCK_SIZE as u64) {
-            self.fail(&e);
-            return None;
-        }
-        let fd = match file.checked() {
-            Ok(fd) => fd,
-            Err(e) => {
-                self.fail(&e);
+        let bounded = sh.bound.is_some();
+        if bounded && files.retry_after != 0 {
+            if now_ns() < files.retry_after {
                 return None;
             }
-        };
-        if self.zero_blocks {
-            // Written zeros first: the mapping's pages are then in the page cache with their
-            // blocks written, and the first store to each costs a minor fault instead of the
-            // file system's allocation of an unwritten extent, measured 12x dearer on ext4
-            // (docs/performance.md, "Writing the trace"). tmpfs gains nothing from it.
-            // SAFETY: writes BLOCK_SIZE bytes of a static zero buffer to the trace's
-            // descriptor (checked just above), inside the file (`ensure_locked`).
-            let n = unsafe { libc::pwrite(fd, ZEROS.0.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };
-            if n != BLOCK_SIZE as isize {
-                self.fail(&format!(
-                    "cannot write trace {}: {}",
-                    self.path.to_string_lossy(),
-                    errno_text()
-                ));
-                return None;
+            files.retry_after = 0;
+        }
+        for _ in 0..4 {
+            let cur = files.current();
+            if bounded && cur.next_block >= cur.limit_blocks && !files.building {
+                if let Err(e) = self.rotate(&mut files) {
+                    // Rotation failed (no room for a new file): the current segment goes on.
+                    let cur = files.current();
+                    cur.limit_blocks = u64::MAX;
+                    crate::diag::line(format_args!("{e}; the trace goes on in {}", cur.path.to_string_lossy()));
+                }
+            }
+            let cur = files.current();
+            let index = cur.next_block;
+            let end = HEADER_SIZE as u64 + (index + 1) * BLOCK_SIZE as u64;
+            let ahead = if bounded {
+                HEADER_SIZE as u64 + cur.limit_blocks.saturating_mul(BLOCK_SIZE as u64)
+            } else {
+                u64::MAX
+            };
+            let number = cur.number;
+            let got = cur.ensure(end, ahead).and_then(|()| cur.map(index, sh.zero_blocks));
+            match got {
+                Ok(p) => {
+                    files.current().next_block = index + 1;
+                    return Some((p, key_of(self.generation, number)));
+                }
+                // A file size limit: a bounded trace goes on in a new segment.
+                Err(Grow::SizeLimit(_)) if bounded && !files.building && index > 1 => {
+                    files.current().limit_blocks = index;
+                }
+                // A full disk: the oldest segments that may go make room.
+                Err(Grow::NoSpace(e)) if bounded => {
+                    if rotate::delete_oldest(&mut files) {
+                        continue;
+                    }
+                    if !files.told_space {
+                        files.told_space = true;
+                        crate::diag::line(format_args!(
+                            "{e}; records are counted as lost until space is free again (the program continues)"
+                        ));
+                    }
+                    files.retry_after = now_ns() + 100_000_000;
+                    return None;
+                }
+                Err(Grow::SizeLimit(_)) if bounded && files.building => {
+                    files.retry_after = now_ns() + 100_000_000;
+                    return None;
+                }
+                Err(e) => {
+                    drop(files);
+                    sh.fail(e.text());
+                    return None;
+                }
             }
         }
-        // SAFETY: maps BLOCK_SIZE bytes of the trace (its descriptor checked above) at a
-        // page-aligned offset that `ensure_locked` made exist; only the claimer writes them.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                BLOCK_SIZE,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd,
-                offset as libc::off_t,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            self.fail(&format!(
-                "cannot map trace {}: {}",
-                self.path.to_string_lossy(),
-                errno_text()
-            ));
-            return None;
-        }
-        Some(p.cast::<u8>())
+        None
     }
 
     fn new_block(&self, tb: &ThreadBlock, first_seq: Seq, first_time_ns: u64) -> bool {
         if tb.generation.get() != self.generation {
             // A fork child's first record, or a thread's first ever.
             tb.tid.set(gettid());
+            tb.generation.set(self.generation);
         }
         unmap(tb.ptr.replace(std::ptr::null_mut()));
-        tb.generation.set(self.generation);
-        if !self.closed.load(Ordering::Acquire) {
-            if let Some((p, cursor)) = spare::take(tb.tid.get(), first_seq, first_time_ns, self.generation) {
+        tb.key.set(u64::MAX);
+        if !self.shared.closed.load(Ordering::Acquire) {
+            let key = self.key.load(Ordering::SeqCst);
+            if let Some((p, cursor)) = spare::take(tb.tid.get(), first_seq, first_time_ns, key) {
                 tb.cursor.set(cursor);
                 tb.ptr.set(p);
+                tb.key.set(key);
                 return true;
             }
         }
-        let Some(p) = self.map_block() else {
+        let Some((p, key)) = self.claim() else {
             return false;
         };
         // SAFETY: the fresh mapping is BLOCK_SIZE bytes, zero-filled by fallocate.
@@ -521,19 +501,14 @@ impl Writer {
         tb.cursor
             .set(BlockCursor::start(block, tb.tid.get(), first_seq.0, first_time_ns));
         tb.ptr.set(p);
+        tb.key.set(key);
         true
     }
 
-    fn fail(&self, why: &str) {
-        if !self.failed.swap(true, Ordering::AcqRel) {
-            crate::diag::line(format_args!("{why}; recording stops here, the program continues"));
-        }
-    }
-
     /// At process exit: writes `last` (the final records, in order), no more blocks after
-    /// them, and cuts the file to the blocks in use. A record that finds no room in the
-    /// calling thread's block, or no block at all (a full disk, a descriptor the program
-    /// closed for good), goes to block 0, kept for this since the start.
+    /// them, and cuts the current file to the blocks in use. A record that finds no room in
+    /// the calling thread's block, or no block at all (a full disk, a descriptor the program
+    /// closed for good), goes to block 0, kept for this since the file's start.
     pub fn close(&self, last: &[RecordRef<'_, '_>]) {
         for (i, rec) in last.iter().enumerate() {
             if !self.write(*rec) {
@@ -543,23 +518,14 @@ impl Writer {
                 break;
             }
         }
-        let mut file = self.file.lock().unwrap_or_else(|p| p.into_inner());
-        if self.closed.swap(true, Ordering::AcqRel) {
+        let mut files = self.shared.files.lock().unwrap_or_else(|p| p.into_inner());
+        if self.shared.closed.swap(true, Ordering::AcqRel) {
             return;
         }
-        let used = HEADER_SIZE as u64 + self.next_block.load(Ordering::Acquire) * BLOCK_SIZE as u64;
-        if used < self.size.load(Ordering::Acquire) {
-            if let Ok(fd) = file.checked() {
-                // SAFETY: the trace's descriptor (checked just above); every block handed out
-                // lies below `used`.
-                if unsafe { libc::ftruncate(fd, used as libc::off_t) } == 0 {
-                    self.size.store(used, Ordering::Release);
-                }
-            }
-        }
+        files.current().cut_to_used();
     }
 
-    /// Writes `records` into block 0, which no thread was handed.
+    /// Writes `records` into block 0 of the current file, which no thread was handed.
     fn write_last_words(&self, records: &[RecordRef<'_, '_>]) {
         let mut d = self.last_words.lock().unwrap_or_else(|p| p.into_inner());
         if d.ptr.is_null() {
@@ -578,10 +544,28 @@ impl Writer {
         }
     }
 
-    /// In a forked child: forget the parent's file without touching it.
+    /// In a forked child: forget the parent's files without touching them. A lock some
+    /// thread of the parent held at the fork stays held here: its descriptors are left open
+    /// (close-on-exec, a few) rather than waited for.
     pub fn abandon_in_child(&mut self) {
-        self.file.get_mut().unwrap_or_else(|p| p.into_inner()).close_if_ours();
+        let files = match self.shared.files.try_lock() {
+            Ok(f) => Some(f),
+            Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        if let Some(mut files) = files {
+            for s in files.segs.iter_mut() {
+                s.file.close_if_ours();
+            }
+        }
     }
+}
+
+/// In a forked child, before anything else: the numbers the parent's threads held are gone
+/// with them; the calling thread keeps its slot, holding nothing.
+pub fn in_forked_child() {
+    hold::in_forked_child();
+    let _ = LOCAL.try_with(|tb| tb.holder.keep_in_child());
 }
 
 fn gettid() -> u32 {
