@@ -2,6 +2,7 @@
 //! family, transparency, threads, crashes, fork, processes that never touch CUDA, settings
 //! that once misbehaved, and setuid programs (where it only passes calls through).
 
+mod bounded;
 mod doors;
 mod hostile;
 mod settings;

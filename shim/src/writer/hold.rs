@@ -110,6 +110,17 @@ impl Holder {
         seq
     }
 
+    /// The oldest number this thread holds (`u64::MAX`: none).
+    pub fn oldest(&self) -> u64 {
+        if self.count.get() == 0 {
+            return u64::MAX;
+        }
+        match self.slot().held.load(Ordering::Relaxed) {
+            0 => u64::MAX,
+            h => h,
+        }
+    }
+
     /// A held number's record was written (or lost): the slot is free once none is held.
     #[inline]
     pub fn written(&self) {

@@ -31,7 +31,7 @@ use std::cell::Cell;
 use std::collections::VecDeque;
 use std::ffi::{OsStr, OsString};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 use gpuleak_format::{
     BlockCursor, BlockState, Fields, FileHeader, NoRoom, RecordRef, Seq, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
@@ -63,6 +63,8 @@ struct Files {
     retry_after: u64,
     /// Said once: records are being lost for want of space.
     told_space: bool,
+    /// The cut of the checkpoint being built.
+    cut: u64,
 }
 
 impl Files {
@@ -84,6 +86,8 @@ struct Shared {
     trace_id: u64,
     bound: Option<Bound>,
     builder: rotate::Builder,
+    /// Signalled (with the files' lock) when a checkpoint is done.
+    built: Condvar,
 }
 
 impl Shared {
@@ -251,6 +255,7 @@ impl Writer {
                 flagged: false,
                 retry_after: 0,
                 told_space: false,
+                cut: 0,
             }),
             closed: AtomicBool::new(false),
             failed: AtomicBool::new(false),
@@ -259,6 +264,7 @@ impl Writer {
             trace_id: random_id(),
             bound,
             builder: rotate::Builder::default(),
+            built: Condvar::new(),
         });
         let w = Writer {
             shared,
@@ -384,7 +390,7 @@ impl Writer {
                 }
             }
             unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
-            match self.claim() {
+            match self.claim(None) {
                 Some((p, key)) => {
                     // SAFETY: a fresh zeroed BLOCK_SIZE mapping.
                     let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
@@ -400,8 +406,16 @@ impl Writer {
 
     /// Claims the next block of the current segment and maps it, rotating first when the
     /// segment has handed out its share of the bound; returns it with its segment's key.
+    ///
+    /// `oldest` is the oldest number the calling thread holds (`None`: a thread without
+    /// thread-locals). A thread that holds none at or below the cut of the checkpoint being
+    /// built may wait for it (the builder waits for the others): when a file size limit or a
+    /// full disk stops the current segment (the checkpoint lets old segments go, or a new one
+    /// start), and when a program writes records faster than the builder reads them back (only
+    /// tight synthetic loops do, tens of MB of trace a second), once the current segment has
+    /// grown to twice its share. Otherwise a record that finds no room is counted as lost.
     #[inline(never)]
-    fn claim(&self) -> Option<(*mut u8, u64)> {
+    fn claim(&self, oldest: Option<u64>) -> Option<(*mut u8, u64)> {
         let sh = &*self.shared;
         if sh.failed.load(Ordering::Relaxed) || sh.closed.load(Ordering::Acquire) {
             // After a failure (said once) or at exit (threads still running while `exit()`
@@ -412,68 +426,91 @@ impl Writer {
         if sh.closed.load(Ordering::Acquire) {
             return None;
         }
-        let bounded = sh.bound.is_some();
-        if bounded && files.retry_after != 0 {
+        let Some(bound) = sh.bound else {
+            return self.claim_in_current(&mut files).map_err(|e| sh.fail(e.text())).ok();
+        };
+        // A thread may wait for the checkpoint being built (see above).
+        let may_wait = |files: &Files| files.building && oldest.is_some_and(|o| o > files.cut);
+        let wait = |files| self.wait_for_checkpoint(files);
+        if may_wait(&files) && files.current().next_block >= 2 * bound.segment_blocks() {
+            files = wait(files);
+        }
+        if files.retry_after != 0 {
             if now_ns() < files.retry_after {
                 return None;
             }
             files.retry_after = 0;
         }
-        for _ in 0..4 {
-            let cur = files.current();
-            if bounded && cur.next_block >= cur.limit_blocks && !files.building {
-                if let Err(e) = self.rotate(&mut files) {
-                    // Rotation failed (no room for a new file): the current segment goes on.
-                    let cur = files.current();
-                    cur.limit_blocks = u64::MAX;
-                    crate::diag::line(format_args!("{e}; the trace goes on in {}", cur.path.to_string_lossy()));
-                }
+        for _ in 0..8 {
+            if sh.closed.load(Ordering::Acquire) {
+                return None;
             }
             let cur = files.current();
-            let index = cur.next_block;
-            let end = HEADER_SIZE as u64 + (index + 1) * BLOCK_SIZE as u64;
-            let ahead = if bounded {
-                HEADER_SIZE as u64 + cur.limit_blocks.saturating_mul(BLOCK_SIZE as u64)
-            } else {
-                u64::MAX
+            let mut outcome = Ok(());
+            if cur.next_block >= cur.limit_blocks && !files.building {
+                outcome = self.rotate(&mut files);
+            }
+            let outcome = outcome.and_then(|()| self.claim_in_current(&mut files));
+            let e = match outcome {
+                Ok(claimed) => return Some(claimed),
+                Err(e) => e,
             };
-            let number = cur.number;
-            let got = cur.ensure(end, ahead).and_then(|()| cur.map(index, sh.zero_blocks));
-            match got {
-                Ok(p) => {
-                    files.current().next_block = index + 1;
-                    return Some((p, key_of(self.generation, number)));
-                }
-                // A file size limit: a bounded trace goes on in a new segment.
-                Err(Grow::SizeLimit(_)) if bounded && !files.building && index > 1 => {
-                    files.current().limit_blocks = index;
+            match e {
+                // A file size limit: the segment ends here; a new one starts once the
+                // checkpoint being built is done.
+                Grow::SizeLimit(_) if files.current().next_block > 1 && !files.building => {
+                    let cur = files.current();
+                    cur.limit_blocks = cur.next_block;
                 }
                 // A full disk: the oldest segments that may go make room.
-                Err(Grow::NoSpace(e)) if bounded => {
-                    if rotate::delete_oldest(&mut files) {
-                        continue;
-                    }
+                Grow::NoSpace(_) if rotate::delete_oldest(&mut files) => {}
+                Grow::SizeLimit(_) | Grow::NoSpace(_) if may_wait(&files) => files = wait(files),
+                Grow::SizeLimit(e) | Grow::NoSpace(e) => {
                     if !files.told_space {
                         files.told_space = true;
                         crate::diag::line(format_args!(
-                            "{e}; records are counted as lost until space is free again (the program continues)"
+                            "{e}; records are counted as lost until there is room again (the program continues)"
                         ));
                     }
                     files.retry_after = now_ns() + 100_000_000;
                     return None;
                 }
-                Err(Grow::SizeLimit(_)) if bounded && files.building => {
-                    files.retry_after = now_ns() + 100_000_000;
-                    return None;
-                }
-                Err(e) => {
+                Grow::Failed(e) => {
                     drop(files);
-                    sh.fail(e.text());
+                    sh.fail(&e);
                     return None;
                 }
             }
         }
         None
+    }
+
+    /// Waits (at most a minute) for the checkpoint being built.
+    fn wait_for_checkpoint<'a>(&'a self, files: MutexGuard<'a, Files>) -> MutexGuard<'a, Files> {
+        let (files, _) = self
+            .shared
+            .built
+            .wait_timeout_while(files, std::time::Duration::from_secs(60), |f| f.building)
+            .unwrap_or_else(|p| p.into_inner());
+        files
+    }
+
+    /// Claims and maps the next block of the current segment, under the files' lock.
+    fn claim_in_current(&self, files: &mut Files) -> Result<(*mut u8, u64), Grow> {
+        let zero = self.shared.zero_blocks;
+        let bounded = self.shared.bound.is_some();
+        let cur = files.current();
+        let index = cur.next_block;
+        let end = HEADER_SIZE as u64 + (index + 1) * BLOCK_SIZE as u64;
+        let ahead = if bounded {
+            HEADER_SIZE as u64 + cur.limit_blocks.saturating_mul(BLOCK_SIZE as u64)
+        } else {
+            u64::MAX
+        };
+        cur.ensure(end, ahead)?;
+        let p = cur.map(index, zero)?;
+        cur.next_block = index + 1;
+        Ok((p, key_of(self.generation, cur.number)))
     }
 
     fn new_block(&self, tb: &ThreadBlock, first_seq: Seq, first_time_ns: u64) -> bool {
@@ -493,7 +530,7 @@ impl Writer {
                 return true;
             }
         }
-        let Some((p, key)) = self.claim() else {
+        let Some((p, key)) = self.claim(Some(tb.holder.oldest())) else {
             return false;
         };
         // SAFETY: the fresh mapping is BLOCK_SIZE bytes, zero-filled by fallocate.

@@ -35,7 +35,7 @@ use gpuleak_format::{
     HEADER_SIZE,
 };
 
-use super::segment::{ReadMap, SegFile};
+use super::segment::{Grow, ReadMap, SegFile};
 use super::{hold, key_of, Files, Shared, Writer};
 
 /// How many bytes a process's trace keeps on disk, all its segments together.
@@ -100,7 +100,7 @@ impl Writer {
     /// would enlarge the stack of every claim.
     #[cold]
     #[inline(never)]
-    pub(super) fn rotate(&self, files: &mut Files) -> Result<(), String> {
+    pub(super) fn rotate(&self, files: &mut Files) -> Result<(), Grow> {
         let sh = &*self.shared;
         let Some(bound) = sh.bound else { return Ok(()) };
         let number = files.current().number + 1;
@@ -117,10 +117,10 @@ impl Writer {
             .write(&mut first);
             let seg0 = files.segs.front_mut().expect("a trace always has a file");
             if seg0.number == 0 && !seg0.write_at(&first[..], 0) {
-                return Err(format!(
+                return Err(Grow::Failed(format!(
                     "cannot mark trace {} as the first of its segments",
                     seg0.path.to_string_lossy()
-                ));
+                )));
             }
             files.flagged = true;
         }
@@ -131,7 +131,13 @@ impl Writer {
         .write(&mut header);
         let mut name = self.path.clone();
         name.push(format!("-{number:06}"));
-        let (mut next, _) = SegFile::create(&name, number, &header)?;
+        let (mut next, _) = SegFile::create(&name, number, &header).map_err(|e| {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSPC) {
+                Grow::NoSpace(e)
+            } else {
+                Grow::Failed(e)
+            }
+        })?;
         next.limit_blocks = bound.segment_blocks();
         next.checkpointed = false;
         let block0 = next
@@ -141,7 +147,7 @@ impl Writer {
             Ok(p) => p,
             Err(e) => {
                 next.delete();
-                return Err(e.text().to_string());
+                return Err(e);
             }
         };
         files.segs.push_back(next);
@@ -159,6 +165,7 @@ impl Writer {
         let cut = self.seq.load(Ordering::SeqCst).saturating_sub(1);
         if sh.builder.submit(&self.shared, Job { number, cut }) {
             files.building = true;
+            files.cut = cut;
         } else {
             // No checkpoint will come: the segment grows without bound, and none is deleted.
             files.current().limit_blocks = u64::MAX;
@@ -217,9 +224,16 @@ fn run(sh: &Shared) {
                 st = sh.builder.ready.wait(st).unwrap_or_else(|p| p.into_inner());
             }
         };
-        let done = build(sh, &job);
+        // A fault in the builder must not leave threads waiting for it: the trace stops
+        // rotating instead.
+        let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(sh, &job)));
         let mut files = sh.files.lock().unwrap_or_else(|p| p.into_inner());
         files.building = false;
+        sh.built.notify_all();
+        let Ok(done) = done else {
+            files.current().limit_blocks = u64::MAX;
+            return;
+        };
         if let (Some(bytes), Some(seg)) = (done, files.segs.iter_mut().find(|s| s.number == job.number)) {
             seg.checkpointed = true;
             // A checkpoint that takes half a segment or more (a very large live set) would
@@ -266,8 +280,12 @@ pub(super) fn delete_oldest(files: &mut Files) -> bool {
 /// could not be (the process is exiting, a file could not be read or written).
 fn build(sh: &Shared, job: &Job) -> Option<u64> {
     // Every number up to the cut written, in one segment or the other.
+    let t0 = std::time::Instant::now();
     if !hold::wait_below(job.cut, || sh.closed.load(Ordering::Acquire)) {
         return None;
+    }
+    if std::env::var_os("GPULEAK_DEBUG_ROTATE").is_some() {
+        eprintln!("seg {} waited {:?}", job.number, t0.elapsed());
     }
     // The history on disk: from the newest segment with a complete checkpoint (or the first)
     // to the new one, mapped under the lock (a mapping outlives a deletion).
@@ -316,6 +334,9 @@ fn build(sh: &Shared, job: &Job) -> Option<u64> {
     }
     drop(traces);
     drop(maps);
+    if std::env::var_os("GPULEAK_DEBUG_ROTATE").is_some() {
+        eprintln!("seg {} fed {:?}", job.number, t0.elapsed());
+    }
     let compacted = compactor.finish(job.number);
     let mut bytes = Vec::new();
     write_blocks(&compacted, &mut bytes);
@@ -334,6 +355,9 @@ fn build(sh: &Shared, job: &Job) -> Option<u64> {
             return None;
         }
         seg.next_block = index + 1;
+    }
+    if std::env::var_os("GPULEAK_DEBUG_ROTATE").is_some() {
+        eprintln!("seg {} done {:?} {} bytes", job.number, t0.elapsed(), bytes.len());
     }
     Some(bytes.len() as u64)
 }

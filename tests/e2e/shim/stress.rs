@@ -146,7 +146,8 @@ fn with_file_size_limit(trace: &Path, blocks: u64, pairs: &str) -> std::process:
     let program = client("shim_threads");
     let limit = format!("ulimit -f {blocks} && exec \"$@\"");
     let mut cmd = shim_command_via(&["sh", "-c", &limit, "sh"], &program, trace);
-    cmd.args(["1", pairs]);
+    // Unbounded: a bounded trace goes on in a new segment instead (shim::bounded).
+    cmd.env("GPULEAK_MAX_TRACE", "off").args(["1", pairs]);
     cmd.output().unwrap()
 }
 
@@ -228,12 +229,16 @@ fn a_symlink_at_the_trace_path_is_never_followed_and_traces_are_private() {
 }
 
 /// A tmpfs of `size` mounted on a fresh directory, unmounted when dropped.
-struct SmallFileSystem {
+pub(super) struct SmallFileSystem {
     dir: TempDir,
 }
 
 impl SmallFileSystem {
-    fn mount(size: &str) -> SmallFileSystem {
+    pub(super) fn path(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub(super) fn mount(size: &str) -> SmallFileSystem {
         let dir = TempDir::new();
         let status = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"])
@@ -255,8 +260,10 @@ impl Drop for SmallFileSystem {
 fn a_small_file_system_is_filled_before_recording_stops_and_the_end_is_kept() {
     let fs = SmallFileSystem::mount("2m");
     let trace = fs.dir.path().join("t.trace");
-    // 400k events need about 5 MiB.
+    // 400k events need about 5 MiB. Unbounded: a bounded trace deletes old segments instead
+    // (shim::bounded).
     let out = shim_command(client("shim_threads"), &trace)
+        .env("GPULEAK_MAX_TRACE", "off")
         .args(["1", "200000"])
         .output()
         .unwrap();
