@@ -65,6 +65,10 @@ struct Files {
     told_space: bool,
     /// The cut of the checkpoint being built.
     cut: u64,
+    /// Checkpoints ended (built or given up): what a waiting thread waits to see move.
+    ended: u64,
+    /// Blocks the last checkpoint took (what the next one reserves, and half again).
+    last_checkpoint_blocks: u64,
 }
 
 impl Files {
@@ -256,6 +260,8 @@ impl Writer {
                 retry_after: 0,
                 told_space: false,
                 cut: 0,
+                ended: 0,
+                last_checkpoint_blocks: 0,
             }),
             closed: AtomicBool::new(false),
             failed: AtomicBool::new(false),
@@ -485,12 +491,14 @@ impl Writer {
         None
     }
 
-    /// Waits (at most a minute) for the checkpoint being built.
+    /// Waits (at most a minute) for the checkpoint being built to end. Not for the next one
+    /// too: its cut may be above a number the caller holds, which that one waits for.
     fn wait_for_checkpoint<'a>(&'a self, files: MutexGuard<'a, Files>) -> MutexGuard<'a, Files> {
+        let ended = files.ended;
         let (files, _) = self
             .shared
             .built
-            .wait_timeout_while(files, std::time::Duration::from_secs(60), |f| f.building)
+            .wait_timeout_while(files, std::time::Duration::from_secs(60), |f| f.ended == ended)
             .unwrap_or_else(|p| p.into_inner());
         files
     }

@@ -140,8 +140,12 @@ impl Writer {
         })?;
         next.limit_blocks = bound.segment_blocks();
         next.checkpointed = false;
+        // Room for the checkpoint, ahead of the threads' blocks: half again the last one.
+        let reserve = files.last_checkpoint_blocks + files.last_checkpoint_blocks / 2 + 1;
+        next.reserved = (1, 1 + reserve);
+        next.next_block = 1 + reserve;
         let block0 = next
-            .ensure((HEADER_SIZE + 4 * BLOCK_SIZE) as u64, 0)
+            .ensure(HEADER_SIZE as u64 + (4 + reserve) * BLOCK_SIZE as u64, 0)
             .and_then(|()| next.map(0, sh.zero_blocks));
         let block0 = match block0 {
             Ok(p) => p,
@@ -229,11 +233,15 @@ fn run(sh: &Shared) {
         let done = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| build(sh, &job)));
         let mut files = sh.files.lock().unwrap_or_else(|p| p.into_inner());
         files.building = false;
+        files.ended += 1;
         sh.built.notify_all();
         let Ok(done) = done else {
             files.current().limit_blocks = u64::MAX;
             return;
         };
+        if let Some(bytes) = done {
+            files.last_checkpoint_blocks = bytes / BLOCK_SIZE as u64;
+        }
         if let (Some(bytes), Some(seg)) = (done, files.segs.iter_mut().find(|s| s.number == job.number)) {
             seg.checkpointed = true;
             // A checkpoint that takes half a segment or more (a very large live set) would
@@ -280,12 +288,8 @@ pub(super) fn delete_oldest(files: &mut Files) -> bool {
 /// could not be (the process is exiting, a file could not be read or written).
 fn build(sh: &Shared, job: &Job) -> Option<u64> {
     // Every number up to the cut written, in one segment or the other.
-    let t0 = std::time::Instant::now();
     if !hold::wait_below(job.cut, || sh.closed.load(Ordering::Acquire)) {
         return None;
-    }
-    if std::env::var_os("GPULEAK_DEBUG_ROTATE").is_some() {
-        eprintln!("seg {} waited {:?}", job.number, t0.elapsed());
     }
     // The history on disk: from the newest segment with a complete checkpoint (or the first)
     // to the new one, mapped under the lock (a mapping outlives a deletion).
@@ -334,9 +338,6 @@ fn build(sh: &Shared, job: &Job) -> Option<u64> {
     }
     drop(traces);
     drop(maps);
-    if std::env::var_os("GPULEAK_DEBUG_ROTATE").is_some() {
-        eprintln!("seg {} fed {:?}", job.number, t0.elapsed());
-    }
     let compacted = compactor.finish(job.number);
     let mut bytes = Vec::new();
     write_blocks(&compacted, &mut bytes);
@@ -347,17 +348,20 @@ fn build(sh: &Shared, job: &Job) -> Option<u64> {
             return None;
         }
         let seg = files.segs.back_mut().filter(|s| s.number == job.number)?;
-        let index = seg.next_block;
+        // The blocks reserved for it first, then new ones.
+        let reserved = seg.reserved.0 < seg.reserved.1;
+        let index = if reserved { seg.reserved.0 } else { seg.next_block };
         let offset = HEADER_SIZE as u64 + index * BLOCK_SIZE as u64;
         seg.ensure(offset + BLOCK_SIZE as u64, 0).ok()?;
         // The block's magic last: a block cut short by a kill is never read as started.
         if !seg.write_at(&chunk[4..], offset + 4) || !seg.write_at(&chunk[..4], offset) {
             return None;
         }
-        seg.next_block = index + 1;
-    }
-    if std::env::var_os("GPULEAK_DEBUG_ROTATE").is_some() {
-        eprintln!("seg {} done {:?} {} bytes", job.number, t0.elapsed(), bytes.len());
+        if reserved {
+            seg.reserved.0 += 1;
+        } else {
+            seg.next_block = index + 1;
+        }
     }
     Some(bytes.len() as u64)
 }

@@ -52,6 +52,10 @@ pub(super) struct SegFile {
     /// Whether its checkpoint is complete (always for the first segment): the segments
     /// before it may go.
     pub checkpointed: bool,
+    /// Blocks set aside at its creation for its checkpoint (from block 1), reserved on disk
+    /// so that a full disk cannot stop the checkpoint that lets old segments go: the next
+    /// of them to write, and the end.
+    pub reserved: (u64, u64),
 }
 
 /// `path`, then `path.1`, `path.2`, ...: the names a file may take, first free one wins.
@@ -196,6 +200,7 @@ impl SegFile {
                 next_block: 1,
                 limit_blocks: u64::MAX,
                 checkpointed: true,
+                reserved: (1, 1),
             },
             on_tmpfs,
         ))
@@ -339,8 +344,28 @@ impl SegFile {
         n == bytes.len() as isize
     }
 
-    /// Deletes the file, if its name still leads to it, and closes it.
+    /// Deletes the file, if its name still leads to it, and closes it. Its space on disk is
+    /// given back at once: a thread that wrote into it and has been idle since still maps its
+    /// last block (it moves on at its next record, and never writes there again), which would
+    /// keep the whole file on disk. So its blocks are punched out first (read as zeros from
+    /// then on), or, where the file system cannot, the file is cut to nothing: no mapping of
+    /// it is ever touched again.
     pub fn delete(&mut self) {
+        if let Ok(fd) = self.file.checked() {
+            // SAFETY: our own descriptor (checked just above); the range is the whole file.
+            let punched = unsafe {
+                libc::fallocate(
+                    fd,
+                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+                    0,
+                    self.size as libc::off_t,
+                )
+            } == 0;
+            if !punched {
+                // SAFETY: as above.
+                unsafe { libc::ftruncate(fd, 0) };
+            }
+        }
         if let Ok(fd) = self.file.checked() {
             let ours = crate::fd::FileId::of(fd);
             if let (Some(ours), Ok(c)) = (ours, CString::new(absolute(&self.path).into_vec())) {

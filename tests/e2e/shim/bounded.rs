@@ -49,23 +49,33 @@ fn total_bytes(dir: &Path) -> u64 {
     files(dir).iter().map(|p| std::fs::metadata(p).unwrap().len()).sum()
 }
 
-/// The leaks, with their stacks and sizes, and the findings about live objects.
-fn leaks_and_objects(report: &Value) -> (Value, Vec<Value>) {
+/// Whether a finding is about a stream or an event never destroyed (the program's own).
+fn live_object(f: &Value) -> bool {
+    matches!(f["check"].as_str(), Some("stream-leak") | Some("event-leak"))
+}
+
+/// The leaks, with their stacks and sizes, and the findings about live objects, without what
+/// differs from run to run (process and thread ids, handles).
+fn leaks_and_objects(report: &Value) -> (Vec<Value>, Vec<Value>) {
+    let keep = |v: &Value, drop: &[&str]| {
+        let mut v = v.clone();
+        v.as_object_mut().unwrap().retain(|k, _| !drop.contains(&k.as_str()));
+        v
+    };
+    let leaks = report["leaks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| keep(l, &["pid", "tid", "owner"]))
+        .collect();
     let objects = report["findings"]
         .as_array()
         .unwrap()
         .iter()
-        .filter(|f| matches!(f["kind"].as_str(), Some("stream-leak") | Some("event-leak")))
-        .map(|f| {
-            let mut f = f.clone();
-            // Handles are addresses in the simulator, which differ from run to run.
-            if let Some(o) = f.as_object_mut() {
-                o.retain(|k, _| k == "kind" || k == "count" || k == "message_template");
-            }
-            f
-        })
+        .filter(|f| live_object(f))
+        .map(|f| keep(f, &["pid", "ptr", "message"]))
         .collect();
-    (report["leaks"].clone(), objects)
+    (leaks, objects)
 }
 
 /// The summary without the peak (it depends on how threads interleaved in each run).
@@ -119,11 +129,8 @@ fn sixteen_threads_rotating_lose_nothing() {
     assert_eq!(r["summary"]["allocations"], 16 * 8000 + 16 * 8 + 2);
     assert_eq!(r["summary"]["frees"], 16 * 8000 + 16 * 4);
     assert_eq!(r["summary"]["leaked_allocations"], 16 * 4 + 2);
-    assert!(r["findings"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .all(|f| matches!(f["kind"].as_str(), Some("stream-leak") | Some("event-leak"))));
+    assert_eq!(r["findings"].as_array().unwrap().iter().filter(|f| live_object(f)).count(), 2);
+    assert!(r["findings"].as_array().unwrap().iter().all(live_object));
 }
 
 #[test]
@@ -140,16 +147,10 @@ fn a_fork_during_rotations_gives_the_child_a_trace_of_its_own() {
     let r = report(&[dir.path()]);
     let processes = r["processes"].as_array().unwrap();
     assert_eq!(processes.len(), 2, "{processes:#?}");
-    let per = r["per_process"].as_array().expect("per_process");
-    let of = |pid: u32| {
-        per.iter()
-            .find(|p| p["pid"] == pid)
-            .unwrap_or_else(|| panic!("{pid}: {per:#?}"))
-    };
-    let c = of(child);
+    let c = processes.iter().find(|p| p["pid"] == child).expect("the child");
     assert_eq!(c["summary"]["allocations"], 2);
     assert_eq!(c["summary"]["leaked_bytes"], 5555);
-    let parent = per.iter().find(|p| p["pid"] != child).unwrap();
+    let parent = processes.iter().find(|p| p["pid"] != child).unwrap();
     assert_eq!(parent["summary"]["allocations"], 4 * 30000 + 4 * 8 + 2);
     assert_eq!(parent["summary"]["frees"], 4 * 30000 + 4 * 4);
 }
@@ -194,7 +195,7 @@ fn kill_9_at_random_moments_leaves_a_trace_that_reports_consistently() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|f| !matches!(f["kind"].as_str(), Some("stream-leak") | Some("event-leak")))
+            .filter(|f| !live_object(f))
             .collect();
         assert!(
             findings.is_empty(),
@@ -205,9 +206,13 @@ fn kill_9_at_random_moments_leaves_a_trace_that_reports_consistently() {
             live <= 4 + 1 + 4 * 16,
             "trial {trial}: {live} live allocations in {names:?}"
         );
+        // The totals agree with what is live, but for frees numbered and not yet written when
+        // the kill came (one a thread at most: the driver had freed the memory, another thread
+        // may have been given it again, and the report says it missed a free).
         let allocs = r["summary"]["allocations"].as_u64().unwrap();
         let frees = r["summary"]["frees"].as_u64().unwrap();
-        assert_eq!(allocs - frees, live, "trial {trial}: totals disagree with what is live");
+        let in_flight = (allocs - frees).checked_sub(live);
+        assert!(in_flight.is_some_and(|n| n <= 4), "trial {trial}: {allocs} - {frees} vs {live} live");
     }
     eprintln!("{unfinished} of 50 kills landed while a checkpoint was being written");
 }
@@ -252,8 +257,12 @@ fn a_full_file_system_deletes_old_segments_rather_than_stop_recording() {
         String::from_utf8_lossy(&out.stdout).trim(),
         "threads 1 pairs 200000 failures 0"
     );
-    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    // At most one line, when the disk was full at a moment when no segment could go yet: a
+    // record that then finds no room waits, or, at exit, goes to the block kept for it.
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.lines().count() <= 1, "{err}");
     let r = report(&[fs.path()]);
+    assert!(r["notes"].as_array().unwrap().iter().all(|n| !n.as_str().unwrap().contains("lost")), "{r:#}");
     assert_eq!(r["summary"]["allocations"], 200_000);
     assert_eq!(r["summary"]["frees"], 200_000);
 }
