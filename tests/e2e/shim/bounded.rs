@@ -182,20 +182,23 @@ fn kill_9_at_random_moments_leaves_a_trace_that_reports_consistently() {
         child.kill().unwrap();
         child.wait().unwrap();
         let names = files(dir.path());
-        // A checkpoint cut short by the kill is left in the newest segment.
-        if let Some(newest) = names.last() {
+        // A kill during a rotation leaves a newest segment whose checkpoint is unfinished
+        // (being waited for, read or written).
+        if let Some(newest) = names.last().filter(|_| names.len() > 1) {
             let bytes = std::fs::read(newest).unwrap();
-            let (blocks, finished) = Trace::new(&bytes).unwrap().checkpoint_blocks();
-            unfinished += usize::from(!blocks.is_empty() && !finished);
+            let (_, finished) = Trace::new(&bytes).unwrap().checkpoint_blocks();
+            unfinished += usize::from(!finished);
         }
         let r = report(&[dir.path()]);
         // Every free finds its allocation and nothing is made up: at most one allocation in
-        // flight per thread, the two of main and the staircase are live.
+        // flight per thread, the two of main and the staircase are live. (A kernel launched
+        // and not yet waited for when the kill came is work never waited for at the end of
+        // the trace, as in an unbounded one.)
         let findings: Vec<&Value> = r["findings"]
             .as_array()
             .unwrap()
             .iter()
-            .filter(|f| !live_object(f))
+            .filter(|f| !live_object(f) && f["check"] != "unsynchronized-at-exit")
             .collect();
         assert!(
             findings.is_empty(),
@@ -214,7 +217,8 @@ fn kill_9_at_random_moments_leaves_a_trace_that_reports_consistently() {
         let in_flight = (allocs - frees).checked_sub(live);
         assert!(in_flight.is_some_and(|n| n <= 4), "trial {trial}: {allocs} - {frees} vs {live} live");
     }
-    eprintln!("{unfinished} of 50 kills landed while a checkpoint was being written");
+    eprintln!("{unfinished} of 50 kills landed during a rotation");
+    assert!(unfinished > 0, "no kill landed during a rotation");
 }
 
 /// Runs `shim_threads 1 PAIRS` under `ulimit -f BLOCKS` (512-byte blocks) with `bound`.
