@@ -593,13 +593,18 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         eprintln!("gpuleak: {program} made no CUDA call; no trace written");
         return Ok(ExitCode::from(code.clamp(0, 255) as u8));
     }
-    let mut files = Vec::new();
+    let mut opened = Vec::new();
     for t in &traces {
         match gpuleak_analyzer::TraceFile::open(t) {
-            Ok(f) => files.push(f),
+            Ok(f) => opened.push(f),
             Err(e) => eprintln!("gpuleak: {e}"),
         }
     }
+    // A bounded trace's segments are one process.
+    let files = gpuleak_analyzer::TraceFile::group(opened).unwrap_or_else(|e| {
+        eprintln!("gpuleak: {e}");
+        Vec::new()
+    });
     // Without the caches, what the frameworks' modules hold is tensors, not cached segments.
     let options = Options {
         pool_as_leak: args.no_framework_cache,
@@ -613,8 +618,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
     let sites = summary.leaked_allocations;
     eprintln!(
         "gpuleak: {} process{} traced: {} leaked allocation{} ({}), {} finding{}, peak {}",
-        traces.len(),
-        if traces.len() == 1 { "" } else { "es" },
+        files.len(),
+        if files.len() == 1 { "" } else { "es" },
         sites,
         if sites == 1 { "" } else { "s" },
         run::human_bytes(summary.leaked_bytes),

@@ -291,10 +291,24 @@ impl Output {
         let Some(tail) = rest[digits..].strip_prefix(&self.suffix) else {
             return false;
         };
-        tail.is_empty()
-            || tail
-                .strip_prefix('.')
-                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+        // `.N` (a name already taken), then `-NNNNNN` (a bounded trace's later segment), then
+        // `.N` again (a segment's name already taken), each optional.
+        let number = |t: &str, lead: char, min: usize| -> Option<usize> {
+            let n = t.strip_prefix(lead)?;
+            let d = n.bytes().take_while(u8::is_ascii_digit).count();
+            (d >= min).then_some(1 + d)
+        };
+        let mut t = tail;
+        if let Some(n) = number(t, '.', 1) {
+            t = &t[n..];
+        }
+        if let Some(n) = number(t, '-', 6) {
+            t = &t[n..];
+            if let Some(n) = number(t, '.', 1) {
+                t = &t[n..];
+            }
+        }
+        t.is_empty()
     }
 }
 
@@ -397,6 +411,12 @@ mod tests {
         assert!(!o.matches("gpuleak.app.12x.trace"));
         assert!(!o.matches("gpuleak.app.123.trace.x"));
         assert!(!o.matches("gpuleak.other.1.trace"));
+        // A bounded trace's later segments.
+        assert!(o.matches("gpuleak.app.123.trace-000001"));
+        assert!(o.matches("gpuleak.app.123.trace.2-000014"));
+        assert!(o.matches("gpuleak.app.123.trace-1000000.1"));
+        assert!(!o.matches("gpuleak.app.123.trace-01"));
+        assert!(!o.matches("gpuleak.app.123.trace-000001x"));
     }
 
     #[test]

@@ -43,6 +43,10 @@ pub enum SeriesErrorKind {
     Duplicate(u64),
     /// The file is a whole trace, or a segment of another trace.
     NotInSeries,
+    /// The first segment left (this number, not 0) has no finished checkpoint: the history
+    /// before it is lost (its writer was stopped while writing it, and the segment before it,
+    /// which a bounded trace keeps until then, is gone).
+    Unfinished(u64),
 }
 
 impl fmt::Display for SeriesError {
@@ -54,6 +58,10 @@ impl fmt::Display for SeriesError {
             ),
             SeriesErrorKind::Duplicate(n) => write!(f, "segment {n} appears twice"),
             SeriesErrorKind::NotInSeries => write!(f, "not a segment of the same trace as the others"),
+            SeriesErrorKind::Unfinished(n) => write!(
+                f,
+                "segment {n} is the first left and its checkpoint is unfinished: the history before it is missing (the segment before it was deleted or not copied)"
+            ),
         }
     }
 }

@@ -159,10 +159,24 @@ impl TraceFile {
     /// nothing half-written. The segments of one trace come back as one [`TraceFile`], where
     /// the first of them was named ([`series::group`]).
     pub fn open_all(paths: &[PathBuf]) -> Result<Vec<TraceFile>, OpenError> {
-        let files = expand(paths)?
-            .iter()
-            .map(|p| TraceFile::open(p))
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut files = Vec::new();
+        for p in expand(paths)? {
+            match TraceFile::open(&p) {
+                Ok(f) => files.push(f),
+                // Found in a directory and gone since: a bounded trace still being written
+                // deleted its oldest segment (the next one stands for it).
+                Err(OpenError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound && !paths.contains(&p) => {}
+                Err(e) => return Err(e),
+            }
+        }
+        series::group(files)
+    }
+
+    /// `files` with the segments of each bounded trace gathered into one ([`open_all`] does
+    /// this for what it opens).
+    ///
+    /// [`open_all`]: Self::open_all
+    pub fn group(files: Vec<TraceFile>) -> Result<Vec<TraceFile>, OpenError> {
         series::group(files)
     }
 
@@ -406,7 +420,12 @@ pub fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>, OpenError> {
 /// Whether the regular file at `path` starts with a trace's magic bytes.
 fn is_trace(path: &Path) -> Result<bool, OpenError> {
     let mut head = [0u8; MAGIC.len()];
-    let mut file = File::open(path).map_err(|e| OpenError::Io(path.to_owned(), e))?;
+    let mut file = match File::open(path) {
+        Ok(f) => f,
+        // Listed and deleted since (a bounded trace's oldest segment).
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(OpenError::Io(path.to_owned(), e)),
+    };
     let mut filled = 0;
     while filled < head.len() {
         match file.read(&mut head[filled..]) {

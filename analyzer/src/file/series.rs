@@ -10,7 +10,7 @@
 
 use std::collections::HashMap;
 
-use gpuleak_format::series::order;
+use gpuleak_format::series::{order, SeriesError, SeriesErrorKind};
 use gpuleak_format::{Segment, TraceId};
 
 use super::{OpenError, TraceFile};
@@ -61,6 +61,18 @@ fn chain(members: Vec<(Segment, TraceFile)>) -> Result<Option<TraceFile>, OpenEr
     let Some(mut first) = in_order.next() else {
         return Ok(None);
     };
+    // The first segment left stands for the history before it through its checkpoint (one
+    // with no block at all, just created, stands for nothing yet).
+    if let Some(seg) = first.trace()?.segment().filter(|s| s.number > 0) {
+        let trace = first.trace()?;
+        if trace.block_count() > 0 && !trace.checkpoint_blocks().1 {
+            let e = SeriesError {
+                at: 0,
+                kind: SeriesErrorKind::Unfinished(seg.number),
+            };
+            return Err(OpenError::Series(first.path.clone(), e));
+        }
+    }
     first.later = in_order.collect();
     Ok(Some(first))
 }

@@ -129,7 +129,15 @@ fn sixteen_threads_rotating_lose_nothing() {
     assert_eq!(r["summary"]["allocations"], 16 * 8000 + 16 * 8 + 2);
     assert_eq!(r["summary"]["frees"], 16 * 8000 + 16 * 4);
     assert_eq!(r["summary"]["leaked_allocations"], 16 * 4 + 2);
-    assert_eq!(r["findings"].as_array().unwrap().iter().filter(|f| live_object(f)).count(), 2);
+    assert_eq!(
+        r["findings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| live_object(f))
+            .count(),
+        2
+    );
     assert!(r["findings"].as_array().unwrap().iter().all(live_object));
 }
 
@@ -215,7 +223,10 @@ fn kill_9_at_random_moments_leaves_a_trace_that_reports_consistently() {
         let allocs = r["summary"]["allocations"].as_u64().unwrap();
         let frees = r["summary"]["frees"].as_u64().unwrap();
         let in_flight = (allocs - frees).checked_sub(live);
-        assert!(in_flight.is_some_and(|n| n <= 4), "trial {trial}: {allocs} - {frees} vs {live} live");
+        assert!(
+            in_flight.is_some_and(|n| n <= 4),
+            "trial {trial}: {allocs} - {frees} vs {live} live"
+        );
     }
     eprintln!("{unfinished} of 50 kills landed during a rotation");
     assert!(unfinished > 0, "no kill landed during a rotation");
@@ -266,7 +277,14 @@ fn a_full_file_system_deletes_old_segments_rather_than_stop_recording() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.lines().count() <= 1, "{err}");
     let r = report(&[fs.path()]);
-    assert!(r["notes"].as_array().unwrap().iter().all(|n| !n.as_str().unwrap().contains("lost")), "{r:#}");
+    assert!(
+        r["notes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|n| !n.as_str().unwrap().contains("lost")),
+        "{r:#}"
+    );
     assert_eq!(r["summary"]["allocations"], 200_000);
     assert_eq!(r["summary"]["frees"], 200_000);
 }
@@ -296,4 +314,52 @@ fn a_process_still_rotating_can_be_reported_again_and_again() {
     }
     child.kill().unwrap();
     child.wait().unwrap();
+}
+
+#[test]
+fn gpuleak_run_sums_up_a_bounded_trace_as_one_process() {
+    let dir = TempDir::new();
+    let out = gpuleak_e2e::sim_command(gpuleak_bin())
+        .current_dir(dir.path())
+        .env("GPULEAK_MAX_TRACE", "1MiB")
+        .args(["run", "--"])
+        .arg(client("trace_rotation"))
+        .args(["4", "20000"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let names = files(dir.path());
+    assert!(
+        names.len() >= 2 && !names.iter().any(|p| p.extension().is_some_and(|e| e == "trace")),
+        "{names:?}"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("1 process traced: 18 leaked allocations"), "{err}");
+}
+
+#[test]
+fn a_first_segment_whose_checkpoint_is_unfinished_is_an_error_naming_it() {
+    let dir = TempDir::new();
+    run(dir.path(), "1MiB", &["2", "20000"]);
+    let names = files(dir.path());
+    let first = &names[0];
+    // Its checkpoint's last block zeroed, as a writer stopped while writing it leaves it.
+    let mut bytes = std::fs::read(first).unwrap();
+    let (blocks, finished) = Trace::new(&bytes).unwrap().checkpoint_blocks();
+    assert!(finished);
+    let last = *blocks.last().unwrap();
+    let at = gpuleak_format::HEADER_SIZE + last * gpuleak_format::BLOCK_SIZE;
+    bytes[at..at + gpuleak_format::BLOCK_SIZE].fill(0);
+    std::fs::write(first, &bytes).unwrap();
+    let out = Command::new(gpuleak_bin())
+        .arg("report")
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(&first.display().to_string()) && err.contains("checkpoint is unfinished"),
+        "{err}"
+    );
 }
