@@ -952,8 +952,9 @@ records! {
         high_seq: u64,
         /// See `high_seq`.
         high_time_ns: u64,
-        /// Axis: nothing; a site: allocations, frees, bytes allocated and live bytes at the
-        /// process's peak; the rest and devices: live bytes at the process's peak.
+        /// Axis and devices: nothing; a site: its allocations, frees, bytes allocated, live
+        /// bytes at the process's peak, device (as `key` gives one) and the sum of its frees'
+        /// lifetimes (in sequence numbers); the rest: its live bytes at the process's peak.
         totals: Addrs<'a>,
         /// Axis: each point's last time (ns) and sequence number, in pairs; other series: each
         /// point's lowest, highest and last value, in triples, from point `first`.
@@ -1639,7 +1640,7 @@ pub(crate) mod tests {
                 high: 40 << 20,
                 high_seq: 0,
                 high_time_ns: 0,
-                totals: Addrs(Cow::Owned(vec![40, 0, 40 << 20, 40 << 20])),
+                totals: Addrs(Cow::Owned(vec![40, 0, 40 << 20, 40 << 20, 0, 0])),
                 points: Addrs(Cow::Owned(vec![1 << 20, 2 << 20, 2 << 20, 2 << 20, 40 << 20, 40 << 20])),
             }
             .into(),

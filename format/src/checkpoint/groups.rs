@@ -92,7 +92,7 @@ impl Compactor {
         self.history.event();
         if is_owned_memory(kind) {
             self.history
-                .change(group.stack, group.api, group.device, i128::from(group.bytes));
+                .change(group.stack, group.api, group.device, i128::from(group.bytes), 0);
         }
         self.live.insert(key, group);
     }
@@ -181,7 +181,9 @@ impl Compactor {
     fn history_release(&mut self, g: &Group) {
         self.history.event();
         if g.kind.is_some_and(is_owned_memory) {
-            self.history.change(g.stack, g.api, g.device, -i128::from(g.bytes));
+            let born = g.seqs.first().copied().unwrap_or(0);
+            self.history
+                .change(g.stack, g.api, g.device, -i128::from(g.bytes), born);
         }
     }
 

@@ -177,6 +177,9 @@ struct DeviceTrack {
 #[derive(Debug, Clone)]
 struct SiteTrack {
     api: Api,
+    device: i32,
+    /// Sum of the lifetimes (in sequence numbers) of its frees.
+    lifetimes: u64,
     high: u64,
     allocations: u64,
     frees: u64,
@@ -272,8 +275,9 @@ impl History {
         }
     }
 
-    /// Owned memory made live (`delta` > 0) or released at `stack` on `device`.
-    pub(super) fn change(&mut self, stack: StackId, api: Api, device: i32, delta: i128) {
+    /// Owned memory made live (`delta` > 0) or released at `stack` on `device` (allocated at
+    /// sequence number `born`).
+    pub(super) fn change(&mut self, stack: StackId, api: Api, device: i32, delta: i128, born: u64) {
         let up = delta >= 0;
         let bytes = delta.unsigned_abs().min(u128::from(u64::MAX)) as u64;
         let version = self.peak_version;
@@ -290,7 +294,7 @@ impl History {
             self.site_live.insert(stack, after);
         }
         if !self.sites.contains_key(&stack) && up {
-            self.follow(stack, api, before, after);
+            self.follow(stack, api, device, before, after);
         }
         if let Some(s) = self.sites.get_mut(&stack) {
             if s.stamp != version {
@@ -303,6 +307,7 @@ impl History {
                 s.high = s.high.max(after);
             } else {
                 s.frees += 1;
+                s.lifetimes = s.lifetimes.saturating_add(self.now.0.saturating_sub(born));
             }
             s.track.set(after);
             self.followed = self.followed.saturating_add(after).saturating_sub(before);
@@ -336,7 +341,7 @@ impl History {
 
     /// Starts following `stack` (which held `before` and now holds `after`) if there is room,
     /// or if it passed the smallest high-water mark among the sites followed.
-    fn follow(&mut self, stack: StackId, api: Api, before: u64, after: u64) {
+    fn follow(&mut self, stack: StackId, api: Api, device: i32, before: u64, after: u64) {
         if self.sites.len() >= HISTORY_SITES {
             let Some((&smallest, s)) = self
                 .sites
@@ -359,6 +364,8 @@ impl History {
             stack,
             SiteTrack {
                 api,
+                device,
+                lifetimes: 0,
                 high: before,
                 allocations: 0,
                 frees: 0,
@@ -418,7 +425,14 @@ impl History {
                 s.api,
                 s.track.first,
                 (s.high, 0, 0),
-                vec![s.allocations, s.frees, s.bytes, at_peak],
+                vec![
+                    s.allocations,
+                    s.frees,
+                    s.bytes,
+                    at_peak,
+                    i64::from(s.device) as u64,
+                    s.lifetimes,
+                ],
                 s.track.triples(),
             ));
         }
@@ -493,6 +507,8 @@ impl History {
                     stack,
                     SiteTrack {
                         api: h.api,
+                        device: total(4) as i64 as i32,
+                        lifetimes: total(5),
                         high: h.high.max(live),
                         allocations: total(0),
                         frees: total(1),
