@@ -22,6 +22,9 @@
 //!   joined them), the stream-ordered allocations captured into graphs, every graph record,
 //!   and the launches of graphs with memory nodes (or with nodes the trace does not know),
 //!   with the frees of the memory those launches allocated;
+//! - the last complete state of each framework's allocator (its `FrameworkState`, the records
+//!   of that state and its `FrameworkEnd`, kinds 70 to 76), and the states still being
+//!   written; an older state goes once a newer one of the same framework is complete;
 //! - `Lost` and `Exit` records.
 //!
 //! Everything else is dropped and counted by kind, API and how the analyzer counts it
@@ -62,6 +65,8 @@ use history::History;
 
 #[path = "checkpoint/finish.rs"]
 mod finish;
+#[path = "checkpoint/frameworks.rs"]
+mod frameworks;
 #[path = "checkpoint/groups.rs"]
 mod groups;
 #[path = "checkpoint/history.rs"]
@@ -136,6 +141,7 @@ pub struct Compactor {
     graph_execs: HashMap<u64, bool>,
     graph_memory: HashSet<u64>,
     history: History,
+    frameworks: frameworks::States,
 }
 
 /// The `api` field of a body, if it has one.
@@ -186,6 +192,7 @@ impl Compactor {
             graph_execs: HashMap::new(),
             graph_memory: HashSet::new(),
             history: History::default(),
+            frameworks: frameworks::States::default(),
         }
     }
 
@@ -283,6 +290,13 @@ impl Compactor {
                 self.missing += c.missing;
             }
             Body::SiteHistory(h) => self.history.load(h),
+            Body::FrameworkState(_)
+            | Body::FrameworkSegment(_)
+            | Body::FrameworkBlocks(_)
+            | Body::FrameworkFrames(_)
+            | Body::FrameworkStats(_)
+            | Body::FrameworkOom(_)
+            | Body::FrameworkEnd(_) => self.framework(tid, record),
             Body::ProcessInfo(_) | Body::Rank(_) | Body::Lost(_) | Body::Exit(_) => self.keep_for_good(tid, record),
             Body::Module(m) => self.keep_last(tid, (record.body.kind(), m.start), record),
             Body::Stack(s) => {
