@@ -31,6 +31,7 @@
 //! own peak.
 
 use std::borrow::Cow;
+use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
 
 use crate::api::Api;
@@ -190,6 +191,26 @@ struct SiteTrack {
     track: Track,
 }
 
+impl SiteTrack {
+    /// Its live bytes went from `before` to `after` (`up`: an allocation; else a free of an
+    /// allocation that lived `lifetime`), at peak version `version`.
+    fn changed(&mut self, version: u64, before: u64, after: u64, up: bool, lifetime: u64) {
+        if self.stamp != version {
+            self.at_peak = before;
+            self.stamp = version;
+        }
+        if up {
+            self.allocations += 1;
+            self.bytes = self.bytes.saturating_add(after - before);
+            self.high = self.high.max(after);
+        } else {
+            self.frees += 1;
+            self.lifetimes = self.lifetimes.saturating_add(lifetime);
+        }
+        self.track.set(after);
+    }
+}
+
 /// The history being built; see the module documentation.
 #[derive(Debug, Clone)]
 pub(super) struct History {
@@ -210,6 +231,9 @@ pub(super) struct History {
     site_live: HashMap<StackId, u64>,
     /// Live bytes of the sites followed, together.
     followed: u64,
+    /// At most the smallest high-water mark among the sites followed (high-water marks only
+    /// rise), so that a site that cannot take a place is turned away without a search.
+    smallest_high: u64,
     rest: Track,
     /// Where the last record was.
     now: (u64, u64),
@@ -228,6 +252,7 @@ impl Default for History {
             sites: HashMap::new(),
             site_live: HashMap::new(),
             followed: 0,
+            smallest_high: 0,
             rest: Track::new(1, None, 0),
             now: (0, 0),
         }
@@ -282,34 +307,42 @@ impl History {
         let bytes = delta.unsigned_abs().min(u128::from(u64::MAX)) as u64;
         let version = self.peak_version;
         // The site: its live bytes, and its series if it is followed (or now may be).
-        let before = self.site_live.get(&stack).copied().unwrap_or(0);
-        let after = if up {
-            before.saturating_add(bytes)
-        } else {
-            before - bytes.min(before)
+        let (before, after) = match self.site_live.entry(stack) {
+            Entry::Occupied(mut o) => {
+                let before = *o.get();
+                let after = if up {
+                    before.saturating_add(bytes)
+                } else {
+                    before - bytes.min(before)
+                };
+                if after == 0 {
+                    o.remove();
+                } else {
+                    *o.get_mut() = after;
+                }
+                (before, after)
+            }
+            Entry::Vacant(v) => {
+                let after = if up { bytes } else { 0 };
+                if after > 0 {
+                    v.insert(after);
+                }
+                (0, after)
+            }
         };
-        if after == 0 {
-            self.site_live.remove(&stack);
+        let lifetime = self.now.0.saturating_sub(born);
+        let followed = if let Some(s) = self.sites.get_mut(&stack) {
+            s.changed(version, before, after, up, lifetime);
+            true
+        } else if up && self.follow(stack, api, device, before, after) {
+            if let Some(s) = self.sites.get_mut(&stack) {
+                s.changed(version, before, after, up, lifetime);
+            }
+            true
         } else {
-            self.site_live.insert(stack, after);
-        }
-        if !self.sites.contains_key(&stack) && up {
-            self.follow(stack, api, device, before, after);
-        }
-        if let Some(s) = self.sites.get_mut(&stack) {
-            if s.stamp != version {
-                s.at_peak = before;
-                s.stamp = version;
-            }
-            if up {
-                s.allocations += 1;
-                s.bytes = s.bytes.saturating_add(bytes);
-                s.high = s.high.max(after);
-            } else {
-                s.frees += 1;
-                s.lifetimes = s.lifetimes.saturating_add(self.now.0.saturating_sub(born));
-            }
-            s.track.set(after);
+            false
+        };
+        if followed {
             self.followed = self.followed.saturating_add(after).saturating_sub(before);
         }
         self.live = if up {
@@ -341,17 +374,21 @@ impl History {
 
     /// Starts following `stack` (which held `before` and now holds `after`) if there is room,
     /// or if it passed the smallest high-water mark among the sites followed.
-    fn follow(&mut self, stack: StackId, api: Api, device: i32, before: u64, after: u64) {
+    fn follow(&mut self, stack: StackId, api: Api, device: i32, before: u64, after: u64) -> bool {
         if self.sites.len() >= HISTORY_SITES {
+            if after <= self.smallest_high {
+                return false;
+            }
             let Some((&smallest, s)) = self
                 .sites
                 .iter()
                 .min_by(|a, b| a.1.high.cmp(&b.1.high).then(b.0 .0.cmp(&a.0 .0)))
             else {
-                return;
+                return false;
             };
+            self.smallest_high = s.high;
             if after <= s.high {
-                return;
+                return false;
             }
             let gone_live = s.track.value();
             self.followed = self.followed.saturating_sub(gone_live);
@@ -375,6 +412,7 @@ impl History {
                 track: Track::new(points, first, before),
             },
         );
+        true
     }
 
     /// The history's records, as of sequence number `as_of`.
@@ -472,6 +510,7 @@ impl History {
                     d.track = Track::new(points, Some(points - 1), d.live);
                 }
                 self.sites.clear();
+                self.smallest_high = 0;
                 self.followed = 0;
                 self.rest = Track::new(points, Some(points - 1), self.live);
             }
