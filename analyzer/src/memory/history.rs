@@ -79,7 +79,15 @@ impl Tracker {
                 let d = self.device(device);
                 d.live = from_history(&points, h.width, &axis, d.live.value());
                 if h.high > d.peak.0 {
+                    // The device's peak is in the dropped history: its sites' shares are the
+                    // history's where it has them (below), else unknown, none.
                     d.peak = (h.high, h.high_seq, h.high_time_ns);
+                    d.peak_version += 1;
+                    let version = d.peak_version;
+                    for ds in d.sites.values_mut() {
+                        ds.at_peak = 0;
+                        ds.stamp = version;
+                    }
                 }
             }
             SiteHistory::SITE => self.history_site(h, pool),
@@ -206,16 +214,23 @@ impl Tracker {
             s.at_peak = total(3);
         }
         s.series = from_history(&points, h.width, &site_axis, s.live);
-        // The device's share of the site, for its stacked chart.
+        // The device's share of the site, for its stacked chart and its peak (the site's
+        // share of the process's peak when the two peaks are one moment of the history).
         let live = s.live;
         let axis = self.axis;
+        let (peak_seq, from_history_peak) = (self.peak.1, self.peak_from_history);
         let d = self.devices.entry(device).or_insert_with(|| Device::new(&axis));
+        let version = d.peak_version;
+        let same_peak = from_history_peak && d.peak.1 == peak_seq;
         let ds = d.sites.entry(stack).or_insert_with(|| DeviceSite {
             live,
             at_peak: 0,
-            stamp: 0,
+            stamp: version,
             series: Series::new(&site_axis),
         });
+        if ds.stamp == version && same_peak {
+            ds.at_peak = total(3);
+        }
         ds.series = from_history(&points, h.width, &site_axis, live);
     }
 }

@@ -94,6 +94,11 @@ fn a_peak_in_dropped_history_is_the_peak_with_its_sites() {
     let by_site = m["peak"]["by_site"].as_array().unwrap();
     assert_eq!(u(&by_site[0]["bytes"]), 40 * MIB);
     assert_eq!(by_site[0]["stack_id"], w["peak"]["by_site"][0]["stack_id"]);
+    // The device's own peak and its breakdown are the history's too.
+    let (d, wd) = (&m["devices"][0], &w["devices"][0]);
+    assert_eq!(d["peak_bytes"], wd["peak_bytes"]);
+    assert_eq!(d["peak_seq"], wd["peak_seq"]);
+    assert_eq!(d["peak_by_site"][0], wd["peak_by_site"][0]);
     assert_eq!(u(&doc["summary"]["leaked_bytes"]), 0);
     assert_eq!(doc["summary"], whole["summary"], "the totals are the whole run's");
     // The growth, all of it in dropped history, is still found.
