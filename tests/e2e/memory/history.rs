@@ -156,3 +156,26 @@ fn snapshots_in_the_kept_segment_still_answer_at() {
         .collect();
     assert_eq!(deltas, [(1, -1000)]);
 }
+
+#[test]
+fn the_last_two_of_four_segments_report_the_whole_run_s_growth_and_peak() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "memory_steps", "staircase");
+    let bytes = fs::read(&trace).unwrap();
+    let whole = Trace::new(&bytes).unwrap();
+    let last = last_seq(&trace);
+    // Segments 2 and 3 of a trace rotated after each quarter; 0 and 1 deleted by the bound.
+    let kept = TempDir::new();
+    for k in 2..4u64 {
+        let until = if k == 3 { Seq(u64::MAX) } else { Seq(last * (k + 1) / 4) };
+        let seg = segment(&whole, Some(Seq(last * k / 4)), until, k, TraceId(0x45)).unwrap();
+        fs::write(kept.path().join(format!("app.trace-{k:06}")), seg).unwrap();
+    }
+    let out = report(&["--memory", "--format", "json"], &[kept.path()]);
+    assert_ok(&out);
+    let doc: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let g = one_growth(&doc);
+    assert_eq!(functions(&g["stack"])[0], "keep_history");
+    assert_eq!(u(&g["slope_bytes_per_step"]), MIB);
+    assert_eq!(u(&doc["process"]["memory"]["peak"]["bytes"]), 40 * MIB + 64 * 1024);
+}
