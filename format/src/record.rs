@@ -952,9 +952,10 @@ records! {
         high_seq: u64,
         /// See `high_seq`.
         high_time_ns: u64,
-        /// Axis and devices: nothing; a site: its allocations, frees, bytes allocated, live
-        /// bytes at the process's peak, device (as `key` gives one) and the sum of its frees'
-        /// lifetimes (in sequence numbers); the rest: its live bytes at the process's peak.
+        /// Axis: nothing; a device: its allocations and frees; a site: its allocations,
+        /// frees, bytes allocated, live bytes at the process's peak, device (as `key` gives
+        /// one) and the sum of its frees' lifetimes (in sequence numbers); the rest: its live
+        /// bytes at the process's peak.
         totals: Addrs<'a>,
         /// Axis: each point's last time (ns) and sequence number, in pairs; other series: each
         /// point's lowest, highest and last value, in triples, from point `first`.

@@ -78,6 +78,12 @@ impl Tracker {
                 let axis = self.axis;
                 let d = self.device(device);
                 d.live = from_history(&points, h.width, &axis, d.live.value());
+                // The history counted the allocations replayed from the checkpoint with the
+                // others.
+                if let [allocations, frees, ..] = h.totals.0[..] {
+                    d.allocations.fill(&axis, allocations);
+                    d.frees.fill(&axis, frees);
+                }
                 if h.high > d.peak.0 {
                     // The device's peak is in the dropped history: its sites' shares are the
                     // history's where it has them (below), else unknown, none.

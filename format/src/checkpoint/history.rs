@@ -170,6 +170,9 @@ impl Track {
 #[derive(Debug, Clone)]
 struct DeviceTrack {
     live: u64,
+    /// Allocations and frees of owned memory on it.
+    allocations: u64,
+    frees: u64,
     high: (u64, u64, u64),
     track: Track,
 }
@@ -358,14 +361,18 @@ impl History {
         let points = self.points();
         let d = self.devices.entry(device).or_insert_with(|| DeviceTrack {
             live: 0,
+            allocations: 0,
+            frees: 0,
             high: (0, 0, 0),
             track: Track::new(points, None, 0),
         });
-        d.live = if up {
-            d.live.saturating_add(bytes)
+        if up {
+            d.live = d.live.saturating_add(bytes);
+            d.allocations += 1;
         } else {
-            d.live - bytes.min(d.live)
-        };
+            d.live -= bytes.min(d.live);
+            d.frees += 1;
+        }
         if d.live > d.high.0 {
             d.high = (d.live, self.now.0, self.now.1);
         }
@@ -443,7 +450,7 @@ impl History {
                 Api::NONE,
                 d.track.first,
                 d.high,
-                Vec::new(),
+                vec![d.allocations, d.frees],
                 d.track.triples(),
             ));
         }
@@ -521,10 +528,13 @@ impl History {
                 let live = self.devices.get(&device).map_or(0, |d| d.live);
                 let mut track = Track::read(h.first, points, &h.points.0);
                 track.set(live);
+                let total = |i: usize| h.totals.0.get(i).copied().unwrap_or(0);
                 self.devices.insert(
                     device,
                     DeviceTrack {
                         live,
+                        allocations: total(0),
+                        frees: total(1),
                         high: (h.high.max(live), h.high_seq, h.high_time_ns),
                         track,
                     },

@@ -179,3 +179,18 @@ fn the_last_two_of_four_segments_report_the_whole_run_s_growth_and_peak() {
     assert_eq!(u(&g["slope_bytes_per_step"]), MIB);
     assert_eq!(u(&doc["process"]["memory"]["peak"]["bytes"]), 40 * MIB + 64 * 1024);
 }
+
+#[test]
+fn the_text_report_of_a_bounded_trace_shows_the_growth_begun_before_its_cut() {
+    let dir = TempDir::new();
+    let trace = traced(&dir, "memory_steps", "staircase");
+    let kept = TempDir::new();
+    let seg = kept_after(&trace, Seq(last_seq(&trace) / 2), kept.path());
+    let out = report(&["--memory"], &[&seg]);
+    assert_ok(&out);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("warning: growth:"), "{text}");
+    // The device's counts are the whole run's, as the summary's are.
+    assert!(text.contains("calls: 120 allocations, 120 frees"), "{text}");
+    assert!(text.contains("  120 allocations, 120 frees\n"), "{text}");
+}
