@@ -194,3 +194,54 @@ fn the_history_is_bounded_and_keeps_the_site_that_grows() {
     let rest = series(&done, SiteHistory::REST, 0);
     assert_eq!(*rest.points.0.last().unwrap(), (500 - 64 + 1) * 4096);
 }
+
+#[test]
+fn a_history_record_of_impossible_size_is_ignored() {
+    let axis = SiteHistory {
+        series: SiteHistory::AXIS,
+        key: 0,
+        api: Api::NONE,
+        events: u64::MAX,
+        width: 1,
+        first: 0,
+        high: 1 << 40,
+        high_seq: 1,
+        high_time_ns: 1,
+        totals: Addrs(Vec::new().into()),
+        points: Addrs(vec![1, 1].into()),
+    };
+    let mut c = Compactor::new();
+    for (seq, body) in [
+        (1, Body::SiteHistory(axis.clone())),
+        (
+            1,
+            Body::SiteHistory(SiteHistory {
+                series: SiteHistory::SITE,
+                key: 1,
+                first: u64::MAX,
+                ..axis
+            }),
+        ),
+    ] {
+        c.add(
+            0,
+            &Record {
+                seq: Seq(seq),
+                time_ns: 1,
+                body,
+            },
+        );
+    }
+    for r in staircase(3, false) {
+        c.add(
+            7,
+            &Record {
+                seq: Seq(r.seq.0 + 1),
+                ..r
+            },
+        );
+    }
+    let done = c.finish(1);
+    let axis = series(&done, SiteHistory::AXIS, 0);
+    assert_eq!((axis.events, axis.high), (9, 3 * MIB + (64 << 10)));
+}

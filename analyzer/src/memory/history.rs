@@ -108,7 +108,7 @@ impl Tracker {
 
     /// The axis: the pass moves to where the dropped history ended.
     fn history_axis(&mut self, h: &SiteHistory<'_>) {
-        if h.width == 0 || !h.width.is_power_of_two() {
+        if !gpuleak_format::checkpoint::history::well_formed(h) {
             return;
         }
         self.history = Some((h.events, h.width));
@@ -272,6 +272,36 @@ mod tests {
         let coarse = resample(&points, 4, &wide);
         let got: Vec<(u64, u64, u64)> = coarse.iter().map(|s| (s.min, s.max, s.last)).collect();
         assert_eq!(got, [(0, 10, 10), (20, 30, 30), (40, 50, 50), (60, 70, 70)]);
+    }
+
+    #[test]
+    fn a_history_of_impossible_size_is_ignored() {
+        let mut t = Tracker::new(super::super::TrackerOptions::default());
+        let axis = SiteHistory {
+            series: SiteHistory::AXIS,
+            key: 0,
+            api: Api::NONE,
+            events: u64::MAX,
+            width: 1,
+            first: 0,
+            high: 1 << 40,
+            high_seq: 1,
+            high_time_ns: 1,
+            totals: gpuleak_format::Addrs(Vec::new().into()),
+            points: gpuleak_format::Addrs(vec![1, 1].into()),
+        };
+        t.history(&axis, false);
+        t.history(
+            &SiteHistory {
+                series: SiteHistory::SITE,
+                key: 1,
+                ..axis.clone()
+            },
+            false,
+        );
+        let m = t.finish();
+        assert_eq!((m.events, m.peak.0), (0, 0));
+        assert!(m.sites.is_empty());
     }
 
     #[test]

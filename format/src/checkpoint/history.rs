@@ -65,6 +65,13 @@ pub fn memory_device(kind: MemKind, api: Api, aux: u64, context_device: Option<i
     context_device.unwrap_or(UNKNOWN_DEVICE)
 }
 
+/// Whether an axis record describes an axis this module makes: a width that is a power of
+/// two and at most [`HISTORY_POINTS`] points (a bad record is ignored, never trusted to size
+/// anything).
+pub fn well_formed(h: &SiteHistory<'_>) -> bool {
+    h.width.is_power_of_two() && h.events / h.width < HISTORY_POINTS
+}
+
 /// Lowest, highest and last value over one point.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct Span {
@@ -499,7 +506,7 @@ impl History {
     pub(super) fn load(&mut self, h: &SiteHistory<'_>) {
         match h.series {
             SiteHistory::AXIS => {
-                if h.width == 0 || !h.width.is_power_of_two() {
+                if !well_formed(h) {
                     return;
                 }
                 self.events = h.events;
