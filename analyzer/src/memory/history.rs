@@ -24,11 +24,12 @@ fn resample(points: &[Option<Span>], width: u64, axis: &Axis) -> Vec<Span> {
     });
     let filled: Vec<Span> = points.iter().map(|p| p.or(known).unwrap_or_default()).collect();
     let buckets = axis.bucket() as usize + 1;
-    let (aw, hw) = (axis.width(), width.max(1));
+    let (aw, hw) = (u128::from(axis.width()), u128::from(width.max(1)));
+    let at = |b: usize| usize::try_from(b as u128 * aw / hw).unwrap_or(usize::MAX);
     (0..buckets)
         .filter_map(|b| {
-            let from = (b as u64 * aw / hw) as usize;
-            let to = (((b as u64 + 1) * aw / hw) as usize).max(from + 1);
+            let from = at(b);
+            let to = at(b + 1).max(from.saturating_add(1));
             filled
                 .get(from..to.min(filled.len()))?
                 .iter()
@@ -302,6 +303,79 @@ mod tests {
         let m = t.finish();
         assert_eq!((m.events, m.peak.0), (0, 0));
         assert!(m.sites.is_empty());
+    }
+
+    /// Histories of any shape, between allocations and frees, never panic the pass.
+    #[test]
+    fn any_history_records_read_without_a_panic() {
+        use crate::model::Model;
+        use gpuleak_format::{Addrs, Alloc, Body, Ctx, CuResult, Free, Ptr, Record, Seq, Stream};
+        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
+        let mut next = move |n: u64| {
+            x ^= x >> 12;
+            x ^= x << 25;
+            x ^= x >> 27;
+            x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
+        };
+        for _case in 0..300 {
+            let mut model = Model::new().with_memory(super::super::TrackerOptions::default());
+            let events = [0, 1, 127, 128, 1000, (1 << 62) - 1, u64::MAX][next(7) as usize];
+            let width = [0, 1, 2, 8, 3, 1 << 20, 1 << 58][next(7) as usize];
+            for seq in 1..60u64 {
+                let ptr = 0x1000 * (1 + next(8));
+                let body: Body<'static> = match next(4) {
+                    0 => {
+                        let n = next(400) as usize;
+                        SiteHistory {
+                            series: next(5),
+                            key: [0, 1, 2, u64::MAX, (-2i64) as u64][next(5) as usize],
+                            api: Api(next(300) as u16),
+                            events: if next(4) == 0 { next(u64::MAX) } else { events },
+                            width,
+                            first: [0, 1, 200, u64::MAX][next(4) as usize],
+                            high: next(u64::MAX),
+                            high_seq: next(100),
+                            high_time_ns: next(u64::MAX),
+                            totals: Addrs((0..next(8)).map(|_| next(u64::MAX)).collect::<Vec<_>>().into()),
+                            points: Addrs((0..n).map(|_| next(1 << 40)).collect::<Vec<_>>().into()),
+                        }
+                        .into()
+                    }
+                    1 | 2 => Alloc {
+                        api: Api::cuMemAlloc_v2,
+                        via: Api::NONE,
+                        result: CuResult::SUCCESS,
+                        ctx: Ctx(1),
+                        stream: Stream(0),
+                        ptr: Ptr(ptr),
+                        size: next(1 << 30),
+                        stack: StackId(next(4) as u32),
+                        aux: 0,
+                    }
+                    .into(),
+                    _ => Free {
+                        api: Api::cuMemFree_v2,
+                        via: Api::NONE,
+                        result: CuResult::SUCCESS,
+                        stream: Stream(0),
+                        ptr: Ptr(ptr),
+                        size: 0,
+                        stack: StackId::NONE,
+                    }
+                    .into(),
+                };
+                model.apply(
+                    1,
+                    &Record {
+                        seq: Seq(seq),
+                        time_ns: seq * 1000,
+                        body,
+                    },
+                );
+            }
+            let r = model.finish();
+            assert!(r.memory.is_some());
+        }
     }
 
     #[test]

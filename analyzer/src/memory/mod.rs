@@ -475,13 +475,13 @@ impl Tracker {
         if delta >= 0 {
             s.live = s.live.saturating_add(delta as u64);
             s.live_count += 1;
-            s.allocations += 1;
+            s.allocations = s.allocations.saturating_add(1);
             s.bytes = s.bytes.saturating_add(delta as u64);
             s.high = s.high.max(s.live);
         } else {
             s.live -= (delta.unsigned_abs() as u64).min(s.live);
             s.live_count = s.live_count.saturating_sub(1);
-            s.frees += 1;
+            s.frees = s.frees.saturating_add(1);
             s.lifetimes = s.lifetimes.saturating_add(u128::from(lifetime));
         }
         s.series.set(axis, s.live);

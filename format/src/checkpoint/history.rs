@@ -66,10 +66,10 @@ pub fn memory_device(kind: MemKind, api: Api, aux: u64, context_device: Option<i
 }
 
 /// Whether an axis record describes an axis this module makes: a width that is a power of
-/// two and at most [`HISTORY_POINTS`] points (a bad record is ignored, never trusted to size
-/// anything).
+/// two, at most [`HISTORY_POINTS`] points, and fewer than 2^62 events, so that counting on
+/// cannot overflow (a bad record is ignored, never trusted to size anything).
 pub fn well_formed(h: &SiteHistory<'_>) -> bool {
-    h.width.is_power_of_two() && h.events / h.width < HISTORY_POINTS
+    h.width.is_power_of_two() && h.events / h.width < HISTORY_POINTS && h.events < 1 << 62
 }
 
 /// Lowest, highest and last value over one point.
@@ -210,11 +210,11 @@ impl SiteTrack {
             self.stamp = version;
         }
         if up {
-            self.allocations += 1;
+            self.allocations = self.allocations.saturating_add(1);
             self.bytes = self.bytes.saturating_add(after - before);
             self.high = self.high.max(after);
         } else {
-            self.frees += 1;
+            self.frees = self.frees.saturating_add(1);
             self.lifetimes = self.lifetimes.saturating_add(lifetime);
         }
         self.track.set(after);
@@ -375,10 +375,10 @@ impl History {
         });
         if up {
             d.live = d.live.saturating_add(bytes);
-            d.allocations += 1;
+            d.allocations = d.allocations.saturating_add(1);
         } else {
             d.live -= bytes.min(d.live);
-            d.frees += 1;
+            d.frees = d.frees.saturating_add(1);
         }
         if d.live > d.high.0 {
             d.high = (d.live, self.now.0, self.now.1);
