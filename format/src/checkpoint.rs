@@ -22,6 +22,9 @@
 //!   joined them), the stream-ordered allocations captured into graphs, every graph record,
 //!   and the launches of graphs with memory nodes (or with nodes the trace does not know),
 //!   with the frees of the memory those launches allocated;
+//! - the last complete state of each framework's allocator (its `FrameworkState`, the records
+//!   of that state and its `FrameworkEnd`, kinds 70 to 76), and the states still being
+//!   written; an older state goes once a newer one of the same framework is complete;
 //! - `Lost` and `Exit` records.
 //!
 //! Everything else is dropped and counted by kind, API and how the analyzer counts it
@@ -58,11 +61,16 @@ use crate::fields::{BlockState, Ctx, MemKind, StackId, Value};
 use crate::record::{Body, Checkpoint, GraphExec, GraphMem, Record, Seq};
 use crate::space::Space;
 use crate::vmm::{Mapping, Mappings};
+use history::History;
 
 #[path = "checkpoint/finish.rs"]
 mod finish;
+#[path = "checkpoint/frameworks.rs"]
+mod frameworks;
 #[path = "checkpoint/groups.rs"]
 mod groups;
+#[path = "checkpoint/history.rs"]
+pub mod history;
 #[path = "checkpoint/segment.rs"]
 mod segment;
 
@@ -94,6 +102,12 @@ struct Group {
     /// References not released (see the analyzer's model): 0 released, alive while mapped.
     holds: u32,
     mappings: u64,
+    /// Owned bytes (0 for address space and views of memory owned elsewhere), its stack, API
+    /// and device, for the history.
+    bytes: u64,
+    stack: StackId,
+    api: Api,
+    device: i32,
 }
 
 /// Fed a history's records in order, keeps what a report still needs; see the module
@@ -126,6 +140,8 @@ pub struct Compactor {
     graph_pending: HashMap<u64, (Vec<u64>, Vec<u64>)>,
     graph_execs: HashMap<u64, bool>,
     graph_memory: HashSet<u64>,
+    history: History,
+    frameworks: frameworks::States,
 }
 
 /// The `api` field of a body, if it has one.
@@ -175,6 +191,8 @@ impl Compactor {
             graph_pending: HashMap::new(),
             graph_execs: HashMap::new(),
             graph_memory: HashSet::new(),
+            history: History::default(),
+            frameworks: frameworks::States::default(),
         }
     }
 
@@ -260,6 +278,7 @@ impl Compactor {
     /// Feeds the next record of the history (in sequence order).
     pub fn add(&mut self, tid: u32, record: &Record<'_>) {
         self.last = (record.seq, record.time_ns);
+        self.history.at(record.seq.0, record.time_ns);
         let failed = |ok: bool| if ok { 0 } else { Checkpoint::FAILED };
         match &record.body {
             Body::Checkpoint(c) => {
@@ -270,6 +289,14 @@ impl Compactor {
                 self.dropped_total += c.dropped;
                 self.missing += c.missing;
             }
+            Body::SiteHistory(h) => self.history.load(h),
+            Body::FrameworkState(_)
+            | Body::FrameworkSegment(_)
+            | Body::FrameworkBlocks(_)
+            | Body::FrameworkFrames(_)
+            | Body::FrameworkStats(_)
+            | Body::FrameworkOom(_)
+            | Body::FrameworkEnd(_) => self.framework(tid, record),
             Body::ProcessInfo(_) | Body::Rank(_) | Body::Lost(_) | Body::Exit(_) => self.keep_for_good(tid, record),
             Body::Module(m) => self.keep_last(tid, (record.body.kind(), m.start), record),
             Body::Stack(s) => {
@@ -392,6 +419,7 @@ impl Compactor {
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record, f),
             Body::Map(m) if m.result.is_success() => {
+                self.history.event();
                 let seq = self.keep(tid, record, 0);
                 if let Some(old) = self.mappings.map(
                     m.ptr.0,
@@ -400,6 +428,7 @@ impl Compactor {
                         size: m.size,
                     },
                 ) {
+                    self.history.event();
                     self.unmapped(old);
                 }
                 match self.live.get_mut(&(Space::Physical, m.handle)) {
@@ -413,6 +442,7 @@ impl Compactor {
             Body::Unmap(u) if u.result.is_success() => {
                 let seq = self.keep(tid, record, 0);
                 for gone in self.mappings.unmap(u.ptr.0, u.size) {
+                    self.history.event();
                     if let Some(g) = self.live.get_mut(&(Space::Physical, gone.handle)) {
                         if let Some(k) = self.kept.get_mut(&seq) {
                             k.refs += 1;

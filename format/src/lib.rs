@@ -58,7 +58,7 @@ pub use record::{
     FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
     GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, NoRoom,
     PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record, RecordRef, Region, Seq,
-    Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
+    SiteHistory, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
 };
 
 /// Format version this crate writes.

@@ -924,6 +924,44 @@ records! {
         launcher: Cow<'a, str>,
     }
 
+    /// One series of a checkpoint's history of live bytes ([`crate::checkpoint::history`]):
+    /// what the dropped history's memory did over time, downsampled, so that a report's
+    /// timeline, peak and growth cover the whole run. Written in a checkpoint's blocks after
+    /// its kept records and before its [`Checkpoint`] record; a compactor fed one extends it.
+    /// Readers that do not know the kind skip it; so does every reader outside the memory pass.
+    69 SiteHistory<'a> {
+        /// Which series: [`SiteHistory::AXIS`], [`SiteHistory::DEVICE`], [`SiteHistory::SITE`]
+        /// or [`SiteHistory::REST`].
+        series: u64,
+        /// A site's stack id, a device's number (two's complement of an `i64`: -1 pinned
+        /// host memory, -2 a context the trace never named), else 0.
+        key: u64,
+        /// A site's API (its first allocation's), else [`Api::NONE`].
+        api: Api,
+        /// Memory events the history covers (allocations made or failed, releases, mappings).
+        events: u64,
+        /// Memory events per point (a power of two).
+        width: u64,
+        /// Index of the first point the series knows: before it, unknown (a site that was
+        /// followed again after it had been left out).
+        first: u64,
+        /// The highest value: the process's peak live bytes (axis), the device's, the site's.
+        high: u64,
+        /// Sequence number and time at which the process or the device first reached `high`
+        /// (0 for sites and the rest).
+        high_seq: u64,
+        /// See `high_seq`.
+        high_time_ns: u64,
+        /// Axis: nothing; a device: its allocations and frees; a site: its allocations,
+        /// frees, bytes allocated, live bytes at the process's peak, device (as `key` gives
+        /// one) and the sum of its frees' lifetimes (in sequence numbers); the rest: its live
+        /// bytes at the process's peak.
+        totals: Addrs<'a>,
+        /// Axis: each point's last time (ns) and sequence number, in pairs; other series: each
+        /// point's lowest, highest and last value, in triples, from point `first`.
+        points: Addrs<'a>,
+    }
+
 
     // Kinds 70 to 76: a framework's caching allocator seen from inside (PyTorch's
     // `torch.cuda.memory._snapshot()`), written by the Python package through
@@ -1027,6 +1065,17 @@ records! {
 impl Rank<'_> {
     /// A value the launcher does not give.
     pub const UNKNOWN: u64 = u64::MAX;
+}
+
+impl SiteHistory<'_> {
+    /// `series`: the axis (each point's time and sequence number) and the process's peak.
+    pub const AXIS: u64 = 0;
+    /// `series`: one device's live bytes.
+    pub const DEVICE: u64 = 1;
+    /// `series`: one site's live bytes.
+    pub const SITE: u64 = 2;
+    /// `series`: the live bytes of every site not followed alone.
+    pub const REST: u64 = 3;
 }
 
 impl Checkpoint<'_> {
@@ -1580,6 +1629,20 @@ pub(crate) mod tests {
                 dropped: 1_000_000,
                 missing: 0,
                 counts: Addrs(Cow::Owned(vec![16, 5, Checkpoint::FAILED, 7, 17, 9, 0, 999_993])),
+            }
+            .into(),
+            SiteHistory {
+                series: SiteHistory::SITE,
+                key: 3,
+                api: Api::cuMemAlloc_v2,
+                events: 1 << 33,
+                width: 1 << 26,
+                first: 1,
+                high: 40 << 20,
+                high_seq: 0,
+                high_time_ns: 0,
+                totals: Addrs(Cow::Owned(vec![40, 0, 40 << 20, 40 << 20, 0, 0])),
+                points: Addrs(Cow::Owned(vec![1 << 20, 2 << 20, 2 << 20, 2 << 20, 40 << 20, 40 << 20])),
             }
             .into(),
             Rank {

@@ -20,6 +20,7 @@ use serde_json::Value;
 use crate::trace::assert_ok;
 
 mod devices;
+mod history;
 mod page;
 
 const MIB: u64 = 1 << 20;

@@ -478,3 +478,48 @@ fn the_pytest_plugin_fails_the_test_that_keeps_a_cupy_array_and_passes_the_one_w
     }
     assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }
+
+/// `dir`'s one trace cut after its last `FrameworkEnd` as a rotation and a bound would have
+/// left it (issue 45): the segment after the cut alone, in a directory of its own.
+fn kept_after_last_state(dir: &Path) -> (TempDir, serde_json::Value) {
+    use gpuleak_format::{checkpoint::segment, FrameworkEnd, Seq, Trace, TraceId};
+    let traces = traces_in(dir);
+    let bytes = std::fs::read(&traces[0]).unwrap();
+    let whole = Trace::new(&bytes).unwrap();
+    let end = whole
+        .records()
+        .map(|e| e.unwrap().record)
+        .filter(|r| r.body.kind() == FrameworkEnd::KIND)
+        .map(|r| r.seq)
+        .last()
+        .expect("a complete framework state");
+    let kept = TempDir::new();
+    let seg = segment(&whole, Some(end), Seq(u64::MAX), 2, TraceId(0x45)).unwrap();
+    std::fs::write(kept.path().join("app.trace-000002"), seg).unwrap();
+    let out = output_of(
+        sim_command(gpuleak_bin())
+            .args(["report", "--format", "json"])
+            .arg(kept.path()),
+    );
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", text(&out).0));
+    (kept, doc)
+}
+
+#[test]
+fn a_framework_state_in_dropped_history_still_judges_tensors() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "leak", &[]);
+    let whole = report(dir.path());
+    let (_kept, doc) = kept_after_last_state(dir.path());
+    let leaks = findings(&doc, "tensor-leak");
+    assert_eq!(leaks, findings(&whole, "tensor-leak"));
+    assert_eq!(leaks.len(), 1, "{:#}", doc["findings"]);
+    assert_eq!(leaks[0]["tensors"], 4);
+    assert_eq!(torch(&doc)["devices"][0], torch(&whole)["devices"][0]);
+    // Twin: every tensor freed, the cache kept: still no leak.
+    let dir = TempDir::new();
+    run_mode(dir.path(), "cache", &[]);
+    let (_kept, doc) = kept_after_last_state(dir.path());
+    assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
+    assert_eq!(torch(&doc)["devices"][0]["live_tensors"], 0);
+}

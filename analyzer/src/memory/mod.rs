@@ -10,6 +10,7 @@
 
 mod found;
 pub mod growth;
+mod history;
 pub mod markers;
 pub mod series;
 pub mod space;
@@ -280,6 +281,10 @@ pub struct Tracker {
     last: (u64, u64),
     /// Times of the first and the last record (ns).
     time_range: (u64, u64),
+    /// The memory events and points' width of a checkpoint's history read ([`history`]).
+    history: Option<(u64, u64)>,
+    /// Whether the peak is the history's (its sites' shares are the history's).
+    peak_from_history: bool,
 }
 
 impl Tracker {
@@ -317,6 +322,8 @@ impl Tracker {
             now: (0, 0),
             last: (0, 0),
             time_range: (0, 0),
+            history: None,
+            peak_from_history: false,
         }
     }
 
@@ -468,13 +475,13 @@ impl Tracker {
         if delta >= 0 {
             s.live = s.live.saturating_add(delta as u64);
             s.live_count += 1;
-            s.allocations += 1;
+            s.allocations = s.allocations.saturating_add(1);
             s.bytes = s.bytes.saturating_add(delta as u64);
             s.high = s.high.max(s.live);
         } else {
             s.live -= (delta.unsigned_abs() as u64).min(s.live);
             s.live_count = s.live_count.saturating_sub(1);
-            s.frees += 1;
+            s.frees = s.frees.saturating_add(1);
             s.lifetimes = s.lifetimes.saturating_add(u128::from(lifetime));
         }
         s.series.set(axis, s.live);
@@ -676,7 +683,9 @@ impl Tracker {
             });
         }
         let version = self.peak_version;
-        let use_marks = self.marks >= growth::MIN_POINTS as u64;
+        // Marks in a dropped history are gone: with one, growth is judged over the whole run's
+        // memory events instead.
+        let use_marks = self.marks >= growth::MIN_POINTS as u64 && self.history.is_none();
         let site_times: Vec<u64> = self.site_times.points(&self.site_axis).iter().map(|p| p.last).collect();
         let mark_times: Vec<u64> = self.mark_times.points(&self.mark_axis).iter().map(|p| p.last).collect();
         let mut peak_sites = Vec::new();

@@ -101,6 +101,29 @@ impl Series {
         s
     }
 
+    /// A series whose buckets up to the axis's current one are `points` (the last one open;
+    /// missing ones carry the last value, extra ones are dropped).
+    pub fn from_points(axis: &Axis, mut points: Vec<Span>) -> Series {
+        let buckets = axis.bucket() as usize + 1;
+        let carried = points.last().map_or(Span::default(), |p| Span::flat(p.last));
+        points.resize(buckets, carried);
+        let open = points.pop().unwrap_or_default();
+        Series {
+            generation: axis.generation,
+            index: axis.bucket(),
+            open,
+            closed: points,
+        }
+    }
+
+    /// Holds `value` over every bucket so far (a past that is not known).
+    pub fn fill(&mut self, axis: &Axis, value: u64) {
+        self.catch_up(axis);
+        for p in self.closed.iter_mut().chain(std::iter::once(&mut self.open)) {
+            *p = Span::flat(value);
+        }
+    }
+
     /// The value now.
     pub fn value(&self) -> u64 {
         self.open.last

@@ -259,6 +259,7 @@ impl Model {
             }
             Body::Lost(l) => self.replay.lost_events = self.replay.lost_events.saturating_add(l.count),
             Body::Checkpoint(c) => self.checkpoint(c),
+            Body::SiteHistory(h) => self.site_history(h),
             Body::Alloc(a) => self.alloc(tid, record, a),
             Body::Free(f) => self.free(tid, record.seq, f),
             Body::Map(m) => self.map(m),

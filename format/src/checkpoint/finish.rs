@@ -5,12 +5,14 @@ use std::collections::HashSet;
 
 use super::Compactor;
 use crate::fields::{Addrs, BlockState, StackId, Value};
-use crate::record::{Body, Checkpoint, Record};
+use crate::record::{Body, Checkpoint, Record, SiteHistory};
 
 /// What a compactor kept, and the record that ends the checkpoint.
 #[derive(Debug, Clone)]
 pub struct Compacted {
     pub(super) kept: Vec<(u32, u64, Vec<u8>)>,
+    /// The history of live bytes ([`super::history`]), written after the kept records.
+    pub history: Vec<SiteHistory<'static>>,
     /// The checkpoint's last record (its sequence number is `as_of`).
     pub checkpoint: Checkpoint<'static>,
     /// The time of the last record covered.
@@ -58,6 +60,7 @@ impl Compactor {
                 }
             }
         }
+        named.extend(self.history.stacks());
         let named: HashSet<StackId> = named.into_iter().collect();
         let mut codes = HashSet::new();
         let stacks: Vec<(StackId, Vec<u64>)> = self.stacks.drain().collect();
@@ -90,7 +93,9 @@ impl Compactor {
         for ((kind, api, flags), n) in self.dropped {
             counts.extend_from_slice(&[u64::from(kind), u64::from(api), flags, n]);
         }
+        let history = self.history.records();
         Compacted {
+            history,
             checkpoint: Checkpoint {
                 as_of: self.last.0 .0,
                 segment,

@@ -1,11 +1,12 @@
 //! The groups of records of live allocations: made, joined and released as the analyzer's
 //! model makes, retains and frees allocations.
 
+use super::history::memory_device;
 use super::{Compactor, Group};
 use crate::api::Api;
 use crate::fields::{Ctx, MemKind};
 use crate::record::{Alloc, Checkpoint, Free, Record};
-use crate::space::Space;
+use crate::space::{is_owned_memory, Space};
 use crate::vmm::Mapping;
 
 impl Compactor {
@@ -22,6 +23,7 @@ impl Compactor {
                 if key.0 == Space::Physical {
                     self.mappings.forget_handle(key.1);
                 }
+                self.history_release(&g);
                 self.permanent.extend(g.seqs);
             }
         }
@@ -30,6 +32,9 @@ impl Compactor {
     pub(super) fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
         let class = |flags| (record.body.kind(), a.api.0, flags);
         if !a.result.is_success() {
+            if a.api.mem_kind().is_some_and(is_owned_memory) && a.api != Api::cuMemRetainAllocationHandle {
+                self.history.event();
+            }
             return self.count(class(Checkpoint::FAILED));
         }
         if a.api == Api::cuMemRetainAllocationHandle {
@@ -68,20 +73,28 @@ impl Compactor {
             // The analyzer forgets it: the new allocation counts a missed free.
             self.count((record.body.kind(), Api::NONE.0, Checkpoint::REPLACED));
             self.dropped_total -= 1;
+            self.history_release(&old);
             self.release_group(old);
         }
         self.forget_recent(key);
         let seq = self.keep(tid, record, 0);
-        self.live.insert(
-            key,
-            Group {
-                seqs: vec![seq],
-                kind: Some(kind),
-                ctx: a.ctx,
-                holds: 1,
-                mappings: 0,
-            },
-        );
+        let group = Group {
+            seqs: vec![seq],
+            kind: Some(kind),
+            ctx: a.ctx,
+            holds: 1,
+            mappings: 0,
+            bytes: if is_owned_memory(kind) { a.size } else { 0 },
+            stack: a.stack,
+            api: a.api,
+            device: memory_device(kind, a.api, a.aux, self.contexts.device(a.ctx)),
+        };
+        self.history.event();
+        if is_owned_memory(kind) {
+            self.history
+                .change(group.stack, group.api, group.device, i128::from(group.bytes), 0);
+        }
+        self.live.insert(key, group);
     }
 
     pub(super) fn free(&mut self, tid: u32, record: &Record<'_>, f: &Free) {
@@ -142,6 +155,7 @@ impl Compactor {
     /// The allocation at `key` is gone: its group joins the recently released ones.
     pub(super) fn released(&mut self, key: (Space, u64)) {
         let Some(g) = self.live.remove(&key) else { return };
+        self.history_release(&g);
         if self.recent_capacity == 0 {
             return self.release_group(g);
         }
@@ -160,6 +174,16 @@ impl Compactor {
                     self.release_group(g);
                 }
             }
+        }
+    }
+
+    /// The history sees a group's memory go (a release, a teardown, a missed free).
+    fn history_release(&mut self, g: &Group) {
+        self.history.event();
+        if g.kind.is_some_and(is_owned_memory) {
+            let born = g.seqs.first().copied().unwrap_or(0);
+            self.history
+                .change(g.stack, g.api, g.device, -i128::from(g.bytes), born);
         }
     }
 

@@ -68,8 +68,8 @@ pub fn write_records<'a>(out: &mut Vec<u8>, records: impl Iterator<Item = (u32, 
     append_blocks(out, None, records);
 }
 
-/// Appends the blocks of a checkpoint: `compacted`'s records, then its `Checkpoint` record
-/// (its seq `as_of`), in blocks of thread id [`CHECKPOINT_TID`].
+/// Appends the blocks of a checkpoint: `compacted`'s records, its history, then its
+/// `Checkpoint` record (the history's and its seq `as_of`), in blocks of thread id [`CHECKPOINT_TID`].
 pub fn write_blocks(compacted: &Compacted, out: &mut Vec<u8>) {
     let end = Record {
         seq: Seq(compacted.checkpoint.as_of),
@@ -80,6 +80,14 @@ pub fn write_blocks(compacted: &Compacted, out: &mut Vec<u8>) {
         .kept
         .iter()
         .filter_map(|(tid, _, bytes)| decode_alone(bytes).map(|(r, _)| (*tid, r)))
+        .chain(compacted.history.iter().map(|h| {
+            let record = Record {
+                seq: Seq(compacted.checkpoint.as_of),
+                time_ns: compacted.time_ns,
+                body: Body::SiteHistory(h.clone()),
+            };
+            (CHECKPOINT_TID, record)
+        }))
         .chain(std::iter::once((CHECKPOINT_TID, end)));
     append_blocks(out, Some(CHECKPOINT_TID), records);
 }

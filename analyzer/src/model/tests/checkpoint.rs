@@ -226,3 +226,42 @@ fn an_unordered_free_after_a_checkpoint_is_still_found() {
     let (_, findings) = analyse(&segment);
     assert!(findings.keys().any(|k| k.starts_with("UnorderedFree")), "{findings:?}");
 }
+
+/// The process's peak live bytes (the summary's, the memory pass's) of a trace.
+fn peaks(file: &[u8]) -> (u64, u64) {
+    let mut model = Model::new().with_memory(TrackerOptions::default());
+    for e in Trace::new(file).unwrap().records() {
+        let Entry { tid, record, .. } = e.unwrap();
+        model.apply(tid, &record);
+    }
+    let r = model.finish();
+    (r.peak_bytes, r.memory.map_or(0, |m| m.peak.0))
+}
+
+#[test]
+fn the_peak_of_a_checkpoint_and_the_rest_is_the_whole_run_s() {
+    let mut exact = 0;
+    for seed in 0..100u64 {
+        let program = Program::new(seed, 60 + (seed as usize % 5) * 40);
+        let whole = program.file();
+        let want = peaks(&whole);
+        // Memory that graph launches allocate is not in the history: never more, maybe less.
+        let graphs = program
+            .records
+            .iter()
+            .any(|(_, r)| matches!(&r.body, Body::Launch(l) if is_graph_launch(l.api)));
+        exact += u64::from(!graphs);
+        let last = program.records.last().unwrap().1.seq.0;
+        for k in 1..8u64 {
+            let at = Seq(last * k / 8);
+            let segment = cut(&Trace::new(&whole).unwrap(), at, 1, TraceId(seed)).unwrap();
+            let got = peaks(&segment);
+            if graphs {
+                assert!(got.0 <= want.0 && got.1 <= want.1, "seed {seed}, cut after {at:?}");
+            } else {
+                assert_eq!(got, want, "seed {seed}, cut after {at:?}");
+            }
+        }
+    }
+    assert!(exact > 30, "{exact} programs without graph launches");
+}
