@@ -15,6 +15,7 @@ pub mod diff;
 pub mod dump;
 pub mod file;
 pub mod frameworks;
+pub mod hash;
 pub mod memory;
 pub mod model;
 pub mod report;

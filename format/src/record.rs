@@ -55,10 +55,29 @@ pub trait Fields<'a>: Sized {
     fn get(d: &mut Dec<'a>, s: &mut BlockState) -> Result<Self, DecodeError>;
 }
 
+/// The type a [`Body`] variant holds: the record itself, or a box of it for the rare records
+/// whose size would otherwise make every `Body` large (`[boxed]` in [`records!`]). Every
+/// decoded record is moved several times on its way through the merge and the replay, so
+/// the size of `Body` is paid for each record of a trace.
+macro_rules! body_slot {
+    (boxed $t:ty) => { Box<$t> };
+    ($t:ty) => { $t };
+}
+
+/// A record into what a [`Body`] variant holds; see [`body_slot!`].
+macro_rules! into_slot {
+    (boxed $e:expr) => {
+        Box::new($e)
+    };
+    ($e:expr) => {
+        $e
+    };
+}
+
 macro_rules! records {
     ($(
         $(#[$m:meta])*
-        $kind:literal $name:ident $(<$lt:lifetime>)? {
+        $kind:literal $([$boxed:ident])? $name:ident $(<$lt:lifetime>)? {
             $( $(#[$fm:meta])* $field:ident : $ty:ty ),* $(,)?
         }
     )*) => {
@@ -93,14 +112,14 @@ macro_rules! records {
             }
 
             impl<'a> From<$name $(<$lt>)?> for Body<'a> {
-                fn from(r: $name $(<$lt>)?) -> Body<'a> { Body::$name(r) }
+                fn from(r: $name $(<$lt>)?) -> Body<'a> { Body::$name(into_slot!($($boxed)? r)) }
             }
         )*
 
         /// What a record says.
         #[derive(Debug, Clone, PartialEq)]
         pub enum Body<'a> {
-            $( $(#[$m])* $name($name $(<$lt>)?), )*
+            $( $(#[$m])* $name(body_slot!($($boxed)? $name $(<$lt>)?)), )*
             /// A kind this reader does not know, skipped by its length.
             Unknown {
                 /// The kind byte.
@@ -150,7 +169,7 @@ macro_rules! records {
 
             fn get_fields(kind: u8, d: &mut Dec<'a>, s: &mut BlockState, payload: &'a [u8]) -> Result<Body<'a>, DecodeError> {
                 Ok(match kind {
-                    $( $kind => Body::$name(<$name>::get(d, s)?), )*
+                    $( $kind => Body::$name(into_slot!($($boxed)? <$name>::get(d, s)?)), )*
                     _ => Body::Unknown { kind, payload },
                 })
             }
@@ -160,7 +179,7 @@ macro_rules! records {
 
 records! {
     /// Who this process is; the first record of every trace.
-    1 ProcessInfo<'a> {
+    1 [boxed] ProcessInfo<'a> {
         /// Process id.
         pid: u32,
         /// Parent process id.
@@ -184,7 +203,7 @@ records! {
     /// A loaded object (executable or shared library) whose addresses stacks may contain.
     /// Written before the first stack that needs it; a later record for the same range
     /// replaces an earlier one (a library unloaded and another loaded in its place).
-    2 Module<'a> {
+    2 [boxed] Module<'a> {
         /// Load bias: runtime address minus ELF virtual address.
         base: u64,
         /// Lowest mapped address.
@@ -550,7 +569,7 @@ records! {
     /// first time a stack holds one of its frames. `PyFrames` records name it by `id`.
     /// Python frames are resolved offline: the analyzer computes a frame's line from its
     /// instruction offset with `line_table` ([`crate::line_table`]).
-    51 PyCode<'a> {
+    51 [boxed] PyCode<'a> {
         /// Its id within the process (never 0).
         id: u32,
         /// The interpreter's version as `major << 8 | minor` (`0x030b` for 3.11): the format of
@@ -890,7 +909,7 @@ records! {
     /// allocations and what they refer to), with their own sequence numbers; this record
     /// counts the others, which were dropped. A checkpoint without it is unfinished: readers
     /// ignore its blocks. Its sequence number is `as_of`.
-    67 Checkpoint<'a> {
+    67 [boxed] Checkpoint<'a> {
         /// The last sequence number the checkpoint covers: records after it are in the
         /// segment's own blocks.
         as_of: u64,
@@ -1736,7 +1755,7 @@ pub(crate) mod tests {
             Body::Mark(b) => c.append_fields(block, r.seq, r.time_ns, b),
             Body::Stack(b) => c.append_fields(block, r.seq, r.time_ns, b),
             Body::Sync(b) => c.append_fields(block, r.seq, r.time_ns, b),
-            Body::ProcessInfo(b) => c.append_fields(block, r.seq, r.time_ns, b),
+            Body::ProcessInfo(b) => c.append_fields(block, r.seq, r.time_ns, &**b),
             other => panic!("no typed case for {}", other.name()),
         }
     }

@@ -137,8 +137,38 @@ impl<'a> Dec<'a> {
     }
 
     /// Reads an unsigned LEB128 varint.
-    #[inline]
+    #[inline(always)]
     pub fn u(&mut self) -> Result<u64, DecodeError> {
+        // Most fields are one byte; away from the end of the buffer (always, but for a
+        // record's last bytes), one bounds check serves a longer varint. Anything unusual (a
+        // malformed varint, the buffer's end) takes the byte-by-byte path below, which says
+        // what is wrong and where.
+        let rest = self.buf.get(self.pos..).unwrap_or_default();
+        if let Some(&b) = rest.first() {
+            if b < 0x80 {
+                self.pos += 1;
+                return Ok(u64::from(b));
+            }
+        }
+        if let Some(bytes) = rest.first_chunk::<MAX_VARINT_LEN>() {
+            let mut v: u64 = 0;
+            for (i, &b) in bytes.iter().enumerate() {
+                v |= u64::from(b & 0x7f) << (7 * i);
+                if b & 0x80 == 0 {
+                    if i == MAX_VARINT_LEN - 1 && b > 1 {
+                        break;
+                    }
+                    self.pos += i + 1;
+                    return Ok(v);
+                }
+            }
+        }
+        self.u_bytewise()
+    }
+
+    /// [`Dec::u`] a byte at a time.
+    #[cold]
+    fn u_bytewise(&mut self) -> Result<u64, DecodeError> {
         let start = self.offset();
         let mut v: u64 = 0;
         for shift in (0..64).step_by(7) {
@@ -155,6 +185,7 @@ impl<'a> Dec<'a> {
     }
 
     /// Reads a varint that must fit in 32 bits.
+    #[inline]
     pub fn u32(&mut self) -> Result<u32, DecodeError> {
         let start = self.offset();
         let v = self.u()?;
@@ -162,6 +193,7 @@ impl<'a> Dec<'a> {
     }
 
     /// Reads a zigzag-encoded signed varint.
+    #[inline]
     pub fn i(&mut self) -> Result<i64, DecodeError> {
         self.u().map(unzigzag)
     }
@@ -189,6 +221,34 @@ impl<'a> Dec<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_fast_varint_path_reads_as_the_bytewise_one() {
+        // Every length, well and badly formed (an eleventh byte, a tenth byte over 1), at
+        // every distance from the end of the buffer.
+        let mut inputs: Vec<Vec<u8>> = Vec::new();
+        for len in 1..=11usize {
+            for last in [0u8, 1, 2, 0x7f] {
+                let mut v = vec![0xffu8; len - 1];
+                v.push(last);
+                inputs.push(v);
+            }
+            inputs.push(vec![0x80; len]);
+        }
+        for input in &inputs {
+            for tail in 0..12 {
+                let mut buf = input.clone();
+                buf.extend(std::iter::repeat_n(0x33, tail));
+                let (mut fast, mut slow) = (Dec::new(&buf, 100), Dec::new(&buf, 100));
+                let a = fast.u();
+                let b = slow.u_bytewise();
+                assert_eq!(a, b, "{buf:02x?}");
+                if a.is_ok() {
+                    assert_eq!(fast.offset(), slow.offset(), "{buf:02x?}");
+                }
+            }
+        }
+    }
 
     #[test]
     fn varints_round_trip_at_every_length() {

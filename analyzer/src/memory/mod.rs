@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 
 use gpuleak_format::{Api, CuResult, MemKind, StackId};
 
+use crate::hash::HashMap;
 use crate::model::Allocation;
-use crate::streams::fast_hash::FastMap;
 pub use found::{
     pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
     SnapshotState, Worst,
@@ -92,7 +92,7 @@ struct Device {
     pins: Vec<PinSite>,
     has_addresses: bool,
     /// This device's share of each site (live bytes, value at the device's peak, series).
-    sites: FastMap<StackId, DeviceSite>,
+    sites: HashMap<StackId, DeviceSite>,
     /// Bumped whenever the device reaches a new peak (see [`DeviceSite::stamp`]).
     peak_version: u64,
 }
@@ -130,7 +130,7 @@ impl Device {
             worst: None,
             pins: Vec::new(),
             has_addresses: false,
-            sites: FastMap::default(),
+            sites: HashMap::default(),
             peak_version: 0,
         }
     }
@@ -263,7 +263,7 @@ pub struct Tracker {
     mark_names: Vec<(String, u64)>,
     markers: Markers,
     devices: BTreeMap<i32, Device>,
-    sites: FastMap<StackId, Site>,
+    sites: HashMap<StackId, Site>,
     live: u64,
     peak: (u64, u64, u64),
     peak_version: u64,
@@ -307,7 +307,7 @@ impl Tracker {
             mark_names: Vec::new(),
             markers: Markers::default(),
             devices: BTreeMap::new(),
-            sites: FastMap::default(),
+            sites: HashMap::default(),
             live: 0,
             peak: (0, 0, 0),
             peak_version: 0,

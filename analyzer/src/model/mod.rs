@@ -52,7 +52,7 @@ mod recent;
 #[cfg(test)]
 mod tests;
 
-use std::collections::HashMap;
+use crate::hash::HashMap;
 
 use gpuleak_format::{
     Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Launch, Map, MemKind, MemLocation, Ptr, Record, Seq,
@@ -140,16 +140,16 @@ impl Model {
     /// An empty model.
     pub fn new() -> Model {
         Model {
-            live: HashMap::new(),
+            live: HashMap::default(),
             live_bytes: 0,
             recent: RecentFrees::new(RECENT_FREES),
             mappings: Mappings::default(),
             contexts: Contexts::default(),
             capturing: Captures::default(),
             graphs: Graphs::default(),
-            leaks: HashMap::new(),
+            leaks: HashMap::default(),
             bad_frees: Vec::new(),
-            bad_free_index: HashMap::new(),
+            bad_free_index: HashMap::default(),
             ordering: Some(crate::streams::Streams::new()),
             teardown: None,
             memory: None,

@@ -7,12 +7,11 @@ use gpuleak_format::StackId;
 
 use super::owner;
 use super::Modules;
-use crate::streams::fast_hash::FastMap;
 
 /// Answers per stack, worked out once.
 #[derive(Debug, Default)]
 pub struct Pools {
-    known: FastMap<StackId, bool>,
+    known: crate::hash::HashMap<StackId, bool>,
 }
 
 impl Pools {

@@ -1,7 +1,9 @@
 //! A bounded memory of recently freed pointers, so that a double free can name the allocation
 //! that used to live at its address.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
+
+use crate::hash::HashMap;
 
 use gpuleak_format::StackId;
 
@@ -35,7 +37,7 @@ impl RecentFrees {
             capacity: capacity.max(1),
             next_generation: 0,
             order: VecDeque::new(),
-            entries: HashMap::new(),
+            entries: HashMap::default(),
         }
     }
 

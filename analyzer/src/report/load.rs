@@ -425,6 +425,39 @@ pub(crate) mod tests {
         let _ = std::fs::remove_dir_all(&dir);
     }
 
+    /// A trace long enough for hundreds of decoded batches and blocks of three writers merged
+    /// over each other: the pipelined replay (one trace, spare threads) must give the serial
+    /// report byte for byte, with and without the memory pass.
+    #[test]
+    fn a_large_trace_gives_the_same_report_on_one_thread_and_several() {
+        let dir = std::env::temp_dir().join(format!("gpuleak-load-large-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir(&dir).unwrap();
+        let path = dir.join("large.trace");
+        write_trace(&path, 300, 1_200_000);
+        let files = TraceFile::open_all(std::slice::from_ref(&path)).unwrap();
+        assert!(files[0].len() > 20 * BLOCK_SIZE as u64, "{} bytes", files[0].len());
+        for memory in [false, true] {
+            let options = Options {
+                memory,
+                ..Options::default()
+            };
+            let json = |jobs: usize| {
+                let report = Report::new(from_files(&files, &options, jobs, None));
+                let mut out = Vec::new();
+                json::write(&report, &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            };
+            let serial = json(1);
+            assert!(serial.contains("\"teardown\""), "{serial}");
+            assert_eq!(serial.contains("\"live_bytes_max\""), memory);
+            for jobs in [2, 4] {
+                assert_eq!(json(jobs), serial, "{jobs} threads, memory pass {memory}");
+            }
+        }
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn every_number_of_threads_gives_the_serial_report() {
         let dir = std::env::temp_dir().join(format!("gpuleak-load-{}", std::process::id()));

@@ -2,10 +2,10 @@
 
 use gpuleak_format::{Api, Seq, StackId};
 
-use super::fast_hash::FastMap;
 use super::graph_accesses::NodeSite;
 use super::memory::{AllocInfo, Op};
 use super::StreamName;
+use crate::hash::HashMap;
 
 /// The stream-ordering checks, named after the findings they produce.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -169,7 +169,7 @@ type Key = (Check, Call, Call, StackId, u64);
 #[derive(Debug, Default)]
 pub struct Found {
     list: Vec<StreamFinding>,
-    index: FastMap<Key, usize>,
+    index: HashMap<Key, usize>,
 }
 
 impl Found {

@@ -32,10 +32,10 @@
 
 use gpuleak_format::{Api, GraphAccesses as Record, GraphNode, GraphUpdate, StackId};
 
-use super::fast_hash::{FastMap, FastSet};
 use super::graph_frees::{self, BadFree, FreeNode};
 use super::graph_order::{self, NodeAccess, Order, Race};
 use super::memory::Mode;
+use crate::hash::{HashMap, HashSet};
 
 /// Executable graphs remembered at most; past this, the map is emptied (launches of the
 /// graphs forgotten touch nothing known).
@@ -104,10 +104,10 @@ impl NodeSite {
 /// Where the nodes of each graph came from, and the names given out, by index (0: none).
 #[derive(Debug, Default)]
 struct Sites {
-    by_graph: FastMap<u64, FastMap<u64, u32>>,
+    by_graph: HashMap<u64, HashMap<u64, u32>>,
     nodes: usize,
     table: Vec<NodeSite>,
-    index: FastMap<NodeSite, u32>,
+    index: HashMap<NodeSite, u32>,
 }
 
 impl Sites {
@@ -229,7 +229,7 @@ impl MemoryNodes {
             .filter(|t| t[2] != 0)
             .map(|t| (t[0], t[2], sites.of_memory(graph, t[0], GraphNode::MEM_FREE)))
             .collect();
-        let freed: FastSet<u64> = frees.iter().map(|f| f.1).collect();
+        let freed: HashSet<u64> = frees.iter().map(|f| f.1).collect();
         let (gone, kept): (Vec<NodeAccess>, Vec<NodeAccess>) = allocs.iter().partition(|a| freed.contains(&a.lo));
         let mut transient: Vec<(u64, u64)> = gone.iter().map(|a| (a.lo, a.hi())).collect();
         transient.sort_unstable();
@@ -337,12 +337,12 @@ fn take(nodes: &mut Vec<Node>, from: Vec<Node>) -> bool {
 /// next record completes.
 #[derive(Debug, Default)]
 pub struct GraphAccesses {
-    by_exec: FastMap<u64, Exec>,
-    listed: FastMap<u64, Vec<u64>>,
+    by_exec: HashMap<u64, Exec>,
+    listed: HashMap<u64, Vec<u64>>,
     /// Edges listed for the instantiation each executable graph's next record completes.
-    listed_edges: FastMap<u64, Vec<u64>>,
+    listed_edges: HashMap<u64, Vec<u64>>,
     /// Memory nodes listed likewise (`GraphMemNodes` entries: allocations, frees).
-    listed_memory: FastMap<u64, (Vec<u64>, Vec<u64>)>,
+    listed_memory: HashMap<u64, (Vec<u64>, Vec<u64>)>,
     sites: Sites,
 }
 
@@ -540,7 +540,7 @@ impl GraphAccesses {
         let all: Vec<NodeAccess> = accesses.iter().chain(&memory.allocs).copied().collect();
         // The bytes a free node frees: its graph's allocation at that address, else the one
         // `allocation` tells, else the one byte known.
-        let own: FastMap<u64, u64> = memory.allocs.iter().map(|a| (a.lo, a.len)).collect();
+        let own: HashMap<u64, u64> = memory.allocs.iter().map(|a| (a.lo, a.len)).collect();
         let frees: Vec<FreeNode> = memory
             .frees
             .iter()

@@ -27,7 +27,7 @@
 
 use gpuleak_format::GraphUpdate;
 
-use super::fast_hash::FastMap;
+use crate::hash::HashMap;
 
 /// Entries kept per map at most; past this, the map is emptied (launches of the graphs
 /// forgotten then record and wait for nothing, as before this was modelled).
@@ -78,10 +78,10 @@ impl Nodes {
 /// for the instantiation or update of an executable graph that its next record completes.
 #[derive(Debug, Default)]
 pub struct GraphEvents {
-    by_capture: FastMap<u64, Nodes>,
-    by_graph: FastMap<u64, Nodes>,
-    by_exec: FastMap<u64, Nodes>,
-    listed: FastMap<u64, Nodes>,
+    by_capture: HashMap<u64, Nodes>,
+    by_graph: HashMap<u64, Nodes>,
+    by_exec: HashMap<u64, Nodes>,
+    listed: HashMap<u64, Nodes>,
 }
 
 /// An update gives the executable graph's nodes the parameters of the nodes of another graph
@@ -99,7 +99,7 @@ fn take_events(nodes: &mut [EventNode], from: &[EventNode]) -> bool {
     true
 }
 
-fn bounded<K: Eq + std::hash::Hash, V>(map: &mut FastMap<K, V>, key: &K) {
+fn bounded<K: Eq + std::hash::Hash, V>(map: &mut HashMap<K, V>, key: &K) {
     if map.len() >= MAX_ENTRIES && !map.contains_key(key) {
         map.clear();
     }

@@ -18,8 +18,8 @@
 //! Searched with the races (`graph_order`), at the first launch after what the nodes touch
 //! changed, within the same bounds.
 
-use super::fast_hash::FastSet;
 use super::graph_order::{NodeAccess, Order};
+use crate::hash::HashSet;
 
 /// Pairs compared at most in one search; past this the rest is not judged.
 const MAX_COMPARISONS: usize = 1 << 24;
@@ -89,8 +89,8 @@ impl<'a> Intervals<'a> {
 pub fn bad_frees(order: &Order, accesses: &[NodeAccess], allocs: &[NodeAccess], frees: &[FreeNode]) -> Vec<BadFree> {
     let uses = Intervals::new(accesses.iter().chain(allocs));
     let allocated = Intervals::new(allocs.iter());
-    let alloc_nodes: FastSet<u64> = allocs.iter().map(|a| a.node).collect();
-    let mut pairs: FastSet<(u64, u64)> = FastSet::default();
+    let alloc_nodes: HashSet<u64> = allocs.iter().map(|a| a.node).collect();
+    let mut pairs: HashSet<(u64, u64)> = HashSet::default();
     let mut found = Vec::new();
     let mut compared = 0usize;
     for f in frees {

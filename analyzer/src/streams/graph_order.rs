@@ -24,8 +24,8 @@ use std::collections::BTreeMap;
 
 use gpuleak_format::GraphEdges;
 
-use super::fast_hash::{FastMap, FastSet};
 use super::memory::Mode;
+use crate::hash::{HashMap, HashSet};
 
 /// Chains at most (see the module's documentation).
 const MAX_CHAINS: usize = 1024;
@@ -43,7 +43,7 @@ const MAX_RACES: usize = 256;
 pub struct Order {
     /// Each node's vertices: where it starts and where it ends (the same vertex but for a
     /// child graph node).
-    vertices: FastMap<u64, (u32, u32)>,
+    vertices: HashMap<u64, (u32, u32)>,
     /// Each vertex's place: its chain and its position on it (from 1).
     place: Vec<(u32, u32)>,
     /// Each vertex's position in topological order.
@@ -61,14 +61,14 @@ impl Order {
     /// entries make a cycle, or the graph is too wide to judge.
     pub fn new(entries: &[u64], nodes: impl IntoIterator<Item = u64>) -> Option<Order> {
         let triples = entries.chunks_exact(3);
-        let split: FastSet<u64> = triples
+        let split: HashSet<u64> = triples
             .clone()
             .filter(|t| t[0] == GraphEdges::CHILD)
             .map(|t| t[1])
             .collect();
-        let mut vertices: FastMap<u64, (u32, u32)> = FastMap::default();
+        let mut vertices: HashMap<u64, (u32, u32)> = HashMap::default();
         let mut count = 0u32;
-        let mut vertex = |node: u64, vertices: &mut FastMap<u64, (u32, u32)>| -> (u32, u32) {
+        let mut vertex = |node: u64, vertices: &mut HashMap<u64, (u32, u32)>| -> (u32, u32) {
             *vertices.entry(node).or_insert_with(|| {
                 let start = count;
                 count += if split.contains(&node) { 2 } else { 1 };
@@ -277,7 +277,7 @@ pub fn races(order: &Order, accesses: &[NodeAccess]) -> Vec<Race> {
     sorted.sort_by_key(|&(rank, a)| (rank, a.lo));
     let mut earlier: BTreeMap<u64, Vec<NodeAccess>> = BTreeMap::new();
     let mut longest = 0u64;
-    let mut pairs: FastSet<(u64, u64)> = FastSet::default();
+    let mut pairs: HashSet<(u64, u64)> = HashSet::default();
     let mut found = Vec::new();
     let mut compared = 0usize;
     for (_, x) in sorted {

@@ -19,8 +19,8 @@
 use gpuleak_format::{GraphUpdate, MemOp};
 
 use super::clock::Slot;
-use super::fast_hash::FastMap;
 use super::{StreamName, Streams};
+use crate::hash::HashMap;
 
 /// Captures, graphs and executable graphs kept per map at most; past this, the map is emptied
 /// (launches of the graphs forgotten then write and wait for nothing, as before this was
@@ -71,12 +71,12 @@ impl SyncOp {
 /// captured.
 #[derive(Debug, Default)]
 pub struct GraphSyncs {
-    by_capture: FastMap<u64, Vec<SyncOp>>,
-    by_graph: FastMap<u64, Vec<SyncOp>>,
-    by_exec: FastMap<u64, Vec<SyncOp>>,
+    by_capture: HashMap<u64, Vec<SyncOp>>,
+    by_graph: HashMap<u64, Vec<SyncOp>>,
+    by_exec: HashMap<u64, Vec<SyncOp>>,
 }
 
-fn bounded<V>(map: &mut FastMap<u64, V>, key: u64) {
+fn bounded<V>(map: &mut HashMap<u64, V>, key: u64) {
     if map.len() >= MAX_ENTRIES && !map.contains_key(&key) {
         map.clear();
     }

@@ -202,14 +202,12 @@ impl Memory {
 
     /// Forgets every live or freed range that overlaps [lo, hi).
     fn forget(&mut self, lo: u64, hi: u64) {
-        let stale: Vec<u64> = self
-            .live
-            .range(..hi)
-            .rev()
-            .take_while(|(_, l)| l.end > lo)
-            .map(|(k, _)| *k)
-            .collect();
-        for k in stale {
+        // Ranges do not overlap each other, so the overlapping ones are the last ones that
+        // start below `hi`, taken one at a time (almost always none or one: no list to build).
+        while let Some((&k, l)) = self.live.range(..hi).next_back() {
+            if l.end <= lo {
+                break;
+            }
             self.live.remove(&k);
         }
         self.forget_freed(lo, hi);
@@ -219,14 +217,10 @@ impl Memory {
     /// as memory this model does not track (host memory the program registered, say), which
     /// later operations name legitimately. Live allocations are kept.
     pub fn forget_freed(&mut self, lo: u64, hi: u64) {
-        let gone: Vec<u64> = self
-            .freed
-            .range(..hi)
-            .rev()
-            .take_while(|(_, f)| f.end > lo)
-            .map(|(k, _)| *k)
-            .collect();
-        for k in gone {
+        while let Some((&k, f)) = self.freed.range(..hi).next_back() {
+            if f.end <= lo {
+                break;
+            }
             self.freed.remove(&k);
         }
     }

@@ -87,7 +87,6 @@
 
 pub(crate) mod apis;
 pub mod clock;
-pub(crate) mod fast_hash;
 mod found;
 mod graph_accesses;
 mod graph_events;
@@ -114,7 +113,7 @@ pub use graph_accesses::NodeSite;
 pub use memory::{AllocInfo, Mode, Op};
 
 use crate::captures::Captures;
-use fast_hash::{FastMap, FastSet};
+use crate::hash::{HashMap, HashSet};
 use found::Found;
 use memory::{Access, Memory, Touch};
 
@@ -208,7 +207,7 @@ pub struct Streams {
     /// Times each slot was reused.
     generations: Vec<u32>,
     free_slots: Vec<Slot>,
-    by_name: FastMap<StreamName, Slot>,
+    by_name: HashMap<StreamName, Slot>,
     /// What the host has waited for, on any thread.
     host: Clock,
     /// Every stream's work.
@@ -221,11 +220,11 @@ pub struct Streams {
     /// with all work (a synchronous peer copy), and the events of context-wide waits
     /// (`cuCtxWaitEvent`); empty until there is one.
     fence: Clock,
-    events: FastMap<u64, EventState>,
+    events: HashMap<u64, EventState>,
     /// Streams under capture, a capture's events and the streams that joined it through them.
     captures: Captures<StreamName>,
     /// Contexts the trace has shown (created, retained, or current at an allocation).
-    contexts: FastSet<u64>,
+    contexts: HashSet<u64>,
     memory: Memory,
     /// Address ranges (start to end) of memory that is not pageable host memory and that
     /// `memory` does not track: VMM reservations, IPC mappings, imported pool pointers, graph
@@ -248,7 +247,7 @@ pub struct Streams {
     graph_accesses: graph_accesses::GraphAccesses,
     /// What the last launch of each executable graph knew, for its next launch, which follows
     /// it on whatever stream (bounded as `graph_events`' maps are).
-    graph_launches: FastMap<u64, Clock>,
+    graph_launches: HashMap<u64, Clock>,
     found: Found,
 }
 

@@ -25,11 +25,11 @@
 use gpuleak_format::{ExtSemaphore, ExtSemaphoreOp, MemOp, Seq, StackId};
 
 use super::clock::{Clock, Slot};
-use super::fast_hash::FastMap;
 use super::found::{Check, Created};
 use super::graph_syncs::SyncOp;
 use super::values::{Values, WAIT_EQ, WAIT_GEQ};
 use super::{apis, leak, StreamName, Streams};
+use crate::hash::HashMap;
 
 /// What a semaphore's signals and waits mean.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -54,8 +54,8 @@ impl Kind {
 /// The semaphores imported and not destroyed, and the values of their signals.
 #[derive(Debug, Default)]
 pub struct Semaphores {
-    kinds: FastMap<u64, Kind>,
-    created: FastMap<u64, Created>,
+    kinds: HashMap<u64, Kind>,
+    created: HashMap<u64, Created>,
     values: Values,
 }
 

@@ -32,7 +32,7 @@ use std::collections::VecDeque;
 use gpuleak_format::MemOp;
 
 use super::clock::{Clock, Slot};
-use super::fast_hash::FastMap;
+use crate::hash::HashMap;
 
 /// `CU_STREAM_WAIT_VALUE_FLUSH`: not part of the condition.
 const FLUSH: u32 = 1 << 30;
@@ -79,7 +79,7 @@ impl Writes {
 /// The recent writes of each stream to each address.
 #[derive(Debug, Default)]
 pub struct Values {
-    by_addr: FastMap<u64, Vec<Writes>>,
+    by_addr: HashMap<u64, Vec<Writes>>,
     /// Writes kept in all.
     kept: usize,
 }

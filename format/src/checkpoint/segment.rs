@@ -74,7 +74,7 @@ pub fn write_blocks(compacted: &Compacted, out: &mut Vec<u8>) {
     let end = Record {
         seq: Seq(compacted.checkpoint.as_of),
         time_ns: compacted.time_ns,
-        body: Body::Checkpoint(compacted.checkpoint.clone()),
+        body: compacted.checkpoint.clone().into(),
     };
     let records = compacted
         .kept
