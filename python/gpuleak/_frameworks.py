@@ -1,7 +1,8 @@
-"""The frameworks' caching allocators seen from inside (PyTorch, CuPy), written into the trace.
+"""The frameworks' caching allocators seen from inside (PyTorch, CuPy, JAX), written into the trace.
 
 Nothing here imports a framework or initializes CUDA. `install()` waits for the program to
-import torch or cupy (a finder on `sys.meta_path`, or the module already in `sys.modules`).
+import torch, cupy or jax (a finder on `sys.meta_path`, or the module already in
+`sys.modules`). JAX's adapter is in `_jax.py`.
 
 PyTorch: once the program has initialized CUDA through torch (`torch.cuda._lazy_call` runs a
 call at that moment, or at once if it is past), the adapter turns on the allocator's recording
@@ -466,6 +467,7 @@ class CupyAdapter:
 
 _TORCH = None
 _CUPY = None
+_JAX = None
 
 
 def torch_adapter():
@@ -491,7 +493,18 @@ def attach_cupy(module):
     _CUPY.attach()
 
 
-ATTACH = {"torch": attach_torch, "cupy": attach_cupy}
+def attach_jax(module):
+    """Called when the program has imported jax (once per process)."""
+    global _JAX
+    if _JAX is not None or not enabled():
+        return
+    from ._jax import JaxAdapter
+
+    _JAX = JaxAdapter(module)
+    _JAX.attach()
+
+
+ATTACH = {"torch": attach_torch, "cupy": attach_cupy, "jax": attach_jax}
 
 
 def attach(module):
@@ -508,6 +521,8 @@ def dump(reason, snapshot=0):
         written += bool(_TORCH.dump(reason, snapshot))
     if _CUPY is not None:
         written += bool(_CUPY.dump(reason, snapshot))
+    if _JAX is not None:
+        written += bool(_JAX.dump(reason, snapshot))
     return written
 
 
@@ -533,7 +548,7 @@ class _Loader:
 
 
 class _Finder:
-    """Waits for `import torch` and `import cupy` (never imports them)."""
+    """Waits for `import torch`, `import cupy` and `import jax` (never imports them)."""
 
     gpuleak_frameworks = True
 
@@ -549,7 +564,7 @@ class _Finder:
 
 
 def install():
-    """Attaches to torch and cupy now if the program has imported them, or when it does."""
+    """Attaches to torch, cupy and jax now if the program has imported them, or when it does."""
     if not enabled():
         return
     for name, step in ATTACH.items():
@@ -581,7 +596,7 @@ def tensor_sites():
     """Live tensors by the user's Python line, read in this process: {(file, line, function):
     (bytes, frames)}, frames as (file, line, function) innermost first; None when the program
     has not imported a framework (empty before it has used CUDA through one)."""
-    if _TORCH is None and _CUPY is None:
+    if _TORCH is None and _CUPY is None and _JAX is None:
         return None
     blocks = []
     if _TORCH is not None and _TORCH.recording:
@@ -599,6 +614,11 @@ def tensor_sites():
                 blocks.append((int(block["size"]), frames))
     if _CUPY is not None:
         blocks += _CUPY.sites()
+    if _JAX is not None:
+        try:
+            blocks += _JAX.sites()
+        except Exception:  # noqa: BLE001
+            return None
     sites = {}
     for size, frames in blocks:
         user = next((f for f in frames if not _is_framework_file(f[0])), frames[0] if frames else ("?", 0, "?"))
