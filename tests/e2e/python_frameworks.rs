@@ -627,6 +627,35 @@ fn jax_imported_but_never_started_is_left_alone() {
     }
 }
 
+#[test]
+fn the_pytest_plugin_fails_the_test_that_keeps_a_jax_array_and_passes_the_one_whose_region_grew() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", script("fake_jax"))
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script("fw_jax_tests.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of("fw_jax_tests.py", "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains("fw_jax_tests.py::test_keeps_an_array"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("fw_jax_tests.py:{line}")), "{stdout}");
+    for passed in ["test_region_grows_array_dies", "test_reuses_the_region"] {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("fw_jax_tests.py::{passed}")),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
+}
+
 /// The real JAX (pinned jax[cpu] in target/pkgenv), on its CPU backend: a real
 /// `device_memory_profile()` read by the package's decoder, the stand-in's encoder checked
 /// against it, and the adapter's addresses checked against `live_arrays()`. The only test that
