@@ -18,16 +18,18 @@ the default pool's `used_bytes()` and `total_bytes()` as the counters.
 Each state is written as records 70 to 76 through the shim's `gpuleak_framework_record`
 (docs/frameworks.md has the layout): at exit, from an `atexit` handler, before the
 interpreter's teardown frees the program's globals; at each `gpuleak.snapshot()` and
-`gpuleak.check()` boundary; and, for PyTorch, from the out-of-memory observer, before torch
-raises. `GPULEAK_FRAMEWORKS=0` turns all of it off.
+`gpuleak.check()` boundary; for PyTorch, from the out-of-memory observer, before torch
+raises; and at the snapshots the shim takes on its own (signal, period, out of memory), from
+one watcher thread (`_watch.py`). `GPULEAK_FRAMEWORKS=0` turns all of it off.
 """
 
 import atexit
 import bisect
+import itertools
 import os
 import sys
 
-from . import _shim
+from . import _shim, _watch
 
 # Record kinds (format/src/record.rs).
 STATE, SEGMENT, BLOCKS, FRAMES, STATS, OOM, END = range(70, 77)
@@ -192,13 +194,13 @@ class TorchAdapter:
 
 
 def _next_state():
-    """A state number unique in the process (every framework's states share the numbering)."""
-    global _STATES
-    _STATES += 1
-    return _STATES
+    """A state number unique in the process (every framework's states share the numbering).
+    `next()` on a count is one step under the GIL: the snapshot watcher's thread
+    (`_watch.py`) takes numbers too."""
+    return next(_STATES)
 
 
-_STATES = 0
+_STATES = itertools.count(1)
 
 
 def _write_state(w, framework, reason, snapshot, snap, stats, oom=None):
@@ -482,6 +484,7 @@ def attach_torch(module):
         return
     _TORCH = TorchAdapter(module)
     _TORCH.attach()
+    _watch.start()
 
 
 def attach_cupy(module):
@@ -491,6 +494,7 @@ def attach_cupy(module):
         return
     _CUPY = CupyAdapter(module)
     _CUPY.attach()
+    _watch.start()
 
 
 def attach_jax(module):
@@ -502,6 +506,7 @@ def attach_jax(module):
 
     _JAX = JaxAdapter(module)
     _JAX.attach()
+    _watch.start()
 
 
 ATTACH = {"torch": attach_torch, "cupy": attach_cupy, "jax": attach_jax}

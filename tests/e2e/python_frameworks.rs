@@ -205,6 +205,67 @@ fn check_judges_tensors_not_the_cache_that_grew_inside_it() {
     assert!(stdout.contains("twin passed\n"), "{stdout}\n{stderr}");
 }
 
+/// The `FrameworkState` records of the one trace in `dir`, with the number of live blocks
+/// each state's `FrameworkBlocks` records carry (from `gpuleak dump`).
+fn states_in(dir: &Path) -> Vec<(serde_json::Value, usize)> {
+    let traces = traces_in(dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let out = output_of(sim_command(gpuleak_bin()).arg("dump").arg(&traces[0]));
+    let records: Vec<serde_json::Value> = text(&out)
+        .0
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let live = |state: &serde_json::Value| {
+        records
+            .iter()
+            .filter(|r| r["type"] == "FrameworkBlocks" && r["state"] == *state)
+            .flat_map(|r| r["blocks"].as_array().unwrap().chunks(5).map(|b| b[3] == "0x1"))
+            .filter(|&live| live)
+            .count()
+    };
+    records
+        .iter()
+        .filter(|r| r["type"] == "FrameworkState")
+        .map(|r| (r.clone(), live(&r["id"])))
+        .collect()
+}
+
+#[test]
+fn a_snapshot_on_the_shim_s_signal_writes_the_tensors_live_then_and_a_freed_twin_none() {
+    let signal = [("GPULEAK_SNAPSHOT_SIGNAL", "USR2")];
+    let dir = TempDir::new();
+    let out = run_mode(dir.path(), "signal", &signal);
+    // Snapshot 1 is the package's own (`gpuleak.snapshot()`), 2 the signal's.
+    assert!(text(&out).0.contains("watched [2]\n"), "{}", text(&out).0);
+    let states = states_in(dir.path());
+    let at =
+        |id: u64| -> Vec<&(serde_json::Value, usize)> { states.iter().filter(|(s, _)| s["snapshot"] == id).collect() };
+    // One state per snapshot: the watcher leaves the package's own to it.
+    assert_eq!(at(1).len(), 1, "{states:?}");
+    assert_eq!(at(1)[0].1, 3, "{states:?}");
+    // The watcher's state carries the signal's snapshot id and the three tensors; the exit
+    // state comes after, with none.
+    assert_eq!(at(2).len(), 1, "{states:?}");
+    assert_eq!(at(2)[0].0["reason"], "snapshot");
+    assert_eq!(at(2)[0].1, 3, "{states:?}");
+    let exit = states
+        .iter()
+        .find(|(s, _)| s["reason"] == "exit")
+        .expect("an exit state");
+    assert_eq!(exit.1, 0);
+    let doc = report(dir.path());
+    assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
+
+    let twin = TempDir::new();
+    let out = run_mode(twin.path(), "signal-freed", &signal);
+    assert!(text(&out).0.contains("watched [2]\n"), "{}", text(&out).0);
+    let states = states_in(twin.path());
+    let at_signal: Vec<_> = states.iter().filter(|(s, _)| s["snapshot"] == 2).collect();
+    assert_eq!(at_signal.len(), 1, "{states:?}");
+    assert_eq!(at_signal[0].1, 0, "{states:?}");
+}
+
 #[test]
 fn gpuleak_frameworks_0_leaves_the_program_alone() {
     let dir = TempDir::new();
