@@ -79,17 +79,25 @@ class JaxAdapter:
         """{(device name, bytes): [address, ...]} of the live arrays' buffers, and
         {device name: ordinal}."""
         where, ordinals = {}, {}
+
+        def add(device, data):
+            key = (str(device), int(data.on_device_size_in_bytes()))
+            where.setdefault(key, []).append(int(data.unsafe_buffer_pointer()))
+            ordinals[key[0]] = _ordinal(device)
+
         for array in self.jax.live_arrays():
             try:
+                # A single-device array is its own buffer: no shard objects to make.
+                devices = array.devices()
+                if len(devices) == 1:
+                    add(next(iter(devices)), array)
+                    continue
                 shards = array.addressable_shards
             except Exception:  # noqa: BLE001 - deleted meanwhile
                 continue
             for shard in shards:
                 try:
-                    data = shard.data
-                    key = (str(shard.device), int(data.on_device_size_in_bytes()))
-                    where.setdefault(key, []).append(int(data.unsafe_buffer_pointer()))
-                    ordinals[key[0]] = _ordinal(shard.device)
+                    add(shard.device, shard.data)
                 except Exception:  # noqa: BLE001 - a buffer without a pointer (deleted, donated)
                     continue
         for addresses in where.values():

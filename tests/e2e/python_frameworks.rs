@@ -733,5 +733,5 @@ fn the_jax_adapter_reads_the_real_jax_s_profile_and_buffers() {
     let out = output_of(&mut cmd);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("5 passed"), "{stdout}");
+    assert!(stdout.contains("6 passed"), "{stdout}");
 }

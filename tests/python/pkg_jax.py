@@ -7,10 +7,14 @@ The arrays are made by `keep_*` functions below; each test finds them at their l
 
 import gzip
 import importlib.util
+import os
 import pathlib
 import sys
 
 import pytest
+
+# Two CPU devices, for a sharded array (read when the backend starts, after this).
+os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=2").strip()
 
 jax = pytest.importorskip("jax")
 import jax.numpy as jnp  # noqa: E402
@@ -115,6 +119,22 @@ def test_the_adapter_places_each_buffer_at_its_array_s_address(arrays):
     # Host memory is no device's: the adapter writes no state for the CPU backend.
     assert adapter.dump("snapshot") == 0
     assert adapter.sites() == []
+
+
+def test_a_sharded_array_s_buffers_are_placed_per_device(arrays):
+    from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+    mesh = Mesh(jax.devices()[:2], ("x",))
+    sharded = jax.device_put(jnp.ones((2, 512), dtype=jnp.float32), NamedSharding(mesh, PartitionSpec("x")))
+    sharded.block_until_ready()
+    try:
+        snap, _stats = _jax.JaxAdapter(jax).snapshot()
+        placed = {(s["device"], b["address"]) for s in snap["segments"] for b in s["blocks"]}
+        for shard in sharded.addressable_shards:
+            assert (shard.device.id, shard.data.unsafe_buffer_pointer()) in placed, (shard.device, placed)
+        assert {s["device"] for s in snap["segments"]} == {0, 1}
+    finally:
+        sharded.delete()
 
 
 def test_a_profile_that_is_not_pprof_is_an_error_with_its_offset():
