@@ -65,6 +65,21 @@ def start():
     _THREAD.start()
 
 
+def _forget_in_child():
+    """After fork: the parent's thread is not in the child, and the shim counts the child's
+    snapshots from 1 again; a child of a watched parent is watched too."""
+    global _LOCK, _THREAD
+    watched, _THREAD = _THREAD is not None, None
+    _LOCK = threading.Lock()
+    _OWN.clear()
+    _WRITTEN.clear()
+    if watched:
+        start()
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def _fresh(generation, seen):
     """The latest snapshot id past `seen` that the package did not take, or 0; and the
     generation now."""

@@ -266,6 +266,27 @@ fn a_snapshot_on_the_shim_s_signal_writes_the_tensors_live_then_and_a_freed_twin
     assert_eq!(at_signal[0].1, 0, "{states:?}");
 }
 
+/// A forked child has no thread of its parent's: the package starts its own watcher there, and
+/// the child's own first snapshot gets the child's tensor.
+#[test]
+fn a_forked_child_s_signal_snapshot_writes_the_child_s_tensors() {
+    let dir = TempDir::new();
+    let out = run_mode(dir.path(), "signal-fork", &[("GPULEAK_SNAPSHOT_SIGNAL", "USR2")]);
+    assert!(text(&out).0.contains("child watched [1]\n"), "{}", text(&out).0);
+    // The parent made no CUDA call: the child's is the only trace.
+    let traces = traces_in(dir.path());
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let child = traces
+        .iter()
+        .map(|t| text(&output_of(sim_command(gpuleak_bin()).arg("dump").arg(t))).0)
+        .find(|d| d.contains("\"reason\":\"signal\""))
+        .expect("the child's trace, with the signal's snapshot");
+    assert!(
+        child.contains("\"type\":\"FrameworkState\",\"id\":1,\"layout\":1,\"framework\":\"torch\",\"reason\":\"snapshot\",\"snapshot\":1}"),
+        "{child}"
+    );
+}
+
 #[test]
 fn gpuleak_frameworks_0_leaves_the_program_alone() {
     let dir = TempDir::new();

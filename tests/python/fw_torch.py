@@ -13,6 +13,7 @@
   GPULEAK_SNAPSHOT_SIGNAL's signal (USR2); it waits for the package's watcher to write their
   state, then frees them.
 - `signal-freed`: the same with the tensors freed before the signal.
+- `signal-fork`: a forked child keeps a tensor of a new segment and sends itself the signal.
 
 It prints `done` at the end; `oom` prints `oom caught` first.
 """
@@ -86,6 +87,24 @@ def main(mode):
             time.sleep(0.02)
         print("watched", _watch.written())
         KEPT.clear()
+    elif mode == "signal-fork":
+        import os
+        import signal
+        import time
+
+        from gpuleak import _watch
+
+        pid = os.fork()
+        if pid == 0:
+            KEPT.append(torch.empty(3 << 20, device="cuda"))  # a new segment: the child's trace
+            os.kill(os.getpid(), signal.SIGUSR2)
+            deadline = time.monotonic() + 20
+            while not _watch.written() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            print("child watched", _watch.written(), flush=True)
+            KEPT.clear()
+            os._exit(0)
+        os.waitpid(pid, 0)
     elif mode == "check":
         try:
             with gpuleak.check():
