@@ -599,4 +599,51 @@ mod tests {
         assert_eq!(d.unmatched_segments, 1);
         assert_eq!(v.outside[0].bytes, 64);
     }
+
+    /// Blocks and driver allocations at the ends of the address space, overlapping or past
+    /// their region, are placed without overflow (a hostile trace is a report, never a panic).
+    #[test]
+    fn placing_hostile_blocks_never_overflows() {
+        let mut st = State {
+            framework: "jax".into(),
+            segments: vec![Segment {
+                device: 0,
+                address: 0,
+                size: 0,
+                blocks: [
+                    (u64::MAX, u64::MAX),
+                    (u64::MAX - 8, 64),
+                    (u64::MAX - 16, 4),
+                    (1, u64::MAX),
+                ]
+                .into_iter()
+                .map(|(offset, size)| Block {
+                    offset,
+                    size,
+                    requested: size,
+                    state: BlockState::Allocated,
+                    frames: 0,
+                })
+                .collect(),
+            }],
+            driver: vec![
+                DriverAlloc {
+                    ptr: u64::MAX - 32,
+                    size: u64::MAX,
+                    stack: StackId(1),
+                },
+                DriverAlloc {
+                    ptr: 0,
+                    size: 16,
+                    stack: StackId(1),
+                },
+            ],
+            ..State::default()
+        };
+        place(&mut st, |_| true);
+        let placed: usize = st.segments.iter().map(|s| s.blocks.len()).sum();
+        assert!(placed >= 4, "{:?}", st.segments);
+        let v = crate::frameworks::join::view(&st, &Default::default(), &Default::default());
+        assert_eq!(v.devices[0].tensors, 4);
+    }
 }
