@@ -548,14 +548,15 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         }
         _site = Some(site);
     } else if run::frameworks_on(std::env::var_os(run::FRAMEWORKS_VAR).as_deref()) {
-        // PyTorch's allocator and CuPy's pool read from inside, without a change to the program.
+        // PyTorch's allocator, CuPy's pool and JAX's buffers read from inside, without a change
+        // to the program.
         let site = run::SiteDir::create().map_err(|e| {
             anyhow::anyhow!("cannot create the sitecustomize directory (GPULEAK_FRAMEWORKS=0 does without): {e}")
         })?;
         let path = run::python_path(site.path(), std::env::var_os("PYTHONPATH").as_deref());
         if args.verbose {
             eprintln!(
-                "gpuleak: PYTHONPATH={} (a sitecustomize that reads PyTorch's caching allocator or CuPy's memory pool once the program imports torch or cupy; {}=0 turns it off)",
+                "gpuleak: PYTHONPATH={} (a sitecustomize that reads PyTorch's caching allocator, CuPy's memory pool or JAX's live buffers once the program imports torch, cupy or jax; {}=0 turns it off)",
                 path.to_string_lossy(),
                 run::FRAMEWORKS_VAR
             );

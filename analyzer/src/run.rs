@@ -457,7 +457,7 @@ mod tests {
             python_path(Path::new("/s"), Some(OsStr::new("/a"))),
             OsString::from("/s:/a")
         );
-        // The hooks wait for torch and cupy and import nothing before them; CuPy's pools are
+        // The hooks wait for torch, cupy and jax and import nothing before them; CuPy's pools are
         // only turned off under --no-framework-cache.
         assert!(SITECUSTOMIZE.contains("if fullname != name:\n                return None"));
         assert!(SITECUSTOMIZE.contains(
@@ -465,6 +465,7 @@ mod tests {
         ));
         assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"torch\", _gpuleak_attach,"));
         assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"cupy\", _gpuleak_attach,"));
+        assert!(SITECUSTOMIZE.contains("_gpuleak_after_import(\"jax\", _gpuleak_attach,"));
     }
 
     #[test]

@@ -1,10 +1,11 @@
 # gpuleak run puts this file first on PYTHONPATH as sitecustomize.py (in a directory of its own,
 # removed when the command ends; GPULEAK_FRAMEWORKS=0 leaves it out).
 #
-# By default it waits for the program to import torch or cupy, and then hands the module to the
-# gpuleak Python package (when that interpreter has it), which reads PyTorch's caching allocator
-# or CuPy's memory pool from inside (docs/frameworks.md). It imports nothing else: a program that
-# never imports either pays for two finders on sys.meta_path.
+# By default it waits for the program to import torch, cupy or jax, and then hands the module to
+# the gpuleak Python package (when that interpreter has it), which reads PyTorch's caching
+# allocator, CuPy's memory pool or JAX's live buffers from inside (docs/frameworks.md). It
+# imports nothing else: a program that never imports any pays for three finders on
+# sys.meta_path.
 #
 # Under --no-framework-cache it turns CuPy's memory pools off instead. CuPy has no environment
 # variable for that; its documented way is cupy.cuda.set_allocator(None) and
@@ -90,4 +91,5 @@ if os.environ.get("GPULEAK_NO_FRAMEWORK_CACHE") == "1":
 elif os.environ.get("GPULEAK_FRAMEWORKS", "1") != "0":
     _gpuleak_after_import("torch", _gpuleak_attach, "read PyTorch's allocator", attaches=True)
     _gpuleak_after_import("cupy", _gpuleak_attach, "read CuPy's memory pool", attaches=True)
+    _gpuleak_after_import("jax", _gpuleak_attach, "read JAX's device memory", attaches=True)
 _gpuleak_chain()

@@ -18,6 +18,10 @@
 //! Readers use a state only once its `FrameworkEnd` is read; one without (the process died
 //! while writing it) is ignored. `layout` is [`LAYOUT`]; a later layout may append fields.
 //!
+//! A segment at address 0 and of size 0 is unplaced: its blocks' offsets are their absolute
+//! addresses (0: unknown), and the analyzer lays them into the driver allocations that hold
+//! them. JAX writes its buffers so, because XLA's allocator regions are invisible to Python.
+//!
 //! ```
 //! use gpuleak_format::framework::parse;
 //! use gpuleak_format::{Body, FrameworkEnd};

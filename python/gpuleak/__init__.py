@@ -26,7 +26,7 @@ import os
 import sys
 import warnings
 
-from . import _frameworks, _shim, _tool
+from . import _frameworks, _shim, _tool, _watch
 from ._sizes import format_size, parse_size
 from ._tool import ToolError
 
@@ -88,7 +88,7 @@ def snapshot(reason=None):
     """Writes a Snapshot record; its id (from 1), for `gpuleak report --at ID`, or 0 when
     nothing is traced. The state of a framework's caching allocator (PyTorch, once the program
     has used CUDA through it) is written with it (docs/frameworks.md)."""
-    ident = int(_shim.shim().call("gpuleak_snapshot", _shim.encode(reason), default=0))
+    ident = _watch.own_snapshot(reason)
     if ident:
         _frameworks.dump("snapshot", ident)
     return ident

@@ -1,7 +1,8 @@
-"""The frameworks' caching allocators seen from inside (PyTorch, CuPy), written into the trace.
+"""The frameworks' caching allocators seen from inside (PyTorch, CuPy, JAX), written into the trace.
 
 Nothing here imports a framework or initializes CUDA. `install()` waits for the program to
-import torch or cupy (a finder on `sys.meta_path`, or the module already in `sys.modules`).
+import torch, cupy or jax (a finder on `sys.meta_path`, or the module already in
+`sys.modules`). JAX's adapter is in `_jax.py`.
 
 PyTorch: once the program has initialized CUDA through torch (`torch.cuda._lazy_call` runs a
 call at that moment, or at once if it is past), the adapter turns on the allocator's recording
@@ -17,16 +18,18 @@ the default pool's `used_bytes()` and `total_bytes()` as the counters.
 Each state is written as records 70 to 76 through the shim's `gpuleak_framework_record`
 (docs/frameworks.md has the layout): at exit, from an `atexit` handler, before the
 interpreter's teardown frees the program's globals; at each `gpuleak.snapshot()` and
-`gpuleak.check()` boundary; and, for PyTorch, from the out-of-memory observer, before torch
-raises. `GPULEAK_FRAMEWORKS=0` turns all of it off.
+`gpuleak.check()` boundary; for PyTorch, from the out-of-memory observer, before torch
+raises; and at the snapshots the shim takes on its own (signal, period, out of memory), from
+one watcher thread (`_watch.py`). `GPULEAK_FRAMEWORKS=0` turns all of it off.
 """
 
 import atexit
 import bisect
+import itertools
 import os
 import sys
 
-from . import _shim
+from . import _shim, _watch
 
 # Record kinds (format/src/record.rs).
 STATE, SEGMENT, BLOCKS, FRAMES, STATS, OOM, END = range(70, 77)
@@ -191,13 +194,13 @@ class TorchAdapter:
 
 
 def _next_state():
-    """A state number unique in the process (every framework's states share the numbering)."""
-    global _STATES
-    _STATES += 1
-    return _STATES
+    """A state number unique in the process (every framework's states share the numbering).
+    `next()` on a count is one step under the GIL: the snapshot watcher's thread
+    (`_watch.py`) takes numbers too."""
+    return next(_STATES)
 
 
-_STATES = 0
+_STATES = itertools.count(1)
 
 
 def _write_state(w, framework, reason, snapshot, snap, stats, oom=None):
@@ -466,6 +469,7 @@ class CupyAdapter:
 
 _TORCH = None
 _CUPY = None
+_JAX = None
 
 
 def torch_adapter():
@@ -480,6 +484,7 @@ def attach_torch(module):
         return
     _TORCH = TorchAdapter(module)
     _TORCH.attach()
+    _watch.start()
 
 
 def attach_cupy(module):
@@ -489,9 +494,22 @@ def attach_cupy(module):
         return
     _CUPY = CupyAdapter(module)
     _CUPY.attach()
+    _watch.start()
 
 
-ATTACH = {"torch": attach_torch, "cupy": attach_cupy}
+def attach_jax(module):
+    """Called when the program has imported jax (once per process)."""
+    global _JAX
+    if _JAX is not None or not enabled():
+        return
+    from ._jax import JaxAdapter
+
+    _JAX = JaxAdapter(module)
+    _JAX.attach()
+    _watch.start()
+
+
+ATTACH = {"torch": attach_torch, "cupy": attach_cupy, "jax": attach_jax}
 
 
 def attach(module):
@@ -508,6 +526,8 @@ def dump(reason, snapshot=0):
         written += bool(_TORCH.dump(reason, snapshot))
     if _CUPY is not None:
         written += bool(_CUPY.dump(reason, snapshot))
+    if _JAX is not None:
+        written += bool(_JAX.dump(reason, snapshot))
     return written
 
 
@@ -533,7 +553,7 @@ class _Loader:
 
 
 class _Finder:
-    """Waits for `import torch` and `import cupy` (never imports them)."""
+    """Waits for `import torch`, `import cupy` and `import jax` (never imports them)."""
 
     gpuleak_frameworks = True
 
@@ -549,7 +569,7 @@ class _Finder:
 
 
 def install():
-    """Attaches to torch and cupy now if the program has imported them, or when it does."""
+    """Attaches to torch, cupy and jax now if the program has imported them, or when it does."""
     if not enabled():
         return
     for name, step in ATTACH.items():
@@ -581,7 +601,7 @@ def tensor_sites():
     """Live tensors by the user's Python line, read in this process: {(file, line, function):
     (bytes, frames)}, frames as (file, line, function) innermost first; None when the program
     has not imported a framework (empty before it has used CUDA through one)."""
-    if _TORCH is None and _CUPY is None:
+    if _TORCH is None and _CUPY is None and _JAX is None:
         return None
     blocks = []
     if _TORCH is not None and _TORCH.recording:
@@ -599,6 +619,11 @@ def tensor_sites():
                 blocks.append((int(block["size"]), frames))
     if _CUPY is not None:
         blocks += _CUPY.sites()
+    if _JAX is not None:
+        try:
+            blocks += _JAX.sites()
+        except Exception:  # noqa: BLE001
+            return None
     sites = {}
     for size, frames in blocks:
         user = next((f for f in frames if not _is_framework_file(f[0])), frames[0] if frames else ("?", 0, "?"))

@@ -20,6 +20,7 @@ _FUNCTIONS = {
     "gpuleak_window_begin": (None, [ctypes.c_uint64]),
     "gpuleak_window_stats": (ctypes.c_int, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]),
     "gpuleak_framework_record": (ctypes.c_int, [ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]),
+    "gpuleak_snapshot_generation": (ctypes.c_uint64, []),
 }
 
 

@@ -63,6 +63,12 @@ GPULEAK_WEAK uint64_t gpuleak_live_bytes(int device);
  * is traced. */
 GPULEAK_WEAK uint64_t gpuleak_snapshot(const char *reason);
 
+/* The id of the latest Snapshot record written (0: none yet), whoever asked for it: the
+ * snapshot signal, the period, an out-of-memory failure or gpuleak_snapshot. One atomic
+ * load. The Python package polls it to write the frameworks' allocator state for the
+ * snapshots the shim takes on its own. */
+GPULEAK_WEAK uint64_t gpuleak_snapshot_generation(void);
+
 /* The path of this process's trace file, valid until the process exits, or NULL when
  * nothing is traced (GPULEAK_DISABLE=1, or the file could not be created). Like
  * gpuleak_snapshot it starts the trace if no CUDA call has yet. The trace can be read while
@@ -95,6 +101,7 @@ GPULEAK_WEAK int gpuleak_framework_record(unsigned kind, const void *data, size_
 #define GPULEAK_REGION_END(name) ((gpuleak_region_end) ? gpuleak_region_end(name) : (void)0)
 #define GPULEAK_LIVE_BYTES(device) ((gpuleak_live_bytes) ? gpuleak_live_bytes(device) : (uint64_t)0)
 #define GPULEAK_SNAPSHOT(reason) ((gpuleak_snapshot) ? gpuleak_snapshot(reason) : (uint64_t)0)
+#define GPULEAK_SNAPSHOT_GENERATION() ((gpuleak_snapshot_generation) ? gpuleak_snapshot_generation() : (uint64_t)0)
 #define GPULEAK_TRACE_PATH() ((gpuleak_trace_path) ? gpuleak_trace_path() : (const char *)0)
 #define GPULEAK_WINDOW_BEGIN(watch_bytes) ((gpuleak_window_begin) ? gpuleak_window_begin(watch_bytes) : (void)0)
 #define GPULEAK_WINDOW_STATS(out, n) ((gpuleak_window_stats) ? gpuleak_window_stats((out), (n)) : 0)

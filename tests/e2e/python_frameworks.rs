@@ -6,7 +6,11 @@
 //! (`tensor-leak`, `tensor-growth`, `framework-oom`, `gpuleak.check()` on tensors) has its twin
 //! that must not find it. CuPy's memory pool: `tests/python/fw_cupy.py` on the stand-in cupy of
 //! `tests/python/fake_cupy` (its chunks real cuMemAlloc calls too), read through CuPy's
-//! `MemoryHook`; and the real CuPy takes the hook at import.
+//! `MemoryHook`; and the real CuPy takes the hook at import. JAX's live buffers:
+//! `tests/python/fw_jax.py` on the stand-in jax of `tests/python/fake_jax` (its XLA regions real
+//! cuMemAlloc calls from its `jaxlib`), read through `device_memory_profile()` and
+//! `live_arrays()` and placed in those regions by the analyzer; and the adapter's readings of
+//! the real JAX on its CPU backend (`tests/python/pkg_jax.py`).
 
 use std::path::{Path, PathBuf};
 use std::process::Output;
@@ -199,6 +203,88 @@ fn check_judges_tensors_not_the_cache_that_grew_inside_it() {
     );
     assert!(stdout.contains(&format!("fw_torch.py:{line}']")), "{stdout}");
     assert!(stdout.contains("twin passed\n"), "{stdout}\n{stderr}");
+}
+
+/// The `FrameworkState` records of the one trace in `dir`, with the number of live blocks
+/// each state's `FrameworkBlocks` records carry (from `gpuleak dump`).
+fn states_in(dir: &Path) -> Vec<(serde_json::Value, usize)> {
+    let traces = traces_in(dir);
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let out = output_of(sim_command(gpuleak_bin()).arg("dump").arg(&traces[0]));
+    let records: Vec<serde_json::Value> = text(&out)
+        .0
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect();
+    let live = |state: &serde_json::Value| {
+        records
+            .iter()
+            .filter(|r| r["type"] == "FrameworkBlocks" && r["state"] == *state)
+            .flat_map(|r| r["blocks"].as_array().unwrap().chunks(5).map(|b| b[3] == "0x1"))
+            .filter(|&live| live)
+            .count()
+    };
+    records
+        .iter()
+        .filter(|r| r["type"] == "FrameworkState")
+        .map(|r| (r.clone(), live(&r["id"])))
+        .collect()
+}
+
+#[test]
+fn a_snapshot_on_the_shim_s_signal_writes_the_tensors_live_then_and_a_freed_twin_none() {
+    let signal = [("GPULEAK_SNAPSHOT_SIGNAL", "USR2")];
+    let dir = TempDir::new();
+    let out = run_mode(dir.path(), "signal", &signal);
+    // Snapshot 1 is the package's own (`gpuleak.snapshot()`), 2 the signal's.
+    assert!(text(&out).0.contains("watched [2]\n"), "{}", text(&out).0);
+    let states = states_in(dir.path());
+    let at =
+        |id: u64| -> Vec<&(serde_json::Value, usize)> { states.iter().filter(|(s, _)| s["snapshot"] == id).collect() };
+    // One state per snapshot: the watcher leaves the package's own to it.
+    assert_eq!(at(1).len(), 1, "{states:?}");
+    assert_eq!(at(1)[0].1, 3, "{states:?}");
+    // The watcher's state carries the signal's snapshot id and the three tensors; the exit
+    // state comes after, with none.
+    assert_eq!(at(2).len(), 1, "{states:?}");
+    assert_eq!(at(2)[0].0["reason"], "snapshot");
+    assert_eq!(at(2)[0].1, 3, "{states:?}");
+    let exit = states
+        .iter()
+        .find(|(s, _)| s["reason"] == "exit")
+        .expect("an exit state");
+    assert_eq!(exit.1, 0);
+    let doc = report(dir.path());
+    assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
+
+    let twin = TempDir::new();
+    let out = run_mode(twin.path(), "signal-freed", &signal);
+    assert!(text(&out).0.contains("watched [2]\n"), "{}", text(&out).0);
+    let states = states_in(twin.path());
+    let at_signal: Vec<_> = states.iter().filter(|(s, _)| s["snapshot"] == 2).collect();
+    assert_eq!(at_signal.len(), 1, "{states:?}");
+    assert_eq!(at_signal[0].1, 0, "{states:?}");
+}
+
+/// A forked child has no thread of its parent's: the package starts its own watcher there, and
+/// the child's own first snapshot gets the child's tensor.
+#[test]
+fn a_forked_child_s_signal_snapshot_writes_the_child_s_tensors() {
+    let dir = TempDir::new();
+    let out = run_mode(dir.path(), "signal-fork", &[("GPULEAK_SNAPSHOT_SIGNAL", "USR2")]);
+    assert!(text(&out).0.contains("child watched [1]\n"), "{}", text(&out).0);
+    // The parent made no CUDA call: the child's is the only trace.
+    let traces = traces_in(dir.path());
+    assert_eq!(traces.len(), 1, "{traces:?}");
+    let child = traces
+        .iter()
+        .map(|t| text(&output_of(sim_command(gpuleak_bin()).arg("dump").arg(t))).0)
+        .find(|d| d.contains("\"reason\":\"signal\""))
+        .expect("the child's trace, with the signal's snapshot");
+    assert!(
+        child.contains("\"type\":\"FrameworkState\",\"id\":1,\"layout\":1,\"framework\":\"torch\",\"reason\":\"snapshot\",\"snapshot\":1}"),
+        "{child}"
+    );
 }
 
 #[test]
@@ -522,4 +608,195 @@ fn a_framework_state_in_dropped_history_still_judges_tensors() {
     let (_kept, doc) = kept_after_last_state(dir.path());
     assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
     assert_eq!(torch(&doc)["devices"][0]["live_tensors"], 0);
+
+/// `gpuleak run -- python fw_jax.py MODE`, with the stand-in JAX of `tests/python/fake_jax` on
+/// `PYTHONPATH`.
+fn run_jax(dir: &Path, mode: &str) -> Output {
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir)
+        .env("PYTHONPATH", script("fake_jax"))
+        .arg("run")
+        .arg("--")
+        .arg(&python)
+        .arg(script("fw_jax.py"))
+        .arg(mode);
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
+    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
+    out
+}
+
+/// `path:line` of the line of fw_jax.py that ends with `ending`.
+fn at_jax(ending: &str) -> String {
+    format!("{}:{}", script("fw_jax.py").display(), line_of("fw_jax.py", ending))
+}
+
+/// The one framework view of the process, which must be JAX's.
+fn jax(doc: &serde_json::Value) -> &serde_json::Value {
+    let frameworks = doc["process"]["frameworks"].as_array().expect("a frameworks list");
+    assert_eq!(frameworks.len(), 1, "{frameworks:?}");
+    assert_eq!(frameworks[0]["framework"], "jax");
+    &frameworks[0]
+}
+
+#[test]
+fn a_jax_array_kept_in_a_global_is_a_leak_at_its_line_and_xla_s_region_is_not() {
+    let dir = TempDir::new();
+    run_jax(dir.path(), "leak");
+    let doc = report(dir.path());
+    let leaks = findings(&doc, "tensor-leak");
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    let line = at_jax("KEPT.append(jnp.zeros(100 << 10, dtype=jnp.uint8))  # the leak");
+    let message = leaks[0]["message"].as_str().unwrap();
+    assert!(message.contains(&line), "{}", leaks[0]);
+    assert!(
+        message.starts_with("400.0 KiB in 4 JAX arrays allocated at"),
+        "{message}"
+    );
+    assert_eq!(
+        (&leaks[0]["tensors"], &leaks[0]["bytes"]),
+        (&4.into(), &(400 << 10).into())
+    );
+    assert_eq!(leaks[0]["framework"], "jax");
+    // XLA's region (one 2 MiB driver allocation made by jaxlib) is the allocator's, not a leak.
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    assert_eq!(doc["held_by_pool"][0]["pool"], "xla");
+    assert_eq!(doc["held_by_pool"][0]["bytes"], 2 << 20);
+    // The join: the buffers' addresses place them in the region, whose rest is cached free;
+    // the totals are XLA's counters (bytes_in_use, pool_bytes).
+    let view = jax(&doc);
+    assert_eq!(view["reason"], "exit");
+    let d = &view["devices"][0];
+    assert_eq!(d["segments"], 1);
+    assert_eq!(d["reserved_bytes"], 2 << 20);
+    assert_eq!(d["live_bytes"], 400 << 10);
+    assert_eq!(d["cached_free_bytes"], (2 << 20) - (400 << 10));
+    assert_eq!(d["live_bytes"], d["counters"]["allocated"]);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(d["unmatched_segments"], 0);
+    assert_eq!(d["sites"][0]["line"], line);
+    assert_eq!(view["outside"], serde_json::json!([]));
+    assert!(
+        view["summary"]
+            .as_str()
+            .unwrap()
+            .starts_with("JAX holds 2.0 MiB on device 0: 400.0 KiB in 4 live arrays"),
+        "{}",
+        view["summary"]
+    );
+}
+
+#[test]
+fn jax_arrays_all_freed_leave_a_region_that_is_no_leak() {
+    let dir = TempDir::new();
+    run_jax(dir.path(), "cache");
+    let doc = report(dir.path());
+    assert_eq!(doc["summary"]["findings"], 0, "{}", doc["findings"]);
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    assert_eq!(doc["held_by_pool"][0]["pool"], "xla");
+    // No buffer lies in the region: it is XLA's by the jaxlib frames of its allocation.
+    let d = &jax(&doc)["devices"][0];
+    assert_eq!(d["live_tensors"], 0);
+    assert_eq!(d["reserved_bytes"], 2 << 20);
+    assert_eq!(d["cached_free_bytes"], 2 << 20);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(d["counters"]["allocated"], 0);
+}
+
+#[test]
+fn jax_arrays_that_grow_across_snapshots_are_tensor_growth_and_a_flat_region_is_not() {
+    let dir = TempDir::new();
+    run_jax(dir.path(), "growth");
+    let doc = report(dir.path());
+    let grown = findings(&doc, "tensor-growth");
+    assert_eq!(grown.len(), 1, "{grown:?}");
+    let line = at_jax("KEPT.append(jnp.zeros(64 << 10, dtype=jnp.uint8))  # grows every step");
+    assert!(grown[0]["message"].as_str().unwrap().contains(&line), "{}", grown[0]);
+    assert_eq!(grown[0]["framework"], "jax");
+    assert_eq!(grown[0]["first_bytes"], 64 << 10);
+    assert_eq!(grown[0]["last_bytes"], 256 << 10);
+    assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
+
+    let flat = TempDir::new();
+    run_jax(flat.path(), "flat");
+    let doc = report(flat.path());
+    assert_eq!(doc["summary"]["findings"], 0, "{}", doc["findings"]);
+}
+
+#[test]
+fn check_judges_jax_arrays_not_the_region_that_grew_inside_it() {
+    let dir = TempDir::new();
+    let out = run_jax(dir.path(), "check");
+    let (stdout, stderr) = text(&out);
+    let line = line_of(
+        "fw_jax.py",
+        "KEPT.append(jnp.zeros(4096, dtype=jnp.uint8))  # kept past the check",
+    );
+    assert!(
+        stdout.contains("check raised 4096 ['4096 bytes (4.0 KiB) still live (tensor):', '    #0 main "),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains(&format!("fw_jax.py:{line}']")), "{stdout}");
+    assert!(stdout.contains("twin passed\n"), "{stdout}\n{stderr}");
+}
+
+#[test]
+fn jax_imported_but_never_started_is_left_alone() {
+    let dir = TempDir::new();
+    let out = run_jax(dir.path(), "idle");
+    assert!(text(&out).0.contains("backends 0\n"), "{}", text(&out).0);
+    for trace in traces_in(dir.path()) {
+        let out = output_of(sim_command(gpuleak_bin()).arg("dump").arg(&trace));
+        assert!(!text(&out).0.contains("Framework"), "{}", text(&out).0);
+    }
+}
+
+#[test]
+fn the_pytest_plugin_fails_the_test_that_keeps_a_jax_array_and_passes_the_one_whose_region_grew() {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", script("fake_jax"))
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script("fw_jax_tests.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of("fw_jax_tests.py", "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains("fw_jax_tests.py::test_keeps_an_array"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("fw_jax_tests.py:{line}")), "{stdout}");
+    for passed in ["test_region_grows_array_dies", "test_reuses_the_region"] {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("fw_jax_tests.py::{passed}")),
+            "{stdout}"
+        );
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
+}
+
+/// The real JAX (pinned jax[cpu] in target/pkgenv), on its CPU backend: a real
+/// `device_memory_profile()` read by the package's decoder, the stand-in's encoder checked
+/// against it, and the adapter's addresses checked against `live_arrays()`. The only test that
+/// imports the real JAX; it runs once, on the package environment's Python.
+#[test]
+fn the_jax_adapter_reads_the_real_jax_s_profile_and_buffers() {
+    let dir = TempDir::new();
+    let mut cmd = python_clean(sim_command(pkgenv_python()));
+    cmd.current_dir(dir.path())
+        .env("JAX_PLATFORMS", "cpu")
+        .args(["-m", "pytest", "-p", "no:cacheprovider", "-q"])
+        .arg(format!("--rootdir={}", dir.path().display()))
+        .arg(script("pkg_jax.py"));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    assert!(stdout.contains("6 passed"), "{stdout}");
 }

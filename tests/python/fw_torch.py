@@ -9,6 +9,11 @@
 - `oom`: kept tensors fill the allocator's limit (FAKE_TORCH_MEMORY_LIMIT) until it raises.
 - `outside`: the program's own cuMemAlloc beside the framework, kept to the end.
 - `check`: gpuleak.check() around a block that keeps a tensor, and its fixed twin.
+- `signal`: three tensors live at a `gpuleak.snapshot()` and then when the process sends itself
+  GPULEAK_SNAPSHOT_SIGNAL's signal (USR2); it waits for the package's watcher to write their
+  state, then frees them.
+- `signal-freed`: the same with the tensors freed before the signal.
+- `signal-fork`: a forked child keeps a tensor of a new segment and sends itself the signal.
 
 It prints `done` at the end; `oom` prints `oom caught` first.
 """
@@ -64,6 +69,42 @@ def main(mode):
         step_clean(0)
         err, mine = cu.cuMemAlloc(3 << 20)  # the program's own buffer
         assert err == cu.CUresult.CUDA_SUCCESS
+    elif mode in ("signal", "signal-freed"):
+        import os
+        import signal
+        import time
+
+        from gpuleak import _watch
+
+        for n in range(3):
+            KEPT.append(torch.empty(100 << 10, device="cuda"))  # live at the signal
+        if mode == "signal-freed":
+            KEPT.clear()
+        gpuleak.snapshot("own")  # its state is the package's, never the watcher's too
+        os.kill(os.getpid(), signal.SIGUSR2)
+        deadline = time.monotonic() + 20
+        while not _watch.written() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        print("watched", _watch.written())
+        KEPT.clear()
+    elif mode == "signal-fork":
+        import os
+        import signal
+        import time
+
+        from gpuleak import _watch
+
+        pid = os.fork()
+        if pid == 0:
+            KEPT.append(torch.empty(3 << 20, device="cuda"))  # a new segment: the child's trace
+            os.kill(os.getpid(), signal.SIGUSR2)
+            deadline = time.monotonic() + 20
+            while not _watch.written() and time.monotonic() < deadline:
+                time.sleep(0.02)
+            print("child watched", _watch.written(), flush=True)
+            KEPT.clear()
+            os._exit(0)
+        os.waitpid(pid, 0)
     elif mode == "check":
         try:
             with gpuleak.check():

@@ -1,8 +1,14 @@
 //! Framework states as the trace writes them (records 70 to 76), gathered by the replay.
+//!
+//! A segment at address 0 and of size 0 is unplaced: its blocks' offsets are their absolute
+//! addresses (0: unknown). JAX writes its live buffers so, because XLA's allocator regions are
+//! driver allocations that Python cannot see. [`States::complete_placing`] lays such blocks
+//! into the driver allocations that contain them, and makes the framework's other driver
+//! allocations segments of cached free memory.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
-use gpuleak_format::framework::Block;
+use gpuleak_format::framework::{Block, BlockState};
 use gpuleak_format::{Body, StackId};
 
 /// The most complete states kept per trace; past it the oldest that is neither the first nor
@@ -31,6 +37,13 @@ pub struct Segment {
     pub size: u64,
     /// Blocks in address order.
     pub blocks: Vec<Block>,
+}
+
+impl Segment {
+    /// Whether its blocks are at absolute addresses, to be placed by the analyzer.
+    pub fn is_unplaced(&self) -> bool {
+        self.address == 0 && self.size == 0
+    }
 }
 
 /// The framework's own counters for one device.
@@ -183,9 +196,26 @@ impl States {
 
     /// Completes state `id` at `seq` with the driver's live device allocations.
     pub fn complete(&mut self, id: u64, seq: u64, driver: Vec<DriverAlloc>) {
+        self.complete_placing(id, seq, driver, |_, _| false);
+    }
+
+    /// Completes state `id` as [`States::complete`] does, and places its unplaced blocks (see
+    /// the module's overview): `framework_owns(framework, allocation)` says whether a driver
+    /// allocation without a block is the framework's (by the modules in its stack).
+    pub fn complete_placing(
+        &mut self,
+        id: u64,
+        seq: u64,
+        driver: Vec<DriverAlloc>,
+        framework_owns: impl Fn(&str, &DriverAlloc) -> bool,
+    ) {
         let Some(mut st) = self.open.remove(&id) else { return };
         st.seq = seq;
         st.driver = driver;
+        if st.segments.iter().any(Segment::is_unplaced) {
+            let framework = st.framework.clone();
+            place(&mut st, |a| framework_owns(&framework, a));
+        }
         if self.complete.len() >= KEPT_STATES {
             if let Some(i) = (1..self.complete.len()).find(|&i| self.complete[i].oom.is_none()) {
                 self.complete.remove(i);
@@ -214,7 +244,98 @@ impl States {
     /// (the driver allocations that the framework held then).
     pub fn held_by_framework(&self) -> Option<(u64, std::collections::HashSet<u64>)> {
         let last = self.latest()?;
-        Some((last.seq, last.segments.iter().map(|s| s.address).collect()))
+        let placed = last.segments.iter().filter(|s| !s.is_unplaced());
+        Some((last.seq, placed.map(|s| s.address).collect()))
+    }
+}
+
+/// Lays the blocks of `st`'s unplaced segments into the driver allocations that contain
+/// them; the gaps between them are cached free. The driver allocations that `owned` names are
+/// segments too, wholly cached free when no block lies in them (they go to the device of the
+/// first unplaced segment: the trace does not say which device a driver allocation is on).
+/// Blocks in no driver allocation stay in an unplaced segment per device.
+fn place(st: &mut State, owned: impl Fn(&DriverAlloc) -> bool) {
+    let (unplaced, kept): (Vec<Segment>, Vec<Segment>) = st.segments.drain(..).partition(Segment::is_unplaced);
+    st.segments = kept;
+    let device = unplaced.first().map_or(0, |s| s.device);
+    let mut regions: Vec<&DriverAlloc> = st.driver.iter().collect();
+    regions.sort_unstable_by_key(|a| a.ptr);
+    let mut placed: BTreeMap<u64, Segment> = BTreeMap::new();
+    let mut left: BTreeMap<i32, Vec<Block>> = BTreeMap::new();
+    for seg in unplaced {
+        for b in seg.blocks {
+            let i = regions.partition_point(|r| r.ptr <= b.offset);
+            let region = i
+                .checked_sub(1)
+                .map(|i| regions[i])
+                .filter(|r| b.offset != 0 && b.offset - r.ptr < r.size);
+            match region {
+                Some(r) => placed
+                    .entry(r.ptr)
+                    .or_insert_with(|| Segment {
+                        device: seg.device,
+                        address: r.ptr,
+                        size: r.size,
+                        blocks: Vec::new(),
+                    })
+                    .blocks
+                    .push(Block {
+                        offset: b.offset - r.ptr,
+                        ..b
+                    }),
+                None => left.entry(seg.device).or_default().push(b),
+            }
+        }
+    }
+    for r in regions {
+        if placed.contains_key(&r.ptr) || !owned(r) {
+            continue;
+        }
+        placed.insert(
+            r.ptr,
+            Segment {
+                device,
+                address: r.ptr,
+                size: r.size,
+                blocks: Vec::new(),
+            },
+        );
+    }
+    for mut seg in placed.into_values() {
+        seg.blocks.sort_unstable_by_key(|b| b.offset);
+        let mut blocks = Vec::with_capacity(2 * seg.blocks.len() + 1);
+        let mut at = 0u64;
+        for b in seg.blocks {
+            if b.offset > at {
+                blocks.push(free_block(at, b.offset - at));
+            }
+            at = at.max(b.offset.saturating_add(b.size));
+            blocks.push(b);
+        }
+        if at < seg.size {
+            blocks.push(free_block(at, seg.size - at));
+        }
+        seg.blocks = blocks;
+        st.segments.push(seg);
+    }
+    for (device, blocks) in left {
+        st.segments.push(Segment {
+            device,
+            address: 0,
+            size: 0,
+            blocks,
+        });
+    }
+}
+
+/// A cached free block (no frames).
+fn free_block(offset: u64, size: u64) -> Block {
+    Block {
+        offset,
+        size,
+        requested: size,
+        state: BlockState::Inactive,
+        frames: 0,
     }
 }
 
@@ -391,5 +512,138 @@ mod tests {
         held.sort_unstable();
         assert_eq!(held, vec![(0xa00000, true), (0xc00000, false)]);
         assert_eq!(replay.frameworks.complete[0].driver.len(), 2);
+    }
+
+    /// JAX's blocks at absolute addresses land in the driver allocations that hold them;
+    /// another region of the framework is all cached free, the program's own allocation is
+    /// outside, and a buffer at no known address stays unplaced (counted, never a segment).
+    #[test]
+    fn unplaced_blocks_are_laid_into_the_driver_allocations_that_hold_them() {
+        let mut states = States::default();
+        let s = FrameworkState {
+            id: 1,
+            layout: 1,
+            framework: "jax".into(),
+            reason: "exit".into(),
+            snapshot: 0,
+        };
+        states.apply(&s.into());
+        let seg = FrameworkSegment {
+            state: 1,
+            device: 0,
+            address: 0,
+            size: 0,
+            stream: 0,
+            pool: 0,
+        };
+        states.apply(&seg.into());
+        // Two buffers in the region at 0x10000 (the second at 0x10800), one at no address.
+        let blocks = FrameworkBlocks {
+            state: 1,
+            segment: 0,
+            blocks: Addrs(vec![0, 256, 256, 1, 0, 0x10800, 512, 512, 1, 0, 0x10000, 1024, 1000, 1, 0].into()),
+        };
+        states.apply(&blocks.into());
+        let end = FrameworkEnd {
+            state: 1,
+            segments: 1,
+            blocks: 3,
+        };
+        assert_eq!(states.apply(&end.into()), Some(1));
+        let driver = |ptr, size, stack| DriverAlloc {
+            ptr,
+            size,
+            stack: StackId(stack),
+        };
+        states.complete_placing(
+            1,
+            9,
+            vec![
+                driver(0x10000, 0x1000, 1),
+                driver(0x20000, 0x800, 1),
+                driver(0x30000, 64, 2),
+            ],
+            |framework, a| framework == "jax" && a.stack == StackId(1),
+        );
+        let st = &states.complete[0];
+        let shape: Vec<(u64, u64, usize)> = st
+            .segments
+            .iter()
+            .map(|s| (s.address, s.size, s.blocks.len()))
+            .collect();
+        assert_eq!(shape, vec![(0x10000, 0x1000, 4), (0x20000, 0x800, 1), (0, 0, 1)]);
+        let first: Vec<(u64, u64, BlockState)> = st.segments[0]
+            .blocks
+            .iter()
+            .map(|b| (b.offset, b.size, b.state))
+            .collect();
+        assert_eq!(
+            first,
+            vec![
+                (0, 0x400, BlockState::Allocated),
+                (0x400, 0x400, BlockState::Inactive),
+                (0x800, 0x200, BlockState::Allocated),
+                (0xa00, 0x600, BlockState::Inactive),
+            ]
+        );
+        let (_, held) = states.held_by_framework().unwrap();
+        assert_eq!(held, [0x10000, 0x20000].into_iter().collect());
+        let v = crate::frameworks::join::view(st, &Default::default(), &Default::default());
+        let d = &v.devices[0];
+        assert_eq!((d.tensors, d.live_bytes), (3, 1024 + 512 + 256));
+        assert_eq!(d.reserved, 0x1800);
+        assert_eq!(
+            (d.cached_free_bytes, d.largest_free_block),
+            (0x400 + 0x600 + 0x800, 0x800)
+        );
+        assert_eq!(d.unmatched_segments, 1);
+        assert_eq!(v.outside[0].bytes, 64);
+    }
+
+    /// Blocks and driver allocations at the ends of the address space, overlapping or past
+    /// their region, are placed without overflow (a hostile trace is a report, never a panic).
+    #[test]
+    fn placing_hostile_blocks_never_overflows() {
+        let mut st = State {
+            framework: "jax".into(),
+            segments: vec![Segment {
+                device: 0,
+                address: 0,
+                size: 0,
+                blocks: [
+                    (u64::MAX, u64::MAX),
+                    (u64::MAX - 8, 64),
+                    (u64::MAX - 16, 4),
+                    (1, u64::MAX),
+                ]
+                .into_iter()
+                .map(|(offset, size)| Block {
+                    offset,
+                    size,
+                    requested: size,
+                    state: BlockState::Allocated,
+                    frames: 0,
+                })
+                .collect(),
+            }],
+            driver: vec![
+                DriverAlloc {
+                    ptr: u64::MAX - 32,
+                    size: u64::MAX,
+                    stack: StackId(1),
+                },
+                DriverAlloc {
+                    ptr: 0,
+                    size: 16,
+                    stack: StackId(1),
+                },
+            ],
+            ..State::default()
+        };
+        place(&mut st, |_| true);
+        let placed: usize = st.segments.iter().map(|s| s.blocks.len()).sum();
+        assert!(placed >= 4, "{:?}", st.segments);
+        let v = crate::frameworks::join::view(&st, &Default::default(), &Default::default());
+        assert_eq!(v.devices[0].tensors, 4);
     }
 }

@@ -303,7 +303,16 @@ impl Model {
                             stack: l.alloc.stack,
                         })
                         .collect();
-                    self.replay.frameworks.complete(id, record.seq.0, driver);
+                    // JAX's buffers are placed in XLA's regions, which are the driver
+                    // allocations whose stacks are XLA's.
+                    let (modules, stacks) = (&self.replay.modules, &self.replay.stacks);
+                    let owns = |framework: &str, a: &DriverAlloc| {
+                        owner::Pool::of_framework(framework).is_some_and(|pool| {
+                            let frames = stacks.get(&a.stack).map_or(&[][..], Vec::as_slice);
+                            owner::stack_in_pool(frames, modules, pool)
+                        })
+                    };
+                    self.replay.frameworks.complete_placing(id, record.seq.0, driver, owns);
                 }
             }
             _ => {}

@@ -31,6 +31,33 @@ impl Pool {
     }
 }
 
+impl Pool {
+    /// The pool whose memory a framework's segments are, by the framework's name in its
+    /// state records (`torch`, `cupy`, `jax`).
+    pub fn of_framework(framework: &str) -> Option<Pool> {
+        match framework {
+            "torch" => Some(Pool::Pytorch),
+            "cupy" => Some(Pool::Cupy),
+            "jax" => Some(Pool::Xla),
+            _ => None,
+        }
+    }
+}
+
+/// Whether an allocation's stack is `pool`'s: its owner (the first module outside the CUDA
+/// libraries) is, or one of its Python frames is in the pool's package directories (a pool
+/// whose Python code calls the driver through bindings).
+pub fn stack_in_pool(frames: &[u64], modules: &Modules, pool: Pool) -> bool {
+    owner(frames, modules).and_then(pool_of) == Some(pool)
+        || frames.iter().any(|&a| {
+            modules
+                .python
+                .frame(a)
+                .and_then(|f| f.file)
+                .is_some_and(|file| pool_of(&file) == Some(pool))
+        })
+}
+
 /// File-name prefixes of the CUDA libraries: frames in them are passed over when looking for
 /// the owner, because they allocate on behalf of their caller.
 const CUDA_LIBRARIES: &[&str] = &[

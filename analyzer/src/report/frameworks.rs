@@ -21,12 +21,7 @@ use crate::run::human_bytes as h;
 
 /// The pool whose memory a framework's segments are.
 pub fn pool_of(framework: &str) -> Option<Pool> {
-    match framework {
-        "torch" => Some(Pool::Pytorch),
-        "cupy" => Some(Pool::Cupy),
-        "jax" => Some(Pool::Xla),
-        _ => None,
-    }
+    Pool::of_framework(framework)
 }
 
 /// A framework stack as report frames, the user's frame marked.

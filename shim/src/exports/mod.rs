@@ -473,6 +473,15 @@ pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
     unsafe { crate::ops::control::snapshot(reason) }
 }
 
+/// `uint64_t gpuleak_snapshot_generation(void)`: the id of the latest Snapshot record
+/// written (0: none yet), whoever asked for it (the signal, the period, an out-of-memory
+/// failure, the control API). One atomic load: the Python package polls it to write the
+/// frameworks' state for the snapshots the shim takes on its own.
+#[unsafe(no_mangle)]
+pub extern "C" fn gpuleak_snapshot_generation() -> u64 {
+    crate::ops::control::snapshot_generation()
+}
+
 /// `const char *gpuleak_trace_path(void)`: the path of this process's trace file (valid until
 /// the process exits), or NULL when nothing is traced.
 #[unsafe(no_mangle)]

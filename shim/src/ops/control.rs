@@ -69,6 +69,12 @@ pub unsafe fn snapshot(reason: *const c_char) -> u64 {
     snapshot::write(&g, &reason)
 }
 
+/// `gpuleak_snapshot_generation`: the latest snapshot id (0: none), with no guard: it only
+/// reads an atomic.
+pub fn snapshot_generation() -> u64 {
+    snapshot::count()
+}
+
 /// `gpuleak_live_bytes`: device memory live on `device` (all devices if negative). Turns
 /// live accounting on at the first call if no setting had (it then counts allocations made
 /// from that call on); 0 when the shim is disabled.
