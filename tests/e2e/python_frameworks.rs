@@ -608,6 +608,7 @@ fn a_framework_state_in_dropped_history_still_judges_tensors() {
     let (_kept, doc) = kept_after_last_state(dir.path());
     assert_eq!(findings(&doc, "tensor-leak"), Vec::<&serde_json::Value>::new());
     assert_eq!(torch(&doc)["devices"][0]["live_tensors"], 0);
+}
 
 /// `gpuleak run -- python fw_jax.py MODE`, with the stand-in JAX of `tests/python/fake_jax` on
 /// `PYTHONPATH`.
