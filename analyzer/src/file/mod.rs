@@ -166,6 +166,8 @@ impl TraceFile {
                 // Found in a directory and gone since: a bounded trace still being written
                 // deleted its oldest segment (the next one stands for it).
                 Err(OpenError::Io(_, e)) if e.kind() == std::io::ErrorKind::NotFound && !paths.contains(&p) => {}
+                // Deleted while being opened (its blocks read as zeros by then).
+                Err(OpenError::Format(..)) if !p.exists() && !paths.contains(&p) => {}
                 Err(e) => return Err(e),
             }
         }

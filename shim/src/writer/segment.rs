@@ -347,11 +347,25 @@ impl SegFile {
     /// Deletes the file, if its name still leads to it, and closes it. Its space on disk is
     /// given back at once: a thread that wrote into it and has been idle since still maps its
     /// last block (it moves on at its next record, and never writes there again), which would
-    /// keep the whole file on disk. So its blocks are punched out first (read as zeros from
+    /// keep the whole file on disk. So once its name is gone its blocks are punched out (read as zeros from
     /// then on), or, where the file system cannot, the file is cut to nothing: no mapping of
     /// it is ever touched again.
     pub fn delete(&mut self) {
         if let Ok(fd) = self.file.checked() {
+            // The name first, so that a reader listing the directory no longer finds a file
+            // about to read as zeros.
+            let ours = crate::fd::FileId::of(fd);
+            if let (Some(ours), Ok(c)) = (ours, CString::new(absolute(&self.path).into_vec())) {
+                // SAFETY: lstat fills the struct we pass for a valid C string.
+                let same = unsafe {
+                    let mut st: libc::stat = std::mem::zeroed();
+                    libc::lstat(c.as_ptr(), &mut st) == 0 && st.st_dev == ours.dev && st.st_ino == ours.ino
+                };
+                if same {
+                    // SAFETY: a valid C string naming our own segment (checked just above).
+                    unsafe { libc::unlink(c.as_ptr()) };
+                }
+            }
             // SAFETY: our own descriptor (checked just above); the range is the whole file.
             let punched = unsafe {
                 libc::fallocate(
@@ -364,20 +378,6 @@ impl SegFile {
             if !punched {
                 // SAFETY: as above.
                 unsafe { libc::ftruncate(fd, 0) };
-            }
-        }
-        if let Ok(fd) = self.file.checked() {
-            let ours = crate::fd::FileId::of(fd);
-            if let (Some(ours), Ok(c)) = (ours, CString::new(absolute(&self.path).into_vec())) {
-                // SAFETY: lstat fills the struct we pass for a valid C string.
-                let same = unsafe {
-                    let mut st: libc::stat = std::mem::zeroed();
-                    libc::lstat(c.as_ptr(), &mut st) == 0 && st.st_dev == ours.dev && st.st_ino == ours.ino
-                };
-                if same {
-                    // SAFETY: a valid C string naming our own segment (checked just above).
-                    unsafe { libc::unlink(c.as_ptr()) };
-                }
             }
         }
         self.file.close_if_ours();
