@@ -163,6 +163,17 @@ fn a_fork_during_rotations_gives_the_child_a_trace_of_its_own() {
     assert_eq!(parent["summary"]["frees"], 4 * 30000 + 4 * 4);
 }
 
+/// `trace_rotation` with 4 threads and no end in sight, under a bound of 1 MiB, its trace in
+/// `dir/t.trace`: for killing.
+fn endless(dir: &Path) -> std::process::Child {
+    shim_command(client("trace_rotation"), &dir.join("t.trace"))
+        .env("GPULEAK_MAX_TRACE", "1MiB")
+        .args(["4", "100000000"])
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
 /// A few random delays from `seed` (xorshift), in microseconds below `max_us`.
 fn delays(mut seed: u64, n: usize, max_us: u64) -> Vec<u64> {
     (0..n)
@@ -180,12 +191,7 @@ fn kill_9_at_random_moments_leaves_a_trace_that_reports_consistently() {
     let mut unfinished = 0;
     for (trial, delay) in delays(0x9e37_79b9_7f4a_7c15, 50, 400_000).into_iter().enumerate() {
         let dir = TempDir::new();
-        let mut child = shim_command(client("trace_rotation"), &dir.path().join("t.trace"))
-            .env("GPULEAK_MAX_TRACE", "1MiB")
-            .args(["4", "100000000"])
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = endless(dir.path());
         std::thread::sleep(Duration::from_micros(20_000 + delay));
         child.kill().unwrap();
         child.wait().unwrap();
@@ -292,12 +298,7 @@ fn a_full_file_system_deletes_old_segments_rather_than_stop_recording() {
 #[test]
 fn a_process_still_rotating_can_be_reported_again_and_again() {
     let dir = TempDir::new();
-    let mut child = shim_command(client("trace_rotation"), &dir.path().join("t.trace"))
-        .env("GPULEAK_MAX_TRACE", "1MiB")
-        .args(["4", "100000000"])
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = endless(dir.path());
     std::thread::sleep(Duration::from_millis(50));
     for i in 0..20 {
         let out = Command::new(gpuleak_bin())
