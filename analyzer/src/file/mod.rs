@@ -159,6 +159,18 @@ impl TraceFile {
     /// nothing half-written. The segments of one trace come back as one [`TraceFile`], where
     /// the first of them was named ([`series::group`]).
     pub fn open_all(paths: &[PathBuf]) -> Result<Vec<TraceFile>, OpenError> {
+        // A bounded trace still being written may delete (and zero) a segment while it is
+        // read: if a segment read is gone by the time the series is checked, read again.
+        for _ in 0..4 {
+            match Self::open_all_once(paths) {
+                Err(OpenError::Series(path, _)) if !path.exists() => continue,
+                done => return done,
+            }
+        }
+        Self::open_all_once(paths)
+    }
+
+    fn open_all_once(paths: &[PathBuf]) -> Result<Vec<TraceFile>, OpenError> {
         let mut files = Vec::new();
         for p in expand(paths)? {
             match TraceFile::open(&p) {

@@ -218,6 +218,9 @@ fn block_signals() {
 /// The builder thread: one checkpoint at a time, for as long as the process runs.
 fn run(sh: &Shared) {
     block_signals();
+    // Below the program's threads: on a busy machine the checkpoint waits, not the program.
+    // SAFETY: setpriority on this thread's own id (Linux gives each thread its nice value).
+    unsafe { libc::setpriority(libc::PRIO_PROCESS, super::gettid(), 10) };
     loop {
         let job = {
             let mut st = sh.builder.job.lock().unwrap_or_else(|p| p.into_inner());
@@ -250,32 +253,46 @@ fn run(sh: &Shared) {
             if let Some(b) = sh.bound {
                 seg.limit_blocks = b.segment_blocks().max(2 * blocks + 2);
             }
-            trim(sh, &mut files);
+            let mut gone = trim(sh, &mut files);
+            drop(files);
+            gone.iter_mut().for_each(SegFile::delete);
         }
     }
 }
 
-/// Deletes the oldest segments that may go (those before the newest complete checkpoint)
-/// while the files together pass the bound.
-fn trim(sh: &Shared, files: &mut Files) {
-    let Some(bound) = sh.bound else { return };
+/// Takes out the oldest segments that may go (those before the newest complete checkpoint)
+/// while the files together pass the bound; the caller deletes them once it has let go of the
+/// lock (punching a file's blocks out takes a while, and every block claim waits on the lock).
+fn trim(sh: &Shared, files: &mut Files) -> Vec<SegFile> {
+    let mut gone = Vec::new();
+    let Some(bound) = sh.bound else { return gone };
+    let nominal = bound.segment_blocks() * BLOCK_SIZE as u64 + HEADER_SIZE as u64;
     loop {
-        let nominal = bound.segment_blocks() * BLOCK_SIZE as u64 + HEADER_SIZE as u64;
         let current = files.segs.back().map_or(0, |s| s.size.max(nominal));
         let closed: u64 = files.segs.iter().rev().skip(1).map(|s| s.size).sum();
-        if closed.saturating_add(current) <= bound.max_bytes() || !delete_oldest(files) {
-            return;
+        if closed.saturating_add(current) <= bound.max_bytes() {
+            return gone;
+        }
+        match take_oldest(files) {
+            Some(seg) => gone.push(seg),
+            None => return gone,
         }
     }
 }
 
-/// Deletes the oldest segment if a later one has a complete checkpoint; false if none may go.
-pub(super) fn delete_oldest(files: &mut Files) -> bool {
+/// The oldest segment, out of the list, if a later one has a complete checkpoint.
+fn take_oldest(files: &mut Files) -> Option<SegFile> {
     let newest_checkpoint = files.segs.iter().rposition(|s| s.checkpointed).unwrap_or(0);
     if newest_checkpoint == 0 {
-        return false;
+        return None;
     }
-    match files.segs.pop_front() {
+    files.segs.pop_front()
+}
+
+/// Deletes the oldest segment if a later one has a complete checkpoint (under the lock: a
+/// full disk, where nothing goes on until it is done); false if none may go.
+pub(super) fn delete_oldest(files: &mut Files) -> bool {
+    match take_oldest(files) {
         Some(mut oldest) => {
             oldest.delete();
             true
