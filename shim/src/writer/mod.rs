@@ -419,7 +419,7 @@ impl Writer {
     /// full disk stops the current segment (the checkpoint lets old segments go, or a new one
     /// start), and when a program writes records faster than the builder reads them back (only
     /// tight synthetic loops do, tens of MB of trace a second), once the current segment has
-    /// grown an eighth past its share. Otherwise a record that finds no room is counted as lost.
+    /// reached its share. Otherwise a record that finds no room is counted as lost.
     #[inline(never)]
     fn claim(&self, oldest: Option<u64>) -> Option<(*mut u8, u64)> {
         let sh = &*self.shared;
@@ -438,10 +438,10 @@ impl Writer {
         // A thread may wait for the checkpoint being built (see above).
         let may_wait = |files: &Files| files.building && oldest.is_some_and(|o| o > files.cut);
         let wait = |files| self.wait_for_checkpoint(files);
-        // An eighth past its share: the current segment and the one before it (kept until the
-        // checkpoint is written) stay within one segment over the bound.
+        // At its share: the current segment and the one before it (kept until the checkpoint is
+        // written) stay within one segment over the bound.
         let cap = files.current().limit_blocks.max(bound.segment_blocks());
-        if may_wait(&files) && files.current().next_block >= cap.saturating_add(cap / 8) {
+        if may_wait(&files) && files.current().next_block >= cap {
             files = wait(files);
         }
         if files.retry_after != 0 {
