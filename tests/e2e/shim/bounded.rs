@@ -119,6 +119,29 @@ fn a_run_many_times_the_bound_reports_what_the_unbounded_trace_reports() {
         b["findings"].as_array().unwrap().len(),
         w["findings"].as_array().unwrap().len()
     );
+
+    // The memory pass covers the whole run through the checkpoints' history: every event, and
+    // the staircase of kept allocations (up to 32 x 4 KiB, the first steps long deleted) found
+    // as growth from nothing, as in the unbounded trace (where the growth ends depends on how
+    // each run's threads interleaved).
+    let memory = |dir: &Path| {
+        let out = Command::new(gpuleak_bin())
+            .args(["report", "--memory", "--format", "json"])
+            .arg(dir)
+            .output()
+            .unwrap();
+        assert_ok(&out);
+        let r: Value = serde_json::from_slice(&out.stdout).unwrap();
+        r["processes"][0]["memory"].clone()
+    };
+    let (b, w) = (memory(bounded.path()), memory(whole.path()));
+    assert_eq!(b["events"], w["events"]);
+    for m in [&b, &w] {
+        let g = &m["growth"].as_array().unwrap()[0];
+        assert_eq!(g["from_bytes"], 0, "{g:#}");
+        let to = g["to_bytes"].as_u64().unwrap();
+        assert!((16 * 4096..=32 * 4096).contains(&to), "{g:#}");
+    }
 }
 
 #[test]
