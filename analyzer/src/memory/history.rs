@@ -194,22 +194,18 @@ impl Tracker {
         let device = total(4) as i64 as i32;
         let (site_axis, mark_axis, version) = (self.site_axis, self.mark_axis, self.peak_version);
         let marking = self.marks > 0;
-        let s = self.sites.entry(stack).or_insert_with(|| Site {
-            kind: h.api.mem_kind().unwrap_or(gpuleak_format::MemKind::Device),
-            api: if h.api == Api::NONE { Api::cuMemAlloc_v2 } else { h.api },
-            device,
-            pool,
-            live: 0,
-            live_count: 0,
-            allocations: 0,
-            frees: 0,
-            bytes: 0,
-            lifetimes: 0,
-            high: 0,
-            at_peak: 0,
-            stamp: version,
-            series: Series::new(&site_axis),
-            marks: marking.then(|| Series::new(&mark_axis)),
+        let s = self.sites.entry(stack).or_insert_with(|| {
+            let kind = h.api.mem_kind().unwrap_or(gpuleak_format::MemKind::Device);
+            let api = if h.api == Api::NONE { Api::cuMemAlloc_v2 } else { h.api };
+            Site::new(
+                kind,
+                api,
+                device,
+                pool,
+                version,
+                &site_axis,
+                marking.then_some(&mark_axis),
+            )
         });
         // The history counted the allocations replayed from the checkpoint with the others.
         s.allocations = total(0);

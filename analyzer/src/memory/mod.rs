@@ -247,6 +247,38 @@ struct Site {
     marks: Option<Series>,
 }
 
+impl Site {
+    /// A site seen for the first time, at peak version `stamp`: nothing live, a series on
+    /// `axis`, and one on `mark_axis` while marks are followed.
+    fn new(
+        kind: MemKind,
+        api: Api,
+        device: i32,
+        pool: bool,
+        stamp: u64,
+        axis: &Axis,
+        mark_axis: Option<&Axis>,
+    ) -> Site {
+        Site {
+            kind,
+            api,
+            device,
+            pool,
+            live: 0,
+            live_count: 0,
+            allocations: 0,
+            frees: 0,
+            bytes: 0,
+            lifetimes: 0,
+            high: 0,
+            at_peak: 0,
+            stamp,
+            series: Series::new(axis),
+            marks: mark_axis.map(Series::new),
+        }
+    }
+}
+
 /// The pass; see the module documentation.
 #[derive(Debug)]
 pub struct Tracker {
@@ -451,23 +483,10 @@ impl Tracker {
         let version = self.peak_version;
         let (axis, mark_axis) = (&self.site_axis, &self.mark_axis);
         let marking = self.marks > 0;
-        let s = self.sites.entry(a.stack).or_insert_with(|| Site {
-            kind: a.kind,
-            api: a.api,
-            device,
-            pool,
-            live: 0,
-            live_count: 0,
-            allocations: 0,
-            frees: 0,
-            bytes: 0,
-            lifetimes: 0,
-            high: 0,
-            at_peak: 0,
-            stamp: version,
-            series: Series::new(axis),
-            marks: marking.then(|| Series::new(mark_axis)),
-        });
+        let s = self
+            .sites
+            .entry(a.stack)
+            .or_insert_with(|| Site::new(a.kind, a.api, device, pool, version, axis, marking.then_some(mark_axis)));
         if s.stamp != version {
             s.at_peak = s.live;
             s.stamp = version;

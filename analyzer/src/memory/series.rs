@@ -49,34 +49,9 @@ impl Axis {
     }
 }
 
-/// What one bucket of a value holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Span {
-    /// Lowest value in the bucket (the floor a leak raises and churn does not).
-    pub min: u64,
-    /// Highest value in the bucket.
-    pub max: u64,
-    /// Value at the bucket's end.
-    pub last: u64,
-}
-
-impl Span {
-    fn flat(v: u64) -> Span {
-        Span {
-            min: v,
-            max: v,
-            last: v,
-        }
-    }
-
-    fn merge(self, later: Span) -> Span {
-        Span {
-            min: self.min.min(later.min),
-            max: self.max.max(later.max),
-            last: later.last,
-        }
-    }
-}
+/// What one bucket of a value holds: the lowest, highest and last value (the checkpoints'
+/// history keeps its points the same way).
+pub use gpuleak_format::checkpoint::history::Span;
 
 /// A value observed along an axis: one [`Span`] per bucket.
 #[derive(Debug, Clone)]

@@ -72,16 +72,21 @@ pub fn well_formed(h: &SiteHistory<'_>) -> bool {
     h.width.is_power_of_two() && h.events / h.width < HISTORY_POINTS && h.events < 1 << 62
 }
 
-/// Lowest, highest and last value over one point.
+/// Lowest, highest and last value over one point of a series (here and in the analyzer's
+/// memory pass, which reads these series and keeps its own the same way).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-struct Span {
-    min: u64,
-    max: u64,
-    last: u64,
+pub struct Span {
+    /// Lowest value over the point (the floor a leak raises and churn does not).
+    pub min: u64,
+    /// Highest value over the point.
+    pub max: u64,
+    /// Value at the point's end.
+    pub last: u64,
 }
 
 impl Span {
-    fn flat(v: u64) -> Span {
+    /// The same value throughout.
+    pub fn flat(v: u64) -> Span {
         Span {
             min: v,
             max: v,
@@ -89,7 +94,8 @@ impl Span {
         }
     }
 
-    fn merge(self, later: Span) -> Span {
+    /// This point followed by `later`.
+    pub fn merge(self, later: Span) -> Span {
         Span {
             min: self.min.min(later.min),
             max: self.max.max(later.max),
