@@ -1,37 +1,16 @@
 //! The `GPULEAK_*` settings, parsed once into an immutable [`Config`] when tracing starts.
 //! A bad value produces one line on stderr and the default; it never stops the program.
 //!
-//! | variable | default | meaning |
-//! |---|---|---|
-//! | `GPULEAK_OUTPUT` | `gpuleak.<program>.<pid>.trace` | trace path; `%p` is replaced by the pid, `%%` by `%`; a directory (or a path ending in `/`) gets the default name inside it; a device, pipe or socket (`/dev/null`) means no trace ([`trace_target`]) |
-//! | `GPULEAK_STACK_DEPTH` | 64 | frames per allocation stack, 0 to 256 (0: no stacks) |
-//! | `GPULEAK_UNWIND` | `dwarf` (`fp` on aarch64) | stack unwinder: `dwarf`, `libunwind`, `fp`, `gcc` (`dwarf` and `libunwind` are x86-64 only: elsewhere they fall back to `fp` with one line on stderr) |
-//! | `GPULEAK_FREE_STACKS` | 0 | 1: capture a stack for every free (always done for failed frees) |
-//! | `GPULEAK_SYNC_STACKS` | 0 | stacks on the hot stream-ordering calls (synchronize, query, wait, record, copies, memsets, launches, callbacks, capture): 0 none, 1 every call, N one call in N per thread |
-//! | `GPULEAK_POOL_SAMPLE` | 64 | sample a stream-ordered pool's reserved and used bytes after one successful `cuMemAllocAsync` / `cuMemAllocFromPoolAsync` / `cuMemFreeAsync` in N per thread (`PoolUsage` records, docs/memory.md); 0 never |
-//! | `GPULEAK_CLOCK` | `coarse` | record times: `coarse` (the kernel's coarse monotonic clock, ~5 ns a read, resolution one timer tick, 1 to 4 ms) or `precise` (`CLOCK_MONOTONIC`, ~25 ns a read, nanoseconds) |
-//! | `GPULEAK_OBJECT_STACKS` | 0 | 1: a creation stack for every stream and event, and an import stack for every external semaphore (what stream-leak, event-leak and semaphore-leak findings show; without it they say how to get it), at the cost of one stack capture per create |
-//! | `GPULEAK_PYTHON` | 1 | 0: no Python frames in stacks (the interpreter is never looked up) |
-//! | `GPULEAK_MAX_TRACE` | `2GiB` | the most bytes the process's trace keeps on disk, all its files together, a size as `GPULEAK_LIMIT` reads it; `0` or `off`: no bound. Past a quarter of it the trace goes on in a new segment (`NAME-000001`, ...), which starts with a checkpoint of what a report needs of the history before it; the oldest segments are then deleted to stay under the bound (docs/format.md) |
-//! | `GPULEAK_DISABLE` | 0 | 1: intercept nothing's behaviour, record nothing |
+//! Every setting, with its default and meaning, is in the one table of `docs/settings.md`; the
+//! end-to-end test `docs::settings_table_matches_the_code` fails when a name this module reads
+//! is missing there, or when the table names one nothing reads.
 //!
 //! In secure-execution mode (a setuid or setgid program, file capabilities: `AT_SECURE`) no
 //! setting is read and nothing is recorded ([`passthrough_only`]).
 //!
-//! Operations settings ([`Ops`], read by `ops` at the first intercepted memory, stream or
-//! event call; every one off by default):
-//!
-//! | variable | default | meaning |
-//! |---|---|---|
-//! | `GPULEAK_METRICS` | off | `HOST:PORT` (or a bare port, on 127.0.0.1) to serve Prometheus metrics on, from a background thread started at the first CUDA call; `PORT+`: the first free port from PORT to PORT + 63 (one per process); loopback only unless `GPULEAK_METRICS_ALLOW_REMOTE=1` |
-//! | `GPULEAK_METRICS_ALLOW_REMOTE` | 0 | 1: let `GPULEAK_METRICS` bind a non-loopback address |
-//! | `GPULEAK_LIMIT` | off | per-device budget of device memory, a size as [`gpuleak_format::size`] reads it (`8GiB`, `512 MB`, `4096`; every unit a power of 1024: `1MB` = `1 MiB` = `1M` = 1048576 bytes): an allocation beyond it fails with `CUDA_ERROR_OUT_OF_MEMORY` without reaching the driver |
-//! | `GPULEAK_FAIL` | off | fault injection: comma-separated `API:N` (the Nth call) or `API:every=N`, each optionally `:err=CODE` (a number or a `CUDA_ERROR_*` name; default 2, out of memory); `API` is an allocation function as the trace names it (`cuMemAlloc_v2`) |
-//! | `GPULEAK_SNAPSHOT_SIGNAL` | off | a signal (`USR1`, `USR2`, `HUP`, `WINCH`, `RTMIN+N`, `RTMAX-N` or a number) that writes a snapshot record; a handler the program installed first is chained to; a signal the process ignores (`nohup`) stays ignored |
-//! | `GPULEAK_SNAPSHOT_PERIOD` | off | write a snapshot record this often (`500ms`, `10s`, `5m`, `1h`; a bare number is seconds; at most 24h) |
-//! | `GPULEAK_OOM_SNAPSHOT` | 0 | 1: a snapshot record (reason `oom`) right after an allocation fails with out of memory |
-//! | `GPULEAK_OOM_SUMMARY` | 0 | 1: on out of memory, also print who holds the memory (top sites by live bytes) on stderr |
-//! | `GPULEAK_LIVE` | 0 | 1: keep live bytes per device, kind and site from the start even when no other setting needs them (`gpuleak_live_bytes`) |
+//! The operations settings (metrics, snapshots, budgets, faults and live accounting) are read
+//! into [`Ops`] by `ops` at the first intercepted memory, stream or event call; every one is off
+//! by default.
 
 use std::ffi::{OsStr, OsString};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};

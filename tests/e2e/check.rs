@@ -142,7 +142,7 @@ fn max_leaked_bytes_of_1_mb_is_1_mib_and_a_bad_size_says_what_is_accepted() {
     let trace = dir.path().join("mib.trace");
     let mut cmd = shim_command(client("ops_workload"), &trace);
     assert_ok(&cmd.args(["steps", "1", "1"]).output().unwrap());
-    // Every unit is a power of 1024, as pytest-memray reads them (README, "Sizes").
+    // Every unit is a power of 1024, as pytest-memray reads them (docs/settings.md, "Sizes").
     for size in ["1 MB", "1MB", "1 MiB", "1M", "1mb", "1048576", "1024 KiB"] {
         assert_exit(&check(&["--max-leaked-bytes", size], &[&trace]), 0);
     }

@@ -10,6 +10,7 @@
 //! - `third_party`: cudarc, cuda-bindings and cuda-core, alone and under the shim;
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
 //! - `diff`: `gpuleak diff`, two runs or two snapshots side by side;
+//! - `docs`: the settings table and the links between Markdown pages, against the repository;
 //! - `trace`: reading traces and client output in tests;
 //! - `browser`: the HTML pages in headless Chromium, driven by a script of the test's;
 //! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
@@ -24,6 +25,7 @@
 mod browser;
 pub(crate) mod check;
 mod diff;
+mod docs;
 mod memory;
 mod ops;
 mod ordering;

@@ -84,7 +84,7 @@ fn a_budget_turns_a_passing_program_into_an_oom_without_calling_the_driver() {
 
 #[test]
 fn a_budget_of_1mb_1_mib_or_1m_is_the_same_1048576_bytes() {
-    // Sizes mean one thing everywhere (README, "Sizes"): every unit is a power of 1024, as
+    // Sizes mean one thing everywhere (docs/settings.md, "Sizes"): every unit is a power of 1024, as
     // pytest-memray reads them, so "1MB" is not 1000000 bytes.
     for limit in ["1MB", "1 MiB", "1M", "1 mb", "1024KB"] {
         // One 1 MiB allocation fits exactly...
