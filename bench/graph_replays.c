@@ -1,6 +1,6 @@
 /*
  * graph_replays: the same kernels replayed as a CUDA graph or launched one by one, for what a
- * graph launch costs the analyzer (docs/performance.md, "Graph launches in the analyzer").
+ * graph launch costs the analyzer (docs/history/performance.md, "Graph launches in the analyzer").
  *
  *     graph_replays MODE [NODES=1000] [REPLAYS=2000] [BUFFERS=64]
  *

@@ -5,7 +5,7 @@
  * (cuMemPoolGetAttribute with CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT and
  * CU_MEMPOOL_ATTR_USED_MEM_CURRENT, two pure getters) after every EVERY-th pair: what a shim
  * that samples the pool on async allocations would add to each pair (issue 5, "pools:
- * reserved versus used"; docs/performance.md, "Timeline and fragmentation").
+ * reserved versus used"; docs/history/performance.md, "Timeline and fragmentation").
  *
  *     pool_sample [FRAMES=25] [PAIRS=200000] [EVERY=0] [SIZE=4096]
  *

@@ -271,7 +271,7 @@ impl SegFile {
             // Written zeros first: the mapping's pages are then in the page cache with their
             // blocks written, and the first store to each costs a minor fault instead of the
             // file system's allocation of an unwritten extent, measured 12x dearer on ext4
-            // (docs/performance.md, "Writing the trace"). tmpfs gains nothing from it.
+            // (docs/history/performance.md, "Writing the trace"). tmpfs gains nothing from it.
             // SAFETY: writes BLOCK_SIZE bytes of a static zero buffer to the trace's
             // descriptor (checked just above), inside the file (`ensure`).
             let n = unsafe { libc::pwrite(fd, ZEROS.0.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };
