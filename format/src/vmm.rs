@@ -38,6 +38,11 @@ impl Mappings {
         self.by_address.retain(|_, m| m.handle != handle);
     }
 
+    /// The live mappings, by start address.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, Mapping)> + '_ {
+        self.by_address.iter().map(|(a, m)| (*a, *m))
+    }
+
     /// Number of live mappings.
     pub fn len(&self) -> usize {
         self.by_address.len()

@@ -188,6 +188,98 @@ fn out_of_memory_names_the_line_holding_the_tensors_and_a_run_that_fits_has_no_f
     assert_eq!(findings(&report(fits.path()), "framework-oom").len(), 0);
 }
 
+/// PyTorch's expandable segments (`PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`): the
+/// stand-in maps 2 MiB handles into a reserved range, as PyTorch does.
+const EXPANDABLE: (&str, &str) = ("PYTORCH_CUDA_ALLOC_CONF", "expandable_segments:True");
+
+#[test]
+fn an_expandable_segment_is_joined_through_its_mapped_handles_and_a_kept_tensor_is_a_leak() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "leak", &[EXPANDABLE]);
+    let doc = report(dir.path());
+    let leaks = findings(&doc, "tensor-leak");
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    let line = at("KEPT.append(torch.empty(100 << 10, device=\"cuda\"))  # the leak");
+    assert!(leaks[0]["message"].as_str().unwrap().contains(&line), "{}", leaks[0]);
+    assert_eq!(leaks[0]["bytes"], 4 * (100 << 10));
+    // The handle mapped into the segment is the allocator's, not a leak of the program, and
+    // not memory outside PyTorch.
+    assert_eq!(doc["summary"]["leaked_bytes"], 0, "{}", doc["leaks"]);
+    assert_eq!(doc["held_by_pool"][0]["bytes"], 2 << 20);
+    assert_eq!(doc["held_by_pool"][0]["pool"], "pytorch");
+    assert_eq!(doc["held_by_pool"][0]["kind"], "vmm");
+    let d = &torch(&doc)["devices"][0];
+    assert_eq!(d["unmatched_segments"], 0);
+    assert_eq!(d["reserved_bytes"], 2 << 20);
+    assert_eq!(d["live_bytes"], d["counters"]["allocated"]);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(d["cached_free_bytes"], (2 << 20) - 4 * (100 << 10));
+    assert_eq!(torch(&doc)["outside"], serde_json::json!([]));
+}
+
+#[test]
+fn an_expandable_segment_whose_tensors_are_freed_is_cache_and_no_leak() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "cache", &[EXPANDABLE]);
+    let doc = report(dir.path());
+    assert_eq!(doc["summary"]["findings"], 0, "{}", doc["findings"]);
+    assert_eq!(doc["summary"]["leaked_bytes"], 0);
+    let d = &torch(&doc)["devices"][0];
+    assert_eq!(
+        (d["live_tensors"].as_u64(), d["unmatched_segments"].as_u64()),
+        (Some(0), Some(0))
+    );
+    assert_eq!(d["cached_free_bytes"], 2 << 20);
+    assert_eq!(torch(&doc)["outside"], serde_json::json!([]));
+}
+
+#[test]
+fn the_program_s_own_vmm_memory_beside_expandable_segments_is_outside_and_counted_once() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "vmm-outside", &[EXPANDABLE]);
+    let doc = report(dir.path());
+    let outside = &torch(&doc)["outside"];
+    assert_eq!(outside[0]["owner"], "the program", "{outside}");
+    // A 4 MiB handle mapped twice and a 2 MiB handle mapped nowhere: 6 MiB in 2 allocations.
+    assert_eq!(outside[0]["bytes"], 6 << 20, "{outside}");
+    assert_eq!(outside[0]["allocations"], 2, "{outside}");
+    let d = &torch(&doc)["devices"][0];
+    assert_eq!(
+        (d["reserved_bytes"].as_u64(), d["unmatched_segments"].as_u64()),
+        (Some(2 << 20), Some(0))
+    );
+    // The program's handles are leaks; the allocator's is not. The allocator's reserved range
+    // is its own, the program's is nobody's.
+    assert_eq!(doc["summary"]["leaked_bytes"], 6 << 20, "{}", doc["leaks"]);
+    let reserves: Vec<(u64, Option<&str>)> = doc["unreleased"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|u| u["kind"] == "vmm-reserve")
+        .map(|u| (u["bytes"].as_u64().unwrap(), u["pool"].as_str()))
+        .collect();
+    assert_eq!(
+        reserves,
+        [(1 << 30, Some("pytorch")), (8 << 20, None)],
+        "{}",
+        doc["unreleased"]
+    );
+}
+
+#[test]
+fn out_of_memory_in_expandable_segments_names_the_line_holding_the_tensors() {
+    let dir = TempDir::new();
+    let limit = (8u64 << 20).to_string();
+    let out = run_mode(dir.path(), "oom", &[("FAKE_TORCH_MEMORY_LIMIT", &limit), EXPANDABLE]);
+    assert!(text(&out).0.contains("oom caught"));
+    let doc = report(dir.path());
+    let oom = findings(&doc, "framework-oom");
+    assert_eq!(oom.len(), 1, "{oom:?}");
+    let line = at("KEPT.append(torch.empty(1 << 20, device=\"cuda\"))  # fills the device");
+    assert!(oom[0]["message"].as_str().unwrap().contains(&line), "{}", oom[0]);
+    assert_eq!(oom[0]["live_bytes"], 8 << 20);
+}
+
 #[test]
 fn check_judges_tensors_not_the_cache_that_grew_inside_it() {
     let dir = TempDir::new();

@@ -8,6 +8,9 @@
 - `flat`: a snapshot per step, each step's tensors freed: the cache warms up and stays flat.
 - `oom`: kept tensors fill the allocator's limit (FAKE_TORCH_MEMORY_LIMIT) until it raises.
 - `outside`: the program's own cuMemAlloc beside the framework, kept to the end.
+- `vmm-outside`: the program's own VMM memory beside the framework, kept to the end: a 4 MiB
+  handle mapped at two addresses and a 2 MiB handle mapped nowhere (run with expandable
+  segments, whose handles are the framework's).
 - `check`: gpuleak.check() around a block that keeps a tensor, and its fixed twin.
 - `signal`: three tensors live at a `gpuleak.snapshot()` and then when the process sends itself
   GPULEAK_SNAPSHOT_SIGNAL's signal (USR2); it waits for the package's watcher to write their
@@ -69,6 +72,23 @@ def main(mode):
         step_clean(0)
         err, mine = cu.cuMemAlloc(3 << 20)  # the program's own buffer
         assert err == cu.CUresult.CUDA_SUCCESS
+    elif mode == "vmm-outside":
+        from cuda.bindings import driver as cu
+
+        def ok(result):
+            assert result[0] == cu.CUresult.CUDA_SUCCESS, result
+            return result[1] if len(result) == 2 else None
+
+        step_clean(0)
+        prop = cu.CUmemAllocationProp()
+        prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = 0
+        mapped = ok(cu.cuMemCreate(4 << 20, prop, 0))  # the program's handle, mapped twice
+        spare = ok(cu.cuMemCreate(2 << 20, prop, 0))  # the program's handle, mapped nowhere
+        base = int(ok(cu.cuMemAddressReserve(8 << 20, 0, 0, 0)))
+        ok(cu.cuMemMap(base, 4 << 20, 0, mapped, 0))
+        ok(cu.cuMemMap(base + (4 << 20), 4 << 20, 0, mapped, 0))
     elif mode in ("signal", "signal-freed"):
         import os
         import signal

@@ -1,11 +1,11 @@
 //! The join by address: each framework state laid over the driver's live allocations, and
 //! the findings read from it (tensors left at exit, tensor growth, out of memory).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gpuleak_format::framework::BlockState;
 
-use super::state::{PyFrame, State, Stats};
+use super::state::{DriverAlloc, PyFrame, State, Stats};
 use crate::model::{file_name, Modules};
 
 /// Tensor sites shown per device.
@@ -162,7 +162,9 @@ fn owner_of(stack: &[u64], modules: &Modules) -> &'static str {
 pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::StackId, Vec<u64>>) -> FrameworkView {
     let mut devices: BTreeMap<i32, DeviceView> = BTreeMap::new();
     let mut sites: BTreeMap<i32, HashMap<(String, u32, String), TensorSite>> = BTreeMap::new();
-    let driver: HashMap<u64, u64> = state.driver.iter().map(|d| (d.ptr, d.size)).collect();
+    // Where the driver has memory: allocations, and each mapping of a VMM handle (an
+    // expandable segment of PyTorch begins where one of its handles is mapped).
+    let driver: HashSet<u64> = state.driver.iter().filter_map(DriverAlloc::address).collect();
     for seg in &state.segments {
         let d = devices.entry(seg.device).or_insert_with(|| DeviceView {
             device: seg.device,
@@ -170,7 +172,7 @@ pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::S
         });
         d.segments += 1;
         d.reserved = d.reserved.saturating_add(seg.size);
-        if !driver.contains_key(&seg.address) {
+        if !driver.contains(&seg.address) {
             d.unmatched_segments += 1;
         }
         for b in &seg.blocks {
@@ -217,21 +219,31 @@ pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::S
             d.sites = list;
         }
     }
-    let in_segment = |ptr: u64| {
-        state
-            .segments
-            .iter()
-            .any(|s| ptr >= s.address && ptr < s.address.saturating_add(s.size.max(1)))
-    };
+    let in_segment = |ptr: u64| state.segments.iter().any(|s| s.contains(ptr));
+    // A handle with a mapping inside a segment is the framework's, wherever else it is
+    // mapped; a handle outside counts its memory once, however many mappings it has.
+    let inside: HashSet<u64> = state
+        .driver
+        .iter()
+        .filter(|a| a.address().is_some_and(in_segment))
+        .filter_map(|a| a.handle.map(|h| h.id))
+        .collect();
+    let mut counted: HashSet<u64> = HashSet::new();
     let mut outside: BTreeMap<&'static str, Outside> = BTreeMap::new();
-    for a in state.driver.iter().filter(|a| !in_segment(a.ptr)) {
+    for a in &state.driver {
+        let bytes = match a.handle {
+            Some(h) if inside.contains(&h.id) || !counted.insert(h.id) => continue,
+            Some(h) => h.bytes,
+            None if in_segment(a.ptr) => continue,
+            None => a.size,
+        };
         let owner = owner_of(stacks.get(&a.stack).map_or(&[], Vec::as_slice), modules);
         let o = outside.entry(owner).or_insert(Outside {
             owner,
             bytes: 0,
             allocations: 0,
         });
-        o.bytes = o.bytes.saturating_add(a.size);
+        o.bytes = o.bytes.saturating_add(bytes);
         o.allocations += 1;
     }
     let mut outside: Vec<Outside> = outside.into_values().collect();

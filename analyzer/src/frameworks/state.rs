@@ -6,7 +6,7 @@
 //! into the driver allocations that contain them, and makes the framework's other driver
 //! allocations segments of cached free memory.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gpuleak_format::framework::{Block, BlockState};
 use gpuleak_format::{Body, StackId};
@@ -44,6 +44,11 @@ impl Segment {
     pub fn is_unplaced(&self) -> bool {
         self.address == 0 && self.size == 0
     }
+
+    /// Whether `address` lies in the segment.
+    pub fn contains(&self, address: u64) -> bool {
+        address >= self.address && address - self.address < self.size.max(1)
+    }
 }
 
 /// The framework's own counters for one device.
@@ -72,15 +77,62 @@ pub struct Oom {
     pub device_free: u64,
 }
 
-/// A driver allocation live when a state was complete.
+/// A driver allocation live when a state was complete: an allocation at an address, or one
+/// mapping of a VMM physical handle (PyTorch's expandable segments map 2 MiB or 20 MiB
+/// handles one after another into one reserved range), or a handle mapped nowhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct DriverAlloc {
-    /// Address.
+    /// Address (of the mapping, for a handle; nothing for a handle mapped nowhere).
     pub ptr: u64,
-    /// Bytes.
+    /// Bytes (of the mapping, for a handle).
     pub size: u64,
     /// Allocation stack.
     pub stack: StackId,
+    /// The VMM physical handle whose memory this is, if it is one.
+    pub handle: Option<Handle>,
+}
+
+/// A VMM physical handle behind a [`DriverAlloc`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Handle {
+    /// The handle.
+    pub id: u64,
+    /// The memory it holds (counted once however many times it is mapped).
+    pub bytes: u64,
+    /// Whether the [`DriverAlloc`]'s address and size are one of its mappings.
+    pub mapped: bool,
+}
+
+impl DriverAlloc {
+    /// An allocation at an address (not a VMM handle).
+    pub fn at(ptr: u64, size: u64, stack: StackId) -> DriverAlloc {
+        DriverAlloc {
+            ptr,
+            size,
+            stack,
+            handle: None,
+        }
+    }
+
+    /// Its address, unless it is a handle mapped nowhere.
+    pub fn address(&self) -> Option<u64> {
+        match self.handle {
+            Some(h) if !h.mapped => None,
+            _ => Some(self.ptr),
+        }
+    }
+}
+
+/// What the framework held at its latest state: the driver allocations at its segments'
+/// addresses and the VMM handles mapped inside them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Held {
+    /// Sequence number of the state's end.
+    pub seq: u64,
+    /// Segment addresses.
+    pub addresses: HashSet<u64>,
+    /// Handles with a mapping inside a segment.
+    pub handles: HashSet<u64>,
 }
 
 /// One complete state of a framework's allocator.
@@ -240,12 +292,23 @@ impl States {
         self.latest().map(|s| s.framework.as_str())
     }
 
-    /// The sequence number of the latest complete state's end, and its segment addresses
-    /// (the driver allocations that the framework held then).
-    pub fn held_by_framework(&self) -> Option<(u64, std::collections::HashSet<u64>)> {
+    /// What the framework held at the latest complete state: its segment addresses (the
+    /// driver allocations it held then) and the VMM handles mapped inside its segments.
+    pub fn held_by_framework(&self) -> Option<Held> {
         let last = self.latest()?;
-        let placed = last.segments.iter().filter(|s| !s.is_unplaced());
-        Some((last.seq, placed.map(|s| s.address).collect()))
+        let placed: Vec<&Segment> = last.segments.iter().filter(|s| !s.is_unplaced()).collect();
+        let handles = last
+            .driver
+            .iter()
+            .filter_map(|d| Some((d.handle?, d.address()?)))
+            .filter(|(_, at)| placed.iter().any(|s| s.contains(*at)))
+            .map(|(h, _)| h.id)
+            .collect();
+        Some(Held {
+            seq: last.seq,
+            addresses: placed.iter().map(|s| s.address).collect(),
+            handles,
+        })
     }
 }
 
@@ -258,7 +321,7 @@ fn place(st: &mut State, owned: impl Fn(&DriverAlloc) -> bool) {
     let (unplaced, kept): (Vec<Segment>, Vec<Segment>) = st.segments.drain(..).partition(Segment::is_unplaced);
     st.segments = kept;
     let device = unplaced.first().map_or(0, |s| s.device);
-    let mut regions: Vec<&DriverAlloc> = st.driver.iter().collect();
+    let mut regions: Vec<&DriverAlloc> = st.driver.iter().filter(|d| d.address().is_some()).collect();
     regions.sort_unstable_by_key(|a| a.ptr);
     let mut placed: BTreeMap<u64, Segment> = BTreeMap::new();
     let mut left: BTreeMap<i32, Vec<Block>> = BTreeMap::new();
@@ -398,20 +461,12 @@ mod tests {
             1,
             9,
             vec![
-                DriverAlloc {
-                    ptr: 0x1000,
-                    size: 2048,
-                    stack: StackId(1),
-                },
-                DriverAlloc {
-                    ptr: 0x9000,
-                    size: 64,
-                    stack: StackId(2),
-                },
+                DriverAlloc::at(0x1000, 2048, StackId(1)),
+                DriverAlloc::at(0x9000, 64, StackId(2)),
             ],
         );
-        let (seq, held) = states.held_by_framework().unwrap();
-        assert_eq!((seq, held.len()), (9, 1));
+        let held = states.held_by_framework().unwrap();
+        assert_eq!((held.seq, held.addresses.len(), held.handles.len()), (9, 1, 0));
         assert_eq!(states.latest_framework(), Some("torch"));
         let v = crate::frameworks::join::view(&states.complete[0], &Default::default(), &Default::default());
         let d = &v.devices[0];
@@ -550,11 +605,7 @@ mod tests {
             blocks: 3,
         };
         assert_eq!(states.apply(&end.into()), Some(1));
-        let driver = |ptr, size, stack| DriverAlloc {
-            ptr,
-            size,
-            stack: StackId(stack),
-        };
+        let driver = |ptr, size, stack| DriverAlloc::at(ptr, size, StackId(stack));
         states.complete_placing(
             1,
             9,
@@ -586,8 +637,8 @@ mod tests {
                 (0xa00, 0x600, BlockState::Inactive),
             ]
         );
-        let (_, held) = states.held_by_framework().unwrap();
-        assert_eq!(held, [0x10000, 0x20000].into_iter().collect());
+        let held = states.held_by_framework().unwrap();
+        assert_eq!(held.addresses, [0x10000, 0x20000].into_iter().collect());
         let v = crate::frameworks::join::view(st, &Default::default(), &Default::default());
         let d = &v.devices[0];
         assert_eq!((d.tensors, d.live_bytes), (3, 1024 + 512 + 256));
@@ -598,6 +649,65 @@ mod tests {
         );
         assert_eq!(d.unmatched_segments, 1);
         assert_eq!(v.outside[0].bytes, 64);
+    }
+
+    /// An expandable segment is matched through the handles mapped in it, which are the
+    /// framework's; a handle of the program's counts once outside, mapped twice or nowhere.
+    #[test]
+    fn handles_mapped_in_a_segment_are_the_framework_s_and_others_count_once_outside() {
+        let mut states = States::default();
+        begin(&mut states, 1, "exit");
+        let seg = FrameworkSegment {
+            state: 1,
+            device: 0,
+            address: 0x10_0000,
+            size: 0x40_0000,
+            stream: 0,
+            pool: 1,
+        };
+        states.apply(&seg.into());
+        let end = FrameworkEnd {
+            state: 1,
+            segments: 1,
+            blocks: 0,
+        };
+        assert_eq!(states.apply(&end.into()), Some(1));
+        let piece = |ptr, size, id, bytes| DriverAlloc {
+            ptr,
+            size,
+            stack: StackId(1),
+            handle: Some(Handle {
+                id,
+                bytes,
+                mapped: true,
+            }),
+        };
+        let nowhere = DriverAlloc {
+            ptr: 0,
+            size: 0x8_0000,
+            stack: StackId(1),
+            handle: Some(Handle {
+                id: 4,
+                bytes: 0x8_0000,
+                mapped: false,
+            }),
+        };
+        let driver = vec![
+            piece(0x10_0000, 0x20_0000, 1, 0x20_0000),
+            piece(0x30_0000, 0x20_0000, 2, 0x20_0000),
+            piece(0x90_0000, 0x10_0000, 3, 0x10_0000),
+            piece(0xa0_0000, 0x10_0000, 3, 0x10_0000),
+            nowhere,
+        ];
+        states.complete(1, 9, driver);
+        let held = states.held_by_framework().unwrap();
+        assert_eq!(held.handles, [1, 2].into_iter().collect());
+        let v = crate::frameworks::join::view(&states.complete[0], &Default::default(), &Default::default());
+        assert_eq!((v.devices[0].reserved, v.devices[0].unmatched_segments), (0x40_0000, 0));
+        assert_eq!(
+            (v.outside[0].bytes, v.outside[0].allocations),
+            (0x10_0000 + 0x8_0000, 2)
+        );
     }
 
     /// Blocks and driver allocations at the ends of the address space, overlapping or past
@@ -627,16 +737,8 @@ mod tests {
                 .collect(),
             }],
             driver: vec![
-                DriverAlloc {
-                    ptr: u64::MAX - 32,
-                    size: u64::MAX,
-                    stack: StackId(1),
-                },
-                DriverAlloc {
-                    ptr: 0,
-                    size: 16,
-                    stack: StackId(1),
-                },
+                DriverAlloc::at(u64::MAX - 32, u64::MAX, StackId(1)),
+                DriverAlloc::at(0, 16, StackId(1)),
             ],
             ..State::default()
         };

@@ -65,6 +65,7 @@ pub use mempools::PoolLeak;
 pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
 
+use crate::frameworks::state::Handle;
 use crate::frameworks::DriverAlloc;
 use crate::memory::{Tracker, TrackerOptions};
 use crate::streams::is_graph_launch;
@@ -293,16 +294,7 @@ impl Model {
             | Body::FrameworkOom(_)
             | Body::FrameworkEnd(_) => {
                 if let Some(id) = self.replay.frameworks.apply(&record.body) {
-                    let driver = self
-                        .live
-                        .values()
-                        .filter(|l| is_owned_memory(l.alloc.kind) && l.alloc.kind != MemKind::Host)
-                        .map(|l| DriverAlloc {
-                            ptr: l.alloc.ptr.0,
-                            size: l.alloc.size,
-                            stack: l.alloc.stack,
-                        })
-                        .collect();
+                    let driver = self.driver_allocations();
                     // JAX's buffers are placed in XLA's regions, which are the driver
                     // allocations whose stacks are XLA's.
                     let (modules, stacks) = (&self.replay.modules, &self.replay.stacks);
@@ -317,6 +309,47 @@ impl Model {
             }
             _ => {}
         }
+    }
+
+    /// The device memory live now, for a framework's state: every owned allocation but pinned
+    /// host memory, a VMM physical handle once per mapping (at the mapping's address) or once
+    /// alone when it is mapped nowhere.
+    fn driver_allocations(&self) -> Vec<DriverAlloc> {
+        let mut mapped: HashMap<u64, Vec<(u64, u64)>> = HashMap::default();
+        for (address, m) in self.mappings.iter() {
+            mapped.entry(m.handle).or_default().push((address, m.size));
+        }
+        let mut driver = Vec::new();
+        for l in self.live.values() {
+            let a = &l.alloc;
+            if !is_owned_memory(a.kind) || a.kind == MemKind::Host {
+                continue;
+            }
+            if Space::of(a.kind) != Space::Physical {
+                driver.push(DriverAlloc::at(a.ptr.0, a.size, a.stack));
+                continue;
+            }
+            let handle = |mapped| Handle {
+                id: a.ptr.0,
+                bytes: a.size,
+                mapped,
+            };
+            match mapped.get(&a.ptr.0) {
+                Some(at) => driver.extend(at.iter().map(|&(ptr, size)| DriverAlloc {
+                    ptr,
+                    size,
+                    stack: a.stack,
+                    handle: Some(handle(true)),
+                })),
+                None => driver.push(DriverAlloc {
+                    ptr: 0,
+                    size: a.size,
+                    stack: a.stack,
+                    handle: Some(handle(false)),
+                }),
+            }
+        }
+        driver
     }
 
     /// Notes a decoding error met while reading the trace.
@@ -345,9 +378,19 @@ impl Model {
         // which the framework's own findings judge, not a leak of the driver's view.
         // An allocation made after that state at a segment's old address (the framework gave
         // the segment back, something else got the address) is not the framework's.
-        let (at, held) = self.replay.frameworks.held_by_framework().unwrap_or_default();
+        let held = self.replay.frameworks.held_by_framework().unwrap_or_default();
         for l in live {
-            let framework = held.contains(&l.alloc.ptr.0) && l.alloc.seq.0 < at && is_owned_memory(l.alloc.kind);
+            let by_address = match Space::of(l.alloc.kind) {
+                Space::Physical => &held.handles,
+                _ => &held.addresses,
+            };
+            let (ptr, size) = (l.alloc.ptr.0, l.alloc.size);
+            let held_now = l.alloc.seq.0 < held.seq;
+            // A reserved range that holds a segment (PyTorch's expandable segments) is the
+            // framework's too, though not memory.
+            let reserve =
+                l.alloc.kind == MemKind::VmmReserve && held.addresses.iter().any(|&s| s.wrapping_sub(ptr) < size);
+            let framework = held_now && ((by_address.contains(&ptr) && is_owned_memory(l.alloc.kind)) || reserve);
             self.leak(&l, LeakAt::Exit, framework);
         }
         let mut leaks: Vec<LeakGroup> = self.leaks.into_values().collect();

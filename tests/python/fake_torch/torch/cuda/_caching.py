@@ -1,5 +1,11 @@
 """The caching allocator: 512-byte blocks in segments that are real driver allocations
-(cuMemAlloc through cuda-bindings), kept when their blocks are freed."""
+(cuMemAlloc through cuda-bindings), kept when their blocks are freed.
+
+With `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True`, as PyTorch's expandable segments: one
+reserved address range per pool (cuMemAddressReserve), grown by mapping physical handles
+(cuMemCreate, cuMemMap, cuMemSetAccess) of 2 MiB (small pool) or 20 MiB (large pool) one after
+another, and shrunk by unmapping and releasing the free pages at its end (empty_cache). The
+snapshot reports one segment per contiguous mapped range, `is_expandable` true."""
 
 import os
 import sys
@@ -10,6 +16,9 @@ ROUND = 512
 SMALL_SIZE = 1 << 20
 SMALL_SEGMENT = 2 << 20
 LARGE_ROUND = 2 << 20
+# The pages of an expandable segment, per pool (PyTorch's kSmallBuffer and kLargeBuffer).
+EXPANDABLE_PAGE = {"small": 2 << 20, "large": 20 << 20}
+EXPANDABLE_RESERVE = 1 << 30
 HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -37,11 +46,70 @@ class Block:
 
 
 class Segment:
+    expandable = False
+
     def __init__(self, address, size, pool):
         self.address = address
         self.size = size
         self.pool = pool
         self.blocks = [Block(self, 0, size)]
+
+
+def _expandable_requested():
+    conf = os.environ.get("PYTORCH_CUDA_ALLOC_CONF", "")
+    return any(item.strip() == "expandable_segments:True" for item in conf.split(","))
+
+
+class ExpandableSegment(Segment):
+    """A reserved range whose first `size` bytes are mapped, page by page."""
+
+    expandable = True
+
+    def __init__(self, pool):
+        self.page = EXPANDABLE_PAGE[pool]
+        super().__init__(int(_check(cu.cuMemAddressReserve(EXPANDABLE_RESERVE, 0, 0, 0))), 0, pool)
+        self.blocks = []
+        self.handles = []
+
+    def grow(self, nbytes):
+        """Maps pages at the end until `nbytes` more are mapped; returns the bytes added."""
+        prop = cu.CUmemAllocationProp()
+        prop.type = cu.CUmemAllocationType.CU_MEM_ALLOCATION_TYPE_PINNED
+        prop.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        prop.location.id = 0
+        access = cu.CUmemAccessDesc()
+        access.location.type = cu.CUmemLocationType.CU_MEM_LOCATION_TYPE_DEVICE
+        access.location.id = 0
+        access.flags = cu.CUmemAccess_flags.CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+        pages = (nbytes + self.page - 1) // self.page
+        for _ in range(pages):
+            handle = _check(cu.cuMemCreate(self.page, prop, 0))
+            at = self.address + self.size
+            _check(cu.cuMemMap(at, self.page, 0, handle, 0))
+            _check(cu.cuMemSetAccess(at, self.page, [access], 1))
+            self.handles.append(handle)
+            self.size += self.page
+        added = pages * self.page
+        if self.blocks and self.blocks[-1].state == "inactive":
+            self.blocks[-1].size += added
+        else:
+            self.blocks.append(Block(self, self.size - added, added))
+        return added
+
+    def shrink(self):
+        """Unmaps and releases the pages wholly inside the free block at the end; returns the
+        bytes given back."""
+        freed = 0
+        while self.blocks and self.blocks[-1].state == "inactive" and self.blocks[-1].size >= self.page:
+            last = self.blocks[-1]
+            self.size -= self.page
+            _check(cu.cuMemUnmap(self.address + self.size, self.page))
+            _check(cu.cuMemRelease(self.handles.pop()))
+            last.size -= self.page
+            if last.size == 0:
+                self.blocks.pop()
+            freed += self.page
+        return freed
 
 
 def _python_frames():
@@ -67,11 +135,14 @@ class Allocator:
         self.peak_reserved = 0
         limit = os.environ.get("FAKE_TORCH_MEMORY_LIMIT")
         self.limit = int(limit) if limit else None
+        self.expandable = {} if _expandable_requested() else None
 
     def malloc(self, nbytes):
         size = max(ROUND, (nbytes + ROUND - 1) // ROUND * ROUND)
         pool = "small" if size <= SMALL_SIZE else "large"
         block = self._best_fit(size, pool)
+        if block is None and self.expandable is not None:
+            block = self._expand(size, pool)
         if block is None:
             segment_size = SMALL_SEGMENT if pool == "small" else (size + LARGE_ROUND - 1) // LARGE_ROUND * LARGE_ROUND
             if not self._fits(segment_size):
@@ -109,8 +180,29 @@ class Allocator:
         if i > 0 and blocks[i - 1].state == "inactive":
             blocks[i - 1].size += blocks.pop(i).size
 
+    def _expand(self, size, pool):
+        """Grows the pool's expandable segment so that its last block fits `size`."""
+        segment = self.expandable.get(pool)
+        if segment is None:
+            segment = self.expandable[pool] = ExpandableSegment(pool)
+            self.segments.append(segment)
+        last = segment.blocks[-1] if segment.blocks else None
+        tail = last.size if last is not None and last.state == "inactive" else 0
+        page = segment.page
+        grow = (size - tail + page - 1) // page * page
+        if not self._fits(grow):
+            self.empty_cache()
+        if not self._fits(grow):
+            self._out_of_memory(size)
+        self.reserved += segment.grow(grow)
+        self.peak_reserved = max(self.peak_reserved, self.reserved)
+        return segment.blocks[-1]
+
     def empty_cache(self):
         for segment in list(self.segments):
+            if segment.expandable:
+                self.reserved -= segment.shrink()
+                continue
             if all(b.state == "inactive" for b in segment.blocks):
                 _check(cu.cuMemFree(segment.address))
                 self.segments.remove(segment)
@@ -141,6 +233,8 @@ class Allocator:
     def segments_snapshot(self):
         out = []
         for s in self.segments:
+            if s.size == 0:
+                continue
             blocks = [
                 {
                     "address": b.address,
@@ -162,7 +256,7 @@ class Allocator:
                     "stream": 0,
                     "segment_type": s.pool,
                     "segment_pool_id": (0, 0),
-                    "is_expandable": False,
+                    "is_expandable": s.expandable,
                     "frames": [],
                     "blocks": blocks,
                 }
