@@ -318,6 +318,7 @@ class CupyAdapter:
         self.peak = 0
         self.writer = None
         self.exited = False
+        self.in_oom = False
 
     def attach(self):
         """Installs the hook in the importing thread (CuPy's hooks are per thread)."""
@@ -336,7 +337,63 @@ class CupyAdapter:
                 adapter._guard(adapter._free, kwargs)
 
         _Hook().__enter__()
+        self._observe_out_of_memory()
         atexit.register(self.at_exit)
+
+    def _observe_out_of_memory(self):
+        """CuPy has no out-of-memory observer: the adapter puts a function around the current
+        allocator (`cupy.cuda.get_allocator()`, the default pool's `malloc` after import) with
+        `cupy.cuda.set_allocator`. When the allocator raises `OutOfMemoryError` (after the
+        pool's own retry), the function writes the pool's state and raises the same error.
+        A program that sets its own allocator later replaces it, and loses only this."""
+        cuda = self.cupy.cuda
+        get, put = getattr(cuda, "get_allocator", None), getattr(cuda, "set_allocator", None)
+        error = getattr(getattr(cuda, "memory", None), "OutOfMemoryError", None)
+        if get is None or put is None or error is None:
+            return
+        try:
+            inner = get()
+        except Exception:  # noqa: BLE001 - never break the program's import
+            return
+        if inner is None:
+            return  # the program disabled the pool: nothing of CuPy's to judge
+        adapter = self
+
+        def gpuleak_malloc(size):
+            try:
+                return inner(size)
+            except error:
+                adapter.on_oom(size)
+                raise
+
+        gpuleak_malloc.__qualname__ = "gpuleak_malloc"
+        gpuleak_malloc.__wrapped__ = inner  # what `inspect.unwrap` and readers of it find
+        try:
+            put(gpuleak_malloc)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def on_oom(self, size):
+        """The pool's state when its allocator raised out of memory, before the error
+        reaches the program: the request, the pool's bytes and the device's free bytes."""
+        if self.in_oom:
+            return
+        self.in_oom = True
+        try:
+            device, free = 0, 0
+            runtime = getattr(self.cupy.cuda, "runtime", None)
+            try:
+                device = int(runtime.getDevice())
+                free = int(runtime.memGetInfo()[0])
+            except Exception:  # noqa: BLE001 - the state matters more than these two numbers
+                pass
+            try:
+                reserved = int(self._pool().total_bytes())
+            except Exception:  # noqa: BLE001
+                reserved = 0
+            self.dump("oom", oom=(device, int(size), reserved, free))
+        finally:
+            self.in_oom = False
 
     @staticmethod
     def _guard(step, kwargs):
@@ -370,10 +427,10 @@ class CupyAdapter:
             self.exited = True
             self.dump("exit")
 
-    def dump(self, reason, snapshot=0):
+    def dump(self, reason, snapshot=0, oom=None):
         """Writes the pool's state; its number, or 0 when nothing was written."""
         try:
-            return self._dump(reason, snapshot)
+            return self._dump(reason, snapshot, oom)
         except Exception as e:  # noqa: BLE001 - the program's own work comes first
             sys.stderr.write(f"gpuleak: cannot write CuPy's memory pool state: {e!r}\n")
             return 0
@@ -438,8 +495,8 @@ class CupyAdapter:
             )
         return {"segments": segments}
 
-    def _dump(self, reason, snapshot):
-        if not self.segments and not self.live:
+    def _dump(self, reason, snapshot, oom=None):
+        if not self.segments and not self.live and oom is None:
             return 0  # the program never allocated through CuPy's pool: nothing to say
         if self.writer is None:
             self.writer = _Writer()
@@ -460,7 +517,7 @@ class CupyAdapter:
                 used = sum(b["size"] for b in s["blocks"] if b["state"] == "active_allocated")
                 a, r, _p = stats.get(s["device"], (0, 0, 0))
                 stats[s["device"]] = (a + used, r + s["total_size"], r + s["total_size"])
-        return _write_state(w, "cupy", reason, snapshot, snap, stats)
+        return _write_state(w, "cupy", reason, snapshot, snap, stats, oom)
 
     def sites(self):
         """Live blocks as (bytes, frames) pairs, frames as (file, line, function)."""

@@ -493,6 +493,15 @@ fn reports_with_framework_states_merge_into_the_report_of_both_traces() {
 /// `gpuleak run -- python fw_cupy.py MODE`, with the stand-in CuPy of `tests/python/fake_cupy`
 /// on `PYTHONPATH` unless `real` (then the pinned CuPy of the package's environment).
 fn run_cupy(dir: &Path, mode: &str, real: bool) -> Output {
+    run_cupy_env(dir, mode, real, &[])
+}
+
+/// [`run_cupy`] on the stand-in with `env` set.
+fn run_cupy_with(dir: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
+    run_cupy_env(dir, mode, false, env)
+}
+
+fn run_cupy_env(dir: &Path, mode: &str, real: bool, env: &[(&str, &str)]) -> Output {
     let python = pkgenv_python();
     let mut cmd = python_clean(sim_command(gpuleak_bin()));
     cmd.current_dir(dir)
@@ -503,6 +512,9 @@ fn run_cupy(dir: &Path, mode: &str, real: bool) -> Output {
         .arg(mode);
     if !real {
         cmd.env("PYTHONPATH", script("fake_cupy"));
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
     }
     let out = output_of(&mut cmd);
     let (stdout, stderr) = text(&out);
@@ -614,11 +626,42 @@ fn check_judges_cupy_arrays_not_the_pool_that_grew_inside_it() {
 }
 
 #[test]
+fn cupy_out_of_memory_names_the_line_holding_the_arrays_and_a_run_that_fits_has_no_finding() {
+    let dir = TempDir::new();
+    let out = run_cupy_with(
+        dir.path(),
+        "oom",
+        &[("FAKE_CUPY_MEMORY_LIMIT", &(8u64 << 20).to_string())],
+    );
+    assert!(text(&out).0.contains("oom caught"), "{}", text(&out).0);
+    let doc = report(dir.path());
+    let oom = findings(&doc, "framework-oom");
+    assert_eq!(oom.len(), 1, "{oom:?}");
+    let line = at_cupy("KEPT.append(cupy.empty(1 << 20, dtype=cupy.uint8))  # fills the device");
+    let message = oom[0]["message"].as_str().unwrap();
+    assert!(message.contains(&line), "{message}");
+    assert!(message.contains("8.0 MiB in 8 live arrays"), "{message}");
+    assert_eq!(oom[0]["requested"], 1 << 20);
+    assert_eq!(oom[0]["live_bytes"], 8 << 20);
+
+    let fits = TempDir::new();
+    let out = run_cupy_with(
+        fits.path(),
+        "oom",
+        &[("FAKE_CUPY_MEMORY_LIMIT", &(128u64 << 20).to_string())],
+    );
+    assert!(!text(&out).0.contains("oom caught"));
+    assert_eq!(findings(&report(fits.path()), "framework-oom").len(), 0);
+}
+
+#[test]
 fn the_real_cupy_takes_the_hook_at_import_and_a_program_that_allocates_nothing_writes_no_state() {
     let dir = TempDir::new();
     let out = run_cupy(dir.path(), "real", true);
     let (stdout, _) = text(&out);
     assert!(stdout.contains("hooked ['_Hook']\n"), "{stdout}");
+    // And the pool's allocator is wrapped, to write the state when it runs out of memory.
+    assert!(stdout.contains("allocator gpuleak_malloc\n"), "{stdout}");
     // Importing CuPy makes no CUDA call: the shim has nothing to trace, and no state was
     // written to a trace either.
     for trace in traces_in(dir.path()) {

@@ -621,8 +621,8 @@ fn no_framework_cache_sets_the_switches_of_pytorch_jax_numba_and_cupy() {
         "the user's PYTHONPATH is kept: {pythonpath}"
     );
 
-    // The real CuPy (imported, no CUDA call made): its pool's malloc by default, the raw one
-    // under the flag.
+    // The real CuPy (imported, no CUDA call made): its pool's malloc by default (inside the
+    // adapter's out-of-memory watch), the raw one under the flag.
     let cupy = |flags: &[&str]| {
         let mut args: Vec<&std::ffi::OsStr> = flags.iter().map(std::ffi::OsStr::new).collect();
         let file = script("pkg_cupy_allocator.py");
@@ -633,7 +633,7 @@ fn no_framework_cache_sets_the_switches_of_pytorch_jax_numba_and_cupy() {
         stdout
     };
     assert_eq!(cupy(&["--no-framework-cache"]), "cupy 14.2.0 allocator _malloc\n");
-    assert_eq!(cupy(&[]), "cupy 14.2.0 allocator MemoryPool.malloc\n");
+    assert_eq!(cupy(&[]), "cupy 14.2.0 allocator gpuleak_malloc around MemoryPool.malloc\n");
 
     // The twin: a plain run changes none of it.
     let (stdout, stderr) = run(&[]);

@@ -7,6 +7,7 @@
 - `released`: every array is freed and the pool hands its memory back (`free_all_blocks`).
 - `check`: gpuleak.check() around a block that keeps an array, and its fixed twin whose
   pool grows while its array dies.
+- `oom`: kept arrays fill the pool's limit (FAKE_CUPY_MEMORY_LIMIT) until it raises.
 - `real`: imports the real CuPy (no GPU needed for that) and allocates nothing.
 
 It prints `done` at the end.
@@ -56,8 +57,16 @@ def main(mode):
             z = cupy.empty(5 << 20, dtype=cupy.uint8)  # the pool grows, the array dies
             del z
         print("twin passed")
+    elif mode == "oom":
+        try:
+            for _ in range(100):
+                KEPT.append(cupy.empty(1 << 20, dtype=cupy.uint8))  # fills the device
+        except cupy.cuda.memory.OutOfMemoryError:
+            print("oom caught", flush=True)
+        KEPT.clear()
     elif mode == "real":
         print("hooked", [type(h).__name__ for h in _hooks(cupy)])
+        print("allocator", getattr(cupy.cuda.get_allocator(), "__name__", None))
     print("done", flush=True)
 
 

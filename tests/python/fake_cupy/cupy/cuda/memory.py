@@ -1,6 +1,8 @@
 """The memory pool: 512-byte blocks in chunks that are real driver allocations (cuMemAlloc
 through cuda-bindings), kept in the pool when their blocks are freed."""
 
+import os
+
 from cuda.bindings import driver as cu
 
 from .memory_hook import get_memory_hooks
@@ -24,6 +26,18 @@ def _context():
         _CONTEXT = _check(cu.cuDevicePrimaryCtxRetain(dev))
         _check(cu.cuCtxSetCurrent(_CONTEXT))
     return _CONTEXT
+
+
+class OutOfMemoryError(MemoryError):
+    """As CuPy's: the pool could not allocate, even after giving its free chunks back."""
+
+    def __init__(self, size, total, limit=0):
+        super().__init__(f"Out of memory allocating {size:,} bytes (allocated so far: {total:,} bytes, limit set to: {limit:,} bytes).")
+
+
+def _limit():
+    limit = os.environ.get("FAKE_CUPY_MEMORY_LIMIT")
+    return int(limit) if limit else None
 
 
 class _Chunk:
@@ -81,6 +95,11 @@ class MemoryPool:
             h.malloc_preprocess(device_id=0, size=size, mem_size=rsize)
         chunk = self._best_fit(rsize)
         if chunk is None:
+            limit = _limit()
+            if limit is not None and self.total_bytes() + rsize > limit:
+                self.free_all_blocks()  # as CuPy's pool: give free chunks back, then retry
+                if self.total_bytes() + rsize > limit:
+                    raise OutOfMemoryError(rsize, self.total_bytes(), limit)
             for h in hooks:
                 h.alloc_preprocess(device_id=0, mem_size=rsize)
             _context()
@@ -143,6 +162,10 @@ def get_default_memory_pool():
 def set_allocator(allocator=None):
     global _ALLOCATOR
     _ALLOCATOR = allocator
+
+
+def get_allocator():
+    return _ALLOCATOR
 
 
 def alloc(size):
