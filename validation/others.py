@@ -1,9 +1,13 @@
-"""The CuPy and JAX workload of scripts/validate-gpu: argv[1] is "cupy" or "jax"; runs N steps
+"""The CuPy and JAX workload of scripts/validate-gpu: argv[1] is "cupy", "jax" or "cupy-oom"; runs N steps
 (argv[2], default 50), each computing with temporary arrays of 1 MiB and keeping one more 1 MiB
 result in a global list (the deliberate leak), as a loop that accumulates results does. The
 interpreter's teardown frees the list, as it frees any global, so nothing is left at exit:
 `gpuleak report --memory` finds the leak as growth. Prints `leaked_bytes BYTES` (what the list
-held), or `skipped NAME` when the framework is not installed."""
+held), or `skipped NAME` when the framework is not installed.
+
+`cupy-oom` sets the default pool's limit to N MiB and keeps 1 MiB arrays until the pool raises
+OutOfMemoryError, then drops them: gpuleak finds `framework-oom` at the KEPT.append line (the
+pool's state written by the adapter's function around CuPy's allocator) and no leak."""
 import sys
 
 WHICH = sys.argv[1]
@@ -22,6 +26,17 @@ try:
             KEPT.append(shifted * 2)
             float(shifted.sum())
         cupy.cuda.Device().synchronize()
+    elif WHICH == "cupy-oom":
+        import cupy
+
+        cupy.get_default_memory_pool().set_limit(size=N << 20)
+        try:
+            for i in range(10 * N):
+                KEPT.append(cupy.empty(WORDS, dtype=cupy.float32))
+        except cupy.cuda.memory.OutOfMemoryError:
+            print(f"oom after {len(KEPT)} arrays")
+        KEPT.clear()
+        N = 0
     elif WHICH == "jax":
         import jax.numpy as jnp
 
