@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::fields::MemKind;
+use crate::kind::MemKind;
 
 /// One exact exported function variant (`cuMemAlloc_v2`, `cuMemFreeAsync_ptsz`,
 /// `cudaMalloc`, ...), as a stable number.

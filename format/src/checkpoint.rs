@@ -52,12 +52,13 @@
 //! assert_eq!((done.checkpoint.kept, done.checkpoint.dropped), (1, 2));
 //! ```
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 
 use crate::api::Api;
 use crate::captures::{Captures, EXTERNAL};
 use crate::contexts::Contexts;
-use crate::fields::{BlockState, Ctx, MemKind, StackId, Value};
+use crate::fields::{Addrs, BlockState, Ctx, MemKind, StackId, Value};
 use crate::record::{Body, Checkpoint, GraphExec, GraphMem, Record, Seq};
 use crate::space::Space;
 use crate::vmm::{Mapping, Mappings};
@@ -74,8 +75,8 @@ pub mod history;
 #[path = "checkpoint/segment.rs"]
 mod segment;
 
-use finish::decode_alone;
 pub use finish::Compacted;
+use finish::{decode_alone, stacks_of};
 pub use segment::{cut, segment, write_blocks, write_records};
 
 /// How many released allocations a checkpoint keeps to name the victims of later double
@@ -460,6 +461,21 @@ impl Compactor {
         }
     }
 
+    /// A framework record (kinds 70 to 76): the last complete state of each framework stays,
+    /// with the states still being written ([`frameworks`]).
+    fn framework(&mut self, tid: u32, record: &Record<'_>) {
+        match self.frameworks.step(record) {
+            frameworks::Step::Ignore => {}
+            frameworks::Step::Count => self.count((record.body.kind(), 0, 0)),
+            frameworks::Step::Keep => {
+                let seq = self.keep(tid, record, 0);
+                for gone in self.frameworks.kept(record, seq) {
+                    self.release(gone);
+                }
+            }
+        }
+    }
+
     /// Keeps a creation record until its destruction; a second creation at the same handle
     /// without one keeps the first for good (the analyzer reports it as never destroyed).
     fn keep_last_or_leak(&mut self, tid: u32, key: (u8, u64), record: &Record<'_>) {
@@ -478,6 +494,69 @@ impl Compactor {
         let (lasting, _) = GraphMem::lasting(&allocs, &frees);
         self.graph_memory.extend(lasting.iter().map(|t| t[0]));
         self.graph_execs.insert(g.exec, memory_nodes > 0 || g.nodes_known == 0);
+    }
+}
+
+impl Compactor {
+    /// Ends the history: the kept records (with the stacks and Python code they name) and the
+    /// checkpoint record for segment `segment`.
+    pub fn finish(mut self, segment: u64) -> Compacted {
+        // Stacks and code objects are kept only where a kept record names them.
+        let mut named = Vec::new();
+        for k in self.kept.values() {
+            if let Some((r, _)) = decode_alone(&k.bytes) {
+                if !matches!(r.body, Body::Stack(_) | Body::PyFrames(_) | Body::PyCode(_)) {
+                    stacks_of(&r.body, &mut named);
+                }
+            }
+        }
+        named.extend(self.history.stacks());
+        let named: HashSet<StackId> = named.into_iter().collect();
+        let mut codes = HashSet::new();
+        let stacks: Vec<(StackId, Vec<u64>)> = self.stacks.drain().collect();
+        for (id, seqs) in stacks {
+            if named.contains(&id) {
+                for seq in &seqs[1..] {
+                    if let Some((
+                        Record {
+                            body: Body::PyFrames(p),
+                            ..
+                        },
+                        _,
+                    )) = self.kept.get(seq).and_then(|k| decode_alone(&k.bytes))
+                    {
+                        codes.extend(p.frames.0.chunks_exact(3).map(|t| t[1]));
+                    }
+                }
+            } else {
+                seqs.into_iter().for_each(|s| self.release(s));
+            }
+        }
+        let py: Vec<(u64, u64)> = self.py_codes.drain().collect();
+        for (id, seq) in py {
+            if !codes.contains(&id) {
+                self.release(seq);
+            }
+        }
+        let kept: Vec<(u32, u64, Vec<u8>)> = self.kept.into_iter().map(|(seq, k)| (k.tid, seq, k.bytes)).collect();
+        let mut counts = Vec::with_capacity(self.dropped.len() * 4);
+        for ((kind, api, flags), n) in self.dropped {
+            counts.extend_from_slice(&[u64::from(kind), u64::from(api), flags, n]);
+        }
+        let history = self.history.records();
+        Compacted {
+            history,
+            checkpoint: Checkpoint {
+                as_of: self.last.0 .0,
+                segment,
+                kept: kept.len() as u64,
+                dropped: self.dropped_total,
+                missing: self.missing,
+                counts: Addrs(Cow::Owned(counts)),
+            },
+            time_ns: self.last.1,
+            kept,
+        }
     }
 }
 

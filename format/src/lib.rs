@@ -34,6 +34,7 @@ pub mod contexts;
 pub mod error;
 pub mod fields;
 pub mod framework;
+pub mod kind;
 pub mod line_table;
 pub mod reader;
 pub mod record;

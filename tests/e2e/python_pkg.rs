@@ -633,7 +633,10 @@ fn no_framework_cache_sets_the_switches_of_pytorch_jax_numba_and_cupy() {
         stdout
     };
     assert_eq!(cupy(&["--no-framework-cache"]), "cupy 14.2.0 allocator _malloc\n");
-    assert_eq!(cupy(&[]), "cupy 14.2.0 allocator gpuleak_malloc around MemoryPool.malloc\n");
+    assert_eq!(
+        cupy(&[]),
+        "cupy 14.2.0 allocator gpuleak_malloc around MemoryPool.malloc\n"
+    );
 
     // The twin: a plain run changes none of it.
     let (stdout, stderr) = run(&[]);

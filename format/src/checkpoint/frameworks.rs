@@ -7,7 +7,6 @@
 
 use std::collections::HashMap;
 
-use super::Compactor;
 use crate::record::{Body, Record};
 
 /// The framework states kept so far.
@@ -37,47 +36,60 @@ fn state_of(body: &Body<'_>) -> Option<u64> {
     })
 }
 
-impl Compactor {
-    /// A framework record (kinds 70 to 76).
-    pub(super) fn framework(&mut self, tid: u32, record: &Record<'_>) {
-        let Some(id) = state_of(&record.body) else { return };
+/// What the compactor does with a framework record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Step {
+    /// Not a framework record.
+    Ignore,
+    /// A record of a state dropped (or never begun): counted with the dropped.
+    Count,
+    /// Kept, then given to [`States::kept`].
+    Keep,
+}
+
+impl States {
+    /// What to do with `record` (kinds 70 to 76).
+    pub(super) fn step(&self, record: &Record<'_>) -> Step {
+        match (state_of(&record.body), &record.body) {
+            (None, _) => Step::Ignore,
+            (Some(_), Body::FrameworkState(_)) => Step::Keep,
+            (Some(id), _) if self.states.contains_key(&id) => Step::Keep,
+            (Some(_), _) => Step::Count,
+        }
+    }
+
+    /// `record`, kept as `seq`, joins its state; returns the kept records to release: a
+    /// state begun again under the same id (the first was never finished, or the writer
+    /// restarted), and once a state is complete, the framework's older states, complete or not.
+    pub(super) fn kept(&mut self, record: &Record<'_>, seq: u64) -> Vec<u64> {
+        let Some(id) = state_of(&record.body) else {
+            return Vec::new();
+        };
         if let Body::FrameworkState(s) = &record.body {
-            let seq = self.keep(tid, record, 0);
             let state = State {
                 framework: s.framework.to_string(),
                 seqs: vec![seq],
             };
-            // The same id again: the first was never finished, or the writer restarted.
-            if let Some(old) = self.frameworks.states.insert(id, state) {
-                old.seqs.into_iter().for_each(|s| self.release(s));
-            }
-            return;
+            return self.states.insert(id, state).map(|old| old.seqs).unwrap_or_default();
         }
-        if !self.frameworks.states.contains_key(&id) {
-            // A record of a state dropped (or never begun): counted with the dropped.
-            return self.count((record.body.kind(), 0, 0));
-        }
-        let seq = self.keep(tid, record, 0);
-        let Some(state) = self.frameworks.states.get_mut(&id) else {
-            return;
+        let Some(state) = self.states.get_mut(&id) else {
+            return Vec::new(); // never: `step` said Keep only for a known state
         };
         state.seqs.push(seq);
         if !matches!(record.body, Body::FrameworkEnd(_)) {
-            return;
+            return Vec::new();
         }
-        // Complete: the framework's older states, complete or not, go.
         let framework = state.framework.clone();
         let older: Vec<u64> = self
-            .frameworks
             .states
             .iter()
             .filter(|(other, s)| **other < id && s.framework == framework)
             .map(|(other, _)| *other)
             .collect();
-        for other in older {
-            if let Some(s) = self.frameworks.states.remove(&other) {
-                s.seqs.into_iter().for_each(|s| self.release(s));
-            }
-        }
+        older
+            .into_iter()
+            .filter_map(|other| self.states.remove(&other))
+            .flat_map(|s| s.seqs)
+            .collect()
     }
 }
