@@ -68,8 +68,14 @@ impl FrameSource for Symbolizer {
 }
 
 /// The frame source for a trace: the symbolizer over its modules, with `debug_dirs` searched
-/// for separate debug files and module files looked for below `sysroot` first.
-pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Path>) -> Box<dyn FrameSource> {
+/// for separate debug files, module files looked for below `sysroot` first, and resolved frames
+/// kept across runs in `symbol_cache`.
+pub fn source_for(
+    modules: &Modules,
+    debug_dirs: &[PathBuf],
+    sysroot: Option<&Path>,
+    symbol_cache: Option<&Path>,
+) -> Box<dyn FrameSource> {
     let infos = modules
         .iter()
         .map(|m| ModuleInfo {
@@ -80,7 +86,11 @@ pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Pa
             build_id: m.build_id.clone(),
         })
         .collect();
-    Box::new(Symbolizer::new(infos, debug_dirs.to_vec()).with_sysroot(sysroot.map(Path::to_path_buf)))
+    Box::new(
+        Symbolizer::new(infos, debug_dirs.to_vec())
+            .with_sysroot(sysroot.map(Path::to_path_buf))
+            .with_symbol_cache(symbol_cache.map(Path::to_path_buf)),
+    )
 }
 
 /// Turns stacks of return addresses into the frames a report shows, each address resolved
