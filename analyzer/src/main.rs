@@ -430,6 +430,7 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         debug_dirs: args.debug_dirs,
         sysroot: sysroot(args.sysroot),
         symbol_cache: symbol_cache(),
+        counts_only: false,
         memory: args.memory || args.at.is_some() || matches!(args.format, Format::Html | Format::Collapsed),
         at: args.at,
         user_code: args.frames.user_code(),
@@ -617,9 +618,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         Vec::new()
     });
     // Without the caches, what the frameworks' modules hold is tensors, not cached segments.
+    // The closing line prints counts only: no frame is named, so no symbols are read.
     let options = Options {
         pool_as_leak: args.no_framework_cache,
-        symbol_cache: symbol_cache(),
+        counts_only: true,
         ..Options::default()
     };
     let report = Report::new(report::from_files(&files, &options, every_cpu(), None));
@@ -675,6 +677,7 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         debug_dirs: args.debug_dirs,
         sysroot: sysroot(args.sysroot),
         symbol_cache: symbol_cache(),
+        counts_only: false,
         memory: args.memory,
         at: None,
         user_code,

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """bench/symbols/measure.py LIBRARY TRACE: the measuring half of bench/symbols/run (see there).
 
-Runs `gpuleak report TRACE` (and BASELINE's, interleaved) ROUNDS times, each time "cold" (the
+Runs `gpuleak report TRACE` ROUNDS times per variant, interleaved, each time "cold" (the
 library's pages dropped from the page cache first) and "warm" (right after), and prints medians
-of wall time, peak RSS, major page faults and bytes read from disk.
+of wall time, peak RSS, major page faults and bytes read from disk. Variants: BASELINE's
+binary when set; gpuleak with GPULEAK_SYMBOL_CACHE=0; gpuleak with a cache directory emptied
+before each cold run (a first run; the warm run after it is served by the cache).
 """
 
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -14,6 +17,7 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 GPULEAK = os.path.join(ROOT, "target", "release", "gpuleak")
+SHIM = os.path.join(ROOT, "target", "release", "libgpuleak.so")
 ROUNDS = int(os.environ.get("ROUNDS", "5"))
 BASELINE = os.environ.get("BASELINE", "")
 ARGS = os.environ.get("GPULEAK_ARGS", "").split()
@@ -29,12 +33,19 @@ def drop(path):
         os.close(fd)
 
 
-def run(binary, trace):
-    """One report: (wall s, peak RSS MiB, major faults, MiB read from disk)."""
+def run(binary, trace, env, program=None):
+    """One report (or, with `program`, one `gpuleak run PROGRAM`, whose trace goes to a scratch
+    directory): (wall s, peak RSS MiB, major faults, MiB read from disk)."""
     cmd = [binary, "report", *ARGS, trace]
+    if program:
+        out = os.path.join(os.path.dirname(trace), "run-traces")
+        shutil.rmtree(out, ignore_errors=True)
+        os.makedirs(out)
+        cmd = [binary, "run", "--output", out + "/", "--", program]
+        env = dict(env, GPULEAK_LIB=SHIM, LD_LIBRARY_PATH=os.path.dirname(program) + "/lib")
     with open(os.devnull, "wb") as null:
         start = time.monotonic()
-        child = subprocess.Popen(cmd, stdout=null)
+        child = subprocess.Popen(cmd, stdout=null, stderr=null, env=dict(os.environ, **env))
         _, code, usage = os.wait4(child.pid, 0)
         wall = time.monotonic() - start
     if code != 0:
@@ -44,19 +55,27 @@ def run(binary, trace):
 
 def main():
     library, trace = sys.argv[1], sys.argv[2]
-    binaries = [("gpuleak", GPULEAK)]
+    cache = os.path.join(os.path.dirname(trace), "symbol-cache")
+    variants = [
+        ("gpuleak, no cache", GPULEAK, {"GPULEAK_SYMBOL_CACHE": "0"}),
+        ("gpuleak, cache", GPULEAK, {"GPULEAK_SYMBOL_CACHE": cache}),
+    ]
     if BASELINE:
-        binaries.insert(0, ("baseline", BASELINE))
+        variants.insert(0, ("baseline", BASELINE, {"GPULEAK_SYMBOL_CACHE": "0"}))
     results = {}
     for _ in range(ROUNDS):
-        for label, binary in binaries:
+        for label, binary, env in variants:
+            shutil.rmtree(cache, ignore_errors=True)
             drop(library)
-            results.setdefault((label, "cold"), []).append(run(binary, trace))
-            results.setdefault((label, "warm"), []).append(run(binary, trace))
+            results.setdefault((label, "cold"), []).append(run(binary, trace, env))
+            results.setdefault((label, "warm"), []).append(run(binary, trace, env))
+            # `gpuleak run PROGRAM`: the program's run and the closing summary line.
+            program = os.path.join(os.path.dirname(trace), "program")
+            results.setdefault((label + ": run", "warm"), []).append(run(binary, trace, env, program))
     size = os.path.getsize(library)
     print(f"\n`gpuleak report` of a trace through {os.path.basename(library)} ({size / 2**20:.0f} MiB), "
           f"medians of {ROUNDS} runs, {os.cpu_count()} CPUs\n")
-    print("| binary | page cache | wall | peak RSS | major faults | read from disk |")
+    print("| variant | page cache | wall | peak RSS | major faults | read from disk |")
     print("|---|---|---:|---:|---:|---:|")
     for (label, cache), rows in results.items():
         wall, rss, majflt, read = (statistics.median(col) for col in zip(*rows))

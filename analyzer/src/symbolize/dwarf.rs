@@ -68,6 +68,9 @@ impl Mapped {
         // bounds-check every read. A file truncated while mapped would raise SIGBUS: the
         // contract addr2line's loader takes for the same files.
         let map = unsafe { memmap2::Mmap::map(&file) }?;
+        // No `Advice::Random`: it cuts what a cold report reads of a large library ninefold
+        // (no read-ahead around each unit header), but the units asked are then read a page
+        // per fault, and on the local disk measured that was slower (docs/performance.md).
         Ok(Mapped {
             map: Arc::new(Backing::Mapped(map)),
         })

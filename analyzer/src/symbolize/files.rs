@@ -42,6 +42,8 @@ fn facts(path: &Path) -> io::Result<Facts> {
     // read. A file truncated while mapped would raise SIGBUS: the contract addr2line's loader
     // takes for the same files.
     let map = unsafe { memmap2::Mmap::map(&file)? };
+    // Headers at both ends of the file and a note: no read-ahead around them.
+    let _ = map.advise(memmap2::Advice::Random);
     let object = object::File::parse(&map[..]).map_err(io::Error::other)?;
     let build_id = object.build_id().ok().flatten().map(<[u8]>::to_vec);
     let has_dwarf = object.section_by_name(".debug_info").is_some();
