@@ -5,7 +5,9 @@ Runs `gpuleak report TRACE` ROUNDS times per variant, interleaved, each time "co
 library's pages dropped from the page cache first) and "warm" (right after), and prints medians
 of wall time, peak RSS, major page faults and bytes read from disk. Variants: BASELINE's
 binary when set; gpuleak with GPULEAK_SYMBOL_CACHE=0; gpuleak with a cache directory emptied
-before each cold run (a first run; the warm run after it is served by the cache).
+before each cold run (a first run; the warm run after it is served by the cache). Each also
+reports with the stripped copy of the library in the sysroot that bench/symbols/run makes
+("symbol table only", warm), and runs `gpuleak run PROGRAM` (warm).
 """
 
 import os
@@ -33,10 +35,10 @@ def drop(path):
         os.close(fd)
 
 
-def run(binary, trace, env, program=None):
+def run(binary, trace, env, program=None, extra=()):
     """One report (or, with `program`, one `gpuleak run PROGRAM`, whose trace goes to a scratch
     directory): (wall s, peak RSS MiB, major faults, MiB read from disk)."""
-    cmd = [binary, "report", *ARGS, trace]
+    cmd = [binary, "report", *ARGS, *extra, trace]
     if program:
         out = os.path.join(os.path.dirname(trace), "run-traces")
         shutil.rmtree(out, ignore_errors=True)
@@ -69,6 +71,12 @@ def main():
             drop(library)
             results.setdefault((label, "cold"), []).append(run(binary, trace, env))
             results.setdefault((label, "warm"), []).append(run(binary, trace, env))
+            # The library without DWARF (`strip --strip-debug`, as PyTorch's wheels ship it),
+            # found first below the sysroot: names from its symbol table only.
+            sysroot = os.path.join(os.path.dirname(trace), "sysroot")
+            if os.path.isdir(sysroot):
+                row = run(binary, trace, env, extra=("--sysroot", sysroot))
+                results.setdefault((label + ": symbol table only", "warm"), []).append(row)
             # `gpuleak run PROGRAM`: the program's run and the closing summary line.
             program = os.path.join(os.path.dirname(trace), "program")
             results.setdefault((label + ": run", "warm"), []).append(run(binary, trace, env, program))
