@@ -8,9 +8,9 @@ functions. Used by bench/symbols/run.
 
 Each file is one namespace of FUNCS_PER_FILE functions; each function inlines three of the
 file's 24 helpers (DW_TAG_inlined_subroutine entries and line rows, as template-heavy C++
-has) and calls the next one, so the DWARF of every unit is many functions deep. File 0 also
-has the entry points the program calls: each goes through a chain of functions spread over
-several units before it calls cuMemAlloc_v2, so that a stack crosses many compilation units.
+has). Each of the first eight files also has a `chain_step` that calls the next file's, the
+last calling cuMemAlloc_v2, and file 0 has the entry points the program calls, so that every
+allocation's stack crosses eight compilation units (FILES of them when fewer).
 """
 
 import os
@@ -53,7 +53,7 @@ def unit(index, funcs, files):
     # The chain that entry points go through: one function per unit, each calling the next
     # unit's (declared here), the last allocating.
     nxt = index + 1
-    if index < CHAIN - 1:
+    if index < min(CHAIN, files) - 1:
         out.append(f"}} }} }}\nnamespace at {{ namespace native {{ namespace torch_gen{nxt:04} {{")
         out.append("__attribute__((noinline)) CUresult chain_step(CUdeviceptr *d, size_t size, int depth);")
         out.append(f"}} }} }}\nnamespace at {{ namespace native {{ namespace {ns} {{")
