@@ -409,6 +409,15 @@ fn sysroot(flag: Option<PathBuf>) -> Option<PathBuf> {
     })
 }
 
+/// Where resolved frames are kept across runs: `GPULEAK_SYMBOL_CACHE`, else the XDG cache.
+fn symbol_cache() -> Option<PathBuf> {
+    gpuleak_analyzer::symbolize::cache::directory(
+        std::env::var_os("GPULEAK_SYMBOL_CACHE").as_deref(),
+        std::env::var_os("XDG_CACHE_HOME").as_deref(),
+        std::env::var_os("HOME").as_deref(),
+    )
+}
+
 fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
     use gpuleak_analyzer::report::memory::{collapsed, html};
     use gpuleak_analyzer::report::{self, text, Options, Report};
@@ -420,6 +429,8 @@ fn report(args: ReportArgs) -> anyhow::Result<ExitCode> {
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
         sysroot: sysroot(args.sysroot),
+        symbol_cache: symbol_cache(),
+        counts_only: false,
         memory: args.memory || args.at.is_some() || matches!(args.format, Format::Html | Format::Collapsed),
         at: args.at,
         user_code: args.frames.user_code(),
@@ -607,8 +618,10 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         Vec::new()
     });
     // Without the caches, what the frameworks' modules hold is tensors, not cached segments.
+    // The closing line prints counts only: no frame is named, so no symbols are read.
     let options = Options {
         pool_as_leak: args.no_framework_cache,
+        counts_only: true,
         ..Options::default()
     };
     let report = Report::new(report::from_files(&files, &options, every_cpu(), None));
@@ -663,6 +676,8 @@ fn check(args: CheckArgs) -> anyhow::Result<ExitCode> {
         pool_as_leak: args.pool_as_leak,
         debug_dirs: args.debug_dirs,
         sysroot: sysroot(args.sysroot),
+        symbol_cache: symbol_cache(),
+        counts_only: false,
         memory: args.memory,
         at: None,
         user_code,
@@ -733,6 +748,7 @@ fn diff(args: DiffArgs) -> anyhow::Result<ExitCode> {
             pool_as_leak: args.pool_as_leak,
             debug_dirs: args.debug_dirs,
             sysroot: sysroot(args.sysroot),
+            symbol_cache: symbol_cache(),
             user_code: args.frames.user_code(),
             native_frames: args.frames.native_frames,
             ..Options::default()

@@ -668,3 +668,102 @@ fn thousands_of_distinct_addresses_resolve_quickly() {
     assert!(first.as_secs() < 20, "{first:?}");
     assert!(cached < first, "{cached:?} vs {first:?}");
 }
+
+/// The one cache file in `dir`, with every function name it holds replaced by `stale`: frames
+/// named `stale` later can only have come from the cache.
+fn doctor_cache(dir: &Path) -> PathBuf {
+    let files: Vec<PathBuf> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let text = fs::read_to_string(&files[0]).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    for entry in json["entries"].as_array_mut().unwrap() {
+        for frame in entry[1].as_array_mut().unwrap() {
+            frame["function"] = "stale".into();
+        }
+    }
+    fs::write(&files[0], json.to_string()).unwrap();
+    files[0].clone()
+}
+
+fn functions(frames: &[Frame]) -> Vec<&str> {
+    frames.iter().map(|f| f.function.as_deref().unwrap_or("?")).collect()
+}
+
+#[test]
+fn symbol_cache_serves_its_frames_until_the_file_changes() {
+    let p = c_program();
+    let dir = scratch("cache-serves");
+    let cache = dir.join("cache");
+    let exe = dir.join(p.exe.file_name().unwrap());
+    copy(&p.exe, &exe);
+    let symbolizer = || Symbolizer::new(vec![p.module_at(&exe)], vec![]).with_symbol_cache(Some(cache.clone()));
+    let first = symbolizer().symbolize(p.site("inline"));
+    assert_inlined_call(&first, p);
+    let again = symbolizer().symbolize(p.site("inline"));
+    assert_eq!(first, again, "the cached frames are the frames");
+
+    doctor_cache(&cache);
+    let s = symbolizer();
+    assert_eq!(
+        functions(&s.symbolize(p.site("inline"))),
+        ["stale", "stale"],
+        "served from the cache"
+    );
+    assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    drop(s);
+
+    // The same bytes written again: another modification time, so the file is not trusted.
+    copy(&p.exe, &exe);
+    let s = symbolizer();
+    assert_inlined_call(&s.symbolize(p.site("inline")), p);
+}
+
+#[test]
+fn a_rebuilt_library_with_a_new_build_id_is_not_served_stale_names() {
+    let (c, cpp) = (c_program(), cpp_program());
+    let dir = scratch("cache-rebuilt");
+    let cache = dir.join("cache");
+    let exe = dir.join("app");
+    copy(&c.exe, &exe);
+    let s = Symbolizer::new(vec![c.module_at(&exe)], vec![]).with_symbol_cache(Some(cache.clone()));
+    assert_eq!(
+        functions(&s.symbolize(c.site("inline"))),
+        ["inner_helper", "outer_function"]
+    );
+    drop(s);
+    doctor_cache(&cache);
+
+    // Another program at the same path, as a rebuilt library is: a new build id, in its trace
+    // as in the file.
+    copy(&cpp.exe, &exe);
+    let s = Symbolizer::new(vec![cpp.module_at(&exe)], vec![]).with_symbol_cache(Some(cache.clone()));
+    assert_eq!(functions(&s.symbolize(cpp.site("grow"))), ["ns::Widget<int>::grow"]);
+    // An old trace of the old build: its file is gone, and the cache does not stand in for it.
+    let s = Symbolizer::new(vec![c.module_at(&exe)], vec![]).with_symbol_cache(Some(cache));
+    let frames = s.symbolize(c.site("inline"));
+    assert_eq!(frames[0].function, None, "{frames:?}");
+    assert!(s.warnings()[0].contains("was rebuilt"), "{:?}", s.warnings());
+}
+
+#[test]
+fn a_corrupt_symbol_cache_file_is_ignored_and_rewritten() {
+    let p = c_program();
+    let dir = scratch("cache-corrupt");
+    let cache = dir.join("cache");
+    let symbolizer = || Symbolizer::new(vec![p.module.clone()], vec![]).with_symbol_cache(Some(cache.clone()));
+    drop(symbolizer().symbolize(p.site("inline")));
+    let path = doctor_cache(&cache);
+    let text = fs::read(&path).unwrap();
+    for junk in [&text[..text.len() / 2], b"\0\0\0\0", b"{}"] {
+        fs::write(&path, junk).unwrap();
+        let s = symbolizer();
+        assert_inlined_call(&s.symbolize(p.site("inline")), p);
+        assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+    }
+    let valid: serde_json::Value = serde_json::from_slice(&fs::read(&path).unwrap()).unwrap();
+    assert_eq!(
+        valid["entries"].as_array().map(Vec::len),
+        Some(1),
+        "rewritten whole: {valid}"
+    );
+}

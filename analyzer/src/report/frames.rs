@@ -1,7 +1,6 @@
 //! Stacks as source frames: where symbols come from, and which frames a report shows.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
 
 use crate::model::Modules;
 use crate::symbolize::{ModuleInfo, Symbolizer};
@@ -67,9 +66,14 @@ impl FrameSource for Symbolizer {
     }
 }
 
-/// The frame source for a trace: the symbolizer over its modules, with `debug_dirs` searched
-/// for separate debug files and module files looked for below `sysroot` first.
-pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Path>) -> Box<dyn FrameSource> {
+/// The frame source for a trace: the symbolizer over its modules, with the options' debug dirs
+/// searched for separate debug files, module files looked for below their sysroot first, and
+/// resolved frames kept across runs in their symbol cache; module+offset when only counts are
+/// wanted.
+pub fn source_for(modules: &Modules, options: &super::Options) -> Box<dyn FrameSource> {
+    if options.counts_only {
+        return Box::new(ModuleOffsets::new(modules.clone()));
+    }
     let infos = modules
         .iter()
         .map(|m| ModuleInfo {
@@ -80,7 +84,11 @@ pub fn source_for(modules: &Modules, debug_dirs: &[PathBuf], sysroot: Option<&Pa
             build_id: m.build_id.clone(),
         })
         .collect();
-    Box::new(Symbolizer::new(infos, debug_dirs.to_vec()).with_sysroot(sysroot.map(Path::to_path_buf)))
+    Box::new(
+        Symbolizer::new(infos, options.debug_dirs.clone())
+            .with_sysroot(options.sysroot.clone())
+            .with_symbol_cache(options.symbol_cache.clone()),
+    )
 }
 
 /// Turns stacks of return addresses into the frames a report shows, each address resolved
@@ -215,6 +223,22 @@ mod tests {
         // A stack wholly inside the runtime is shown whole.
         assert_eq!(stacks.frames(&[0x1010]).len(), 1);
         assert!(stacks.frames(&[]).is_empty());
+    }
+
+    #[test]
+    fn counts_only_reads_no_module_s_symbols() {
+        let m = modules();
+        let counts = crate::report::Options {
+            counts_only: true,
+            ..Default::default()
+        };
+        let source = source_for(&m, &counts);
+        assert_eq!(source.frames(0x2020)[0].module.as_deref(), Some("app"));
+        assert!(source.warnings().is_empty(), "no file was looked for");
+        // The symbolizer looks for /bin/app, and says so when it is not there.
+        let source = source_for(&m, &crate::report::Options::default());
+        assert_eq!(source.frames(0x2020)[0].module.as_deref(), Some("app"));
+        assert!(!source.warnings().is_empty());
     }
 
     /// Returns two frames (one inlined) for 0x2020, one for anything else.

@@ -82,7 +82,7 @@ pub fn from_files(
 /// Replays and reports on one trace.
 fn one(file: &TraceFile, options: &Options, pipelined: bool, progress: Option<&Progress>) -> ProcessReport {
     let replay = replay(file, pipelined, progress, options);
-    let source = frames::source_for(&replay.modules, &options.debug_dirs, options.sysroot.as_deref());
+    let source = frames::source_for(&replay.modules, options);
     let mut report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
     report.read_from(file);
     if let Some(p) = progress {

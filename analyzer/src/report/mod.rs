@@ -68,6 +68,11 @@ pub struct Options {
     /// Where the traced machine's files are, when the trace was recorded elsewhere (another
     /// host, a container, an emulator): each module is looked for below it first.
     pub sysroot: Option<PathBuf>,
+    /// Where resolved frames are kept across runs (`GPULEAK_SYMBOL_CACHE`); `None` keeps none.
+    pub symbol_cache: Option<PathBuf>,
+    /// Only the summary's counts are wanted (`gpuleak run`'s closing line): frames are named
+    /// by module and offset, and no module's symbols are read. No count depends on names.
+    pub counts_only: bool,
     /// Run the memory pass (timeline, peak, growth, fragmentation, failed allocations):
     /// [`ProcessReport::memory`] and the `growth` and `fragmentation` findings.
     pub memory: bool,
@@ -405,7 +410,7 @@ impl Report {
 /// Replays and reports on one opened trace, on the calling thread.
 pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
     let replay = load::replay(file, false, None, options);
-    let source = frames::source_for(&replay.modules, &options.debug_dirs, options.sysroot.as_deref());
+    let source = frames::source_for(&replay.modules, options);
     let mut report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
     report.read_from(file);
     report

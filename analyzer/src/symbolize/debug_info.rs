@@ -4,15 +4,15 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock, PoisonError};
 
-use addr2line::Loader;
-
+use super::cache::{ModuleCache, Source};
+use super::dwarf::Dwarf;
 use super::files::{self, Files};
 use super::names::demangle;
 use super::symbol_table::SymbolTable;
 use super::ModuleInfo;
 
 /// A source frame before the module's name and the address are attached.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub(super) struct SourceFrame {
     pub function: Option<String>,
     pub file: Option<String>,
@@ -24,9 +24,14 @@ pub(super) struct SourceFrame {
 pub(super) struct DebugInfo {
     /// The module's path, for warnings.
     path: String,
-    /// addr2line's reader is not `Sync` (it parses units lazily through cells): one lookup at
-    /// a time per module.
-    dwarf: Option<Mutex<Loader>>,
+    /// The file whose DWARF describes the module.
+    dwarf_path: Option<PathBuf>,
+    /// Opened on first use: not at all when the cache holds every address asked. addr2line's
+    /// context is not `Sync` (it parses units lazily through cells): one lookup at a time per
+    /// module.
+    dwarf: OnceLock<Option<Mutex<Dwarf>>>,
+    /// Frames kept across runs (`cache.rs`), for a module with a build id and DWARF.
+    cache: Option<Mutex<ModuleCache>>,
     symbols_path: Option<PathBuf>,
     /// Read on first use: most lookups in a module with DWARF never need it.
     symbols: OnceLock<SymbolTable>,
@@ -34,20 +39,30 @@ pub(super) struct DebugInfo {
 }
 
 impl DebugInfo {
-    /// Finds and opens the files for `module`.
-    pub(super) fn load(module: &ModuleInfo, debug_dirs: &[PathBuf], sysroot: Option<&Path>) -> DebugInfo {
+    /// Finds the files for `module` (reading their headers only), and its cache in
+    /// `cache_dir` when it has a build id, DWARF, and nothing to warn about.
+    pub(super) fn load(
+        module: &ModuleInfo,
+        debug_dirs: &[PathBuf],
+        sysroot: Option<&Path>,
+        cache_dir: Option<&Path>,
+    ) -> DebugInfo {
         let mut warnings = Vec::new();
         let Files { dwarf, symbols } = files::find(module, debug_dirs, sysroot, &mut warnings);
-        let dwarf = dwarf.and_then(|path| match Loader::new(&path) {
-            Ok(loader) => Some(Mutex::new(loader)),
-            Err(e) => {
-                warnings.push(format!("{}: cannot read its DWARF ({e})", path.display()));
-                None
+        let cache = match (cache_dir, &dwarf) {
+            (Some(dir), Some(dwarf)) if !module.build_id.is_empty() && warnings.is_empty() => {
+                let mut paths = vec![dwarf.clone()];
+                paths.extend(symbols.iter().filter(|s| *s != dwarf).cloned());
+                let sources: Option<Vec<Source>> = paths.iter().map(|p| Source::of(p)).collect();
+                sources.map(|sources| Mutex::new(ModuleCache::open(dir, &module.build_id, sources)))
             }
-        });
+            _ => None,
+        };
         DebugInfo {
             path: module.path.clone(),
-            dwarf,
+            dwarf_path: dwarf,
+            dwarf: OnceLock::new(),
+            cache,
             symbols_path: symbols,
             symbols: OnceLock::new(),
             warnings: Mutex::new(warnings),
@@ -66,9 +81,34 @@ impl DebugInfo {
         }
     }
 
+    /// Writes the frames resolved by this run to the module's cache, unless something went
+    /// wrong with its symbols (the notes of a report never depend on the cache).
+    pub(super) fn save_cache(&self) {
+        if let Some(cache) = &self.cache {
+            if self.warnings.lock().unwrap_or_else(PoisonError::into_inner).is_empty() {
+                cache.lock().unwrap_or_else(PoisonError::into_inner).save();
+            }
+        }
+    }
+
     /// The source frames at `probe` (an ELF virtual address of the module), innermost first;
     /// empty when nothing is known.
     pub(super) fn frames(&self, probe: u64) -> Vec<SourceFrame> {
+        let Some(cache) = &self.cache else {
+            return self.resolve(probe);
+        };
+        if let Some(frames) = cache.lock().unwrap_or_else(PoisonError::into_inner).get(probe) {
+            return frames;
+        }
+        let frames = self.resolve(probe);
+        cache
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(probe, &frames);
+        frames
+    }
+
+    fn resolve(&self, probe: u64) -> Vec<SourceFrame> {
         let mut frames = self.dwarf_frames(probe);
         // DWARF without a function entry for this code (assembly, or a unit built without -g
         // among ones built with it) still may have a symbol.
@@ -87,7 +127,17 @@ impl DebugInfo {
     }
 
     fn dwarf_frames(&self, probe: u64) -> Vec<SourceFrame> {
-        let Some(dwarf) = &self.dwarf else {
+        let dwarf = self.dwarf.get_or_init(|| {
+            let path = self.dwarf_path.as_ref()?;
+            match Dwarf::open(path) {
+                Ok(dwarf) => Some(Mutex::new(dwarf)),
+                Err(e) => {
+                    self.warn(format!("{}: cannot read its DWARF ({e})", path.display()));
+                    None
+                }
+            }
+        });
+        let Some(dwarf) = dwarf else {
             return Vec::new();
         };
         let loader = dwarf.lock().unwrap_or_else(PoisonError::into_inner);

@@ -8,7 +8,6 @@ use std::fs::File;
 use std::io;
 use std::path::{Path, PathBuf};
 
-use object::read::ReadCache;
 use object::Object;
 
 use super::ModuleInfo;
@@ -35,8 +34,17 @@ struct Facts {
 }
 
 fn facts(path: &Path) -> io::Result<Facts> {
-    let cache = ReadCache::new(File::open(path)?);
-    let object = object::File::parse(&cache).map_err(io::Error::other)?;
+    let file = File::open(path)?;
+    // Mapped rather than read through `object`'s `ReadCache`: parsing an ELF file reads its
+    // symbol tables' entries (megabytes in a big library) into the cache, where a map only
+    // touches the headers and notes asked for here.
+    // SAFETY: the map is read-only and never written through; `object` bounds-checks every
+    // read. A file truncated while mapped would raise SIGBUS: the contract addr2line's loader
+    // takes for the same files.
+    let map = unsafe { memmap2::Mmap::map(&file)? };
+    // Headers at both ends of the file and a note: no read-ahead around them.
+    let _ = map.advise(memmap2::Advice::Random);
+    let object = object::File::parse(&map[..]).map_err(io::Error::other)?;
     let build_id = object.build_id().ok().flatten().map(<[u8]>::to_vec);
     let has_dwarf = object.section_by_name(".debug_info").is_some();
     let symbol_rank = if object.symbol_table().is_some() {

@@ -10,7 +10,11 @@
 //! sysroot (`--sysroot`, [`Symbolizer::with_sysroot`]) each module is looked for below it
 //! first, then at its recorded path.
 //!
-//! Modules are opened on first use and each address is resolved once.
+//! Modules are opened on first use and each address is resolved once: of a module's DWARF, only
+//! the units that hold the addresses asked are parsed, and of its symbol table only the entries
+//! are indexed, names read when found. With a cache directory
+//! ([`Symbolizer::with_symbol_cache`]) frames resolved in a module with a build id are kept
+//! across runs ([`cache`]).
 //!
 //! ```no_run
 //! use gpuleak_analyzer::symbolize::{ModuleInfo, Symbolizer};
@@ -31,7 +35,9 @@
 //! }
 //! ```
 
+pub mod cache;
 mod debug_info;
+mod dwarf;
 mod files;
 mod names;
 pub mod python;
@@ -98,6 +104,7 @@ pub struct Symbolizer {
     modules: Vec<Module>,
     debug_dirs: Vec<PathBuf>,
     sysroot: Option<PathBuf>,
+    symbol_cache: Option<PathBuf>,
     cache: RwLock<HashMap<u64, Vec<Frame>>>,
 }
 
@@ -133,6 +140,7 @@ impl Symbolizer {
             modules,
             debug_dirs,
             sysroot: None,
+            symbol_cache: None,
             cache: RwLock::new(HashMap::new()),
         }
     }
@@ -154,6 +162,13 @@ impl Symbolizer {
             }
         }
         self.sysroot = sysroot;
+        self
+    }
+
+    /// Keeps the frames resolved in modules with a build id in `dir` across runs (see
+    /// [`cache`]), written when the symbolizer is dropped; `None` keeps nothing.
+    pub fn with_symbol_cache(mut self, dir: Option<PathBuf>) -> Symbolizer {
+        self.symbol_cache = dir;
         self
     }
 
@@ -212,9 +227,10 @@ impl Symbolizer {
             }];
         };
         let offset = address.wrapping_sub(module.info.base);
-        let debug = module
-            .debug
-            .get_or_init(|| DebugInfo::load(&module.info, &self.debug_dirs, self.sysroot.as_deref()));
+        let debug = module.debug.get_or_init(|| {
+            let cache = self.symbol_cache.as_deref();
+            DebugInfo::load(&module.info, &self.debug_dirs, self.sysroot.as_deref(), cache)
+        });
         let frame = |f: debug_info::SourceFrame| Frame {
             function: f.function,
             file: f.file,
@@ -229,6 +245,16 @@ impl Symbolizer {
             return vec![frame(debug_info::SourceFrame::default())];
         }
         frames
+    }
+}
+
+impl Drop for Symbolizer {
+    fn drop(&mut self) {
+        for module in &self.modules {
+            if let Some(debug) = module.debug.get() {
+                debug.save_cache();
+            }
+        }
     }
 }
 
