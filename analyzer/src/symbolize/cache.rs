@@ -18,8 +18,8 @@ use std::time::UNIX_EPOCH;
 
 use serde::{Deserialize, Serialize};
 
-use super::debug_info::SourceFrame;
 use super::files::hex;
+use super::types::SourceFrame;
 
 /// Raised whenever what a file holds, or how it is checked, changes.
 const VERSION: u32 = 1;

@@ -9,16 +9,8 @@ use super::dwarf::Dwarf;
 use super::files::{self, Files};
 use super::names::demangle;
 use super::symbol_table::SymbolTable;
-use super::ModuleInfo;
-
-/// A source frame before the module's name and the address are attached.
-#[derive(Debug, Default, Clone)]
-pub(super) struct SourceFrame {
-    pub function: Option<String>,
-    pub file: Option<String>,
-    pub line: Option<u32>,
-    pub inlined: bool,
-}
+use super::types::ModuleInfo;
+pub(super) use super::types::SourceFrame;
 
 /// Everything known about one module's symbols.
 pub(super) struct DebugInfo {

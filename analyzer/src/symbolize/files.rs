@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use object::Object;
 
-use super::ModuleInfo;
+use super::types::ModuleInfo;
 
 /// Searched after the user's debug dirs, for the distributions' `-dbg`/`-debuginfo` packages.
 pub(super) const SYSTEM_DEBUG_DIR: &str = "/usr/lib/debug";

@@ -42,12 +42,14 @@ mod files;
 mod names;
 pub mod python;
 mod symbol_table;
+mod types;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{OnceLock, PoisonError, RwLock};
 
 use debug_info::DebugInfo;
+pub use types::ModuleInfo;
 
 /// One source-level frame. An address can expand to several: the calls inlined at it first,
 /// innermost first, then the function that contains them all.
@@ -69,33 +71,6 @@ pub struct Frame {
     /// Whether the frame is in the user's code (`report::user_code`); the symbolizer leaves it
     /// `false` and the report sets it.
     pub user: bool,
-}
-
-/// A loaded object as the trace's module map records it.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ModuleInfo {
-    /// Load bias: runtime address minus ELF virtual address.
-    pub base: u64,
-    /// Lowest mapped address.
-    pub start: u64,
-    /// One past the highest mapped address.
-    pub end: u64,
-    /// Path as the loader knew it.
-    pub path: String,
-    /// GNU build id; empty when the object had none (no check is then possible).
-    pub build_id: Vec<u8>,
-}
-
-impl From<&gpuleak_format::Module<'_>> for ModuleInfo {
-    fn from(m: &gpuleak_format::Module<'_>) -> ModuleInfo {
-        ModuleInfo {
-            base: m.base,
-            start: m.start,
-            end: m.end,
-            path: m.path.clone().into_owned(),
-            build_id: m.build_id.clone().into_owned(),
-        }
-    }
 }
 
 /// Turns return addresses into source frames. Shared between threads; loads each module's
