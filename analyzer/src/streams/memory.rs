@@ -165,7 +165,12 @@ pub enum Touch {
 #[derive(Debug, Default)]
 pub struct Memory {
     live: BTreeMap<u64, Live>,
+    /// Freed ranges by start, but for the newest one, which is kept aside in `newest`
+    /// (never at a start this map holds): a program that frees and allocates again at the
+    /// same address, the usual churn, would otherwise put a range in this map and take it out
+    /// again at every pair.
     freed: BTreeMap<u64, Freed>,
+    newest: Option<(u64, Freed)>,
     freed_order: VecDeque<(u64, u64)>,
     serial: u64,
 }
@@ -217,11 +222,33 @@ impl Memory {
     /// as memory this model does not track (host memory the program registered, say), which
     /// later operations name legitimately. Live allocations are kept.
     pub fn forget_freed(&mut self, lo: u64, hi: u64) {
-        while let Some((&k, f)) = self.freed.range(..hi).next_back() {
-            if f.end <= lo {
+        // The freed ranges that start below `hi`, highest start first, up to the first that
+        // ends at or below `lo` (the newest range taken in its place among them).
+        loop {
+            let tree = self.freed.range(..hi).next_back().map(|(&k, f)| (k, f.end));
+            let newest = self.newest.as_ref().filter(|(k, _)| *k < hi).map(|(k, f)| (*k, f.end));
+            let (k, end, aside) = match (tree, newest) {
+                (Some(t), Some(n)) if n.0 > t.0 => (n.0, n.1, true),
+                (Some(t), _) => (t.0, t.1, false),
+                (None, Some(n)) => (n.0, n.1, true),
+                (None, None) => break,
+            };
+            if end <= lo {
                 break;
             }
-            self.freed.remove(&k);
+            if aside {
+                self.newest = None;
+            } else {
+                self.freed.remove(&k);
+            }
+        }
+    }
+
+    /// The freed range that starts at `ptr`.
+    fn freed_get(&self, ptr: u64) -> Option<&Freed> {
+        match &self.newest {
+            Some((k, f)) if *k == ptr => Some(f),
+            _ => self.freed.get(&ptr),
         }
     }
 
@@ -292,11 +319,7 @@ impl Memory {
     /// of the same graph, which findings name alike).
     pub fn allocated_and_freed(&mut self, info: AllocInfo, free: Op) {
         let end = info.ptr.saturating_add(info.size.max(1));
-        if self
-            .freed
-            .get(&info.ptr)
-            .is_some_and(|f| f.end == end && f.info == info)
-        {
+        if self.freed_get(info.ptr).is_some_and(|f| f.end == end && f.info == info) {
             return;
         }
         self.forget(info.ptr, end);
@@ -305,20 +328,31 @@ impl Memory {
 
     fn remember_freed(&mut self, ptr: u64, end: u64, info: AllocInfo, free: Op) {
         self.serial += 1;
-        self.freed.insert(
-            ptr,
-            Freed {
-                end,
-                serial: self.serial,
-                info,
-                free,
-            },
-        );
+        let freed = Freed {
+            end,
+            serial: self.serial,
+            info,
+            free,
+        };
+        // The range set aside before goes into the map, unless this one replaces it.
+        match self.newest.replace((ptr, freed)) {
+            Some((k, older)) if k != ptr => {
+                self.freed.insert(k, older);
+            }
+            _ => {}
+        }
+        if !self.freed.is_empty() {
+            self.freed.remove(&ptr);
+        }
         self.freed_order.push_back((ptr, self.serial));
         while self.freed_order.len() > FREED {
             if let Some((k, serial)) = self.freed_order.pop_front() {
-                if self.freed.get(&k).is_some_and(|f| f.serial == serial) {
-                    self.freed.remove(&k);
+                if self.freed_get(k).is_some_and(|f| f.serial == serial) {
+                    if self.newest.as_ref().is_some_and(|(n, _)| *n == k) {
+                        self.newest = None;
+                    } else {
+                        self.freed.remove(&k);
+                    }
                 }
             }
         }
@@ -375,9 +409,130 @@ impl Memory {
     }
 
     fn freed_at(&self, addr: u64) -> Touch {
-        match self.freed.range(..=addr).next_back() {
-            Some((_, f)) if addr < f.end => Touch::Freed(*f),
+        // The range with the highest start at or below `addr`, the newest taken in its place.
+        let tree = self.freed.range(..=addr).next_back();
+        let found = match (tree, &self.newest) {
+            (Some((&k, _)), Some((n, f))) if *n <= addr && *n > k => Some(f),
+            (None, Some((n, f))) if *n <= addr => Some(f),
+            (t, _) => t.map(|(_, f)| f),
+        };
+        match found {
+            Some(f) if addr < f.end => Touch::Freed(*f),
             _ => Touch::Untracked,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use gpuleak_format::{Api, MemKind, Seq, StackId};
+
+    use super::{AllocInfo, Memory, Op, Touch};
+    use crate::streams::StreamName;
+
+    /// The freed ranges as one map (what `Memory` kept before the newest range was set
+    /// aside), with the same eviction.
+    #[derive(Default)]
+    struct Plain {
+        live: BTreeMap<u64, u64>,
+        freed: BTreeMap<u64, (u64, u64)>,
+        order: std::collections::VecDeque<(u64, u64)>,
+        serial: u64,
+    }
+
+    impl Plain {
+        fn forget_freed(&mut self, lo: u64, hi: u64) {
+            while let Some((&k, &(end, _))) = self.freed.range(..hi).next_back() {
+                if end <= lo {
+                    break;
+                }
+                self.freed.remove(&k);
+            }
+        }
+
+        fn insert(&mut self, lo: u64, hi: u64) {
+            while let Some((&k, &end)) = self.live.range(..hi).next_back() {
+                if end <= lo {
+                    break;
+                }
+                self.live.remove(&k);
+            }
+            self.forget_freed(lo, hi);
+            self.live.insert(lo, hi);
+        }
+
+        fn remove(&mut self, lo: u64, limit: usize) {
+            let Some(end) = self.live.remove(&lo) else { return };
+            self.serial += 1;
+            self.freed.insert(lo, (end, self.serial));
+            self.order.push_back((lo, self.serial));
+            while self.order.len() > limit {
+                let (k, serial) = self.order.pop_front().unwrap();
+                if self.freed.get(&k).is_some_and(|f| f.1 == serial) {
+                    self.freed.remove(&k);
+                }
+            }
+        }
+
+        fn freed_at(&self, addr: u64) -> Option<u64> {
+            match self.freed.range(..=addr).next_back() {
+                Some((_, &(end, serial))) if addr < end => Some(serial),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn the_newest_freed_range_set_aside_reads_as_one_map_of_freed_ranges() {
+        let op = Op::new(Api::cuMemFree_v2, StackId(0), StreamName::Host, Seq(1), 1);
+        // A small address space, so that ranges meet, overlap and come back at the same start;
+        // eviction is what `FREED` does, exercised at the full limit.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut memory = Memory::default();
+        let mut plain = Plain::default();
+        for step in 0..300_000 {
+            let lo = next(64) * 16;
+            let len = 1 + next(48);
+            match next(10) {
+                0..=3 => {
+                    let info = AllocInfo {
+                        ptr: lo,
+                        size: len,
+                        kind: MemKind::Device,
+                        api: Api::cuMemAlloc_v2,
+                        stack: StackId(0),
+                    };
+                    memory.insert(info);
+                    plain.insert(lo, lo + len);
+                }
+                4..=7 => {
+                    // Mostly a live start.
+                    let at = plain.live.keys().nth(next(4) as usize).copied().unwrap_or(lo);
+                    memory.remove(at, op);
+                    plain.remove(at, super::FREED);
+                }
+                _ => {
+                    memory.forget_freed(lo, lo + len);
+                    plain.forget_freed(lo, lo + len);
+                }
+            }
+            let every = if step % 8 == 0 { 3 } else { 61 };
+            for addr in (step % 3..64 * 16 + 48).step_by(every) {
+                let got = match memory.freed_at(addr) {
+                    Touch::Freed(f) => Some(f.serial),
+                    _ => None,
+                };
+                assert_eq!(got, plain.freed_at(addr), "address {addr} after step {step}");
+            }
+        }
+        assert!(plain.serial > super::FREED as u64, "eviction was exercised");
     }
 }
