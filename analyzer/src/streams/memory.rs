@@ -16,10 +16,11 @@
 //! [`HISTORY`] accesses are kept per allocation; past that the oldest is dropped (a race
 //! with it may then go unreported, never the reverse).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use gpuleak_format::{Api, MemKind, Seq, StackId};
 
+use super::aside::AsideMap;
 use super::clock::{Clock, Epoch};
 use super::StreamName;
 
@@ -164,13 +165,10 @@ pub enum Touch {
 /// The tracked address space.
 #[derive(Debug, Default)]
 pub struct Memory {
-    live: BTreeMap<u64, Live>,
-    /// Freed ranges by start, but for the newest one, which is kept aside in `newest`
-    /// (never at a start this map holds): a program that frees and allocates again at the
-    /// same address, the usual churn, would otherwise put a range in this map and take it out
-    /// again at every pair.
-    freed: BTreeMap<u64, Freed>,
-    newest: Option<(u64, Freed)>,
+    /// Live allocations by start, and freed ranges by start: the newest of each is kept
+    /// aside from its tree ([`AsideMap`]), so that churn at one address costs no tree work.
+    live: AsideMap<Live>,
+    freed: AsideMap<Freed>,
     freed_order: VecDeque<(u64, u64)>,
     serial: u64,
 }
@@ -209,11 +207,11 @@ impl Memory {
     fn forget(&mut self, lo: u64, hi: u64) {
         // Ranges do not overlap each other, so the overlapping ones are the last ones that
         // start below `hi`, taken one at a time (almost always none or one: no list to build).
-        while let Some((&k, l)) = self.live.range(..hi).next_back() {
+        while let Some((k, l)) = self.live.last_in(..hi) {
             if l.end <= lo {
                 break;
             }
-            self.live.remove(&k);
+            self.live.remove(k);
         }
         self.forget_freed(lo, hi);
     }
@@ -222,33 +220,11 @@ impl Memory {
     /// as memory this model does not track (host memory the program registered, say), which
     /// later operations name legitimately. Live allocations are kept.
     pub fn forget_freed(&mut self, lo: u64, hi: u64) {
-        // The freed ranges that start below `hi`, highest start first, up to the first that
-        // ends at or below `lo` (the newest range taken in its place among them).
-        loop {
-            let tree = self.freed.range(..hi).next_back().map(|(&k, f)| (k, f.end));
-            let newest = self.newest.as_ref().filter(|(k, _)| *k < hi).map(|(k, f)| (*k, f.end));
-            let (k, end, aside) = match (tree, newest) {
-                (Some(t), Some(n)) if n.0 > t.0 => (n.0, n.1, true),
-                (Some(t), _) => (t.0, t.1, false),
-                (None, Some(n)) => (n.0, n.1, true),
-                (None, None) => break,
-            };
-            if end <= lo {
+        while let Some((k, f)) = self.freed.last_in(..hi) {
+            if f.end <= lo {
                 break;
             }
-            if aside {
-                self.newest = None;
-            } else {
-                self.freed.remove(&k);
-            }
-        }
-    }
-
-    /// The freed range that starts at `ptr`.
-    fn freed_get(&self, ptr: u64) -> Option<&Freed> {
-        match &self.newest {
-            Some((k, f)) if *k == ptr => Some(f),
-            _ => self.freed.get(&ptr),
+            self.freed.remove(k);
         }
     }
 
@@ -257,7 +233,7 @@ impl Memory {
     /// an address in no allocation is taken to be host memory too, as is one in a freed
     /// managed range: see [`Memory::freed_managed`]).
     pub fn is_device_memory(&self, addr: u64) -> bool {
-        match self.live.range(..=addr).next_back() {
+        match self.live.last_in(..=addr) {
             Some((_, l)) if addr < l.end => l.info.kind != MemKind::Host,
             _ => matches!(self.freed_at(addr), Touch::Freed(f) if f.info.kind != MemKind::Managed),
         }
@@ -274,7 +250,7 @@ impl Memory {
 
     /// The family of the live allocation holding `addr`, if any.
     pub fn kind_at(&self, addr: u64) -> Option<MemKind> {
-        match self.live.range(..=addr).next_back() {
+        match self.live.last_in(..=addr) {
             Some((_, l)) if addr < l.end => Some(l.info.kind),
             _ => None,
         }
@@ -284,7 +260,7 @@ impl Memory {
     /// stream-ordered or page-locked host memory; a freed managed range is host address
     /// space again: see [`Memory::freed_managed`]).
     pub fn is_tracked(&self, addr: u64) -> bool {
-        match self.live.range(..=addr).next_back() {
+        match self.live.last_in(..=addr) {
             Some((_, l)) if addr < l.end => true,
             _ => matches!(self.freed_at(addr), Touch::Freed(f) if f.info.kind != MemKind::Managed),
         }
@@ -292,21 +268,17 @@ impl Memory {
 
     /// The live allocation starting exactly at `ptr`.
     pub fn at(&self, ptr: u64) -> Option<&Live> {
-        self.live.get(&ptr)
+        self.live.get(ptr)
     }
 
     /// The live allocation holding `addr`.
     pub fn holding(&self, addr: u64) -> Option<&Live> {
-        self.live
-            .range(..=addr)
-            .next_back()
-            .map(|(_, l)| l)
-            .filter(|l| addr < l.end)
+        self.live.last_in(..=addr).map(|(_, l)| l).filter(|l| addr < l.end)
     }
 
     /// Removes the allocation starting at `ptr`, remembering its range as freed by `free`.
     pub fn remove(&mut self, ptr: u64, free: Op) -> Option<Live> {
-        let live = self.live.remove(&ptr)?;
+        let live = self.live.remove(ptr)?;
         if live.info.kind != MemKind::Host {
             self.remember_freed(ptr, live.end, live.info, free);
         }
@@ -319,7 +291,7 @@ impl Memory {
     /// of the same graph, which findings name alike).
     pub fn allocated_and_freed(&mut self, info: AllocInfo, free: Op) {
         let end = info.ptr.saturating_add(info.size.max(1));
-        if self.freed_get(info.ptr).is_some_and(|f| f.end == end && f.info == info) {
+        if self.freed.get(info.ptr).is_some_and(|f| f.end == end && f.info == info) {
             return;
         }
         self.forget(info.ptr, end);
@@ -334,25 +306,12 @@ impl Memory {
             info,
             free,
         };
-        // The range set aside before goes into the map, unless this one replaces it.
-        match self.newest.replace((ptr, freed)) {
-            Some((k, older)) if k != ptr => {
-                self.freed.insert(k, older);
-            }
-            _ => {}
-        }
-        if !self.freed.is_empty() {
-            self.freed.remove(&ptr);
-        }
+        self.freed.insert(ptr, freed);
         self.freed_order.push_back((ptr, self.serial));
         while self.freed_order.len() > FREED {
             if let Some((k, serial)) = self.freed_order.pop_front() {
-                if self.freed_get(k).is_some_and(|f| f.serial == serial) {
-                    if self.newest.as_ref().is_some_and(|(n, _)| *n == k) {
-                        self.newest = None;
-                    } else {
-                        self.freed.remove(&k);
-                    }
+                if self.freed.get(k).is_some_and(|f| f.serial == serial) {
+                    self.freed.remove(k);
                 }
             }
         }
@@ -369,7 +328,7 @@ impl Memory {
         clock: &Clock,
         generations: &[u32],
     ) -> Touch {
-        let Some((_, live)) = self.live.range_mut(..=lo).next_back() else {
+        let Some((_, live)) = self.live.last_in_mut(..=lo) else {
             return self.freed_at(lo);
         };
         if lo >= live.end {
@@ -401,7 +360,7 @@ impl Memory {
 
     /// The freed range holding `addr`, unless a live allocation holds it.
     pub fn freed_only(&self, addr: u64) -> Option<Freed> {
-        let live = self.live.range(..=addr).next_back().is_some_and(|(_, l)| addr < l.end);
+        let live = self.live.last_in(..=addr).is_some_and(|(_, l)| addr < l.end);
         match self.freed_at(addr) {
             Touch::Freed(f) if !live => Some(f),
             _ => None,
@@ -409,15 +368,8 @@ impl Memory {
     }
 
     fn freed_at(&self, addr: u64) -> Touch {
-        // The range with the highest start at or below `addr`, the newest taken in its place.
-        let tree = self.freed.range(..=addr).next_back();
-        let found = match (tree, &self.newest) {
-            (Some((&k, _)), Some((n, f))) if *n <= addr && *n > k => Some(f),
-            (None, Some((n, f))) if *n <= addr => Some(f),
-            (t, _) => t.map(|(_, f)| f),
-        };
-        match found {
-            Some(f) if addr < f.end => Touch::Freed(*f),
+        match self.freed.last_in(..=addr) {
+            Some((_, f)) if addr < f.end => Touch::Freed(*f),
             _ => Touch::Untracked,
         }
     }
