@@ -376,15 +376,14 @@ impl<'a> Merged<'a> {
 
     /// Replaces the record of the block in `slot`, handed out, with the block's next one (the
     /// block closes at its end or its error: the error surfaces on the following call).
-    fn step(&mut self, slot: usize) {
-        let Some(cursor) = self.cursors[slot].as_mut() else {
-            return;
-        };
+    /// Returns the new record's seq and the block's rank, to go into the heap.
+    fn step(&mut self, slot: usize) -> Option<(u64, usize)> {
+        let cursor = self.cursors[slot].as_mut()?;
         match cursor.block.next() {
             Some(Ok(next)) => {
                 let key = next.record.seq.0;
                 cursor.next = next;
-                self.heap.push(Reverse((key, cursor.rank, slot)));
+                Some((key, cursor.rank))
             }
             end => {
                 if let Some(Err(e)) = end {
@@ -392,8 +391,23 @@ impl<'a> Merged<'a> {
                 }
                 self.cursors[slot] = None;
                 self.free.push(slot);
+                None
             }
         }
+    }
+
+    /// Whether the record of the block in `slot`, just decoded with `key`, is the one the merge
+    /// hands out next: nothing in the heap comes before it, no block waits to be admitted
+    /// before it, and it is not one the checkpoint already stands for.
+    fn next_again(&self, slot: usize, (seq, rank): (u64, usize)) -> bool {
+        let settled = self.error.is_none()
+            && self.header_errors.is_empty()
+            && (self.pending.is_some() || self.next_block == self.order.len());
+        settled
+            && self.heap.peek().is_none_or(|Reverse((s, r, _))| (seq, rank) < (*s, *r))
+            && self.pending.as_ref().is_none_or(|p| p.base_seq > seq)
+            && !(self.covered.is_some_and(|c| seq <= c)
+                && self.cursors[slot].as_ref().is_some_and(|c| !c.block.in_checkpoint()))
     }
 
     /// The next record, lent where it was decoded (mutable, so that a caller can rebase its
@@ -401,7 +415,15 @@ impl<'a> Merged<'a> {
     /// the same.
     pub fn next_mut(&mut self) -> Option<Result<&mut Entry<'a>, DecodeError>> {
         if let Some(slot) = self.lent.take() {
-            self.step(slot);
+            if let Some(key) = self.step(slot) {
+                // Most records follow the one before in the same block (one thread writes most
+                // of a trace): those skip the heap.
+                if self.next_again(slot, key) {
+                    self.lent = Some(slot);
+                    return self.cursors[slot].as_mut().map(|c| Ok(&mut c.next));
+                }
+                self.heap.push(Reverse((key.0, key.1, slot)));
+            }
         }
         if let Some(e) = self.error.take() {
             return Some(Err(e));
@@ -427,7 +449,9 @@ impl<'a> Merged<'a> {
             let cursor = self.cursors[slot].as_ref()?;
             let repeated = self.covered.is_some_and(|c| cursor.next.record.seq.0 <= c) && !cursor.block.in_checkpoint();
             if repeated {
-                self.step(slot);
+                if let Some((seq, rank)) = self.step(slot) {
+                    self.heap.push(Reverse((seq, rank, slot)));
+                }
                 if let Some(e) = self.error.take() {
                     return Some(Err(e));
                 }
