@@ -322,9 +322,8 @@ pub struct Merged<'a> {
     /// shares its seq with the record it covers last, and comes after it.
     heap: BinaryHeap<Reverse<(u64, usize, usize)>>,
     /// The open blocks, each in a slot that stays put while the block is open: a record is
-    /// decoded next to its block and moved once, when it is handed out (a record and its
-    /// block are 200 bytes, and moving them in and out of the heap's slots was a seventh of
-    /// a report's time).
+    /// decoded next to its block and lent from there (a record and its block take 256
+    /// bytes, and moving them in and out of the heap's slots was a tenth of a report's time).
     cursors: Vec<Option<Cursor<'a>>>,
     free: Vec<usize>,
     /// The slot whose record was handed out last: its block moves on at the next call.

@@ -331,7 +331,7 @@ enum Parts<'a> {
 
 impl<'a> Records<'a> {
     /// The next record, lent where the reader decoded it (in a whole trace: a record is 144
-    /// bytes, and copying it from layer to layer was a fifth of a report's time), or the next
+    /// bytes, and copying it from layer to layer was about a quarter of a report's time), or the next
     /// error. The [`Iterator`] gives a copy of the same.
     pub fn next_ref(&mut self) -> Option<Result<&Entry<'a>, DecodeError>> {
         match &mut self.0 {
