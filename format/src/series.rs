@@ -152,6 +152,16 @@ impl<'a, I: Iterator<Item = Result<Entry<'a>, DecodeError>>> MergeBySeq<'a, I> {
 
     /// The next record or error, with the index of the stream it came from.
     pub fn next_from(&mut self) -> Option<(usize, Result<Entry<'a>, DecodeError>)> {
+        if let ([stream], [done]) = (&mut self.streams[..], &mut self.done[..]) {
+            // One stream (a whole trace, not a series): nothing to compare, and a record
+            // passed straight through is not moved in and out of `peeked`.
+            if *done {
+                return None;
+            }
+            let next = stream.next();
+            *done = next.is_none();
+            return next.map(|r| (0, r));
+        }
         let mut best: Option<(u64, usize)> = None;
         for i in 0..self.streams.len() {
             if self.peeked[i].is_none() && !self.done[i] {

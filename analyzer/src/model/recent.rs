@@ -27,7 +27,11 @@ pub struct RecentFrees {
     capacity: usize,
     next_generation: u64,
     order: VecDeque<((Space, u64), u64)>,
+    /// Every free remembered but the newest, which is kept aside in `newest` (never at a key
+    /// this map holds): a program that frees and allocates again at the same address, the
+    /// usual churn, would otherwise put an entry in this map and take it out at every pair.
     entries: HashMap<(Space, u64), (u64, Freed)>,
+    newest: Option<((Space, u64), (u64, Freed))>,
 }
 
 impl RecentFrees {
@@ -38,6 +42,7 @@ impl RecentFrees {
             next_generation: 0,
             order: VecDeque::new(),
             entries: HashMap::default(),
+            newest: None,
         }
     }
 
@@ -45,12 +50,21 @@ impl RecentFrees {
     pub fn insert(&mut self, key: (Space, u64), freed: Freed) {
         let generation = self.next_generation;
         self.next_generation += 1;
-        self.entries.insert(key, (generation, freed));
+        // The entry set aside before goes into the map, unless this one replaces it.
+        match self.newest.replace((key, (generation, freed))) {
+            Some((k, older)) if k != key => {
+                self.entries.insert(k, older);
+            }
+            _ => {}
+        }
+        if !self.entries.is_empty() {
+            self.entries.remove(&key);
+        }
         self.order.push_back((key, generation));
         while self.order.len() > self.capacity {
             if let Some((old, old_generation)) = self.order.pop_front() {
-                if self.entries.get(&old).is_some_and(|(g, _)| *g == old_generation) {
-                    self.entries.remove(&old);
+                if self.entry(old).is_some_and(|(g, _)| *g == old_generation) {
+                    self.remove(old);
                 }
             }
         }
@@ -58,18 +72,30 @@ impl RecentFrees {
 
     /// Forgets `key` (it holds a live allocation again).
     pub fn remove(&mut self, key: (Space, u64)) {
-        self.entries.remove(&key);
+        if self.newest.as_ref().is_some_and(|(k, _)| *k == key) {
+            self.newest = None;
+        } else if !self.entries.is_empty() {
+            self.entries.remove(&key);
+        }
     }
 
     /// The free remembered at `key`.
     pub fn get(&self, key: (Space, u64)) -> Option<&Freed> {
-        self.entries.get(&key).map(|(_, f)| f)
+        self.entry(key).map(|(_, f)| f)
+    }
+
+    /// The free remembered at `key`, with its generation.
+    fn entry(&self, key: (Space, u64)) -> Option<&(u64, Freed)> {
+        match &self.newest {
+            Some((k, e)) if *k == key => Some(e),
+            _ => self.entries.get(&key),
+        }
     }
 
     /// How many frees are remembered.
     #[cfg(test)]
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.entries.len() + usize::from(self.newest.is_some())
     }
 }
 
@@ -112,5 +138,44 @@ mod tests {
         assert_eq!(r.get((Space::Device, 1)).unwrap().site.stack, StackId(5));
         r.remove((Space::Device, 1));
         assert!(r.get((Space::Device, 1)).is_none());
+    }
+
+    #[test]
+    fn the_newest_free_set_aside_reads_as_one_map_of_frees() {
+        // Against a plain map with the same eviction, on few addresses so that they repeat.
+        let mut r = RecentFrees::new(5);
+        let mut plain: HashMap<(Space, u64), (u64, u32)> = HashMap::default();
+        let mut order = VecDeque::new();
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        for generation in 0..20_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = (Space::Device, state % 9);
+            let stack = (state >> 32) as u32;
+            if state % 3 == 0 {
+                r.remove(key);
+                plain.remove(&key);
+            } else {
+                r.insert(key, freed(stack));
+                plain.insert(key, (generation, stack));
+                order.push_back((key, generation));
+                while order.len() > 5 {
+                    let (old, g) = order.pop_front().unwrap();
+                    if plain.get(&old).is_some_and(|e| e.0 == g) {
+                        plain.remove(&old);
+                    }
+                }
+            }
+            assert_eq!(r.len(), plain.len(), "after {generation}");
+            for a in 0..9 {
+                let key = (Space::Device, a);
+                assert_eq!(
+                    r.get(key).map(|f| f.site.stack.0),
+                    plain.get(&key).map(|e| e.1),
+                    "address {a} after {generation}"
+                );
+            }
+        }
     }
 }

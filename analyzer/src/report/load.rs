@@ -118,16 +118,19 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
         at: 0,
     };
     // `TraceFile::open` checked the header; a file that fails now replays as empty.
-    let Ok(records) = file.records(RELEASE_EVERY, RELEASE_LAG) else {
+    let Ok(mut records) = file.records(RELEASE_EVERY, RELEASE_LAG) else {
         return Model::new().finish();
     };
     if !pipelined {
         let mut model = with_memory(Model::new());
-        for (i, r) in records.enumerate() {
-            read.apply(&mut model, &r);
+        let mut i = 0usize;
+        // Each record replayed where the reader decoded it.
+        while let Some(r) = records.next_ref() {
+            read.apply(&mut model, r);
             if i % BATCH == 0 {
                 read.advanced();
             }
+            i += 1;
         }
         read.finish();
         return model.finish();
@@ -140,7 +143,10 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
             let mut records = records;
             loop {
                 let mut batch = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                batch.extend(records.by_ref().take(BATCH));
+                while batch.len() < BATCH {
+                    let Some(r) = records.next_ref() else { break };
+                    batch.push(r.cloned());
+                }
                 // Stops at the end, or when the replay is gone.
                 if batch.is_empty() || to_model.send(batch).is_err() {
                     break;
@@ -170,7 +176,7 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
         for batch in decoded {
             let mut teardowns = Teardowns::new();
             for (i, r) in batch.iter().enumerate() {
-                read.apply(&mut model, r);
+                read.apply(&mut model, r.as_ref().map_err(DecodeError::clone));
                 if let Some(api) = model.take_teardown() {
                     teardowns.push((i, api));
                 }
@@ -203,13 +209,13 @@ struct Read<'f> {
 }
 
 impl Read<'_> {
-    fn apply(&mut self, model: &mut Model, r: &Result<Entry<'_>, DecodeError>) {
+    fn apply(&mut self, model: &mut Model, r: Result<&Entry<'_>, DecodeError>) {
         match r {
             Ok(e) => {
                 self.at = self.at.max(e.offset);
                 model.apply(e.tid, &e.record);
             }
-            Err(e) => model.decode_error(e.clone()),
+            Err(e) => model.decode_error(e),
         }
     }
 

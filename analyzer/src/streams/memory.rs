@@ -16,10 +16,11 @@
 //! [`HISTORY`] accesses are kept per allocation; past that the oldest is dropped (a race
 //! with it may then go unreported, never the reverse).
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::VecDeque;
 
 use gpuleak_format::{Api, MemKind, Seq, StackId};
 
+use super::aside::AsideMap;
 use super::clock::{Clock, Epoch};
 use super::StreamName;
 
@@ -164,8 +165,10 @@ pub enum Touch {
 /// The tracked address space.
 #[derive(Debug, Default)]
 pub struct Memory {
-    live: BTreeMap<u64, Live>,
-    freed: BTreeMap<u64, Freed>,
+    /// Live allocations by start, and freed ranges by start: the newest of each is kept
+    /// aside from its tree ([`AsideMap`]), so that churn at one address costs no tree work.
+    live: AsideMap<Live>,
+    freed: AsideMap<Freed>,
     freed_order: VecDeque<(u64, u64)>,
     serial: u64,
 }
@@ -204,11 +207,11 @@ impl Memory {
     fn forget(&mut self, lo: u64, hi: u64) {
         // Ranges do not overlap each other, so the overlapping ones are the last ones that
         // start below `hi`, taken one at a time (almost always none or one: no list to build).
-        while let Some((&k, l)) = self.live.range(..hi).next_back() {
+        while let Some((k, l)) = self.live.last_in(..hi) {
             if l.end <= lo {
                 break;
             }
-            self.live.remove(&k);
+            self.live.remove(k);
         }
         self.forget_freed(lo, hi);
     }
@@ -217,11 +220,11 @@ impl Memory {
     /// as memory this model does not track (host memory the program registered, say), which
     /// later operations name legitimately. Live allocations are kept.
     pub fn forget_freed(&mut self, lo: u64, hi: u64) {
-        while let Some((&k, f)) = self.freed.range(..hi).next_back() {
+        while let Some((k, f)) = self.freed.last_in(..hi) {
             if f.end <= lo {
                 break;
             }
-            self.freed.remove(&k);
+            self.freed.remove(k);
         }
     }
 
@@ -230,7 +233,7 @@ impl Memory {
     /// an address in no allocation is taken to be host memory too, as is one in a freed
     /// managed range: see [`Memory::freed_managed`]).
     pub fn is_device_memory(&self, addr: u64) -> bool {
-        match self.live.range(..=addr).next_back() {
+        match self.live.last_in(..=addr) {
             Some((_, l)) if addr < l.end => l.info.kind != MemKind::Host,
             _ => matches!(self.freed_at(addr), Touch::Freed(f) if f.info.kind != MemKind::Managed),
         }
@@ -247,7 +250,7 @@ impl Memory {
 
     /// The family of the live allocation holding `addr`, if any.
     pub fn kind_at(&self, addr: u64) -> Option<MemKind> {
-        match self.live.range(..=addr).next_back() {
+        match self.live.last_in(..=addr) {
             Some((_, l)) if addr < l.end => Some(l.info.kind),
             _ => None,
         }
@@ -257,7 +260,7 @@ impl Memory {
     /// stream-ordered or page-locked host memory; a freed managed range is host address
     /// space again: see [`Memory::freed_managed`]).
     pub fn is_tracked(&self, addr: u64) -> bool {
-        match self.live.range(..=addr).next_back() {
+        match self.live.last_in(..=addr) {
             Some((_, l)) if addr < l.end => true,
             _ => matches!(self.freed_at(addr), Touch::Freed(f) if f.info.kind != MemKind::Managed),
         }
@@ -265,21 +268,17 @@ impl Memory {
 
     /// The live allocation starting exactly at `ptr`.
     pub fn at(&self, ptr: u64) -> Option<&Live> {
-        self.live.get(&ptr)
+        self.live.get(ptr)
     }
 
     /// The live allocation holding `addr`.
     pub fn holding(&self, addr: u64) -> Option<&Live> {
-        self.live
-            .range(..=addr)
-            .next_back()
-            .map(|(_, l)| l)
-            .filter(|l| addr < l.end)
+        self.live.last_in(..=addr).map(|(_, l)| l).filter(|l| addr < l.end)
     }
 
     /// Removes the allocation starting at `ptr`, remembering its range as freed by `free`.
     pub fn remove(&mut self, ptr: u64, free: Op) -> Option<Live> {
-        let live = self.live.remove(&ptr)?;
+        let live = self.live.remove(ptr)?;
         if live.info.kind != MemKind::Host {
             self.remember_freed(ptr, live.end, live.info, free);
         }
@@ -292,11 +291,7 @@ impl Memory {
     /// of the same graph, which findings name alike).
     pub fn allocated_and_freed(&mut self, info: AllocInfo, free: Op) {
         let end = info.ptr.saturating_add(info.size.max(1));
-        if self
-            .freed
-            .get(&info.ptr)
-            .is_some_and(|f| f.end == end && f.info == info)
-        {
+        if self.freed.get(info.ptr).is_some_and(|f| f.end == end && f.info == info) {
             return;
         }
         self.forget(info.ptr, end);
@@ -305,20 +300,18 @@ impl Memory {
 
     fn remember_freed(&mut self, ptr: u64, end: u64, info: AllocInfo, free: Op) {
         self.serial += 1;
-        self.freed.insert(
-            ptr,
-            Freed {
-                end,
-                serial: self.serial,
-                info,
-                free,
-            },
-        );
+        let freed = Freed {
+            end,
+            serial: self.serial,
+            info,
+            free,
+        };
+        self.freed.insert(ptr, freed);
         self.freed_order.push_back((ptr, self.serial));
         while self.freed_order.len() > FREED {
             if let Some((k, serial)) = self.freed_order.pop_front() {
-                if self.freed.get(&k).is_some_and(|f| f.serial == serial) {
-                    self.freed.remove(&k);
+                if self.freed.get(k).is_some_and(|f| f.serial == serial) {
+                    self.freed.remove(k);
                 }
             }
         }
@@ -335,7 +328,7 @@ impl Memory {
         clock: &Clock,
         generations: &[u32],
     ) -> Touch {
-        let Some((_, live)) = self.live.range_mut(..=lo).next_back() else {
+        let Some((_, live)) = self.live.last_in_mut(..=lo) else {
             return self.freed_at(lo);
         };
         if lo >= live.end {
@@ -367,7 +360,7 @@ impl Memory {
 
     /// The freed range holding `addr`, unless a live allocation holds it.
     pub fn freed_only(&self, addr: u64) -> Option<Freed> {
-        let live = self.live.range(..=addr).next_back().is_some_and(|(_, l)| addr < l.end);
+        let live = self.live.last_in(..=addr).is_some_and(|(_, l)| addr < l.end);
         match self.freed_at(addr) {
             Touch::Freed(f) if !live => Some(f),
             _ => None,
@@ -375,9 +368,123 @@ impl Memory {
     }
 
     fn freed_at(&self, addr: u64) -> Touch {
-        match self.freed.range(..=addr).next_back() {
+        match self.freed.last_in(..=addr) {
             Some((_, f)) if addr < f.end => Touch::Freed(*f),
             _ => Touch::Untracked,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use gpuleak_format::{Api, MemKind, Seq, StackId};
+
+    use super::{AllocInfo, Memory, Op, Touch};
+    use crate::streams::StreamName;
+
+    /// The freed ranges as one map (what `Memory` kept before the newest range was set
+    /// aside), with the same eviction.
+    #[derive(Default)]
+    struct Plain {
+        live: BTreeMap<u64, u64>,
+        freed: BTreeMap<u64, (u64, u64)>,
+        order: std::collections::VecDeque<(u64, u64)>,
+        serial: u64,
+    }
+
+    impl Plain {
+        fn forget_freed(&mut self, lo: u64, hi: u64) {
+            while let Some((&k, &(end, _))) = self.freed.range(..hi).next_back() {
+                if end <= lo {
+                    break;
+                }
+                self.freed.remove(&k);
+            }
+        }
+
+        fn insert(&mut self, lo: u64, hi: u64) {
+            while let Some((&k, &end)) = self.live.range(..hi).next_back() {
+                if end <= lo {
+                    break;
+                }
+                self.live.remove(&k);
+            }
+            self.forget_freed(lo, hi);
+            self.live.insert(lo, hi);
+        }
+
+        fn remove(&mut self, lo: u64, limit: usize) {
+            let Some(end) = self.live.remove(&lo) else { return };
+            self.serial += 1;
+            self.freed.insert(lo, (end, self.serial));
+            self.order.push_back((lo, self.serial));
+            while self.order.len() > limit {
+                let (k, serial) = self.order.pop_front().unwrap();
+                if self.freed.get(&k).is_some_and(|f| f.1 == serial) {
+                    self.freed.remove(&k);
+                }
+            }
+        }
+
+        fn freed_at(&self, addr: u64) -> Option<u64> {
+            match self.freed.range(..=addr).next_back() {
+                Some((_, &(end, serial))) if addr < end => Some(serial),
+                _ => None,
+            }
+        }
+    }
+
+    #[test]
+    fn the_newest_freed_range_set_aside_reads_as_one_map_of_freed_ranges() {
+        let op = Op::new(Api::cuMemFree_v2, StackId(0), StreamName::Host, Seq(1), 1);
+        // A small address space, so that ranges meet, overlap and come back at the same start;
+        // eviction is what `FREED` does, exercised at the full limit.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let mut memory = Memory::default();
+        let mut plain = Plain::default();
+        for step in 0..300_000 {
+            let lo = next(64) * 16;
+            let len = 1 + next(48);
+            match next(10) {
+                0..=3 => {
+                    let info = AllocInfo {
+                        ptr: lo,
+                        size: len,
+                        kind: MemKind::Device,
+                        api: Api::cuMemAlloc_v2,
+                        stack: StackId(0),
+                    };
+                    memory.insert(info);
+                    plain.insert(lo, lo + len);
+                }
+                4..=7 => {
+                    // Mostly a live start.
+                    let at = plain.live.keys().nth(next(4) as usize).copied().unwrap_or(lo);
+                    memory.remove(at, op);
+                    plain.remove(at, super::FREED);
+                }
+                _ => {
+                    memory.forget_freed(lo, lo + len);
+                    plain.forget_freed(lo, lo + len);
+                }
+            }
+            let every = if step % 8 == 0 { 3 } else { 61 };
+            for addr in (step % 3..64 * 16 + 48).step_by(every) {
+                let got = match memory.freed_at(addr) {
+                    Touch::Freed(f) => Some(f.serial),
+                    _ => None,
+                };
+                assert_eq!(got, plain.freed_at(addr), "address {addr} after step {step}");
+            }
+        }
+        assert!(plain.serial > super::FREED as u64, "eviction was exercised");
     }
 }

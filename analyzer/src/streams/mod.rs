@@ -86,6 +86,7 @@
 //! ```
 
 pub(crate) mod apis;
+mod aside;
 pub mod clock;
 mod found;
 mod graph_accesses;

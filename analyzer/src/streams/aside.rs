@@ -1,0 +1,118 @@
+//! An ordered map of address ranges by start that keeps its newest entry out of the tree.
+//!
+//! A program that allocates and frees at the same address over and over (the usual churn)
+//! makes the stream model insert a range and remove it again at every pair; with the newest
+//! entry set aside, that churn never touches the B-tree. Reads see the tree and the entry set
+//! aside as one map.
+
+use std::collections::BTreeMap;
+use std::ops::RangeBounds;
+
+/// A `BTreeMap<u64, V>` whose newest entry is kept aside (never at a key the tree holds).
+#[derive(Debug)]
+pub struct AsideMap<V> {
+    tree: BTreeMap<u64, V>,
+    newest: Option<(u64, V)>,
+}
+
+impl<V> Default for AsideMap<V> {
+    fn default() -> Self {
+        AsideMap {
+            tree: BTreeMap::new(),
+            newest: None,
+        }
+    }
+}
+
+impl<V> AsideMap<V> {
+    /// Entries.
+    pub fn len(&self) -> usize {
+        self.tree.len() + usize::from(self.newest.is_some())
+    }
+
+    /// Inserts `value` at `key`, replacing what was there.
+    pub fn insert(&mut self, key: u64, value: V) {
+        match self.newest.replace((key, value)) {
+            Some((k, older)) if k != key => {
+                self.tree.insert(k, older);
+            }
+            _ => {}
+        }
+        if !self.tree.is_empty() {
+            self.tree.remove(&key);
+        }
+    }
+
+    /// Removes the entry at `key`.
+    pub fn remove(&mut self, key: u64) -> Option<V> {
+        if self.newest.as_ref().is_some_and(|(k, _)| *k == key) {
+            return self.newest.take().map(|(_, v)| v);
+        }
+        if self.tree.is_empty() {
+            return None;
+        }
+        self.tree.remove(&key)
+    }
+
+    /// The entry at `key`.
+    pub fn get(&self, key: u64) -> Option<&V> {
+        match &self.newest {
+            Some((k, v)) if *k == key => Some(v),
+            _ => self.tree.get(&key),
+        }
+    }
+
+    /// The entry with the highest key in `range`.
+    pub fn last_in(&self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &V)> {
+        let aside = self.newest.as_ref().filter(|(k, _)| range.contains(k));
+        let tree = self.tree.range(range).next_back();
+        match (tree, aside) {
+            (Some((&t, v)), Some((n, _))) if t > *n => Some((t, v)),
+            (_, Some((n, v))) => Some((*n, v)),
+            (t, None) => t.map(|(&k, v)| (k, v)),
+        }
+    }
+
+    /// The entry with the highest key in `range`, mutable.
+    pub fn last_in_mut(&mut self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &mut V)> {
+        let aside = self.newest.as_mut().filter(|(k, _)| range.contains(k));
+        let tree = self.tree.range_mut(range).next_back();
+        match (tree, aside) {
+            (Some((&t, v)), Some((n, _))) if t > *n => Some((t, v)),
+            (_, Some((n, v))) => Some((*n, v)),
+            (t, None) => t.map(|(&k, v)| (k, v)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_as_one_map_whatever_the_order_of_inserts_and_removes() {
+        let mut aside = AsideMap::default();
+        let mut plain = BTreeMap::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..50_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = state % 24;
+            if state % 5 < 2 {
+                assert_eq!(aside.remove(key), plain.remove(&key), "step {step}");
+            } else {
+                aside.insert(key, step);
+                plain.insert(key, step);
+            }
+            assert_eq!(aside.len(), plain.len());
+            for k in 0..26 {
+                assert_eq!(aside.get(k), plain.get(&k));
+                let want = plain.range(..k).next_back().map(|(&k, v)| (k, *v));
+                assert_eq!(aside.last_in(..k).map(|(k, v)| (k, *v)), want, "below {k}");
+                let want = plain.range(..=k).next_back().map(|(&k, v)| (k, *v));
+                assert_eq!(aside.last_in_mut(..=k).map(|(k, v)| (k, *v)), want, "at or below {k}");
+            }
+        }
+    }
+}
