@@ -25,7 +25,7 @@
 //! dearer); launches cost nothing more than before.
 //!
 //! This module adds nodes and instantiates; `graph_listing` lists a graph and writes its
-//! records, `graph_updates` follows changes to an executable graph, and `graph_live` keeps
+//! records, `graph_updates` follows changes to an executable graph, and `ops::graph_live` keeps
 //! the live gauges of graph memory.
 
 use std::borrow::Cow;
@@ -33,10 +33,11 @@ use std::ffi::c_void;
 
 use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, GraphNode, MemLocation, Stream};
 
-use super::{graph_accesses, graph_listing, graph_live, graph_nodes};
+use super::{graph_accesses, graph_listing, graph_nodes};
 use crate::cuda::*;
 use crate::guard::{self, HookGuard};
 use crate::ops;
+use crate::ops::graph_live;
 use crate::tracer;
 
 /// `cuGraphAddMemAllocNode`: the node's address, size and location, after the driver

@@ -7,9 +7,10 @@
 
 #![allow(non_snake_case)]
 
+pub mod dlsym;
+pub mod dlsym_door;
 pub mod graph_accesses;
 pub mod graph_listing;
-pub mod graph_live;
 pub mod graph_nodes;
 pub mod graph_updates;
 pub mod graphs;
@@ -20,6 +21,7 @@ pub mod ordering;
 pub mod pools;
 pub mod resolver;
 pub mod runtime;
+pub mod table;
 pub mod vmm;
 
 use std::ffi::{c_char, c_void};
@@ -27,7 +29,7 @@ use std::ffi::{c_char, c_void};
 use gpuleak_format::Api;
 
 use crate::cuda::*;
-use crate::hooks::{Hook, Lib};
+use table::{Hook, Lib};
 
 macro_rules! cstr {
     ($name:ident) => {
@@ -63,7 +65,7 @@ macro_rules! hooks {
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $d($($da: $dt),*) -> CUresult {
                 type Real = unsafe extern "C" fn($($dt),*) -> CUresult;
-                let addr = HOOKS[Id::$d as usize].real_or_lookup();
+                let addr = HOOKS[Id::$d as usize].real_or_lookup(&HOOKS);
                 if addr == 0 {
                     return CUDA_ERROR_NOT_INITIALIZED;
                 }
@@ -83,7 +85,7 @@ macro_rules! hooks {
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $r($($ra: $rt),*) -> CUresult {
                 type Real = unsafe extern "C" fn($($rt),*) -> CUresult;
-                let addr = HOOKS[Id::$r as usize].real_or_lookup();
+                let addr = HOOKS[Id::$r as usize].real_or_lookup(&HOOKS);
                 if addr == 0 {
                     return runtime::ERROR_INITIALIZATION;
                 }
@@ -402,7 +404,15 @@ hooks! {
 }
 
 // The control API of `shim/include/gpuleak.h`: functions a program calls on gpuleak itself
-// (through weak references, so that it also runs without the shim).
+// (through weak references, so that it also runs without the shim). Each hands the table its
+// rows first: a control call may start tracing before any CUDA call, and tracing looks every
+// driver row up as it starts.
+
+/// Hands the table its rows (see [`table::install`]).
+#[inline]
+fn rows_known() {
+    table::install(&HOOKS);
+}
 
 /// `void gpuleak_mark(const char *name, uint64_t value)`: a Mark record (a step number, a
 /// phase change) in the trace.
@@ -411,6 +421,7 @@ hooks! {
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_mark(name: *const c_char, value: u64) {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::mark(name, value) }
 }
@@ -421,6 +432,7 @@ pub unsafe extern "C" fn gpuleak_mark(name: *const c_char, value: u64) {
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_region_begin(name: *const c_char) {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::region(name, true) }
 }
@@ -431,6 +443,7 @@ pub unsafe extern "C" fn gpuleak_region_begin(name: *const c_char) {
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_region_end(name: *const c_char) {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::region(name, false) }
 }
@@ -439,6 +452,7 @@ pub unsafe extern "C" fn gpuleak_region_end(name: *const c_char) {
 /// if negative), as counted by the shim.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
+    rows_known();
     crate::ops::control::live_bytes(device)
 }
 
@@ -447,6 +461,7 @@ pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
 /// allocation that takes the window's live bytes past it writes a Snapshot record.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_window_begin(watch_bytes: u64) {
+    rows_known();
     crate::ops::control::window_begin(watch_bytes);
 }
 
@@ -458,6 +473,7 @@ pub extern "C" fn gpuleak_window_begin(watch_bytes: u64) {
 /// `out` is NULL or valid for `n` writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_window_stats(out: *mut u64, n: std::ffi::c_int) -> std::ffi::c_int {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::window_stats(out, n) }
 }
@@ -469,6 +485,7 @@ pub unsafe extern "C" fn gpuleak_window_stats(out: *mut u64, n: std::ffi::c_int)
 /// `reason` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::snapshot(reason) }
 }
@@ -479,6 +496,7 @@ pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
 /// frameworks' state for the snapshots the shim takes on its own.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_snapshot_generation() -> u64 {
+    rows_known();
     crate::ops::control::snapshot_generation()
 }
 
@@ -486,6 +504,7 @@ pub extern "C" fn gpuleak_snapshot_generation() -> u64 {
 /// the process exits), or NULL when nothing is traced.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_trace_path() -> *const c_char {
+    rows_known();
     crate::ops::control::trace_path()
 }
 
@@ -497,6 +516,7 @@ pub extern "C" fn gpuleak_trace_path() -> *const c_char {
 /// `data` is NULL or valid for `len` reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_framework_record(kind: u32, data: *const u8, len: usize) -> std::ffi::c_int {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::framework_record(kind, data, len) }
 }

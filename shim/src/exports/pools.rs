@@ -7,7 +7,7 @@
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use gpuleak_format::record::PoolUsage;
 use gpuleak_format::Api;
@@ -15,17 +15,8 @@ use gpuleak_format::Api;
 use crate::cuda::*;
 use crate::{guard, tracer};
 
-/// One successful stream-ordered call in this many, on each thread, samples its pool
-/// (`GPULEAK_POOL_SAMPLE`, parsed with the other settings when tracing starts; 0 never).
-static POOL_EVERY: AtomicU32 = AtomicU32::new(crate::config::POOL_SAMPLE_DEFAULT);
-
-/// Sets the sampling period from the settings (when tracing starts).
-pub fn set_pool_every(every: u32) {
-    POOL_EVERY.store(every, Ordering::Relaxed);
-}
-
 fn pool_every() -> u32 {
-    POOL_EVERY.load(Ordering::Relaxed)
+    crate::tracer::pool_every()
 }
 
 /// What one thread remembers between samples (const-initialised, no destructor).
@@ -97,7 +88,7 @@ pub(super) fn pool_of_pointer(ptr: CUdeviceptr) -> u64 {
         return 0;
     }
     type GetAttribute = unsafe extern "C" fn(*mut c_void, u32, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuPointerGetAttribute) else {
+    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuPointerGetAttribute) else {
         return 0;
     };
     // SAFETY: the driver's cuPointerGetAttribute, found by name, with its C signature.
@@ -174,7 +165,7 @@ fn sample_pool_now(pool: u64) {
     type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
     type GetAttribute = unsafe extern "C" fn(CUmemoryPool, u32, *mut c_void) -> CUresult;
     let mut device = -1i32;
-    if let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetDevice) {
+    if let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetDevice) {
         // SAFETY: the driver's cuCtxGetDevice, found by name, with its C signature.
         let f: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(f) };
         let mut d = -1;
@@ -186,7 +177,7 @@ fn sample_pool_now(pool: u64) {
     let last = POOL_SAMPLER.try_with(Cell::get).ok();
     let mut pool = pool;
     if pool == 0 && device >= 0 {
-        if let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuDeviceGetMemPool) {
+        if let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuDeviceGetMemPool) {
             // SAFETY: the driver's cuDeviceGetMemPool, found by name, with its C signature.
             let f: GetMemPool = unsafe { std::mem::transmute::<usize, GetMemPool>(f) };
             let mut p: CUmemoryPool = std::ptr::null_mut();
@@ -200,7 +191,7 @@ fn sample_pool_now(pool: u64) {
     if pool == 0 {
         return;
     }
-    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuMemPoolGetAttribute) else {
+    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuMemPoolGetAttribute) else {
         return;
     };
     // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.

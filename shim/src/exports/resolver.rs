@@ -7,8 +7,8 @@ use std::ffi::{c_char, c_void, CStr};
 
 use gpuleak_format::Api;
 
+use super::table;
 use crate::cuda::*;
-use crate::hooks;
 
 /// Replaces `*pfn` with the wrapper of the same variant, if tracked.
 unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut *mut c_void) {
@@ -18,7 +18,7 @@ unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut
     // SAFETY: the resolver succeeded, so `pfn` holds the function it found; `symbol` is the
     // caller's NUL-terminated name.
     let (found, name) = unsafe { (pfn.read() as usize, CStr::from_ptr(symbol).to_bytes()) };
-    let wrapper = hooks::substitute_resolved(real_resolver, name, found);
+    let wrapper = table::substitute_resolved(real_resolver, name, found);
     if wrapper != found {
         // SAFETY: same out-parameter, now holding a function of the identical signature.
         unsafe { pfn.write(wrapper as *mut c_void) };
@@ -65,7 +65,7 @@ pub unsafe fn get_proc_address_v2(
 
 /// Used by the runtime's `cudaGetDriverEntryPoint*`, whose answers are driver functions.
 pub unsafe fn swap_driver_entry(symbol: *const c_char, pfn: *mut *mut c_void) {
-    let resolver = hooks::by_name(b"cuGetProcAddress_v2").map_or(0, |h| h.real());
+    let resolver = table::by_name(b"cuGetProcAddress_v2").map_or(0, |h| h.real());
     // SAFETY: forwarded contract of the caller.
     unsafe { swap_in_wrapper(resolver, symbol, pfn) };
 }

@@ -2,27 +2,15 @@
 //! they cause with the call the program made (`cudaMalloc` → `cuMemAlloc_v2`). They never
 //! record anything themselves, so nothing is counted twice.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 
 use gpuleak_format::Api;
 
 use crate::cuda::CUresult;
-use crate::{dl, elf, guard};
+use crate::guard;
 
 /// `cudaErrorInitializationError`, returned only if no runtime can be found at all.
 pub const ERROR_INITIALIZATION: CUresult = 3;
-
-const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
-
-/// The runtime's own function: the next definition after the shim (a program or library
-/// linked with `-lcudart`), else the one in a `libcudart.so` loaded privately.
-pub fn find_real(name: &CStr) -> usize {
-    let next = dl::real_dlsym(RTLD_NEXT, name);
-    if !next.is_null() {
-        return next as usize;
-    }
-    elf::find_function(&[b"libcudart.so"], name).unwrap_or(0)
-}
 
 macro_rules! tags {
     ($($(#[$doc:meta])* $name:ident ($($arg:ident : $ty:ident),*);)*) => {$(

@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
@@ -127,6 +127,15 @@ fn program_name() -> OsString {
         .unwrap_or_else(|_| "program".into())
 }
 
+/// One successful stream-ordered call in this many, on each thread, samples its pool
+/// (`GPULEAK_POOL_SAMPLE`, parsed with the other settings when tracing starts; 0 never).
+static POOL_EVERY: AtomicU32 = AtomicU32::new(crate::config::POOL_SAMPLE_DEFAULT);
+
+/// The pool sampling period (see `exports::pools`).
+pub fn pool_every() -> u32 {
+    POOL_EVERY.load(Ordering::Relaxed)
+}
+
 fn start() -> Option<Tracer> {
     // A setuid program: not one setting read, not one file created (the line is said once).
     if config::passthrough_only() {
@@ -135,7 +144,7 @@ fn start() -> Option<Tracer> {
     // SAFETY: getpid cannot fail.
     let pid = unsafe { libc::getpid() } as u32;
     let config = Config::from_env(pid);
-    crate::exports::pools::set_pool_every(config.pool_sample);
+    POOL_EVERY.store(config.pool_sample, Ordering::Relaxed);
     if config.disabled {
         return None;
     }
@@ -169,7 +178,7 @@ fn start() -> Option<Tracer> {
         depth => start_unwinder(config.unwind, depth),
     };
     let own_text = own_text_range();
-    crate::dl::resolve_up_front();
+    crate::exports::table::resolve_up_front();
     Some(Tracer {
         writer,
         start_ns,
@@ -298,7 +307,7 @@ extern "C" fn at_unload() {
     }
     // SAFETY: published and never freed.
     let t = unsafe { &*p };
-    let unknown = crate::hooks::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
+    let unknown = crate::exports::table::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
     let lost = t.writer.lost.load(Ordering::Relaxed);
     let mut last: Vec<(Pending, Body<'_>)> = Vec::with_capacity(3);
     if unknown > 0 {
@@ -466,7 +475,7 @@ impl Tracer {
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
     /// cannot change the program's error state).
     fn current_ctx(&self) -> u64 {
-        let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetCurrent) else {
+        let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetCurrent) else {
             return 0;
         };
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;

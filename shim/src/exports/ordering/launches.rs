@@ -154,7 +154,7 @@ pub unsafe fn graph_launch(
     // SAFETY: passed through.
     let r = unsafe { real(exec, stream) };
     if r == CUDA_SUCCESS {
-        crate::exports::graph_live::launched(exec as u64);
+        crate::ops::graph_live::launched(exec as u64);
     }
     tracer::hot_event(&g, |stack| Launch {
         api,
