@@ -199,16 +199,15 @@ pub(super) unsafe fn added(
 /// only passed through.
 pub unsafe fn add_kernel_node(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, *const c_void) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
-    params: *const c_void,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
+    _params: *const c_void,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params) };
+    let r = real();
     // SAFETY: the call's node out-parameter.
     unsafe { added(g.as_ref(), api, GraphNode::KERNEL, r, graph, node) };
     r
@@ -219,24 +218,16 @@ pub unsafe fn add_kernel_node(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn add_copy_node(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        usize,
-        *const c_void,
-        CUcontext,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
-    params: *const c_void,
-    ctx: CUcontext,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
+    _params: *const c_void,
+    _ctx: CUcontext,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params, ctx) };
+    let r = real();
     let kind = if api == Api::cuGraphAddMemsetNode {
         GraphNode::MEMSET
     } else {
@@ -250,16 +241,15 @@ pub unsafe fn add_copy_node(
 /// `cuGraphAddMemFreeNode` (11.4): the address is only passed through.
 pub unsafe fn add_mem_free_node(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, CUdeviceptr) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
-    dptr: CUdeviceptr,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
+    _dptr: CUdeviceptr,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, dptr) };
+    let r = real();
     // SAFETY: the call's node out-parameter.
     unsafe { added(g.as_ref(), api, GraphNode::MEM_FREE, r, graph, node) };
     r
@@ -286,10 +276,9 @@ pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CU
 
 /// `cuGraphDestroy`: on success, a record with node 0 (the graph's node handles are free to
 /// come back).
-pub unsafe fn destroy(api: Api, real: unsafe extern "C" fn(CUgraph) -> CUresult, graph: CUgraph) -> CUresult {
+pub fn destroy(api: Api, real: impl FnOnce() -> CUresult, graph: CUgraph) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(graph) };
+    let r = real();
     if let (Some(g), CUDA_SUCCESS) = (&g, r) {
         tracer::event_fields(
             g,

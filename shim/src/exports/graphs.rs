@@ -44,22 +44,15 @@ use crate::tracer;
 /// returned.
 pub unsafe fn add_mem_alloc_node(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        usize,
-        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
     params: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params) };
+    let r = real();
     if let Some(g) = &g {
         // SAFETY: the caller's parameters, which the driver read whole and wrote `dptr` into.
         unsafe { alloc_node_made(g, api, r, params) };
@@ -74,22 +67,15 @@ pub unsafe fn add_mem_alloc_node(
 /// from is recorded (`graph_nodes`).
 pub unsafe fn add_node(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        usize,
-        *mut CUgraphNodeParamsHead,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
     params: *mut CUgraphNodeParamsHead,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params) };
+    let r = real();
     // SAFETY: the caller's parameters and node out-parameter, read after a successful call.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
@@ -100,24 +86,16 @@ pub unsafe fn add_node(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn add_node_v2(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        *const c_void,
-        usize,
-        *mut CUgraphNodeParamsHead,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     node: *mut CUgraphNode,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    edges: *const c_void,
-    ndeps: usize,
+    _deps: *const CUgraphNode,
+    _edges: *const c_void,
+    _ndeps: usize,
     params: *mut CUgraphNodeParamsHead,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, edges, ndeps, params) };
+    let r = real();
     // SAFETY: as above.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
@@ -180,16 +158,15 @@ pub(super) fn node_location(p: &CUDA_MEM_ALLOC_NODE_PARAMS) -> u64 {
 /// `cuGraphInstantiate` and `cuGraphInstantiate_v2` (the error node and log ABI; no flags).
 pub unsafe fn instantiate_logged(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, *mut CUgraphNode, *mut c_void, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: *mut CUgraphExec,
     graph: CUgraph,
-    error_node: *mut CUgraphNode,
-    log: *mut c_void,
-    log_size: usize,
+    _error_node: *mut CUgraphNode,
+    _log: *mut c_void,
+    _log_size: usize,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, error_node, log, log_size) };
+    let r = real();
     // SAFETY: the caller's out-parameter, read only on success.
     unsafe { instantiated(&g, api, r, exec, graph, 0) };
     r
@@ -198,14 +175,13 @@ pub unsafe fn instantiate_logged(
 /// `cuGraphInstantiateWithFlags`.
 pub unsafe fn instantiate_flags(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, u64) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: *mut CUgraphExec,
     graph: CUgraph,
     flags: u64,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, flags) };
+    let r = real();
     // SAFETY: as above.
     unsafe { instantiated(&g, api, r, exec, graph, flags) };
     r
@@ -214,14 +190,13 @@ pub unsafe fn instantiate_flags(
 /// `cuGraphInstantiateWithParams[_ptsz]`: the flags are the parameters' first member.
 pub unsafe fn instantiate_params(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: *mut CUgraphExec,
     graph: CUgraph,
     params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, params) };
+    let r = real();
     let flags = if r == CUDA_SUCCESS && !params.is_null() {
         // SAFETY: on success the driver has read the structure the caller passed.
         unsafe { (*params).flags }

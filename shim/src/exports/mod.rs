@@ -1,9 +1,11 @@
 //! The C ABI of the shim, in one place: every intercepted entry point, its handler, and the
 //! generated table behind doors 1 to 3 (exported symbols, `dlsym`, the resolvers).
 //!
-//! Each generated export is short: find the real function, call the handler with it. Each
-//! handler takes the guard, calls the real function with the program's arguments, records,
-//! and returns the real result unchanged.
+//! Each generated export is short: find the real function, wrap the call the program made
+//! (the real function with the program's arguments) in a closure, and hand it to the handler
+//! with the arguments. Each handler takes the guard, makes that call once, records, and returns
+//! the real result unchanged. Out-parameters are declared `Out<T>` in the list below: a handler
+//! reads one only through [`Out::after`], after the driver reported success.
 
 #![allow(non_snake_case)]
 
@@ -72,8 +74,14 @@ macro_rules! hooks {
                 // SAFETY: the row's real address is the driver's own function of exactly
                 // this name, whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
-                // SAFETY: the program's own arguments, passed through unchanged.
-                unsafe { $dh(Api::$d, real, $($da),*) }
+                // SAFETY: the real function with the program's own arguments, unchanged, on
+                // the program's thread inside the program's call: the call the program made.
+                // The handler makes it at most once (`FnOnce`).
+                let call = move || unsafe { real($($da),*) };
+                // SAFETY: the program's own arguments, as the handler's contract asks (most
+                // handlers are safe functions; those that read an input pointer are not).
+                #[allow(unused_unsafe)]
+                unsafe { $dh(Api::$d, call, $($da),*) }
             }
         )*
 
@@ -92,57 +100,59 @@ macro_rules! hooks {
                 // SAFETY: the row's real address is the runtime's own function of exactly
                 // this name, whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
-                // SAFETY: the program's own arguments, passed through unchanged.
-                unsafe { $rh(Api::$r, real, $($ra),*) }
+                // SAFETY: as for the driver's rows: the call the program made, at most once.
+                let call = move || unsafe { real($($ra),*) };
+                // SAFETY: the program's own arguments, as the handler's contract asks.
+                #[allow(unused_unsafe)]
+                unsafe { $rh(Api::$r, call, $($ra),*) }
             }
         )*
     };
 }
 
-type Dptr = *mut CUdeviceptr;
 type Pptr = *mut *mut c_void;
 
 hooks! {
     driver {
-        cuMemAlloc_v2(dptr: Dptr, size: usize) => memory::alloc;
-        cuMemAllocPitch_v2(dptr: Dptr, pitch: *mut usize, width: usize, height: usize, elem: u32) => memory::alloc_pitch;
-        cuMemAllocManaged(dptr: Dptr, size: usize, flags: u32) => memory::alloc_flags;
+        cuMemAlloc_v2(dptr: Out<CUdeviceptr>, size: usize) => memory::alloc;
+        cuMemAllocPitch_v2(dptr: Out<CUdeviceptr>, pitch: Out<usize>, width: usize, height: usize, elem: u32) => memory::alloc_pitch;
+        cuMemAllocManaged(dptr: Out<CUdeviceptr>, size: usize, flags: u32) => memory::alloc_flags;
         cuMemFree_v2(dptr: CUdeviceptr) => memory::free;
-        cuMemAllocHost_v2(pp: Pptr, size: usize) => memory::alloc_host;
-        cuMemHostAlloc(pp: Pptr, size: usize, flags: u32) => memory::host_alloc;
+        cuMemAllocHost_v2(pp: Out<*mut c_void>, size: usize) => memory::alloc_host;
+        cuMemHostAlloc(pp: Out<*mut c_void>, size: usize, flags: u32) => memory::host_alloc;
         cuMemFreeHost(p: *mut c_void) => memory::free_host;
         cuMemHostRegister_v2(p: *mut c_void, size: usize, flags: u32) => memory::host_register;
         cuMemHostUnregister(p: *mut c_void) => memory::free_host;
-        cuMemAllocAsync(dptr: Dptr, size: usize, stream: CUstream) => memory::alloc_async;
-        cuMemAllocAsync_ptsz(dptr: Dptr, size: usize, stream: CUstream) => memory::alloc_async;
-        cuMemAllocFromPoolAsync(dptr: Dptr, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
-        cuMemAllocFromPoolAsync_ptsz(dptr: Dptr, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
+        cuMemAllocAsync(dptr: Out<CUdeviceptr>, size: usize, stream: CUstream) => memory::alloc_async;
+        cuMemAllocAsync_ptsz(dptr: Out<CUdeviceptr>, size: usize, stream: CUstream) => memory::alloc_async;
+        cuMemAllocFromPoolAsync(dptr: Out<CUdeviceptr>, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
+        cuMemAllocFromPoolAsync_ptsz(dptr: Out<CUdeviceptr>, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
         cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream) => memory::free_async;
         cuMemFreeAsync_ptsz(dptr: CUdeviceptr, stream: CUstream) => memory::free_async;
-        cuMemAddressReserve(ptr: Dptr, size: usize, align: usize, addr: CUdeviceptr, flags: u64) => vmm::address_reserve;
+        cuMemAddressReserve(ptr: Out<CUdeviceptr>, size: usize, align: usize, addr: CUdeviceptr, flags: u64) => vmm::address_reserve;
         cuMemAddressFree(ptr: CUdeviceptr, size: usize) => vmm::address_free;
-        cuMemCreate(handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const c_void, flags: u64) => vmm::create;
+        cuMemCreate(handle: Out<CUmemGenericAllocationHandle>, size: usize, prop: *const c_void, flags: u64) => vmm::create;
         cuMemRelease(handle: CUmemGenericAllocationHandle) => vmm::release;
         cuMemMap(ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: u64) => vmm::map;
         cuMemUnmap(ptr: CUdeviceptr, size: usize) => vmm::unmap;
-        cuMemRetainAllocationHandle(handle: *mut CUmemGenericAllocationHandle, addr: *mut c_void) => vmm::retain;
-        cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, os_handle: *mut c_void, kind: u32) => vmm::import;
-        cuMulticastCreate(handle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp) => vmm::multicast_create;
-        cuArrayCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY_DESCRIPTOR) => memory::array_create;
-        cuArray3DCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY3D_DESCRIPTOR) => memory::array3d_create;
+        cuMemRetainAllocationHandle(handle: Out<CUmemGenericAllocationHandle>, addr: *mut c_void) => vmm::retain;
+        cuMemImportFromShareableHandle(handle: Out<CUmemGenericAllocationHandle>, os_handle: *mut c_void, kind: u32) => vmm::import;
+        cuMulticastCreate(handle: Out<CUmemGenericAllocationHandle>, prop: *const CUmulticastObjectProp) => vmm::multicast_create;
+        cuArrayCreate_v2(array: Out<CUarray>, desc: *const CUDA_ARRAY_DESCRIPTOR) => memory::array_create;
+        cuArray3DCreate_v2(array: Out<CUarray>, desc: *const CUDA_ARRAY3D_DESCRIPTOR) => memory::array3d_create;
         cuArrayDestroy(array: CUarray) => memory::array_destroy;
-        cuMipmappedArrayCreate(array: *mut CUmipmappedArray, desc: *const CUDA_ARRAY3D_DESCRIPTOR, levels: u32) => memory::mipmapped_create;
+        cuMipmappedArrayCreate(array: Out<CUmipmappedArray>, desc: *const CUDA_ARRAY3D_DESCRIPTOR, levels: u32) => memory::mipmapped_create;
         cuMipmappedArrayDestroy(array: CUmipmappedArray) => memory::array_destroy;
-        cuIpcOpenMemHandle_v2(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
-        cuIpcOpenMemHandle(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
+        cuIpcOpenMemHandle_v2(dptr: Out<CUdeviceptr>, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
+        cuIpcOpenMemHandle(dptr: Out<CUdeviceptr>, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
         cuIpcCloseMemHandle(dptr: CUdeviceptr) => imports::ipc_close;
-        cuImportExternalMemory(ext: *mut CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) => imports::external_import;
-        cuExternalMemoryGetMappedBuffer(dptr: *mut CUdeviceptr, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) => imports::external_buffer;
-        cuExternalMemoryGetMappedMipmappedArray(array: *mut CUmipmappedArray, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) => imports::external_array;
+        cuImportExternalMemory(ext: Out<CUexternalMemory>, desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) => imports::external_import;
+        cuExternalMemoryGetMappedBuffer(dptr: Out<CUdeviceptr>, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) => imports::external_buffer;
+        cuExternalMemoryGetMappedMipmappedArray(array: Out<CUmipmappedArray>, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) => imports::external_array;
         cuDestroyExternalMemory(ext: CUexternalMemory) => imports::external_destroy;
-        cuMemPoolImportPointer(dptr: Dptr, pool: CUmemoryPool, data: *mut c_void) => imports::pool_import;
-        cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolPropsHead) => objects::pool_create;
-        cuMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
+        cuMemPoolImportPointer(dptr: Out<CUdeviceptr>, pool: CUmemoryPool, data: *mut c_void) => imports::pool_import;
+        cuMemPoolCreate(pool: Out<CUmemoryPool>, props: *const CUmemPoolPropsHead) => objects::pool_create;
+        cuMemPoolImportFromShareableHandle(pool: Out<CUmemoryPool>, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
         cuMemPoolDestroy(pool: CUmemoryPool) => objects::pool_destroy;
         cuMemPoolTrimTo(pool: CUmemoryPool, keep: usize) => pools::pool_trim;
         cuGraphAddMemAllocNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUDA_MEM_ALLOC_NODE_PARAMS) => graphs::add_mem_alloc_node;
@@ -171,21 +181,21 @@ hooks! {
         cuGraphAddMemsetNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
         cuGraphDestroy(graph: CUgraph) => graph_nodes::destroy;
 
-        cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
-        cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
-        cuCtxCreate_v4(ctx: *mut CUcontext, params: *mut c_void, flags: u32, dev: CUdevice) => objects::ctx_create_v4;
+        cuCtxCreate_v2(ctx: Out<CUcontext>, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
+        cuCtxCreate_v3(ctx: Out<CUcontext>, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
+        cuCtxCreate_v4(ctx: Out<CUcontext>, params: *mut c_void, flags: u32, dev: CUdevice) => objects::ctx_create_v4;
         cuCtxDestroy_v2(ctx: CUcontext) => objects::ctx_destroy;
-        cuDevicePrimaryCtxRetain(ctx: *mut CUcontext, dev: CUdevice) => objects::primary_retain;
+        cuDevicePrimaryCtxRetain(ctx: Out<CUcontext>, dev: CUdevice) => objects::primary_retain;
         cuDevicePrimaryCtxRelease_v2(dev: CUdevice) => objects::primary_release;
         cuDevicePrimaryCtxRelease(dev: CUdevice) => objects::primary_release;
         cuDevicePrimaryCtxReset_v2(dev: CUdevice) => objects::primary_release;
         cuDevicePrimaryCtxReset(dev: CUdevice) => objects::primary_release;
 
-        cuStreamCreate(stream: *mut CUstream, flags: u32) => objects::stream_create;
-        cuStreamCreateWithPriority(stream: *mut CUstream, flags: u32, priority: i32) => objects::stream_create_prio;
-        cuGreenCtxStreamCreate(stream: *mut CUstream, green: CUgreenCtx, flags: u32, priority: i32) => objects::green_stream_create;
+        cuStreamCreate(stream: Out<CUstream>, flags: u32) => objects::stream_create;
+        cuStreamCreateWithPriority(stream: Out<CUstream>, flags: u32, priority: i32) => objects::stream_create_prio;
+        cuGreenCtxStreamCreate(stream: Out<CUstream>, green: CUgreenCtx, flags: u32, priority: i32) => objects::green_stream_create;
         cuStreamDestroy_v2(stream: CUstream) => objects::stream_destroy;
-        cuEventCreate(event: *mut CUevent, flags: u32) => objects::event_create;
+        cuEventCreate(event: Out<CUevent>, flags: u32) => objects::event_create;
         cuEventDestroy_v2(event: CUevent) => objects::event_destroy;
         cuStreamDestroy(stream: CUstream) => objects::stream_destroy;
         cuEventDestroy(event: CUevent) => objects::event_destroy;

@@ -2,8 +2,8 @@
 //! destroyed) and the sampling of a pool's usage after stream-ordered calls (`PoolUsage`
 //! records), and `cuMemPoolTrimTo`.
 //!
-//! Every handler is `unsafe` with the contract of `memory`'s: `real` is the driver function the
-//! handler is named for, and the other arguments are the program's, passed through unchanged.
+//! Handlers get the call the program made (`real`) and its arguments, as `memory`'s do; those
+//! that read an input pointer are `unsafe`: the arguments must be the program's.
 
 use std::cell::Cell;
 use std::ffi::c_void;
@@ -140,14 +140,8 @@ pub(super) fn sample_pool(result: CUresult, pool: u64) {
 /// trim samples the pool at once, whatever this thread's count to its next sample (trims are
 /// rare; the report's reserved bytes then fall where the program trimmed, not at some later
 /// stream-ordered call, which a program that trims before it ends may never make).
-pub unsafe fn pool_trim(
-    _api: Api,
-    real: unsafe extern "C" fn(CUmemoryPool, usize) -> CUresult,
-    pool: CUmemoryPool,
-    keep: usize,
-) -> CUresult {
-    // SAFETY: passed through.
-    let r = unsafe { real(pool, keep) };
+pub fn pool_trim(_api: Api, real: impl FnOnce() -> CUresult, pool: CUmemoryPool, _keep: usize) -> CUresult {
+    let r = real();
     if r == CUDA_SUCCESS && pool_every() != 0 {
         sample_pool_now(pool as u64);
     }

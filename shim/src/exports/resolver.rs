@@ -25,20 +25,27 @@ unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut
     }
 }
 
+/// The address of the real resolver `api` (it identifies the driver; known: the wrapper
+/// just called it).
+fn real_resolver(api: Api) -> usize {
+    api.name()
+        .and_then(|n| table::by_name(n.as_bytes()))
+        .map_or(0, |h| h.real())
+}
+
 /// `cuGetProcAddress` (CUDA 11.3 ABI, four arguments).
 pub unsafe fn get_proc_address(
-    _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, i32, u64) -> CUresult,
+    api: Api,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
-    version: i32,
-    flags: u64,
+    _version: i32,
+    _flags: u64,
 ) -> CUresult {
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(symbol, pfn, version, flags) };
+    let r = real();
     if r == CUDA_SUCCESS {
         // SAFETY: as the function's contract says, on success `pfn` was written.
-        unsafe { swap_in_wrapper(real as usize, symbol, pfn) };
+        unsafe { swap_in_wrapper(real_resolver(api), symbol, pfn) };
     }
     r
 }
@@ -46,19 +53,18 @@ pub unsafe fn get_proc_address(
 /// `cuGetProcAddress_v2` and `cuGetProcAddress_v2_ptsz` (five arguments, the last a
 /// status pointer that may be NULL).
 pub unsafe fn get_proc_address_v2(
-    _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, i32, u64, *mut i32) -> CUresult,
+    api: Api,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
-    version: i32,
-    flags: u64,
-    status: *mut i32,
+    _version: i32,
+    _flags: u64,
+    _status: *mut i32,
 ) -> CUresult {
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(symbol, pfn, version, flags, status) };
+    let r = real();
     if r == CUDA_SUCCESS {
         // SAFETY: as above.
-        unsafe { swap_in_wrapper(real as usize, symbol, pfn) };
+        unsafe { swap_in_wrapper(real_resolver(api), symbol, pfn) };
     }
     r
 }

@@ -16,15 +16,12 @@ macro_rules! tags {
     ($($(#[$doc:meta])* $name:ident ($($arg:ident : $ty:ident),*);)*) => {$(
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
-        pub unsafe fn $name<$($ty),*>(
+        pub fn $name<$($ty),*>(
             api: Api,
-            real: unsafe extern "C" fn($($ty),*) -> CUresult,
-            $($arg: $ty),*
+            real: impl FnOnce() -> CUresult,
+            $(_: $ty),*
         ) -> CUresult {
-            guard::with_via(api, || {
-                // SAFETY: the program's own arguments, passed through.
-                unsafe { real($($arg),*) }
-            })
+            guard::with_via(api, real)
         }
     )*};
 }
@@ -49,14 +46,14 @@ tags! {
 /// `cudaGetDriverEntryPoint`: a driver function handed out by the runtime.
 pub unsafe fn entry_point(
     _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, u64, *mut i32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     fp: *mut *mut c_void,
-    flags: u64,
-    status: *mut i32,
+    _flags: u64,
+    _status: *mut i32,
 ) -> CUresult {
-    // SAFETY: passed through (the fourth argument too: runtimes before 12.0 ignore it).
-    let r = unsafe { real(symbol, fp, flags, status) };
+    // The fourth argument is passed on too: runtimes before 12.0 ignore it.
+    let r = real();
     if r == 0 {
         // SAFETY: on success `fp` holds a driver function.
         unsafe { super::resolver::swap_driver_entry(symbol, fp) };
@@ -67,15 +64,14 @@ pub unsafe fn entry_point(
 /// `cudaGetDriverEntryPointByVersion`.
 pub unsafe fn entry_point_by_version(
     _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, u32, u64, *mut i32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     fp: *mut *mut c_void,
-    version: u32,
-    flags: u64,
-    status: *mut i32,
+    _version: u32,
+    _flags: u64,
+    _status: *mut i32,
 ) -> CUresult {
-    // SAFETY: passed through.
-    let r = unsafe { real(symbol, fp, version, flags, status) };
+    let r = real();
     if r == 0 {
         // SAFETY: on success `fp` holds a driver function.
         unsafe { super::resolver::swap_driver_entry(symbol, fp) };
