@@ -17,6 +17,7 @@ mod diag;
 mod elf;
 mod exports;
 mod fd;
+mod fingerprint;
 mod guard;
 mod heap;
 mod modules;
@@ -26,6 +27,7 @@ mod python;
 mod rank;
 mod scratch;
 mod stacks;
+mod sys;
 mod tracer;
 mod writer;
 

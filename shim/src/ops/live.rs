@@ -689,8 +689,7 @@ pub fn print_oom_summary(api: Api, size: u64, device: i32, why: Failure) {
         text.push_str(&l);
         text.push('\n');
     }
-    // SAFETY: writes a buffer we own to fd 2.
-    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+    crate::sys::write(2, text.as_bytes());
 }
 
 #[cfg(test)]

@@ -563,7 +563,7 @@ impl Runtime {
         }
         // The outermost frame always ends its group (a thread's first eval-loop call).
         out[n - 1].entry = true;
-        Some((n, crate::stacks::finish_hash(h) | 1, true))
+        Some((n, crate::fingerprint::finish_hash(h) | 1, true))
     }
 }
 

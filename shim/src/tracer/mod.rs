@@ -20,8 +20,6 @@ use crate::writer::{self, Writer};
 
 mod capture;
 
-pub use capture::CaptureScratch;
-
 const OFF: u8 = 0;
 const STARTING: u8 = 1;
 const ON: u8 = 2;
@@ -63,10 +61,7 @@ pub struct Pending {
 
 #[inline]
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::clock_ns(clock)
 }
 
 /// The running tracer, starting it on first use. `None` when disabled or start-up failed.
@@ -141,8 +136,7 @@ fn start() -> Option<Tracer> {
     if config::passthrough_only() {
         return None;
     }
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() } as u32;
+    let pid = crate::sys::getpid();
     let config = Config::from_env(pid);
     POOL_EVERY.store(config.pool_sample, Ordering::Relaxed);
     if config.disabled {
@@ -234,22 +228,14 @@ fn start_unwinder(method: gpuleak_unwind::Method, depth: usize) -> usize {
 /// Why the unwinder walked nothing on this thread, when the cause is that /proc/self/maps
 /// cannot be opened; `None` for any other cause.
 fn unwind_failure() -> Option<String> {
-    // SAFETY: a constant C string, opened read-only and closed at once if it opened.
-    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = crate::sys::open(c"/proc/self/maps", libc::O_RDONLY | libc::O_CLOEXEC, 0);
     let errno = std::io::Error::last_os_error();
     if fd >= 0 {
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(fd) };
+        crate::sys::close(fd);
         return None;
     }
     if matches!(errno.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit fills the struct we pass.
-        let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-        let limit = if known {
+        let limit = if let Some(limit) = crate::sys::getrlimit(libc::RLIMIT_NOFILE) {
             format!(" (RLIMIT_NOFILE is {})", limit.rlim_cur)
         } else {
             String::new()
@@ -383,8 +369,7 @@ impl Tracer {
     }
 
     fn write_preamble(&self) {
-        // SAFETY: getpid/getppid cannot fail.
-        let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
+        let (pid, ppid) = (crate::sys::getpid(), crate::sys::getppid());
         let exe = crate::modules::main_program();
         let args: Vec<std::borrow::Cow<'_, str>> = std::fs::read("/proc/self/cmdline")
             .unwrap_or_default()
@@ -393,8 +378,7 @@ impl Tracer {
             .map(|a| String::from_utf8_lossy(a).into_owned().into())
             .collect();
         let mut host = [0u8; 256];
-        // SAFETY: gethostname writes at most len bytes into our buffer.
-        unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+        crate::sys::gethostname(&mut host);
         let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
         let start_unix = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
