@@ -171,25 +171,11 @@ fn made(g: &HookGuard, api: Api, kind: u32, graph: u64, node: u64) {
     );
 }
 
-/// After `api` tried to add a node of type `kind` to `graph` (under guard `g`): on success,
-/// records the node `out` names.
-///
-/// # Safety
-/// `out` is the call's node out-parameter.
-pub(super) unsafe fn added(
-    g: Option<&HookGuard>,
-    api: Api,
-    kind: u32,
-    r: CUresult,
-    graph: CUgraph,
-    out: *mut CUgraphNode,
-) {
+/// After `api` tried to add a node of type `kind` to `graph` (under guard `g`) and returned
+/// `r`: on success, records the node `out` names.
+pub(super) fn added(g: Option<&HookGuard>, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: Out<CUgraphNode>) {
     let Some(g) = g else { return };
-    if r != CUDA_SUCCESS || out.is_null() {
-        return;
-    }
-    // SAFETY: the call succeeded, so the driver wrote the node there.
-    let node = unsafe { out.read() };
+    let Some(node) = out.after(r) else { return };
     if !node.is_null() {
         made(g, api, kind, graph as u64, node as u64);
     }
@@ -197,10 +183,10 @@ pub(super) unsafe fn added(
 
 /// `cuGraphAddKernelNode` (10.0) and `cuGraphAddKernelNode_v2` (12.0): the parameters are
 /// only passed through.
-pub unsafe fn add_kernel_node(
+pub fn add_kernel_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
     _deps: *const CUgraphNode,
     _ndeps: usize,
@@ -208,18 +194,17 @@ pub unsafe fn add_kernel_node(
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: the call's node out-parameter.
-    unsafe { added(g.as_ref(), api, GraphNode::KERNEL, r, graph, node) };
+    added(g.as_ref(), api, GraphNode::KERNEL, r, graph, node);
     r
 }
 
 /// `cuGraphAddMemcpyNode` and `cuGraphAddMemsetNode` (10.0): parameters and context only
 /// passed through.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn add_copy_node(
+pub fn add_copy_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
     _deps: *const CUgraphNode,
     _ndeps: usize,
@@ -233,16 +218,15 @@ pub unsafe fn add_copy_node(
     } else {
         GraphNode::MEMCPY
     };
-    // SAFETY: the call's node out-parameter.
-    unsafe { added(g.as_ref(), api, kind, r, graph, node) };
+    added(g.as_ref(), api, kind, r, graph, node);
     r
 }
 
 /// `cuGraphAddMemFreeNode` (11.4): the address is only passed through.
-pub unsafe fn add_mem_free_node(
+pub fn add_mem_free_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
     _deps: *const CUgraphNode,
     _ndeps: usize,
@@ -250,17 +234,13 @@ pub unsafe fn add_mem_free_node(
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: the call's node out-parameter.
-    unsafe { added(g.as_ref(), api, GraphNode::MEM_FREE, r, graph, node) };
+    added(g.as_ref(), api, GraphNode::MEM_FREE, r, graph, node);
     r
 }
 
-/// After a successful `cuGraphAddNode[_v2]` of a node of type `kind`: records a kernel,
+/// After `cuGraphAddNode[_v2]` returned `r` for a node of type `kind`: records a kernel,
 /// memcpy, memset, allocation or free node.
-///
-/// # Safety
-/// `out` is the call's node out-parameter, written by the driver.
-pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CUgraph, out: *mut CUgraphNode) {
+pub(super) fn generic_added(g: &HookGuard, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: Out<CUgraphNode>) {
     if matches!(
         kind,
         CU_GRAPH_NODE_TYPE_KERNEL
@@ -269,8 +249,7 @@ pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CU
             | CU_GRAPH_NODE_TYPE_MEM_ALLOC
             | CU_GRAPH_NODE_TYPE_MEM_FREE
     ) {
-        // SAFETY: the contract above.
-        unsafe { added(Some(g), api, kind, CUDA_SUCCESS, graph, out) };
+        added(Some(g), api, kind, r, graph, out);
     }
 }
 

@@ -45,7 +45,7 @@ use crate::tracer;
 pub unsafe fn add_mem_alloc_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
     _deps: *const CUgraphNode,
     _ndeps: usize,
@@ -57,8 +57,7 @@ pub unsafe fn add_mem_alloc_node(
         // SAFETY: the caller's parameters, which the driver read whole and wrote `dptr` into.
         unsafe { alloc_node_made(g, api, r, params) };
     }
-    // SAFETY: the call's node out-parameter.
-    unsafe { graph_nodes::added(g.as_ref(), api, GraphNode::MEM_ALLOC, r, graph, node) };
+    graph_nodes::added(g.as_ref(), api, GraphNode::MEM_ALLOC, r, graph, node);
     r
 }
 
@@ -68,7 +67,7 @@ pub unsafe fn add_mem_alloc_node(
 pub unsafe fn add_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
     _deps: *const CUgraphNode,
     _ndeps: usize,
@@ -76,7 +75,7 @@ pub unsafe fn add_node(
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: the caller's parameters and node out-parameter, read after a successful call.
+    // SAFETY: the caller's parameters, read after a successful call.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
 }
@@ -87,7 +86,7 @@ pub unsafe fn add_node(
 pub unsafe fn add_node_v2(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
     _deps: *const CUgraphNode,
     _edges: *const c_void,
@@ -108,14 +107,14 @@ pub unsafe fn add_node_v2(
 /// allocation node cannot be told safely.
 ///
 /// # Safety
-/// `params` and `node` are the caller's parameters of that call.
+/// `params` is the caller's parameter of that call.
 unsafe fn generic_node_made(
     g: &Option<HookGuard>,
     api: Api,
     r: CUresult,
     params: *mut CUgraphNodeParamsHead,
     graph: CUgraph,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
 ) {
     let Some(g) = g else { return };
     if r != CUDA_SUCCESS || params.is_null() {
@@ -127,8 +126,7 @@ unsafe fn generic_node_made(
         // SAFETY: an allocation node's parameters are the union's allocation member.
         unsafe { alloc_node_made(g, api, r, &raw mut (*params).alloc) };
     }
-    // SAFETY: the call succeeded, so the driver wrote the node out-parameter.
-    unsafe { graph_nodes::generic_added(g, api, kind, graph, node) };
+    graph_nodes::generic_added(g, api, kind, r, graph, node);
 }
 
 /// Records an allocation node the call `api` made (or failed to make, `r`): an `Alloc`
@@ -156,10 +154,10 @@ pub(super) fn node_location(p: &CUDA_MEM_ALLOC_NODE_PARAMS) -> u64 {
 }
 
 /// `cuGraphInstantiate` and `cuGraphInstantiate_v2` (the error node and log ABI; no flags).
-pub unsafe fn instantiate_logged(
+pub fn instantiate_logged(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    exec: *mut CUgraphExec,
+    exec: Out<CUgraphExec>,
     graph: CUgraph,
     _error_node: *mut CUgraphNode,
     _log: *mut c_void,
@@ -167,23 +165,21 @@ pub unsafe fn instantiate_logged(
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: the caller's out-parameter, read only on success.
-    unsafe { instantiated(&g, api, r, exec, graph, 0) };
+    instantiated(&g, api, r, exec, graph, 0);
     r
 }
 
 /// `cuGraphInstantiateWithFlags`.
-pub unsafe fn instantiate_flags(
+pub fn instantiate_flags(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    exec: *mut CUgraphExec,
+    exec: Out<CUgraphExec>,
     graph: CUgraph,
     flags: u64,
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: as above.
-    unsafe { instantiated(&g, api, r, exec, graph, flags) };
+    instantiated(&g, api, r, exec, graph, flags);
     r
 }
 
@@ -191,7 +187,7 @@ pub unsafe fn instantiate_flags(
 pub unsafe fn instantiate_params(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    exec: *mut CUgraphExec,
+    exec: Out<CUgraphExec>,
     graph: CUgraph,
     params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD,
 ) -> CUresult {
@@ -203,8 +199,7 @@ pub unsafe fn instantiate_params(
     } else {
         0
     };
-    // SAFETY: as above.
-    unsafe { instantiated(&g, api, r, exec, graph, flags) };
+    instantiated(&g, api, r, exec, graph, flags);
     r
 }
 
@@ -212,26 +207,12 @@ pub unsafe fn instantiate_params(
 /// and `GraphMemNodes` records), its event nodes, what its nodes touch and its edges (`GraphEvents`,
 /// `GraphAccesses`, `GraphEdges`), then records the `GraphExec`.
 ///
-/// # Safety
-/// `exec` is the caller's out-parameter of the call that returned `r`.
-unsafe fn instantiated(
-    g: &Option<HookGuard>,
-    api: Api,
-    r: CUresult,
-    exec: *mut CUgraphExec,
-    graph: CUgraph,
-    flags: u64,
-) {
+fn instantiated(g: &Option<HookGuard>, api: Api, r: CUresult, exec: Out<CUgraphExec>, graph: CUgraph, flags: u64) {
     let Some(g) = g else { return };
     if tracer::get().is_none() {
         return;
     }
-    let handle = if r == CUDA_SUCCESS && !exec.is_null() {
-        // SAFETY: on success the driver wrote the out-parameter.
-        unsafe { exec.read() as u64 }
-    } else {
-        0
-    };
+    let handle = exec.after(r).map_or(0, |e| e as u64);
     let listing = if handle != 0 {
         graph_listing::list_nodes(graph, 0, true)
     } else {
