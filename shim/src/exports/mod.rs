@@ -230,8 +230,8 @@ hooks! {
         cuStreamBeginCapture_v2_ptsz(stream: CUstream, mode: u32) => ordering::begin_capture;
         cuStreamBeginCaptureToGraph(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
         cuStreamBeginCaptureToGraph_ptsz(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
-        cuStreamEndCapture(stream: CUstream, graph: Pptr) => ordering::end_capture;
-        cuStreamEndCapture_ptsz(stream: CUstream, graph: Pptr) => ordering::end_capture;
+        cuStreamEndCapture(stream: CUstream, graph: Out<CUgraph>) => ordering::end_capture;
+        cuStreamEndCapture_ptsz(stream: CUstream, graph: Out<CUgraph>) => ordering::end_capture;
         cuStreamWaitValue32(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
         cuStreamWaitValue32_ptsz(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
         cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
@@ -250,7 +250,7 @@ hooks! {
         cuStreamWriteValue64_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
         cuStreamBatchMemOp(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
         cuStreamBatchMemOp_ptsz(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
-        cuImportExternalSemaphore(sem: *mut CUexternalSemaphore, desc: *const u8) => ordering::semaphores::import;
+        cuImportExternalSemaphore(sem: Out<CUexternalSemaphore>, desc: *const u8) => ordering::semaphores::import;
         cuDestroyExternalSemaphore(sem: CUexternalSemaphore) => ordering::semaphores::destroy;
         cuSignalExternalSemaphoresAsync(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
         cuSignalExternalSemaphoresAsync_ptsz(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;

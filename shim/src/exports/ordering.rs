@@ -273,12 +273,7 @@ pub fn begin_capture_v1(api: Api, real: impl FnOnce() -> CUresult, stream: CUstr
 }
 
 /// `cuStreamEndCapture[_ptsz]` (`aux` = the graph, on success).
-pub unsafe fn end_capture(
-    api: Api,
-    real: impl FnOnce() -> CUresult,
-    stream: CUstream,
-    graph: *mut *mut c_void,
-) -> CUresult {
+pub fn end_capture(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream, graph: Out<CUgraph>) -> CUresult {
     let Some(g) = guard::enter() else {
         let r = real();
         graph_nodes::capture_ended(r);
@@ -286,12 +281,7 @@ pub unsafe fn end_capture(
     };
     let r = real();
     graph_nodes::capture_ended(r);
-    let aux = if r == CUDA_SUCCESS && !graph.is_null() {
-        // SAFETY: on success the driver wrote the caller's out-parameter.
-        unsafe { graph.read() as u64 }
-    } else {
-        0
-    };
+    let aux = graph.after(r).map_or(0, |h| h as u64);
     tracer::event_fields(&g, &capture_body(api, CuResult(r), stream, false, aux));
     r
 }

@@ -23,19 +23,14 @@ const FLAGS_OFFSET: usize = 72;
 pub unsafe fn import(
     api: Api,
     real: impl FnOnce() -> CUresult,
-    sem: *mut CUexternalSemaphore,
+    sem: Out<CUexternalSemaphore>,
     desc: *const u8,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
         return real();
     };
     let r = real();
-    let handle = if r == CUDA_SUCCESS && !sem.is_null() {
-        // SAFETY: on success the driver wrote the program's out-parameter.
-        unsafe { sem.read() as u64 }
-    } else {
-        0
-    };
+    let handle = sem.after(r).map_or(0, |h| h as u64);
     let (handle_type, flags) = if desc.is_null() {
         (0, 0)
     } else {
