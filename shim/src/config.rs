@@ -96,9 +96,7 @@ pub fn secure_from_auxv(at_secure: libc::c_ulong) -> bool {
 /// stderr, the first time it is asked.
 pub fn passthrough_only() -> bool {
     static SAID: AtomicBool = AtomicBool::new(false);
-    // SAFETY: getauxval only reads the auxiliary vector the kernel passed at exec; an absent
-    // entry reads 0.
-    let secure = secure_from_auxv(unsafe { libc::getauxval(libc::AT_SECURE) });
+    let secure = secure_from_auxv(crate::sys::getauxval(libc::AT_SECURE));
     if secure && !SAID.swap(true, Ordering::AcqRel) {
         crate::diag::line(format_args!(
             "secure-execution mode (setuid, setgid or file capabilities): nothing is traced, calls pass through unchanged"

@@ -13,6 +13,38 @@ pub const CUDA_ERROR_NOT_INITIALIZED: CUresult = 3;
 /// `CUDA_ERROR_STREAM_CAPTURE_INVALIDATED`: `cuStreamEndCapture` ended a capture that an
 /// earlier error invalidated.
 pub const CUDA_ERROR_STREAM_CAPTURE_INVALIDATED: CUresult = 901;
+/// An out-parameter of a driver function: the program's pointer, passed on unchanged (the
+/// same ABI as `*mut T`), that the driver fills in when it succeeds.
+///
+/// Only the signatures of the hook table name this type, so an `Out` is always an argument
+/// the program passed to the driver function of that row; nothing in the shim makes one.
+#[repr(transparent)]
+pub struct Out<T>(*mut T);
+
+impl<T> Clone for Out<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Out<T> {}
+
+impl<T: Copy> Out<T> {
+    /// What the driver wrote, when `result` (the driver's answer to the call this parameter
+    /// was passed to) is success and the program passed a place; otherwise `None`.
+    #[inline(always)]
+    pub fn after(self, result: CUresult) -> Option<T> {
+        if result == CUDA_SUCCESS && !self.0.is_null() {
+            // SAFETY: the pointer is the program's out-parameter of a driver call that just
+            // succeeded (see the type's documentation); the driver's contract is that it then
+            // wrote a valid `T` there, and the program's that the place is valid and aligned.
+            Some(unsafe { self.0.read() })
+        } else {
+            None
+        }
+    }
+}
+
 /// A device address.
 pub type CUdeviceptr = u64;
 /// Opaque handles.

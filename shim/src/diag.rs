@@ -8,6 +8,5 @@ use std::io::Write;
 pub fn line(args: Arguments<'_>) {
     let mut buf = Vec::with_capacity(128);
     let _ = buf.write_fmt(format_args!("gpuleak: {args}\n"));
-    // SAFETY: writes a byte buffer we own to fd 2.
-    unsafe { libc::write(2, buf.as_ptr().cast(), buf.len()) };
+    crate::sys::write(2, &buf);
 }

@@ -15,14 +15,7 @@ pub struct FileId {
 impl FileId {
     /// What `fd` leads to, if it is open (`fstat` only: async-signal-safe).
     pub fn of(fd: libc::c_int) -> Option<FileId> {
-        let mut st = std::mem::MaybeUninit::<libc::stat>::zeroed();
-        // SAFETY: fstat writes one struct stat into `st`; any descriptor value is allowed (a
-        // bad one is only an error).
-        if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
-            return None;
-        }
-        // SAFETY: fstat succeeded and filled `st`.
-        let st = unsafe { st.assume_init() };
+        let st = crate::sys::fstat(fd)?;
         Some(FileId {
             dev: st.st_dev,
             ino: st.st_ino,

@@ -4,7 +4,7 @@
 //!
 //! Programs reach the driver through three doors, and the shim stands at all of them:
 //! exported symbols for programs linked with `-lcuda` ([`exports`]), its own `dlsym` for
-//! programs that `dlopen` the driver ([`dl`]), and wrappers of the driver's resolvers
+//! programs that `dlopen` the driver ([`exports::dlsym_door`]), and wrappers of the driver's resolvers
 //! `cuGetProcAddress*`, through which the CUDA runtime gets every function
 //! ([`exports::resolver`]). Allocations are recorded once, at the driver layer; runtime
 //! entry points only tag those records.
@@ -14,13 +14,12 @@
 mod config;
 mod cuda;
 mod diag;
-mod dl;
 mod elf;
 mod exports;
 mod fd;
+mod fingerprint;
 mod guard;
 mod heap;
-mod hooks;
 mod modules;
 mod ops;
 mod params;
@@ -28,6 +27,7 @@ mod python;
 mod rank;
 mod scratch;
 mod stacks;
+mod sys;
 mod tracer;
 mod writer;
 

@@ -54,8 +54,7 @@ unsafe extern "C" fn counters(info: *mut dl_phdr_info, _size: size_t, data: *mut
 /// without one cannot have preloaded us), and the path comes from the mapping that holds the
 /// main program's first address.
 fn main_program_path(start: u64) -> String {
-    // SAFETY: getauxval only reads the auxiliary vector.
-    if unsafe { libc::getauxval(libc::AT_BASE) } == 0 {
+    if crate::sys::getauxval(libc::AT_BASE) == 0 {
         if let Some(path) = mapped_file(start) {
             return path;
         }

@@ -19,9 +19,60 @@
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicI32, AtomicPtr, Ordering};
 
-use crate::ops::sites::Noted;
-use crate::stacks::Recent;
-use crate::tracer::CaptureScratch;
+use crate::config::MAX_DEPTH;
+use crate::python::{self, PyFrame};
+
+/// Stack ids of recent stack hashes, direct-mapped (`stacks::Stacks::intern`; all zeros:
+/// empty).
+pub struct Recent(pub [Cell<(u64, u32)>; RECENT]);
+
+/// Entries of [`Recent`].
+pub const RECENT: usize = 256;
+
+/// Stack ids whose first program frame this thread noted, direct-mapped (`ops::sites`; all
+/// zeros: none).
+pub struct Noted(pub [Cell<u32>; NOTED]);
+
+/// Entries of [`Noted`].
+pub const NOTED: usize = 64;
+
+// The capture buffers: plain data here, their methods with the capture (`tracer::capture`).
+
+/// Frames that belong to the shim itself sit on top of every captured stack.
+pub const OWN_FRAMES: usize = 16;
+
+/// Per-thread stack buffers, kept between captures so nothing is zeroed on the hot path.
+pub struct StackScratch {
+    /// The tracer the last stack was interned in (a forked child has a new one).
+    pub owner: usize,
+    pub id: u32,
+    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), at
+    /// slot `key % KEYED`, room for twice as many as the unwinder keeps memos: a loop
+    /// allocating from many sites in turn replays each site's capture, and finds its id here.
+    pub keyed: [(u64, u32); KEYED],
+    pub len: usize,
+    pub last: [u64; MAX_DEPTH],
+    pub buf: [u64; MAX_DEPTH + OWN_FRAMES],
+}
+
+/// Recent capture keys remembered per thread (a power of two). The unwinder numbers a thread's
+/// walks in turn, so the keys of its memos (the last walks, mostly) fall in distinct slots.
+pub const KEYED: usize = (2 * gpuleak_unwind::MEMOS).next_power_of_two();
+
+/// A Python thread's capture state besides [`StackScratch`] (apart from it, so that processes
+/// without Python keep the native scratch and its path exactly as they were).
+pub struct PyScratch {
+    /// The hash of the Python frames of the thread's last stack (0: none).
+    pub last: u64,
+    pub frames: [PyFrame; python::MAX_FRAMES],
+}
+
+/// The capture buffers of a thread (in its [`crate::scratch`] block, not in thread-locals:
+/// they would shrink every thread's stack). All-zero bytes are empty buffers.
+pub struct CaptureScratch {
+    pub native: StackScratch,
+    pub py: PyScratch,
+}
 
 /// One thread's buffers. All-zero bytes are a valid, empty block (what `mmap` gives).
 pub struct Block {
@@ -163,19 +214,15 @@ unsafe fn empty(p: *mut Block) {
 
 /// Whether no thread of process `pid` has id `tid` any more.
 fn exited(pid: i32, tid: i32) -> bool {
-    // SAFETY: signal 0 only checks that the thread exists; nothing is delivered.
-    let rc = unsafe { libc::syscall(libc::SYS_tgkill, pid, tid, 0) };
-    rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    !crate::sys::thread_exists(pid, tid)
 }
 
 fn gettid() -> i32 {
-    // SAFETY: gettid cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as i32 }
+    crate::sys::gettid()
 }
 
 fn getpid() -> i32 {
-    // SAFETY: getpid cannot fail.
-    unsafe { libc::getpid() }
+    crate::sys::getpid() as i32
 }
 
 /// An anonymous private read-write mapping, unmapped when dropped.

@@ -4,46 +4,12 @@
 //! at a million distinct stacks the odds are about 1 in 30 million). A per-thread
 //! direct-mapped cache answers repeated stacks without a lock; misses go to a sharded map.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::StackId;
-
-/// Hashes a stack: four independent multiply-rotate lanes over the frames (so that the CPU
-/// overlaps them instead of waiting on one dependent chain), combined, then avalanched.
-#[inline]
-pub fn hash(frames: &[u64]) -> u64 {
-    const K: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut lanes: [u64; 4] = [
-        0x243f_6a88_85a3_08d3 ^ frames.len() as u64,
-        0x1319_8a2e_0370_7344,
-        0xa409_3822_299f_31d0,
-        0x082e_fa98_ec4e_6c89,
-    ];
-    let mut chunks = frames.chunks_exact(4);
-    for c in &mut chunks {
-        for (lane, &f) in lanes.iter_mut().zip(c) {
-            *lane = (*lane ^ f).wrapping_mul(K).rotate_left(29);
-        }
-    }
-    for (lane, &f) in lanes.iter_mut().zip(chunks.remainder()) {
-        *lane = (*lane ^ f).wrapping_mul(K).rotate_left(29);
-    }
-    finish_hash(lanes[0] ^ lanes[1].rotate_left(16) ^ lanes[2].rotate_left(32) ^ lanes[3].rotate_left(48))
-}
-
-/// The final avalanche of [`hash`] (MurmurHash3's fmix64), also used for Python frames.
-#[inline(always)]
-pub fn finish_hash(mut h: u64) -> u64 {
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
-    h ^= h >> 33;
-    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
-    h ^ (h >> 33)
-}
 
 /// Keys are already hashes.
 #[derive(Default)]
@@ -65,15 +31,10 @@ impl Hasher for Identity {
 fn unreachable_hash() {}
 
 const SHARDS: usize = 16;
-const CACHE: usize = 256;
-
-/// A thread's cache of stack ids by hash, direct-mapped (in its [`crate::scratch`] block; all
-/// zeros: empty).
-pub struct Recent([Cell<(u64, u32)>; CACHE]);
 
 /// The calling thread's cache; `None` when it has none (exiting, or out of memory).
 #[inline]
-fn recent() -> Option<&'static Recent> {
+fn recent() -> Option<&'static crate::scratch::Recent> {
     crate::scratch::current().map(|b| &b.recent)
 }
 
@@ -110,7 +71,7 @@ impl Stacks {
     /// stack before any other thread can be told its id.
     #[inline]
     pub fn intern(&self, h: u64, write_new: impl FnOnce(StackId)) -> StackId {
-        let slot = (h as usize) % CACHE;
+        let slot = (h as usize) % crate::scratch::RECENT;
         let recent = recent();
         if let Some(r) = recent {
             let (k, v) = r.0[slot].get();
@@ -140,6 +101,7 @@ impl Stacks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fingerprint::hash;
 
     #[test]
     fn same_stack_same_id_and_new_stacks_written_once() {

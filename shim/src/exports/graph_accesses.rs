@@ -24,7 +24,7 @@ use gpuleak_format::{Addrs, Api, GraphAccesses};
 
 use super::ordering::regions;
 use crate::cuda::*;
-use crate::dl::{driver_fn, Getter};
+use crate::exports::dlsym::{driver_fn, Getter};
 use crate::guard::{self, HookGuard};
 use crate::{params, tracer};
 
@@ -268,14 +268,13 @@ unsafe fn set_kernel_entries(p: *const CUDA_KERNEL_NODE_PARAMS, kern_too: bool) 
 /// `cuGraphExecKernelNodeSetParams` (10.1) and `_v2` (12.0).
 pub unsafe fn exec_kernel_set(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_KERNEL_NODE_PARAMS) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     params: *const CUDA_KERNEL_NODE_PARAMS,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, params) };
+    let r = real();
     if let Some(g) = &g {
         // SAFETY: asked after success only: the driver read these parameters; the 10.0
         // ABI's structure ends before `kern`.
@@ -290,16 +289,14 @@ pub unsafe fn exec_kernel_set(
 #[allow(clippy::too_many_arguments)]
 unsafe fn exec_set_in_context<P>(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const P, CUcontext) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     params: *const P,
-    ctx: CUcontext,
     entries_of: fn(&P) -> Entries,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, params, ctx) };
+    let r = real();
     if let Some(g) = &g {
         node_set(g, api, r, exec, node, || {
             // SAFETY: asked after success only: the driver read the descriptor.
@@ -312,27 +309,27 @@ unsafe fn exec_set_in_context<P>(
 /// `cuGraphExecMemcpyNodeSetParams`.
 pub unsafe fn exec_memcpy_set(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_MEMCPY3D, CUcontext) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     params: *const CUDA_MEMCPY3D,
-    ctx: CUcontext,
+    _ctx: CUcontext,
 ) -> CUresult {
     // SAFETY: the caller's contract, forwarded.
-    unsafe { exec_set_in_context(api, real, exec, node, params, ctx, copy_entries) }
+    unsafe { exec_set_in_context(api, real, exec, node, params, copy_entries) }
 }
 
 /// `cuGraphExecMemsetNodeSetParams`.
 pub unsafe fn exec_memset_set(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *const CUDA_MEMSET_NODE_PARAMS, CUcontext) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     params: *const CUDA_MEMSET_NODE_PARAMS,
-    ctx: CUcontext,
+    _ctx: CUcontext,
 ) -> CUresult {
     // SAFETY: the caller's contract, forwarded.
-    unsafe { exec_set_in_context(api, real, exec, node, params, ctx, memset_entries) }
+    unsafe { exec_set_in_context(api, real, exec, node, params, memset_entries) }
 }
 
 /// `cuGraphExecNodeSetParams` given a kernel, memcpy or memset node's parameters (read
@@ -373,16 +370,15 @@ pub unsafe fn exec_generic_set(
 
 /// `cuGraphNodeSetEnabled` (11.6): a kernel, memcpy or memset node of an executable graph
 /// enabled or disabled for later launches.
-pub unsafe fn set_enabled(
+pub fn set_enabled(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     enabled: u32,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, enabled) };
+    let r = real();
     if let Some(g) = &g {
         super::graph_updates::updated(
             g,

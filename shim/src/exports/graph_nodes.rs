@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use gpuleak_format::{Api, GraphNode};
 
 use crate::cuda::*;
-use crate::dl::{driver_fn, Getter};
+use crate::exports::dlsym::{driver_fn, Getter};
 use crate::guard::{self, HookGuard};
 use crate::tracer;
 
@@ -171,25 +171,11 @@ fn made(g: &HookGuard, api: Api, kind: u32, graph: u64, node: u64) {
     );
 }
 
-/// After `api` tried to add a node of type `kind` to `graph` (under guard `g`): on success,
-/// records the node `out` names.
-///
-/// # Safety
-/// `out` is the call's node out-parameter.
-pub(super) unsafe fn added(
-    g: Option<&HookGuard>,
-    api: Api,
-    kind: u32,
-    r: CUresult,
-    graph: CUgraph,
-    out: *mut CUgraphNode,
-) {
+/// After `api` tried to add a node of type `kind` to `graph` (under guard `g`) and returned
+/// `r`: on success, records the node `out` names.
+pub(super) fn added(g: Option<&HookGuard>, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: Out<CUgraphNode>) {
     let Some(g) = g else { return };
-    if r != CUDA_SUCCESS || out.is_null() {
-        return;
-    }
-    // SAFETY: the call succeeded, so the driver wrote the node there.
-    let node = unsafe { out.read() };
+    let Some(node) = out.after(r) else { return };
     if !node.is_null() {
         made(g, api, kind, graph as u64, node as u64);
     }
@@ -197,80 +183,64 @@ pub(super) unsafe fn added(
 
 /// `cuGraphAddKernelNode` (10.0) and `cuGraphAddKernelNode_v2` (12.0): the parameters are
 /// only passed through.
-pub unsafe fn add_kernel_node(
+pub fn add_kernel_node(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, *const c_void) -> CUresult,
-    node: *mut CUgraphNode,
+    real: impl FnOnce() -> CUresult,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
-    params: *const c_void,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
+    _params: *const c_void,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params) };
-    // SAFETY: the call's node out-parameter.
-    unsafe { added(g.as_ref(), api, GraphNode::KERNEL, r, graph, node) };
+    let r = real();
+    added(g.as_ref(), api, GraphNode::KERNEL, r, graph, node);
     r
 }
 
 /// `cuGraphAddMemcpyNode` and `cuGraphAddMemsetNode` (10.0): parameters and context only
 /// passed through.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn add_copy_node(
+pub fn add_copy_node(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        usize,
-        *const c_void,
-        CUcontext,
-    ) -> CUresult,
-    node: *mut CUgraphNode,
+    real: impl FnOnce() -> CUresult,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
-    params: *const c_void,
-    ctx: CUcontext,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
+    _params: *const c_void,
+    _ctx: CUcontext,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params, ctx) };
+    let r = real();
     let kind = if api == Api::cuGraphAddMemsetNode {
         GraphNode::MEMSET
     } else {
         GraphNode::MEMCPY
     };
-    // SAFETY: the call's node out-parameter.
-    unsafe { added(g.as_ref(), api, kind, r, graph, node) };
+    added(g.as_ref(), api, kind, r, graph, node);
     r
 }
 
 /// `cuGraphAddMemFreeNode` (11.4): the address is only passed through.
-pub unsafe fn add_mem_free_node(
+pub fn add_mem_free_node(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphNode, CUgraph, *const CUgraphNode, usize, CUdeviceptr) -> CUresult,
-    node: *mut CUgraphNode,
+    real: impl FnOnce() -> CUresult,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
-    dptr: CUdeviceptr,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
+    _dptr: CUdeviceptr,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, dptr) };
-    // SAFETY: the call's node out-parameter.
-    unsafe { added(g.as_ref(), api, GraphNode::MEM_FREE, r, graph, node) };
+    let r = real();
+    added(g.as_ref(), api, GraphNode::MEM_FREE, r, graph, node);
     r
 }
 
-/// After a successful `cuGraphAddNode[_v2]` of a node of type `kind`: records a kernel,
+/// After `cuGraphAddNode[_v2]` returned `r` for a node of type `kind`: records a kernel,
 /// memcpy, memset, allocation or free node.
-///
-/// # Safety
-/// `out` is the call's node out-parameter, written by the driver.
-pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CUgraph, out: *mut CUgraphNode) {
+pub(super) fn generic_added(g: &HookGuard, api: Api, kind: u32, r: CUresult, graph: CUgraph, out: Out<CUgraphNode>) {
     if matches!(
         kind,
         CU_GRAPH_NODE_TYPE_KERNEL
@@ -279,17 +249,15 @@ pub(super) unsafe fn generic_added(g: &HookGuard, api: Api, kind: u32, graph: CU
             | CU_GRAPH_NODE_TYPE_MEM_ALLOC
             | CU_GRAPH_NODE_TYPE_MEM_FREE
     ) {
-        // SAFETY: the contract above.
-        unsafe { added(Some(g), api, kind, CUDA_SUCCESS, graph, out) };
+        added(Some(g), api, kind, r, graph, out);
     }
 }
 
 /// `cuGraphDestroy`: on success, a record with node 0 (the graph's node handles are free to
 /// come back).
-pub unsafe fn destroy(api: Api, real: unsafe extern "C" fn(CUgraph) -> CUresult, graph: CUgraph) -> CUresult {
+pub fn destroy(api: Api, real: impl FnOnce() -> CUresult, graph: CUgraph) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(graph) };
+    let r = real();
     if let (Some(g), CUDA_SUCCESS) = (&g, r) {
         tracer::event_fields(
             g,

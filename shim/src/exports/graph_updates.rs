@@ -4,8 +4,8 @@
 //! (`cuGraphExecUpdate[_v2]`, `cuGraphExecChildGraphNodeSetParams`), after which the shim
 //! lists that graph (`GraphUpdate` records).
 //!
-//! Every handler is `unsafe` with one contract: `real` is the driver function the handler is
-//! named for, and the other arguments are the program's, passed through unchanged.
+//! Handlers get the call the program made (`real`) and its arguments, as `memory`'s do; those
+//! that read an input pointer are `unsafe`: the arguments must be the program's.
 
 use std::ffi::c_void;
 
@@ -18,16 +18,15 @@ use crate::tracer;
 
 /// `cuGraphExecEventRecordNodeSetEvent`, `cuGraphExecEventWaitNodeSetEvent`: the node's
 /// event for later launches.
-pub unsafe fn exec_set_event(
+pub fn exec_set_event(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUevent) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     event: CUevent,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, event) };
+    let r = real();
     if let Some(g) = &g {
         updated(
             g,
@@ -46,16 +45,15 @@ pub unsafe fn exec_set_event(
 
 /// `cuGraphExecUpdate_v2` (CUDA 12.0: a result structure): every node takes the parameters
 /// of the same node of `graph`.
-pub unsafe fn exec_update_v2(
+pub fn exec_update_v2(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraph, *mut c_void) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     graph: CUgraph,
-    info: *mut c_void,
+    _info: *mut c_void,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, info) };
+    let r = real();
     if let Some(g) = &g {
         relisted(g, api, r, GraphUpdate::GRAPH, exec, 0, graph);
     }
@@ -63,17 +61,16 @@ pub unsafe fn exec_update_v2(
 }
 
 /// `cuGraphExecUpdate` (CUDA 10.2: the error node and result out-parameters).
-pub unsafe fn exec_update(
+pub fn exec_update(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraph, *mut CUgraphNode, *mut u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     graph: CUgraph,
-    error_node: *mut CUgraphNode,
-    result: *mut u32,
+    _error_node: *mut CUgraphNode,
+    _result: *mut u32,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, error_node, result) };
+    let r = real();
     if let Some(g) = &g {
         relisted(g, api, r, GraphUpdate::GRAPH, exec, 0, graph);
     }
@@ -82,16 +79,15 @@ pub unsafe fn exec_update(
 
 /// `cuGraphExecChildGraphNodeSetParams`: the nodes of the child graph node `node` take the
 /// parameters of `child`'s.
-pub unsafe fn exec_child_set(
+pub fn exec_child_set(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, CUgraph) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     child: CUgraph,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, child) };
+    let r = real();
     if let Some(g) = &g {
         relisted(g, api, r, GraphUpdate::CHILD_GRAPH, exec, node as u64, child);
     }
@@ -102,14 +98,13 @@ pub unsafe fn exec_child_set(
 /// node's new graph, as the specific setters; other nodes' parameters are not recorded.
 pub unsafe fn exec_node_set_params(
     api: Api,
-    real: unsafe extern "C" fn(CUgraphExec, CUgraphNode, *mut CUgraphNodeParamsHandle) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     exec: CUgraphExec,
     node: CUgraphNode,
     params: *mut CUgraphNodeParamsHandle,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, node, params) };
+    let r = real();
     let Some(g) = &g else { return r };
     // A failed call may have been refused before the driver read the structure, which may
     // then not be readable: nothing is recorded (nothing changed).

@@ -25,7 +25,7 @@
 //! dearer); launches cost nothing more than before.
 //!
 //! This module adds nodes and instantiates; `graph_listing` lists a graph and writes its
-//! records, `graph_updates` follows changes to an executable graph, and `graph_live` keeps
+//! records, `graph_updates` follows changes to an executable graph, and `ops::graph_live` keeps
 //! the live gauges of graph memory.
 
 use std::borrow::Cow;
@@ -33,38 +33,31 @@ use std::ffi::c_void;
 
 use gpuleak_format::{Addrs, Api, CuResult, GraphExec, GraphMem, GraphNode, MemLocation, Stream};
 
-use super::{graph_accesses, graph_listing, graph_live, graph_nodes};
+use super::{graph_accesses, graph_listing, graph_nodes};
 use crate::cuda::*;
 use crate::guard::{self, HookGuard};
 use crate::ops;
+use crate::ops::graph_live;
 use crate::tracer;
 
 /// `cuGraphAddMemAllocNode`: the node's address, size and location, after the driver
 /// returned.
 pub unsafe fn add_mem_alloc_node(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        usize,
-        *mut CUDA_MEM_ALLOC_NODE_PARAMS,
-    ) -> CUresult,
-    node: *mut CUgraphNode,
+    real: impl FnOnce() -> CUresult,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
     params: *mut CUDA_MEM_ALLOC_NODE_PARAMS,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params) };
+    let r = real();
     if let Some(g) = &g {
         // SAFETY: the caller's parameters, which the driver read whole and wrote `dptr` into.
         unsafe { alloc_node_made(g, api, r, params) };
     }
-    // SAFETY: the call's node out-parameter.
-    unsafe { graph_nodes::added(g.as_ref(), api, GraphNode::MEM_ALLOC, r, graph, node) };
+    graph_nodes::added(g.as_ref(), api, GraphNode::MEM_ALLOC, r, graph, node);
     r
 }
 
@@ -73,23 +66,16 @@ pub unsafe fn add_mem_alloc_node(
 /// from is recorded (`graph_nodes`).
 pub unsafe fn add_node(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        usize,
-        *mut CUgraphNodeParamsHead,
-    ) -> CUresult,
-    node: *mut CUgraphNode,
+    real: impl FnOnce() -> CUresult,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    ndeps: usize,
+    _deps: *const CUgraphNode,
+    _ndeps: usize,
     params: *mut CUgraphNodeParamsHead,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, ndeps, params) };
-    // SAFETY: the caller's parameters and node out-parameter, read after a successful call.
+    let r = real();
+    // SAFETY: the caller's parameters, read after a successful call.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
 }
@@ -99,24 +85,16 @@ pub unsafe fn add_node(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn add_node_v2(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUgraphNode,
-        CUgraph,
-        *const CUgraphNode,
-        *const c_void,
-        usize,
-        *mut CUgraphNodeParamsHead,
-    ) -> CUresult,
-    node: *mut CUgraphNode,
+    real: impl FnOnce() -> CUresult,
+    node: Out<CUgraphNode>,
     graph: CUgraph,
-    deps: *const CUgraphNode,
-    edges: *const c_void,
-    ndeps: usize,
+    _deps: *const CUgraphNode,
+    _edges: *const c_void,
+    _ndeps: usize,
     params: *mut CUgraphNodeParamsHead,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(node, graph, deps, edges, ndeps, params) };
+    let r = real();
     // SAFETY: as above.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
@@ -129,14 +107,14 @@ pub unsafe fn add_node_v2(
 /// allocation node cannot be told safely.
 ///
 /// # Safety
-/// `params` and `node` are the caller's parameters of that call.
+/// `params` is the caller's parameter of that call.
 unsafe fn generic_node_made(
     g: &Option<HookGuard>,
     api: Api,
     r: CUresult,
     params: *mut CUgraphNodeParamsHead,
     graph: CUgraph,
-    node: *mut CUgraphNode,
+    node: Out<CUgraphNode>,
 ) {
     let Some(g) = g else { return };
     if r != CUDA_SUCCESS || params.is_null() {
@@ -148,8 +126,7 @@ unsafe fn generic_node_made(
         // SAFETY: an allocation node's parameters are the union's allocation member.
         unsafe { alloc_node_made(g, api, r, &raw mut (*params).alloc) };
     }
-    // SAFETY: the call succeeded, so the driver wrote the node out-parameter.
-    unsafe { graph_nodes::generic_added(g, api, kind, graph, node) };
+    graph_nodes::generic_added(g, api, kind, r, graph, node);
 }
 
 /// Records an allocation node the call `api` made (or failed to make, `r`): an `Alloc`
@@ -177,58 +154,52 @@ pub(super) fn node_location(p: &CUDA_MEM_ALLOC_NODE_PARAMS) -> u64 {
 }
 
 /// `cuGraphInstantiate` and `cuGraphInstantiate_v2` (the error node and log ABI; no flags).
-pub unsafe fn instantiate_logged(
+pub fn instantiate_logged(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, *mut CUgraphNode, *mut c_void, usize) -> CUresult,
-    exec: *mut CUgraphExec,
+    real: impl FnOnce() -> CUresult,
+    exec: Out<CUgraphExec>,
     graph: CUgraph,
-    error_node: *mut CUgraphNode,
-    log: *mut c_void,
-    log_size: usize,
+    _error_node: *mut CUgraphNode,
+    _log: *mut c_void,
+    _log_size: usize,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, error_node, log, log_size) };
-    // SAFETY: the caller's out-parameter, read only on success.
-    unsafe { instantiated(&g, api, r, exec, graph, 0) };
+    let r = real();
+    instantiated(&g, api, r, exec, graph, 0);
     r
 }
 
 /// `cuGraphInstantiateWithFlags`.
-pub unsafe fn instantiate_flags(
+pub fn instantiate_flags(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, u64) -> CUresult,
-    exec: *mut CUgraphExec,
+    real: impl FnOnce() -> CUresult,
+    exec: Out<CUgraphExec>,
     graph: CUgraph,
     flags: u64,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, flags) };
-    // SAFETY: as above.
-    unsafe { instantiated(&g, api, r, exec, graph, flags) };
+    let r = real();
+    instantiated(&g, api, r, exec, graph, flags);
     r
 }
 
 /// `cuGraphInstantiateWithParams[_ptsz]`: the flags are the parameters' first member.
 pub unsafe fn instantiate_params(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUgraphExec, CUgraph, *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) -> CUresult,
-    exec: *mut CUgraphExec,
+    real: impl FnOnce() -> CUresult,
+    exec: Out<CUgraphExec>,
     graph: CUgraph,
     params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(exec, graph, params) };
+    let r = real();
     let flags = if r == CUDA_SUCCESS && !params.is_null() {
         // SAFETY: on success the driver has read the structure the caller passed.
         unsafe { (*params).flags }
     } else {
         0
     };
-    // SAFETY: as above.
-    unsafe { instantiated(&g, api, r, exec, graph, flags) };
+    instantiated(&g, api, r, exec, graph, flags);
     r
 }
 
@@ -236,26 +207,12 @@ pub unsafe fn instantiate_params(
 /// and `GraphMemNodes` records), its event nodes, what its nodes touch and its edges (`GraphEvents`,
 /// `GraphAccesses`, `GraphEdges`), then records the `GraphExec`.
 ///
-/// # Safety
-/// `exec` is the caller's out-parameter of the call that returned `r`.
-unsafe fn instantiated(
-    g: &Option<HookGuard>,
-    api: Api,
-    r: CUresult,
-    exec: *mut CUgraphExec,
-    graph: CUgraph,
-    flags: u64,
-) {
+fn instantiated(g: &Option<HookGuard>, api: Api, r: CUresult, exec: Out<CUgraphExec>, graph: CUgraph, flags: u64) {
     let Some(g) = g else { return };
     if tracer::get().is_none() {
         return;
     }
-    let handle = if r == CUDA_SUCCESS && !exec.is_null() {
-        // SAFETY: on success the driver wrote the out-parameter.
-        unsafe { exec.read() as u64 }
-    } else {
-        0
-    };
+    let handle = exec.after(r).map_or(0, |e| e as u64);
     let listing = if handle != 0 {
         graph_listing::list_nodes(graph, 0, true)
     } else {

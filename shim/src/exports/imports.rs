@@ -1,14 +1,14 @@
 //! Memory another process or API made, mapped here: IPC handles, pool imports and external
 //! memory (buffers and mipmapped arrays), whose size the driver tells only afterwards.
 //!
-//! Every handler is `unsafe` with the contract of `memory`'s: `real` is the driver function the
-//! handler is named for, and the other arguments are the program's, passed through unchanged.
+//! Handlers get the call the program made (`real`) and its arguments, as `memory`'s do; those
+//! that read an input pointer are `unsafe`: the arguments must be the program's.
 
 use std::ffi::c_void;
 
 use gpuleak_format::Api;
 
-use super::memory::{out, record_alloc, record_alloc_sized, record_free};
+use super::memory::{record_alloc, record_alloc_sized, record_free};
 use crate::cuda::*;
 use crate::tracer;
 
@@ -20,7 +20,7 @@ fn mapped_size(ptr: u64) -> u64 {
         return 0;
     }
     type GetAddressRange = unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuMemGetAddressRange_v2) else {
+    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuMemGetAddressRange_v2) else {
         return 0;
     };
     // SAFETY: the driver's cuMemGetAddressRange_v2, found by name, with its C signature.
@@ -46,39 +46,31 @@ fn record_import(api: Api, aux: u64, call: impl FnOnce() -> (CUresult, u64)) -> 
 }
 
 /// `cuIpcOpenMemHandle[_v2]`: another process's memory mapped here (`aux` = flags).
-pub unsafe fn ipc_open(
+pub fn ipc_open(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, CUipcMemHandle, u32) -> CUresult,
-    dptr: *mut CUdeviceptr,
-    handle: CUipcMemHandle,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
+    _handle: CUipcMemHandle,
     flags: u32,
 ) -> CUresult {
     record_import(api, u64::from(flags), || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, handle, flags);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     })
 }
 
 /// `cuMemPoolImportPointer` (`aux` = the imported pool): another process's stream-ordered
 /// allocation mapped here, freed by `cuMemFree` or `cuMemFreeAsync`.
-pub unsafe fn pool_import(
+pub fn pool_import(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, CUmemoryPool, *mut c_void) -> CUresult,
-    dptr: *mut CUdeviceptr,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
     pool: CUmemoryPool,
-    data: *mut c_void,
+    _data: *mut c_void,
 ) -> CUresult {
     record_import(api, pool as u64, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, pool, data);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     })
 }
 
@@ -86,19 +78,15 @@ pub unsafe fn pool_import(
 /// gives), not this process's memory.
 pub unsafe fn external_import(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUexternalMemory, *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) -> CUresult,
-    ext: *mut CUexternalMemory,
+    real: impl FnOnce() -> CUresult,
+    ext: Out<CUexternalMemory>,
     desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
 ) -> CUresult {
     // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| d.size);
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(ext, desc);
-            (r, out(r, ext) as u64)
-        }
+        let r = real();
+        (r, ext.after(r).unwrap_or_default() as u64)
     })
 }
 
@@ -106,20 +94,16 @@ pub unsafe fn external_import(
 /// device address, which the program frees with `cuMemFree`.
 pub unsafe fn external_buffer(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, CUexternalMemory, *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) -> CUresult,
-    dptr: *mut CUdeviceptr,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
     ext: CUexternalMemory,
     desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
 ) -> CUresult {
     // SAFETY: as in `external_import`.
     let size = unsafe { desc.as_ref() }.map_or(0, |d| d.size);
     record_alloc(api, std::ptr::null_mut(), size, ext as u64, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, ext, desc);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     })
 }
 
@@ -127,44 +111,25 @@ pub unsafe fn external_buffer(
 /// object, which the program frees with `cuMipmappedArrayDestroy`.
 pub unsafe fn external_array(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUmipmappedArray,
-        CUexternalMemory,
-        *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
-    ) -> CUresult,
-    array: *mut CUmipmappedArray,
+    real: impl FnOnce() -> CUresult,
+    array: Out<CUmipmappedArray>,
     ext: CUexternalMemory,
     desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
 ) -> CUresult {
     // SAFETY: as in `external_import`.
     let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(&d.array_desc, d.num_levels));
     record_alloc(api, std::ptr::null_mut(), size, ext as u64, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(array, ext, desc);
-            (r, out(r, array) as u64)
-        }
+        let r = real();
+        (r, array.after(r).unwrap_or_default() as u64)
     })
 }
 
 /// `cuDestroyExternalMemory`.
-pub unsafe fn external_destroy(
-    api: Api,
-    real: unsafe extern "C" fn(CUexternalMemory) -> CUresult,
-    ext: CUexternalMemory,
-) -> CUresult {
-    record_free(api, std::ptr::null_mut(), ext as u64, 0, || {
-        // SAFETY: the program's own arguments, passed through.
-        unsafe { real(ext) }
-    })
+pub fn external_destroy(api: Api, real: impl FnOnce() -> CUresult, ext: CUexternalMemory) -> CUresult {
+    record_free(api, std::ptr::null_mut(), ext as u64, 0, real)
 }
 
 /// `cuIpcCloseMemHandle`.
-pub unsafe fn ipc_close(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
-    record_free(api, std::ptr::null_mut(), dptr, 0, || {
-        // SAFETY: the driver's own function with the program's own arguments, passed through
-        // unchanged (it has no out-parameters).
-        unsafe { real(dptr) }
-    })
+pub fn ipc_close(api: Api, real: impl FnOnce() -> CUresult, dptr: CUdeviceptr) -> CUresult {
+    record_free(api, std::ptr::null_mut(), dptr, 0, real)
 }

@@ -2,9 +2,11 @@
 //! host pinned, registered, stream-ordered and arrays, and the helpers every allocation
 //! handler records with (`pools`, `vmm` and `imports` hold the rest).
 //!
-//! Every handler is `unsafe` with one contract: `real` is the driver function the handler is
-//! named for, and the other arguments are the program's arguments to it, passed through
-//! unchanged (out-parameters are read only after the driver reported success).
+//! Every handler gets `real`, the call the program made (the driver function the handler is
+//! named for, with the program's arguments), to make at most once, and the program's
+//! arguments; out-parameters come as [`Out`], read only after the driver reported success.
+//! Handlers that read the program's input pointers (descriptors) are `unsafe`: the
+//! arguments must be the program's arguments to that driver function.
 
 use std::ffi::c_void;
 
@@ -14,27 +16,6 @@ use super::pools::{is_tracked_pool, pool_of_pointer, pool_sample_next, sample_po
 use crate::config::CUDA_ERROR_OUT_OF_MEMORY;
 use crate::cuda::*;
 use crate::{guard, ops, tracer};
-
-/// Reads an out-parameter the driver filled in, only when the call succeeded.
-#[inline]
-pub(super) unsafe fn out<T: Copy + Default>(result: CUresult, p: *mut T) -> T {
-    if result == CUDA_SUCCESS && !p.is_null() {
-        // SAFETY: on success the driver wrote a valid value to the caller's out-parameter.
-        unsafe { p.read() }
-    } else {
-        T::default()
-    }
-}
-
-#[inline]
-unsafe fn out_ptr(result: CUresult, p: *mut *mut c_void) -> u64 {
-    if result == CUDA_SUCCESS && !p.is_null() {
-        // SAFETY: as in `out`.
-        unsafe { p.read() as u64 }
-    } else {
-        0
-    }
-}
 
 /// Allocation recorded after the driver returned; `call` makes the real call and returns
 /// (result, pointer or handle, aux, size recorded). `size` is what the program asked for
@@ -120,147 +101,99 @@ pub(super) fn record_free(
 }
 
 /// `cuMemAlloc_v2`.
-pub unsafe fn alloc(
-    api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, usize) -> CUresult,
-    dptr: *mut CUdeviceptr,
-    size: usize,
-) -> CUresult {
+pub fn alloc(api: Api, real: impl FnOnce() -> CUresult, dptr: Out<CUdeviceptr>, size: usize) -> CUresult {
     record_alloc(api, std::ptr::null_mut(), size as u64, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, size);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     })
 }
 
 /// `cuMemAllocPitch_v2`: the program asked for width x height bytes; `aux` keeps the pitch.
-pub unsafe fn alloc_pitch(
+pub fn alloc_pitch(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, usize, usize, u32) -> CUresult,
-    dptr: *mut CUdeviceptr,
-    pitch: *mut usize,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
+    pitch: Out<usize>,
     width: usize,
     height: usize,
-    elem: u32,
+    _elem: u32,
 ) -> CUresult {
     let size = (width as u64).saturating_mul(height as u64);
     record_alloc_with(api, std::ptr::null_mut(), size, 0, || {
-        // SAFETY: passed through; out-parameters read only on success.
-        unsafe {
-            let r = real(dptr, pitch, width, height, elem);
-            (r, out(r, dptr), out(r, pitch) as u64)
-        }
+        let r = real();
+        (
+            r,
+            dptr.after(r).unwrap_or_default(),
+            pitch.after(r).unwrap_or_default() as u64,
+        )
     })
 }
 
 /// `cuMemAllocManaged` (`aux` = flags).
-pub unsafe fn alloc_flags(
+pub fn alloc_flags(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, u32) -> CUresult,
-    dptr: *mut CUdeviceptr,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
     size: usize,
     flags: u32,
 ) -> CUresult {
     record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, size, flags);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     })
 }
 
 /// `cuMemFree_v2`.
-pub unsafe fn free(api: Api, real: unsafe extern "C" fn(CUdeviceptr) -> CUresult, dptr: CUdeviceptr) -> CUresult {
-    // SAFETY: passed through.
-    record_free(api, std::ptr::null_mut(), dptr, 0, || {
-        // SAFETY: the driver's own function with the program's own arguments, passed through
-        // unchanged (it has no out-parameters).
-        unsafe { real(dptr) }
-    })
+pub fn free(api: Api, real: impl FnOnce() -> CUresult, dptr: CUdeviceptr) -> CUresult {
+    record_free(api, std::ptr::null_mut(), dptr, 0, real)
 }
 
 /// `cuMemAllocHost_v2`.
-pub unsafe fn alloc_host(
-    api: Api,
-    real: unsafe extern "C" fn(*mut *mut c_void, usize) -> CUresult,
-    pp: *mut *mut c_void,
-    size: usize,
-) -> CUresult {
+pub fn alloc_host(api: Api, real: impl FnOnce() -> CUresult, pp: Out<*mut c_void>, size: usize) -> CUresult {
     record_alloc(api, std::ptr::null_mut(), size as u64, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(pp, size);
-            (r, out_ptr(r, pp))
-        }
+        let r = real();
+        (r, pp.after(r).map_or(0, |v| v as u64))
     })
 }
 
 /// `cuMemHostAlloc` (`aux` = flags).
-pub unsafe fn host_alloc(
+pub fn host_alloc(
     api: Api,
-    real: unsafe extern "C" fn(*mut *mut c_void, usize, u32) -> CUresult,
-    pp: *mut *mut c_void,
+    real: impl FnOnce() -> CUresult,
+    pp: Out<*mut c_void>,
     size: usize,
     flags: u32,
 ) -> CUresult {
     record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(pp, size, flags);
-            (r, out_ptr(r, pp))
-        }
+        let r = real();
+        (r, pp.after(r).map_or(0, |v| v as u64))
     })
 }
 
 /// `cuMemFreeHost`, `cuMemHostUnregister`.
-pub unsafe fn free_host(api: Api, real: unsafe extern "C" fn(*mut c_void) -> CUresult, p: *mut c_void) -> CUresult {
-    record_free(api, std::ptr::null_mut(), p as u64, 0, || {
-        // SAFETY: the driver's own function with the program's own arguments, passed through
-        // unchanged (it has no out-parameters).
-        unsafe { real(p) }
-    })
+pub fn free_host(api: Api, real: impl FnOnce() -> CUresult, p: *mut c_void) -> CUresult {
+    record_free(api, std::ptr::null_mut(), p as u64, 0, real)
 }
 
 /// `cuMemHostRegister_v2`: the program's own memory, page-locked in place.
-pub unsafe fn host_register(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, usize, u32) -> CUresult,
-    p: *mut c_void,
-    size: usize,
-    flags: u32,
-) -> CUresult {
+pub fn host_register(api: Api, real: impl FnOnce() -> CUresult, p: *mut c_void, size: usize, flags: u32) -> CUresult {
     record_alloc(api, std::ptr::null_mut(), size as u64, u64::from(flags), || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(p, size, flags);
-            (r, if r == CUDA_SUCCESS { p as u64 } else { 0 })
-        }
+        let r = real();
+        (r, if r == CUDA_SUCCESS { p as u64 } else { 0 })
     })
 }
 
 /// `cuMemAllocAsync[_ptsz]`.
-pub unsafe fn alloc_async(
+pub fn alloc_async(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUstream) -> CUresult,
-    dptr: *mut CUdeviceptr,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
     size: usize,
     stream: CUstream,
 ) -> CUresult {
     let r = record_alloc(api, stream, size as u64, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, size, stream);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     });
     super::graph_nodes::after_memory(api, r, stream);
     sample_pool(r, 0);
@@ -268,21 +201,17 @@ pub unsafe fn alloc_async(
 }
 
 /// `cuMemAllocFromPoolAsync[_ptsz]` (`aux` = pool).
-pub unsafe fn alloc_pool(
+pub fn alloc_pool(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, usize, CUmemoryPool, CUstream) -> CUresult,
-    dptr: *mut CUdeviceptr,
+    real: impl FnOnce() -> CUresult,
+    dptr: Out<CUdeviceptr>,
     size: usize,
     pool: CUmemoryPool,
     stream: CUstream,
 ) -> CUresult {
     let r = record_alloc(api, stream, size as u64, pool as u64, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(dptr, size, pool, stream);
-            (r, out(r, dptr))
-        }
+        let r = real();
+        (r, dptr.after(r).unwrap_or_default())
     });
     super::graph_nodes::after_memory(api, r, stream);
     sample_pool(r, pool as u64);
@@ -290,12 +219,7 @@ pub unsafe fn alloc_pool(
 }
 
 /// `cuMemFreeAsync[_ptsz]`.
-pub unsafe fn free_async(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUstream) -> CUresult,
-    dptr: CUdeviceptr,
-    stream: CUstream,
-) -> CUresult {
+pub fn free_async(api: Api, real: impl FnOnce() -> CUresult, dptr: CUdeviceptr, stream: CUstream) -> CUresult {
     // A sample after this free should read the pool the memory came from, which only the
     // pointer still names before the free.
     let pool = if pool_sample_next() { pool_of_pointer(dptr) } else { 0 };
@@ -303,11 +227,7 @@ pub unsafe fn free_async(
     // were outstanding goes away with the last one's free, so its handle must not be asked
     // about after this call. Any other pool (the default one) is found again by the device.
     let pool = if is_tracked_pool(pool) { pool } else { 0 };
-    let r = record_free(api, stream, dptr, 0, || {
-        // SAFETY: the driver's own function with the program's own arguments, passed through
-        // unchanged (it has no out-parameters).
-        unsafe { real(dptr, stream) }
-    });
+    let r = record_free(api, stream, dptr, 0, real);
     super::graph_nodes::after_memory(api, r, stream);
     sample_pool(r, pool);
     r
@@ -316,67 +236,51 @@ pub unsafe fn free_async(
 /// `cuArrayCreate_v2`: `size` is the bytes the array's dimensions need.
 pub unsafe fn array_create(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUarray, *const CUDA_ARRAY_DESCRIPTOR) -> CUresult,
-    array: *mut CUarray,
+    real: impl FnOnce() -> CUresult,
+    array: Out<CUarray>,
     desc: *const CUDA_ARRAY_DESCRIPTOR,
 ) -> CUresult {
     // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, 1, d.format, d.num_channels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(array, desc);
-            (r, out(r, array) as u64)
-        }
+        let r = real();
+        (r, array.after(r).unwrap_or_default() as u64)
     })
 }
 
 /// `cuArray3DCreate_v2`.
 pub unsafe fn array3d_create(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUarray, *const CUDA_ARRAY3D_DESCRIPTOR) -> CUresult,
-    array: *mut CUarray,
+    real: impl FnOnce() -> CUresult,
+    array: Out<CUarray>,
     desc: *const CUDA_ARRAY3D_DESCRIPTOR,
 ) -> CUresult {
-    // SAFETY: as above.
+    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
     let size =
         unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, d.depth, d.format, d.num_channels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(array, desc);
-            (r, out(r, array) as u64)
-        }
+        let r = real();
+        (r, array.after(r).unwrap_or_default() as u64)
     })
 }
 
 /// `cuMipmappedArrayCreate`: one allocation of every level's bytes, at the handle.
 pub unsafe fn mipmapped_create(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUmipmappedArray, *const CUDA_ARRAY3D_DESCRIPTOR, u32) -> CUresult,
-    array: *mut CUmipmappedArray,
+    real: impl FnOnce() -> CUresult,
+    array: Out<CUmipmappedArray>,
     desc: *const CUDA_ARRAY3D_DESCRIPTOR,
     levels: u32,
 ) -> CUresult {
     // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(d, levels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
-        // SAFETY: the program's own arguments, passed through; out-parameters are read only
-        // after the driver reported success.
-        unsafe {
-            let r = real(array, desc, levels);
-            (r, out(r, array) as u64)
-        }
+        let r = real();
+        (r, array.after(r).unwrap_or_default() as u64)
     })
 }
 
 /// `cuArrayDestroy`, `cuMipmappedArrayDestroy`.
-pub unsafe fn array_destroy(api: Api, real: unsafe extern "C" fn(CUarray) -> CUresult, array: CUarray) -> CUresult {
-    record_free(api, std::ptr::null_mut(), array as u64, 0, || {
-        // SAFETY: the driver's own function with the program's own arguments, passed through
-        // unchanged (it has no out-parameters).
-        unsafe { real(array) }
-    })
+pub fn array_destroy(api: Api, real: impl FnOnce() -> CUresult, array: CUarray) -> CUresult {
+    record_free(api, std::ptr::null_mut(), array as u64, 0, real)
 }

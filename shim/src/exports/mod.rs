@@ -1,15 +1,18 @@
 //! The C ABI of the shim, in one place: every intercepted entry point, its handler, and the
 //! generated table behind doors 1 to 3 (exported symbols, `dlsym`, the resolvers).
 //!
-//! Each generated export is short: find the real function, call the handler with it. Each
-//! handler takes the guard, calls the real function with the program's arguments, records,
-//! and returns the real result unchanged.
+//! Each generated export is short: find the real function, wrap the call the program made
+//! (the real function with the program's arguments) in a closure, and hand it to the handler
+//! with the arguments. Each handler takes the guard, makes that call once, records, and returns
+//! the real result unchanged. Out-parameters are declared `Out<T>` in the list below: a handler
+//! reads one only through [`Out::after`], after the driver reported success.
 
 #![allow(non_snake_case)]
 
+pub mod dlsym;
+pub mod dlsym_door;
 pub mod graph_accesses;
 pub mod graph_listing;
-pub mod graph_live;
 pub mod graph_nodes;
 pub mod graph_updates;
 pub mod graphs;
@@ -20,6 +23,7 @@ pub mod ordering;
 pub mod pools;
 pub mod resolver;
 pub mod runtime;
+pub mod table;
 pub mod vmm;
 
 use std::ffi::{c_char, c_void};
@@ -27,7 +31,7 @@ use std::ffi::{c_char, c_void};
 use gpuleak_format::Api;
 
 use crate::cuda::*;
-use crate::hooks::{Hook, Lib};
+use table::{Hook, Lib};
 
 macro_rules! cstr {
     ($name:ident) => {
@@ -63,15 +67,21 @@ macro_rules! hooks {
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $d($($da: $dt),*) -> CUresult {
                 type Real = unsafe extern "C" fn($($dt),*) -> CUresult;
-                let addr = HOOKS[Id::$d as usize].real_or_lookup();
+                let addr = HOOKS[Id::$d as usize].real_or_lookup(&HOOKS);
                 if addr == 0 {
                     return CUDA_ERROR_NOT_INITIALIZED;
                 }
                 // SAFETY: the row's real address is the driver's own function of exactly
                 // this name, whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
-                // SAFETY: the program's own arguments, passed through unchanged.
-                unsafe { $dh(Api::$d, real, $($da),*) }
+                // SAFETY: the real function with the program's own arguments, unchanged, on
+                // the program's thread inside the program's call: the call the program made.
+                // The handler makes it at most once (`FnOnce`).
+                let call = move || unsafe { real($($da),*) };
+                // SAFETY: the program's own arguments, as the handler's contract asks (most
+                // handlers are safe functions; those that read an input pointer are not).
+                #[allow(unused_unsafe)]
+                unsafe { $dh(Api::$d, call, $($da),*) }
             }
         )*
 
@@ -83,75 +93,77 @@ macro_rules! hooks {
             #[unsafe(no_mangle)]
             pub unsafe extern "C" fn $r($($ra: $rt),*) -> CUresult {
                 type Real = unsafe extern "C" fn($($rt),*) -> CUresult;
-                let addr = HOOKS[Id::$r as usize].real_or_lookup();
+                let addr = HOOKS[Id::$r as usize].real_or_lookup(&HOOKS);
                 if addr == 0 {
                     return runtime::ERROR_INITIALIZATION;
                 }
                 // SAFETY: the row's real address is the runtime's own function of exactly
                 // this name, whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
-                // SAFETY: the program's own arguments, passed through unchanged.
-                unsafe { $rh(Api::$r, real, $($ra),*) }
+                // SAFETY: as for the driver's rows: the call the program made, at most once.
+                let call = move || unsafe { real($($ra),*) };
+                // SAFETY: the program's own arguments, as the handler's contract asks.
+                #[allow(unused_unsafe)]
+                unsafe { $rh(Api::$r, call, $($ra),*) }
             }
         )*
     };
 }
 
-type Dptr = *mut CUdeviceptr;
 type Pptr = *mut *mut c_void;
 
 hooks! {
     driver {
-        cuMemAlloc_v2(dptr: Dptr, size: usize) => memory::alloc;
-        cuMemAllocPitch_v2(dptr: Dptr, pitch: *mut usize, width: usize, height: usize, elem: u32) => memory::alloc_pitch;
-        cuMemAllocManaged(dptr: Dptr, size: usize, flags: u32) => memory::alloc_flags;
+        cuMemAlloc_v2(dptr: Out<CUdeviceptr>, size: usize) => memory::alloc;
+        cuMemAllocPitch_v2(dptr: Out<CUdeviceptr>, pitch: Out<usize>, width: usize, height: usize, elem: u32) => memory::alloc_pitch;
+        cuMemAllocManaged(dptr: Out<CUdeviceptr>, size: usize, flags: u32) => memory::alloc_flags;
         cuMemFree_v2(dptr: CUdeviceptr) => memory::free;
-        cuMemAllocHost_v2(pp: Pptr, size: usize) => memory::alloc_host;
-        cuMemHostAlloc(pp: Pptr, size: usize, flags: u32) => memory::host_alloc;
+        cuMemAllocHost_v2(pp: Out<*mut c_void>, size: usize) => memory::alloc_host;
+        cuMemHostAlloc(pp: Out<*mut c_void>, size: usize, flags: u32) => memory::host_alloc;
         cuMemFreeHost(p: *mut c_void) => memory::free_host;
         cuMemHostRegister_v2(p: *mut c_void, size: usize, flags: u32) => memory::host_register;
         cuMemHostUnregister(p: *mut c_void) => memory::free_host;
-        cuMemAllocAsync(dptr: Dptr, size: usize, stream: CUstream) => memory::alloc_async;
-        cuMemAllocAsync_ptsz(dptr: Dptr, size: usize, stream: CUstream) => memory::alloc_async;
-        cuMemAllocFromPoolAsync(dptr: Dptr, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
-        cuMemAllocFromPoolAsync_ptsz(dptr: Dptr, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
+        cuMemAllocAsync(dptr: Out<CUdeviceptr>, size: usize, stream: CUstream) => memory::alloc_async;
+        cuMemAllocAsync_ptsz(dptr: Out<CUdeviceptr>, size: usize, stream: CUstream) => memory::alloc_async;
+        cuMemAllocFromPoolAsync(dptr: Out<CUdeviceptr>, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
+        cuMemAllocFromPoolAsync_ptsz(dptr: Out<CUdeviceptr>, size: usize, pool: CUmemoryPool, stream: CUstream) => memory::alloc_pool;
         cuMemFreeAsync(dptr: CUdeviceptr, stream: CUstream) => memory::free_async;
         cuMemFreeAsync_ptsz(dptr: CUdeviceptr, stream: CUstream) => memory::free_async;
-        cuMemAddressReserve(ptr: Dptr, size: usize, align: usize, addr: CUdeviceptr, flags: u64) => vmm::address_reserve;
+        cuMemAddressReserve(ptr: Out<CUdeviceptr>, size: usize, align: usize, addr: CUdeviceptr, flags: u64) => vmm::address_reserve;
         cuMemAddressFree(ptr: CUdeviceptr, size: usize) => vmm::address_free;
-        cuMemCreate(handle: *mut CUmemGenericAllocationHandle, size: usize, prop: *const c_void, flags: u64) => vmm::create;
+        cuMemCreate(handle: Out<CUmemGenericAllocationHandle>, size: usize, prop: *const c_void, flags: u64) => vmm::create;
         cuMemRelease(handle: CUmemGenericAllocationHandle) => vmm::release;
         cuMemMap(ptr: CUdeviceptr, size: usize, offset: usize, handle: CUmemGenericAllocationHandle, flags: u64) => vmm::map;
         cuMemUnmap(ptr: CUdeviceptr, size: usize) => vmm::unmap;
-        cuMemRetainAllocationHandle(handle: *mut CUmemGenericAllocationHandle, addr: *mut c_void) => vmm::retain;
-        cuMemImportFromShareableHandle(handle: *mut CUmemGenericAllocationHandle, os_handle: *mut c_void, kind: u32) => vmm::import;
-        cuMulticastCreate(handle: *mut CUmemGenericAllocationHandle, prop: *const CUmulticastObjectProp) => vmm::multicast_create;
-        cuArrayCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY_DESCRIPTOR) => memory::array_create;
-        cuArray3DCreate_v2(array: *mut CUarray, desc: *const CUDA_ARRAY3D_DESCRIPTOR) => memory::array3d_create;
+        cuMemRetainAllocationHandle(handle: Out<CUmemGenericAllocationHandle>, addr: *mut c_void) => vmm::retain;
+        cuMemImportFromShareableHandle(handle: Out<CUmemGenericAllocationHandle>, os_handle: *mut c_void, kind: u32) => vmm::import;
+        cuMulticastCreate(handle: Out<CUmemGenericAllocationHandle>, prop: *const CUmulticastObjectProp) => vmm::multicast_create;
+        cuArrayCreate_v2(array: Out<CUarray>, desc: *const CUDA_ARRAY_DESCRIPTOR) => memory::array_create;
+        cuArray3DCreate_v2(array: Out<CUarray>, desc: *const CUDA_ARRAY3D_DESCRIPTOR) => memory::array3d_create;
         cuArrayDestroy(array: CUarray) => memory::array_destroy;
-        cuMipmappedArrayCreate(array: *mut CUmipmappedArray, desc: *const CUDA_ARRAY3D_DESCRIPTOR, levels: u32) => memory::mipmapped_create;
+        cuMipmappedArrayCreate(array: Out<CUmipmappedArray>, desc: *const CUDA_ARRAY3D_DESCRIPTOR, levels: u32) => memory::mipmapped_create;
         cuMipmappedArrayDestroy(array: CUmipmappedArray) => memory::array_destroy;
-        cuIpcOpenMemHandle_v2(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
-        cuIpcOpenMemHandle(dptr: Dptr, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
+        cuIpcOpenMemHandle_v2(dptr: Out<CUdeviceptr>, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
+        cuIpcOpenMemHandle(dptr: Out<CUdeviceptr>, handle: CUipcMemHandle, flags: u32) => imports::ipc_open;
         cuIpcCloseMemHandle(dptr: CUdeviceptr) => imports::ipc_close;
-        cuImportExternalMemory(ext: *mut CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) => imports::external_import;
-        cuExternalMemoryGetMappedBuffer(dptr: *mut CUdeviceptr, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) => imports::external_buffer;
-        cuExternalMemoryGetMappedMipmappedArray(array: *mut CUmipmappedArray, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) => imports::external_array;
+        cuImportExternalMemory(ext: Out<CUexternalMemory>, desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC) => imports::external_import;
+        cuExternalMemoryGetMappedBuffer(dptr: Out<CUdeviceptr>, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC) => imports::external_buffer;
+        cuExternalMemoryGetMappedMipmappedArray(array: Out<CUmipmappedArray>, ext: CUexternalMemory, desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC) => imports::external_array;
         cuDestroyExternalMemory(ext: CUexternalMemory) => imports::external_destroy;
-        cuMemPoolImportPointer(dptr: Dptr, pool: CUmemoryPool, data: *mut c_void) => imports::pool_import;
-        cuMemPoolCreate(pool: *mut CUmemoryPool, props: *const CUmemPoolPropsHead) => objects::pool_create;
-        cuMemPoolImportFromShareableHandle(pool: *mut CUmemoryPool, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
+        cuMemPoolImportPointer(dptr: Out<CUdeviceptr>, pool: CUmemoryPool, data: *mut c_void) => imports::pool_import;
+        cuMemPoolCreate(pool: Out<CUmemoryPool>, props: *const CUmemPoolPropsHead) => objects::pool_create;
+        cuMemPoolImportFromShareableHandle(pool: Out<CUmemoryPool>, handle: *mut c_void, kind: u32, flags: u64) => objects::pool_import;
         cuMemPoolDestroy(pool: CUmemoryPool) => objects::pool_destroy;
         cuMemPoolTrimTo(pool: CUmemoryPool, keep: usize) => pools::pool_trim;
-        cuGraphAddMemAllocNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUDA_MEM_ALLOC_NODE_PARAMS) => graphs::add_mem_alloc_node;
-        cuGraphAddMemFreeNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, dptr: CUdeviceptr) => graph_nodes::add_mem_free_node;
-        cuGraphAddNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node;
-        cuGraphAddNode_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node_v2;
-        cuGraphInstantiate(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
-        cuGraphInstantiate_v2(exec: *mut CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
-        cuGraphInstantiateWithFlags(exec: *mut CUgraphExec, graph: CUgraph, flags: u64) => graphs::instantiate_flags;
-        cuGraphInstantiateWithParams(exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
-        cuGraphInstantiateWithParams_ptsz(exec: *mut CUgraphExec, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
+        cuGraphAddMemAllocNode(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUDA_MEM_ALLOC_NODE_PARAMS) => graphs::add_mem_alloc_node;
+        cuGraphAddMemFreeNode(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, dptr: CUdeviceptr) => graph_nodes::add_mem_free_node;
+        cuGraphAddNode(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node;
+        cuGraphAddNode_v2(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, params: *mut CUgraphNodeParamsHead) => graphs::add_node_v2;
+        cuGraphInstantiate(exec: Out<CUgraphExec>, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
+        cuGraphInstantiate_v2(exec: Out<CUgraphExec>, graph: CUgraph, error_node: *mut CUgraphNode, log: *mut c_void, log_size: usize) => graphs::instantiate_logged;
+        cuGraphInstantiateWithFlags(exec: Out<CUgraphExec>, graph: CUgraph, flags: u64) => graphs::instantiate_flags;
+        cuGraphInstantiateWithParams(exec: Out<CUgraphExec>, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
+        cuGraphInstantiateWithParams_ptsz(exec: Out<CUgraphExec>, graph: CUgraph, params: *mut CUDA_GRAPH_INSTANTIATE_PARAMS_HEAD) => graphs::instantiate_params;
         cuGraphExecEventRecordNodeSetEvent(exec: CUgraphExec, node: CUgraphNode, event: CUevent) => graph_updates::exec_set_event;
         cuGraphExecEventWaitNodeSetEvent(exec: CUgraphExec, node: CUgraphNode, event: CUevent) => graph_updates::exec_set_event;
         cuGraphExecUpdate(exec: CUgraphExec, graph: CUgraph, error_node: *mut CUgraphNode, result: *mut u32) => graph_updates::exec_update;
@@ -163,27 +175,27 @@ hooks! {
         cuGraphExecMemcpyNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_MEMCPY3D, ctx: CUcontext) => graph_accesses::exec_memcpy_set;
         cuGraphExecMemsetNodeSetParams(exec: CUgraphExec, node: CUgraphNode, params: *const CUDA_MEMSET_NODE_PARAMS, ctx: CUcontext) => graph_accesses::exec_memset_set;
         cuGraphNodeSetEnabled(exec: CUgraphExec, node: CUgraphNode, enabled: u32) => graph_accesses::set_enabled;
-        cuGraphAddKernelNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void) => graph_nodes::add_kernel_node;
-        cuGraphAddKernelNode_v2(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void) => graph_nodes::add_kernel_node;
-        cuGraphAddMemcpyNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
-        cuGraphAddMemsetNode(node: *mut CUgraphNode, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
+        cuGraphAddKernelNode(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void) => graph_nodes::add_kernel_node;
+        cuGraphAddKernelNode_v2(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void) => graph_nodes::add_kernel_node;
+        cuGraphAddMemcpyNode(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
+        cuGraphAddMemsetNode(node: Out<CUgraphNode>, graph: CUgraph, deps: *const CUgraphNode, ndeps: usize, params: *const c_void, ctx: CUcontext) => graph_nodes::add_copy_node;
         cuGraphDestroy(graph: CUgraph) => graph_nodes::destroy;
 
-        cuCtxCreate_v2(ctx: *mut CUcontext, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
-        cuCtxCreate_v3(ctx: *mut CUcontext, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
-        cuCtxCreate_v4(ctx: *mut CUcontext, params: *mut c_void, flags: u32, dev: CUdevice) => objects::ctx_create_v4;
+        cuCtxCreate_v2(ctx: Out<CUcontext>, flags: u32, dev: CUdevice) => objects::ctx_create_v2;
+        cuCtxCreate_v3(ctx: Out<CUcontext>, params: *mut c_void, nparams: i32, flags: u32, dev: CUdevice) => objects::ctx_create_v3;
+        cuCtxCreate_v4(ctx: Out<CUcontext>, params: *mut c_void, flags: u32, dev: CUdevice) => objects::ctx_create_v4;
         cuCtxDestroy_v2(ctx: CUcontext) => objects::ctx_destroy;
-        cuDevicePrimaryCtxRetain(ctx: *mut CUcontext, dev: CUdevice) => objects::primary_retain;
+        cuDevicePrimaryCtxRetain(ctx: Out<CUcontext>, dev: CUdevice) => objects::primary_retain;
         cuDevicePrimaryCtxRelease_v2(dev: CUdevice) => objects::primary_release;
         cuDevicePrimaryCtxRelease(dev: CUdevice) => objects::primary_release;
         cuDevicePrimaryCtxReset_v2(dev: CUdevice) => objects::primary_release;
         cuDevicePrimaryCtxReset(dev: CUdevice) => objects::primary_release;
 
-        cuStreamCreate(stream: *mut CUstream, flags: u32) => objects::stream_create;
-        cuStreamCreateWithPriority(stream: *mut CUstream, flags: u32, priority: i32) => objects::stream_create_prio;
-        cuGreenCtxStreamCreate(stream: *mut CUstream, green: CUgreenCtx, flags: u32, priority: i32) => objects::green_stream_create;
+        cuStreamCreate(stream: Out<CUstream>, flags: u32) => objects::stream_create;
+        cuStreamCreateWithPriority(stream: Out<CUstream>, flags: u32, priority: i32) => objects::stream_create_prio;
+        cuGreenCtxStreamCreate(stream: Out<CUstream>, green: CUgreenCtx, flags: u32, priority: i32) => objects::green_stream_create;
         cuStreamDestroy_v2(stream: CUstream) => objects::stream_destroy;
-        cuEventCreate(event: *mut CUevent, flags: u32) => objects::event_create;
+        cuEventCreate(event: Out<CUevent>, flags: u32) => objects::event_create;
         cuEventDestroy_v2(event: CUevent) => objects::event_destroy;
         cuStreamDestroy(stream: CUstream) => objects::stream_destroy;
         cuEventDestroy(event: CUevent) => objects::event_destroy;
@@ -218,8 +230,8 @@ hooks! {
         cuStreamBeginCapture_v2_ptsz(stream: CUstream, mode: u32) => ordering::begin_capture;
         cuStreamBeginCaptureToGraph(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
         cuStreamBeginCaptureToGraph_ptsz(stream: CUstream, graph: CUgraph, deps: *const CUgraphNode, edges: *const c_void, ndeps: usize, mode: u32) => ordering::begin_capture_to_graph;
-        cuStreamEndCapture(stream: CUstream, graph: Pptr) => ordering::end_capture;
-        cuStreamEndCapture_ptsz(stream: CUstream, graph: Pptr) => ordering::end_capture;
+        cuStreamEndCapture(stream: CUstream, graph: Out<CUgraph>) => ordering::end_capture;
+        cuStreamEndCapture_ptsz(stream: CUstream, graph: Out<CUgraph>) => ordering::end_capture;
         cuStreamWaitValue32(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
         cuStreamWaitValue32_ptsz(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
         cuStreamWaitValue32_v2(stream: CUstream, addr: CUdeviceptr, value: u32, flags: u32) => ordering::memops::value32;
@@ -238,7 +250,7 @@ hooks! {
         cuStreamWriteValue64_v2_ptsz(stream: CUstream, addr: CUdeviceptr, value: u64, flags: u32) => ordering::memops::value64;
         cuStreamBatchMemOp(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
         cuStreamBatchMemOp_ptsz(stream: CUstream, count: u32, params: *mut c_void, flags: u32) => ordering::memops::batch;
-        cuImportExternalSemaphore(sem: *mut CUexternalSemaphore, desc: *const u8) => ordering::semaphores::import;
+        cuImportExternalSemaphore(sem: Out<CUexternalSemaphore>, desc: *const u8) => ordering::semaphores::import;
         cuDestroyExternalSemaphore(sem: CUexternalSemaphore) => ordering::semaphores::destroy;
         cuSignalExternalSemaphoresAsync(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
         cuSignalExternalSemaphoresAsync_ptsz(sems: *const CUexternalSemaphore, params: *const u8, count: u32, stream: CUstream) => ordering::semaphores::signal_or_wait;
@@ -402,7 +414,15 @@ hooks! {
 }
 
 // The control API of `shim/include/gpuleak.h`: functions a program calls on gpuleak itself
-// (through weak references, so that it also runs without the shim).
+// (through weak references, so that it also runs without the shim). Each hands the table its
+// rows first: a control call may start tracing before any CUDA call, and tracing looks every
+// driver row up as it starts.
+
+/// Hands the table its rows (see [`table::install`]).
+#[inline]
+fn rows_known() {
+    table::install(&HOOKS);
+}
 
 /// `void gpuleak_mark(const char *name, uint64_t value)`: a Mark record (a step number, a
 /// phase change) in the trace.
@@ -411,6 +431,7 @@ hooks! {
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_mark(name: *const c_char, value: u64) {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::mark(name, value) }
 }
@@ -421,6 +442,7 @@ pub unsafe extern "C" fn gpuleak_mark(name: *const c_char, value: u64) {
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_region_begin(name: *const c_char) {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::region(name, true) }
 }
@@ -431,6 +453,7 @@ pub unsafe extern "C" fn gpuleak_region_begin(name: *const c_char) {
 /// `name` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_region_end(name: *const c_char) {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::region(name, false) }
 }
@@ -439,6 +462,7 @@ pub unsafe extern "C" fn gpuleak_region_end(name: *const c_char) {
 /// if negative), as counted by the shim.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
+    rows_known();
     crate::ops::control::live_bytes(device)
 }
 
@@ -447,6 +471,7 @@ pub extern "C" fn gpuleak_live_bytes(device: std::ffi::c_int) -> u64 {
 /// allocation that takes the window's live bytes past it writes a Snapshot record.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_window_begin(watch_bytes: u64) {
+    rows_known();
     crate::ops::control::window_begin(watch_bytes);
 }
 
@@ -458,6 +483,7 @@ pub extern "C" fn gpuleak_window_begin(watch_bytes: u64) {
 /// `out` is NULL or valid for `n` writes.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_window_stats(out: *mut u64, n: std::ffi::c_int) -> std::ffi::c_int {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::window_stats(out, n) }
 }
@@ -469,6 +495,7 @@ pub unsafe extern "C" fn gpuleak_window_stats(out: *mut u64, n: std::ffi::c_int)
 /// `reason` is NULL or a NUL-terminated string.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::snapshot(reason) }
 }
@@ -479,6 +506,7 @@ pub unsafe extern "C" fn gpuleak_snapshot(reason: *const c_char) -> u64 {
 /// frameworks' state for the snapshots the shim takes on its own.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_snapshot_generation() -> u64 {
+    rows_known();
     crate::ops::control::snapshot_generation()
 }
 
@@ -486,6 +514,7 @@ pub extern "C" fn gpuleak_snapshot_generation() -> u64 {
 /// the process exits), or NULL when nothing is traced.
 #[unsafe(no_mangle)]
 pub extern "C" fn gpuleak_trace_path() -> *const c_char {
+    rows_known();
     crate::ops::control::trace_path()
 }
 
@@ -497,6 +526,7 @@ pub extern "C" fn gpuleak_trace_path() -> *const c_char {
 /// `data` is NULL or valid for `len` reads.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn gpuleak_framework_record(kind: u32, data: *const u8, len: usize) -> std::ffi::c_int {
+    rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::framework_record(kind, data, len) }
 }

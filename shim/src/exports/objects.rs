@@ -14,17 +14,10 @@ use crate::guard::{self, HookGuard};
 use crate::ops::live::ObjectChange;
 use crate::{ops, tracer};
 
+/// The bits of a handle the driver wrote (0: none, the call failed).
 #[inline]
-unsafe fn out<T>(result: CUresult, p: *mut T) -> u64
-where
-    T: Copy + Into<HandleBits>,
-{
-    if result == CUDA_SUCCESS && !p.is_null() {
-        // SAFETY: on success the driver wrote the caller's out-parameter.
-        unsafe { p.read() }.into().0
-    } else {
-        0
-    }
+fn bits<T: Into<HandleBits>>(handle: Option<T>) -> u64 {
+    handle.map_or(0, |h| h.into().0)
 }
 
 /// The bits of an opaque handle.
@@ -52,74 +45,65 @@ fn created(g: &Option<HookGuard>, api: Api, r: CUresult, ctx: u64, device: i32, 
 }
 
 /// `cuCtxCreate_v2`.
-pub unsafe fn ctx_create_v2(
+pub fn ctx_create_v2(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUcontext, u32, CUdevice) -> CUresult,
-    ctx: *mut CUcontext,
+    real: impl FnOnce() -> CUresult,
+    ctx: Out<CUcontext>,
     flags: u32,
     dev: CUdevice,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through; the out-parameter is read only on success.
-    let (r, c) = unsafe {
-        let r = real(ctx, flags, dev);
-        (r, out(r, ctx))
+    let (r, c) = {
+        let r = real();
+        (r, bits(ctx.after(r)))
     };
     created(&g, api, r, c, dev, u64::from(flags));
     r
 }
 
 /// `cuCtxCreate_v3`.
-pub unsafe fn ctx_create_v3(
+pub fn ctx_create_v3(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUcontext, *mut c_void, i32, u32, CUdevice) -> CUresult,
-    ctx: *mut CUcontext,
-    params: *mut c_void,
-    nparams: i32,
+    real: impl FnOnce() -> CUresult,
+    ctx: Out<CUcontext>,
+    _params: *mut c_void,
+    _nparams: i32,
     flags: u32,
     dev: CUdevice,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: as above.
-    let (r, c) = unsafe {
-        let r = real(ctx, params, nparams, flags, dev);
-        (r, out(r, ctx))
+    let (r, c) = {
+        let r = real();
+        (r, bits(ctx.after(r)))
     };
     created(&g, api, r, c, dev, u64::from(flags));
     r
 }
 
 /// `cuCtxCreate_v4`.
-pub unsafe fn ctx_create_v4(
+pub fn ctx_create_v4(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUcontext, *mut c_void, u32, CUdevice) -> CUresult,
-    ctx: *mut CUcontext,
-    params: *mut c_void,
+    real: impl FnOnce() -> CUresult,
+    ctx: Out<CUcontext>,
+    _params: *mut c_void,
     flags: u32,
     dev: CUdevice,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: as above.
-    let (r, c) = unsafe {
-        let r = real(ctx, params, flags, dev);
-        (r, out(r, ctx))
+    let (r, c) = {
+        let r = real();
+        (r, bits(ctx.after(r)))
     };
     created(&g, api, r, c, dev, u64::from(flags));
     r
 }
 
 /// `cuDevicePrimaryCtxRetain`.
-pub unsafe fn primary_retain(
-    api: Api,
-    real: unsafe extern "C" fn(*mut CUcontext, CUdevice) -> CUresult,
-    ctx: *mut CUcontext,
-    dev: CUdevice,
-) -> CUresult {
+pub fn primary_retain(api: Api, real: impl FnOnce() -> CUresult, ctx: Out<CUcontext>, dev: CUdevice) -> CUresult {
     let g = guard::enter();
-    // SAFETY: as above.
-    let (r, c) = unsafe {
-        let r = real(ctx, dev);
-        (r, out(r, ctx))
+    let (r, c) = {
+        let r = real();
+        (r, bits(ctx.after(r)))
     };
     created(&g, api, r, c, dev, 0);
     r
@@ -159,19 +143,13 @@ fn destroy(api: Api, ctx: u64, device: i32, call: impl FnOnce() -> CUresult) -> 
 }
 
 /// `cuCtxDestroy_v2`.
-pub unsafe fn ctx_destroy(api: Api, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
-    destroy(api, ctx as u64, -1, || {
-        // SAFETY: passed through.
-        unsafe { real(ctx) }
-    })
+pub fn ctx_destroy(api: Api, real: impl FnOnce() -> CUresult, ctx: CUcontext) -> CUresult {
+    destroy(api, ctx as u64, -1, real)
 }
 
 /// `cuDevicePrimaryCtxRelease[_v2]`, `cuDevicePrimaryCtxReset[_v2]`.
-pub unsafe fn primary_release(api: Api, real: unsafe extern "C" fn(CUdevice) -> CUresult, dev: CUdevice) -> CUresult {
-    destroy(api, 0, dev, || {
-        // SAFETY: passed through.
-        unsafe { real(dev) }
-    })
+pub fn primary_release(api: Api, real: impl FnOnce() -> CUresult, dev: CUdevice) -> CUresult {
+    destroy(api, 0, dev, real)
 }
 
 /// Tells the operations features about a successful stream or event change.
@@ -202,35 +180,28 @@ fn stream_created(g: &Option<HookGuard>, api: Api, r: CUresult, stream: u64, fla
 }
 
 /// `cuStreamCreate`.
-pub unsafe fn stream_create(
-    api: Api,
-    real: unsafe extern "C" fn(*mut CUstream, u32) -> CUresult,
-    stream: *mut CUstream,
-    flags: u32,
-) -> CUresult {
+pub fn stream_create(api: Api, real: impl FnOnce() -> CUresult, stream: Out<CUstream>, flags: u32) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through; out-parameter read only on success.
-    let (r, s) = unsafe {
-        let r = real(stream, flags);
-        (r, out(r, stream))
+    let (r, s) = {
+        let r = real();
+        (r, bits(stream.after(r)))
     };
     stream_created(&g, api, r, s, flags, 0);
     r
 }
 
 /// `cuStreamCreateWithPriority`.
-pub unsafe fn stream_create_prio(
+pub fn stream_create_prio(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUstream, u32, i32) -> CUresult,
-    stream: *mut CUstream,
+    real: impl FnOnce() -> CUresult,
+    stream: Out<CUstream>,
     flags: u32,
     priority: i32,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: as above.
-    let (r, s) = unsafe {
-        let r = real(stream, flags, priority);
-        (r, out(r, stream))
+    let (r, s) = {
+        let r = real();
+        (r, bits(stream.after(r)))
     };
     stream_created(&g, api, r, s, flags, priority);
     r
@@ -238,33 +209,30 @@ pub unsafe fn stream_create_prio(
 
 /// `cuGreenCtxStreamCreate`: a stream of a green context (`CU_STREAM_NON_BLOCKING` is
 /// required), recorded like a created stream of its flags and priority.
-pub unsafe fn green_stream_create(
+pub fn green_stream_create(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUstream, CUgreenCtx, u32, i32) -> CUresult,
-    stream: *mut CUstream,
-    green: CUgreenCtx,
+    real: impl FnOnce() -> CUresult,
+    stream: Out<CUstream>,
+    _green: CUgreenCtx,
     flags: u32,
     priority: i32,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: as above.
-    let (r, s) = unsafe {
-        let r = real(stream, green, flags, priority);
-        (r, out(r, stream))
+    let (r, s) = {
+        let r = real();
+        (r, bits(stream.after(r)))
     };
     stream_created(&g, api, r, s, flags, priority);
     r
 }
 
 /// `cuStreamDestroy_v2`.
-pub unsafe fn stream_destroy(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
+pub fn stream_destroy(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(stream) };
+        return real();
     };
     let pending = tracer::before(&g);
-    // SAFETY: passed through.
-    let r = unsafe { real(stream) };
+    let r = real();
     counted(&g, r, ObjectChange::StreamDestroyed);
     tracer::event_at(
         &g,
@@ -279,17 +247,11 @@ pub unsafe fn stream_destroy(api: Api, real: unsafe extern "C" fn(CUstream) -> C
 }
 
 /// `cuEventCreate`.
-pub unsafe fn event_create(
-    api: Api,
-    real: unsafe extern "C" fn(*mut CUevent, u32) -> CUresult,
-    event: *mut CUevent,
-    flags: u32,
-) -> CUresult {
+pub fn event_create(api: Api, real: impl FnOnce() -> CUresult, event: Out<CUevent>, flags: u32) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through; out-parameter read only on success.
-    let (r, e) = unsafe {
-        let r = real(event, flags);
-        (r, out(r, event))
+    let (r, e) = {
+        let r = real();
+        (r, bits(event.after(r)))
     };
     if let Some(g) = &g {
         counted(g, r, ObjectChange::EventCreated);
@@ -309,14 +271,12 @@ pub unsafe fn event_create(
 }
 
 /// `cuEventDestroy_v2`.
-pub unsafe fn event_destroy(api: Api, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+pub fn event_destroy(api: Api, real: impl FnOnce() -> CUresult, event: CUevent) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(event) };
+        return real();
     };
     let pending = tracer::before(&g);
-    // SAFETY: passed through.
-    let r = unsafe { real(event) };
+    let r = real();
     counted(&g, r, ObjectChange::EventDestroyed);
     tracer::event_at(
         &g,
@@ -366,23 +326,20 @@ fn pool_created(
 /// `cuMemPoolCreate`.
 pub unsafe fn pool_create(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUmemoryPool, *const CUmemPoolPropsHead) -> CUresult,
-    pool: *mut CUmemoryPool,
+    real: impl FnOnce() -> CUresult,
+    pool: Out<CUmemoryPool>,
     props: *const CUmemPoolPropsHead,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through; the out-parameter and the properties are read only on success,
-    // when the driver has read the whole structure itself.
-    let (r, p, props) = unsafe {
-        let r = real(pool, props);
-        let p = out(r, pool);
-        let props = if p != 0 && !props.is_null() {
-            let h = &*props;
-            Some((h.location_type, h.location_id, h.max_size as u64, h.handle_types))
-        } else {
-            None
-        };
-        (r, p, props)
+    let r = real();
+    let p = bits(pool.after(r));
+    let props = if p != 0 && !props.is_null() {
+        // SAFETY: the program's properties argument, read only after the driver succeeded,
+        // when it has read the whole structure itself.
+        let h = unsafe { &*props };
+        Some((h.location_type, h.location_id, h.max_size as u64, h.handle_types))
+    } else {
+        None
     };
     let (location_type, location, max_size, handle_types) = props.unwrap_or((0, -1, 0, 0));
     pool_created(&g, api, r, p, (location_type, location), max_size, handle_types);
@@ -391,36 +348,30 @@ pub unsafe fn pool_create(
 
 /// `cuMemPoolImportFromShareableHandle`: a pool of another process, which needs a
 /// `cuMemPoolDestroy` of its own.
-pub unsafe fn pool_import(
+pub fn pool_import(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUmemoryPool, *mut c_void, u32, u64) -> CUresult,
-    pool: *mut CUmemoryPool,
-    handle: *mut c_void,
+    real: impl FnOnce() -> CUresult,
+    pool: Out<CUmemoryPool>,
+    _handle: *mut c_void,
     handle_type: u32,
-    flags: u64,
+    _flags: u64,
 ) -> CUresult {
     let g = guard::enter();
-    // SAFETY: passed through; the out-parameter is read only on success.
-    let (r, p) = unsafe {
-        let r = real(pool, handle, handle_type, flags);
-        (r, out(r, pool))
+    let (r, p) = {
+        let r = real();
+        (r, bits(pool.after(r)))
     };
     pool_created(&g, api, r, p, (0, -1), 0, handle_type);
     r
 }
 
 /// `cuMemPoolDestroy`: numbered before the call, which releases the pool's reserved memory.
-pub unsafe fn pool_destroy(
-    api: Api,
-    real: unsafe extern "C" fn(CUmemoryPool) -> CUresult,
-    pool: CUmemoryPool,
-) -> CUresult {
+pub fn pool_destroy(api: Api, real: impl FnOnce() -> CUresult, pool: CUmemoryPool) -> CUresult {
     // Out of the samplers' reach before the driver can release it; back if it refused.
     let known = super::pools::is_tracked_pool(pool as u64);
     super::pools::untrack_pool(pool as u64);
     let call = || {
-        // SAFETY: passed through.
-        let r = unsafe { real(pool) };
+        let r = real();
         if r != CUDA_SUCCESS && known {
             super::pools::track_pool(pool as u64);
         }

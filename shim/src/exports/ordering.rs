@@ -111,24 +111,18 @@ fn sync_body(api: Api, r: CuResult, stream: u64, event: u64, ctx: u64) -> Sync {
 }
 
 /// `cuStreamSynchronize[_ptsz]`.
-pub unsafe fn stream_sync(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
-    plain(
-        // SAFETY: the program's own arguments, passed through.
-        || unsafe { real(stream) },
-        |r| sync_body(api, r, stream as u64, 0, 0),
-    )
+pub fn stream_sync(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream) -> CUresult {
+    plain(real, |r| sync_body(api, r, stream as u64, 0, 0))
 }
 
 /// `cuStreamQuery[_ptsz]`: only a successful query is an edge (and is recorded); a stream
 /// still busy (`CUDA_ERROR_NOT_READY`) tells the program nothing, and polling loops would
 /// fill the trace.
-pub unsafe fn stream_query(api: Api, real: unsafe extern "C" fn(CUstream) -> CUresult, stream: CUstream) -> CUresult {
+pub fn stream_query(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(stream) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(stream) };
+    let r = real();
     if r == CUDA_SUCCESS {
         tracer::event_fields(&g, &sync_body(api, CuResult(r), stream as u64, 0, 0));
     }
@@ -136,22 +130,16 @@ pub unsafe fn stream_query(api: Api, real: unsafe extern "C" fn(CUstream) -> CUr
 }
 
 /// `cuEventSynchronize`.
-pub unsafe fn event_sync(api: Api, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(event) },
-        |r| sync_body(api, r, 0, event as u64, 0),
-    )
+pub fn event_sync(api: Api, real: impl FnOnce() -> CUresult, event: CUevent) -> CUresult {
+    plain(real, |r| sync_body(api, r, 0, event as u64, 0))
 }
 
 /// `cuEventQuery`: recorded only when it succeeds, as for streams.
-pub unsafe fn event_query(api: Api, real: unsafe extern "C" fn(CUevent) -> CUresult, event: CUevent) -> CUresult {
+pub fn event_query(api: Api, real: impl FnOnce() -> CUresult, event: CUevent) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(event) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(event) };
+    let r = real();
     if r == CUDA_SUCCESS {
         tracer::event_fields(&g, &sync_body(api, CuResult(r), 0, event as u64, 0));
     }
@@ -159,36 +147,24 @@ pub unsafe fn event_query(api: Api, real: unsafe extern "C" fn(CUevent) -> CUres
 }
 
 /// `cuCtxSynchronize`: the current context (recorded as context 0).
-pub unsafe fn ctx_sync(api: Api, real: unsafe extern "C" fn() -> CUresult) -> CUresult {
-    plain(
-        // SAFETY: no arguments.
-        || unsafe { real() },
-        |r| sync_body(api, r, 0, 0, 0),
-    )
+pub fn ctx_sync(api: Api, real: impl FnOnce() -> CUresult) -> CUresult {
+    plain(real, |r| sync_body(api, r, 0, 0, 0))
 }
 
 /// `cuCtxSynchronize_v2`: a named context (NULL: the current one).
-pub unsafe fn ctx_sync_v2(api: Api, real: unsafe extern "C" fn(CUcontext) -> CUresult, ctx: CUcontext) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(ctx) },
-        |r| sync_body(api, r, 0, 0, ctx as u64),
-    )
+pub fn ctx_sync_v2(api: Api, real: impl FnOnce() -> CUresult, ctx: CUcontext) -> CUresult {
+    plain(real, |r| sync_body(api, r, 0, 0, ctx as u64))
 }
 
 /// `cuStreamWaitEvent[_ptsz]`.
-pub unsafe fn stream_wait(
+pub fn stream_wait(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, CUevent, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
     event: CUevent,
     flags: u32,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(stream, event, flags) },
-        |r| wait_body(api, r, stream, event, flags),
-    )
+    plain(real, |r| wait_body(api, r, stream, event, flags))
 }
 
 fn wait_body(api: Api, r: CuResult, stream: *mut c_void, event: CUevent, flags: u32) -> StreamWait {
@@ -212,82 +188,47 @@ fn record_body(api: Api, r: CuResult, event: CUevent, stream: CUstream, flags: u
 }
 
 /// `cuEventRecord[_ptsz]`.
-pub unsafe fn event_record(
-    api: Api,
-    real: unsafe extern "C" fn(CUevent, CUstream) -> CUresult,
-    event: CUevent,
-    stream: CUstream,
-) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(event, stream) },
-        |r| record_body(api, r, event, stream, 0),
-    )
+pub fn event_record(api: Api, real: impl FnOnce() -> CUresult, event: CUevent, stream: CUstream) -> CUresult {
+    plain(real, |r| record_body(api, r, event, stream, 0))
 }
 
 /// `cuEventRecordWithFlags[_ptsz]`.
-pub unsafe fn event_record_flags(
+pub fn event_record_flags(
     api: Api,
-    real: unsafe extern "C" fn(CUevent, CUstream, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     event: CUevent,
     stream: CUstream,
     flags: u32,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(event, stream, flags) },
-        |r| record_body(api, r, event, stream, flags),
-    )
+    plain(real, |r| record_body(api, r, event, stream, flags))
 }
 
 /// `cuCtxRecordEvent`, `cuGreenCtxRecordEvent`: the event captures all the work of the
 /// context (or green context) `ctx`, which the record carries in its `stream` field.
-pub unsafe fn ctx_record_event(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUevent) -> CUresult,
-    ctx: *mut c_void,
-    event: CUevent,
-) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(ctx, event) },
-        |r| record_body(api, r, event, ctx, 0),
-    )
+pub fn ctx_record_event(api: Api, real: impl FnOnce() -> CUresult, ctx: *mut c_void, event: CUevent) -> CUresult {
+    plain(real, |r| record_body(api, r, event, ctx, 0))
 }
 
 /// `cuCtxWaitEvent`, `cuGreenCtxWaitEvent`: all later work of the context (or green context)
 /// `ctx` waits for the event; the record carries `ctx` in its `stream` field.
-pub unsafe fn ctx_wait_event(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUevent) -> CUresult,
-    ctx: *mut c_void,
-    event: CUevent,
-) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(ctx, event) },
-        |r| wait_body(api, r, ctx, event, 0),
-    )
+pub fn ctx_wait_event(api: Api, real: impl FnOnce() -> CUresult, ctx: *mut c_void, event: CUevent) -> CUresult {
+    plain(real, |r| wait_body(api, r, ctx, event, 0))
 }
 
 /// `cuStreamAddCallback[_ptsz]`.
-pub unsafe fn add_callback(
+pub fn add_callback(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, *mut c_void, *mut c_void, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
-    callback: *mut c_void,
-    user: *mut c_void,
-    flags: u32,
+    _callback: *mut c_void,
+    _user: *mut c_void,
+    _flags: u32,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through (the callback pointer is only forwarded).
-        || unsafe { real(stream, callback, user, flags) },
-        |r| HostFn {
-            api,
-            result: r,
-            stream: Stream(stream as u64),
-        },
-    )
+    plain(real, |r| HostFn {
+        api,
+        result: r,
+        stream: Stream(stream as u64),
+    })
 }
 
 fn capture_body(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u64) -> Capture {
@@ -301,119 +242,78 @@ fn capture_body(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u64) 
 }
 
 /// `cuStreamBeginCapture_v2[_ptsz]` (`aux` = mode).
-pub unsafe fn begin_capture(
-    api: Api,
-    real: unsafe extern "C" fn(CUstream, u32) -> CUresult,
-    stream: CUstream,
-    mode: u32,
-) -> CUresult {
-    let r = plain(
-        // SAFETY: passed through.
-        || unsafe { real(stream, mode) },
-        |r| capture_body(api, r, stream, true, u64::from(mode)),
-    );
+pub fn begin_capture(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream, mode: u32) -> CUresult {
+    let r = plain(real, |r| capture_body(api, r, stream, true, u64::from(mode)));
     graph_nodes::capture_began(r);
     r
 }
 
 /// `cuStreamBeginCaptureToGraph[_ptsz]`: a capture into the program's graph (`aux` = mode).
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn begin_capture_to_graph(
+pub fn begin_capture_to_graph(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, CUgraph, *const CUgraphNode, *const c_void, usize, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
-    graph: CUgraph,
-    deps: *const CUgraphNode,
-    edges: *const c_void,
-    ndeps: usize,
+    _graph: CUgraph,
+    _deps: *const CUgraphNode,
+    _edges: *const c_void,
+    _ndeps: usize,
     mode: u32,
 ) -> CUresult {
-    let r = plain(
-        // SAFETY: passed through.
-        || unsafe { real(stream, graph, deps, edges, ndeps, mode) },
-        |r| capture_body(api, r, stream, true, u64::from(mode)),
-    );
+    let r = plain(real, |r| capture_body(api, r, stream, true, u64::from(mode)));
     graph_nodes::capture_began(r);
     r
 }
 
 /// `cuStreamBeginCapture[_ptsz]`, the first ABI (global mode).
-pub unsafe fn begin_capture_v1(
-    api: Api,
-    real: unsafe extern "C" fn(CUstream) -> CUresult,
-    stream: CUstream,
-) -> CUresult {
-    let r = plain(
-        // SAFETY: passed through.
-        || unsafe { real(stream) },
-        |r| capture_body(api, r, stream, true, 0),
-    );
+pub fn begin_capture_v1(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream) -> CUresult {
+    let r = plain(real, |r| capture_body(api, r, stream, true, 0));
     graph_nodes::capture_began(r);
     r
 }
 
 /// `cuStreamEndCapture[_ptsz]` (`aux` = the graph, on success).
-pub unsafe fn end_capture(
-    api: Api,
-    real: unsafe extern "C" fn(CUstream, *mut *mut c_void) -> CUresult,
-    stream: CUstream,
-    graph: *mut *mut c_void,
-) -> CUresult {
+pub fn end_capture(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream, graph: Out<CUgraph>) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        let r = unsafe { real(stream, graph) };
+        let r = real();
         graph_nodes::capture_ended(r);
         return r;
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(stream, graph) };
+    let r = real();
     graph_nodes::capture_ended(r);
-    let aux = if r == CUDA_SUCCESS && !graph.is_null() {
-        // SAFETY: on success the driver wrote the caller's out-parameter.
-        unsafe { graph.read() as u64 }
-    } else {
-        0
-    };
+    let aux = graph.after(r).map_or(0, |h| h as u64);
     tracer::event_fields(&g, &capture_body(api, CuResult(r), stream, false, aux));
     r
 }
 
 /// `cuLaunchHostFunc[_ptsz]`: a host function queued on a stream, recorded as a callback is.
-pub unsafe fn launch_host_func(
+pub fn launch_host_func(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, *mut c_void, *mut c_void) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
-    func: *mut c_void,
-    user: *mut c_void,
+    _func: *mut c_void,
+    _user: *mut c_void,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through (the function pointer is only forwarded).
-        || unsafe { real(stream, func, user) },
-        |r| HostFn {
-            api,
-            result: r,
-            stream: Stream(stream as u64),
-        },
-    )
+    plain(real, |r| HostFn {
+        api,
+        result: r,
+        stream: Stream(stream as u64),
+    })
 }
 
 /// `cuLaunchHostFunc_v2[_ptsz]` (CUDA 13.1, what the runtime of 13.1 and later resolves
 /// `cuLaunchHostFunc` to): the same with the host task's sync mode, which is only forwarded.
-pub unsafe fn launch_host_func_v2(
+pub fn launch_host_func_v2(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, *mut c_void, *mut c_void, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
-    func: *mut c_void,
-    user: *mut c_void,
-    sync_mode: u32,
+    _func: *mut c_void,
+    _user: *mut c_void,
+    _sync_mode: u32,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through (the function pointer is only forwarded).
-        || unsafe { real(stream, func, user, sync_mode) },
-        |r| HostFn {
-            api,
-            result: r,
-            stream: Stream(stream as u64),
-        },
-    )
+    plain(real, |r| HostFn {
+        api,
+        result: r,
+        stream: Stream(stream as u64),
+    })
 }

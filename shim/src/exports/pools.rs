@@ -2,12 +2,12 @@
 //! destroyed) and the sampling of a pool's usage after stream-ordered calls (`PoolUsage`
 //! records), and `cuMemPoolTrimTo`.
 //!
-//! Every handler is `unsafe` with the contract of `memory`'s: `real` is the driver function the
-//! handler is named for, and the other arguments are the program's, passed through unchanged.
+//! Handlers get the call the program made (`real`) and its arguments, as `memory`'s do; those
+//! that read an input pointer are `unsafe`: the arguments must be the program's.
 
 use std::cell::Cell;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use gpuleak_format::record::PoolUsage;
 use gpuleak_format::Api;
@@ -15,17 +15,8 @@ use gpuleak_format::Api;
 use crate::cuda::*;
 use crate::{guard, tracer};
 
-/// One successful stream-ordered call in this many, on each thread, samples its pool
-/// (`GPULEAK_POOL_SAMPLE`, parsed with the other settings when tracing starts; 0 never).
-static POOL_EVERY: AtomicU32 = AtomicU32::new(crate::config::POOL_SAMPLE_DEFAULT);
-
-/// Sets the sampling period from the settings (when tracing starts).
-pub fn set_pool_every(every: u32) {
-    POOL_EVERY.store(every, Ordering::Relaxed);
-}
-
 fn pool_every() -> u32 {
-    POOL_EVERY.load(Ordering::Relaxed)
+    crate::tracer::pool_every()
 }
 
 /// What one thread remembers between samples (const-initialised, no destructor).
@@ -97,7 +88,7 @@ pub(super) fn pool_of_pointer(ptr: CUdeviceptr) -> u64 {
         return 0;
     }
     type GetAttribute = unsafe extern "C" fn(*mut c_void, u32, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuPointerGetAttribute) else {
+    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuPointerGetAttribute) else {
         return 0;
     };
     // SAFETY: the driver's cuPointerGetAttribute, found by name, with its C signature.
@@ -149,14 +140,8 @@ pub(super) fn sample_pool(result: CUresult, pool: u64) {
 /// trim samples the pool at once, whatever this thread's count to its next sample (trims are
 /// rare; the report's reserved bytes then fall where the program trimmed, not at some later
 /// stream-ordered call, which a program that trims before it ends may never make).
-pub unsafe fn pool_trim(
-    _api: Api,
-    real: unsafe extern "C" fn(CUmemoryPool, usize) -> CUresult,
-    pool: CUmemoryPool,
-    keep: usize,
-) -> CUresult {
-    // SAFETY: passed through.
-    let r = unsafe { real(pool, keep) };
+pub fn pool_trim(_api: Api, real: impl FnOnce() -> CUresult, pool: CUmemoryPool, _keep: usize) -> CUresult {
+    let r = real();
     if r == CUDA_SUCCESS && pool_every() != 0 {
         sample_pool_now(pool as u64);
     }
@@ -174,7 +159,7 @@ fn sample_pool_now(pool: u64) {
     type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
     type GetAttribute = unsafe extern "C" fn(CUmemoryPool, u32, *mut c_void) -> CUresult;
     let mut device = -1i32;
-    if let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetDevice) {
+    if let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetDevice) {
         // SAFETY: the driver's cuCtxGetDevice, found by name, with its C signature.
         let f: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(f) };
         let mut d = -1;
@@ -186,7 +171,7 @@ fn sample_pool_now(pool: u64) {
     let last = POOL_SAMPLER.try_with(Cell::get).ok();
     let mut pool = pool;
     if pool == 0 && device >= 0 {
-        if let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuDeviceGetMemPool) {
+        if let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuDeviceGetMemPool) {
             // SAFETY: the driver's cuDeviceGetMemPool, found by name, with its C signature.
             let f: GetMemPool = unsafe { std::mem::transmute::<usize, GetMemPool>(f) };
             let mut p: CUmemoryPool = std::ptr::null_mut();
@@ -200,7 +185,7 @@ fn sample_pool_now(pool: u64) {
     if pool == 0 {
         return;
     }
-    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuMemPoolGetAttribute) else {
+    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuMemPoolGetAttribute) else {
         return;
     };
     // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.

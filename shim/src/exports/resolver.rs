@@ -7,8 +7,8 @@ use std::ffi::{c_char, c_void, CStr};
 
 use gpuleak_format::Api;
 
+use super::table;
 use crate::cuda::*;
-use crate::hooks;
 
 /// Replaces `*pfn` with the wrapper of the same variant, if tracked.
 unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut *mut c_void) {
@@ -18,27 +18,34 @@ unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut
     // SAFETY: the resolver succeeded, so `pfn` holds the function it found; `symbol` is the
     // caller's NUL-terminated name.
     let (found, name) = unsafe { (pfn.read() as usize, CStr::from_ptr(symbol).to_bytes()) };
-    let wrapper = hooks::substitute_resolved(real_resolver, name, found);
+    let wrapper = table::substitute_resolved(real_resolver, name, found);
     if wrapper != found {
         // SAFETY: same out-parameter, now holding a function of the identical signature.
         unsafe { pfn.write(wrapper as *mut c_void) };
     }
 }
 
+/// The address of the real resolver `api` (it identifies the driver; known: the wrapper
+/// just called it).
+fn real_resolver(api: Api) -> usize {
+    api.name()
+        .and_then(|n| table::by_name(n.as_bytes()))
+        .map_or(0, |h| h.real())
+}
+
 /// `cuGetProcAddress` (CUDA 11.3 ABI, four arguments).
 pub unsafe fn get_proc_address(
-    _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, i32, u64) -> CUresult,
+    api: Api,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
-    version: i32,
-    flags: u64,
+    _version: i32,
+    _flags: u64,
 ) -> CUresult {
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(symbol, pfn, version, flags) };
+    let r = real();
     if r == CUDA_SUCCESS {
         // SAFETY: as the function's contract says, on success `pfn` was written.
-        unsafe { swap_in_wrapper(real as usize, symbol, pfn) };
+        unsafe { swap_in_wrapper(real_resolver(api), symbol, pfn) };
     }
     r
 }
@@ -46,26 +53,25 @@ pub unsafe fn get_proc_address(
 /// `cuGetProcAddress_v2` and `cuGetProcAddress_v2_ptsz` (five arguments, the last a
 /// status pointer that may be NULL).
 pub unsafe fn get_proc_address_v2(
-    _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, i32, u64, *mut i32) -> CUresult,
+    api: Api,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     pfn: *mut *mut c_void,
-    version: i32,
-    flags: u64,
-    status: *mut i32,
+    _version: i32,
+    _flags: u64,
+    _status: *mut i32,
 ) -> CUresult {
-    // SAFETY: passed through unchanged.
-    let r = unsafe { real(symbol, pfn, version, flags, status) };
+    let r = real();
     if r == CUDA_SUCCESS {
         // SAFETY: as above.
-        unsafe { swap_in_wrapper(real as usize, symbol, pfn) };
+        unsafe { swap_in_wrapper(real_resolver(api), symbol, pfn) };
     }
     r
 }
 
 /// Used by the runtime's `cudaGetDriverEntryPoint*`, whose answers are driver functions.
 pub unsafe fn swap_driver_entry(symbol: *const c_char, pfn: *mut *mut c_void) {
-    let resolver = hooks::by_name(b"cuGetProcAddress_v2").map_or(0, |h| h.real());
+    let resolver = table::by_name(b"cuGetProcAddress_v2").map_or(0, |h| h.real());
     // SAFETY: forwarded contract of the caller.
     unsafe { swap_in_wrapper(resolver, symbol, pfn) };
 }

@@ -2,41 +2,26 @@
 //! they cause with the call the program made (`cudaMalloc` → `cuMemAlloc_v2`). They never
 //! record anything themselves, so nothing is counted twice.
 
-use std::ffi::{c_char, c_void, CStr};
+use std::ffi::{c_char, c_void};
 
 use gpuleak_format::Api;
 
 use crate::cuda::CUresult;
-use crate::{dl, elf, guard};
+use crate::guard;
 
 /// `cudaErrorInitializationError`, returned only if no runtime can be found at all.
 pub const ERROR_INITIALIZATION: CUresult = 3;
-
-const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
-
-/// The runtime's own function: the next definition after the shim (a program or library
-/// linked with `-lcudart`), else the one in a `libcudart.so` loaded privately.
-pub fn find_real(name: &CStr) -> usize {
-    let next = dl::real_dlsym(RTLD_NEXT, name);
-    if !next.is_null() {
-        return next as usize;
-    }
-    elf::find_function(&[b"libcudart.so"], name).unwrap_or(0)
-}
 
 macro_rules! tags {
     ($($(#[$doc:meta])* $name:ident ($($arg:ident : $ty:ident),*);)*) => {$(
         $(#[$doc])*
         #[allow(clippy::too_many_arguments)]
-        pub unsafe fn $name<$($ty),*>(
+        pub fn $name<$($ty),*>(
             api: Api,
-            real: unsafe extern "C" fn($($ty),*) -> CUresult,
-            $($arg: $ty),*
+            real: impl FnOnce() -> CUresult,
+            $(_: $ty),*
         ) -> CUresult {
-            guard::with_via(api, || {
-                // SAFETY: the program's own arguments, passed through.
-                unsafe { real($($arg),*) }
-            })
+            guard::with_via(api, real)
         }
     )*};
 }
@@ -61,14 +46,14 @@ tags! {
 /// `cudaGetDriverEntryPoint`: a driver function handed out by the runtime.
 pub unsafe fn entry_point(
     _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, u64, *mut i32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     fp: *mut *mut c_void,
-    flags: u64,
-    status: *mut i32,
+    _flags: u64,
+    _status: *mut i32,
 ) -> CUresult {
-    // SAFETY: passed through (the fourth argument too: runtimes before 12.0 ignore it).
-    let r = unsafe { real(symbol, fp, flags, status) };
+    // The fourth argument is passed on too: runtimes before 12.0 ignore it.
+    let r = real();
     if r == 0 {
         // SAFETY: on success `fp` holds a driver function.
         unsafe { super::resolver::swap_driver_entry(symbol, fp) };
@@ -79,15 +64,14 @@ pub unsafe fn entry_point(
 /// `cudaGetDriverEntryPointByVersion`.
 pub unsafe fn entry_point_by_version(
     _api: Api,
-    real: unsafe extern "C" fn(*const c_char, *mut *mut c_void, u32, u64, *mut i32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     symbol: *const c_char,
     fp: *mut *mut c_void,
-    version: u32,
-    flags: u64,
-    status: *mut i32,
+    _version: u32,
+    _flags: u64,
+    _status: *mut i32,
 ) -> CUresult {
-    // SAFETY: passed through.
-    let r = unsafe { real(symbol, fp, version, flags, status) };
+    let r = real();
     if r == 0 {
         // SAFETY: on success `fp` holds a driver function.
         unsafe { super::resolver::swap_driver_entry(symbol, fp) };

@@ -108,8 +108,7 @@ pub fn trace_path() -> *const c_char {
         return std::ptr::null();
     };
     drop(g);
-    // SAFETY: getpid has no preconditions and cannot fail.
-    let pid = unsafe { libc::getpid() } as u32;
+    let pid = crate::sys::getpid();
     let Ok(mut found) = FOUND.lock() else {
         return std::ptr::null();
     };

@@ -119,7 +119,7 @@ impl Place {
         }
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
         type GetDevice = unsafe extern "C" fn(*mut i32) -> u32;
-        let Some(get_ctx) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetCurrent) else {
+        let Some(get_ctx) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetCurrent) else {
             return Place::UNKNOWN;
         };
         // SAFETY: the driver's cuCtxGetCurrent, found by name; it writes one pointer.
@@ -137,7 +137,7 @@ impl Place {
             }
         }
         let mut device = -1;
-        if let Some(get_dev) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetDevice) {
+        if let Some(get_dev) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetDevice) {
             // SAFETY: the driver's cuCtxGetDevice, found by name; it writes one int.
             let get_dev: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(get_dev) };
             let mut d = -1;
@@ -689,8 +689,7 @@ pub fn print_oom_summary(api: Api, size: u64, device: i32, why: Failure) {
         text.push_str(&l);
         text.push('\n');
     }
-    // SAFETY: writes a buffer we own to fd 2.
-    unsafe { libc::write(2, text.as_ptr().cast(), text.len()) };
+    crate::sys::write(2, text.as_bytes());
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ fn total_memory(slot: usize) -> Option<u64> {
     if known != 0 {
         return Some(known);
     }
-    let f = crate::dl::driver_fn(crate::dl::Getter::cuDeviceTotalMem_v2)?;
+    let f = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuDeviceTotalMem_v2)?;
     type TotalMem = unsafe extern "C" fn(*mut usize, i32) -> u32;
     // SAFETY: the driver's cuDeviceTotalMem_v2, found by name.
     let get: TotalMem = unsafe { std::mem::transmute::<usize, TotalMem>(f) };
@@ -252,8 +252,7 @@ pub fn render() -> String {
         "gauge",
         "Always 1: the traced process's id and the shim's version.",
     );
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() };
+    let pid = crate::sys::getpid();
     let _ = writeln!(
         out,
         "gpuleak_info{{pid=\"{pid}\",version=\"{}\"}} 1",
@@ -275,8 +274,7 @@ pub fn render() -> String {
 /// The host's name (empty when it cannot be read).
 fn hostname() -> String {
     let mut host = [0u8; 256];
-    // SAFETY: gethostname writes at most len bytes into our buffer.
-    if unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) } != 0 {
+    if crate::sys::gethostname(&mut host) != 0 {
         return String::new();
     }
     let len = host.iter().position(|&c| c == 0).unwrap_or(0);

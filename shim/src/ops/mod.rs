@@ -12,6 +12,7 @@
 
 pub mod control;
 pub mod faults;
+pub mod graph_live;
 pub mod live;
 pub mod metrics;
 pub mod server;
@@ -109,7 +110,7 @@ fn register_fork_handler() {
 /// its accounting; the thread is started again at the child's next intercepted call.
 extern "C" fn in_forked_child() {
     live::forget_in_child();
-    crate::exports::graph_live::forget_in_child();
+    graph_live::forget_in_child();
     sites::forget_in_child();
     faults::forget_in_child();
     snapshot::forget_in_child();
@@ -168,7 +169,7 @@ pub fn alloc(
         let (r, ptr, aux, recorded) = call();
         let stack = tracer::alloc(g, api, r, stream, ptr, recorded, aux);
         if r == 0 {
-            crate::exports::graph_live::node_made(ptr, stack);
+            graph_live::node_made(ptr, stack);
         }
         return r;
     }
@@ -291,7 +292,7 @@ fn capturing(stream: Stream) -> bool {
     if stream.0 == 0 || stream.0 == CU_STREAM_LEGACY {
         return false;
     }
-    let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuStreamIsCapturing) else {
+    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuStreamIsCapturing) else {
         return false;
     };
     // SAFETY: the driver's cuStreamIsCapturing, found by name, with its C signature.

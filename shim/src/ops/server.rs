@@ -79,8 +79,8 @@ pub fn start_background() {
             match Ours::adopt(fd, 0) {
                 Some(ours) => Some(ours),
                 None => {
-                    // SAFETY: the descriptor TcpListener just opened and handed over.
-                    unsafe { libc::close(fd) };
+                    // The descriptor TcpListener just opened and handed over.
+                    crate::sys::close(fd);
                     crate::diag::line(format_args!("cannot serve metrics on {addr}: socket setup failed"));
                     None
                 }
@@ -135,9 +135,9 @@ pub fn forget_in_child() -> bool {
     for r in &REGISTRY {
         let fd = r.fd.swap(-1, Ordering::AcqRel);
         if fd >= 0 && same_file(fd, r.dev.load(Ordering::Acquire), r.ino.load(Ordering::Acquire)) {
-            // SAFETY: our own socket, inherited and checked to be the same file; nothing in
-            // the child uses it (the thread that owned it does not exist here).
-            unsafe { libc::close(fd) };
+            // Our own socket, inherited and checked to be the same file; nothing in the child
+            // uses it (the thread that owned it does not exist here).
+            crate::sys::close(fd);
         }
     }
     STARTED.swap(false, Ordering::AcqRel)
@@ -151,29 +151,15 @@ fn same_file(fd: i32, dev: u64, ino: u64) -> bool {
 /// Milliseconds on the monotonic clock. Plain integers with saturating arithmetic: no setting
 /// or clock value can make the thread's time arithmetic panic (as `Instant + Duration` can).
 fn now_ms() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: writes one timespec; CLOCK_MONOTONIC always exists on Linux.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    (ts.tv_sec.max(0) as u64)
-        .saturating_mul(1000)
-        .saturating_add(ts.tv_nsec.max(0) as u64 / 1_000_000)
+    crate::sys::clock_ns(libc::CLOCK_MONOTONIC) / 1_000_000
 }
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
-fn block_signals() {
-    // SAFETY: fills a local signal set and applies it to this thread only.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut set);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-}
-
 fn run(mut server: Option<Server>, period: Option<u64>) {
-    block_signals();
+    crate::sys::block_all_signals();
     let mut next_tick = period.map(|p| now_ms().saturating_add(p));
     loop {
         let now = now_ms();
@@ -279,9 +265,9 @@ impl Ours {
         if !self.still_ours() {
             return false;
         }
-        // SAFETY: the socket we opened, checked just now; no other copy of the number is
-        // used after this.
-        unsafe { libc::close(self.fd) };
+        // The socket we opened, checked just now; no other copy of the number is used after
+        // this.
+        crate::sys::close(self.fd);
         true
     }
 }
@@ -320,8 +306,7 @@ impl Conn {
             let mut buf = [0u8; 4096];
             let mut ended = false;
             while req.len() < MAX_REQUEST {
-                // SAFETY: receives at most buf.len() bytes into `buf`, without blocking.
-                let n = unsafe { libc::recv(self.sock.fd, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT) };
+                let n = crate::sys::recv(self.sock.fd, &mut buf, libc::MSG_DONTWAIT);
                 if n > 0 {
                     req.extend_from_slice(&buf[..n as usize]);
                     continue;
@@ -350,16 +335,8 @@ impl Conn {
         };
         while *sent < out.len() {
             let rest = &out[*sent..];
-            // SAFETY: sends bytes of a buffer we own, without blocking; MSG_NOSIGNAL: a
-            // client gone raises no SIGPIPE in the program.
-            let n = unsafe {
-                libc::send(
-                    self.sock.fd,
-                    rest.as_ptr().cast(),
-                    rest.len(),
-                    libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                )
-            };
+            // MSG_NOSIGNAL: a client gone raises no SIGPIPE in the program.
+            let n = crate::sys::send(self.sock.fd, rest, libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL);
             if n > 0 {
                 *sent += n as usize;
                 continue;
@@ -548,10 +525,8 @@ impl Server {
                     opened: now,
                     state: State::Reading(Vec::new()),
                 }),
-                // SAFETY: the descriptor accept4 just returned, never used elsewhere.
-                None => unsafe {
-                    libc::close(fd);
-                },
+                // The descriptor accept4 just returned, never used elsewhere.
+                None => crate::sys::close(fd),
             }
         }
         Ok(())

@@ -14,7 +14,6 @@
 //! a new stack's Python frames are written (and only while live accounting is on, which
 //! labels need); names and lines only when a label is asked for.
 
-use std::cell::Cell;
 use std::collections::HashMap;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -100,12 +99,8 @@ pub fn python_frames(stack: StackId, triples: &[u64]) {
     }
 }
 
-/// Stack ids a thread has already noted, direct-mapped (in its [`crate::scratch`] block; all
-/// zeros: none).
-pub struct Noted([Cell<u32>; 64]);
-
 /// The calling thread's noted ids; `None` when it has none (exiting, or out of memory).
-fn noted() -> Option<&'static Noted> {
+fn noted() -> Option<&'static crate::scratch::Noted> {
     crate::scratch::current().map(|b| &b.noted)
 }
 
@@ -115,7 +110,7 @@ pub fn note(stack: StackId) {
     if stack == StackId::NONE {
         return;
     }
-    let slot = (stack.0 as usize) % 64;
+    let slot = (stack.0 as usize) % crate::scratch::NOTED;
     if noted().is_none_or(|n| n.0[slot].get() == stack.0) {
         return;
     }

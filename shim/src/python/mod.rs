@@ -139,7 +139,7 @@ const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 const RTLD_DL_SYMENT: libc::c_int = 1;
 
 fn sym(name: &CStr) -> u64 {
-    crate::dl::real_dlsym(RTLD_DEFAULT, name) as u64
+    crate::exports::dlsym::real_dlsym(RTLD_DEFAULT, name) as u64
 }
 
 /// The interpreter of this process, looked up on the first call; a capture made while another
@@ -563,7 +563,7 @@ impl Runtime {
         }
         // The outermost frame always ends its group (a thread's first eval-loop call).
         out[n - 1].entry = true;
-        Some((n, crate::stacks::finish_hash(h) | 1, true))
+        Some((n, crate::fingerprint::finish_hash(h) | 1, true))
     }
 }
 

@@ -76,23 +76,20 @@ pub fn copy(addr: u64, buf: &mut [u8]) -> bool {
 /// the parent's memory in a forked child, and could be closed and its number reused by the
 /// program. A read of an unmapped address fails with `EIO`.
 fn copy_from_proc_mem(addr: u64, buf: &mut [u8]) -> bool {
-    // SAFETY: a NUL-terminated path; the descriptor is closed below.
-    let fd = unsafe { libc::open(c"/proc/self/mem".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = crate::sys::open(c"/proc/self/mem", libc::O_RDONLY | libc::O_CLOEXEC, 0);
     if fd < 0 {
         return false;
     }
     let mut done = 0;
     while done < buf.len() {
         let rest = &mut buf[done..];
-        // SAFETY: writes at most `rest.len()` bytes into `rest`, which we own.
-        let got = unsafe { libc::pread64(fd, rest.as_mut_ptr().cast(), rest.len(), (addr + done as u64) as i64) };
+        let got = crate::sys::pread(fd, rest, addr + done as u64);
         if got <= 0 {
             break;
         }
         done += got as usize;
     }
-    // SAFETY: our own descriptor, closed once.
-    unsafe { libc::close(fd) };
+    crate::sys::close(fd);
     done == buf.len()
 }
 

@@ -5,30 +5,9 @@
 use gpuleak_format::{Addrs, PyFrames, Stack, StackId};
 
 use super::Tracer;
-use crate::config::MAX_DEPTH;
+use crate::fingerprint;
 use crate::python::{self, PyFrame};
-use crate::stacks;
-
-/// Frames that belong to the shim itself sit on top of every captured stack.
-const OWN_FRAMES: usize = 16;
-
-/// Per-thread stack buffers, kept between captures so nothing is zeroed on the hot path.
-struct StackScratch {
-    /// The tracer the last stack was interned in (a forked child has a new one).
-    owner: usize,
-    id: u32,
-    /// The unwinder's keys of recent captures with the stack ids they made (key 0: none), at
-    /// slot `key % KEYED`, room for twice as many as the unwinder keeps memos: a loop
-    /// allocating from many sites in turn replays each site's capture, and finds its id here.
-    keyed: [(u64, u32); KEYED],
-    len: usize,
-    last: [u64; MAX_DEPTH],
-    buf: [u64; MAX_DEPTH + OWN_FRAMES],
-}
-
-/// Recent capture keys remembered per thread (a power of two). The unwinder numbers a thread's
-/// walks in turn, so the keys of its memos (the last walks, mostly) fall in distinct slots.
-const KEYED: usize = (2 * gpuleak_unwind::MEMOS).next_power_of_two();
+use crate::scratch::{PyScratch, StackScratch, KEYED, OWN_FRAMES};
 
 /// The slot of `keyed` for `key`.
 #[inline(always)]
@@ -79,14 +58,6 @@ impl StackScratch {
     }
 }
 
-/// A Python thread's capture state besides [`StackScratch`] (apart from it, so that processes
-/// without Python keep the native scratch and its path exactly as they were).
-struct PyScratch {
-    /// The hash of the Python frames of the thread's last stack (0: none).
-    last: u64,
-    frames: [PyFrame; python::MAX_FRAMES],
-}
-
 /// The unwinder's replay key of a capture combined with the hash of its Python frames (0
 /// without Python frames: the key itself). The same native frames often run different Python
 /// code, so a replayed native capture alone must not give back a stack id. 0 (no key) stays 0.
@@ -97,13 +68,6 @@ fn with_python(key: u64, py_hash: u64) -> u64 {
     } else {
         key ^ py_hash
     }
-}
-
-/// The capture buffers of a thread (in its [`crate::scratch`] block, not in thread-locals:
-/// they would shrink every thread's stack). All-zero bytes are empty buffers.
-pub struct CaptureScratch {
-    native: StackScratch,
-    py: PyScratch,
 }
 
 impl Tracer {
@@ -141,7 +105,7 @@ impl Tracer {
             return StackId(s.id);
         }
         let frames = &s.buf[..kept];
-        let id = self.stacks.intern(stacks::hash(frames), |id| {
+        let id = self.stacks.intern(fingerprint::hash(frames), |id| {
             self.cover(frames);
             self.now(
                 &Stack {
@@ -186,7 +150,7 @@ impl Tracer {
         }
         let frames = &s.buf[..kept];
         let pyframes = &p.frames[..py_n];
-        let id = self.stacks.intern(stacks::hash(frames) ^ py_hash, |id| {
+        let id = self.stacks.intern(fingerprint::hash(frames) ^ py_hash, |id| {
             self.cover(frames);
             self.now(
                 &Stack {

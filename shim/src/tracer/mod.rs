@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::sync::atomic::{AtomicPtr, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
@@ -19,8 +19,6 @@ use crate::stacks::{self, Stacks};
 use crate::writer::{self, Writer};
 
 mod capture;
-
-pub use capture::CaptureScratch;
 
 const OFF: u8 = 0;
 const STARTING: u8 = 1;
@@ -63,10 +61,7 @@ pub struct Pending {
 
 #[inline]
 fn clock_ns(clock: libc::clockid_t) -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(clock, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::clock_ns(clock)
 }
 
 /// The running tracer, starting it on first use. `None` when disabled or start-up failed.
@@ -127,15 +122,23 @@ fn program_name() -> OsString {
         .unwrap_or_else(|_| "program".into())
 }
 
+/// One successful stream-ordered call in this many, on each thread, samples its pool
+/// (`GPULEAK_POOL_SAMPLE`, parsed with the other settings when tracing starts; 0 never).
+static POOL_EVERY: AtomicU32 = AtomicU32::new(crate::config::POOL_SAMPLE_DEFAULT);
+
+/// The pool sampling period (see `exports::pools`).
+pub fn pool_every() -> u32 {
+    POOL_EVERY.load(Ordering::Relaxed)
+}
+
 fn start() -> Option<Tracer> {
     // A setuid program: not one setting read, not one file created (the line is said once).
     if config::passthrough_only() {
         return None;
     }
-    // SAFETY: getpid cannot fail.
-    let pid = unsafe { libc::getpid() } as u32;
+    let pid = crate::sys::getpid();
     let config = Config::from_env(pid);
-    crate::exports::pools::set_pool_every(config.pool_sample);
+    POOL_EVERY.store(config.pool_sample, Ordering::Relaxed);
     if config.disabled {
         return None;
     }
@@ -169,7 +172,7 @@ fn start() -> Option<Tracer> {
         depth => start_unwinder(config.unwind, depth),
     };
     let own_text = own_text_range();
-    crate::dl::resolve_up_front();
+    crate::exports::table::resolve_up_front();
     Some(Tracer {
         writer,
         start_ns,
@@ -225,22 +228,14 @@ fn start_unwinder(method: gpuleak_unwind::Method, depth: usize) -> usize {
 /// Why the unwinder walked nothing on this thread, when the cause is that /proc/self/maps
 /// cannot be opened; `None` for any other cause.
 fn unwind_failure() -> Option<String> {
-    // SAFETY: a constant C string, opened read-only and closed at once if it opened.
-    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    let fd = crate::sys::open(c"/proc/self/maps", libc::O_RDONLY | libc::O_CLOEXEC, 0);
     let errno = std::io::Error::last_os_error();
     if fd >= 0 {
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(fd) };
+        crate::sys::close(fd);
         return None;
     }
     if matches!(errno.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)) {
-        let mut limit = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit fills the struct we pass.
-        let known = unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0;
-        let limit = if known {
+        let limit = if let Some(limit) = crate::sys::getrlimit(libc::RLIMIT_NOFILE) {
             format!(" (RLIMIT_NOFILE is {})", limit.rlim_cur)
         } else {
             String::new()
@@ -298,7 +293,7 @@ extern "C" fn at_unload() {
     }
     // SAFETY: published and never freed.
     let t = unsafe { &*p };
-    let unknown = crate::hooks::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
+    let unknown = crate::exports::table::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
     let lost = t.writer.lost.load(Ordering::Relaxed);
     let mut last: Vec<(Pending, Body<'_>)> = Vec::with_capacity(3);
     if unknown > 0 {
@@ -374,8 +369,7 @@ impl Tracer {
     }
 
     fn write_preamble(&self) {
-        // SAFETY: getpid/getppid cannot fail.
-        let (pid, ppid) = unsafe { (libc::getpid() as u32, libc::getppid() as u32) };
+        let (pid, ppid) = (crate::sys::getpid(), crate::sys::getppid());
         let exe = crate::modules::main_program();
         let args: Vec<std::borrow::Cow<'_, str>> = std::fs::read("/proc/self/cmdline")
             .unwrap_or_default()
@@ -384,8 +378,7 @@ impl Tracer {
             .map(|a| String::from_utf8_lossy(a).into_owned().into())
             .collect();
         let mut host = [0u8; 256];
-        // SAFETY: gethostname writes at most len bytes into our buffer.
-        unsafe { libc::gethostname(host.as_mut_ptr().cast(), host.len() - 1) };
+        crate::sys::gethostname(&mut host);
         let host_len = host.iter().position(|&c| c == 0).unwrap_or(0);
         let start_unix = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -466,7 +459,7 @@ impl Tracer {
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
     /// cannot change the program's error state).
     fn current_ctx(&self) -> u64 {
-        let Some(f) = crate::dl::driver_fn(crate::dl::Getter::cuCtxGetCurrent) else {
+        let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetCurrent) else {
             return 0;
         };
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;

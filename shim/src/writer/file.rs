@@ -34,12 +34,7 @@ fn identity(fd: libc::c_int) -> Option<(u64, u64)> {
 /// Moves `fd` to a high number with close-on-exec (closing the low one); where that is
 /// impossible (a small descriptor limit), keeps `fd`.
 fn raise(fd: libc::c_int) -> libc::c_int {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit writes the struct we pass.
-    let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0 {
+    let soft = if let Some(lim) = crate::sys::getrlimit(libc::RLIMIT_NOFILE) {
         lim.rlim_cur.min(libc::c_int::MAX as u64) as libc::c_int
     } else {
         1024
@@ -49,13 +44,11 @@ fn raise(fd: libc::c_int) -> libc::c_int {
     if fd >= low {
         return fd;
     }
-    // SAFETY: duplicates our own descriptor to the lowest free number at or above `low`.
-    let high = unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, low) };
+    let high = crate::sys::dup_at_least(fd, low);
     if high < 0 {
         return fd;
     }
-    // SAFETY: our own descriptor, duplicated above; closed once.
-    unsafe { libc::close(fd) };
+    crate::sys::close(fd);
     high
 }
 
@@ -84,13 +77,8 @@ impl TraceFile {
         if self.absolute.as_bytes().is_empty() {
             return Err("the program closed the trace's descriptor and the trace has no path to open it again".into());
         }
-        // SAFETY: a valid C string; O_NOFOLLOW refuses a link put in the file's place.
-        let fd = unsafe {
-            libc::open(
-                self.absolute.as_ptr(),
-                libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW,
-            )
-        };
+        // O_NOFOLLOW refuses a link put in the file's place.
+        let fd = crate::sys::open(&self.absolute, libc::O_RDWR | libc::O_CLOEXEC | libc::O_NOFOLLOW, 0);
         if fd < 0 {
             return Err(format!(
                 "the program closed the trace's descriptor and {path} cannot be opened again ({})",
@@ -98,8 +86,7 @@ impl TraceFile {
             ));
         }
         if identity(fd) != Some((self.dev, self.ino)) {
-            // SAFETY: the descriptor we just opened; closed once.
-            unsafe { libc::close(fd) };
+            crate::sys::close(fd);
             return Err(format!(
                 "the program closed the trace's descriptor and {path} is now another file"
             ));
@@ -112,8 +99,8 @@ impl TraceFile {
     /// table may have been reused by the parent's program before the fork).
     pub fn close_if_ours(&mut self) {
         if self.fd >= 0 && identity(self.fd) == Some((self.dev, self.ino)) {
-            // SAFETY: our own descriptor (checked just above), closed once.
-            unsafe { libc::close(self.fd) };
+            // Our own descriptor (checked just above), closed once.
+            crate::sys::close(self.fd);
         }
         self.fd = -1;
     }

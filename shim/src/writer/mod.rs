@@ -199,12 +199,11 @@ pub fn default_path(program: &OsStr, pid: u32) -> OsString {
 
 /// A random trace id (never 0).
 fn random_id() -> u64 {
-    let mut id = 0u64;
-    // SAFETY: getrandom writes at most 8 bytes into `id`.
-    let n = unsafe { libc::getrandom((&mut id as *mut u64).cast(), 8, libc::GRND_NONBLOCK) };
+    let mut bytes = [0u8; 8];
+    let n = crate::sys::getrandom(&mut bytes, libc::GRND_NONBLOCK);
+    let mut id = u64::from_ne_bytes(bytes);
     if n != 8 {
-        // SAFETY: getpid cannot fail.
-        let pid = u64::from(unsafe { libc::getpid() } as u32);
+        let pid = u64::from(crate::sys::getpid());
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_nanos() as u64);
@@ -215,10 +214,7 @@ fn random_id() -> u64 {
 
 /// The monotonic clock in nanoseconds.
 fn now_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime writes the timespec we pass.
-    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    crate::sys::clock_ns(libc::CLOCK_MONOTONIC)
 }
 
 impl Writer {
@@ -617,6 +613,5 @@ pub fn in_forked_child() {
 }
 
 fn gettid() -> u32 {
-    // SAFETY: gettid has no arguments and cannot fail.
-    unsafe { libc::syscall(libc::SYS_gettid) as u32 }
+    crate::sys::gettid() as u32
 }

@@ -206,21 +206,11 @@ impl Builder {
     }
 }
 
-fn block_signals() {
-    // SAFETY: fills a local signal set and applies it to this thread only.
-    unsafe {
-        let mut set: libc::sigset_t = std::mem::zeroed();
-        libc::sigfillset(&mut set);
-        libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut());
-    }
-}
-
 /// The builder thread: one checkpoint at a time, for as long as the process runs.
 fn run(sh: &Shared) {
-    block_signals();
+    crate::sys::block_all_signals();
     // Below the program's threads: on a busy machine the checkpoint waits, not the program.
-    // SAFETY: setpriority on this thread's own id (Linux gives each thread its nice value).
-    unsafe { libc::setpriority(libc::PRIO_PROCESS, super::gettid(), 10) };
+    crate::sys::set_thread_nice(10);
     loop {
         let job = {
             let mut st = sh.builder.job.lock().unwrap_or_else(|p| p.into_inner());

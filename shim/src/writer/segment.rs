@@ -69,8 +69,7 @@ fn candidate(path: &OsStr, attempt: u32) -> Result<CString, String> {
 
 /// Writes the header at offset 0 of `fd`.
 pub(super) fn write_header(fd: libc::c_int, header: &[u8; HEADER_SIZE]) -> bool {
-    // SAFETY: writes our header buffer to our own descriptor.
-    unsafe { libc::pwrite(fd, header.as_ptr().cast(), HEADER_SIZE, 0) == HEADER_SIZE as isize }
+    crate::sys::pwrite(fd, header, 0) == HEADER_SIZE as isize
 }
 
 /// The preferred way: an unnamed file in the trace's directory (`O_TMPFILE`), header written,
@@ -88,15 +87,12 @@ fn create_unnamed_then_link(
         None => b".",
     };
     let Ok(dir) = CString::new(dir) else { return Ok(None) };
-    // SAFETY: `dir` is a valid C string; O_TMPFILE creates an unnamed file in it.
-    let fd = unsafe { libc::open(dir.as_ptr(), libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600) };
+    // O_TMPFILE creates an unnamed file in `dir`.
+    let fd = crate::sys::open(&dir, libc::O_TMPFILE | libc::O_RDWR | libc::O_CLOEXEC, 0o600);
     if fd < 0 {
         return Ok(None);
     }
-    let close = |fd: libc::c_int| {
-        // SAFETY: our own descriptor, closed once.
-        unsafe { libc::close(fd) };
-    };
+    let close = crate::sys::close;
     if !write_header(fd, header) {
         let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
         close(fd);
@@ -108,17 +104,9 @@ fn create_unnamed_then_link(
     };
     for attempt in 0..1000 {
         let name = candidate(path, attempt)?;
-        // SAFETY: both paths are valid C strings; AT_SYMLINK_FOLLOW resolves the /proc link to
-        // the unnamed file, as open(2) documents for O_TMPFILE files.
-        let rc = unsafe {
-            libc::linkat(
-                libc::AT_FDCWD,
-                proc_path.as_ptr(),
-                libc::AT_FDCWD,
-                name.as_ptr(),
-                libc::AT_SYMLINK_FOLLOW,
-            )
-        };
+        // AT_SYMLINK_FOLLOW resolves the /proc link to the unnamed file, as open(2)
+        // documents for O_TMPFILE files.
+        let rc = crate::sys::linkat(&proc_path, &name, libc::AT_SYMLINK_FOLLOW);
         if rc == 0 {
             return Ok(Some((fd, OsString::from_vec(name.into_bytes()))));
         }
@@ -146,8 +134,7 @@ fn create_named(path: &OsStr, header: &[u8; HEADER_SIZE]) -> Result<(libc::c_int
         if fd >= 0 {
             if !write_header(fd, header) {
                 let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
-                // SAFETY: our own descriptor, closed once.
-                unsafe { libc::close(fd) };
+                crate::sys::close(fd);
                 return Err(e);
             }
             return Ok((fd, OsString::from_vec(name.into_bytes())));
@@ -184,11 +171,7 @@ impl SegFile {
             Some(created) => created,
             None => create_named(path, header)?,
         };
-        // SAFETY: fstatfs fills the struct we pass for our own descriptor.
-        let on_tmpfs = unsafe {
-            let mut st: libc::statfs = std::mem::zeroed();
-            libc::fstatfs(fd, &mut st) == 0 && st.f_type == libc::TMPFS_MAGIC
-        };
+        let on_tmpfs = crate::sys::on_tmpfs(fd);
         let abs = absolute(&chosen);
         Ok((
             SegFile {
@@ -219,12 +202,8 @@ impl SegFile {
             return Ok(());
         }
         let mut want = end.max(ahead.min(size.saturating_mul(2).min(size + (64 << 20))));
-        let mut lim = libc::rlimit {
-            rlim_cur: 0,
-            rlim_max: 0,
-        };
-        // SAFETY: getrlimit writes the struct we pass.
-        if unsafe { libc::getrlimit(libc::RLIMIT_FSIZE, &mut lim) } == 0 && lim.rlim_cur != libc::RLIM_INFINITY {
+        let lim = crate::sys::getrlimit(libc::RLIMIT_FSIZE);
+        if let Some(lim) = lim.filter(|l| l.rlim_cur != libc::RLIM_INFINITY) {
             if end > lim.rlim_cur {
                 return Err(Grow::SizeLimit(format!(
                     "trace {} reached the file size limit (RLIMIT_FSIZE = {} bytes)",
@@ -235,11 +214,8 @@ impl SegFile {
             want = want.min(lim.rlim_cur);
         }
         let fd = self.file.checked().map_err(Grow::Failed)?;
-        let grow = |to: u64| {
-            // SAFETY: a descriptor just checked to be the trace's; offsets are within i64 by
-            // construction.
-            unsafe { libc::posix_fallocate(fd, size as libc::off_t, (to - size) as libc::off_t) }
-        };
+        // A descriptor just checked to be the trace's; offsets are within i64 by construction.
+        let grow = |to: u64| crate::sys::posix_fallocate(fd, size, to - size);
         let mut rc = grow(want);
         if rc != 0 && want > end {
             // The growth ahead of use did not fit (a small file system or quota): only what is
@@ -272,9 +248,9 @@ impl SegFile {
             // blocks written, and the first store to each costs a minor fault instead of the
             // file system's allocation of an unwritten extent, measured 12x dearer on ext4
             // (docs/history/performance.md, "Writing the trace"). tmpfs gains nothing from it.
-            // SAFETY: writes BLOCK_SIZE bytes of a static zero buffer to the trace's
-            // descriptor (checked just above), inside the file (`ensure`).
-            let n = unsafe { libc::pwrite(fd, ZEROS.0.as_ptr().cast(), BLOCK_SIZE, offset as libc::off_t) };
+            // BLOCK_SIZE bytes of zeros to the trace's descriptor (checked just above), inside
+            // the file (`ensure`).
+            let n = crate::sys::pwrite(fd, &ZEROS.0[..BLOCK_SIZE], offset);
             if n != BLOCK_SIZE as isize {
                 let text = format!("cannot write trace {}: {}", self.path.to_string_lossy(), errno_text());
                 let e = std::io::Error::last_os_error().raw_os_error();
@@ -312,9 +288,9 @@ impl SegFile {
         let used = self.used();
         if used < self.size {
             if let Ok(fd) = self.file.checked() {
-                // SAFETY: the trace's descriptor (checked just above); every block handed out
-                // lies below `used`.
-                if unsafe { libc::ftruncate(fd, used as libc::off_t) } == 0 {
+                // The trace's descriptor (checked just above); every block handed out lies
+                // below `used`.
+                if crate::sys::ftruncate(fd, used) == 0 {
                     self.size = used;
                 }
             }
@@ -339,8 +315,7 @@ impl SegFile {
     /// Writes `bytes` at `offset` (inside the file) through the checked descriptor.
     pub fn write_at(&mut self, bytes: &[u8], offset: u64) -> bool {
         let Ok(fd) = self.file.checked() else { return false };
-        // SAFETY: writes our buffer to the trace's descriptor (checked just above).
-        let n = unsafe { libc::pwrite(fd, bytes.as_ptr().cast(), bytes.len(), offset as libc::off_t) };
+        let n = crate::sys::pwrite(fd, bytes, offset);
         n == bytes.len() as isize
     }
 
@@ -356,14 +331,10 @@ impl SegFile {
             // about to read as zeros.
             let ours = crate::fd::FileId::of(fd);
             if let (Some(ours), Ok(c)) = (ours, CString::new(absolute(&self.path).into_vec())) {
-                // SAFETY: lstat fills the struct we pass for a valid C string.
-                let same = unsafe {
-                    let mut st: libc::stat = std::mem::zeroed();
-                    libc::lstat(c.as_ptr(), &mut st) == 0 && st.st_dev == ours.dev && st.st_ino == ours.ino
-                };
+                let same = crate::sys::lstat(&c).is_some_and(|st| st.st_dev == ours.dev && st.st_ino == ours.ino);
                 if same {
-                    // SAFETY: a valid C string naming our own segment (checked just above).
-                    unsafe { libc::unlink(c.as_ptr()) };
+                    // Our own segment (checked just above).
+                    crate::sys::unlink(&c);
                 }
             }
             // SAFETY: our own descriptor (checked just above); the range is the whole file.

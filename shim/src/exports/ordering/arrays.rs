@@ -18,111 +18,90 @@ use crate::cuda::*;
 const ARRAY: u64 = 0;
 
 /// `cuMemcpyHtoA_v2[_ptds]`.
-pub unsafe fn copy_htoa(
+pub fn copy_htoa(
     api: Api,
-    real: unsafe extern "C" fn(CUarray, usize, *const c_void, usize) -> CUresult,
-    dst: CUarray,
-    offset: usize,
+    real: impl FnOnce() -> CUresult,
+    _dst: CUarray,
+    _offset: usize,
     src: *const c_void,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, ARRAY, src as u64, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, offset, src, n) }
-    })
+    copy(api, NO_STREAM, ARRAY, src as u64, n as u64, real)
 }
 
 /// `cuMemcpyAtoH_v2[_ptds]`.
-pub unsafe fn copy_atoh(
+pub fn copy_atoh(
     api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUarray, usize, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: *mut c_void,
-    src: CUarray,
-    offset: usize,
+    _src: CUarray,
+    _offset: usize,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, dst as u64, ARRAY, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, offset, n) }
-    })
+    copy(api, NO_STREAM, dst as u64, ARRAY, n as u64, real)
 }
 
 /// `cuMemcpyAtoA_v2[_ptds]`.
-pub unsafe fn copy_atoa(
+pub fn copy_atoa(
     api: Api,
-    real: unsafe extern "C" fn(CUarray, usize, CUarray, usize, usize) -> CUresult,
-    dst: CUarray,
-    dst_offset: usize,
-    src: CUarray,
-    src_offset: usize,
+    real: impl FnOnce() -> CUresult,
+    _dst: CUarray,
+    _dst_offset: usize,
+    _src: CUarray,
+    _src_offset: usize,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, ARRAY, ARRAY, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, dst_offset, src, src_offset, n) }
-    })
+    copy(api, NO_STREAM, ARRAY, ARRAY, n as u64, real)
 }
 
 /// `cuMemcpyDtoA_v2[_ptds]`.
-pub unsafe fn copy_dtoa(
+pub fn copy_dtoa(
     api: Api,
-    real: unsafe extern "C" fn(CUarray, usize, CUdeviceptr, usize) -> CUresult,
-    dst: CUarray,
-    offset: usize,
+    real: impl FnOnce() -> CUresult,
+    _dst: CUarray,
+    _offset: usize,
     src: CUdeviceptr,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, ARRAY, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, offset, src, n) }
-    })
+    copy(api, NO_STREAM, ARRAY, src, n as u64, real)
 }
 
 /// `cuMemcpyAtoD_v2[_ptds]`.
-pub unsafe fn copy_atod(
+pub fn copy_atod(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUarray, usize, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
-    src: CUarray,
-    offset: usize,
+    _src: CUarray,
+    _offset: usize,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, dst, ARRAY, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, offset, n) }
-    })
+    copy(api, NO_STREAM, dst, ARRAY, n as u64, real)
 }
 
 /// `cuMemcpyHtoAAsync_v2[_ptsz]`.
 #[inline]
-pub unsafe fn copy_htoa_async(
+pub fn copy_htoa_async(
     api: Api,
-    real: unsafe extern "C" fn(CUarray, usize, *const c_void, usize, CUstream) -> CUresult,
-    dst: CUarray,
-    offset: usize,
+    real: impl FnOnce() -> CUresult,
+    _dst: CUarray,
+    _offset: usize,
     src: *const c_void,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, ARRAY, src as u64, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, offset, src, n, stream) }
-    })
+    copy(api, stream, ARRAY, src as u64, n as u64, real)
 }
 
 /// `cuMemcpyAtoHAsync_v2[_ptsz]`.
 #[inline]
-pub unsafe fn copy_atoh_async(
+pub fn copy_atoh_async(
     api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUarray, usize, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: *mut c_void,
-    src: CUarray,
-    offset: usize,
+    _src: CUarray,
+    _offset: usize,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst as u64, ARRAY, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, offset, n, stream) }
-    })
+    copy(api, stream, dst as u64, ARRAY, n as u64, real)
 }

@@ -34,93 +34,63 @@ pub(super) fn copy(
 pub(super) const NO_STREAM: CUstream = std::ptr::null_mut();
 
 /// `cuMemcpy[_ptds]`, `cuMemcpyDtoD_v2[_ptds]`.
-pub unsafe fn copy_sync(
-    api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize) -> CUresult,
-    dst: CUdeviceptr,
-    src: CUdeviceptr,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n) }
-    })
+pub fn copy_sync(api: Api, real: impl FnOnce() -> CUresult, dst: CUdeviceptr, src: CUdeviceptr, n: usize) -> CUresult {
+    copy(api, NO_STREAM, dst, src, n as u64, real)
 }
 
 /// `cuMemcpyAsync[_ptsz]`, `cuMemcpyDtoDAsync_v2[_ptsz]`.
 #[inline]
-pub unsafe fn copy_async(
+pub fn copy_async(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
     src: CUdeviceptr,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, stream) }
-    })
+    copy(api, stream, dst, src, n as u64, real)
 }
 
 /// `cuMemcpyHtoD_v2[_ptds]`.
-pub unsafe fn copy_htod(
+pub fn copy_htod(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
     src: *const c_void,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, dst, src as u64, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n) }
-    })
+    copy(api, NO_STREAM, dst, src as u64, n as u64, real)
 }
 
 /// `cuMemcpyHtoDAsync_v2[_ptsz]`.
 #[inline]
-pub unsafe fn copy_htod_async(
+pub fn copy_htod_async(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, *const c_void, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
     src: *const c_void,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst, src as u64, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, stream) }
-    })
+    copy(api, stream, dst, src as u64, n as u64, real)
 }
 
 /// `cuMemcpyDtoH_v2[_ptds]`.
-pub unsafe fn copy_dtoh(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize) -> CUresult,
-    dst: *mut c_void,
-    src: CUdeviceptr,
-    n: usize,
-) -> CUresult {
-    copy(api, NO_STREAM, dst as u64, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n) }
-    })
+pub fn copy_dtoh(api: Api, real: impl FnOnce() -> CUresult, dst: *mut c_void, src: CUdeviceptr, n: usize) -> CUresult {
+    copy(api, NO_STREAM, dst as u64, src, n as u64, real)
 }
 
 /// `cuMemcpyDtoHAsync_v2[_ptsz]`.
 #[inline]
-pub unsafe fn copy_dtoh_async(
+pub fn copy_dtoh_async(
     api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUdeviceptr, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: *mut c_void,
     src: CUdeviceptr,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst as u64, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, stream) }
-    })
+    copy(api, stream, dst as u64, src, n as u64, real)
 }
 
 /// A memset's element (`u8`, `u16`, `u32`): its width in bytes is what `N` counts.
@@ -129,11 +99,11 @@ fn element_bytes<T>() -> u64 {
 }
 
 /// `cuMemsetD{8,16,32}_v2[_ptds]` (`bytes` = N times the element's width).
-pub unsafe fn memset<T: std::marker::Copy>(
+pub fn memset<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, T, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
-    value: T,
+    _value: T,
     n: usize,
 ) -> CUresult {
     copy(
@@ -142,20 +112,17 @@ pub unsafe fn memset<T: std::marker::Copy>(
         dst,
         0,
         (n as u64).saturating_mul(element_bytes::<T>()),
-        || {
-            // SAFETY: passed through.
-            unsafe { real(dst, value, n) }
-        },
+        real,
     )
 }
 
 /// `cuMemsetD{8,16,32}Async[_ptsz]`.
 #[inline]
-pub unsafe fn memset_async<T: std::marker::Copy>(
+pub fn memset_async<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, T, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
-    value: T,
+    _value: T,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
@@ -165,84 +132,69 @@ pub unsafe fn memset_async<T: std::marker::Copy>(
         dst,
         0,
         (n as u64).saturating_mul(element_bytes::<T>()),
-        || {
-            // SAFETY: passed through.
-            unsafe { real(dst, value, n, stream) }
-        },
+        real,
     )
 }
 
 /// `cuMemcpyPeer[_ptds]`: a device-to-device copy between two contexts (which the record does
 /// not keep; the analyzer takes every context to be one).
-pub unsafe fn copy_peer(
+pub fn copy_peer(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
-    dst_ctx: CUcontext,
+    _dst_ctx: CUcontext,
     src: CUdeviceptr,
-    src_ctx: CUcontext,
+    _src_ctx: CUcontext,
     n: usize,
 ) -> CUresult {
-    copy(api, NO_STREAM, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, dst_ctx, src, src_ctx, n) }
-    })
+    copy(api, NO_STREAM, dst, src, n as u64, real)
 }
 
 /// `cuMemcpyPeerAsync[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-pub unsafe fn copy_peer_async(
+pub fn copy_peer_async(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUcontext, CUdeviceptr, CUcontext, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
-    dst_ctx: CUcontext,
+    _dst_ctx: CUcontext,
     src: CUdeviceptr,
-    src_ctx: CUcontext,
+    _src_ctx: CUcontext,
     n: usize,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, dst_ctx, src, src_ctx, n, stream) }
-    })
+    copy(api, stream, dst, src, n as u64, real)
 }
 
 /// `cuMemsetD2D{8,16,32}_v2[_ptds]`.
-pub unsafe fn memset_2d<T: std::marker::Copy>(
+pub fn memset_2d<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, T, usize, usize) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
     pitch: usize,
-    value: T,
+    _value: T,
     width: usize,
     height: usize,
 ) -> CUresult {
     let bytes = regions::memset_span(pitch, width, height, element_bytes::<T>());
-    copy(api, NO_STREAM, dst, 0, bytes, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, pitch, value, width, height) }
-    })
+    copy(api, NO_STREAM, dst, 0, bytes, real)
 }
 
 /// `cuMemsetD2D{8,16,32}Async[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
 #[inline]
-pub unsafe fn memset_2d_async<T: std::marker::Copy>(
+pub fn memset_2d_async<T: std::marker::Copy>(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, T, usize, usize, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
     pitch: usize,
-    value: T,
+    _value: T,
     width: usize,
     height: usize,
     stream: CUstream,
 ) -> CUresult {
     let bytes = regions::memset_span(pitch, width, height, element_bytes::<T>());
-    copy(api, stream, dst, 0, bytes, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, pitch, value, width, height, stream) }
-    })
+    copy(api, stream, dst, 0, bytes, real)
 }
 
 /// A 2D or 3D copy: like [`copy`], with the addresses and length read from the descriptor
@@ -305,7 +257,7 @@ impl Descriptor for CUDA_MEMCPY3D_BATCH_OP {
 /// cannot, or for a format or channel count this shim does not know).
 fn array_element(array: u64) -> Option<u64> {
     type GetDescriptor = unsafe extern "C" fn(*mut CUDA_ARRAY3D_DESCRIPTOR, CUarray) -> CUresult;
-    let f = crate::dl::driver_fn(crate::dl::Getter::cuArray3DGetDescriptor_v2)?;
+    let f = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuArray3DGetDescriptor_v2)?;
     // SAFETY: the driver's cuArray3DGetDescriptor_v2, found by name, with its C signature.
     let f: GetDescriptor = unsafe { std::mem::transmute::<usize, GetDescriptor>(f) };
     let mut d = CUDA_ARRAY3D_DESCRIPTOR::default();
@@ -334,16 +286,11 @@ unsafe fn described<T: Descriptor>(p: *const T) -> regions::Region {
 
 /// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]`, `cuMemcpy3D_v2[_ptds]`,
 /// `cuMemcpy3DPeer[_ptds]` (the default stream, as for `cuMemcpy`).
-pub unsafe fn copy_descriptor<T: Descriptor>(
-    api: Api,
-    real: unsafe extern "C" fn(*const T) -> CUresult,
-    p: *const T,
-) -> CUresult {
+pub unsafe fn copy_descriptor<T: Descriptor>(api: Api, real: impl FnOnce() -> CUresult, p: *const T) -> CUresult {
     copy_described(
         api,
         NO_STREAM,
-        // SAFETY: passed through.
-        || unsafe { real(p) },
+        real,
         // SAFETY: `copy_described` asks for the region only after a successful copy.
         || unsafe { described(p) },
     )
@@ -352,16 +299,15 @@ pub unsafe fn copy_descriptor<T: Descriptor>(
 /// `cuMemcpy3DWithAttributesAsync[_ptsz]` (CUDA 13.2: one operation of a 3D batch).
 pub unsafe fn copy_3d_with_attributes(
     api: Api,
-    real: unsafe extern "C" fn(*const CUDA_MEMCPY3D_BATCH_OP, u64, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     op: *const CUDA_MEMCPY3D_BATCH_OP,
-    flags: u64,
+    _flags: u64,
     stream: CUstream,
 ) -> CUresult {
     copy_described(
         api,
         stream,
-        // SAFETY: passed through.
-        || unsafe { real(op, flags, stream) },
+        real,
         // SAFETY: as in `copy_descriptor`.
         || unsafe { described(op) },
     )
@@ -370,15 +316,14 @@ pub unsafe fn copy_3d_with_attributes(
 /// `cuMemcpy2DAsync_v2[_ptsz]`, `cuMemcpy3DAsync_v2[_ptsz]`, `cuMemcpy3DPeerAsync[_ptsz]`.
 pub unsafe fn copy_descriptor_async<T: Descriptor>(
     api: Api,
-    real: unsafe extern "C" fn(*const T, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     p: *const T,
     stream: CUstream,
 ) -> CUresult {
     copy_described(
         api,
         stream,
-        // SAFETY: passed through.
-        || unsafe { real(p, stream) },
+        real,
         // SAFETY: as in `copy_descriptor`.
         || unsafe { described(p) },
     )
@@ -435,34 +380,25 @@ unsafe fn op_entry(ops: *const CUDA_MEMCPY3D_BATCH_OP, i: usize) -> (u64, u64, u
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn copy_batch(
     api: Api,
-    real: unsafe extern "C" fn(
-        *const CUdeviceptr,
-        *const CUdeviceptr,
-        *const usize,
-        usize,
-        *const c_void,
-        *const usize,
-        usize,
-        *mut usize,
-        CUstream,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dsts: *const CUdeviceptr,
     srcs: *const CUdeviceptr,
     sizes: *const usize,
     count: usize,
-    attrs: *const c_void,
-    attr_idxs: *const usize,
-    num_attrs: usize,
-    fail_idx: *mut usize,
+    _attrs: *const c_void,
+    _attr_idxs: *const usize,
+    _num_attrs: usize,
+    _fail_idx: *mut usize,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: passed through; on success the driver read `count` entries of each array.
+    // SAFETY: the arrays are the program's arguments, read only after success, when the
+    // driver has read `count` entries of each.
     unsafe {
         batched(
             api,
             stream,
             (count, !dsts.is_null() && !srcs.is_null() && !sizes.is_null()),
-            || real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, fail_idx, stream),
+            real,
             |i| linear_entry(dsts, srcs, sizes, i),
         )
     }
@@ -472,32 +408,24 @@ pub unsafe fn copy_batch(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn copy_batch_v2(
     api: Api,
-    real: unsafe extern "C" fn(
-        *const CUdeviceptr,
-        *const CUdeviceptr,
-        *const usize,
-        usize,
-        *const c_void,
-        *const usize,
-        usize,
-        CUstream,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dsts: *const CUdeviceptr,
     srcs: *const CUdeviceptr,
     sizes: *const usize,
     count: usize,
-    attrs: *const c_void,
-    attr_idxs: *const usize,
-    num_attrs: usize,
+    _attrs: *const c_void,
+    _attr_idxs: *const usize,
+    _num_attrs: usize,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: passed through; on success the driver read `count` entries of each array.
+    // SAFETY: the arrays are the program's arguments, read only after success, when the
+    // driver has read `count` entries of each.
     unsafe {
         batched(
             api,
             stream,
             (count, !dsts.is_null() && !srcs.is_null() && !sizes.is_null()),
-            || real(dsts, srcs, sizes, count, attrs, attr_idxs, num_attrs, stream),
+            real,
             |i| linear_entry(dsts, srcs, sizes, i),
         )
     }
@@ -506,60 +434,42 @@ pub unsafe fn copy_batch_v2(
 /// `cuMemcpy3DBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
 pub unsafe fn copy_3d_batch(
     api: Api,
-    real: unsafe extern "C" fn(usize, *const CUDA_MEMCPY3D_BATCH_OP, *mut usize, u64, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     count: usize,
     ops: *const CUDA_MEMCPY3D_BATCH_OP,
-    fail_idx: *mut usize,
-    flags: u64,
+    _fail_idx: *mut usize,
+    _flags: u64,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: passed through; on success the driver read `count` operations.
-    unsafe {
-        batched(
-            api,
-            stream,
-            (count, !ops.is_null()),
-            || real(count, ops, fail_idx, flags, stream),
-            |i| op_entry(ops, i),
-        )
-    }
+    // SAFETY: `ops` is the program's argument, read only after success, when the driver has
+    // read `count` operations.
+    unsafe { batched(api, stream, (count, !ops.is_null()), real, |i| op_entry(ops, i)) }
 }
 
 /// `cuMemcpy3DBatchAsync_v2[_ptsz]` (CUDA 13.0: no failure index).
 pub unsafe fn copy_3d_batch_v2(
     api: Api,
-    real: unsafe extern "C" fn(usize, *const CUDA_MEMCPY3D_BATCH_OP, u64, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     count: usize,
     ops: *const CUDA_MEMCPY3D_BATCH_OP,
-    flags: u64,
+    _flags: u64,
     stream: CUstream,
 ) -> CUresult {
     // SAFETY: as above.
-    unsafe {
-        batched(
-            api,
-            stream,
-            (count, !ops.is_null()),
-            || real(count, ops, flags, stream),
-            |i| op_entry(ops, i),
-        )
-    }
+    unsafe { batched(api, stream, (count, !ops.is_null()), real, |i| op_entry(ops, i)) }
 }
 
 /// `cuMemcpyWithAttributesAsync[_ptsz]` (CUDA 13.2: one copy with the attributes of a batch's).
-pub unsafe fn copy_with_attributes(
+pub fn copy_with_attributes(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, CUdeviceptr, usize, *const c_void, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     dst: CUdeviceptr,
     src: CUdeviceptr,
     n: usize,
-    attr: *const c_void,
+    _attr: *const c_void,
     stream: CUstream,
 ) -> CUresult {
-    copy(api, stream, dst, src, n as u64, || {
-        // SAFETY: passed through.
-        unsafe { real(dst, src, n, attr, stream) }
-    })
+    copy(api, stream, dst, src, n as u64, real)
 }
 
 #[cfg(test)]

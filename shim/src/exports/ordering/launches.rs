@@ -46,65 +46,49 @@ fn record_launch(
 /// `cuLaunchCooperativeKernel[_ptsz]`: `cuLaunchKernel` without the `extra` buffer, whose
 /// blocks may synchronize across the grid.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn launch_cooperative(
+pub fn launch_cooperative(
     api: Api,
-    real: unsafe extern "C" fn(*mut c_void, u32, u32, u32, u32, u32, u32, u32, CUstream, *mut *mut c_void) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     f: *mut c_void,
-    gx: u32,
-    gy: u32,
-    gz: u32,
-    bx: u32,
-    by: u32,
-    bz: u32,
-    shared: u32,
+    _gx: u32,
+    _gy: u32,
+    _gz: u32,
+    _bx: u32,
+    _by: u32,
+    _bz: u32,
+    _shared: u32,
     stream: CUstream,
     params: *mut *mut c_void,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params) };
+    let r = real();
     record_launch(&g, api, r, stream, f, params, std::ptr::null_mut());
     r
 }
 
 /// `cuLaunchKernel[_ptsz]`.
 #[allow(clippy::too_many_arguments)]
-pub unsafe fn launch(
+pub fn launch(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut c_void,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        u32,
-        CUstream,
-        *mut *mut c_void,
-        *mut *mut c_void,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     f: *mut c_void,
-    gx: u32,
-    gy: u32,
-    gz: u32,
-    bx: u32,
-    by: u32,
-    bz: u32,
-    shared: u32,
+    _gx: u32,
+    _gy: u32,
+    _gz: u32,
+    _bx: u32,
+    _by: u32,
+    _bz: u32,
+    _shared: u32,
     stream: CUstream,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra) };
+    let r = real();
     record_launch(&g, api, r, stream, f, params, extra);
     r
 }
@@ -114,18 +98,16 @@ pub unsafe fn launch(
 /// recorded with stream 0 and no pointers.
 pub unsafe fn launch_ex(
     api: Api,
-    real: unsafe extern "C" fn(*const CUlaunchConfig, *mut c_void, *mut *mut c_void, *mut *mut c_void) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     config: *const CUlaunchConfig,
     f: *mut c_void,
     params: *mut *mut c_void,
     extra: *mut *mut c_void,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(config, f, params, extra) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(config, f, params, extra) };
+    let r = real();
     let stream = if r == CUDA_SUCCESS && !config.is_null() {
         // SAFETY: the launch succeeded, so `config` points at a configuration the driver read;
         // only the stream field is read, in place.
@@ -141,20 +123,13 @@ pub unsafe fn launch_ex(
 /// no pointers; what its nodes touch was listed at instantiation, `graph_accesses`). A graph
 /// launched into a capture becomes a child graph node, whose nodes are not named by
 /// `GraphNode` records.
-pub unsafe fn graph_launch(
-    api: Api,
-    real: unsafe extern "C" fn(*mut c_void, CUstream) -> CUresult,
-    exec: *mut c_void,
-    stream: CUstream,
-) -> CUresult {
+pub fn graph_launch(api: Api, real: impl FnOnce() -> CUresult, exec: *mut c_void, stream: CUstream) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(exec, stream) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(exec, stream) };
+    let r = real();
     if r == CUDA_SUCCESS {
-        crate::exports::graph_live::launched(exec as u64);
+        crate::ops::graph_live::launched(exec as u64);
     }
     tracer::hot_event(&g, |stack| Launch {
         api,

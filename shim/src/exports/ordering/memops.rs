@@ -50,35 +50,29 @@ fn record(api: Api, result: CuResult, stream: CUstream, op: u32, addr: u64, valu
 }
 
 /// `cuStreamWaitValue32` and `cuStreamWriteValue32`, every ABI (`_v2`, `_ptsz`).
-pub unsafe fn value32(
+pub fn value32(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, CUdeviceptr, u32, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
     addr: CUdeviceptr,
     value: u32,
     flags: u32,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(stream, addr, value, flags) },
-        |r| record(api, r, stream, op_of(api), addr, u64::from(value), flags),
-    )
+    plain(real, |r| {
+        record(api, r, stream, op_of(api), addr, u64::from(value), flags)
+    })
 }
 
 /// `cuStreamWaitValue64` and `cuStreamWriteValue64`, every ABI.
-pub unsafe fn value64(
+pub fn value64(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, CUdeviceptr, u64, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
     addr: CUdeviceptr,
     value: u64,
     flags: u32,
 ) -> CUresult {
-    plain(
-        // SAFETY: passed through.
-        || unsafe { real(stream, addr, value, flags) },
-        |r| record(api, r, stream, op_of(api), addr, value, flags),
-    )
+    plain(real, |r| record(api, r, stream, op_of(api), addr, value, flags))
 }
 
 /// Reads operation `i` of a batch: (op, address, value, flags).
@@ -110,18 +104,16 @@ unsafe fn batch_entry(params: *const u8, i: usize) -> (u32, u64, u64, u32) {
 /// operation 0.
 pub unsafe fn batch(
     api: Api,
-    real: unsafe extern "C" fn(CUstream, u32, *mut c_void, u32) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     stream: CUstream,
     count: u32,
     params: *mut c_void,
     flags: u32,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(stream, count, params, flags) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(stream, count, params, flags) };
+    let r = real();
     if r != CUDA_SUCCESS || params.is_null() {
         tracer::event_fields(&g, &record(api, CuResult(r), stream, 0, 0, 0, flags));
         return r;

@@ -64,35 +64,29 @@ fn one(
 }
 
 /// `cuMemPrefetchAsync[_ptsz]` (8.0: to a device ordinal, or `CU_DEVICE_CPU`).
-pub unsafe fn prefetch(
+pub fn prefetch(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, CUdevice, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     ptr: CUdeviceptr,
     n: usize,
     device: CUdevice,
     stream: CUstream,
 ) -> CUresult {
-    one(api, stream, ptr, n, device_location(device), || {
-        // SAFETY: passed through.
-        unsafe { real(ptr, n, device, stream) }
-    })
+    one(api, stream, ptr, n, device_location(device), real)
 }
 
 /// `cuMemPrefetchAsync_v2[_ptsz]` (12.2: to a location; the name CUDA 13 calls
 /// `cuMemPrefetchAsync`).
-pub unsafe fn prefetch_v2(
+pub fn prefetch_v2(
     api: Api,
-    real: unsafe extern "C" fn(CUdeviceptr, usize, CUmemLocation, u32, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     ptr: CUdeviceptr,
     n: usize,
     location: CUmemLocation,
-    flags: u32,
+    _flags: u32,
     stream: CUstream,
 ) -> CUresult {
-    one(api, stream, ptr, n, location.encoded(), || {
-        // SAFETY: passed through.
-        unsafe { real(ptr, n, location, flags, stream) }
-    })
+    one(api, stream, ptr, n, location.encoded(), real)
 }
 
 /// Runs a batch and records a `RangeOp` per range, `entry(i)` giving range `i`'s start,
@@ -194,23 +188,14 @@ unsafe fn range_entry(
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn prefetch_batch(
     api: Api,
-    real: unsafe extern "C" fn(
-        *mut CUdeviceptr,
-        *mut usize,
-        usize,
-        *mut CUmemLocation,
-        *mut usize,
-        usize,
-        u64,
-        CUstream,
-    ) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     ptrs: *mut CUdeviceptr,
     sizes: *mut usize,
     count: usize,
     locations: *mut CUmemLocation,
     idxs: *mut usize,
     n_locations: usize,
-    flags: u64,
+    _flags: u64,
     stream: CUstream,
 ) -> CUresult {
     let places = Locations::new(locations, idxs, n_locations);
@@ -218,8 +203,7 @@ pub unsafe fn prefetch_batch(
         api,
         stream,
         (count, !ptrs.is_null() && !sizes.is_null()),
-        // SAFETY: passed through.
-        || unsafe { real(ptrs, sizes, count, locations, idxs, n_locations, flags, stream) },
+        real,
         // SAFETY: on success the driver read `count` entries of ptrs and sizes and
         // `n_locations` of locations and idxs.
         |i| unsafe { range_entry(ptrs, sizes, &places, i) },
@@ -229,11 +213,11 @@ pub unsafe fn prefetch_batch(
 /// `cuMemDiscardBatchAsync[_ptsz]` (13.0).
 pub unsafe fn discard_batch(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, usize, u64, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     ptrs: *mut CUdeviceptr,
     sizes: *mut usize,
     count: usize,
-    flags: u64,
+    _flags: u64,
     stream: CUstream,
 ) -> CUresult {
     let no_locations = Locations::none();
@@ -241,8 +225,7 @@ pub unsafe fn discard_batch(
         api,
         stream,
         (count, !ptrs.is_null() && !sizes.is_null()),
-        // SAFETY: passed through.
-        || unsafe { real(ptrs, sizes, count, flags, stream) },
+        real,
         // SAFETY: on success the driver read `count` entries of ptrs and sizes.
         |i| unsafe { range_entry(ptrs, sizes, &no_locations, i) },
     )

@@ -22,22 +22,15 @@ const FLAGS_OFFSET: usize = 72;
 /// `GPULEAK_OBJECT_STACKS=1` the stack.
 pub unsafe fn import(
     api: Api,
-    real: unsafe extern "C" fn(*mut CUexternalSemaphore, *const u8) -> CUresult,
-    sem: *mut CUexternalSemaphore,
+    real: impl FnOnce() -> CUresult,
+    sem: Out<CUexternalSemaphore>,
     desc: *const u8,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(sem, desc) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(sem, desc) };
-    let handle = if r == CUDA_SUCCESS && !sem.is_null() {
-        // SAFETY: on success the driver wrote the program's out-parameter.
-        unsafe { sem.read() as u64 }
-    } else {
-        0
-    };
+    let r = real();
+    let handle = sem.after(r).map_or(0, |h| h as u64);
     let (handle_type, flags) = if desc.is_null() {
         (0, 0)
     } else {
@@ -67,18 +60,12 @@ pub unsafe fn import(
 
 /// `cuDestroyExternalSemaphore`, numbered before the call (a handle the driver hands out
 /// again then sorts after it).
-pub unsafe fn destroy(
-    api: Api,
-    real: unsafe extern "C" fn(CUexternalSemaphore) -> CUresult,
-    sem: CUexternalSemaphore,
-) -> CUresult {
+pub fn destroy(api: Api, real: impl FnOnce() -> CUresult, sem: CUexternalSemaphore) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(sem) };
+        return real();
     };
     let pending = tracer::before(&g);
-    // SAFETY: passed through.
-    let r = unsafe { real(sem) };
+    let r = real();
     tracer::event_at(
         &g,
         pending,
@@ -117,18 +104,16 @@ unsafe fn entry(sems: *const CUexternalSemaphore, params: *const u8, i: usize) -
 /// driver has read the arrays then); a refused call is one record with semaphore 0.
 pub unsafe fn signal_or_wait(
     api: Api,
-    real: unsafe extern "C" fn(*const CUexternalSemaphore, *const u8, u32, CUstream) -> CUresult,
+    real: impl FnOnce() -> CUresult,
     sems: *const CUexternalSemaphore,
     params: *const u8,
     count: u32,
     stream: CUstream,
 ) -> CUresult {
     let Some(g) = guard::enter() else {
-        // SAFETY: passed through.
-        return unsafe { real(sems, params, count, stream) };
+        return real();
     };
-    // SAFETY: passed through.
-    let r = unsafe { real(sems, params, count, stream) };
+    let r = real();
     let record = |semaphore, value, key, flags| ExtSemaphoreOp {
         api,
         result: CuResult(r),

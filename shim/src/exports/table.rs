@@ -1,13 +1,35 @@
-//! The table of intercepted entry points: one row per exact exported variant, holding the
-//! real function's address once known and the shim's wrapper.
+//! The table of intercepted entry points and its lookups: one row per exact exported
+//! variant, holding the real function's address once known and the shim's wrapper.
 //!
-//! Rows are generated from the single list in `exports/mod.rs` by [`driver_hooks!`] (and
-//! `runtime_hooks!`), which also generates the exported wrapper functions themselves.
+//! Rows are generated from the single list in `exports/mod.rs` by its `hooks!` macro, which
+//! also generates the exported wrapper functions themselves. This module sits below every
+//! handler: it knows the rows only as the slice the wrappers and the `dlsym` door hand it
+//! ([`install`]), never the module that generates them, so that handlers (the resolvers) can
+//! look rows up without an import circle.
 
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
-use crate::dl;
+use super::dlsym::{self as dl, RTLD_NEXT};
+
+/// The rows, once a wrapper or a door has handed them over.
+static ROWS: OnceLock<&'static [Hook]> = OnceLock::new();
+
+/// Hands the table its rows. Called by every wrapper before it looks up a real function and by
+/// the `dlsym` door before it looks a name up, so the rows are known before any row holds a
+/// real address, and so before any lookup here can find one.
+#[cold]
+pub fn install(rows: &'static [Hook]) {
+    if ROWS.get().is_none() {
+        let _ = ROWS.set(rows);
+    }
+}
+
+/// Every row (none before [`install`]).
+fn rows() -> &'static [Hook] {
+    ROWS.get().copied().unwrap_or(&[])
+}
 
 /// Which library a hooked function lives in.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -61,12 +83,20 @@ impl Hook {
     }
 
     /// The real function, looking it up if no door has seen it yet: in the `libcuda` the
-    /// process already uses, else in the libraries loaded after the shim.
-    pub fn real_or_lookup(&self) -> usize {
+    /// process already uses, else in the libraries loaded after the shim. `rows` is the table
+    /// `self` is a row of, installed before the first lookup.
+    #[inline]
+    pub fn real_or_lookup(&self, rows: &'static [Hook]) -> usize {
         let known = self.real();
         if known != 0 {
             return known;
         }
+        install(rows);
+        self.look_up()
+    }
+
+    #[cold]
+    fn look_up(&self) -> usize {
         let found = match self.lib {
             Lib::Driver => {
                 let handle = dl::libcuda();
@@ -80,21 +110,36 @@ impl Hook {
                 }
                 p as usize
             }
-            Lib::Runtime => crate::exports::runtime::find_real(self.name),
+            Lib::Runtime => dl::find_runtime_fn(self.name),
         };
         self.set_real(found);
         self.real()
     }
 }
 
-const RTLD_NEXT: *mut c_void = -1isize as *mut c_void;
-
-/// Looks up the real function of every driver row no door has seen yet (at the start of
-/// tracing: see [`dl::resolve_up_front`]).
-pub fn resolve_driver_rows() {
-    for h in crate::exports::HOOKS.iter().filter(|h| h.lib == Lib::Driver) {
-        let _ = h.real_or_lookup();
+/// Looks up every getter and the real function of every driver entry point the shim exports,
+/// once the driver is loaded: as tracing starts (inside the first intercepted call), and again
+/// when the driver's handle becomes known (a driver opened with `RTLD_LOCAL` is out of reach
+/// of the default lookup until then).
+pub fn resolve_up_front() {
+    if !dl::resolve_getters() {
+        return;
     }
+    for h in rows().iter().filter(|h| h.lib == Lib::Driver) {
+        if h.real() == 0 {
+            let _ = h.look_up();
+        }
+    }
+}
+
+/// Whether `addr` lies in `libcuda.so*` (see [`dl::note_libcuda`]); the first time its
+/// handle becomes known, looks the driver's functions up.
+pub fn in_libcuda(addr: *const c_void) -> bool {
+    let (is_cuda, learned) = dl::note_libcuda(addr);
+    if learned {
+        resolve_up_front();
+    }
+    is_cuda
 }
 
 /// Finds a row by exported name.
@@ -103,7 +148,7 @@ pub fn by_name(name: &[u8]) -> Option<&'static Hook> {
     if name.len() < 3 || name[0] != b'c' || name[1] != b'u' {
         return None;
     }
-    crate::exports::HOOKS.iter().find(|h| h.name.to_bytes() == name)
+    rows().iter().find(|h| h.name.to_bytes() == name)
 }
 
 /// Fills in the real address of every driver row from the `libcuda` handle, once.
@@ -113,7 +158,7 @@ fn fill_driver_rows() {
     if handle.is_null() || FILLED.load(Ordering::Acquire) == handle as usize {
         return;
     }
-    for h in crate::exports::HOOKS.iter().filter(|h| h.lib == Lib::Driver) {
+    for h in rows().iter().filter(|h| h.lib == Lib::Driver) {
         if h.real() == 0 {
             h.set_real(dl::real_dlsym(handle, h.name) as usize);
         }
@@ -133,10 +178,10 @@ pub fn substitute_resolved(resolver: usize, symbol: &[u8], addr: usize) -> usize
         return 0;
     }
     if dl::libcuda().is_null() {
-        dl::in_libcuda(resolver as *const c_void);
+        in_libcuda(resolver as *const c_void);
     }
     fill_driver_rows();
-    let rows = crate::exports::HOOKS.iter().filter(|h| h.lib == Lib::Driver);
+    let rows = rows().iter().filter(|h| h.lib == Lib::Driver);
     for h in rows {
         if h.real() == addr {
             return h.wrapper();
@@ -150,7 +195,7 @@ pub fn substitute_resolved(resolver: usize, symbol: &[u8], addr: usize) -> usize
 
 /// Whether a resolver request's base name is one whose variants the shim tracks.
 fn is_tracked_base(symbol: &[u8]) -> bool {
-    crate::exports::HOOKS
+    rows()
         .iter()
         .filter(|h| h.lib == Lib::Driver)
         .any(|h| base_name(h.name.to_bytes()) == symbol)

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{Api, GraphMem, MemKind, MemLocation, StackId};
 
-use crate::ops::{self, live};
+use super::{self as ops, live};
 
 /// What a launch of an executable graph allocates and frees, for the live gauges.
 struct ExecMemory {
@@ -72,7 +72,7 @@ pub fn node_made(addr: u64, stack: StackId) {
 }
 
 /// An instantiation listed `allocs` (triples) and `frees`: what each launch of `exec` does.
-pub(super) fn exec_made(exec: u64, allocs: &[u64], frees: &[u64], auto_free: bool, stack: StackId) {
+pub fn exec_made(exec: u64, allocs: &[u64], frees: &[u64], auto_free: bool, stack: StackId) {
     let mut state = live_graphs();
     if state.execs.len() >= MAX_REMEMBERED && !state.execs.contains_key(&exec) {
         return;
