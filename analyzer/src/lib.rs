@@ -8,6 +8,7 @@
 //! assert!(errors.is_empty());
 //! ```
 
+pub mod allocation;
 pub mod captures;
 pub mod check;
 pub mod colour;
@@ -18,6 +19,7 @@ pub mod frameworks;
 pub mod hash;
 pub mod memory;
 pub mod model;
+pub mod modules;
 pub mod report;
 pub mod run;
 pub mod site;

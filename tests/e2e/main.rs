@@ -11,6 +11,7 @@
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
 //! - `diff`: `gpuleak diff`, two runs or two snapshots side by side;
 //! - `docs`: the settings table and the links between Markdown pages, against the repository;
+//! - `layers`: no import circle between the analyzer's and the format crate's modules;
 //! - `trace`: reading traces and client output in tests;
 //! - `browser`: the HTML pages in headless Chromium, driven by a script of the test's;
 //! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
@@ -26,6 +27,7 @@ mod browser;
 pub(crate) mod check;
 mod diff;
 mod docs;
+mod layers;
 mod memory;
 mod ops;
 mod ordering;

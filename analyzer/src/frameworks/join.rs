@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use gpuleak_format::framework::BlockState;
 
 use super::state::{DriverAlloc, PyFrame, State, Stats};
-use crate::model::{file_name, Modules};
+use crate::modules::{file_name, Modules};
 
 /// Tensor sites shown per device.
 pub const TOP_SITES: usize = 10;

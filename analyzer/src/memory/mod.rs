@@ -22,8 +22,8 @@ use std::collections::BTreeMap;
 
 use gpuleak_format::{Api, CuResult, MemKind, StackId};
 
+use crate::allocation::Allocation;
 use crate::hash::HashMap;
-use crate::model::Allocation;
 pub use found::{
     pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
     SnapshotState, Worst,

@@ -44,7 +44,6 @@ mod checkpoint;
 mod found;
 mod graphs;
 mod mempools;
-mod modules;
 pub mod owner;
 mod pools;
 mod recent;
@@ -59,10 +58,10 @@ use gpuleak_format::{
     StackId, Stream, Trace, Unmap,
 };
 
+pub use crate::modules::{file_name, Module, Modules};
 pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Rank, Replay};
 pub use gpuleak_format::space::{is_owned_memory, Space};
 pub use mempools::PoolLeak;
-pub use modules::{file_name, Module, Modules};
 pub use recent::Freed;
 
 use crate::frameworks::state::Handle;
