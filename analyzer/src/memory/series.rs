@@ -15,6 +15,8 @@ pub struct Axis {
     cap: u64,
     /// Position of the latest event.
     at: u64,
+    /// `at / width`, kept because every series asks for it at every event.
+    bucket: u64,
 }
 
 impl Axis {
@@ -25,22 +27,31 @@ impl Axis {
             generation: 0,
             cap: cap.max(2),
             at: 0,
+            bucket: 0,
         }
     }
 
     /// Moves to position `at` (never backwards), doubling the width while it would need more
     /// than `cap` buckets.
+    #[inline]
     pub fn advance(&mut self, at: u64) {
-        self.at = self.at.max(at);
-        while self.at / self.width >= self.cap {
+        if at <= self.at {
+            return;
+        }
+        self.at = at;
+        // The width is a power of two.
+        self.bucket = at >> self.generation;
+        while self.bucket >= self.cap {
             self.width *= 2;
             self.generation += 1;
+            self.bucket = at >> self.generation;
         }
     }
 
     /// The current bucket.
+    #[inline]
     pub fn bucket(&self) -> u64 {
-        self.at / self.width
+        self.bucket
     }
 
     /// Positions per bucket.
@@ -105,8 +116,12 @@ impl Series {
     }
 
     /// Sets the value now.
+    #[inline]
     pub fn set(&mut self, axis: &Axis, value: u64) {
-        self.catch_up(axis);
+        // Most events land in the open bucket of an axis that did not double since.
+        if self.generation != axis.generation || axis.bucket() != self.index {
+            self.catch_up(axis);
+        }
         self.open.min = self.open.min.min(value);
         self.open.max = self.open.max.max(value);
         self.open.last = value;
@@ -114,6 +129,7 @@ impl Series {
 
     /// Brings the series to the axis's current bucket (merging after doublings, carrying the
     /// last value over the buckets it was not touched in).
+    #[inline(never)]
     pub fn catch_up(&mut self, axis: &Axis) {
         if self.generation != axis.generation {
             let shift = axis.generation - self.generation;

@@ -5,9 +5,9 @@
 //! between two neighbours also holds the driver's rounding; gaps under [`MIN_HOLE`] are taken
 //! for that padding and are neither holes nor free memory.
 
-use std::collections::BTreeMap;
-
 use gpuleak_format::StackId;
+
+use crate::streams::aside::AsideMap;
 
 /// Gaps smaller than this are alignment padding, not holes (drivers round small allocations
 /// up to 256 or 512 bytes).
@@ -67,12 +67,12 @@ impl Holes {
 }
 
 /// Live ranges by address. Keeping only them makes each allocation and free one tree
-/// operation; the holes are found by walking the ranges in address order when they are asked
+/// operation, and none for churn at one address (the newest range is kept aside); the holes are found by walking the ranges in address order when they are asked
 /// for ([`AddressSpace::holes`]), which the memory pass does once per timeline bucket and at
 /// each failed allocation.
 #[derive(Debug, Default)]
 pub struct AddressSpace {
-    live: BTreeMap<u64, Range>,
+    live: AsideMap<Range>,
 }
 
 impl AddressSpace {
@@ -84,12 +84,12 @@ impl AddressSpace {
 
     /// Removes a live allocation (nothing if it is not there).
     pub fn remove(&mut self, ptr: u64) {
-        self.live.remove(&ptr);
+        self.live.remove(ptr);
     }
 
     /// Whether nothing is live.
     pub fn is_empty(&self) -> bool {
-        self.live.is_empty()
+        self.live.len() == 0
     }
 
     /// The holes between live allocations now. Overlapping ranges (a free the trace missed)
@@ -97,7 +97,7 @@ impl AddressSpace {
     pub fn holes(&self) -> Holes {
         let mut h = Holes::default();
         let mut end: Option<u64> = None;
-        for (&ptr, r) in &self.live {
+        for (ptr, r) in self.live.iter() {
             if let Some(e) = end {
                 let gap = ptr.saturating_sub(e);
                 if gap >= MIN_HOLE {
@@ -113,8 +113,8 @@ impl AddressSpace {
 
     /// The used span: lowest live address and highest live end.
     pub fn span(&self) -> Option<(u64, u64)> {
-        let lo = *self.live.keys().next()?;
-        let hi = self.live.values().map(|r| r.end).max()?;
+        let lo = self.live.iter().next()?.0;
+        let hi = self.live.iter().map(|(_, r)| r.end).max()?;
         Some((lo, hi))
     }
 
@@ -123,9 +123,9 @@ impl AddressSpace {
         let mut pins = Vec::new();
         let mut prev_end: Option<u64> = None;
         let mut it = self.live.iter().peekable();
-        while let Some((&ptr, r)) = it.next() {
+        while let Some((ptr, r)) = it.next() {
             let left = prev_end.map_or(0, |e| ptr.saturating_sub(e));
-            let right = it.peek().map_or(0, |(&n, _)| n.saturating_sub(r.end));
+            let right = it.peek().map_or(0, |(n, _)| n.saturating_sub(r.end));
             if left >= MIN_HOLE && right >= MIN_HOLE {
                 pins.push(Pin {
                     ptr,

@@ -6,7 +6,7 @@
 //! aside as one map.
 
 use std::collections::BTreeMap;
-use std::ops::RangeBounds;
+use std::ops::{Bound, RangeBounds};
 
 /// A `BTreeMap<u64, V>` whose newest entry is kept aside (never at a key the tree holds).
 #[derive(Debug)]
@@ -62,6 +62,26 @@ impl<V> AsideMap<V> {
         }
     }
 
+    /// Every entry in key order.
+    pub fn iter(&self) -> impl Iterator<Item = (u64, &V)> {
+        let (before, newest, after) = match &self.newest {
+            Some((k, v)) => (
+                self.tree.range(..*k),
+                Some((*k, v)),
+                self.tree.range((Bound::Excluded(*k), Bound::Unbounded)),
+            ),
+            None => (
+                self.tree.range(..),
+                None,
+                self.tree.range((Bound::Excluded(u64::MAX), Bound::Unbounded)),
+            ),
+        };
+        before
+            .map(|(k, v)| (*k, v))
+            .chain(newest)
+            .chain(after.map(|(k, v)| (*k, v)))
+    }
+
     /// The entry with the highest key in `range`.
     pub fn last_in(&self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &V)> {
         let aside = self.newest.as_ref().filter(|(k, _)| range.contains(k));
@@ -106,6 +126,7 @@ mod tests {
                 plain.insert(key, step);
             }
             assert_eq!(aside.len(), plain.len());
+            assert!(aside.iter().eq(plain.iter().map(|(k, v)| (*k, v))), "step {step}");
             for k in 0..26 {
                 assert_eq!(aside.get(k), plain.get(&k));
                 let want = plain.range(..k).next_back().map(|(&k, v)| (k, *v));

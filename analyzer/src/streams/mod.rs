@@ -86,7 +86,7 @@
 //! ```
 
 pub(crate) mod apis;
-mod aside;
+pub(crate) mod aside;
 pub mod clock;
 mod found;
 mod graph_accesses;
