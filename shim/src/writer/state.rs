@@ -94,6 +94,8 @@ pub struct Writer {
     pub(super) last_words: Mutex<DetachedBlock>,
 }
 
+/// A block written under a lock rather than by one thread: the threads without thread-locals
+/// share one, and block 0 of the current segment is another.
 pub(super) struct DetachedBlock {
     pub(super) ptr: *mut u8,
     pub(super) cursor: BlockCursor,
@@ -116,6 +118,7 @@ impl DetachedBlock {
 // SAFETY: the raw block pointer is only used under the mutex that owns it.
 unsafe impl Send for DetachedBlock {}
 
+/// Unmaps a block (nothing for a null pointer).
 pub(super) fn unmap(p: *mut u8) {
     if !p.is_null() {
         // SAFETY: `p` is a BLOCK_SIZE mapping this thread made and no longer uses.
