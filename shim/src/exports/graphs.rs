@@ -144,7 +144,7 @@ unsafe fn alloc_node_made(g: &HookGuard, api: Api, r: CUresult, params: *const C
     };
     let stack = tracer::alloc(g, api, r, Stream(0), ptr, size, location);
     if r == CUDA_SUCCESS {
-        graph_live::node_made(ptr, stack);
+        graph_live::node_made(crate::ops::flags(), ptr, stack);
     }
 }
 

@@ -7,7 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{Api, GraphMem, MemKind, MemLocation, StackId};
 
-use super::{self as ops, live};
+use super::settings::{BUDGET, LIVE};
+use super::{live, sites};
 
 /// What a launch of an executable graph allocates and frees, for the live gauges.
 struct ExecMemory {
@@ -59,12 +60,12 @@ pub fn forget_in_child() {
 }
 
 /// An allocation node made at `addr` (by capture or by hand) by the calling thread, while
-/// live accounting is on.
-pub fn node_made(addr: u64, stack: StackId) {
-    if ops::flags() & ops::LIVE == 0 {
+/// live accounting is on (`f`: the features on, [`super::flags`] read by the caller).
+pub fn node_made(f: u32, addr: u64, stack: StackId) {
+    if f & LIVE == 0 {
         return;
     }
-    ops::sites::note(stack);
+    sites::note(stack);
     let mut state = live_graphs();
     if state.nodes.len() < MAX_REMEMBERED || state.nodes.contains_key(&addr) {
         state.nodes.insert(addr, stack);
@@ -91,10 +92,10 @@ pub fn exec_made(exec: u64, allocs: &[u64], frees: &[u64], auto_free: bool, stac
 
 /// A successful `cuGraphLaunch` of `exec`: with live accounting on, what its memory nodes
 /// allocate is live (kind `graph`, or host memory for a node located there; counted against
-/// the budget, which cannot refuse a launch) and what they free is not.
-pub fn launched(exec: u64) {
-    let f = ops::flags();
-    if f & ops::LIVE == 0 {
+/// the budget, which cannot refuse a launch) and what they free is not (`f`: the features
+/// on, [`super::flags`] read by the caller).
+pub fn launched(f: u32, exec: u64) {
+    if f & LIVE == 0 {
         return;
     }
     let Some(memory) = live_graphs().execs.get(&exec).cloned() else {
@@ -114,7 +115,7 @@ pub fn launched(exec: u64) {
             MemLocation::Host => (MemKind::Host, here.device),
             MemLocation::Unknown => (MemKind::Graph, here.device),
         };
-        let reserved = f & ops::BUDGET != 0 && live::counts_toward_budget(kind);
+        let reserved = f & BUDGET != 0 && live::counts_toward_budget(kind);
         if reserved {
             live::charge(device, size);
         }

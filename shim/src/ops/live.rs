@@ -18,7 +18,16 @@ use std::sync::Mutex;
 
 use gpuleak_format::{Api, MemKind, StackId};
 
-use super::Failure;
+/// Why an allocation failed, for the metrics.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Failure {
+    /// The driver said no.
+    Driver = 0,
+    /// `GPULEAK_LIMIT` said no.
+    Budget = 1,
+    /// `GPULEAK_FAIL` said no.
+    Injected = 2,
+}
 
 /// Device slots: devices 0 to 15, then one for "unknown" (no current context, or a device
 /// number past 15).
@@ -653,7 +662,7 @@ pub fn print_oom_summary(api: Api, size: u64, device: i32, why: Failure) {
         Failure::Driver => "the driver is out of memory".to_string(),
         Failure::Budget => format!(
             "over the GPULEAK_LIMIT budget of {}",
-            human(super::settings().limit.unwrap_or(0))
+            human(super::settings::settings().limit.unwrap_or(0))
         ),
         Failure::Injected => "injected by GPULEAK_FAIL".to_string(),
     };

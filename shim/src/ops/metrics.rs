@@ -7,7 +7,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use gpuleak_format::MemKind;
 
 use super::live::{self, SLOTS, UNKNOWN};
-use super::{settings, snapshot};
+use super::settings::settings;
+use super::snapshot;
 
 fn device_label(slot: usize) -> String {
     if slot == UNKNOWN {

@@ -16,11 +16,14 @@ pub mod graph_live;
 pub mod live;
 pub mod metrics;
 pub mod server;
+pub mod settings;
 pub mod sites;
 pub mod snapshot;
 
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::OnceLock;
+pub use live::Failure;
+pub use settings::{settings, BUDGET, FAULTS, FLAGS, LIVE, RESTART, SNAPSHOT_DUE};
+
+use std::sync::atomic::Ordering;
 
 use gpuleak_format::{Api, MemKind, MemLocation, Stream};
 
@@ -28,38 +31,23 @@ use crate::config::{self, CUDA_ERROR_OUT_OF_MEMORY};
 use crate::guard::HookGuard;
 use crate::tracer;
 
-/// Keep the live map and the counters.
-pub const LIVE: u32 = 1;
-/// Fault rules are set.
-pub const FAULTS: u32 = 1 << 1;
-/// A budget is set.
-pub const BUDGET: u32 = 1 << 2;
-/// A snapshot was asked for (by the signal handler or the period) and is not written yet.
-pub const SNAPSHOT_DUE: u32 = 1 << 3;
-/// In a forked child: the background thread must be started again.
-pub const RESTART: u32 = 1 << 4;
-/// Settings not read yet.
-const UNINIT: u32 = 1 << 31;
-
-/// The features on, as bits; 0 when everything is off (the hot paths test only that).
-pub static FLAGS: AtomicU32 = AtomicU32::new(UNINIT);
-
-/// The settings, once read.
-static SETTINGS: OnceLock<config::Ops> = OnceLock::new();
-
 /// The features on (reading the settings at the first call).
 #[inline(always)]
 pub fn flags() -> u32 {
     let f = FLAGS.load(Ordering::Relaxed);
-    if f & UNINIT != 0 {
+    if f & settings::UNINIT != 0 {
         return init();
     }
     f
 }
 
-/// The settings (defaults before the first intercepted call).
-pub fn settings() -> &'static config::Ops {
-    SETTINGS.get_or_init(config::Ops::default)
+/// Whether site labels are wanted: live accounting is on (metrics, the OOM summary, a
+/// budget). Reads the settings when no call has yet (a context call's stack may come before
+/// the first allocation): every code object described from then on must be known to
+/// [`sites`], or a later stack's innermost frame of the user's could not be told from the
+/// interpreter's.
+pub fn labels_wanted() -> bool {
+    flags() & LIVE != 0
 }
 
 #[cold]
@@ -87,7 +75,7 @@ fn init() -> u32 {
         }
         let signal = ops.snapshot_signal;
         let mut background = ops.metrics.is_some() || ops.snapshot_period.is_some();
-        let _ = SETTINGS.set(ops);
+        let _ = settings::SETTINGS.set(ops);
         register_fork_handler();
         FLAGS.store(bits, Ordering::Release);
         if let Some(sig) = signal {
@@ -97,7 +85,7 @@ fn init() -> u32 {
             server::start_background();
         }
     });
-    FLAGS.load(Ordering::Acquire) & !UNINIT
+    FLAGS.load(Ordering::Acquire) & !settings::UNINIT
 }
 
 fn register_fork_handler() {
@@ -130,17 +118,6 @@ fn housekeeping(g: &HookGuard, f: u32) {
     }
 }
 
-/// Why an allocation failed, for the metrics.
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub enum Failure {
-    /// The driver said no.
-    Driver = 0,
-    /// `GPULEAK_LIMIT` said no.
-    Budget = 1,
-    /// `GPULEAK_FAIL` said no.
-    Injected = 2,
-}
-
 /// An allocation call with at least one feature on: fault rules, then the budget, then the
 /// driver, then the live map. `call` makes the real call and returns (result, pointer or
 /// handle, aux, size recorded); `size` is what the program asked for.
@@ -169,7 +146,7 @@ pub fn alloc(
         let (r, ptr, aux, recorded) = call();
         let stack = tracer::alloc(g, api, r, stream, ptr, recorded, aux);
         if r == 0 {
-            graph_live::node_made(ptr, stack);
+            graph_live::node_made(flags(), ptr, stack);
         }
         return r;
     }

@@ -29,7 +29,8 @@ use std::net::TcpListener;
 use std::os::fd::IntoRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 
-use super::{metrics, settings, snapshot, FLAGS, SNAPSHOT_DUE};
+use super::settings::{settings, FLAGS, SNAPSHOT_DUE};
+use super::{metrics, snapshot};
 use crate::guard;
 
 /// Connections open at once; a new one beyond pushes out the oldest.

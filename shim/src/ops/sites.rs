@@ -65,13 +65,6 @@ fn known() -> std::sync::MutexGuard<'static, Option<Known>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-/// Whether labels are wanted: live accounting is on (metrics, the OOM summary, a budget).
-/// Reads the settings when no call has yet (a context call's stack may come before the first
-/// allocation): every code object described from then on must be known here, or a later
-/// stack's innermost frame of the user's could not be told from the interpreter's.
-pub fn wanted() -> bool {
-    super::flags() & super::LIVE != 0
-}
 /// Remembers a code object the trace just described, when its file is the user's (only its
 /// id otherwise).
 pub fn python_code(code: &PyCode<'_>) {

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicI32, AtomicU64, AtomicUsize, Ordering};
 
 use gpuleak_format::Snapshot;
 
-use super::{FLAGS, SNAPSHOT_DUE};
+use super::settings::{FLAGS, SNAPSHOT_DUE};
 use crate::guard::HookGuard;
 use crate::tracer;
 

@@ -185,7 +185,7 @@ impl Tracer {
     #[cold]
     fn write_python(&self, rt: &python::Runtime, id: StackId, native: &[u64], py: &[PyFrame]) {
         // Metrics labels and the OOM summary name a site by its user's Python line.
-        let labels = crate::ops::sites::wanted();
+        let labels = crate::ops::labels_wanted();
         let mut triples = Vec::with_capacity(py.len() * 3);
         let mut next = 0;
         let mut i = 0;

@@ -19,13 +19,16 @@
 //! a checkpoint of everything before (from the files, never from the calling threads), and
 //! only once that checkpoint is complete may the oldest segments go.
 
+mod bound;
 mod file;
 mod hold;
 mod rotate;
 mod segment;
 mod spare;
+mod state;
 
-pub use rotate::Bound;
+pub use bound::Bound;
+pub use state::Writer;
 
 use std::cell::Cell;
 use std::collections::VecDeque;
@@ -37,113 +40,10 @@ use gpuleak_format::{
     BlockCursor, BlockState, Fields, FileHeader, NoRoom, RecordRef, Seq, BLOCK_SIZE, FORMAT_VERSION, HEADER_SIZE,
 };
 use segment::{Grow, SegFile};
+use state::{key_of, unmap, Builder, DetachedBlock, Files, Shared, CURRENT_KEY};
 
 /// Bumped in every forked child: blocks mapped before the fork belong to the parent's file.
 pub static GENERATION: AtomicU64 = AtomicU64::new(0);
-
-/// The key of the current segment of this process's trace (for blocks handed on by exiting
-/// threads, which no longer reach the writer).
-static CURRENT_KEY: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// What a thread's block must carry to be written: the generation of the process and the
-/// number of the segment it lies in.
-fn key_of(generation: u64, segment: u64) -> u64 {
-    (generation << 32) | (segment & 0xffff_ffff)
-}
-
-/// The files of the trace, oldest first (the last hands out blocks), and the rotation's
-/// state, under one lock.
-struct Files {
-    segs: VecDeque<SegFile>,
-    /// A checkpoint is being built: no rotation until it is complete.
-    building: bool,
-    /// Segment 0's header says it is a segment (written at the first rotation).
-    flagged: bool,
-    /// After a full disk with nothing to delete: no block is tried before this time (ns).
-    retry_after: u64,
-    /// Said once: records are being lost for want of space.
-    told_space: bool,
-    /// The cut of the checkpoint being built.
-    cut: u64,
-    /// Checkpoints ended (built or given up): what a waiting thread waits to see move.
-    ended: u64,
-    /// Blocks the last checkpoint took (what the next one reserves, and half again).
-    last_checkpoint_blocks: u64,
-}
-
-impl Files {
-    fn current(&mut self) -> &mut SegFile {
-        self.segs.back_mut().expect("a trace always has a file")
-    }
-}
-
-/// What the writer shares with its checkpoint builder.
-struct Shared {
-    files: Mutex<Files>,
-    closed: AtomicBool,
-    failed: AtomicBool,
-    /// Write each new block's zeros before mapping it (every file system but tmpfs).
-    zero_blocks: bool,
-    /// The first segment's header, for the later ones.
-    header: FileHeader,
-    /// Random, the same in every segment.
-    trace_id: u64,
-    bound: Option<Bound>,
-    builder: rotate::Builder,
-    /// Signalled (with the files' lock) when a checkpoint is done.
-    built: Condvar,
-}
-
-impl Shared {
-    fn fail(&self, why: &str) {
-        if !self.failed.swap(true, Ordering::AcqRel) {
-            crate::diag::line(format_args!("{why}; recording stops here, the program continues"));
-        }
-    }
-}
-
-/// One trace: its file, or with a bound its segments.
-pub struct Writer {
-    shared: Arc<Shared>,
-    path: OsString,
-    /// The same, absolute (joined to the working directory of the moment it was created).
-    absolute: OsString,
-    generation: u64,
-    /// [`key_of`] the current segment.
-    key: AtomicU64,
-    /// The next sequence number.
-    seq: AtomicU64,
-    /// Records that could not be written.
-    pub lost: AtomicU64,
-    /// The block shared by threads whose thread-locals are gone (thread and process exit:
-    /// TLS destructors and `.fini_array` still free memory).
-    detached: Mutex<DetachedBlock>,
-    /// Block 0 of the current segment, mapped at its creation and written only at unload
-    /// ([`Writer::close`]).
-    last_words: Mutex<DetachedBlock>,
-}
-
-struct DetachedBlock {
-    ptr: *mut u8,
-    cursor: BlockCursor,
-    key: u64,
-}
-
-impl DetachedBlock {
-    fn empty() -> Mutex<DetachedBlock> {
-        Mutex::new(DetachedBlock {
-            ptr: std::ptr::null_mut(),
-            cursor: BlockCursor {
-                pos: 0,
-                state: BlockState::default(),
-            },
-            key: u64::MAX,
-        })
-    }
-}
-
-// SAFETY: the raw block pointer is only used under the mutex that owns it.
-unsafe impl Send for DetachedBlock {}
 
 /// Encodes one record into a block through its cursor (`NoRoom`: the block is full).
 type Append<'f> = dyn Fn(&mut BlockCursor, &mut [u8]) -> Result<(), NoRoom> + 'f;
@@ -180,13 +80,6 @@ thread_local! {
             holder: hold::Holder::new(),
         }
     };
-}
-
-fn unmap(p: *mut u8) {
-    if !p.is_null() {
-        // SAFETY: `p` is a BLOCK_SIZE mapping this thread made and no longer uses.
-        unsafe { libc::munmap(p.cast(), BLOCK_SIZE) };
-    }
 }
 
 /// How the default trace name is built: `gpuleak.<program>.<pid>.trace`.
@@ -265,7 +158,7 @@ impl Writer {
             header,
             trace_id: random_id(),
             bound,
-            builder: rotate::Builder::default(),
+            builder: Builder::default(),
             built: Condvar::new(),
         });
         let w = Writer {

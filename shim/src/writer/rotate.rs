@@ -26,7 +26,7 @@
 //! tried again a little later. A file size limit (`RLIMIT_FSIZE`) ends a segment early.
 
 use std::sync::atomic::Ordering;
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::Arc;
 
 use gpuleak_format::checkpoint::{write_blocks, Compactor};
 use gpuleak_format::series::MergeBySeq;
@@ -35,64 +35,9 @@ use gpuleak_format::{
     HEADER_SIZE,
 };
 
+use super::hold;
 use super::segment::{Grow, ReadMap, SegFile};
-use super::{hold, key_of, Files, Shared, Writer};
-
-/// How many bytes a process's trace keeps on disk, all its segments together.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Bound {
-    max_bytes: u64,
-}
-
-impl Bound {
-    /// `GPULEAK_MAX_TRACE` when unset: 2 GiB a process. No short run reaches it (a training
-    /// loop without CUDA graphs writes about 1.6 GB an hour), and a node of eight processes
-    /// keeps 16 GiB, a week long or a year.
-    pub const DEFAULT: u64 = 2 << 30;
-    /// The smallest bound: four segments of four blocks.
-    pub const MIN: u64 = 1 << 20;
-    /// The largest segment: reading a bounded trace costs what the bound holds, and a
-    /// rotation rereads one segment.
-    const MAX_SEGMENT: u64 = 1 << 30;
-
-    /// A bound of `max_bytes` (at least [`Bound::MIN`]).
-    pub fn new(max_bytes: u64) -> Bound {
-        Bound {
-            max_bytes: max_bytes.max(Self::MIN),
-        }
-    }
-
-    /// The bound in bytes.
-    pub fn max_bytes(&self) -> u64 {
-        self.max_bytes
-    }
-
-    /// Blocks a segment hands out (block 0 included) before the next: a quarter of the
-    /// bound, so that three full segments and the current one fit in it.
-    pub fn segment_blocks(&self) -> u64 {
-        let bytes = (self.max_bytes / 4).min(Self::MAX_SEGMENT);
-        ((bytes.saturating_sub(HEADER_SIZE as u64)) / BLOCK_SIZE as u64).max(4)
-    }
-}
-
-/// A checkpoint to build: for segment `number`, of every record numbered up to `cut`.
-struct Job {
-    number: u64,
-    cut: u64,
-}
-
-/// The builder thread's mailbox.
-#[derive(Default)]
-pub(super) struct Builder {
-    job: Mutex<BuilderState>,
-    ready: Condvar,
-}
-
-#[derive(Default)]
-struct BuilderState {
-    next: Option<Job>,
-    started: bool,
-}
+use super::state::{key_of, unmap, Builder, Files, Job, Shared, Writer, CURRENT_KEY};
 
 impl Writer {
     /// Starts the next segment (under the files' lock, on the calling thread) and hands its
@@ -157,7 +102,7 @@ impl Writer {
         files.segs.push_back(next);
         {
             let mut lw = self.last_words.lock().unwrap_or_else(|p| p.into_inner());
-            super::unmap(std::mem::replace(&mut lw.ptr, block0));
+            unmap(std::mem::replace(&mut lw.ptr, block0));
             lw.cursor = BlockCursor {
                 pos: 0,
                 state: BlockState::default(),
@@ -165,7 +110,7 @@ impl Writer {
         }
         // The switch: the key first, then the counter (see the module documentation).
         self.key.store(key_of(self.generation, number), Ordering::SeqCst);
-        super::CURRENT_KEY.store(key_of(self.generation, number), Ordering::Release);
+        CURRENT_KEY.store(key_of(self.generation, number), Ordering::Release);
         let cut = self.seq.load(Ordering::SeqCst).saturating_sub(1);
         if sh.builder.submit(&self.shared, Job { number, cut }) {
             files.building = true;

@@ -8,6 +8,8 @@ use std::sync::Mutex;
 
 use gpuleak_format::{BlockCursor, Seq, Thread, BLOCK_SIZE};
 
+use super::state::{unmap, CURRENT_KEY};
+
 /// At most this many blocks wait to be handed on; past it, a thread's block is left as it is.
 const MAX_SPARES: usize = 64;
 /// A block with less room than this is not worth handing on.
@@ -32,7 +34,7 @@ static SPARES: Mutex<Spares> = Mutex::new(Spares(Vec::new()));
 /// Gives back a block whose thread is exiting; false if it was not taken (too full, too many
 /// waiting, or the lock is busy), and the caller unmaps it.
 pub fn give(ptr: *mut u8, cursor: BlockCursor, key: u64) -> bool {
-    let current = super::CURRENT_KEY.load(Ordering::Acquire);
+    let current = CURRENT_KEY.load(Ordering::Acquire);
     if ptr.is_null() || BLOCK_SIZE.saturating_sub(cursor.pos) < MIN_ROOM || key != current {
         return false;
     }
@@ -43,7 +45,7 @@ pub fn give(ptr: *mut u8, cursor: BlockCursor, key: u64) -> bool {
     // again.
     spares.0.retain(|s| {
         if s.key != current {
-            super::unmap(s.ptr);
+            unmap(s.ptr);
         }
         s.key == current
     });
@@ -71,7 +73,7 @@ pub fn take(tid: u32, seq: Seq, time_ns: u64, key: u64) -> Option<(*mut u8, Bloc
     match cursor.append_fields(block, seq, time_ns, &Thread { tid }) {
         Ok(()) => Some((ptr, cursor)),
         Err(_) => {
-            super::unmap(ptr);
+            unmap(ptr);
             None
         }
     }

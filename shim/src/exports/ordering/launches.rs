@@ -129,7 +129,7 @@ pub fn graph_launch(api: Api, real: impl FnOnce() -> CUresult, exec: *mut c_void
     };
     let r = real();
     if r == CUDA_SUCCESS {
-        crate::ops::graph_live::launched(exec as u64);
+        crate::ops::graph_live::launched(crate::ops::flags(), exec as u64);
     }
     tracer::hot_event(&g, |stack| Launch {
         api,
