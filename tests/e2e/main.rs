@@ -11,7 +11,8 @@
 //! - `check`: `gpuleak check`, the CI gate (limits, suppressions, baselines, JUnit, SARIF);
 //! - `diff`: `gpuleak diff`, two runs or two snapshots side by side;
 //! - `docs`: the settings table and the links between Markdown pages, against the repository;
-//! - `layers`: no import circle between the analyzer's and the format crate's modules;
+//! - `layers`: no import circle between the analyzer's and the format crate's modules, and none
+//!   in the shim but the graph handlers' knot;
 //! - `trace`: reading traces and client output in tests;
 //! - `browser`: the HTML pages in headless Chromium, driven by a script of the test's;
 //! - `memory`: timeline, peak, growth, fragmentation, OOM forensics and the HTML page;
