@@ -14,6 +14,7 @@
 mod config;
 mod cuda;
 mod diag;
+mod dlsym;
 mod elf;
 mod exports;
 mod fd;
@@ -27,7 +28,9 @@ mod python;
 mod rank;
 mod scratch;
 mod stacks;
+
 mod sys;
+mod table;
 mod tracer;
 mod writer;
 

@@ -85,8 +85,8 @@ static TABLE: [Slot; SLOTS] = [EMPTY; SLOTS];
 /// signature, a handle and three integers.
 type GetInfo = unsafe extern "C" fn(*mut c_void, usize, *mut usize, *mut usize) -> CUresult;
 
-fn getter(which: crate::exports::dlsym::Getter) -> Option<GetInfo> {
-    let f = crate::exports::dlsym::driver_fn(which)?;
+fn getter(which: crate::dlsym::Getter) -> Option<GetInfo> {
+    let f = crate::dlsym::driver_fn(which)?;
     // SAFETY: `f` is the driver's cuFuncGetParamInfo or cuKernelGetParamInfo, found by name,
     // whose public signature is `GetInfo` (CUfunction and CUkernel are both pointers).
     Some(unsafe { std::mem::transmute::<usize, GetInfo>(f) })
@@ -114,9 +114,9 @@ fn ask(func: *mut c_void) -> Asked {
         // error, not a fault (the handle was just launched with).
         unsafe { get(func, 0, &mut offset, &mut size) == 0 }
     };
-    let get = match getter(crate::exports::dlsym::Getter::cuFuncGetParamInfo) {
+    let get = match getter(crate::dlsym::Getter::cuFuncGetParamInfo) {
         Some(get) if takes(get) => get,
-        _ => match getter(crate::exports::dlsym::Getter::cuKernelGetParamInfo) {
+        _ => match getter(crate::dlsym::Getter::cuKernelGetParamInfo) {
             Some(get) => get,
             None => return layout,
         },

@@ -12,8 +12,8 @@
 
 use std::ffi::{c_char, c_void, CStr};
 
-use super::dlsym::{real_dlsym, real_dlsym_addr, real_dlvsym_addr, DlsymFn, DlvsymFn, RTLD_NEXT};
-use super::table::{self, in_libcuda};
+use crate::dlsym::{real_dlsym, real_dlsym_addr, real_dlvsym_addr, DlsymFn, DlvsymFn, RTLD_NEXT};
+use crate::table::{self, in_libcuda};
 
 /// What `dlsym`/`dlvsym` should return for `name`, given the real answer.
 fn substitute(name: *const c_char, real: *mut c_void, caller: usize) -> *mut c_void {

@@ -24,7 +24,7 @@ use gpuleak_format::{Addrs, Api, GraphAccesses};
 
 use super::ordering::regions;
 use crate::cuda::*;
-use crate::exports::dlsym::{driver_fn, Getter};
+use crate::dlsym::{driver_fn, Getter};
 use crate::guard::{self, HookGuard};
 use crate::{params, tracer};
 

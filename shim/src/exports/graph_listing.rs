@@ -10,7 +10,7 @@ use gpuleak_format::{Addrs, GraphEdges, GraphEvents, GraphMemNodes};
 
 use super::{graph_accesses, graphs};
 use crate::cuda::*;
-use crate::exports::dlsym::{driver_fn, Getter};
+use crate::dlsym::{driver_fn, Getter};
 use crate::guard::HookGuard;
 use crate::tracer;
 
@@ -172,10 +172,10 @@ fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
     }
     // SAFETY: the driver's own functions, found by name, with their C signatures.
     let getter = unsafe {
-        match driver_fn(crate::exports::dlsym::Getter::cuGraphGetEdges_v2) {
+        match driver_fn(crate::dlsym::Getter::cuGraphGetEdges_v2) {
             Some(f) => Getter::V2(std::mem::transmute::<usize, GetEdgesV2>(f)),
             None => Getter::V1(std::mem::transmute::<usize, GetEdges>(driver_fn(
-                crate::exports::dlsym::Getter::cuGraphGetEdges,
+                crate::dlsym::Getter::cuGraphGetEdges,
             )?)),
         }
     };

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use gpuleak_format::{Api, GraphNode};
 
 use crate::cuda::*;
-use crate::exports::dlsym::{driver_fn, Getter};
+use crate::dlsym::{driver_fn, Getter};
 use crate::guard::{self, HookGuard};
 use crate::tracer;
 

@@ -20,7 +20,7 @@ fn mapped_size(ptr: u64) -> u64 {
         return 0;
     }
     type GetAddressRange = unsafe extern "C" fn(*mut CUdeviceptr, *mut usize, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuMemGetAddressRange_v2) else {
+    let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuMemGetAddressRange_v2) else {
         return 0;
     };
     // SAFETY: the driver's cuMemGetAddressRange_v2, found by name, with its C signature.

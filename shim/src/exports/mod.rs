@@ -9,7 +9,6 @@
 
 #![allow(non_snake_case)]
 
-pub mod dlsym;
 pub mod dlsym_door;
 pub mod graph_accesses;
 pub mod graph_listing;
@@ -23,7 +22,7 @@ pub mod ordering;
 pub mod pools;
 pub mod resolver;
 pub mod runtime;
-pub mod table;
+
 pub mod vmm;
 
 use std::ffi::{c_char, c_void};
@@ -31,7 +30,7 @@ use std::ffi::{c_char, c_void};
 use gpuleak_format::Api;
 
 use crate::cuda::*;
-use table::{Hook, Lib};
+use crate::table::{self, Hook, Lib};
 
 macro_rules! cstr {
     ($name:ident) => {

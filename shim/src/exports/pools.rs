@@ -88,7 +88,7 @@ pub(super) fn pool_of_pointer(ptr: CUdeviceptr) -> u64 {
         return 0;
     }
     type GetAttribute = unsafe extern "C" fn(*mut c_void, u32, CUdeviceptr) -> CUresult;
-    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuPointerGetAttribute) else {
+    let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuPointerGetAttribute) else {
         return 0;
     };
     // SAFETY: the driver's cuPointerGetAttribute, found by name, with its C signature.
@@ -159,7 +159,7 @@ fn sample_pool_now(pool: u64) {
     type GetMemPool = unsafe extern "C" fn(*mut CUmemoryPool, i32) -> CUresult;
     type GetAttribute = unsafe extern "C" fn(CUmemoryPool, u32, *mut c_void) -> CUresult;
     let mut device = -1i32;
-    if let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetDevice) {
+    if let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuCtxGetDevice) {
         // SAFETY: the driver's cuCtxGetDevice, found by name, with its C signature.
         let f: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(f) };
         let mut d = -1;
@@ -171,7 +171,7 @@ fn sample_pool_now(pool: u64) {
     let last = POOL_SAMPLER.try_with(Cell::get).ok();
     let mut pool = pool;
     if pool == 0 && device >= 0 {
-        if let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuDeviceGetMemPool) {
+        if let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuDeviceGetMemPool) {
             // SAFETY: the driver's cuDeviceGetMemPool, found by name, with its C signature.
             let f: GetMemPool = unsafe { std::mem::transmute::<usize, GetMemPool>(f) };
             let mut p: CUmemoryPool = std::ptr::null_mut();
@@ -185,7 +185,7 @@ fn sample_pool_now(pool: u64) {
     if pool == 0 {
         return;
     }
-    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuMemPoolGetAttribute) else {
+    let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuMemPoolGetAttribute) else {
         return;
     };
     // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.

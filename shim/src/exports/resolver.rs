@@ -7,8 +7,8 @@ use std::ffi::{c_char, c_void, CStr};
 
 use gpuleak_format::Api;
 
-use super::table;
 use crate::cuda::*;
+use crate::table;
 
 /// Replaces `*pfn` with the wrapper of the same variant, if tracked.
 unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut *mut c_void) {

@@ -128,7 +128,7 @@ impl Place {
         }
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;
         type GetDevice = unsafe extern "C" fn(*mut i32) -> u32;
-        let Some(get_ctx) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetCurrent) else {
+        let Some(get_ctx) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuCtxGetCurrent) else {
             return Place::UNKNOWN;
         };
         // SAFETY: the driver's cuCtxGetCurrent, found by name; it writes one pointer.
@@ -146,7 +146,7 @@ impl Place {
             }
         }
         let mut device = -1;
-        if let Some(get_dev) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetDevice) {
+        if let Some(get_dev) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuCtxGetDevice) {
             // SAFETY: the driver's cuCtxGetDevice, found by name; it writes one int.
             let get_dev: GetDevice = unsafe { std::mem::transmute::<usize, GetDevice>(get_dev) };
             let mut d = -1;

@@ -40,7 +40,7 @@ fn total_memory(slot: usize) -> Option<u64> {
     if known != 0 {
         return Some(known);
     }
-    let f = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuDeviceTotalMem_v2)?;
+    let f = crate::dlsym::driver_fn(crate::dlsym::Getter::cuDeviceTotalMem_v2)?;
     type TotalMem = unsafe extern "C" fn(*mut usize, i32) -> u32;
     // SAFETY: the driver's cuDeviceTotalMem_v2, found by name.
     let get: TotalMem = unsafe { std::mem::transmute::<usize, TotalMem>(f) };

@@ -269,7 +269,7 @@ fn capturing(stream: Stream) -> bool {
     if stream.0 == 0 || stream.0 == CU_STREAM_LEGACY {
         return false;
     }
-    let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuStreamIsCapturing) else {
+    let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuStreamIsCapturing) else {
         return false;
     };
     // SAFETY: the driver's cuStreamIsCapturing, found by name, with its C signature.

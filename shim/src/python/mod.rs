@@ -139,7 +139,7 @@ const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 const RTLD_DL_SYMENT: libc::c_int = 1;
 
 fn sym(name: &CStr) -> u64 {
-    crate::exports::dlsym::real_dlsym(RTLD_DEFAULT, name) as u64
+    crate::dlsym::real_dlsym(RTLD_DEFAULT, name) as u64
 }
 
 /// The interpreter of this process, looked up on the first call; a capture made while another

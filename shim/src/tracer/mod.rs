@@ -172,7 +172,7 @@ fn start() -> Option<Tracer> {
         depth => start_unwinder(config.unwind, depth),
     };
     let own_text = own_text_range();
-    crate::exports::table::resolve_up_front();
+    crate::table::resolve_up_front();
     Some(Tracer {
         writer,
         start_ns,
@@ -293,7 +293,7 @@ extern "C" fn at_unload() {
     }
     // SAFETY: published and never freed.
     let t = unsafe { &*p };
-    let unknown = crate::exports::table::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
+    let unknown = crate::table::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
     let lost = t.writer.lost.load(Ordering::Relaxed);
     let mut last: Vec<(Pending, Body<'_>)> = Vec::with_capacity(3);
     if unknown > 0 {
@@ -459,7 +459,7 @@ impl Tracer {
     /// The current context, asked of the driver's own `cuCtxGetCurrent` (a getter that
     /// cannot change the program's error state).
     fn current_ctx(&self) -> u64 {
-        let Some(f) = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuCtxGetCurrent) else {
+        let Some(f) = crate::dlsym::driver_fn(crate::dlsym::Getter::cuCtxGetCurrent) else {
             return 0;
         };
         type GetCurrent = unsafe extern "C" fn(*mut *mut libc::c_void) -> u32;

@@ -257,7 +257,7 @@ impl Descriptor for CUDA_MEMCPY3D_BATCH_OP {
 /// cannot, or for a format or channel count this shim does not know).
 fn array_element(array: u64) -> Option<u64> {
     type GetDescriptor = unsafe extern "C" fn(*mut CUDA_ARRAY3D_DESCRIPTOR, CUarray) -> CUresult;
-    let f = crate::exports::dlsym::driver_fn(crate::exports::dlsym::Getter::cuArray3DGetDescriptor_v2)?;
+    let f = crate::dlsym::driver_fn(crate::dlsym::Getter::cuArray3DGetDescriptor_v2)?;
     // SAFETY: the driver's cuArray3DGetDescriptor_v2, found by name, with its C signature.
     let f: GetDescriptor = unsafe { std::mem::transmute::<usize, GetDescriptor>(f) };
     let mut d = CUDA_ARRAY3D_DESCRIPTOR::default();

@@ -11,7 +11,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
-use super::dlsym::{self as dl, RTLD_NEXT};
+use crate::dlsym::{self as dl, RTLD_NEXT};
 
 /// The rows, once a wrapper or a door has handed them over.
 static ROWS: OnceLock<&'static [Hook]> = OnceLock::new();
