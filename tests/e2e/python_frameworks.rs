@@ -25,15 +25,23 @@ fn fake_torch() -> PathBuf {
 
 /// `gpuleak run -- python fw_torch.py MODE` with the stand-in torch on `PYTHONPATH`.
 fn run_mode(dir: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
+    run_script(dir, "fw_torch.py", Some(&fake_torch()), mode, env)
+}
+
+/// `gpuleak run -- python SCRIPT MODE` in `dir`, with `stand_in` (a stand-in framework) on
+/// `PYTHONPATH` and `env` set; the script must print `done` and the package must not complain.
+fn run_script(dir: &Path, name: &str, stand_in: Option<&Path>, mode: &str, env: &[(&str, &str)]) -> Output {
     let python = pkgenv_python();
     let mut cmd = python_clean(sim_command(gpuleak_bin()));
     cmd.current_dir(dir)
-        .env("PYTHONPATH", fake_torch())
         .arg("run")
         .arg("--")
         .arg(&python)
-        .arg(script("fw_torch.py"))
+        .arg(script(name))
         .arg(mode);
+    if let Some(path) = stand_in {
+        cmd.env("PYTHONPATH", path);
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -42,6 +50,37 @@ fn run_mode(dir: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
     assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
     assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
     out
+}
+
+/// `pytest --gpuleak TESTS` under `gpuleak run` with `stand_in` on `PYTHONPATH`: the test that
+/// keeps 8 KiB (`keeps`) fails at its `# kept past the test` line, the two in `passes` pass.
+fn plugin_judges(stand_in: &Path, tests: &str, keeps: &str, passes: [&str; 2]) {
+    let dir = TempDir::new();
+    let python = pkgenv_python();
+    let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    cmd.current_dir(dir.path())
+        .env("PYTHONPATH", stand_in)
+        .args(["run", "--"])
+        .arg(&python)
+        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
+        .arg(script(tests));
+    let out = output_of(&mut cmd);
+    let (stdout, stderr) = text(&out);
+    let line = line_of(tests, "# kept past the test");
+    assert!(
+        stdout.contains("FAILED ") && stdout.contains(&format!("{tests}::{keeps}")),
+        "{stdout}\n{stderr}"
+    );
+    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
+    assert!(stdout.contains(&format!("{tests}:{line}")), "{stdout}");
+    for passed in passes {
+        assert!(
+            stdout.contains("PASSED ") && stdout.contains(&format!("{tests}::{passed}")),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
+    }
+    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }
 
 /// The JSON report of the one trace in `dir`.
@@ -439,32 +478,12 @@ fn the_shim_s_entry_writes_what_decodes_and_refuses_the_rest_without_harm() {
 
 #[test]
 fn the_pytest_plugin_fails_the_test_that_keeps_a_tensor_and_passes_the_one_whose_cache_grew() {
-    let dir = TempDir::new();
-    let python = pkgenv_python();
-    let mut cmd = python_clean(sim_command(gpuleak_bin()));
-    cmd.current_dir(dir.path())
-        .env("PYTHONPATH", fake_torch())
-        .args(["run", "--"])
-        .arg(&python)
-        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
-        .arg(script("fw_torch_tests.py"));
-    let out = output_of(&mut cmd);
-    let (stdout, stderr) = text(&out);
-    let line = line_of("fw_torch_tests.py", "# kept past the test");
-    assert!(
-        stdout.contains("FAILED ") && stdout.contains("fw_torch_tests.py::test_keeps_a_tensor"),
-        "{stdout}\n{stderr}"
+    plugin_judges(
+        &fake_torch(),
+        "fw_torch_tests.py",
+        "test_keeps_a_tensor",
+        ["test_cache_grows_tensor_dies", "test_reuses_the_cache"],
     );
-    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
-    assert!(stdout.contains(&format!("fw_torch_tests.py:{line}")), "{stdout}");
-    for passed in ["test_cache_grows_tensor_dies", "test_reuses_the_cache"] {
-        assert!(
-            stdout.contains("PASSED ") && stdout.contains(&format!("fw_torch_tests.py::{passed}")),
-            "{stdout}"
-        );
-        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
-    }
-    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }
 
 #[test]
@@ -502,25 +521,8 @@ fn run_cupy_with(dir: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
 }
 
 fn run_cupy_env(dir: &Path, mode: &str, real: bool, env: &[(&str, &str)]) -> Output {
-    let python = pkgenv_python();
-    let mut cmd = python_clean(sim_command(gpuleak_bin()));
-    cmd.current_dir(dir)
-        .arg("run")
-        .arg("--")
-        .arg(&python)
-        .arg(script("fw_cupy.py"))
-        .arg(mode);
-    if !real {
-        cmd.env("PYTHONPATH", script("fake_cupy"));
-    }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = output_of(&mut cmd);
-    let (stdout, stderr) = text(&out);
-    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
-    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
-    out
+    let stand_in = (!real).then(|| script("fake_cupy"));
+    run_script(dir, "fw_cupy.py", stand_in.as_deref(), mode, env)
 }
 
 /// `path:line` of the line of fw_cupy.py that ends with `ending`.
@@ -672,32 +674,12 @@ fn the_real_cupy_takes_the_hook_at_import_and_a_program_that_allocates_nothing_w
 
 #[test]
 fn the_pytest_plugin_fails_the_test_that_keeps_a_cupy_array_and_passes_the_one_whose_pool_grew() {
-    let dir = TempDir::new();
-    let python = pkgenv_python();
-    let mut cmd = python_clean(sim_command(gpuleak_bin()));
-    cmd.current_dir(dir.path())
-        .env("PYTHONPATH", script("fake_cupy"))
-        .args(["run", "--"])
-        .arg(&python)
-        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
-        .arg(script("fw_cupy_tests.py"));
-    let out = output_of(&mut cmd);
-    let (stdout, stderr) = text(&out);
-    let line = line_of("fw_cupy_tests.py", "# kept past the test");
-    assert!(
-        stdout.contains("FAILED ") && stdout.contains("fw_cupy_tests.py::test_keeps_an_array"),
-        "{stdout}\n{stderr}"
+    plugin_judges(
+        &script("fake_cupy"),
+        "fw_cupy_tests.py",
+        "test_keeps_an_array",
+        ["test_pool_grows_array_dies", "test_reuses_the_pool"],
     );
-    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
-    assert!(stdout.contains(&format!("fw_cupy_tests.py:{line}")), "{stdout}");
-    for passed in ["test_pool_grows_array_dies", "test_reuses_the_pool"] {
-        assert!(
-            stdout.contains("PASSED ") && stdout.contains(&format!("fw_cupy_tests.py::{passed}")),
-            "{stdout}"
-        );
-        assert!(!stdout.contains(&format!("FAILED {passed}")), "{stdout}");
-    }
-    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }
 
 /// `dir`'s one trace cut after its last `FrameworkEnd` as a rotation and a bound would have
@@ -748,20 +730,7 @@ fn a_framework_state_in_dropped_history_still_judges_tensors() {
 /// `gpuleak run -- python fw_jax.py MODE`, with the stand-in JAX of `tests/python/fake_jax` on
 /// `PYTHONPATH`.
 fn run_jax(dir: &Path, mode: &str) -> Output {
-    let python = pkgenv_python();
-    let mut cmd = python_clean(sim_command(gpuleak_bin()));
-    cmd.current_dir(dir)
-        .env("PYTHONPATH", script("fake_jax"))
-        .arg("run")
-        .arg("--")
-        .arg(&python)
-        .arg(script("fw_jax.py"))
-        .arg(mode);
-    let out = output_of(&mut cmd);
-    let (stdout, stderr) = text(&out);
-    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
-    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
-    out
+    run_script(dir, "fw_jax.py", Some(&script("fake_jax")), mode, &[])
 }
 
 /// `path:line` of the line of fw_jax.py that ends with `ending`.
@@ -891,31 +860,12 @@ fn jax_imported_but_never_started_is_left_alone() {
 
 #[test]
 fn the_pytest_plugin_fails_the_test_that_keeps_a_jax_array_and_passes_the_one_whose_region_grew() {
-    let dir = TempDir::new();
-    let python = pkgenv_python();
-    let mut cmd = python_clean(sim_command(gpuleak_bin()));
-    cmd.current_dir(dir.path())
-        .env("PYTHONPATH", script("fake_jax"))
-        .args(["run", "--"])
-        .arg(&python)
-        .args(["-m", "pytest", "--gpuleak", "-p", "no:cacheprovider", "-rA", "-q"])
-        .arg(script("fw_jax_tests.py"));
-    let out = output_of(&mut cmd);
-    let (stdout, stderr) = text(&out);
-    let line = line_of("fw_jax_tests.py", "# kept past the test");
-    assert!(
-        stdout.contains("FAILED ") && stdout.contains("fw_jax_tests.py::test_keeps_an_array"),
-        "{stdout}\n{stderr}"
+    plugin_judges(
+        &script("fake_jax"),
+        "fw_jax_tests.py",
+        "test_keeps_an_array",
+        ["test_region_grows_array_dies", "test_reuses_the_region"],
     );
-    assert!(stdout.contains("8192 bytes (8.0 KiB) still live (tensor):"), "{stdout}");
-    assert!(stdout.contains(&format!("fw_jax_tests.py:{line}")), "{stdout}");
-    for passed in ["test_region_grows_array_dies", "test_reuses_the_region"] {
-        assert!(
-            stdout.contains("PASSED ") && stdout.contains(&format!("fw_jax_tests.py::{passed}")),
-            "{stdout}"
-        );
-    }
-    assert!(stdout.contains("1 failed, 2 passed"), "{stdout}\n{stderr}");
 }
 
 /// The real JAX (pinned jax[cpu] in target/pkgenv), on its CPU backend: a real
