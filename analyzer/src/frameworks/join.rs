@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use gpuleak_format::framework::BlockState;
 
-use super::state::{DriverAlloc, PyFrame, State, Stats};
+use super::state::{Cover, DriverAlloc, PyFrame, State, Stats};
 use crate::modules::{file_name, Modules};
 
 /// Tensor sites shown per device.
@@ -219,7 +219,8 @@ pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::S
             d.sites = list;
         }
     }
-    let in_segment = |ptr: u64| state.segments.iter().any(|s| s.contains(ptr));
+    let cover = Cover::of(&state.segments);
+    let in_segment = |ptr: u64| cover.contains(ptr);
     // A handle with a mapping inside a segment is the framework's, wherever else it is
     // mapped; a handle outside counts its memory once, however many mappings it has.
     let inside: HashSet<u64> = state

@@ -51,6 +51,42 @@ impl Segment {
     }
 }
 
+/// The addresses a set of segments covers, asked in O(log n) each: the segments' starts in
+/// order, and for each the furthest end of it and those before it (so overlapping segments of
+/// a hostile trace are answered as [`Segment::contains`] answers, one by one).
+#[derive(Debug, Default)]
+pub struct Cover {
+    starts: Vec<u64>,
+    /// One past the last byte, as u128: a segment may end at the top of the address space.
+    furthest: Vec<u128>,
+}
+
+impl Cover {
+    /// The cover of `segments`.
+    pub fn of<'a>(segments: impl IntoIterator<Item = &'a Segment>) -> Cover {
+        let mut spans: Vec<(u64, u128)> = segments
+            .into_iter()
+            .map(|s| (s.address, u128::from(s.address) + u128::from(s.size.max(1))))
+            .collect();
+        spans.sort_unstable();
+        let mut furthest = 0u128;
+        let (starts, furthest) = spans
+            .into_iter()
+            .map(|(start, end)| {
+                furthest = furthest.max(end);
+                (start, furthest)
+            })
+            .unzip();
+        Cover { starts, furthest }
+    }
+
+    /// Whether some segment holds `address`.
+    pub fn contains(&self, address: u64) -> bool {
+        let i = self.starts.partition_point(|&s| s <= address);
+        i > 0 && self.furthest[i - 1] > u128::from(address)
+    }
+}
+
 /// The framework's own counters for one device.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stats {
@@ -297,11 +333,12 @@ impl States {
     pub fn held_by_framework(&self) -> Option<Held> {
         let last = self.latest()?;
         let placed: Vec<&Segment> = last.segments.iter().filter(|s| !s.is_unplaced()).collect();
+        let cover = Cover::of(placed.iter().copied());
         let handles = last
             .driver
             .iter()
             .filter_map(|d| Some((d.handle?, d.address()?)))
-            .filter(|(_, at)| placed.iter().any(|s| s.contains(*at)))
+            .filter(|(_, at)| cover.contains(*at))
             .map(|(h, _)| h.id)
             .collect();
         Some(Held {
@@ -708,6 +745,46 @@ mod tests {
             (v.outside[0].bytes, v.outside[0].allocations),
             (0x10_0000 + 0x8_0000, 2)
         );
+    }
+
+    /// The cover answers as the segments one by one do: gaps, ends, overlaps, the top of the
+    /// address space and a segment of size 0 (one byte).
+    #[test]
+    fn the_cover_answers_as_each_segment_does() {
+        let seg = |address, size| Segment {
+            device: 0,
+            address,
+            size,
+            blocks: Vec::new(),
+        };
+        let segments = [
+            seg(0x1000, 0x100),
+            seg(0x1080, 0x1000),
+            seg(0x1010, 0x10),
+            seg(0x5000, 0),
+            seg(u64::MAX - 4, 5),
+        ];
+        let cover = Cover::of(&segments);
+        for at in [
+            0,
+            0xfff,
+            0x1000,
+            0x100f,
+            0x1010,
+            0x107f,
+            0x1080,
+            0x207f,
+            0x2080,
+            0x4fff,
+            0x5000,
+            0x5001,
+            u64::MAX - 5,
+            u64::MAX - 4,
+            u64::MAX,
+        ] {
+            assert_eq!(cover.contains(at), segments.iter().any(|s| s.contains(at)), "{at:#x}");
+        }
+        assert!(!Cover::of(&[]).contains(0));
     }
 
     /// Blocks and driver allocations at the ends of the address space, overlapping or past
