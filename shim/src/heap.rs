@@ -114,23 +114,12 @@ impl Heap {
 
 /// `len` bytes (rounded up to whole pages) of fresh zeroed memory, or null.
 pub fn map(len: usize) -> *mut u8 {
-    // SAFETY: an anonymous private mapping with no address hint.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    let Some(p) = crate::sys::map_anonymous(len) else {
         return std::ptr::null_mut();
-    }
+    };
     if (p as u64 + len as u64) >> ADDRESS_BITS != 0 {
         // Above the addresses a tagged head can hold (never without a hint): refused.
-        // SAFETY: the mapping just made.
+        // SAFETY: the mapping of `len` bytes just made, which nothing refers to yet.
         unsafe { libc::munmap(p, len) };
         return std::ptr::null_mut();
     }

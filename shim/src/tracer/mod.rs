@@ -249,8 +249,7 @@ fn register_process_hooks() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     // A forked child starts tracing again but inherits the handler: register it once.
     REGISTERED.call_once(|| {
-        // SAFETY: registering a plain extern "C" function with no preconditions.
-        unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+        crate::sys::at_fork_child(in_forked_child);
     });
 }
 

@@ -123,14 +123,12 @@ fn create_unnamed_then_link(
 fn create_named(path: &OsStr, header: &[u8; HEADER_SIZE]) -> Result<(libc::c_int, OsString), String> {
     for attempt in 0..1000 {
         let name = candidate(path, attempt)?;
-        // SAFETY: `name` is a valid C string; flags make creation exclusive and refuse links.
-        let fd = unsafe {
-            libc::open(
-                name.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
+        // Creation exclusive, links refused.
+        let fd = crate::sys::open(
+            &name,
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        );
         if fd >= 0 {
             if !write_header(fd, header) {
                 let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
@@ -337,18 +335,9 @@ impl SegFile {
                     crate::sys::unlink(&c);
                 }
             }
-            // SAFETY: our own descriptor (checked just above); the range is the whole file.
-            let punched = unsafe {
-                libc::fallocate(
-                    fd,
-                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    0,
-                    self.size as libc::off_t,
-                )
-            } == 0;
-            if !punched {
-                // SAFETY: as above.
-                unsafe { libc::ftruncate(fd, 0) };
+            // Our own descriptor (checked just above); the range is the whole file.
+            if !crate::sys::punch_hole(fd, 0, self.size) {
+                crate::sys::ftruncate(fd, 0);
             }
         }
         self.file.close_if_ours();
