@@ -259,8 +259,9 @@ impl SegFile {
                 });
             }
         }
-        // SAFETY: maps BLOCK_SIZE bytes of the trace (its descriptor checked above) at a
-        // page-aligned offset that `ensure` made exist; only the claimer writes them.
+        // SAFETY: a new shared mapping at no address hint (no existing memory changes) of
+        // BLOCK_SIZE bytes of the trace (its descriptor checked above) at a page-aligned offset
+        // that `ensure` made exist; only the claimer writes them.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -303,9 +304,12 @@ impl SegFile {
         if len == 0 {
             return None;
         }
-        // SAFETY: a read-only shared mapping of our own file (descriptor checked above); the
-        // builder reads at most `len` bytes, all inside the file: nothing cuts a segment below
-        // the blocks it handed out.
+        // SAFETY: a new read-only shared mapping of our own file (descriptor checked above), at
+        // no address hint: no existing memory changes. The builder reads at most `len` bytes,
+        // inside the file while it reads: nothing cuts a segment below the blocks it handed
+        // out, and the only deletion that cuts a file to nothing (`delete`, where holes cannot
+        // be punched) takes segments older than a checkpointed one, never those a build maps
+        // (from the newest checkpointed one on).
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
         (p != libc::MAP_FAILED).then(|| ReadMap { ptr: p.cast(), len })
     }
@@ -353,14 +357,18 @@ pub(super) struct ReadMap {
 
 impl ReadMap {
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: a live read-only mapping of `len` bytes.
+        // SAFETY: a live read-only mapping of `len` bytes, unmapped only when `self` drops, after
+        // this borrow ends. Threads may still be writing the newest segment's open blocks
+        // through mappings of their own: the builder decodes these bytes with every check of
+        // an untrusted trace, and uses only records up to a cut that are all written.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 impl Drop for ReadMap {
     fn drop(&mut self) {
-        // SAFETY: our own mapping, unmapped once.
+        // SAFETY: the mapping `map_for_reading` made, unmapped once, here; every slice of it
+        // (`bytes`) borrowed `self` and has ended.
         unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
     }
 }
