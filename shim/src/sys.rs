@@ -304,5 +304,5 @@ pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> isize {
     };
     // SAFETY: writes at most `buf.len()` bytes into `buf`; the remote range is only read, by
     // the kernel, which fails with EFAULT where it is not mapped instead of faulting.
-    unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) }
+    unsafe { libc::process_vm_readv(getpid() as libc::pid_t, &local, 1, &remote, 1, 0) }
 }
