@@ -10,10 +10,11 @@
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 /// A `T` made at most once per process (a forked child may [`forget`](Leaked::forget) it and
-/// make another), never freed.
+/// make another), never freed. `T` is shared by every thread that gets it, and may be made on
+/// one thread and dropped (a value that lost the race) on another: `Send + Sync`.
 pub struct Leaked<T>(AtomicPtr<T>);
 
-impl<T> Leaked<T> {
+impl<T: Send + Sync> Leaked<T> {
     /// None yet.
     pub const fn new() -> Leaked<T> {
         Leaked(AtomicPtr::new(std::ptr::null_mut()))
