@@ -1,8 +1,11 @@
 //! The one JSON writer of the analyzer: the value every document is built from (the report,
 //! its memory object, the diff, the merge, and `gpuleak check`'s JSON and SARIF), its printer
-//! in two layouts, and its reader (`gpuleak merge` reads reports back into it).
+//! in two layouts, and its reader (`gpuleak merge` reads reports back into it). `gpuleak dump`
+//! writes its records as it decodes them, one a line, escaping strings with [`string`].
 //!
-//! Input documents other than reports (baselines, the symbol cache) are read with serde_json.
+//! Other inputs (baselines, the reports `gpuleak diff` compares) are read with serde_json. The
+//! symbol cache is not output: gpuleak alone writes and reads its files, with serde's derive on
+//! typed records (`symbolize::cache`).
 
 use std::cell::RefCell;
 use std::collections::HashSet;
@@ -94,8 +97,8 @@ fn render_at(v: &J, layout: Layout, indent: usize, s: &mut String) {
             // Six significant digits are plenty for ratios and rates.
             let _ = write!(s, "{}", (x * 1e6).round() / 1e6);
         }
-        // serde_json's own number text, so that a value given on the command line (a
-        // tolerance) reads back as written.
+        // serde_json's number text (the shortest that reads back the same, `50.0`, `1e+20`):
+        // the text `check`'s documents have always had.
         J::F(x) => match serde_json::Number::from_f64(*x) {
             Some(n) => {
                 let _ = write!(s, "{n}");
