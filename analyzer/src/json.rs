@@ -82,7 +82,6 @@ pub(crate) fn render(v: &J, layout: Layout, s: &mut String) {
 
 fn render_at(v: &J, layout: Layout, indent: usize, s: &mut String) {
     use std::fmt::Write as _;
-    let pad = |s: &mut String, n: usize| s.extend(std::iter::repeat_n(' ', n));
     let report = layout == Layout::Report;
     match v {
         J::Null => s.push_str("null"),
@@ -155,6 +154,16 @@ fn render_at(v: &J, layout: Layout, indent: usize, s: &mut String) {
     }
 }
 
+/// Appends `n` spaces.
+fn pad(s: &mut String, mut n: usize) {
+    const SPACES: &str = "                                ";
+    while n > 0 {
+        let k = n.min(SPACES.len());
+        s.push_str(&SPACES[..k]);
+        n -= k;
+    }
+}
+
 /// Appends `t` as a JSON string literal, control characters as `\n`, `\r`, `\t` or `\u00XX`.
 pub(crate) fn string(t: &str, s: &mut String) {
     escape(t, false, s);
@@ -164,22 +173,31 @@ pub(crate) fn string(t: &str, s: &mut String) {
 /// and `\f` rather than `\u0008` and `\u000c`.
 fn escape(t: &str, short_bf: bool, s: &mut String) {
     use std::fmt::Write as _;
+    s.reserve(t.len() + 2);
     s.push('"');
-    for c in t.chars() {
-        match c {
-            '"' => s.push_str("\\\""),
-            '\\' => s.push_str("\\\\"),
-            '\n' => s.push_str("\\n"),
-            '\r' => s.push_str("\\r"),
-            '\t' => s.push_str("\\t"),
-            '\u{8}' if short_bf => s.push_str("\\b"),
-            '\u{c}' if short_bf => s.push_str("\\f"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(s, "\\u{:04x}", c as u32);
+    // Runs of characters that need no escape are copied whole: the bytes that do are all
+    // ASCII, so every cut falls between characters.
+    let mut from = 0;
+    for (i, &b) in t.as_bytes().iter().enumerate() {
+        if b != b'"' && b != b'\\' && b >= 0x20 {
+            continue;
+        }
+        s.push_str(&t[from..i]);
+        from = i + 1;
+        match b {
+            b'"' => s.push_str("\\\""),
+            b'\\' => s.push_str("\\\\"),
+            b'\n' => s.push_str("\\n"),
+            b'\r' => s.push_str("\\r"),
+            b'\t' => s.push_str("\\t"),
+            0x08 if short_bf => s.push_str("\\b"),
+            0x0c if short_bf => s.push_str("\\f"),
+            _ => {
+                let _ = write!(s, "\\u{b:04x}");
             }
-            c => s.push(c),
         }
     }
+    s.push_str(&t[from..]);
     s.push('"');
 }
 
@@ -307,8 +325,8 @@ mod tests {
     #[test]
     fn strings_are_escaped() {
         let mut s = String::new();
-        string("a\"b\\c\n\u{1}\u{8}", &mut s);
-        assert_eq!(s, r#""a\"b\\c\n\u0001\u0008""#);
+        string("a\"b\\c\n\u{1}\u{8}é\u{7f}\tü", &mut s);
+        assert_eq!(s, "\"a\\\"b\\\\c\\n\\u0001\\u0008é\u{7f}\\tü\"");
     }
 
     #[test]
