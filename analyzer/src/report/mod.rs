@@ -23,7 +23,6 @@ pub mod damage;
 pub mod frames;
 pub mod frameworks;
 pub mod json;
-pub(crate) mod json_value;
 pub mod load;
 pub mod memory;
 pub mod merge;
