@@ -344,6 +344,33 @@ impl<'a> Records<'a> {
     }
 }
 
+impl<'a> Records<'a> {
+    /// Appends the next records and errors to `out` until it holds `max` or the records end
+    /// (false when nothing was added), in the order of [`next_ref`](Self::next_ref); a whole
+    /// trace hands over runs of records as they were decoded ([`Merged::next_batch`]): hand
+    /// the emptied buffers back with [`give_back`](Self::give_back).
+    pub fn next_batch(&mut self, out: &mut Vec<Result<Entry<'a>, DecodeError>>, max: usize) -> bool {
+        match &mut self.0 {
+            Parts::One(file) => file.next_batch(out, max),
+            Parts::Series(..) => {
+                let start = out.len();
+                while out.len() < max {
+                    let Some(r) = self.next_ref() else { break };
+                    out.push(r.cloned());
+                }
+                out.len() > start
+            }
+        }
+    }
+
+    /// Takes back a buffer emptied after [`next_batch`](Self::next_batch), to decode into.
+    pub fn give_back(&mut self, run: Vec<Result<Entry<'a>, DecodeError>>) {
+        if let Parts::One(file) = &mut self.0 {
+            file.merged.give_back(run);
+        }
+    }
+}
+
 impl<'a> Iterator for Records<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
@@ -406,6 +433,36 @@ impl<'a> FileRecords<'a> {
                 None
             }
         }
+    }
+}
+
+impl<'a> FileRecords<'a> {
+    /// [`Records::next_batch`] of this file: offsets rebased, pages handed back as
+    /// [`next_mut`](Self::next_mut) does.
+    fn next_batch(&mut self, out: &mut Vec<Result<Entry<'a>, DecodeError>>, max: usize) -> bool {
+        if self.ended {
+            return false;
+        }
+        let start = out.len();
+        if !self.merged.next_batch(out, max) {
+            self.ended = true;
+            self.file.release_before(self.file.own_len());
+            return false;
+        }
+        for r in &mut out[start..] {
+            match r {
+                Ok(e) => {
+                    self.furthest = self.furthest.max(e.offset);
+                    e.offset += self.base;
+                }
+                Err(e) => e.offset += self.base,
+            }
+        }
+        if self.furthest >= self.released + self.release_every + self.lag {
+            self.released = self.furthest - self.lag;
+            self.file.release_before(self.released);
+        }
+        true
     }
 }
 
@@ -571,6 +628,23 @@ pub(crate) mod tests {
         assert!(got == expected, "{} records against {}", got.len(), expected.len());
         let got: Vec<_> = t.records(32 << 20, 8 << 20).unwrap().collect();
         assert!(got == expected);
+        // So do batches, handed back or not, pages handed back at every block.
+        for (max, give_back) in [(4096, true), (100, false), (1, true)] {
+            let mut records = t.records(block as u64, 0).unwrap();
+            let (mut got, mut batch) = (Vec::new(), Vec::new());
+            while records.next_batch(&mut batch, max) {
+                got.append(&mut batch);
+                if give_back {
+                    records.give_back(std::mem::take(&mut batch));
+                }
+            }
+            assert!(
+                got == expected,
+                "batches of {max}: {} records against {}",
+                got.len(),
+                expected.len()
+            );
+        }
     }
 
     #[test]

@@ -142,13 +142,14 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
         s.spawn(move || {
             let mut records = records;
             loop {
+                // Batches come back emptied: one to fill, the others for the reader to decode
+                // its next runs into (a run it hands over whole becomes the batch).
                 let mut batch = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                while batch.len() < BATCH {
-                    let Some(r) = records.next_ref() else { break };
-                    batch.push(r.cloned());
+                while let Ok(spare) = empty.try_recv() {
+                    records.give_back(spare);
                 }
                 // Stops at the end, or when the replay is gone.
-                if batch.is_empty() || to_model.send(batch).is_err() {
+                if !records.next_batch(&mut batch, BATCH) || to_model.send(batch).is_err() {
                     break;
                 }
             }
