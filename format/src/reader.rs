@@ -5,6 +5,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::block::{FileHeader, Segment, BLOCK_HEADER_SIZE, BLOCK_MAGIC, CHECKPOINT_TID, HEADER_SIZE, MAGIC};
 use crate::error::{DecodeError, ErrorKind};
@@ -153,6 +155,17 @@ impl<'a> Trace<'a> {
         }))
     }
 
+    /// Opens block `index` and decodes its first `n` records (fewer at its end or after its
+    /// error) into `run` (emptied first), as [`Merged`] would when it admits the block: for a
+    /// thread that decodes blocks ahead of the merge ([`Merged::decode_ahead`]).
+    pub fn open_decoded(&self, index: usize, n: usize, mut run: Run<'a>) -> Opened<'a> {
+        let mut block = self.block(index)?;
+        Ok(block.as_mut().map(|b| {
+            decode_run(b, &mut run, n.max(1));
+            (b.clone(), run)
+        }))
+    }
+
     /// Every record, ordered by `seq`. A corrupted block yields one error and is dropped;
     /// the other blocks go on.
     pub fn records(&self) -> Merged<'a> {
@@ -216,6 +229,8 @@ impl<'a> Trace<'a> {
             cursors: Vec::new(),
             free: Vec::new(),
             spare: Vec::new(),
+            ahead: None,
+            run_hint: Arc::new(AtomicUsize::new(RUN_RECORDS)),
             lent: None,
             error: None,
         }
@@ -240,6 +255,7 @@ fn ends_checkpoint(mut block: BlockReader<'_>) -> Option<u64> {
 }
 
 /// Reads one block's records in order.
+#[derive(Clone)]
 pub struct BlockReader<'a> {
     bytes: &'a [u8],
     offset: u64,
@@ -318,7 +334,8 @@ pub struct Merged<'a> {
     /// Corrupted block headers, reported first.
     header_errors: Vec<DecodeError>,
     /// The next started block, opened but not yet admitted to the merge.
-    pending: Option<BlockReader<'a>>,
+    /// With its first run when it was decoded ahead.
+    pending: Option<(BlockReader<'a>, Option<Run<'a>>)>,
     /// (seq, the block's place in admission order, cursor slot) of each open block's next
     /// record, but the one lent: a checkpoint's last record shares its seq with the record it
     /// covers last, and comes after it.
@@ -331,13 +348,37 @@ pub struct Merged<'a> {
     free: Vec<usize>,
     /// Emptied runs, to decode the next ones into.
     spare: Vec<Run<'a>>,
+    /// Blocks opened and their first runs decoded elsewhere, in admission order
+    /// ([`Merged::decode_ahead`]).
+    ahead: Option<Box<dyn FnMut() -> Option<Opened<'a>> + Send + 'a>>,
+    /// How many records a block decodes at a time now ([`Merged::run_hint`]).
+    run_hint: Arc<AtomicUsize>,
     /// The slot whose record was handed out last: its block moves on at the next call.
     lent: Option<usize>,
     error: Option<DecodeError>,
 }
 
 /// Decoded records of one block, a block's error (which ends it) last.
-type Run<'a> = Vec<Result<Entry<'a>, DecodeError>>;
+pub type Run<'a> = Vec<Result<Entry<'a>, DecodeError>>;
+
+/// A block opened, with its first run decoded (`None`: a block never started).
+pub type Opened<'a> = Result<Option<(BlockReader<'a>, Run<'a>)>, DecodeError>;
+
+/// Decodes the next run of `block` into `run` (emptied first): at most `n` records, ending
+/// early at the block's end or after its error.
+fn decode_run<'a>(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
+    run.clear();
+    if run.capacity() > 2 * n {
+        // A buffer of a time when fewer blocks were open.
+        run.shrink_to(n);
+    }
+    while run.len() < n {
+        match block.next() {
+            Some(r) => run.push(r),
+            None => break,
+        }
+    }
+}
 
 /// Records decoded at once across the open blocks, about: each open block decodes its next
 /// run of this many records divided among them, within [`RUN_MIN`] and [`RUN_MAX`], so that
@@ -359,7 +400,12 @@ impl<'a> Merged<'a> {
         while self.pending.is_none() && self.next_block < self.order.len() {
             let (_, i) = self.order[self.next_block];
             self.next_block += 1;
-            match self.trace.block(i) {
+            // Decoded ahead (in admission order), or opened here when the decoder is gone.
+            let opened = match self.ahead.as_mut().and_then(|next| next()) {
+                Some(opened) => opened.map(|b| b.map(|(b, run)| (b, Some(run)))),
+                None => self.trace.block(i).map(|b| b.map(|b| (b, None))),
+            };
+            match opened {
                 Ok(Some(b)) => self.pending = Some(b),
                 Ok(None) => {}
                 Err(e) => return Some(e),
@@ -368,32 +414,48 @@ impl<'a> Merged<'a> {
         None
     }
 
+    /// The blocks this merge will open, in the order it opens them (their indices in the
+    /// file): what a thread decoding ahead ([`decode_ahead`](Self::decode_ahead)) opens, in
+    /// the same order.
+    pub fn admission_order(&self) -> Vec<usize> {
+        self.order[self.next_block..].iter().map(|&(_, i)| i).collect()
+    }
+
+    /// How many records a block decodes at a time now (it falls as more blocks are open at
+    /// once, so that decoded records stay about 3 MB): the `n` for [`Trace::open_decoded`] on
+    /// a thread decoding ahead, read as it goes. Unlike the merge's own runs, it may exceed
+    /// [`RUN_MAX`] while few blocks are open, so that such a thread decodes whole blocks.
+    pub fn run_hint(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.run_hint)
+    }
+
+    /// Takes each block to open from `next`, which gives the blocks of
+    /// [`admission_order`](Self::admission_order), in that order, each as
+    /// [`Trace::open_decoded`] gives it (so that other threads can open and decode them
+    /// ahead); when `next` gives `None` (the threads are gone), the merge opens the rest
+    /// itself.
+    pub fn decode_ahead(&mut self, next: impl FnMut() -> Option<Opened<'a>> + Send + 'a) {
+        self.ahead = Some(Box::new(next));
+    }
+
+    /// How many records a thread decoding ahead decodes of each block now.
+    fn ahead_len(&self) -> usize {
+        (RUN_RECORDS / (self.cursors.len() - self.free.len()).max(1)).max(RUN_MIN)
+    }
+
     /// How many records an open block decodes at a time now.
     fn run_len(&self) -> usize {
         let open = (self.cursors.len() - self.free.len()).max(1);
         (RUN_RECORDS / open).clamp(RUN_MIN, RUN_MAX)
     }
 
-    /// Decodes the next run of `block` into `run` (emptied first): at most `n` records, ending
-    /// early at the block's end or after its error.
-    fn decode_run(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
-        run.clear();
-        if run.capacity() > 2 * n {
-            // A buffer of a time when fewer blocks were open.
-            run.shrink_to(n);
-        }
-        while run.len() < n {
-            match block.next() {
-                Some(r) => run.push(r),
-                None => break,
-            }
-        }
-    }
-
     /// Puts a block's next record into the heap; returns an error from the block.
-    fn admit(&mut self, mut block: BlockReader<'a>, rank: usize) -> Option<DecodeError> {
-        let mut run = self.spare.pop().unwrap_or_default();
-        Self::decode_run(&mut block, &mut run, self.run_len());
+    fn admit(&mut self, mut block: BlockReader<'a>, run: Option<Run<'a>>, rank: usize) -> Option<DecodeError> {
+        let mut run = run.unwrap_or_else(|| {
+            let mut run = self.spare.pop().unwrap_or_default();
+            decode_run(&mut block, &mut run, self.run_len());
+            run
+        });
         let key = match run.first() {
             Some(Ok(first)) => first.record.seq.0,
             Some(Err(_)) => {
@@ -423,6 +485,7 @@ impl<'a> Merged<'a> {
             }
         };
         self.heap.push(Reverse((key, rank, slot)));
+        self.run_hint.store(self.ahead_len(), Ordering::Relaxed);
         None
     }
 
@@ -435,7 +498,7 @@ impl<'a> Merged<'a> {
         let cursor = self.cursors[slot].as_mut()?;
         cursor.at += 1;
         if cursor.at >= cursor.run.len() {
-            Self::decode_run(&mut cursor.block, &mut cursor.run, n);
+            decode_run(&mut cursor.block, &mut cursor.run, n);
             cursor.at = 0;
         }
         if let Some(Ok(next)) = cursor.run.get(cursor.at) {
@@ -449,6 +512,7 @@ impl<'a> Merged<'a> {
             self.spare.push(c.run);
         }
         self.free.push(slot);
+        self.run_hint.store(self.ahead_len(), Ordering::Relaxed);
         None
     }
 
@@ -466,7 +530,7 @@ impl<'a> Merged<'a> {
     /// stands for.
     fn comes_next(&self, slot: usize, (seq, rank): (u64, usize)) -> bool {
         self.heap.peek().is_none_or(|Reverse((s, r, _))| (seq, rank) < (*s, *r))
-            && self.pending.as_ref().is_none_or(|p| p.base_seq > seq)
+            && self.pending.as_ref().is_none_or(|(p, _)| p.base_seq > seq)
             && !(self.covered.is_some_and(|c| seq <= c)
                 && self.cursors[slot].as_ref().is_some_and(|c| !c.block.in_checkpoint()))
     }
@@ -493,13 +557,13 @@ impl<'a> Merged<'a> {
             }
             // Admit the next block while it could hold the smallest seq.
             let admit = match (&self.pending, self.heap.peek()) {
-                (Some(p), Some(Reverse((min, _, _)))) => p.base_seq <= *min,
+                (Some((p, _)), Some(Reverse((min, _, _)))) => p.base_seq <= *min,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if admit {
-                let block = self.pending.take()?;
-                if let Some(e) = self.admit(block, self.next_block) {
+                let (block, run) = self.pending.take()?;
+                if let Some(e) = self.admit(block, run, self.next_block) {
                     return Some(Err(e));
                 }
                 continue;
@@ -541,7 +605,8 @@ impl<'a> Merged<'a> {
     }
 
     /// Appends the next records and errors to `out`, in the order [`next_mut`](Self::next_mut)
-    /// gives them, until `out` holds `max` or the merge ends (false when nothing was added).
+    /// gives them, until `out` holds `max` or the merge ends (false when nothing was added);
+    /// or hands over a whole run, which may be longer (see below).
     /// A decoded run that comes whole before every other block's next record, taken into an
     /// empty `out`, is handed over as it is (`out`'s own buffer takes its place), and the call
     /// returns with it: a trace written by one thread is read without copying a record.
@@ -564,8 +629,10 @@ impl<'a> Merged<'a> {
             };
             let (at, rank, len) = (cursor.at, cursor.rank, cursor.run.len());
             let mut end = at + 1;
+            // A whole run may go into an empty `out` however long it is.
+            let whole = at == 0 && out.is_empty() && len >= SWAP_MIN;
+            let room = if whole { len } else { max - out.len() };
             if settled {
-                let room = max - out.len();
                 while end < len && end - at < room {
                     let Some(Ok(e)) = self.cursors[slot].as_ref().and_then(|c| c.run.get(end)) else {
                         break;
@@ -579,7 +646,7 @@ impl<'a> Merged<'a> {
             let Some(cursor) = self.cursors[slot].as_mut() else {
                 break;
             };
-            if at == 0 && end == len && out.is_empty() && len >= SWAP_MIN {
+            if whole && end == len {
                 // The whole run: handed over, not copied. The block decodes its next run into
                 // `out`'s old buffer when it moves on (`step` finds this one used up).
                 std::mem::swap(out, &mut cursor.run);
@@ -587,6 +654,7 @@ impl<'a> Merged<'a> {
                 cursor.at = 0;
                 return true;
             }
+            let end = end.min(at + max - out.len());
             out.extend(cursor.run[at..end].iter().cloned());
             cursor.at = end - 1;
         }

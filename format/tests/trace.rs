@@ -45,7 +45,7 @@ fn assert_batches_match(trace: &Trace<'_>) {
         let mut batch = Vec::new();
         while merged.next_batch(&mut batch, max) {
             assert!(
-                !batch.is_empty() && batch.len() <= max,
+                !batch.is_empty() && batch.len() <= max.max(4096), // a whole run handed over may be longer
                 "{} records in a batch of {max}",
                 batch.len()
             );
@@ -55,6 +55,35 @@ fn assert_batches_match(trace: &Trace<'_>) {
         assert!(batch.is_empty());
         assert_eq!(got.len(), one.len(), "batches of {max}");
         assert!(got == one, "batches of {max} differ from the one-at-a-time reader");
+    }
+    // Blocks opened and decoded ahead (first runs of any length, as threads decoding ahead
+    // give them), or only the first few of them before those threads are gone.
+    for (n, gone_after) in [
+        (1, usize::MAX),
+        (5, usize::MAX),
+        (4096, usize::MAX),
+        (100_000, 2),
+        (7, 0),
+    ] {
+        let mut merged = trace.records();
+        let order = merged.admission_order();
+        let hint = merged.run_hint();
+        let ahead = trace.clone();
+        let mut blocks = order.into_iter().take(gone_after);
+        merged.decode_ahead(move || {
+            let i = blocks.next()?;
+            assert!(hint.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+            Some(ahead.open_decoded(i, n, Vec::new()))
+        });
+        let mut got = Vec::new();
+        let mut batch = Vec::new();
+        while merged.next_batch(&mut batch, 300) {
+            got.append(&mut batch);
+        }
+        assert!(
+            got == one,
+            "decoded ahead {n} at a time, gone after {gone_after} blocks: differs"
+        );
     }
 }
 

@@ -25,9 +25,11 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 
 use gpuleak_format::series::MergeBySeq;
-use gpuleak_format::{DecodeError, Entry, Merged, Trace, MAGIC};
+use gpuleak_format::{DecodeError, Entry, Merged, Opened, Trace, MAGIC};
 
 use guard::GuardedMap;
 
@@ -292,7 +294,7 @@ impl TraceFile {
             base += segment.own_len();
         }
         Ok(Records(if streams.len() == 1 {
-            Parts::One(streams.remove(0))
+            Parts::One(Box::new(streams.remove(0)))
         } else {
             Parts::Series(MergeBySeq::new(streams), None)
         }))
@@ -324,7 +326,7 @@ pub struct Records<'a>(Parts<'a>);
 
 /// A whole trace, or the segments of a bounded one.
 enum Parts<'a> {
-    One(FileRecords<'a>),
+    One(Box<FileRecords<'a>>),
     /// With the record handed out last.
     Series(MergeBySeq<'a, FileRecords<'a>>, Option<Entry<'a>>),
 }
@@ -360,6 +362,28 @@ impl<'a> Records<'a> {
                 }
                 out.len() > start
             }
+        }
+    }
+
+    /// For threads that open and decode blocks ahead of the merge: a whole trace's blocks in
+    /// the order the merge opens them, the trace to open them from, and the number of records
+    /// to decode of each ([`Merged::run_hint`]); then hand the opened blocks over in that
+    /// order with [`decode_ahead`](Self::decode_ahead). `None` for the segments of a bounded
+    /// trace (read as they are).
+    pub fn ahead_plan(&self) -> Option<(Trace<'a>, Vec<usize>, Arc<AtomicUsize>)> {
+        match &self.0 {
+            Parts::One(file) => {
+                let trace = file.file.trace().ok()?;
+                Some((trace, file.merged.admission_order(), file.merged.run_hint()))
+            }
+            Parts::Series(..) => None,
+        }
+    }
+
+    /// See [`ahead_plan`](Self::ahead_plan) and [`Merged::decode_ahead`].
+    pub fn decode_ahead(&mut self, next: impl FnMut() -> Option<Opened<'a>> + Send + 'a) {
+        if let Parts::One(file) = &mut self.0 {
+            file.merged.decode_ahead(next);
         }
     }
 
