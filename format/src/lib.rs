@@ -36,6 +36,7 @@ pub mod fields;
 pub mod framework;
 pub mod kind;
 pub mod line_table;
+pub mod meaning;
 pub mod reader;
 pub mod record;
 pub mod series;
@@ -52,6 +53,7 @@ pub use block::{
 };
 pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
+pub use meaning::{Family, Library, Meaning, Op, Side};
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,
