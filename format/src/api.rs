@@ -1,17 +1,86 @@
-//! The exact API entry points a record can name, by stable number.
+//! The exact API entry points a record can name, by stable number, and what each one means.
 //!
 //! Numbers are part of the format: append new entries, never renumber or reuse one. A reader
 //! that meets a number it does not know still decodes the record and shows `api#N`.
+//!
+//! The list below is the one place an entry point is declared. Each line is
+//! `NUMBER NAME (MEANING)`, and MEANING is one of
+//!
+//! - `OP` and flags: a driver entry point that does [`Op`] `OP` (`Alloc(KIND)`, `Free(KIND)`,
+//!   `Copy(DST, SRC)` or an operation's name), flagged `async`, `peer`, `context_wide`,
+//!   `batch` or `synchronizing` as [`Meaning`]'s fields say;
+//! - `per_thread BASE`: the per-thread twin (`_ptsz` / `_ptds`) of `BASE`, which means what
+//!   `BASE` means but reads stream 0 as the per-thread default stream;
+//! - `runtime`: a runtime entry point (only ever a record's `via` tag).
+//!
+//! The accessors ([`Api::op`], [`Api::per_thread`], [`Api::base`], [`Api::mem_kind`], ...)
+//! are `const` lookups. The analyzer derives what a record means from them; the shim's hook
+//! table and the simulator's resolver rows are checked against them (the shim's rows at
+//! compile time and by its tests, the simulator's by `tests/e2e/sim/resolver.rs`).
 
 use std::fmt;
 
 use crate::kind::MemKind;
-use crate::meaning::{Family, Library, Meaning, Op, Side};
+use crate::meaning::{Family, Library, Op, Side};
 
 /// One exact exported function variant (`cuMemAlloc_v2`, `cuMemFreeAsync_ptsz`,
 /// `cudaMalloc`, ...), as a stable number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Api(pub u16);
+
+/// What one entry point means, as the API list declares it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Meaning {
+    /// The library that exports it.
+    pub library: Library,
+    /// What it does.
+    pub op: Op,
+    /// Stream-ordered: it queues work on a stream and returns before the work runs.
+    pub asynchronous: bool,
+    /// A copy between contexts (a peer copy).
+    pub peer: bool,
+    /// Its `stream` is a context or green context: an event recorded over all the context's
+    /// work, or a wait of all its later work.
+    pub context_wide: bool,
+    /// A copy whose operations carry a batch's attributes (batch and attribute copies),
+    /// which never waits for the host.
+    pub batch: bool,
+    /// A free that waits for the device first (`cudaFree` and `cudaFreeHost` are documented
+    /// to synchronize; their driver calls are these).
+    pub synchronizing: bool,
+    /// The entry point a per-thread twin is of; the entry point itself otherwise.
+    pub base: Api,
+    /// A per-thread twin (`_ptsz` / `_ptds`): of a stream-ordered call, one that reads stream
+    /// handle 0 as the calling thread's per-thread default stream; of the resolver, one that
+    /// answers per-thread variants by default.
+    pub per_thread: bool,
+}
+
+impl Meaning {
+    /// An ordinary (not per-thread) entry point of `library` that does `op`.
+    pub const fn new(api: Api, library: Library, op: Op) -> Meaning {
+        Meaning {
+            library,
+            op,
+            asynchronous: false,
+            peer: false,
+            context_wide: false,
+            batch: false,
+            synchronizing: false,
+            base: api,
+            per_thread: false,
+        }
+    }
+
+    /// The per-thread twin of `base`, which means `of`: the same in all but the default stream.
+    pub const fn per_thread_twin(base: Api, of: Meaning) -> Meaning {
+        Meaning {
+            base,
+            per_thread: true,
+            ..of
+        }
+    }
+}
 
 macro_rules! apis {
     ($($id:literal $name:ident ($($meaning:tt)*)),* $(,)?) => {

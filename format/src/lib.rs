@@ -46,14 +46,14 @@ pub mod user_code;
 pub mod varint;
 pub mod vmm;
 
-pub use api::Api;
+pub use api::{Api, Meaning};
 pub use block::{
     BlockCursor, FileHeader, Segment, TraceId, BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_SIZE, CHECKPOINT_TID,
     FLAG_SEGMENTED, HEADER_SIZE, MAGIC,
 };
 pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
-pub use meaning::{Family, Library, Meaning, Op, Side};
+pub use meaning::{Family, Library, Op, Side};
 pub use reader::{BlockReader, Entry, Merged, Trace};
 pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,

@@ -1,11 +1,7 @@
 //! The words the API list ([`crate::api`]) declares each entry point's meaning in: which
-//! library exports it, what it does ([`Op`], grouped in a [`Family`]), whether it is
-//! stream-ordered, and which entry point a per-thread (`_ptsz` / `_ptds`) twin is of.
-//!
-//! The shim's hook table and the simulator's resolver rows are checked against these meanings
-//! by tests, and the analyzer derives what a record means for the order of work from them.
+//! library exports it ([`Library`]), what it does ([`Op`], grouped in a [`Family`]), and for a
+//! copy what memory each side is ([`Side`]).
 
-use crate::api::Api;
 use crate::kind::MemKind;
 
 /// The library that exports an entry point.
@@ -177,60 +173,6 @@ impl Op {
             GraphBuild | GraphDestroy | GraphInstantiate | GraphUpdate => Family::Graph,
             Resolve => Family::Resolver,
             RuntimeCall => Family::Runtime,
-        }
-    }
-}
-
-/// What one entry point means, as the API list declares it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Meaning {
-    /// The library that exports it.
-    pub library: Library,
-    /// What it does.
-    pub op: Op,
-    /// Stream-ordered: it queues work on a stream and returns before the work runs.
-    pub asynchronous: bool,
-    /// A copy between contexts (a peer copy).
-    pub peer: bool,
-    /// Its `stream` is a context or green context: an event recorded over all the context's
-    /// work, or a wait of all its later work.
-    pub context_wide: bool,
-    /// A copy whose operations carry a batch's attributes (batch and attribute copies),
-    /// which never waits for the host.
-    pub batch: bool,
-    /// A free that waits for the device first (`cudaFree` and `cudaFreeHost` are documented
-    /// to synchronize; their driver calls are these).
-    pub synchronizing: bool,
-    /// The entry point a per-thread twin is of; the entry point itself otherwise.
-    pub base: Api,
-    /// A per-thread twin (`_ptsz` / `_ptds`): of a stream-ordered call, one that reads stream
-    /// handle 0 as the calling thread's per-thread default stream; of the resolver, one that
-    /// answers per-thread variants by default.
-    pub per_thread: bool,
-}
-
-impl Meaning {
-    /// An ordinary (not per-thread) entry point of `library` that does `op`.
-    pub const fn new(api: Api, library: Library, op: Op) -> Meaning {
-        Meaning {
-            library,
-            op,
-            asynchronous: false,
-            peer: false,
-            context_wide: false,
-            batch: false,
-            synchronizing: false,
-            base: api,
-            per_thread: false,
-        }
-    }
-
-    /// The per-thread twin of `base`, which means `of`: the same in all but the default stream.
-    pub const fn per_thread_twin(base: Api, of: Meaning) -> Meaning {
-        Meaning {
-            base,
-            per_thread: true,
-            ..of
         }
     }
 }

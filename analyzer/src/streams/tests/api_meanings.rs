@@ -1,7 +1,8 @@
 //! Every answer the analyzer's API meanings give, for every known API, against a snapshot
 //! (`api_meanings.txt`) taken from the hand-written lists they replaced on 2026-12-06: the
 //! meanings now derived from `gpuleak_format::api`'s list must answer exactly as those did.
-//! `GPULEAK_BLESS=1` rewrites the snapshot (only for an intended change of meaning).
+//! On a difference the test writes the new answers beside the system's temporary files: copy
+//! them over the snapshot only for an intended change of meaning, after reading the diff.
 
 use std::fmt::Write;
 
@@ -50,13 +51,23 @@ fn answers() -> String {
 fn every_api_means_what_the_snapshot_says() {
     let path = concat!(env!("CARGO_MANIFEST_DIR"), "/src/streams/tests/api_meanings.txt");
     let got = answers();
-    if std::env::var_os("GPULEAK_BLESS").is_some() {
-        std::fs::write(path, &got).unwrap();
-        return;
-    }
     let want = std::fs::read_to_string(path).unwrap();
-    for (g, w) in got.lines().zip(want.lines()) {
-        assert_eq!(g, w);
+    if got != want {
+        let new = std::env::temp_dir().join("api_meanings.txt");
+        std::fs::write(&new, &got).unwrap();
+        for (g, w) in got.lines().zip(want.lines()) {
+            assert_eq!(
+                g,
+                w,
+                "the answers differ from {path}; all of them are in {}",
+                new.display()
+            );
+        }
+        panic!(
+            "{} answers, {} in {path}; all of them are in {}",
+            got.lines().count(),
+            want.lines().count(),
+            new.display()
+        );
     }
-    assert_eq!(got.lines().count(), want.lines().count());
 }
