@@ -59,6 +59,7 @@ use crate::api::Api;
 use crate::captures::{Captures, EXTERNAL};
 use crate::contexts::Contexts;
 use crate::fields::{Addrs, BlockState, Ctx, MemKind, StackId, Value};
+use crate::meaning::Op;
 use crate::record::{Body, Checkpoint, GraphExec, GraphMem, Record, Seq};
 use crate::space::Space;
 use crate::vmm::{Mapping, Mappings};
@@ -357,7 +358,7 @@ impl Compactor {
                 self.captures.record(r.event.0, r.stream.0, r.flags);
                 self.keep_last(tid, (record.body.kind(), r.event.0), record);
             }
-            Body::StreamWait(w) if w.result.is_success() && !context_wide(w.api) => {
+            Body::StreamWait(w) if w.result.is_success() && !w.api.is_context_wide() => {
                 let before = self.captures.is_capturing(&w.stream.0);
                 self.captures.wait(w.stream.0, w.event.0, w.flags);
                 if !before && self.captures.is_capturing(&w.stream.0) {
@@ -406,7 +407,7 @@ impl Compactor {
             | Body::GraphNode(_)
             | Body::GraphEdges(_)
             | Body::GraphMemNodes(_) => self.keep_for_good(tid, record),
-            Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => {
+            Body::Launch(l) if l.api.op() == Some(Op::GraphLaunch) && l.result.is_success() => {
                 let keep = match self.graph_execs.get(&l.function) {
                     Some(&keep) => keep,
                     None => !self.graph_nodes.is_empty(),
@@ -569,16 +570,4 @@ fn result_of(body: &Body<'_>) -> bool {
         }
     });
     ok
-}
-
-fn is_graph_launch(api: Api) -> bool {
-    api == Api::cuGraphLaunch || api == Api::cuGraphLaunch_ptsz
-}
-
-/// A context's event record or wait: no stream's.
-fn context_wide(api: Api) -> bool {
-    matches!(
-        api,
-        Api::cuCtxRecordEvent | Api::cuCtxWaitEvent | Api::cuGreenCtxRecordEvent | Api::cuGreenCtxWaitEvent
-    )
 }

@@ -36,6 +36,7 @@ pub mod fields;
 pub mod framework;
 pub mod kind;
 pub mod line_table;
+pub mod meaning;
 pub mod reader;
 pub mod record;
 pub mod series;
@@ -45,13 +46,14 @@ pub mod user_code;
 pub mod varint;
 pub mod vmm;
 
-pub use api::Api;
+pub use api::{Api, Meaning};
 pub use block::{
     BlockCursor, FileHeader, Segment, TraceId, BLOCK_HEADER_SIZE, BLOCK_MAGIC, BLOCK_SIZE, CHECKPOINT_TID,
     FLAG_SEGMENTED, HEADER_SIZE, MAGIC,
 };
 pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
+pub use meaning::{Family, Library, Op, Side};
 pub use reader::{BlockReader, Entry, Merged, Opened, Run, Trace};
 pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,

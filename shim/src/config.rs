@@ -331,7 +331,8 @@ pub const MAX_FAULT_RULES: usize = 16;
 /// `CUDA_ERROR_OUT_OF_MEMORY`: what a budget and, by default, a fault rule return.
 pub const CUDA_ERROR_OUT_OF_MEMORY: u32 = 2;
 
-/// The allocation entry points that fault rules may name (each handled by `exports::memory`).
+/// The allocation entry points that fault rules may name (each handled by `exports::memory`),
+/// with their per-thread twins.
 pub const FAILABLE: &[Api] = &[
     Api::cuMemAlloc_v2,
     Api::cuMemAllocPitch_v2,
@@ -340,9 +341,7 @@ pub const FAILABLE: &[Api] = &[
     Api::cuMemHostAlloc,
     Api::cuMemHostRegister_v2,
     Api::cuMemAllocAsync,
-    Api::cuMemAllocAsync_ptsz,
     Api::cuMemAllocFromPoolAsync,
-    Api::cuMemAllocFromPoolAsync_ptsz,
     Api::cuMemAddressReserve,
     Api::cuMemCreate,
     Api::cuMemImportFromShareableHandle,
@@ -478,7 +477,7 @@ pub fn parse_fail_rules(text: &str) -> Result<Vec<FaultRule>, String> {
         let mut parts = rule.split(':').map(str::trim);
         let name = parts.next().unwrap_or_default();
         let api = Api::from_name(name)
-            .filter(|a| FAILABLE.contains(a))
+            .filter(|a| FAILABLE.contains(&a.base()))
             .ok_or_else(|| format!("rule {rule:?}: {name:?} is not an allocation function the shim intercepts"))?;
         let mut nth = None;
         let mut error = CUDA_ERROR_OUT_OF_MEMORY;

@@ -69,17 +69,7 @@ impl NodeSite {
 
     /// Whether the node was captured from a stream (rather than added by hand).
     pub fn captured(&self) -> bool {
-        !matches!(
-            self.api,
-            Api::cuGraphAddKernelNode
-                | Api::cuGraphAddKernelNode_v2
-                | Api::cuGraphAddMemcpyNode
-                | Api::cuGraphAddMemsetNode
-                | Api::cuGraphAddMemAllocNode
-                | Api::cuGraphAddMemFreeNode
-                | Api::cuGraphAddNode
-                | Api::cuGraphAddNode_v2
-        )
+        !super::apis::adds_graph_node(self.api)
     }
 
     /// What made the node, as reports name it: "memcpy node captured from cuMemcpyAsync",

@@ -2,8 +2,8 @@
 //! capture, allocations and frees, events, waits and synchronizations.
 
 use gpuleak_format::{
-    Alloc, Api, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, MemOp, RangeOp, Seq, StackId,
-    StreamWait, Sync,
+    Alloc, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, MemOp, Op as ApiOp, RangeOp, Seq,
+    StackId, StreamWait, Sync,
 };
 
 use super::apis::{self, HostSide};
@@ -526,12 +526,12 @@ impl Streams {
     }
 
     pub(super) fn sync(&mut self, tid: u32, seq: Seq, s: &Sync) {
-        match s.api {
-            Api::cuStreamSynchronize | Api::cuStreamSynchronize_ptsz | Api::cuStreamQuery | Api::cuStreamQuery_ptsz => {
+        match s.api.op() {
+            Some(ApiOp::StreamSync | ApiOp::StreamQuery) => {
                 let slot = self.slot_for(Self::name_of(s.api, s.stream.0, tid));
                 self.host_learns(Known::Stream(slot));
             }
-            Api::cuEventSynchronize | Api::cuEventQuery => {
+            Some(ApiOp::EventSync | ApiOp::EventQuery) => {
                 match self.events.get(&s.event.0).and_then(|e| e.clock.as_ref()) {
                     Some(_) => self.host_learns(Known::Event(s.event.0)),
                     // A query of an unrecorded event is a poll, not a wait.
@@ -545,7 +545,7 @@ impl Streams {
             }
             // Context (and so device) synchronization: every stream. With several contexts,
             // this is more than the driver promises (a known limit of the model).
-            Api::cuCtxSynchronize | Api::cuCtxSynchronize_v2 => self.host_learns(Known::All),
+            Some(ApiOp::CtxSync) => self.host_learns(Known::All),
             _ => {}
         }
     }

@@ -6,6 +6,7 @@ use gpuleak_format::*;
 
 use super::*;
 
+mod api_meanings;
 mod ctx_events;
 mod exit;
 mod frees;

@@ -75,7 +75,7 @@ fn captured(g: &HookGuard, api: Api, r: CUresult, stream: CUstream) {
     let name = api.name().unwrap_or("");
     // The `_ptsz` and `_ptds` entry points read stream 0 as the per-thread default stream,
     // which the query names by its own handle.
-    let stream = if stream.is_null() && (name.ends_with("_ptsz") || name.ends_with("_ptds")) {
+    let stream = if stream.is_null() && api.per_thread() {
         CU_STREAM_PER_THREAD
     } else {
         stream

@@ -41,7 +41,7 @@ pub mod vmm;
 
 use std::ffi::{c_char, c_void};
 
-use gpuleak_format::Api;
+use gpuleak_format::{Api, Library};
 
 use crate::cuda::*;
 use crate::table::{self, Hook, Lib};
@@ -65,6 +65,16 @@ macro_rules! hooks {
         enum Id { $($d,)* $($r,)* }
 
         const COUNT: usize = [$(Id::$d,)* $(Id::$r,)*].len();
+
+        // Each row is in the section of the library the API list says exports it.
+        $(const _: () = assert!(
+            matches!(Api::$d.library(), Some(Library::Driver)),
+            concat!(stringify!($d), " is not a driver entry point in the API list")
+        );)*
+        $(const _: () = assert!(
+            matches!(Api::$r.library(), Some(Library::Runtime)),
+            concat!(stringify!($r), " is not a runtime entry point in the API list")
+        );)*
 
         /// Every intercepted function.
         pub static HOOKS: [Hook; COUNT] = [
@@ -545,4 +555,52 @@ pub unsafe extern "C" fn gpuleak_framework_record(kind: u32, data: *const u8, le
     rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::framework_record(kind, data, len) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The API named by a hook row.
+    fn api_of(hook: &Hook) -> Api {
+        let name = hook.name.to_str().unwrap();
+        Api::from_name(name).unwrap_or_else(|| panic!("{name} is not in the API list"))
+    }
+
+    #[test]
+    fn every_hook_is_an_api_of_its_library_and_every_api_is_hooked_once() {
+        let mut hooked = Vec::new();
+        for hook in &HOOKS {
+            let api = api_of(hook);
+            let library = match hook.lib {
+                Lib::Driver => Library::Driver,
+                Lib::Runtime => Library::Runtime,
+            };
+            assert_eq!(api.library(), Some(library), "{api}");
+            hooked.push(api);
+        }
+        hooked.sort();
+        let before = hooked.len();
+        hooked.dedup();
+        assert_eq!(hooked.len(), before, "an API hooked twice");
+        for (api, name) in Api::ALL {
+            assert!(
+                hooked.binary_search(api).is_ok(),
+                "{name} is in the API list but not hooked"
+            );
+        }
+    }
+
+    #[test]
+    fn every_per_thread_twin_is_hooked_with_its_base() {
+        let hooked: Vec<Api> = HOOKS.iter().map(api_of).collect();
+        for (api, name) in Api::ALL.iter().filter(|(a, _)| a.per_thread()) {
+            assert_eq!(
+                hooked.contains(api),
+                hooked.contains(&api.base()),
+                "{name} and {} are hooked together or not at all",
+                api.base()
+            );
+        }
+    }
 }

@@ -7,6 +7,7 @@ use std::path::Path;
 use std::process::Stdio;
 
 use gpuleak_e2e::{client, data_dir, output_of, sim_command};
+use gpuleak_format::{Api, Library};
 
 /// One line of sim_resolver's output.
 #[derive(Debug, Clone, PartialEq)]
@@ -551,4 +552,83 @@ fn versions_above_the_driver_are_invalid() {
     );
     assert_eq!((answers[0].result, answers[0].symbol.as_str()), (1, "-"));
     assert_eq!((answers[1].result, answers[1].symbol.as_str()), (0, "cuCtxSynchronize"));
+}
+
+/// A file of the simulator, by its path under `simcuda/`.
+fn simcuda_source(path: &str) -> String {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../simcuda").join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The rows of the simulator's resolver table: symbol -> (base name, per-thread row), one per
+/// base name it answers for (`cuGraphInstantiateWithFlags` also answers `cuGraphInstantiate`).
+fn resolver_rows() -> std::collections::HashMap<String, Vec<(String, bool)>> {
+    let mut rows: std::collections::HashMap<String, Vec<(String, bool)>> = Default::default();
+    for line in simcuda_source("driver/resolver.c").lines() {
+        let line = line.trim();
+        let (per_thread, rest) = match (line.strip_prefix("PTROW(\""), line.strip_prefix("ROW(\"")) {
+            (Some(rest), _) => (true, rest),
+            (None, Some(rest)) => (false, rest),
+            (None, None) => continue,
+        };
+        let (base, rest) = rest.split_once('"').unwrap();
+        let symbol = rest.trim_end_matches("),").rsplit(", ").next().unwrap();
+        rows.entry(symbol.to_string())
+            .or_default()
+            .push((base.to_string(), per_thread));
+    }
+    rows
+}
+
+/// The functions `simcuda.h` declares.
+fn simulated_functions() -> HashSet<String> {
+    simcuda_source("include/simcuda.h")
+        .split("SIMCUDA_API ")
+        .skip(1)
+        .filter_map(|decl| decl.split('(').next()?.split_whitespace().last().map(str::to_string))
+        .collect()
+}
+
+/// The simulator agrees with the API list (`gpuleak_format::api`): every listed driver entry
+/// point it simulates has a resolver row, per-thread exactly when the list says so and under
+/// its base's name, and it simulates the per-thread twins of every base it simulates.
+#[test]
+fn simulator_rows_name_every_per_thread_twin_the_api_list_declares() {
+    let rows = resolver_rows();
+    let simulated = simulated_functions();
+    assert!(
+        rows.len() > 300 && simulated.len() > 400,
+        "{} rows, {} functions",
+        rows.len(),
+        simulated.len()
+    );
+    let mut twins = 0;
+    for (api, name) in Api::ALL {
+        let base = api.base().name().unwrap();
+        if api.per_thread() && simulated.contains(base) {
+            assert!(
+                simulated.contains(*name),
+                "simcuda.h declares {base} but not its twin {name}"
+            );
+            twins += 1;
+        }
+        if api.library() != Some(Library::Driver) || !simulated.contains(*name) {
+            continue;
+        }
+        let named = rows.get(*name).unwrap_or_else(|| panic!("no resolver row for {name}"));
+        for (row_base, per_thread) in named {
+            assert_eq!(
+                *per_thread,
+                api.per_thread(),
+                "{name}: PTROW exactly for a per-thread twin"
+            );
+            if api.per_thread() {
+                assert!(
+                    rows[base].iter().any(|(b, _)| b == row_base),
+                    "{name} resolves under {row_base}, not under its base {base}'s name"
+                );
+            }
+        }
+    }
+    assert!(twins > 80, "only {twins} per-thread twins simulated");
 }

@@ -17,21 +17,12 @@ const PARAMS_SIZE: usize = 48;
 /// The driver refuses batches of 256 operations or more.
 const MAX_BATCH: u32 = 256;
 
-/// The operation of a single-value API.
+/// The operation of a single-value API (of any ABI; a per-thread twin is its base's).
 fn op_of(api: Api) -> u32 {
-    match api {
-        Api::cuStreamWaitValue32
-        | Api::cuStreamWaitValue32_ptsz
-        | Api::cuStreamWaitValue32_v2
-        | Api::cuStreamWaitValue32_v2_ptsz => MemOp::WAIT_32,
-        Api::cuStreamWriteValue32
-        | Api::cuStreamWriteValue32_ptsz
-        | Api::cuStreamWriteValue32_v2
-        | Api::cuStreamWriteValue32_v2_ptsz => MemOp::WRITE_32,
-        Api::cuStreamWaitValue64
-        | Api::cuStreamWaitValue64_ptsz
-        | Api::cuStreamWaitValue64_v2
-        | Api::cuStreamWaitValue64_v2_ptsz => MemOp::WAIT_64,
+    match api.base() {
+        Api::cuStreamWaitValue32 | Api::cuStreamWaitValue32_v2 => MemOp::WAIT_32,
+        Api::cuStreamWriteValue32 | Api::cuStreamWriteValue32_v2 => MemOp::WRITE_32,
+        Api::cuStreamWaitValue64 | Api::cuStreamWaitValue64_v2 => MemOp::WAIT_64,
         _ => MemOp::WRITE_64,
     }
 }
