@@ -107,7 +107,7 @@ impl Script {
         })
     }
 
-    fn run(&self) -> Replay {
+    fn run(&self) -> LeakReplay {
         let mut model = Model::new();
         for r in &self.records {
             model.apply(7, r);
@@ -116,7 +116,7 @@ impl Script {
     }
 }
 
-fn leaked_bytes(r: &Replay) -> u64 {
+fn leaked_bytes(r: &LeakReplay) -> u64 {
     r.leaks
         .iter()
         .filter(|l| is_owned_memory(l.kind))
