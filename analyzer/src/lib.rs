@@ -9,6 +9,8 @@
 //! ```
 
 pub mod allocation;
+pub mod apis;
+pub(crate) mod aside;
 pub mod captures;
 pub mod check;
 pub mod colour;

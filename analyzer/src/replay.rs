@@ -83,6 +83,7 @@ impl Replayer {
     }
 
     /// Replays one record (records must come in sequence order).
+    #[inline]
     pub fn apply(&mut self, tid: u32, record: &Record<'_>) {
         self.ordering.apply(tid, record);
         let ordering = &mut self.ordering;
@@ -120,6 +121,7 @@ impl Leaks {
     /// Replays one record (records must come in sequence order), calling `teardown` with the
     /// API of a context teardown it makes: the stream-ordering model's
     /// [`Streams::teardown`], after its `apply` of the same record.
+    #[inline]
     pub fn apply(&mut self, tid: u32, record: &Record<'_>, teardown: impl FnMut(Api)) {
         if let Some(m) = &mut self.memory {
             m.record(record);
@@ -154,10 +156,12 @@ struct Observers<'a, F> {
 }
 
 impl<F: FnMut(Api)> Observer for Observers<'_, F> {
+    #[inline]
     fn wants_memory(&self) -> bool {
         self.memory.is_some()
     }
 
+    #[inline]
     fn decided(&mut self, decision: Decision<'_>) {
         match decision {
             Decision::Teardown { api } => (self.teardown)(api),

@@ -362,6 +362,7 @@ impl Tracker {
     /// Every record passes here first, before the leak model's decisions on it: its sequence
     /// number and time, and the records the memory pass reads itself (marks, snapshots, pools'
     /// usage).
+    #[inline]
     pub fn record(&mut self, record: &Record<'_>) {
         self.at(record.seq.0, record.time_ns);
         match &record.body {
@@ -801,6 +802,9 @@ impl Observer for Tracker {
         true
     }
 
+    // Inlined into the leak model's replay (another codegen unit), so that each decision is a
+    // direct call again.
+    #[inline]
     fn decided(&mut self, decision: Decision<'_>) {
         match decision {
             Decision::Allocated {

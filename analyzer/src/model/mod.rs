@@ -65,10 +65,10 @@ pub use gpuleak_format::space::{is_owned_memory, Space};
 pub use mempools::PoolLeak;
 pub use recent::Freed;
 
+use crate::apis::{context_wide, is_graph_launch};
 use crate::decision::{Decision, Observer, Unobserved};
 use crate::frameworks::state::Handle;
 use crate::frameworks::DriverAlloc;
-use crate::streams::is_graph_launch;
 use gpuleak_format::captures::Captures;
 use gpuleak_format::contexts::Contexts;
 use gpuleak_format::vmm::{Mapping, Mappings};
@@ -245,7 +245,7 @@ impl Model {
             }
             Body::EventRecord(r) if r.result.is_success() => self.capturing.record(r.event.0, r.stream, r.flags),
             // A context's wait is no stream's (and never on an event of a capture: refused).
-            Body::StreamWait(w) if w.result.is_success() && !crate::streams::apis::context_wide(w.api) => {
+            Body::StreamWait(w) if w.result.is_success() && !context_wide(w.api) => {
                 self.capturing.wait(w.stream, w.event.0, w.flags)
             }
             Body::StreamDestroy(d) if d.result.is_success() => self.capturing.forget(d.stream),

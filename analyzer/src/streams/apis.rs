@@ -3,6 +3,8 @@
 
 use gpuleak_format::{Api, MemKind};
 
+pub use crate::apis::{context_wide, is_graph_launch};
+
 /// Whether stream handle 0 means the calling thread's per-thread default stream (the
 /// `_ptsz` / `_ptds` variants that `--default-stream per-thread` programs call).
 pub fn per_thread(api: Api) -> bool {
@@ -229,19 +231,6 @@ pub fn serializes_device(api: Api) -> bool {
     )
 }
 
-/// An event recorded over, or waited for by, a whole context (`cuCtxRecordEvent`,
-/// `cuCtxWaitEvent`) or green context (`cuGreenCtxRecordEvent`, `cuGreenCtxWaitEvent`): the
-/// record's `stream` field is the context. The model has one context, so a record captures
-/// every stream's work so far and a wait orders every stream's later work (more than the driver
-/// does when the process has several contexts or green contexts: it can hide findings, never
-/// add one).
-pub fn context_wide(api: Api) -> bool {
-    matches!(
-        api,
-        Api::cuCtxRecordEvent | Api::cuCtxWaitEvent | Api::cuGreenCtxRecordEvent | Api::cuGreenCtxWaitEvent
-    )
-}
-
 /// An asynchronous copy that returns only once it is complete when its destination is
 /// pageable host memory (CUDA's "API synchronization behavior": a transfer from device memory
 /// to pageable host memory, or between any two host memories, is synchronous with respect to
@@ -277,11 +266,6 @@ pub fn is_kernel_launch(api: Api) -> bool {
             | Api::cuLaunchCooperativeKernel
             | Api::cuLaunchCooperativeKernel_ptsz
     )
-}
-
-/// Whether `api` launches an executable graph (its `Launch` record's `function`).
-pub fn is_graph_launch(api: Api) -> bool {
-    api == Api::cuGraphLaunch || api == Api::cuGraphLaunch_ptsz
 }
 
 /// A stream-ordered free (`cuMemFreeAsync`), as opposed to a synchronous one.
