@@ -161,7 +161,7 @@ impl<F: FnMut(Api)> Observer for Observers<'_, F> {
         self.memory.is_some()
     }
 
-    #[inline]
+    #[inline(always)]
     fn decided(&mut self, decision: Decision<'_>) {
         match decision {
             Decision::Teardown { api } => (self.teardown)(api),
@@ -185,4 +185,137 @@ pub fn replay(trace: &Trace<'_>) -> Replay {
         }
     }
     replayer.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use gpuleak_format::{
+        Addrs, Alloc, Body, Ctx, CtxCreate, CtxDestroy, CuResult, Launch, Ptr, Seq, StackId, Stream, StreamCreate,
+    };
+
+    use super::*;
+    use crate::streams::Moment;
+
+    /// A kernel queued on a stream and never waited for, its context destroyed (`destroy`) or
+    /// left to the exit.
+    fn records(destroy: bool) -> Vec<Record<'static>> {
+        let mut bodies: Vec<Body<'static>> = vec![
+            CtxCreate {
+                api: Api::cuCtxCreate_v2,
+                result: CuResult::SUCCESS,
+                ctx: Ctx(1),
+                device: 0,
+                flags: 0,
+            }
+            .into(),
+            StreamCreate {
+                api: Api::cuStreamCreate,
+                result: CuResult::SUCCESS,
+                stream: Stream(0x50),
+                flags: 1,
+                priority: 0,
+                stack: StackId(1),
+            }
+            .into(),
+            Alloc {
+                api: Api::cuMemAlloc_v2,
+                via: Api::NONE,
+                result: CuResult::SUCCESS,
+                ctx: Ctx(1),
+                stream: Stream(0),
+                ptr: Ptr(0x7000),
+                size: 512,
+                stack: StackId(2),
+                aux: 0,
+            }
+            .into(),
+            Launch {
+                api: Api::cuLaunchKernel,
+                result: CuResult::SUCCESS,
+                stream: Stream(0x50),
+                function: 0x99,
+                ptrs: Addrs(vec![0x7000].into()),
+                stack: StackId(3),
+            }
+            .into(),
+        ];
+        if destroy {
+            bodies.push(
+                CtxDestroy {
+                    api: Api::cuCtxDestroy_v2,
+                    result: CuResult::SUCCESS,
+                    ctx: Ctx(1),
+                    device: 0,
+                }
+                .into(),
+            );
+        }
+        bodies
+            .into_iter()
+            .enumerate()
+            .map(|(i, body)| Record {
+                seq: Seq(i as u64 + 1),
+                time_ns: i as u64,
+                body,
+            })
+            .collect()
+    }
+
+    fn replayed(records: &[Record<'_>]) -> Replay {
+        let mut replayer = Replayer::new(Some(TrackerOptions::default()));
+        for r in records {
+            replayer.apply(1, r);
+        }
+        replayer.finish()
+    }
+
+    /// When unsynchronized work was reported.
+    fn moments(replay: &Replay) -> Vec<Moment> {
+        replay.ordering.iter().filter_map(|f| f.moment).collect()
+    }
+
+    /// The leak model decides the teardown; the stream-ordering model reports the work left on
+    /// the context's streams at it, and the memory pass frees what it took.
+    #[test]
+    fn a_teardown_the_leak_model_decides_reaches_the_other_two() {
+        let r = replayed(&records(true));
+        assert_eq!(moments(&r), [Moment::Teardown(Api::cuCtxDestroy_v2)]);
+        assert!(matches!(r.leaks[0].at, crate::model::LeakAt::Teardown { .. }));
+        let memory = r.memory.expect("the memory pass ran");
+        // The allocation and the teardown's free of it.
+        assert_eq!((memory.peak.0, memory.events), (512, 2));
+    }
+
+    /// Its twin: without the teardown, the work is reported at exit and the memory is live.
+    #[test]
+    fn without_a_teardown_the_work_is_left_to_the_exit() {
+        let r = replayed(&records(false));
+        assert_eq!(moments(&r), [Moment::Exit]);
+        assert_eq!(r.memory.expect("the memory pass ran").events, 1);
+    }
+
+    /// The split of the pipelined replay (the stream-ordering model apart, told of each
+    /// teardown after its record) gives what one thread gives.
+    #[test]
+    fn the_leak_model_and_the_stream_model_apart_give_the_same_replay() {
+        for destroy in [false, true] {
+            let records = records(destroy);
+            let mut leaks = Leaks::new(Some(TrackerOptions::default()));
+            let mut streams = Streams::new();
+            for r in &records {
+                streams.apply(1, r);
+                let mut teardowns = Vec::new();
+                leaks.apply(1, r, |api| teardowns.push(api));
+                for api in teardowns {
+                    streams.teardown(api);
+                }
+            }
+            let apart = leaks.finish(streams.finish());
+            assert_eq!(
+                format!("{apart:?}"),
+                format!("{:?}", replayed(&records)),
+                "destroy {destroy}"
+            );
+        }
+    }
 }

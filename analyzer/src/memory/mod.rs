@@ -802,9 +802,9 @@ impl Observer for Tracker {
         true
     }
 
-    // Inlined into the leak model's replay (another codegen unit), so that each decision is a
-    // direct call again.
-    #[inline]
+    // Inlined into the leak model's replay (another codegen unit), where each decision's kind
+    // is known: each is then a direct call of the method below, as before the split.
+    #[inline(always)]
     fn decided(&mut self, decision: Decision<'_>) {
         match decision {
             Decision::Allocated {

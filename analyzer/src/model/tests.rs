@@ -11,6 +11,7 @@ use gpuleak_format::{
 use super::*;
 
 mod checkpoint;
+mod decisions;
 mod graphs;
 mod handles;
 
