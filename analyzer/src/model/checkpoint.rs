@@ -8,7 +8,7 @@ use crate::decision::{Decision, Observer};
 
 impl Model {
     /// A record of the checkpoint's history of live bytes: no record of the run; its peak is
-    /// the run's when higher than any since, and the memory pass reads the rest.
+    /// the run's when higher than any since, and the observer (the memory pass) reads the rest.
     pub(super) fn site_history<O: Observer>(&mut self, h: &SiteHistory<'_>, observer: &mut O) {
         self.replay.counts.records = self.replay.counts.records.saturating_sub(1);
         if h.series == SiteHistory::AXIS && h.high > self.replay.peak_bytes {

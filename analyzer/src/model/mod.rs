@@ -25,6 +25,11 @@
 //!   nodes of other graphs' memory say; with auto-free on launch, a launch first frees what
 //!   the graph's previous launch left allocated ([`graphs`]).
 //!
+//! What it decides for memory (an allocation made, one gone, a failed allocation, a mapping, a
+//! context torn down) it reports as it goes to an [`Observer`] ([`crate::decision`]): the replay
+//! driver ([`crate::replay`]) passes it on to the memory pass and the stream-ordering model,
+//! which the model knows nothing of.
+//!
 //! ```
 //! use gpuleak_analyzer::model::{LeakAt, Model};
 //! use gpuleak_format::*;
