@@ -20,6 +20,7 @@ pub mod dump;
 pub mod file;
 pub mod frameworks;
 pub mod hash;
+pub(crate) mod json;
 pub mod memory;
 pub mod model;
 pub mod modules;

@@ -5,6 +5,8 @@
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::block::{FileHeader, Segment, BLOCK_HEADER_SIZE, BLOCK_MAGIC, CHECKPOINT_TID, HEADER_SIZE, MAGIC};
 use crate::error::{DecodeError, ErrorKind};
@@ -153,6 +155,17 @@ impl<'a> Trace<'a> {
         }))
     }
 
+    /// Opens block `index` and decodes its first `n` records (fewer at its end or after its
+    /// error) into `run` (emptied first), as [`Merged`] would when it admits the block: for a
+    /// thread that decodes blocks ahead of the merge ([`Merged::decode_ahead`]).
+    pub fn open_decoded(&self, index: usize, n: usize, mut run: Run<'a>) -> Opened<'a> {
+        let mut block = self.block(index)?;
+        Ok(block.as_mut().map(|b| {
+            decode_run(b, &mut run, n.max(1));
+            (b.clone(), run)
+        }))
+    }
+
     /// Every record, ordered by `seq`. A corrupted block yields one error and is dropped;
     /// the other blocks go on.
     pub fn records(&self) -> Merged<'a> {
@@ -215,6 +228,9 @@ impl<'a> Trace<'a> {
             heap: BinaryHeap::new(),
             cursors: Vec::new(),
             free: Vec::new(),
+            spare: Vec::new(),
+            ahead: None,
+            run_hint: Arc::new(AtomicUsize::new(RUN_RECORDS)),
             lent: None,
             error: None,
         }
@@ -239,6 +255,7 @@ fn ends_checkpoint(mut block: BlockReader<'_>) -> Option<u64> {
 }
 
 /// Reads one block's records in order.
+#[derive(Clone)]
 pub struct BlockReader<'a> {
     bytes: &'a [u8],
     offset: u64,
@@ -317,19 +334,62 @@ pub struct Merged<'a> {
     /// Corrupted block headers, reported first.
     header_errors: Vec<DecodeError>,
     /// The next started block, opened but not yet admitted to the merge.
-    pending: Option<BlockReader<'a>>,
-    /// (seq, the block's place in admission order, cursor slot): a checkpoint's last record
-    /// shares its seq with the record it covers last, and comes after it.
+    /// With its first run when it was decoded ahead.
+    pending: Option<(BlockReader<'a>, Option<Run<'a>>)>,
+    /// (seq, the block's place in admission order, cursor slot) of each open block's next
+    /// record, but the one lent: a checkpoint's last record shares its seq with the record it
+    /// covers last, and comes after it.
     heap: BinaryHeap<Reverse<(u64, usize, usize)>>,
-    /// The open blocks, each in a slot that stays put while the block is open: a record is
-    /// decoded next to its block and lent from there (a record and its block take 256
-    /// bytes, and moving them in and out of the heap's slots was a tenth of a report's time).
+    /// The open blocks, each in a slot that stays put while the block is open, with its
+    /// records decoded a run at a time: a record is lent from where it was decoded, and a
+    /// batch reader ([`Merged::next_batch`]) takes a whole run that comes before every other
+    /// block's next record without copying it.
     cursors: Vec<Option<Cursor<'a>>>,
     free: Vec<usize>,
+    /// Emptied runs, to decode the next ones into.
+    spare: Vec<Run<'a>>,
+    /// Blocks opened and their first runs decoded elsewhere, in admission order
+    /// ([`Merged::decode_ahead`]).
+    ahead: Option<Box<dyn FnMut() -> Option<Opened<'a>> + Send + 'a>>,
+    /// How many records a block decodes at a time now ([`Merged::run_hint`]).
+    run_hint: Arc<AtomicUsize>,
     /// The slot whose record was handed out last: its block moves on at the next call.
     lent: Option<usize>,
     error: Option<DecodeError>,
 }
+
+/// Decoded records of one block, a block's error (which ends it) last.
+pub type Run<'a> = Vec<Result<Entry<'a>, DecodeError>>;
+
+/// A block opened, with its first run decoded (`None`: a block never started).
+pub type Opened<'a> = Result<Option<(BlockReader<'a>, Run<'a>)>, DecodeError>;
+
+/// Decodes the next run of `block` into `run` (emptied first): at most `n` records, ending
+/// early at the block's end or after its error.
+fn decode_run<'a>(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
+    run.clear();
+    if run.capacity() > 2 * n {
+        // A buffer of a time when fewer blocks were open.
+        run.shrink_to(n);
+    }
+    while run.len() < n {
+        match block.next() {
+            Some(r) => run.push(r),
+            None => break,
+        }
+    }
+}
+
+/// Records decoded at once across the open blocks, about: each open block decodes its next
+/// run of this many records divided among them, within [`RUN_MIN`] and [`RUN_MAX`], so that
+/// memory stays about 2 MB however many threads wrote at once (a thread per open block).
+const RUN_RECORDS: usize = 1 << 15;
+const RUN_MIN: usize = 16;
+/// The most records in one run, and so in one batch taken whole.
+pub const RUN_MAX: usize = 4096;
+/// The fewest records of a run handed over whole by [`Merged::next_batch`] (smaller ones are
+/// copied into the batch, so that batches stay large).
+const SWAP_MIN: usize = 256;
 
 impl<'a> Merged<'a> {
     /// Opens the next block in admission order.
@@ -340,7 +400,12 @@ impl<'a> Merged<'a> {
         while self.pending.is_none() && self.next_block < self.order.len() {
             let (_, i) = self.order[self.next_block];
             self.next_block += 1;
-            match self.trace.block(i) {
+            // Decoded ahead (in admission order), or opened here when the decoder is gone.
+            let opened = match self.ahead.as_mut().and_then(|next| next()) {
+                Some(opened) => opened.map(|b| b.map(|(b, run)| (b, Some(run)))),
+                None => self.trace.block(i).map(|b| b.map(|b| (b, None))),
+            };
+            match opened {
                 Ok(Some(b)) => self.pending = Some(b),
                 Ok(None) => {}
                 Err(e) => return Some(e),
@@ -349,77 +414,136 @@ impl<'a> Merged<'a> {
         None
     }
 
+    /// The blocks this merge will open, in the order it opens them (their indices in the
+    /// file): what a thread decoding ahead ([`decode_ahead`](Self::decode_ahead)) opens, in
+    /// the same order.
+    pub fn admission_order(&self) -> Vec<usize> {
+        self.order[self.next_block..].iter().map(|&(_, i)| i).collect()
+    }
+
+    /// How many records a block decodes at a time now (it falls as more blocks are open at
+    /// once, so that decoded records stay about 3 MB): the `n` for [`Trace::open_decoded`] on
+    /// a thread decoding ahead, read as it goes. Unlike the merge's own runs, it may exceed
+    /// [`RUN_MAX`] while few blocks are open, so that such a thread decodes whole blocks.
+    pub fn run_hint(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.run_hint)
+    }
+
+    /// Takes each block to open from `next`, which gives the blocks of
+    /// [`admission_order`](Self::admission_order), in that order, each as
+    /// [`Trace::open_decoded`] gives it (so that other threads can open and decode them
+    /// ahead); when `next` gives `None` (the threads are gone), the merge opens the rest
+    /// itself.
+    pub fn decode_ahead(&mut self, next: impl FnMut() -> Option<Opened<'a>> + Send + 'a) {
+        self.ahead = Some(Box::new(next));
+    }
+
+    /// How many records a thread decoding ahead decodes of each block now.
+    fn ahead_len(&self) -> usize {
+        (RUN_RECORDS / (self.cursors.len() - self.free.len()).max(1)).max(RUN_MIN)
+    }
+
+    /// How many records an open block decodes at a time now.
+    fn run_len(&self) -> usize {
+        let open = (self.cursors.len() - self.free.len()).max(1);
+        (RUN_RECORDS / open).clamp(RUN_MIN, RUN_MAX)
+    }
+
     /// Puts a block's next record into the heap; returns an error from the block.
-    fn admit(&mut self, mut block: BlockReader<'a>, rank: usize) -> Option<DecodeError> {
-        match block.next() {
-            Some(Ok(next)) => {
-                let key = next.record.seq.0;
-                let cursor = Cursor { block, next, rank };
-                let slot = match self.free.pop() {
-                    Some(s) => {
-                        self.cursors[s] = Some(cursor);
-                        s
-                    }
-                    None => {
-                        self.cursors.push(Some(cursor));
-                        self.cursors.len() - 1
-                    }
-                };
-                self.heap.push(Reverse((key, rank, slot)));
-                None
+    fn admit(&mut self, mut block: BlockReader<'a>, run: Option<Run<'a>>, rank: usize) -> Option<DecodeError> {
+        let mut run = run.unwrap_or_else(|| {
+            let mut run = self.spare.pop().unwrap_or_default();
+            decode_run(&mut block, &mut run, self.run_len());
+            run
+        });
+        let key = match run.first() {
+            Some(Ok(first)) => first.record.seq.0,
+            Some(Err(_)) => {
+                let Some(Err(e)) = run.pop() else { return None };
+                self.spare.push(run);
+                return Some(e);
             }
-            Some(Err(e)) => Some(e),
-            None => None,
-        }
+            None => {
+                self.spare.push(run);
+                return None;
+            }
+        };
+        let cursor = Cursor {
+            block,
+            run,
+            at: 0,
+            rank,
+        };
+        let slot = match self.free.pop() {
+            Some(s) => {
+                self.cursors[s] = Some(cursor);
+                s
+            }
+            None => {
+                self.cursors.push(Some(cursor));
+                self.cursors.len() - 1
+            }
+        };
+        self.heap.push(Reverse((key, rank, slot)));
+        self.run_hint.store(self.ahead_len(), Ordering::Relaxed);
+        None
     }
 
-    /// Replaces the record of the block in `slot`, handed out, with the block's next one (the
-    /// block closes at its end or its error: the error surfaces on the following call).
-    /// Returns the new record's seq and the block's rank, to go into the heap.
+    /// Moves the block in `slot` past the record handed out last, decoding its next run when
+    /// this one is used up (the block closes at its end or its error: the error surfaces on
+    /// the following call). Returns the next record's seq and the block's rank, to go into
+    /// the heap.
     fn step(&mut self, slot: usize) -> Option<(u64, usize)> {
+        let n = self.run_len();
         let cursor = self.cursors[slot].as_mut()?;
-        match cursor.block.next() {
-            Some(Ok(next)) => {
-                let key = next.record.seq.0;
-                cursor.next = next;
-                Some((key, cursor.rank))
-            }
-            end => {
-                if let Some(Err(e)) = end {
-                    self.error = Some(e);
-                }
-                self.cursors[slot] = None;
-                self.free.push(slot);
-                None
-            }
+        cursor.at += 1;
+        if cursor.at >= cursor.run.len() {
+            decode_run(&mut cursor.block, &mut cursor.run, n);
+            cursor.at = 0;
         }
+        if let Some(Ok(next)) = cursor.run.get(cursor.at) {
+            return Some((next.record.seq.0, cursor.rank));
+        }
+        // The block's end, or its error (always the last of a run).
+        if let Some(mut c) = self.cursors[slot].take() {
+            if let Some(Err(e)) = c.run.pop() {
+                self.error = Some(e);
+            }
+            self.spare.push(c.run);
+        }
+        self.free.push(slot);
+        self.run_hint.store(self.ahead_len(), Ordering::Relaxed);
+        None
     }
 
-    /// Whether the record of the block in `slot`, just decoded with `key`, is the one the merge
-    /// hands out next: nothing in the heap comes before it, no block waits to be admitted
-    /// before it, and it is not one the checkpoint already stands for.
-    fn next_again(&self, slot: usize, (seq, rank): (u64, usize)) -> bool {
-        let settled = self.error.is_none()
+    /// Whether nothing but the open blocks' records can come next: no error to report first,
+    /// and the next block to admit (if any) opened.
+    fn settled(&self) -> bool {
+        self.error.is_none()
             && self.header_errors.is_empty()
-            && (self.pending.is_some() || self.next_block == self.order.len());
-        settled
-            && self.heap.peek().is_none_or(|Reverse((s, r, _))| (seq, rank) < (*s, *r))
-            && self.pending.as_ref().is_none_or(|p| p.base_seq > seq)
+            && (self.pending.is_some() || self.next_block == self.order.len())
+    }
+
+    /// Whether the record of the block in `slot`, with `key`, is the one the merge hands out
+    /// next once the merge is [`settled`](Self::settled): nothing in the heap comes before
+    /// it, no block waits to be admitted before it, and it is not one the checkpoint already
+    /// stands for.
+    fn comes_next(&self, slot: usize, (seq, rank): (u64, usize)) -> bool {
+        self.heap.peek().is_none_or(|Reverse((s, r, _))| (seq, rank) < (*s, *r))
+            && self.pending.as_ref().is_none_or(|(p, _)| p.base_seq > seq)
             && !(self.covered.is_some_and(|c| seq <= c)
                 && self.cursors[slot].as_ref().is_some_and(|c| !c.block.in_checkpoint()))
     }
 
-    /// The next record, lent where it was decoded (mutable, so that a caller can rebase its
-    /// offset), or the next error; see [`Trace::records`]. The [`Iterator`] gives a copy of
-    /// the same.
-    pub fn next_mut(&mut self) -> Option<Result<&mut Entry<'a>, DecodeError>> {
+    /// The slot whose block holds the next record (lent: out of the heap), or the next error.
+    fn next_slot(&mut self) -> Option<Result<usize, DecodeError>> {
         if let Some(slot) = self.lent.take() {
             if let Some(key) = self.step(slot) {
                 // Most records follow the one before in the same block (one thread writes most
                 // of a trace): those skip the heap.
-                if self.next_again(slot, key) {
+                if self.settled() && self.comes_next(slot, key) {
                     self.lent = Some(slot);
-                    return self.cursors[slot].as_mut().map(|c| Ok(&mut c.next));
+                    return Some(Ok(slot));
                 }
                 self.heap.push(Reverse((key.0, key.1, slot)));
             }
@@ -433,20 +557,20 @@ impl<'a> Merged<'a> {
             }
             // Admit the next block while it could hold the smallest seq.
             let admit = match (&self.pending, self.heap.peek()) {
-                (Some(p), Some(Reverse((min, _, _)))) => p.base_seq <= *min,
+                (Some((p, _)), Some(Reverse((min, _, _)))) => p.base_seq <= *min,
                 (Some(_), None) => true,
                 (None, _) => false,
             };
             if admit {
-                let block = self.pending.take()?;
-                if let Some(e) = self.admit(block, self.next_block) {
+                let (block, run) = self.pending.take()?;
+                if let Some(e) = self.admit(block, run, self.next_block) {
                     return Some(Err(e));
                 }
                 continue;
             }
-            let Reverse((_, _, slot)) = self.heap.pop()?;
+            let Reverse((seq, _, slot)) = self.heap.pop()?;
             let cursor = self.cursors[slot].as_ref()?;
-            let repeated = self.covered.is_some_and(|c| cursor.next.record.seq.0 <= c) && !cursor.block.in_checkpoint();
+            let repeated = self.covered.is_some_and(|c| seq <= c) && !cursor.block.in_checkpoint();
             if repeated {
                 if let Some((seq, rank)) = self.step(slot) {
                     self.heap.push(Reverse((seq, rank, slot)));
@@ -457,15 +581,102 @@ impl<'a> Merged<'a> {
                 continue;
             }
             self.lent = Some(slot);
-            return self.cursors[slot].as_mut().map(|c| Ok(&mut c.next));
+            return Some(Ok(slot));
+        }
+    }
+
+    /// The record at the head of the lent block.
+    fn lent_entry(&mut self, slot: usize) -> Option<&mut Entry<'a>> {
+        let cursor = self.cursors[slot].as_mut()?;
+        match cursor.run.get_mut(cursor.at) {
+            Some(Ok(e)) => Some(e),
+            _ => None,
+        }
+    }
+
+    /// The next record, lent where it was decoded (mutable, so that a caller can rebase its
+    /// offset), or the next error; see [`Trace::records`]. The [`Iterator`] gives a copy of
+    /// the same.
+    pub fn next_mut(&mut self) -> Option<Result<&mut Entry<'a>, DecodeError>> {
+        match self.next_slot()? {
+            Ok(slot) => self.lent_entry(slot).map(Ok),
+            Err(e) => Some(Err(e)),
+        }
+    }
+
+    /// Appends the next records and errors to `out`, in the order [`next_mut`](Self::next_mut)
+    /// gives them, until `out` holds `max` or the merge ends (false when nothing was added);
+    /// or hands over a whole run, which may be longer (see below).
+    /// A decoded run that comes whole before every other block's next record, taken into an
+    /// empty `out`, is handed over as it is (`out`'s own buffer takes its place), and the call
+    /// returns with it: a trace written by one thread is read without copying a record.
+    pub fn next_batch(&mut self, out: &mut Run<'a>, max: usize) -> bool {
+        let start = out.len();
+        while out.len() < max {
+            let slot = match self.next_slot() {
+                None => break,
+                Some(Err(e)) => {
+                    out.push(Err(e));
+                    continue;
+                }
+                Some(Ok(slot)) => slot,
+            };
+            // The lent record comes next; so do those after it in its run while they come
+            // before every other block's next record.
+            let settled = self.settled();
+            let Some(cursor) = self.cursors[slot].as_ref() else {
+                break;
+            };
+            let (at, rank, len) = (cursor.at, cursor.rank, cursor.run.len());
+            let mut end = at + 1;
+            // A whole run may go into an empty `out` however long it is.
+            let whole = at == 0 && out.is_empty() && len >= SWAP_MIN;
+            let room = if whole { len } else { max - out.len() };
+            if settled {
+                while end < len && end - at < room {
+                    let Some(Ok(e)) = self.cursors[slot].as_ref().and_then(|c| c.run.get(end)) else {
+                        break;
+                    };
+                    if !self.comes_next(slot, (e.record.seq.0, rank)) {
+                        break;
+                    }
+                    end += 1;
+                }
+            }
+            let Some(cursor) = self.cursors[slot].as_mut() else {
+                break;
+            };
+            if whole && end == len {
+                // The whole run: handed over, not copied. The block decodes its next run into
+                // `out`'s old buffer when it moves on (`step` finds this one used up).
+                std::mem::swap(out, &mut cursor.run);
+                cursor.run.clear();
+                cursor.at = 0;
+                return true;
+            }
+            let end = end.min(at + max - out.len());
+            out.extend(cursor.run[at..end].iter().cloned());
+            cursor.at = end - 1;
+        }
+        out.len() > start
+    }
+
+    /// Gives back a buffer that [`next_batch`](Self::next_batch) handed over, emptied, to
+    /// decode into again.
+    pub fn give_back(&mut self, mut run: Run<'a>) {
+        run.clear();
+        if self.spare.len() < 4 {
+            self.spare.push(run);
         }
     }
 }
 
-/// An open block with its next record.
+/// An open block with its next records.
 struct Cursor<'a> {
     block: BlockReader<'a>,
-    next: Entry<'a>,
+    /// Its decoded records; the one at `at` is the next (or, lent, the one handed out last).
+    run: Run<'a>,
+    at: usize,
     /// The block's place in admission order.
     rank: usize,
 }

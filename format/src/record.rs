@@ -948,7 +948,7 @@ records! {
     /// timeline, peak and growth cover the whole run. Written in a checkpoint's blocks after
     /// its kept records and before its [`Checkpoint`] record; a compactor fed one extends it.
     /// Readers that do not know the kind skip it; so does every reader outside the memory pass.
-    69 SiteHistory<'a> {
+    69 [boxed] SiteHistory<'a> {
         /// Which series: [`SiteHistory::AXIS`], [`SiteHistory::DEVICE`], [`SiteHistory::SITE`]
         /// or [`SiteHistory::REST`].
         series: u64,
@@ -989,7 +989,7 @@ records! {
     // died while writing it) is ignored by readers. crate::framework documents the layout.
 
     /// A framework's allocator state begins.
-    70 FrameworkState<'a> {
+    70 [boxed] FrameworkState<'a> {
         /// State number within the process (from 1).
         id: u64,
         /// Layout version of records 70 to 76 ([`crate::framework::LAYOUT`]).
@@ -1031,7 +1031,7 @@ records! {
 
     /// A Python stack of the framework's live blocks, written once per state and referred
     /// to by id.
-    73 FrameworkFrames<'a> {
+    73 [boxed] FrameworkFrames<'a> {
         /// Its id within the state (never 0).
         id: u32,
         /// The state it belongs to.
@@ -1381,6 +1381,13 @@ impl<'a> Record<'a> {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// Readers move every decoded record a few times (into the merge's slot, into a batch):
+    /// a kind larger than an allocation's is boxed (`[boxed]` in the list) to keep it small.
+    #[test]
+    fn a_body_is_no_larger_than_an_allocation_and_its_tag() {
+        assert!(std::mem::size_of::<Body<'_>>() <= std::mem::size_of::<Alloc>() + 8);
+    }
 
     pub(crate) fn sample_records() -> Vec<Record<'static>> {
         let frames: Vec<u64> = (0..25).map(|i| 0x5555_0000_1000 + i * 0x40).collect();

@@ -182,7 +182,7 @@ fn the_history_is_bounded_and_keeps_the_site_that_grows() {
         let r = Record {
             seq: Seq(1),
             time_ns: 1,
-            body: Body::SiteHistory(h.clone()),
+            body: h.clone().into(),
         };
         let n = r.encode(&mut BlockState::default(), &mut buf).unwrap();
         assert!(n < 8 * 1024, "{n} bytes");
@@ -212,15 +212,15 @@ fn a_history_record_of_impossible_size_is_ignored() {
     };
     let mut c = Compactor::new();
     for (seq, body) in [
-        (1, Body::SiteHistory(axis.clone())),
+        (1, Body::SiteHistory(Box::new(axis.clone()))),
         (
             1,
-            Body::SiteHistory(SiteHistory {
+            Body::SiteHistory(Box::new(SiteHistory {
                 series: SiteHistory::SITE,
                 key: 1,
                 first: u64::MAX,
                 ..axis
-            }),
+            })),
         ),
     ] {
         c.add(

@@ -31,7 +31,60 @@ fn mark(seq: u64, value: u64) -> Record<'static> {
 }
 
 fn seqs(trace: &Trace<'_>) -> Vec<u64> {
+    assert_batches_match(trace);
     trace.records().map(|e| e.unwrap().record.seq.0).collect()
+}
+
+/// `Merged::next_batch`, at several batch sizes and handing its buffers back as a reader
+/// does, gives exactly the records and errors of the one-at-a-time reader, in its order.
+fn assert_batches_match(trace: &Trace<'_>) {
+    let one: Vec<_> = trace.records().collect();
+    for max in [1, 7, 300, 4096, 100_000] {
+        let mut merged = trace.records();
+        let mut got = Vec::new();
+        let mut batch = Vec::new();
+        while merged.next_batch(&mut batch, max) {
+            assert!(
+                !batch.is_empty() && batch.len() <= max.max(4096), // a whole run handed over may be longer
+                "{} records in a batch of {max}",
+                batch.len()
+            );
+            got.extend(batch.iter().cloned());
+            merged.give_back(std::mem::take(&mut batch));
+        }
+        assert!(batch.is_empty());
+        assert_eq!(got.len(), one.len(), "batches of {max}");
+        assert!(got == one, "batches of {max} differ from the one-at-a-time reader");
+    }
+    // Blocks opened and decoded ahead (first runs of any length, as threads decoding ahead
+    // give them), or only the first few of them before those threads are gone.
+    for (n, gone_after) in [
+        (1, usize::MAX),
+        (5, usize::MAX),
+        (4096, usize::MAX),
+        (100_000, 2),
+        (7, 0),
+    ] {
+        let mut merged = trace.records();
+        let order = merged.admission_order();
+        let hint = merged.run_hint();
+        let ahead = trace.clone();
+        let mut blocks = order.into_iter().take(gone_after);
+        merged.decode_ahead(move || {
+            let i = blocks.next()?;
+            assert!(hint.load(std::sync::atomic::Ordering::Relaxed) >= 1);
+            Some(ahead.open_decoded(i, n, Vec::new()))
+        });
+        let mut got = Vec::new();
+        let mut batch = Vec::new();
+        while merged.next_batch(&mut batch, 300) {
+            got.append(&mut batch);
+        }
+        assert!(
+            got == one,
+            "decoded ahead {n} at a time, gone after {gone_after} blocks: differs"
+        );
+    }
 }
 
 /// Three threads interleave; block 1 starts later; block 2 was reserved but never started.
@@ -106,6 +159,7 @@ fn a_truncated_file_keeps_everything_before_the_cut_and_names_the_offset() {
     let cut = offsets[4] as usize + 2;
     let short = &file[..cut];
     let trace = Trace::new(short).unwrap();
+    assert_batches_match(&trace);
     let results: Vec<_> = trace.records().collect();
     let good = results.iter().filter(|r| r.is_ok()).count();
     let errs: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
@@ -125,6 +179,7 @@ fn a_corrupted_block_is_reported_and_the_others_survive() {
     let b1 = HEADER_SIZE + BLOCK_SIZE;
     file[b1] = 0x55; // bad magic
     let trace = Trace::new(&file).unwrap();
+    assert_batches_match(&trace);
     let results: Vec<_> = trace.records().collect();
     let errs: Vec<_> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     assert_eq!(errs.len(), 1);
@@ -275,4 +330,62 @@ fn runs_of_one_thread_between_others_merge_into_seq_order() {
         i += 1;
     }
     assert_eq!(i, copied.len());
+}
+
+/// Threads writing in runs of random length across many blocks, with records damaged here and
+/// there: taken in batches, the merge hands over whole runs where it can and copies the rest,
+/// and gives what the one-at-a-time reader gives.
+#[test]
+fn batches_are_the_records_one_at_a_time_whatever_the_interleaving_and_damage() {
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    let mut rand = move |n: u64| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    };
+    for case in 0..12 {
+        let threads = 1 + rand(6) as usize;
+        let blocks = 10;
+        let mut file = file_with_blocks(blocks);
+        let mut next_block = 0;
+        let mut cursors: Vec<Option<(usize, BlockCursor)>> = (0..threads).map(|_| None).collect();
+        let mut t = 0;
+        let mut s = 0u64;
+        'write: while next_block < blocks {
+            // A run of one thread, of 1 to 5,000 records.
+            if rand(3) == 0 || threads == 1 {
+                t = rand(threads as u64) as usize;
+            }
+            for _ in 0..1 + rand(if case % 2 == 0 { 5000 } else { 20 }) {
+                let written = match &mut cursors[t] {
+                    Some((b, c)) => c.append(block_mut(&mut file, *b), &mark(s, s)).is_ok(),
+                    None => false,
+                };
+                if !written {
+                    if next_block == blocks {
+                        break 'write;
+                    }
+                    let b = next_block;
+                    next_block += 1;
+                    let mut c = BlockCursor::start(block_mut(&mut file, b), 100 + t as u32, s, s * 10);
+                    c.append(block_mut(&mut file, b), &mark(s, s)).unwrap();
+                    cursors[t] = Some((b, c));
+                }
+                s += 1;
+            }
+        }
+        // Damage: a few bytes of record payloads, a block header now and then.
+        for _ in 0..case / 3 {
+            let b = rand(blocks as u64) as usize;
+            let at = if rand(4) == 0 {
+                0
+            } else {
+                BLOCK_HEADER_SIZE + rand(2000) as usize
+            };
+            block_mut(&mut file, b)[at] ^= 0x5a;
+        }
+        let trace = Trace::new(&file).unwrap();
+        assert_batches_match(&trace);
+    }
 }

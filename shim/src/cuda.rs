@@ -35,9 +35,12 @@ impl<T: Copy> Out<T> {
     #[inline(always)]
     pub fn after(self, result: CUresult) -> Option<T> {
         if result == CUDA_SUCCESS && !self.0.is_null() {
-            // SAFETY: the pointer is the program's out-parameter of a driver call that just
-            // succeeded (see the type's documentation); the driver's contract is that it then
-            // wrote a valid `T` there, and the program's that the place is valid and aligned.
+            // SAFETY: the pointer is the program's out-parameter (only the table's signatures
+            // make an `Out`), not NULL, of a driver call that succeeded: every handler passes
+            // the answer of the real call this parameter went to (`after(r)`, `r = real()`).
+            // The driver's contract is that it then wrote a `T` there (any bits are a valid
+            // `T` here: integers, handles, pointers), and the program's that the place is
+            // valid and aligned; nothing writes it again before the handler returns.
             Some(unsafe { self.0.read() })
         } else {
             None

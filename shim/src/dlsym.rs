@@ -46,14 +46,19 @@ pub(super) extern "C" fn real_dlvsym_addr() -> usize {
 }
 
 /// Calls the real `dlsym` from inside the shim (so `RTLD_NEXT` means "after the shim").
+/// `handle` is `RTLD_DEFAULT`, `RTLD_NEXT` or [`libcuda`]: glibc crashes on any other value
+/// that is not an open `dlopen` handle.
 pub fn real_dlsym(handle: *mut c_void, name: &CStr) -> *mut c_void {
     let addr = real_dlsym_addr();
     if addr == 0 {
         return std::ptr::null_mut();
     }
-    // SAFETY: `addr` is libc's `dlsym`, found by name in libc's own symbol table.
+    // SAFETY: `addr` (non-zero) is libc's `dlsym`, found by name in the symbol table of libc
+    // or libdl (`DL_OBJECTS`).
     let f: DlsymFn = unsafe { std::mem::transmute::<usize, DlsymFn>(addr) };
-    // SAFETY: `name` is NUL-terminated; dlsym accepts any handle value and reports errors.
+    // SAFETY: `name` is NUL-terminated, and `handle` one that dlsym accepts: every caller
+    // passes `RTLD_DEFAULT`, `RTLD_NEXT` or `libcuda()`, a `dlopen` handle never closed (an
+    // invalid handle would not be an error but a crash).
     unsafe { f(handle, name.as_ptr()) }
 }
 

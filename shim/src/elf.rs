@@ -48,12 +48,14 @@ pub fn find_function(objects: &[&[u8]], name: &CStr) -> Option<usize> {
 }
 
 unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
-    // SAFETY: dl_iterate_phdr passes a valid info and the `Search` we gave it.
+    // SAFETY: dl_iterate_phdr passes a whole `dl_phdr_info` (glibc's, as `libc` declares it)
+    // and the `data` we gave it: `search`, alive and borrowed by no one else during the call.
     let (info, search) = unsafe { (&*info, &mut *data.cast::<Search<'_>>()) };
     if info.dlpi_name.is_null() {
         return 0;
     }
-    // SAFETY: the loader's object names are NUL-terminated strings.
+    // SAFETY: the loader's object names are NUL-terminated strings, alive while the object
+    // is loaded (dl_iterate_phdr holds the loader's lock during the callback).
     let path = unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes();
     let Some(rank) = search.objects.iter().position(|o| contains(path, o)) else {
         return 0;
@@ -61,7 +63,8 @@ unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_
     if rank >= search.rank {
         return 0;
     }
-    // SAFETY: `info` describes a loaded object; its dynamic section and tables are mapped.
+    // SAFETY: `info` describes an object that stays loaded during the callback (the loader's
+    // lock is held), so its dynamic section and tables are mapped.
     if let Some(addr) = unsafe { lookup(info, search.name) } {
         search.found = Some(addr);
         search.rank = rank;
@@ -115,7 +118,10 @@ unsafe fn lookup(info: &dl_phdr_info, name: &CStr) -> Option<usize> {
     let want = name.to_bytes();
     let h = gnu_hash(want);
     // SAFETY: a GNU hash table starts with four u32 words: nbuckets, symoffset, bloom size,
-    // bloom shift, then the bloom words, buckets and chains, all inside the mapped object.
+    // bloom shift, then the bloom words, buckets and chains, all inside the mapped object. A
+    // chain ends with a word whose low bit is set, each index in it names an entry of the
+    // symbol table, and each entry's `st_name` is the offset of a NUL-terminated name in the
+    // string table: the tables the loader itself binds the object's symbols with.
     unsafe {
         let words = gnu as *const u32;
         let nbuckets = words.read();

@@ -68,12 +68,7 @@ fn abandoned(held: usize, here: usize) -> bool {
     if here < held {
         return false;
     }
-    // SAFETY: sigaltstack with no new stack only fills the struct we pass.
-    let on_alternate = unsafe {
-        let mut ss: libc::stack_t = std::mem::zeroed();
-        libc::sigaltstack(std::ptr::null(), &mut ss) != 0 || ss.ss_flags & libc::SS_ONSTACK != 0
-    };
-    !on_alternate
+    !crate::sys::on_alternate_signal_stack()
 }
 
 /// The runtime call this thread is inside, if any.

@@ -114,23 +114,12 @@ impl Heap {
 
 /// `len` bytes (rounded up to whole pages) of fresh zeroed memory, or null.
 pub fn map(len: usize) -> *mut u8 {
-    // SAFETY: an anonymous private mapping with no address hint.
-    let p = unsafe {
-        libc::mmap(
-            std::ptr::null_mut(),
-            len,
-            libc::PROT_READ | libc::PROT_WRITE,
-            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-            -1,
-            0,
-        )
-    };
-    if p == libc::MAP_FAILED {
+    let Some(p) = crate::sys::map_anonymous(len) else {
         return std::ptr::null_mut();
-    }
+    };
     if (p as u64 + len as u64) >> ADDRESS_BITS != 0 {
         // Above the addresses a tagged head can hold (never without a hint): refused.
-        // SAFETY: the mapping just made.
+        // SAFETY: the mapping of `len` bytes just made, which nothing refers to yet.
         unsafe { libc::munmap(p, len) };
         return std::ptr::null_mut();
     }
@@ -220,7 +209,8 @@ mod tests {
         let heap = Heap::new();
         for (size, align) in [(1, 1), (24, 8), (100, 64), (5000, 4096), (70000, 8), (100, 16384)] {
             let layout = Layout::from_size_align(size, align).unwrap();
-            // SAFETY: a non-zero layout; each block freed once with it.
+            // SAFETY: a non-zero layout; each block freed once with it. The blocks are checked
+            // not NULL before they are written, and hold `size` bytes each.
             unsafe {
                 let a = heap.alloc(layout);
                 let b = heap.alloc(layout);
@@ -230,6 +220,7 @@ mod tests {
                 std::ptr::write_bytes(b, 0x5a, size);
                 heap.dealloc(a, layout);
                 let z = heap.alloc_zeroed(layout);
+                assert!(!z.is_null());
                 assert!(std::slice::from_raw_parts(z, size).iter().all(|&x| x == 0));
                 heap.dealloc(z, layout);
                 heap.dealloc(b, layout);
@@ -249,7 +240,8 @@ mod tests {
                         for i in 0..32u64 {
                             // SAFETY: a non-zero layout.
                             let p = unsafe { HEAP.alloc(layout) }.cast::<u64>();
-                            // SAFETY: 48 bytes, aligned to 8.
+                            assert!(!p.is_null());
+                            // SAFETY: a block of 48 bytes, aligned to 8, not NULL.
                             unsafe { p.write((t << 48) | (round << 8) | i) };
                             held.push((p, (t << 48) | (round << 8) | i));
                         }

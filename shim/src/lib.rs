@@ -21,6 +21,7 @@ mod fd;
 mod fingerprint;
 mod guard;
 mod heap;
+mod leaked;
 mod modules;
 mod ops;
 mod params;

@@ -41,7 +41,8 @@ pub fn generation() -> (u64, u64) {
 }
 
 unsafe extern "C" fn counters(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
-    // SAFETY: valid pointers from dl_iterate_phdr.
+    // SAFETY: dl_iterate_phdr passes a whole `dl_phdr_info` (glibc's, with the adds and subs
+    // counters) and the `data` we gave it: `g`, alive and borrowed by no one else.
     let (info, g) = unsafe { (&*info, &mut *data.cast::<(u64, u64)>()) };
     *g = (info.dlpi_adds, info.dlpi_subs);
     1
@@ -82,7 +83,8 @@ pub fn main_program() -> String {
 }
 
 unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_void) -> c_int {
-    // SAFETY: valid pointers from dl_iterate_phdr.
+    // SAFETY: dl_iterate_phdr passes a whole `dl_phdr_info` (glibc's, with the adds and subs
+    // counters) and the `data` we gave it: `state`, alive and borrowed by no one else.
     let (info, state) = unsafe { (&*info, &mut *data.cast::<(Vec<Module>, (u64, u64))>()) };
     state.1 = (info.dlpi_adds, info.dlpi_subs);
     // SAFETY: the loader guarantees dlpi_phnum headers at dlpi_phdr.
@@ -96,7 +98,9 @@ unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_
             end = end.max(base.wrapping_add(p.p_vaddr + p.p_memsz));
         } else if p.p_type == libc::PT_NOTE && build_id.is_empty() {
             let at = base.wrapping_add(p.p_vaddr) as *const u8;
-            // SAFETY: PT_NOTE segments of a loaded object are mapped and p_memsz long.
+            // SAFETY: a PT_NOTE segment holds allocated note sections, inside a PT_LOAD one:
+            // mapped, `p_memsz` bytes, while the object stays loaded (the loader's lock is held
+            // during the callback).
             let notes = unsafe { std::slice::from_raw_parts(at, p.p_memsz as usize) };
             build_id = find_build_id(notes).unwrap_or_default();
         }
@@ -107,7 +111,7 @@ unsafe extern "C" fn visit(info: *mut dl_phdr_info, _size: size_t, data: *mut c_
     let name = if info.dlpi_name.is_null() {
         &b""[..]
     } else {
-        // SAFETY: NUL-terminated loader string.
+        // SAFETY: the loader's NUL-terminated object name, alive while the object is loaded.
         unsafe { CStr::from_ptr(info.dlpi_name) }.to_bytes()
     };
     let path = if name.is_empty() && state.0.is_empty() {

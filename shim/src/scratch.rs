@@ -109,7 +109,9 @@ pub fn current() -> Option<&'static Block> {
     let p = MINE.try_with(Cell::get).ok()?;
     let p = if p.is_null() { acquire()? } else { p };
     // SAFETY: blocks are never unmapped, and this one is owned by this thread: only a thread
-    // that finds its owner gone takes it over.
+    // that finds its owner gone takes it over. Shared only: the fields another thread reads
+    // (`owner`, `next`) are atomic or never change, the rest is in cells that only the owner
+    // touches.
     Some(unsafe { &*p })
 }
 
@@ -170,8 +172,10 @@ fn acquire() -> Option<*mut Block> {
                 .compare_exchange(owner, tid, Ordering::AcqRel, Ordering::Relaxed)
                 .is_ok()
         {
-            // SAFETY: the block is ours now (its owner has exited, and the exchange excluded
-            // every other thread), so nothing else refers to its buffers.
+            // SAFETY: the block is ours now (the exchange excluded every other thread), and its
+            // previous owner, if any, is gone: it was free (0), or its owner's id is ours (a
+            // thread with this id that has exited: this one has no block yet) or one that
+            // `tgkill` found gone. So nothing else refers to its buffers.
             unsafe { empty(p) };
             let _ = MINE.try_with(|m| m.set(p));
             return Some(p);

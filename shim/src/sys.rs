@@ -1,9 +1,9 @@
 //! The C library's system calls that are safe for every argument their Rust types allow,
 //! behind safe functions: each `unsafe` block that calls one is here, with its reason.
 //!
-//! Calls whose safety depends on what the caller does with memory (`mmap`, `munmap`,
-//! signal handlers, the loader's tables, another process's memory) stay at their one caller,
-//! where the reason can be checked against the code around it.
+//! Calls whose safety depends on what the caller does with memory (`mmap` of a file,
+//! `munmap`, installing a signal handler, the loader's tables) stay at their one caller, where
+//! the reason can be checked against the code around it.
 
 use std::ffi::{c_int, CStr};
 
@@ -199,4 +199,110 @@ pub fn on_tmpfs(fd: c_int) -> bool {
 pub fn posix_fallocate(fd: c_int, offset: u64, len: u64) -> c_int {
     // SAFETY: touches no memory; a bad descriptor or range is only an error.
     unsafe { libc::posix_fallocate(fd, offset as libc::off_t, len as libc::off_t) }
+}
+
+/// `fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, offset, len)`: whether the range
+/// now reads as zeros and holds no blocks.
+pub fn punch_hole(fd: c_int, offset: u64, len: u64) -> bool {
+    // SAFETY: touches no memory; a bad descriptor or range is only an error.
+    let rc = unsafe {
+        libc::fallocate(
+            fd,
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            offset as libc::off_t,
+            len as libc::off_t,
+        )
+    };
+    rc == 0
+}
+
+/// Registers `child` to run in the child process after each `fork`
+/// (`pthread_atfork(NULL, NULL, child)`): 0 or an error number.
+pub fn at_fork_child(child: extern "C" fn()) -> c_int {
+    // SAFETY: stores a function pointer in libc's list; `child` is a safe function, callable
+    // whenever libc calls it.
+    unsafe { libc::pthread_atfork(None, None, Some(child)) }
+}
+
+/// `poll(fds, timeout_ms)`: how many descriptors are ready, or -1.
+pub fn poll(fds: &mut [libc::pollfd], timeout_ms: c_int) -> c_int {
+    // SAFETY: reads and writes the `fds.len()` entries of a live slice; a negative descriptor
+    // is skipped.
+    unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout_ms) }
+}
+
+/// `accept4(fd, NULL, NULL, flags)`: the new connection's descriptor, or -1.
+pub fn accept(fd: c_int, flags: c_int) -> c_int {
+    // SAFETY: no address is asked for (both pointers NULL); a bad descriptor is only an error.
+    unsafe { libc::accept4(fd, std::ptr::null_mut(), std::ptr::null_mut(), flags) }
+}
+
+/// `getsockname(fd)` into `addr`: the address's full length (more than `addr.len()` when it
+/// was cut short), or `None` on error.
+pub fn getsockname(fd: c_int, addr: &mut [u8]) -> Option<libc::socklen_t> {
+    let mut len = addr.len() as libc::socklen_t;
+    // SAFETY: writes at most `len` (the slice's length) bytes into `addr`, and one socklen_t
+    // into `len`; a bad descriptor is only an error.
+    let rc = unsafe { libc::getsockname(fd, addr.as_mut_ptr().cast(), &mut len) };
+    (rc == 0).then_some(len)
+}
+
+/// The current disposition of signal `sig` (`sigaction(sig, NULL, &old)`), or `None` on
+/// error.
+pub fn signal_disposition(sig: c_int) -> Option<libc::sigaction> {
+    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
+    // SAFETY: no new action (NULL): only writes one struct sigaction into `old`.
+    if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: sigaction succeeded and filled `old` (zeroed before: every byte initialised).
+    Some(unsafe { old.assume_init() })
+}
+
+/// Whether the calling thread runs on its alternate signal stack (`sigaltstack`); true when
+/// that cannot be told.
+pub fn on_alternate_signal_stack() -> bool {
+    let mut ss = libc::stack_t {
+        ss_sp: std::ptr::null_mut(),
+        ss_flags: 0,
+        ss_size: 0,
+    };
+    // SAFETY: no new stack (NULL): only writes one stack_t into `ss`.
+    let rc = unsafe { libc::sigaltstack(std::ptr::null(), &mut ss) };
+    rc != 0 || ss.ss_flags & libc::SS_ONSTACK != 0
+}
+
+/// A fresh private anonymous read-write mapping of `len` bytes (whole pages), zero-filled,
+/// placed where the kernel chooses; `None` on failure.
+pub fn map_anonymous(len: usize) -> Option<*mut libc::c_void> {
+    // SAFETY: with no address hint (NULL) and without MAP_FIXED, the kernel places the
+    // mapping where nothing is mapped: no existing memory changes.
+    let p = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len,
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    (p != libc::MAP_FAILED).then_some(p)
+}
+
+/// Copies this process's memory at `addr` into `buf` with `process_vm_readv`, which the
+/// kernel checks: the bytes copied, or -1 (`EFAULT` for an unmapped range, never a fault).
+#[inline]
+pub fn read_own_memory(addr: u64, buf: &mut [u8]) -> isize {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: addr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: writes at most `buf.len()` bytes into `buf`; the remote range is only read, by
+    // the kernel, which fails with EFAULT where it is not mapped instead of faulting.
+    unsafe { libc::process_vm_readv(getpid() as libc::pid_t, &local, 1, &remote, 1, 0) }
 }

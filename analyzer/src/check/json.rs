@@ -4,10 +4,9 @@
 
 use std::io::{self, Write};
 
-use serde::Serialize;
-
+use crate::json::{opt_str, render, stack, Layout, J};
 use crate::model::LeakAt;
-use crate::report::{Frame, ProcessReport};
+use crate::report::ProcessReport;
 
 use super::{Change, Counted, Outcome, Tolerance, Violation};
 
@@ -16,209 +15,47 @@ pub const SCHEMA_VERSION: u64 = 1;
 
 /// Writes the check to `out`, with a final newline.
 pub fn write(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
-    let mut text = serde_json::to_string_pretty(&document(o)).map_err(io::Error::other)?;
+    let mut text = String::with_capacity(4096);
+    render(&document(o), Layout::Expanded, &mut text);
     text.push('\n');
     out.write_all(text.as_bytes())
 }
 
-#[derive(Serialize)]
-struct Document {
-    schema_version: u64,
-    result: &'static str,
-    exit_code: u8,
-    reason: String,
-    config: ConfigJ,
-    checked: CountedJ,
-    violations: Vec<ViolationJ>,
-    improvements: Vec<SiteJ>,
-    suppressions: Vec<SuppressionJ>,
-    baseline: Option<BaselineJ>,
-    leaks: Vec<LeakJ>,
-    findings: Vec<FindingJ>,
-    processes: Vec<ProcessJ>,
-    notes: Vec<String>,
+fn opt_u(n: Option<u64>) -> J {
+    n.map_or(J::Null, J::U)
 }
 
-#[derive(Serialize)]
-struct ConfigJ {
-    max_leaked_bytes: Option<u64>,
-    max_leaks: Option<u64>,
-    every_leak_fails: bool,
-    fail_on: &'static str,
-    baseline: Option<String>,
-    tolerance: ToleranceJ,
+fn text(s: impl Into<String>) -> J {
+    J::S(s.into())
 }
 
-#[derive(Serialize)]
-struct ToleranceJ {
-    bytes: Option<u64>,
-    percent: Option<f64>,
+fn strings(list: impl IntoIterator<Item = String>) -> J {
+    J::A(list.into_iter().map(J::S).collect())
 }
 
-#[derive(Serialize)]
-struct CountedJ {
-    leaked_bytes: u64,
-    leaked_allocations: u64,
-    leak_sites: u64,
-    suppressed_bytes: u64,
-    suppressed_sites: u64,
-    findings: u64,
-    suppressed_findings: u64,
-    violations: u64,
+fn counted(c: &Counted, violations: usize) -> J {
+    J::O(vec![
+        ("leaked_bytes", J::U(c.leaked_bytes)),
+        ("leaked_allocations", J::U(c.leaked_allocations)),
+        ("leak_sites", J::U(c.leak_groups)),
+        ("suppressed_bytes", J::U(c.suppressed_bytes)),
+        ("suppressed_sites", J::U(c.suppressed_groups)),
+        ("findings", J::U(c.findings)),
+        ("suppressed_findings", J::U(c.suppressed_findings)),
+        ("violations", J::U(violations as u64)),
+    ])
 }
 
-#[derive(Serialize)]
-struct ViolationJ {
-    check: &'static str,
-    severity: &'static str,
-    message: String,
-    trace: String,
-    pid: Option<u32>,
-    site: Option<String>,
-    bytes: u64,
-    count: u64,
-    change: Option<&'static str>,
-    baseline_bytes: Option<u64>,
-    baseline_allocations: Option<u64>,
-    stack: Vec<FrameJ>,
+fn pid(p: &ProcessReport) -> J {
+    opt_u(p.process.as_ref().map(|i| u64::from(i.pid)))
 }
 
-#[derive(Serialize)]
-struct SiteJ {
-    site: String,
-    change: &'static str,
-    bytes: u64,
-    allocations: u64,
-    baseline_bytes: Option<u64>,
-    baseline_allocations: Option<u64>,
-    stack: Vec<FrameJ>,
+fn trace(p: &ProcessReport) -> J {
+    J::S(p.trace.display().to_string())
 }
 
-#[derive(Serialize)]
-struct ComparedJ {
-    site: String,
-    change: &'static str,
-    bytes: u64,
-    allocations: u64,
-    baseline_bytes: Option<u64>,
-    baseline_allocations: Option<u64>,
-}
-
-#[derive(Serialize)]
-struct SuppressionJ {
-    #[serde(rename = "type")]
-    kind: &'static str,
-    pattern: String,
-    file: String,
-    line: usize,
-    groups: u64,
-    allocations: u64,
-    bytes: u64,
-}
-
-#[derive(Serialize)]
-struct BaselineJ {
-    path: String,
-    sites: Vec<ComparedJ>,
-}
-
-#[derive(Serialize)]
-struct LeakJ {
-    bytes: u64,
-    allocations: u64,
-    kind: &'static str,
-    stack: Vec<FrameJ>,
-    at: &'static str,
-    api: String,
-    via: Option<String>,
-    owner: Option<String>,
-    pool: Option<&'static str>,
-    pid: Option<u32>,
-    trace: String,
-    site: String,
-    suppressed_by: Option<String>,
-}
-
-#[derive(Serialize)]
-struct FindingJ {
-    check: &'static str,
-    severity: &'static str,
-    message: String,
-    stack: Vec<FrameJ>,
-    count: u64,
-    api: String,
-    ptr: String,
-    pid: Option<u32>,
-    trace: String,
-    site: String,
-    suppressed_by: Option<String>,
-    fails: bool,
-}
-
-#[derive(Serialize)]
-struct ProcessJ {
-    trace: String,
-    pid: Option<u32>,
-    exe: Option<String>,
-    exit_code: Option<i32>,
-    result: &'static str,
-    checked: CountedJ,
-    notes: Vec<String>,
-}
-
-#[derive(Serialize)]
-struct FrameJ {
-    function: Option<String>,
-    file: Option<String>,
-    line: Option<u32>,
-    module: Option<String>,
-    address: String,
-    inlined: bool,
-    user: bool,
-}
-
-fn stack(frames: &[Frame]) -> Vec<FrameJ> {
-    frames
-        .iter()
-        .map(|f| FrameJ {
-            function: f.function.clone(),
-            file: f.file.clone(),
-            line: f.line,
-            module: f.module.clone(),
-            address: format!("{:#x}", f.address),
-            inlined: f.inlined,
-            user: f.user,
-        })
-        .collect()
-}
-
-fn counted(c: &Counted, violations: usize) -> CountedJ {
-    CountedJ {
-        leaked_bytes: c.leaked_bytes,
-        leaked_allocations: c.leaked_allocations,
-        leak_sites: c.leak_groups,
-        suppressed_bytes: c.suppressed_bytes,
-        suppressed_sites: c.suppressed_groups,
-        findings: c.findings,
-        suppressed_findings: c.suppressed_findings,
-        violations: violations as u64,
-    }
-}
-
-fn pid(p: &ProcessReport) -> Option<u32> {
-    p.process.as_ref().map(|i| i.pid)
-}
-
-fn trace(p: &ProcessReport) -> String {
-    p.trace.display().to_string()
-}
-
-fn result(failed: bool) -> &'static str {
-    if failed {
-        "fail"
-    } else {
-        "pass"
-    }
+fn result(failed: bool) -> J {
+    text(if failed { "fail" } else { "pass" })
 }
 
 fn was(change: Change) -> (Option<u64>, Option<u64>) {
@@ -230,183 +67,203 @@ fn was(change: Change) -> (Option<u64>, Option<u64>) {
     }
 }
 
-fn violation(o: &Outcome, v: &Violation) -> ViolationJ {
+fn violation(o: &Outcome, v: &Violation) -> J {
     let p = &o.report.processes[v.process];
     let (baseline_bytes, baseline_allocations) = match v.change {
         Some(c) => was(c),
         None => (None, None),
     };
-    ViolationJ {
-        check: v.check,
-        severity: v.severity.name(),
-        message: v.message.clone(),
-        trace: trace(p),
-        pid: pid(p),
-        site: v.site.as_ref().map(|s| s.as_str().to_string()),
-        bytes: v.bytes,
-        count: v.count,
-        change: v.change.map(Change::name),
-        baseline_bytes,
-        baseline_allocations,
-        stack: stack(&v.stack),
-    }
+    J::O(vec![
+        ("check", text(v.check)),
+        ("severity", text(v.severity.name())),
+        ("message", text(v.message.as_str())),
+        ("trace", trace(p)),
+        ("pid", pid(p)),
+        ("site", opt_str(v.site.as_ref().map(|s| s.as_str()))),
+        ("bytes", J::U(v.bytes)),
+        ("count", J::U(v.count)),
+        ("change", opt_str(v.change.map(Change::name))),
+        ("baseline_bytes", opt_u(baseline_bytes)),
+        ("baseline_allocations", opt_u(baseline_allocations)),
+        ("stack", stack(&v.stack)),
+    ])
 }
 
-fn document(o: &Outcome) -> Document {
+/// A site compared with the baseline: its fields, and its stack when `stack_of` is given.
+fn site((key, now, change): &(super::SiteKey, super::Totals, Change), stack_of: Option<J>) -> J {
+    let (baseline_bytes, baseline_allocations) = match change {
+        Change::Unchanged => (Some(now.bytes), Some(now.allocations)),
+        c => was(*c),
+    };
+    let mut fields = vec![
+        ("site", text(key.as_str())),
+        ("change", text(change.name())),
+        ("bytes", J::U(now.bytes)),
+        ("allocations", J::U(now.allocations)),
+        ("baseline_bytes", opt_u(baseline_bytes)),
+        ("baseline_allocations", opt_u(baseline_allocations)),
+    ];
+    if let Some(stack_of) = stack_of {
+        fields.push(("stack", stack_of));
+    }
+    J::O(fields)
+}
+
+fn tolerance(t: Tolerance) -> J {
+    let (bytes, percent) = match t {
+        Tolerance::None => (J::U(0), J::Null),
+        Tolerance::Bytes(b) => (J::U(b), J::Null),
+        Tolerance::Percent(p) => (J::Null, J::F(p)),
+    };
+    J::O(vec![("bytes", bytes), ("percent", percent)])
+}
+
+fn document(o: &Outcome) -> J {
     let config = &o.config;
     let supp = &config.suppressions.list;
-    let suppressed_by = |i: Option<usize>| i.map(|i| supp[i].text());
+    let suppressed_by = |i: Option<usize>| i.map_or(J::Null, |i| J::S(supp[i].text()));
     let mut leaks = Vec::new();
     let mut findings = Vec::new();
     for (i, p) in o.report.processes.iter().enumerate() {
         for (h, s) in p.leaks.iter().zip(&o.leaks[i]) {
-            leaks.push(LeakJ {
-                bytes: h.bytes,
-                allocations: h.allocations,
-                kind: h.kind.name(),
-                stack: stack(&h.stack),
-                at: match h.at {
-                    LeakAt::Exit => "exit",
-                    LeakAt::Teardown { .. } => "teardown",
-                },
-                api: h.api.to_string(),
-                via: (h.via != gpuleak_format::Api::NONE).then(|| h.via.to_string()),
-                owner: h.owner.clone(),
-                pool: h.pool.map(|p| p.name()),
-                pid: pid(p),
-                trace: trace(p),
-                site: s.site.as_str().to_string(),
-                suppressed_by: suppressed_by(s.suppressed_by),
-            });
+            let leak = J::O(vec![
+                ("bytes", J::U(h.bytes)),
+                ("allocations", J::U(h.allocations)),
+                ("kind", text(h.kind.name())),
+                ("stack", stack(&h.stack)),
+                (
+                    "at",
+                    text(match h.at {
+                        LeakAt::Exit => "exit",
+                        LeakAt::Teardown { .. } => "teardown",
+                    }),
+                ),
+                ("api", J::S(h.api.to_string())),
+                (
+                    "via",
+                    if h.via == gpuleak_format::Api::NONE {
+                        J::Null
+                    } else {
+                        J::S(h.via.to_string())
+                    },
+                ),
+                ("owner", opt_str(h.owner.as_deref())),
+                ("pool", opt_str(h.pool.map(|p| p.name()))),
+                ("pid", pid(p)),
+                ("trace", trace(p)),
+                ("site", text(s.site.as_str())),
+                ("suppressed_by", suppressed_by(s.suppressed_by)),
+            ]);
+            leaks.push((h.bytes, leak));
         }
         for (j, (f, s)) in p.findings.iter().zip(&o.findings[i]).enumerate() {
             let fails = o.violations_of(i).any(|v| v.finding == Some(j));
-            findings.push(FindingJ {
-                check: f.check,
-                severity: f.severity.name(),
-                message: f.message.clone(),
-                stack: stack(&f.stack),
-                count: f.count,
-                api: f.api.to_string(),
-                ptr: format!("{:#x}", f.ptr),
-                pid: pid(p),
-                trace: trace(p),
-                site: s.site.as_str().to_string(),
-                suppressed_by: suppressed_by(s.suppressed_by),
-                fails,
-            });
+            findings.push(J::O(vec![
+                ("check", text(f.check)),
+                ("severity", text(f.severity.name())),
+                ("message", text(f.message.as_str())),
+                ("stack", stack(&f.stack)),
+                ("count", J::U(f.count)),
+                ("api", J::S(f.api.to_string())),
+                ("ptr", J::S(format!("{:#x}", f.ptr))),
+                ("pid", pid(p)),
+                ("trace", trace(p)),
+                ("site", text(s.site.as_str())),
+                ("suppressed_by", suppressed_by(s.suppressed_by)),
+                ("fails", J::Bool(fails)),
+            ]));
         }
     }
     // Largest first over every process, as in the report; stable within equal sizes.
-    leaks.sort_by_key(|l| std::cmp::Reverse(l.bytes));
+    leaks.sort_by_key(|(bytes, _)| std::cmp::Reverse(*bytes));
 
-    let site = |(key, now, change): &(super::SiteKey, super::Totals, Change), stack_of: Vec<FrameJ>| {
-        let (baseline_bytes, baseline_allocations) = match change {
-            Change::Unchanged => (Some(now.bytes), Some(now.allocations)),
-            c => was(*c),
-        };
-        SiteJ {
-            site: key.as_str().to_string(),
-            change: change.name(),
-            bytes: now.bytes,
-            allocations: now.allocations,
-            baseline_bytes,
-            baseline_allocations,
-            stack: stack_of,
-        }
-    };
     let improvements = o
         .improvements
         .iter()
-        .map(|i| site(&(i.site.clone(), i.now, i.change), stack(&i.stack)))
+        .map(|i| site(&(i.site.clone(), i.now, i.change), Some(stack(&i.stack))))
         .collect();
-    let baseline = config.baseline.as_ref().map(|b| BaselineJ {
-        path: b.path.display().to_string(),
-        sites: o
-            .changes
-            .iter()
-            .map(|c| {
-                let s = site(c, Vec::new());
-                ComparedJ {
-                    site: s.site,
-                    change: s.change,
-                    bytes: s.bytes,
-                    allocations: s.allocations,
-                    baseline_bytes: s.baseline_bytes,
-                    baseline_allocations: s.baseline_allocations,
-                }
-            })
-            .collect(),
+    let baseline = config.baseline.as_ref().map_or(J::Null, |b| {
+        J::O(vec![
+            ("path", J::S(b.path.display().to_string())),
+            ("sites", J::A(o.changes.iter().map(|c| site(c, None)).collect())),
+        ])
     });
+    let processes = o
+        .report
+        .processes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let n = o.violations_of(i).count();
+            J::O(vec![
+                ("trace", trace(p)),
+                ("pid", pid(p)),
+                ("exe", opt_str(p.process.as_ref().map(|i| i.exe.as_str()))),
+                ("exit_code", p.exit_code.map_or(J::Null, |c| J::I(i64::from(c)))),
+                ("result", result(n > 0)),
+                ("checked", counted(&o.counted[i], n)),
+                ("notes", strings(p.notes.iter().cloned())),
+            ])
+        })
+        .collect();
 
-    Document {
-        schema_version: SCHEMA_VERSION,
-        result: result(!o.passed()),
-        exit_code: o.exit_code(),
-        reason: o.reason(),
-        config: ConfigJ {
-            max_leaked_bytes: config.max_leaked_bytes,
-            max_leaks: config.max_leaks,
-            every_leak_fails: config.every_leak_fails(),
-            fail_on: config.fail_on.name(),
-            baseline: config.baseline.as_ref().map(|b| b.path.display().to_string()),
-            tolerance: match config.tolerance {
-                Tolerance::None => ToleranceJ {
-                    bytes: Some(0),
-                    percent: None,
-                },
-                Tolerance::Bytes(b) => ToleranceJ {
-                    bytes: Some(b),
-                    percent: None,
-                },
-                Tolerance::Percent(p) => ToleranceJ {
-                    bytes: None,
-                    percent: Some(p),
-                },
-            },
-        },
-        checked: counted(&o.total, o.violations.len()),
-        violations: o.violations.iter().map(|v| violation(o, v)).collect(),
-        improvements,
-        suppressions: supp
-            .iter()
-            .zip(&o.usage)
-            .map(|(s, u)| SuppressionJ {
-                kind: s.kind,
-                pattern: s.pattern.clone(),
-                file: s.source.clone(),
-                line: s.line,
-                groups: u.groups,
-                allocations: u.allocations,
-                bytes: u.bytes,
-            })
-            .collect(),
-        baseline,
-        leaks,
-        findings,
-        processes: o
-            .report
-            .processes
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let n = o.violations_of(i).count();
-                ProcessJ {
-                    trace: trace(p),
-                    pid: pid(p),
-                    exe: p.process.as_ref().map(|i| i.exe.clone()),
-                    exit_code: p.exit_code,
-                    result: result(n > 0),
-                    checked: counted(&o.counted[i], n),
-                    notes: p.notes.clone(),
-                }
-            })
-            .collect(),
-        notes: o
-            .report
-            .processes
-            .iter()
-            .flat_map(|p| p.notes.iter().cloned())
-            .collect(),
-    }
+    J::O(vec![
+        ("schema_version", J::U(SCHEMA_VERSION)),
+        ("result", result(!o.passed())),
+        ("exit_code", J::U(u64::from(o.exit_code()))),
+        ("reason", J::S(o.reason())),
+        (
+            "config",
+            J::O(vec![
+                ("max_leaked_bytes", opt_u(config.max_leaked_bytes)),
+                ("max_leaks", opt_u(config.max_leaks)),
+                ("every_leak_fails", J::Bool(config.every_leak_fails())),
+                ("fail_on", text(config.fail_on.name())),
+                (
+                    "baseline",
+                    opt_str(
+                        config
+                            .baseline
+                            .as_ref()
+                            .map(|b| b.path.display().to_string())
+                            .as_deref(),
+                    ),
+                ),
+                ("tolerance", tolerance(config.tolerance)),
+            ]),
+        ),
+        ("checked", counted(&o.total, o.violations.len())),
+        (
+            "violations",
+            J::A(o.violations.iter().map(|v| violation(o, v)).collect()),
+        ),
+        ("improvements", J::A(improvements)),
+        (
+            "suppressions",
+            J::A(
+                supp.iter()
+                    .zip(&o.usage)
+                    .map(|(s, u)| {
+                        J::O(vec![
+                            ("type", text(s.kind)),
+                            ("pattern", text(s.pattern.as_str())),
+                            ("file", text(s.source.as_str())),
+                            ("line", J::U(s.line as u64)),
+                            ("groups", J::U(u.groups)),
+                            ("allocations", J::U(u.allocations)),
+                            ("bytes", J::U(u.bytes)),
+                        ])
+                    })
+                    .collect(),
+            ),
+        ),
+        ("baseline", baseline),
+        ("leaks", J::A(leaks.into_iter().map(|(_, l)| l).collect())),
+        ("findings", J::A(findings)),
+        ("processes", J::A(processes)),
+        (
+            "notes",
+            strings(o.report.processes.iter().flat_map(|p| p.notes.iter().cloned())),
+        ),
+    ])
 }

@@ -11,6 +11,8 @@
 //!   paths), or for a process over a limit, of the check and the program's stable name;
 //! - a `ruleId` whose rule has a `fullDescription` and `help`.
 //!
+//! Object keys are written in alphabetical order at every depth.
+//!
 //! Source files under the source root (the enclosing git checkout of the current directory,
 //! else the current directory) are given relative to `SRCROOT`, which `originalUriBaseIds`
 //! sets to that root, so that code scanning maps them to the repository.
@@ -18,9 +20,8 @@
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Value};
-
 use super::{process_name, Change, Outcome, Violation};
+use crate::json::{render, Layout, J};
 use crate::report::user_code::{short_name, site_frame};
 use crate::report::{Frame, Severity};
 
@@ -195,7 +196,8 @@ const FINGERPRINT: &str = "gpuleakSite/v1";
 /// current directory, else the current directory) relative to it.
 pub fn write(o: &Outcome, out: &mut impl Write) -> io::Result<()> {
     let root = std::env::current_dir().ok().map(|cwd| source_root(&cwd));
-    let mut text = serde_json::to_string_pretty(&document(o, root.as_deref())).map_err(io::Error::other)?;
+    let mut text = String::with_capacity(16384);
+    render(&document(o, root.as_deref()), Layout::Expanded, &mut text);
     text.push('\n');
     out.write_all(text.as_bytes())
 }
@@ -210,8 +212,8 @@ pub fn source_root(cwd: &Path) -> PathBuf {
 }
 
 /// The SARIF log, with files under `root` relative to it.
-pub fn document(o: &Outcome, root: Option<&Path>) -> Value {
-    let mut rules: Vec<Value> = RULES
+pub(crate) fn document(o: &Outcome, root: Option<&Path>) -> J {
+    let mut rules: Vec<J> = RULES
         .iter()
         .map(|&(id, name, short, full, level)| rule(id, name, short, full, level))
         .collect();
@@ -225,7 +227,7 @@ pub fn document(o: &Outcome, root: Option<&Path>) -> Value {
     }
     let roots = Roots::new(root);
     let names = super::junit::process_names(&o.report.processes);
-    let results: Vec<Value> = o
+    let results: Vec<J> = o
         .violations
         .iter()
         .map(|v| {
@@ -233,58 +235,84 @@ pub fn document(o: &Outcome, root: Option<&Path>) -> Value {
             result(o, v, index, &roots, &names[v.process])
         })
         .collect();
-    let notifications: Vec<Value> = o
+    let notifications: Vec<J> = o
         .report
         .processes
         .iter()
         .flat_map(|p| {
-            p.notes
-                .iter()
-                .map(move |n| json!({"level": "note", "message": {"text": format!("{}: {n}", process_name(p))}}))
+            p.notes.iter().map(move |n| {
+                J::O(vec![
+                    ("level", text("note")),
+                    ("message", message(format!("{}: {n}", process_name(p)))),
+                ])
+            })
         })
         .collect();
-    let mut run = json!({
-        "tool": {
-            "driver": {
-                "name": "gpuleak",
-                "version": env!("CARGO_PKG_VERSION"),
-                "informationUri": INFORMATION_URI,
-                "rules": rules,
-            }
-        },
-        "invocations": [{
-            "executionSuccessful": true,
-            "exitCode": o.exit_code(),
-            "toolExecutionNotifications": notifications,
-        }],
-        "results": results,
-    });
+    let mut run = vec![
+        (
+            "tool",
+            J::O(vec![(
+                "driver",
+                J::O(vec![
+                    ("name", text("gpuleak")),
+                    ("version", text(env!("CARGO_PKG_VERSION"))),
+                    ("informationUri", text(INFORMATION_URI)),
+                    ("rules", J::A(rules)),
+                ]),
+            )]),
+        ),
+        (
+            "invocations",
+            J::A(vec![J::O(vec![
+                ("executionSuccessful", J::Bool(true)),
+                ("exitCode", J::U(u64::from(o.exit_code()))),
+                ("toolExecutionNotifications", J::A(notifications)),
+            ])]),
+        ),
+        ("results", J::A(results)),
+    ];
     if let Some(root) = root {
-        run["originalUriBaseIds"] = json!({
-            SRCROOT: {"uri": format!("file://{}/", encode(&root.to_string_lossy()).trim_end_matches('/'))}
-        });
+        let uri = format!("file://{}/", encode(&root.to_string_lossy()).trim_end_matches('/'));
+        run.push((
+            "originalUriBaseIds",
+            J::O(vec![(SRCROOT, J::O(vec![("uri", J::S(uri))]))]),
+        ));
     }
-    json!({
-        "$schema": SCHEMA,
-        "version": VERSION,
-        "runs": [run],
-    })
+    let mut log = J::O(vec![
+        ("$schema", text(SCHEMA)),
+        ("version", text(VERSION)),
+        ("runs", J::A(vec![J::O(run)])),
+    ]);
+    log.sort_keys();
+    log
 }
 
-fn rule(id: &str, name: &str, short: &str, full: &str, level: &str) -> Value {
+fn text(s: impl Into<String>) -> J {
+    J::S(s.into())
+}
+
+/// A SARIF message: `{"text": ...}`.
+fn message(s: impl Into<String>) -> J {
+    J::O(vec![("text", text(s))])
+}
+
+fn rule(id: &str, name: &str, short: &str, full: &str, level: &str) -> J {
     let help_uri = format!("{INFORMATION_URI}/blob/main/docs/check.md");
-    json!({
-        "id": id,
-        "name": name,
-        "shortDescription": {"text": short},
-        "fullDescription": {"text": full},
-        "help": {
-            "text": format!("{full} See {help_uri}."),
-            "markdown": format!("{full} See [docs/check.md]({help_uri})."),
-        },
-        "helpUri": help_uri,
-        "defaultConfiguration": {"level": level},
-    })
+    J::O(vec![
+        ("id", text(id)),
+        ("name", text(name)),
+        ("shortDescription", message(short)),
+        ("fullDescription", message(full)),
+        (
+            "help",
+            J::O(vec![
+                ("text", text(format!("{full} See {help_uri}."))),
+                ("markdown", text(format!("{full} See [docs/check.md]({help_uri})."))),
+            ]),
+        ),
+        ("helpUri", text(help_uri)),
+        ("defaultConfiguration", J::O(vec![("level", text(level))])),
+    ])
 }
 
 fn level(s: Severity) -> &'static str {
@@ -328,47 +356,72 @@ fn fingerprint(v: &Violation, program: &str) -> String {
     }
 }
 
-fn result(o: &Outcome, v: &Violation, rule_index: usize, roots: &Roots, program: &str) -> Value {
+fn result(o: &Outcome, v: &Violation, rule_index: usize, roots: &Roots, program: &str) -> J {
     let p = &o.report.processes[v.process];
-    let mut r = json!({
-        "ruleId": v.check,
-        "ruleIndex": rule_index,
-        "level": level(v.severity),
-        "message": {"text": format!("{}: {}", process_name(p), v.message)},
-        "locations": [result_location(v, p.process.as_ref().map(|i| i.exe.as_str()), roots)],
-        "partialFingerprints": {FINGERPRINT: fingerprint(v, program)},
-        "properties": {
-            "trace": p.trace.display().to_string(),
-            "pid": p.process.as_ref().map(|i| i.pid),
-            "bytes": v.bytes,
-            "count": v.count,
-            "site": v.site.as_ref().map(|s| s.as_str()),
-        },
-    });
+    let mut r = vec![
+        ("ruleId", text(v.check)),
+        ("ruleIndex", J::U(rule_index as u64)),
+        ("level", text(level(v.severity))),
+        ("message", message(format!("{}: {}", process_name(p), v.message))),
+        (
+            "locations",
+            J::A(vec![result_location(
+                v,
+                p.process.as_ref().map(|i| i.exe.as_str()),
+                roots,
+            )]),
+        ),
+        (
+            "partialFingerprints",
+            J::O(vec![(FINGERPRINT, J::S(fingerprint(v, program)))]),
+        ),
+        (
+            "properties",
+            J::O(vec![
+                ("trace", J::S(p.trace.display().to_string())),
+                ("pid", p.process.as_ref().map_or(J::Null, |i| J::U(u64::from(i.pid)))),
+                ("bytes", J::U(v.bytes)),
+                ("count", J::U(v.count)),
+                ("site", v.site.as_ref().map_or(J::Null, |s| text(s.as_str()))),
+            ]),
+        ),
+    ];
     if !v.stack.is_empty() {
-        let frames: Vec<Value> = v.stack.iter().map(|f| stack_frame(f, roots)).collect();
+        let frames: Vec<J> = v.stack.iter().map(|f| stack_frame(f, roots)).collect();
         let what = if v.check.starts_with("leak") {
             "allocation stack"
         } else {
             "stack"
         };
-        r["stacks"] = json!([{"message": {"text": what}, "frames": frames}]);
+        r.push((
+            "stacks",
+            J::A(vec![J::O(vec![("message", message(what)), ("frames", J::A(frames))])]),
+        ));
     }
     if let Some(change) = v.change {
-        r["baselineState"] = json!(match change {
+        let state = match change {
             Change::New => "new",
             Change::Grew { .. } | Change::WithinTolerance { .. } | Change::Smaller { .. } => "updated",
             Change::Unchanged => "unchanged",
             Change::Gone { .. } => "absent",
-        });
+        };
+        r.push(("baselineState", text(state)));
     }
-    r
+    J::O(r)
+}
+
+/// A logical location naming `function`.
+fn function_location(function: &str) -> J {
+    J::A(vec![J::O(vec![
+        ("fullyQualifiedName", text(function)),
+        ("kind", text("function")),
+    ])])
 }
 
 /// The one location of a result: the site's frame when it has a source line, else the
 /// user's innermost frame with one, else the site's frame's file or module at line 1 (with a
 /// message saying the line is unknown), else the program at line 1.
-fn result_location(v: &Violation, exe: Option<&str>, roots: &Roots) -> Value {
+fn result_location(v: &Violation, exe: Option<&str>, roots: &Roots) -> J {
     let has_line = |f: &&Frame| f.file.is_some() && f.line.is_some_and(|l| l > 0);
     let site = site_frame(&v.stack);
     let lined = site
@@ -385,56 +438,68 @@ fn result_location(v: &Violation, exe: Option<&str>, roots: &Roots) -> Value {
         },
         None => (exe.unwrap_or("unknown").to_string(), "the program".to_string()),
     };
-    let mut loc = json!({
-        "physicalLocation": {
-            "artifactLocation": artifact(&artifact_path, roots),
-            "region": {"startLine": 1},
-        },
-        "message": {"text": format!("no source line known: {what}")},
-    });
+    let mut loc = vec![
+        (
+            "physicalLocation",
+            J::O(vec![
+                ("artifactLocation", artifact(&artifact_path, roots)),
+                ("region", J::O(vec![("startLine", J::U(1))])),
+            ]),
+        ),
+        ("message", message(format!("no source line known: {what}"))),
+    ];
     if let Some(function) = site.and_then(|f| f.function.as_deref()) {
-        loc["logicalLocations"] = json!([{"fullyQualifiedName": function, "kind": "function"}]);
+        loc.push(("logicalLocations", function_location(function)));
     }
-    loc
+    J::O(loc)
 }
 
-fn location(f: &Frame, roots: &Roots) -> Value {
-    let mut loc = json!({});
+fn location(f: &Frame, roots: &Roots) -> J {
+    let mut loc = Vec::new();
     if let Some(file) = &f.file {
-        let mut physical = json!({"artifactLocation": artifact(file, roots)});
+        let mut physical = vec![("artifactLocation", artifact(file, roots))];
         if let Some(line) = f.line.filter(|&l| l > 0) {
-            physical["region"] = json!({"startLine": line});
+            physical.push(("region", J::O(vec![("startLine", J::U(u64::from(line)))])));
         }
-        loc["physicalLocation"] = physical;
+        loc.push(("physicalLocation", J::O(physical)));
     }
     if let Some(function) = &f.function {
-        loc["logicalLocations"] = json!([{"fullyQualifiedName": function, "kind": "function"}]);
+        loc.push(("logicalLocations", function_location(function)));
     }
-    loc
+    J::O(loc)
 }
 
-fn stack_frame(f: &Frame, roots: &Roots) -> Value {
-    let mut frame = json!({
-        "location": location(f, roots),
-        "properties": {"address": format!("{:#x}", f.address), "inlined": f.inlined},
-    });
+fn stack_frame(f: &Frame, roots: &Roots) -> J {
+    let mut frame = vec![
+        ("location", location(f, roots)),
+        (
+            "properties",
+            J::O(vec![
+                ("address", J::S(format!("{:#x}", f.address))),
+                ("inlined", J::Bool(f.inlined)),
+            ]),
+        ),
+    ];
     if let Some(m) = &f.module {
-        frame["module"] = json!(m);
+        frame.push(("module", text(m.as_str())));
     }
-    frame
+    J::O(frame)
 }
 
 /// A source file as an artifact location: relative to `SRCROOT` under `root`, else a `file:`
 /// URI when absolute, else the relative path as the debug info has it.
-fn artifact(file: &str, roots: &Roots) -> Value {
+fn artifact(file: &str, roots: &Roots) -> J {
     let path = Path::new(file);
     if path.is_absolute() {
         if let Some(relative) = roots.relative(path) {
-            return json!({"uri": encode(&relative.to_string_lossy()), "uriBaseId": SRCROOT});
+            return J::O(vec![
+                ("uri", J::S(encode(&relative.to_string_lossy()))),
+                ("uriBaseId", text(SRCROOT)),
+            ]);
         }
-        return json!({"uri": format!("file://{}", encode(file))});
+        return J::O(vec![("uri", J::S(format!("file://{}", encode(file))))]);
     }
-    json!({"uri": encode(file)})
+    J::O(vec![("uri", J::S(encode(file)))])
 }
 
 /// Percent-encodes a path for a URI, keeping `/` and RFC 3986's unreserved characters.
@@ -459,15 +524,15 @@ mod tests {
         let root = Roots::new(Some(Path::new("/work/repo")));
         assert_eq!(
             artifact("/work/repo/src/a b.c", &root),
-            json!({"uri": "src/a%20b.c", "uriBaseId": "SRCROOT"})
+            J::O(vec![("uri", text("src/a%20b.c")), ("uriBaseId", text("SRCROOT"))])
         );
         assert_eq!(
             artifact("/usr/include/x.h", &root),
-            json!({"uri": "file:///usr/include/x.h"})
+            J::O(vec![("uri", text("file:///usr/include/x.h"))])
         );
         assert_eq!(
             artifact("./csu/libc-start.c", &Roots::new(None)),
-            json!({"uri": "./csu/libc-start.c"})
+            J::O(vec![("uri", text("./csu/libc-start.c"))])
         );
         assert_eq!(encode("ns::f<int>#1%"), "ns%3A%3Af%3Cint%3E%231%25");
         assert_eq!(encode("ü"), "%C3%BC");

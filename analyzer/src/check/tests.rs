@@ -460,10 +460,17 @@ fn processes_of_one_program_are_numbered_by_start_time() {
     );
 }
 
+/// The SARIF log as serde_json reads it back.
+fn sarif_value(o: &Outcome, root: Option<&Path>) -> Value {
+    let mut text = String::new();
+    crate::json::render(&sarif::document(o, root), crate::json::Layout::Expanded, &mut text);
+    serde_json::from_str(&text).unwrap()
+}
+
 #[test]
 fn sarif_has_rules_and_located_results() {
     let o = against(leaky(), baseline_of(clean()), Tolerance::None);
-    let doc = sarif::document(&o, Some(Path::new("/src")));
+    let doc = sarif_value(&o, Some(Path::new("/src")));
     assert_eq!(doc["version"], "2.1.0");
     let run = &doc["runs"][0];
     assert_eq!(run["tool"]["driver"]["name"], "gpuleak");
@@ -536,4 +543,100 @@ fn ranks_name_their_processes_whatever_their_start_order() {
         junit::process_names(&processes),
         ["train rank 0 #1", "train rank 1", "train rank 0 #2", "train"]
     );
+}
+
+/// Regression: `check`'s JSON and SARIF were printed by serde_json's pretty printer until
+/// they moved to the analyzer's one writer; the expanded layout must print them the same, byte
+/// for byte (SARIF's keys sorted as serde_json's maps sorted them, the JSON's in field order).
+#[test]
+fn check_documents_print_as_serde_json_printed_them() {
+    let weird = || {
+        Report::new(vec![Script::new()
+            .alloc(0x7000_0000, 3000, SCRATCH)
+            .bad_free(0xdead, true, FREE_SITE)
+            .bad_free(0xbeef, false, WARM_FREE)
+            .process("we\u{8}ird\u{c}\u{7f}\u{1}é\"\\.trace")])
+    };
+    let grown = || {
+        Report::new(vec![Script::new()
+            .alloc(0x7000_0000, 3000, SCRATCH)
+            .alloc(0x7100_0000, 3000, SCRATCH)
+            .alloc(0x7150_0000, 3000, SCRATCH)
+            .alloc(0x7200_0000, 10000, STAGING)
+            .process("grown.trace")])
+    };
+    let mut two = leaky();
+    two.processes.push(weird().processes.remove(0));
+    let outcomes = vec![
+        evaluate(leaky(), &Config::default()),
+        evaluate(
+            weird(),
+            &Config {
+                fail_on: Severity::Warning,
+                suppressions: suppressions("leak:scratch\nbad-free:^warm_release$\nleak:none\n"),
+                ..Config::default()
+            },
+        ),
+        evaluate(
+            two,
+            &Config {
+                max_leaked_bytes: Some(10),
+                max_leaks: Some(1),
+                ..Config::default()
+            },
+        ),
+        against(grown(), baseline_of(leaky()), Tolerance::Bytes(3000)),
+        against(grown(), baseline_of(leaky()), Tolerance::Percent(2.5)),
+        against(grown(), baseline_of(leaky()), Tolerance::Percent(1e-5)),
+        against(grown(), baseline_of(leaky()), Tolerance::Percent(50.0)),
+        against(grown(), baseline_of(leaky()), Tolerance::Percent(1e20)),
+        against(weird(), baseline_of(leaky()), Tolerance::None),
+    ];
+    let serde_pretty = |text: &str| {
+        let mut again = serde_json::to_string_pretty(&serde_json::from_str::<Value>(text).unwrap()).unwrap();
+        again.push('\n');
+        again
+    };
+    for o in &outcomes {
+        let mut out = Vec::new();
+        json::write(o, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        // serde_json's maps sort keys: compare with this writer's output sorted the same way.
+        let mut doc: crate::json::J = serde_json::from_str(&text).unwrap();
+        let crate::json::J::O(fields) = &doc else {
+            panic!("{text}")
+        };
+        let keys: Vec<&str> = fields.iter().map(|(k, _)| *k).collect();
+        assert_eq!(
+            keys,
+            [
+                "schema_version",
+                "result",
+                "exit_code",
+                "reason",
+                "config",
+                "checked",
+                "violations",
+                "improvements",
+                "suppressions",
+                "baseline",
+                "leaks",
+                "findings",
+                "processes",
+                "notes"
+            ]
+        );
+        doc.sort_keys();
+        let mut sorted = String::new();
+        crate::json::render(&doc, crate::json::Layout::Expanded, &mut sorted);
+        sorted.push('\n');
+        assert_eq!(sorted, serde_pretty(&text));
+
+        for root in [None, Some(Path::new("/src")), Some(Path::new("/elsewhere"))] {
+            let mut text = String::new();
+            crate::json::render(&sarif::document(o, root), crate::json::Layout::Expanded, &mut text);
+            text.push('\n');
+            assert_eq!(text, serde_pretty(&text));
+        }
+    }
 }

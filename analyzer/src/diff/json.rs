@@ -4,7 +4,7 @@
 use std::io::{self, Write};
 
 use super::{Diff, Side, SiteChange};
-use crate::report::json_value::{render, stack, J};
+use crate::json::{render, stack, Layout, J};
 
 /// The diff's schema version.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -12,7 +12,7 @@ pub const SCHEMA_VERSION: u64 = 1;
 /// Writes `d` to `out`, with a final newline.
 pub fn write(d: &Diff, out: &mut impl Write) -> io::Result<()> {
     let mut s = String::with_capacity(4096);
-    render(&document(d), 0, &mut s);
+    render(&document(d), Layout::Report, &mut s);
     s.push('\n');
     out.write_all(s.as_bytes())
 }

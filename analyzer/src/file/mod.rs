@@ -25,9 +25,11 @@ use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicUsize;
+use std::sync::Arc;
 
 use gpuleak_format::series::MergeBySeq;
-use gpuleak_format::{DecodeError, Entry, Merged, Trace, MAGIC};
+use gpuleak_format::{DecodeError, Entry, Merged, Opened, Trace, MAGIC};
 
 use guard::GuardedMap;
 
@@ -292,7 +294,7 @@ impl TraceFile {
             base += segment.own_len();
         }
         Ok(Records(if streams.len() == 1 {
-            Parts::One(streams.remove(0))
+            Parts::One(Box::new(streams.remove(0)))
         } else {
             Parts::Series(MergeBySeq::new(streams), None)
         }))
@@ -324,7 +326,7 @@ pub struct Records<'a>(Parts<'a>);
 
 /// A whole trace, or the segments of a bounded one.
 enum Parts<'a> {
-    One(FileRecords<'a>),
+    One(Box<FileRecords<'a>>),
     /// With the record handed out last.
     Series(MergeBySeq<'a, FileRecords<'a>>, Option<Entry<'a>>),
 }
@@ -333,10 +335,6 @@ impl<'a> Records<'a> {
     /// The next record, lent where the reader decoded it (in a whole trace: a record is 144
     /// bytes, and copying it from layer to layer was about a quarter of a report's time), or the next
     /// error. The [`Iterator`] gives a copy of the same.
-    // Always inlined into the decoding loop (`report::load`): when the two fell into different
-    // codegen units, the call cost the pipelined report of 4M events about 3% more CPU
-    // (`#[inline]` alone was not taken; forcing `next_mut` in too was slower still).
-    #[inline(always)]
     pub fn next_ref(&mut self) -> Option<Result<&Entry<'a>, DecodeError>> {
         match &mut self.0 {
             Parts::One(file) => file.next_mut().map(|r| r.map(|e| &*e)),
@@ -344,6 +342,55 @@ impl<'a> Records<'a> {
                 Ok(e) => Some(Ok(held.insert(e))),
                 Err(e) => Some(Err(e)),
             },
+        }
+    }
+}
+
+impl<'a> Records<'a> {
+    /// Appends the next records and errors to `out` until it holds `max` or the records end
+    /// (false when nothing was added), in the order of [`next_ref`](Self::next_ref); a whole
+    /// trace hands over runs of records as they were decoded ([`Merged::next_batch`]): hand
+    /// the emptied buffers back with [`give_back`](Self::give_back).
+    pub fn next_batch(&mut self, out: &mut Vec<Result<Entry<'a>, DecodeError>>, max: usize) -> bool {
+        match &mut self.0 {
+            Parts::One(file) => file.next_batch(out, max),
+            Parts::Series(..) => {
+                let start = out.len();
+                while out.len() < max {
+                    let Some(r) = self.next_ref() else { break };
+                    out.push(r.cloned());
+                }
+                out.len() > start
+            }
+        }
+    }
+
+    /// For threads that open and decode blocks ahead of the merge: a whole trace's blocks in
+    /// the order the merge opens them, the trace to open them from, and the number of records
+    /// to decode of each ([`Merged::run_hint`]); then hand the opened blocks over in that
+    /// order with [`decode_ahead`](Self::decode_ahead). `None` for the segments of a bounded
+    /// trace (read as they are).
+    pub fn ahead_plan(&self) -> Option<(Trace<'a>, Vec<usize>, Arc<AtomicUsize>)> {
+        match &self.0 {
+            Parts::One(file) => {
+                let trace = file.file.trace().ok()?;
+                Some((trace, file.merged.admission_order(), file.merged.run_hint()))
+            }
+            Parts::Series(..) => None,
+        }
+    }
+
+    /// See [`ahead_plan`](Self::ahead_plan) and [`Merged::decode_ahead`].
+    pub fn decode_ahead(&mut self, next: impl FnMut() -> Option<Opened<'a>> + Send + 'a) {
+        if let Parts::One(file) = &mut self.0 {
+            file.merged.decode_ahead(next);
+        }
+    }
+
+    /// Takes back a buffer emptied after [`next_batch`](Self::next_batch), to decode into.
+    pub fn give_back(&mut self, run: Vec<Result<Entry<'a>, DecodeError>>) {
+        if let Parts::One(file) = &mut self.0 {
+            file.merged.give_back(run);
         }
     }
 }
@@ -410,6 +457,36 @@ impl<'a> FileRecords<'a> {
                 None
             }
         }
+    }
+}
+
+impl<'a> FileRecords<'a> {
+    /// [`Records::next_batch`] of this file: offsets rebased, pages handed back as
+    /// [`next_mut`](Self::next_mut) does.
+    fn next_batch(&mut self, out: &mut Vec<Result<Entry<'a>, DecodeError>>, max: usize) -> bool {
+        if self.ended {
+            return false;
+        }
+        let start = out.len();
+        if !self.merged.next_batch(out, max) {
+            self.ended = true;
+            self.file.release_before(self.file.own_len());
+            return false;
+        }
+        for r in &mut out[start..] {
+            match r {
+                Ok(e) => {
+                    self.furthest = self.furthest.max(e.offset);
+                    e.offset += self.base;
+                }
+                Err(e) => e.offset += self.base,
+            }
+        }
+        if self.furthest >= self.released + self.release_every + self.lag {
+            self.released = self.furthest - self.lag;
+            self.file.release_before(self.released);
+        }
+        true
     }
 }
 
@@ -575,6 +652,23 @@ pub(crate) mod tests {
         assert!(got == expected, "{} records against {}", got.len(), expected.len());
         let got: Vec<_> = t.records(32 << 20, 8 << 20).unwrap().collect();
         assert!(got == expected);
+        // So do batches, handed back or not, pages handed back at every block.
+        for (max, give_back) in [(4096, true), (100, false), (1, true)] {
+            let mut records = t.records(block as u64, 0).unwrap();
+            let (mut got, mut batch) = (Vec::new(), Vec::new());
+            while records.next_batch(&mut batch, max) {
+                got.append(&mut batch);
+                if give_back {
+                    records.give_back(std::mem::take(&mut batch));
+                }
+            }
+            assert!(
+                got == expected,
+                "batches of {max}: {} records against {}",
+                got.len(),
+                expected.len()
+            );
+        }
     }
 
     #[test]

@@ -9,8 +9,8 @@ use gpuleak_format::Api;
 
 use crate::model::LeakAt;
 
-use super::json_value::{opt_str, render, stack, J};
 use super::{Extra, Finding, Held, MergedSite, ProcessReport, Report, Summary};
+use crate::json::{opt_str, render, stack, Layout, J};
 
 /// The report's schema version.
 pub const SCHEMA_VERSION: u64 = 1;
@@ -26,7 +26,7 @@ fn api(a: Api) -> J {
 /// Writes `report` to `out`, with a final newline.
 pub fn write(report: &Report, out: &mut impl Write) -> io::Result<()> {
     let mut s = String::with_capacity(4096);
-    render(&document(report), 0, &mut s);
+    render(&document(report), Layout::Report, &mut s);
     s.push('\n');
     out.write_all(s.as_bytes())
 }

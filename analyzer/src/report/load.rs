@@ -12,6 +12,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{Api, DecodeError, Entry};
 
@@ -25,6 +26,10 @@ use super::{build, frames, Options, ProcessReport};
 
 /// Records decoded ahead of the replay in one batch.
 const BATCH: usize = 4096;
+/// The most threads that decode one trace's blocks ahead of its merge.
+const MAX_DECODERS: usize = 4;
+/// Blocks each of them decodes ahead at most (a block of records decodes to about 0.5 MB).
+const DECODED_AHEAD: usize = 2;
 /// Batches decoded ahead of the replay at most.
 const AHEAD: usize = 4;
 /// Pages are handed back every time the replay has gone this far...
@@ -44,8 +49,17 @@ pub fn from_files(
     let workers = jobs.min(files.len()).max(1);
     // A thread left over for each trace being read decodes it.
     let pipelined = jobs >= 2 * workers;
+    // Threads beyond the pipeline's three decode blocks ahead of its merge.
+    let decoders = if pipelined {
+        (jobs / workers).saturating_sub(3).min(MAX_DECODERS)
+    } else {
+        0
+    };
     if workers == 1 {
-        return files.iter().map(|f| one(f, options, pipelined, progress)).collect();
+        return files
+            .iter()
+            .map(|f| one(f, options, pipelined, decoders, progress))
+            .collect();
     }
     let next = AtomicUsize::new(0);
     let mut reports: Vec<Option<ProcessReport>> = files.iter().map(|_| None).collect();
@@ -57,7 +71,7 @@ pub fn from_files(
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(f) = files.get(i) else { break };
-                        done.push((i, one(f, options, pipelined, progress)));
+                        done.push((i, one(f, options, pipelined, decoders, progress)));
                     }
                     done
                 })
@@ -80,8 +94,14 @@ pub fn from_files(
 }
 
 /// Replays and reports on one trace.
-fn one(file: &TraceFile, options: &Options, pipelined: bool, progress: Option<&Progress>) -> ProcessReport {
-    let replay = replay(file, pipelined, progress, options);
+fn one(
+    file: &TraceFile,
+    options: &Options,
+    pipelined: bool,
+    decoders: usize,
+    progress: Option<&Progress>,
+) -> ProcessReport {
+    let replay = replay(file, pipelined, decoders, progress, options);
     let source = frames::source_for(&replay.modules, options);
     let mut report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
     report.read_from(file);
@@ -100,8 +120,15 @@ type Teardowns = Vec<(usize, Api)>;
 /// records around them still replayed). When `pipelined`, three threads share the work, each
 /// record passing through them in order: one decodes, one replays the leak model (and the
 /// memory pass, which observes it), and one the stream-ordering model (the costliest), which
-/// learns the context teardowns from the second ([`crate::replay`]).
-pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, options: &Options) -> Replay {
+/// learns the context teardowns from the second ([`crate::replay`]); and `decoders` more
+/// threads open and decode the trace's blocks ahead of the first.
+pub fn replay(
+    file: &TraceFile,
+    pipelined: bool,
+    decoders: usize,
+    progress: Option<&Progress>,
+    options: &Options,
+) -> Replay {
     // The memory pass runs beside the leak model, on its thread, only when asked for.
     let memory = options.memory.then(|| TrackerOptions {
         snapshots: options.at.map(|a| a.ids()).unwrap_or_default(),
@@ -140,16 +167,62 @@ pub fn replay(file: &TraceFile, pipelined: bool, progress: Option<&Progress>, op
         let (to_model, decoded) = mpsc::sync_channel::<Batch<'_>>(AHEAD);
         let (to_streams, modelled) = mpsc::sync_channel::<(Batch<'_>, Teardowns)>(AHEAD);
         let (recycle, empty) = mpsc::channel::<Batch<'_>>();
+        // Each decoding thread opens every `decoders`-th block in the merge's order; the merge
+        // takes them in turn.
+        // Emptied batches go back to them to decode into (fresh memory for each block would
+        // cost the kernel's zeroing of its pages).
+        let buffers: Arc<Mutex<Vec<Batch<'_>>>> = Arc::default();
+        let ahead = records.ahead_plan().filter(|_| decoders > 0);
+        if let Some((trace, order, hint)) = ahead {
+            let mut decoded = Vec::new();
+            for first in 0..decoders {
+                let (to_merge, from_decoder) = mpsc::sync_channel(DECODED_AHEAD);
+                decoded.push(from_decoder);
+                let (trace, hint, buffers) = (trace.clone(), Arc::clone(&hint), Arc::clone(&buffers));
+                let blocks: Vec<usize> = order.iter().copied().skip(first).step_by(decoders).collect();
+                s.spawn(move || {
+                    for i in blocks {
+                        let run = buffers.lock().ok().and_then(|mut b| b.pop()).unwrap_or_default();
+                        // Stops when the merge is gone.
+                        if to_merge
+                            .send(trace.open_decoded(i, hint.load(Ordering::Relaxed), run))
+                            .is_err()
+                        {
+                            break;
+                        }
+                    }
+                });
+            }
+            let mut turn = 0;
+            records.decode_ahead(move || {
+                let opened = decoded[turn % decoded.len()].recv().ok();
+                turn += 1;
+                opened
+            });
+        }
         s.spawn(move || {
             let mut records = records;
             loop {
-                let mut batch = empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-                while batch.len() < BATCH {
-                    let Some(r) = records.next_ref() else { break };
-                    batch.push(r.cloned());
+                // Batches come back emptied: one to fill, the others for the reader to decode
+                // its next runs into (a run it hands over whole becomes the batch).
+                // With threads decoding ahead, they decode into every emptied batch, and a
+                // batch is most often a run they decoded, handed over whole.
+                let mut batch = match decoders {
+                    0 => empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH)),
+                    _ => Vec::new(),
+                };
+                while let Ok(spare) = empty.try_recv() {
+                    match buffers.lock() {
+                        Ok(mut b) if decoders > 0 => {
+                            if b.len() < decoders * (DECODED_AHEAD + 1) + AHEAD {
+                                b.push(spare);
+                            }
+                        }
+                        _ => records.give_back(spare),
+                    }
                 }
                 // Stops at the end, or when the replay is gone.
-                if batch.is_empty() || to_model.send(batch).is_err() {
+                if !records.next_batch(&mut batch, BATCH) || to_model.send(batch).is_err() {
                     break;
                 }
             }
@@ -454,7 +527,8 @@ pub(crate) mod tests {
             let serial = json(1);
             assert!(serial.contains("\"teardown\""), "{serial}");
             assert_eq!(serial.contains("\"live_bytes_max\""), memory);
-            for jobs in [2, 4] {
+            // 4 and 8: one and four threads decoding blocks ahead of the merge.
+            for jobs in [2, 4, 8] {
                 assert_eq!(json(jobs), serial, "{jobs} threads, memory pass {memory}");
             }
         }
@@ -491,6 +565,9 @@ pub(crate) mod tests {
         // One trace alone, decoded beside its replay.
         let one = &files[..1];
         assert_eq!(json_of(one, 2), json_of(one, 1));
+        // The damaged one, its blocks decoded ahead by three threads.
+        let damaged = &files[4..];
+        assert_eq!(json_of(damaged, 6), json_of(damaged, 1));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

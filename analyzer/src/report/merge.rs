@@ -18,9 +18,9 @@ use std::path::Path;
 use crate::site::SiteKey;
 
 use super::json::SCHEMA_VERSION;
-use super::json_value::{render, J};
 use super::ranks::{self, RankRow};
 use super::Frame;
+use crate::json::{render, Layout, J};
 
 /// One input report, parsed.
 struct Input<'p> {
@@ -95,7 +95,7 @@ pub fn merge_files<P: AsRef<Path>>(paths: &[P]) -> Result<String, String> {
 
 fn finish(parsed: Vec<Input<'_>>) -> Result<String, String> {
     let mut out = String::new();
-    render(&document(parsed)?, 0, &mut out);
+    render(&document(parsed)?, Layout::Report, &mut out);
     out.push('\n');
     Ok(out)
 }

@@ -23,7 +23,6 @@ pub mod damage;
 pub mod frames;
 pub mod frameworks;
 pub mod json;
-pub(crate) mod json_value;
 pub mod load;
 pub mod memory;
 pub mod merge;
@@ -410,7 +409,7 @@ impl Report {
 
 /// Replays and reports on one opened trace, on the calling thread.
 pub fn from_file(file: &TraceFile, options: &Options) -> ProcessReport {
-    let replay = load::replay(file, false, None, options);
+    let replay = load::replay(file, false, 0, None, options);
     let source = frames::source_for(&replay.modules, options);
     let mut report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
     report.read_from(file);

@@ -262,7 +262,8 @@ fn read_back(records: &[(u32, Record<'static>)], options: &Options) -> (usize, u
     let _ = std::fs::remove_file(&path);
     let mut out = Vec::new();
     let errors = dump::write(&file, &mut out).expect("dump to memory");
-    let replay = report::load::replay(&file, true, None, options);
+    // Blocks decoded ahead by none, one or two more threads, in turn.
+    let replay = report::load::replay(&file, true, (n % 3) as usize, None, options);
     let source = ModuleOffsets::new(replay.modules.clone());
     let _ = report::build(replay, path, &source, options);
     (out.iter().filter(|&&b| b == b'\n').count(), errors.len())

@@ -84,7 +84,7 @@ pub fn write_blocks(compacted: &Compacted, out: &mut Vec<u8>) {
             let record = Record {
                 seq: Seq(compacted.checkpoint.as_of),
                 time_ns: compacted.time_ns,
-                body: Body::SiteHistory(h.clone()),
+                body: h.clone().into(),
             };
             (CHECKPOINT_TID, record)
         }))

@@ -15,12 +15,14 @@ use std::ffi::{c_char, c_void, CStr};
 use crate::dlsym::{real_dlsym, real_dlsym_addr, real_dlvsym_addr, DlsymFn, DlvsymFn, RTLD_NEXT};
 use crate::table::{self, in_libcuda};
 
-/// What `dlsym`/`dlvsym` should return for `name`, given the real answer.
+/// What `dlsym`/`dlvsym` should return for `name`, given the real answer. Called only by
+/// [`dlsym_impl`] and [`dlvsym_impl`], with the program's `name`.
 fn substitute(name: *const c_char, real: *mut c_void, caller: usize) -> *mut c_void {
     if real.is_null() || name.is_null() {
         return real;
     }
-    // SAFETY: callers pass NUL-terminated names; the real dlsym already read this one.
+    // SAFETY: the program's `name`, NUL-terminated by `dlsym`'s contract (its only callers
+    // pass it on unchanged); the real lookup just found a symbol by it.
     let name = unsafe { CStr::from_ptr(name) };
     table::install(&super::HOOKS);
     let Some(hook) = table::by_name(name.to_bytes()) else {
@@ -48,18 +50,23 @@ fn substitute(name: *const c_char, real: *mut c_void, caller: usize) -> *mut c_v
     real
 }
 
+/// The exported `dlsym` for every handle but `RTLD_NEXT`: reached only by the jump from it,
+/// with the program's arguments and return address.
 extern "C" fn dlsym_impl(handle: *mut c_void, name: *const c_char, caller: usize) -> *mut c_void {
     let addr = real_dlsym_addr();
     if addr == 0 {
         return std::ptr::null_mut();
     }
-    // SAFETY: `addr` is libc's dlsym.
+    // SAFETY: `addr` (non-zero) is libc's `dlsym`, found by name in the symbol table of
+    // libc or libdl.
     let f: DlsymFn = unsafe { std::mem::transmute::<usize, DlsymFn>(addr) };
-    // SAFETY: arguments passed through unchanged from the program's call.
+    // SAFETY: the program's arguments to the exported function, unchanged (nothing else
+    // jumps here), so they keep its contract.
     let real = unsafe { f(handle, name) };
     substitute(name, real, caller)
 }
 
+/// The exported `dlvsym` for every handle but `RTLD_NEXT`: as [`dlsym_impl`].
 extern "C" fn dlvsym_impl(
     handle: *mut c_void,
     name: *const c_char,
@@ -70,14 +77,20 @@ extern "C" fn dlvsym_impl(
     if addr == 0 {
         return std::ptr::null_mut();
     }
-    // SAFETY: `addr` is libc's dlvsym.
+    // SAFETY: `addr` (non-zero) is libc's `dlvsym`, found by name in the symbol table of
+    // libc or libdl.
     let f: DlvsymFn = unsafe { std::mem::transmute::<usize, DlvsymFn>(addr) };
-    // SAFETY: arguments passed through unchanged from the program's call.
+    // SAFETY: the program's arguments to the exported function, unchanged (nothing else
+    // jumps here), so they keep its contract.
     let real = unsafe { f(handle, name, version) };
     substitute(name, real, caller)
 }
 
 /// The exported `dlsym`.
+///
+/// # Safety
+/// `dlsym`'s contract: `handle` is `RTLD_DEFAULT`, `RTLD_NEXT` or a handle `dlopen` returned
+/// and nobody closed, and `name` a NUL-terminated string.
 ///
 /// RTLD_NEXT goes to the real dlsym by a tail jump so that glibc sees the program's return
 /// address; every other handle goes to [`dlsym_impl`] with the caller's return address as
@@ -85,7 +98,7 @@ extern "C" fn dlvsym_impl(
 #[cfg(target_arch = "x86_64")]
 #[unsafe(no_mangle)]
 #[unsafe(naked)]
-pub extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_void {
+pub unsafe extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_void {
     core::arch::naked_asm!(
         "cmp rdi, -1",
         "je 2f",
@@ -111,10 +124,13 @@ pub extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_vo
 }
 
 /// The exported `dlvsym`; see [`dlsym`].
+///
+/// # Safety
+/// `dlvsym`'s contract: as `dlsym`'s, and `version` a NUL-terminated string.
 #[cfg(target_arch = "x86_64")]
 #[unsafe(no_mangle)]
 #[unsafe(naked)]
-pub extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *const c_char) -> *mut c_void {
+pub unsafe extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *const c_char) -> *mut c_void {
     core::arch::naked_asm!(
         "cmp rdi, -1",
         "je 2f",
@@ -142,10 +158,13 @@ pub extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *
 /// (LR), which glibc reads as its `__builtin_return_address(0)`: the RTLD_NEXT path saves it
 /// around the lookup of the real `dlsym` and restores it before the tail branch. x16 (IP0) holds
 /// the target, so the branch is allowed into a function that starts with `bti c`.
+///
+/// # Safety
+/// `dlsym`'s contract, as on x86-64.
 #[cfg(target_arch = "aarch64")]
 #[unsafe(no_mangle)]
 #[unsafe(naked)]
-pub extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_void {
+pub unsafe extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_void {
     core::arch::naked_asm!(
         "cmn x0, #1",
         "b.eq 2f",
@@ -170,10 +189,13 @@ pub extern "C" fn dlsym(_handle: *mut c_void, _name: *const c_char) -> *mut c_vo
 }
 
 /// The exported `dlvsym` on aarch64; see [`dlsym`].
+///
+/// # Safety
+/// `dlvsym`'s contract, as on x86-64.
 #[cfg(target_arch = "aarch64")]
 #[unsafe(no_mangle)]
 #[unsafe(naked)]
-pub extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *const c_char) -> *mut c_void {
+pub unsafe extern "C" fn dlvsym(_handle: *mut c_void, _name: *const c_char, _version: *const c_char) -> *mut c_void {
     core::arch::naked_asm!(
         "cmn x0, #1",
         "b.eq 2f",

@@ -266,6 +266,11 @@ unsafe fn set_kernel_entries(p: *const CUDA_KERNEL_NODE_PARAMS, kern_too: bool) 
 }
 
 /// `cuGraphExecKernelNodeSetParams` (10.1) and `_v2` (12.0).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's kernel node
+/// parameters (the 10.0 structure for `cuGraphExecKernelNodeSetParams`, the 12.0 one for `_v2`),
+/// whose arrays hold the kernel's parameter values.
 pub unsafe fn exec_kernel_set(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -276,8 +281,9 @@ pub unsafe fn exec_kernel_set(
     let g = guard::enter();
     let r = real();
     if let Some(g) = &g {
-        // SAFETY: asked after success only: the driver read these parameters; the 10.0
-        // ABI's structure ends before `kern`.
+        // SAFETY: the contract above; `node_set` asks for the entries only after success,
+        // when the driver has read these parameters and the values they point at. The 10.0
+        // ABI's structure ends before `kern`, which is read only for `_v2`.
         node_set(g, api, r, exec, node, || unsafe {
             set_kernel_entries(params, api != Api::cuGraphExecKernelNodeSetParams)
         });
@@ -286,6 +292,10 @@ pub unsafe fn exec_kernel_set(
 }
 
 /// A setter of one copy or memset node (`P`: its descriptor) that takes a context too.
+///
+/// # Safety
+/// `params` is NULL or the program's descriptor of the call `real` makes, readable while that
+/// call runs (the handlers' contract of the setter).
 #[allow(clippy::too_many_arguments)]
 unsafe fn exec_set_in_context<P>(
     api: Api,
@@ -299,7 +309,8 @@ unsafe fn exec_set_in_context<P>(
     let r = real();
     if let Some(g) = &g {
         node_set(g, api, r, exec, node, || {
-            // SAFETY: asked after success only: the driver read the descriptor.
+            // SAFETY: the contract above; asked after success only, when the driver has read
+            // the descriptor.
             unsafe { params.as_ref() }.map_or_else(Entries::none, entries_of)
         });
     }
@@ -307,6 +318,9 @@ unsafe fn exec_set_in_context<P>(
 }
 
 /// `cuGraphExecMemcpyNodeSetParams`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's copy descriptor.
 pub unsafe fn exec_memcpy_set(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -315,11 +329,15 @@ pub unsafe fn exec_memcpy_set(
     params: *const CUDA_MEMCPY3D,
     _ctx: CUcontext,
 ) -> CUresult {
-    // SAFETY: the caller's contract, forwarded.
+    // SAFETY: the contract above is `exec_set_in_context`'s.
     unsafe { exec_set_in_context(api, real, exec, node, params, copy_entries) }
 }
 
 /// `cuGraphExecMemsetNodeSetParams`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's memset
+/// parameters.
 pub unsafe fn exec_memset_set(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -328,7 +346,7 @@ pub unsafe fn exec_memset_set(
     params: *const CUDA_MEMSET_NODE_PARAMS,
     _ctx: CUcontext,
 ) -> CUresult {
-    // SAFETY: the caller's contract, forwarded.
+    // SAFETY: the contract above is `exec_set_in_context`'s.
     unsafe { exec_set_in_context(api, real, exec, node, params, memset_entries) }
 }
 

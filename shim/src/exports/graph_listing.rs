@@ -180,10 +180,10 @@ fn graph_edges(graph: CUgraph, out: &mut Vec<u64>) -> Option<()> {
         }
     };
     let get = |from: *mut CUgraphNode, to: *mut CUgraphNode, data: *mut CUgraphEdgeData, n: &mut usize| match getter {
-        // SAFETY: NULL arrays ask for the count alone; else each array has room for `*n`
-        // entries.
+        // SAFETY: a local closure, called twice below: with NULL arrays (which ask for the
+        // count alone), then with arrays of `*n` entries each (`data` too, for this getter).
         Getter::V2(f) => unsafe { f(graph, from, to, data, n) },
-        // SAFETY: as above.
+        // SAFETY: as above (`data` is not passed to this getter).
         Getter::V1(f) => unsafe { f(graph, from, to, n) },
     };
     let mut count = 0usize;

@@ -96,6 +96,10 @@ pub fn exec_child_set(
 
 /// `cuGraphExecNodeSetParams` (CUDA 12.2): an event node's new event, or a child graph
 /// node's new graph, as the specific setters; other nodes' parameters are not recorded.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's
+/// `CUgraphNodeParams`.
 pub unsafe fn exec_node_set_params(
     api: Api,
     real: impl FnOnce() -> CUresult,

@@ -42,6 +42,10 @@ use crate::tracer;
 
 /// `cuGraphAddMemAllocNode`: the node's address, size and location, after the driver
 /// returned.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's allocation node
+/// parameters, into which the driver writes the address.
 pub unsafe fn add_mem_alloc_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -54,7 +58,9 @@ pub unsafe fn add_mem_alloc_node(
     let g = guard::enter();
     let r = real();
     if let Some(g) = &g {
-        // SAFETY: the caller's parameters, which the driver read whole and wrote `dptr` into.
+        // SAFETY: the contract above: `params` is NULL or the program's parameters, which
+        // `alloc_node_made` reads only after success, when the driver has read them whole
+        // and written `dptr`.
         unsafe { alloc_node_made(g, api, r, params) };
     }
     graph_nodes::added(g.as_ref(), api, GraphNode::MEM_ALLOC, r, graph, node);
@@ -64,6 +70,10 @@ pub unsafe fn add_mem_alloc_node(
 /// `cuGraphAddNode` (CUDA 12.2): an allocation node is recorded as by
 /// `cuGraphAddMemAllocNode`; where a kernel, memcpy, memset, allocation or free node came
 /// from is recorded (`graph_nodes`).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's
+/// `CUgraphNodeParams`.
 pub unsafe fn add_node(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -75,13 +85,18 @@ pub unsafe fn add_node(
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: the caller's parameters, read after a successful call.
+    // SAFETY: the contract above: `params` is NULL or the program's parameters of this call,
+    // which `generic_node_made` reads only after success.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
 }
 
 /// `cuGraphAddNode_v2` (CUDA 12.3; `cuGraphAddNode` in CUDA 13's header): as
 /// [`add_node`], with edge data.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's
+/// `CUgraphNodeParams`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn add_node_v2(
     api: Api,
@@ -95,7 +110,7 @@ pub unsafe fn add_node_v2(
 ) -> CUresult {
     let g = guard::enter();
     let r = real();
-    // SAFETY: as above.
+    // SAFETY: as in `add_node`.
     unsafe { generic_node_made(&g, api, r, params, graph, node) };
     r
 }
@@ -184,6 +199,10 @@ pub fn instantiate_flags(
 }
 
 /// `cuGraphInstantiateWithParams[_ptsz]`: the flags are the parameters' first member.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's instantiation
+/// parameters.
 pub unsafe fn instantiate_params(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -194,7 +213,8 @@ pub unsafe fn instantiate_params(
     let g = guard::enter();
     let r = real();
     let flags = if r == CUDA_SUCCESS && !params.is_null() {
-        // SAFETY: on success the driver has read the structure the caller passed.
+        // SAFETY: the contract above: not NULL, so the program's parameters, readable while
+        // its call runs (and read by the driver, which succeeded).
         unsafe { (*params).flags }
     } else {
         0

@@ -76,13 +76,17 @@ pub fn pool_import(
 
 /// `cuImportExternalMemory`: an external memory object (its handle, the size the descriptor
 /// gives), not this process's memory.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's handle descriptor.
 pub unsafe fn external_import(
     api: Api,
     real: impl FnOnce() -> CUresult,
     ext: Out<CUexternalMemory>,
     desc: *const CUDA_EXTERNAL_MEMORY_HANDLE_DESC,
 ) -> CUresult {
-    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
+    // SAFETY: the contract above: NULL or the program's descriptor, readable while its call
+    // runs (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| d.size);
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
         let r = real();
@@ -92,6 +96,9 @@ pub unsafe fn external_import(
 
 /// `cuExternalMemoryGetMappedBuffer` (`aux` = the object): a buffer of the object mapped at a
 /// device address, which the program frees with `cuMemFree`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's buffer descriptor.
 pub unsafe fn external_buffer(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -99,7 +106,7 @@ pub unsafe fn external_buffer(
     ext: CUexternalMemory,
     desc: *const CUDA_EXTERNAL_MEMORY_BUFFER_DESC,
 ) -> CUresult {
-    // SAFETY: as in `external_import`.
+    // SAFETY: the contract above, as in `external_import`.
     let size = unsafe { desc.as_ref() }.map_or(0, |d| d.size);
     record_alloc(api, std::ptr::null_mut(), size, ext as u64, || {
         let r = real();
@@ -109,6 +116,10 @@ pub unsafe fn external_buffer(
 
 /// `cuExternalMemoryGetMappedMipmappedArray` (`aux` = the object): a mipmapped array of the
 /// object, which the program frees with `cuMipmappedArrayDestroy`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's mipmapped-array
+/// descriptor.
 pub unsafe fn external_array(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -116,7 +127,7 @@ pub unsafe fn external_array(
     ext: CUexternalMemory,
     desc: *const CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC,
 ) -> CUresult {
-    // SAFETY: as in `external_import`.
+    // SAFETY: the contract above, as in `external_import`.
     let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(&d.array_desc, d.num_levels));
     record_alloc(api, std::ptr::null_mut(), size, ext as u64, || {
         let r = real();

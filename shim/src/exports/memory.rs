@@ -234,13 +234,17 @@ pub fn free_async(api: Api, real: impl FnOnce() -> CUresult, dptr: CUdeviceptr, 
 }
 
 /// `cuArrayCreate_v2`: `size` is the bytes the array's dimensions need.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's array descriptor.
 pub unsafe fn array_create(
     api: Api,
     real: impl FnOnce() -> CUresult,
     array: Out<CUarray>,
     desc: *const CUDA_ARRAY_DESCRIPTOR,
 ) -> CUresult {
-    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
+    // SAFETY: the contract above: NULL or the program's descriptor, readable while its call
+    // runs (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, 1, d.format, d.num_channels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
         let r = real();
@@ -249,13 +253,17 @@ pub unsafe fn array_create(
 }
 
 /// `cuArray3DCreate_v2`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's array descriptor.
 pub unsafe fn array3d_create(
     api: Api,
     real: impl FnOnce() -> CUresult,
     array: Out<CUarray>,
     desc: *const CUDA_ARRAY3D_DESCRIPTOR,
 ) -> CUresult {
-    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
+    // SAFETY: the contract above: NULL or the program's descriptor, readable while its call
+    // runs (the driver reads it too).
     let size =
         unsafe { desc.as_ref() }.map_or(0, |d| array_bytes(d.width, d.height, d.depth, d.format, d.num_channels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
@@ -265,6 +273,9 @@ pub unsafe fn array3d_create(
 }
 
 /// `cuMipmappedArrayCreate`: one allocation of every level's bytes, at the handle.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's array descriptor.
 pub unsafe fn mipmapped_create(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -272,7 +283,8 @@ pub unsafe fn mipmapped_create(
     desc: *const CUDA_ARRAY3D_DESCRIPTOR,
     levels: u32,
 ) -> CUresult {
-    // SAFETY: the descriptor is the program's, valid for the call (the driver reads it too).
+    // SAFETY: the contract above: NULL or the program's descriptor, readable while its call
+    // runs (the driver reads it too).
     let size = unsafe { desc.as_ref() }.map_or(0, |d| mipmapped_bytes(d, levels));
     record_alloc(api, std::ptr::null_mut(), size, 0, || {
         let r = real();

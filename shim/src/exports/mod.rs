@@ -6,6 +6,20 @@
 //! with the arguments. Each handler takes the guard, makes that call once, records, and returns
 //! the real result unchanged. Out-parameters are declared `Out<T>` in the list below: a handler
 //! reads one only through [`Out::after`], after the driver reported success.
+//!
+//! # The handlers' contract
+//!
+//! A handler that reads through a pointer argument other than an `Out` is an `unsafe fn`,
+//! and its one safety condition is the same for all, named in each `# Safety` section as
+//! "the handlers' contract": its arguments are those of a call the program made to the
+//! function of its row, on this thread, which has not returned to the program yet (the
+//! handler runs inside it), and they keep that function's documented contract. An input
+//! pointer is then NULL or points at the structure or array the CUDA reference describes for
+//! it (of the count another argument gives), readable as C lays it out until the handler
+//! returns; an output pointer is NULL or writable. The generated exports pass the program's
+//! own arguments unchanged, so their calls keep it. Most handlers read inputs only after the
+//! driver succeeded: a driver that accepted the call has read them, so even a program that
+//! strays from the contract passed readable memory.
 
 #![allow(non_snake_case)]
 
@@ -70,15 +84,17 @@ macro_rules! hooks {
                 if addr == 0 {
                     return CUDA_ERROR_NOT_INITIALIZED;
                 }
-                // SAFETY: the row's real address is the driver's own function of exactly
-                // this name, whose public signature is the one declared above.
+                // SAFETY: the row's real address (non-zero) is the function of exactly this
+                // name that the loader found in `libcuda` or after the shim (the driver, or
+                // another interposer of it), whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
                 // SAFETY: the real function with the program's own arguments, unchanged, on
                 // the program's thread inside the program's call: the call the program made.
                 // The handler makes it at most once (`FnOnce`).
                 let call = move || unsafe { real($($da),*) };
-                // SAFETY: the program's own arguments, as the handler's contract asks (most
-                // handlers are safe functions; those that read an input pointer are not).
+                // SAFETY: the program's own arguments of its call to this very function, not
+                // yet returned: the handlers' contract (see the module's documentation). Most
+                // handlers are safe functions; those that read an input pointer are not.
                 #[allow(unused_unsafe)]
                 unsafe { $dh(Api::$d, call, $($da),*) }
             }
@@ -96,12 +112,13 @@ macro_rules! hooks {
                 if addr == 0 {
                     return runtime::ERROR_INITIALIZATION;
                 }
-                // SAFETY: the row's real address is the runtime's own function of exactly
-                // this name, whose public signature is the one declared above.
+                // SAFETY: the row's real address (non-zero) is the function of exactly this
+                // name after the shim, or in a `libcudart.so` the process loaded: the
+                // runtime's, whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
                 // SAFETY: as for the driver's rows: the call the program made, at most once.
                 let call = move || unsafe { real($($ra),*) };
-                // SAFETY: the program's own arguments, as the handler's contract asks.
+                // SAFETY: as for the driver's rows: the handlers' contract.
                 #[allow(unused_unsafe)]
                 unsafe { $rh(Api::$r, call, $($ra),*) }
             }

@@ -324,6 +324,9 @@ fn pool_created(
 }
 
 /// `cuMemPoolCreate`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `props` is NULL or the program's pool properties.
 pub unsafe fn pool_create(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -334,8 +337,8 @@ pub unsafe fn pool_create(
     let r = real();
     let p = bits(pool.after(r));
     let props = if p != 0 && !props.is_null() {
-        // SAFETY: the program's properties argument, read only after the driver succeeded,
-        // when it has read the whole structure itself.
+        // SAFETY: the contract above: not NULL, so the program's properties, readable while
+        // its call runs; read only after the driver succeeded, having read them whole itself.
         let h = unsafe { &*props };
         Some((h.location_type, h.location_id, h.max_size as u64, h.handle_types))
     } else {

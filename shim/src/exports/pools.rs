@@ -191,8 +191,10 @@ fn sample_pool_now(pool: u64) {
     // SAFETY: the driver's cuMemPoolGetAttribute, found by name, with its C signature.
     let get: GetAttribute = unsafe { std::mem::transmute::<usize, GetAttribute>(f) };
     let (mut reserved, mut used) = (0u64, 0u64);
-    // SAFETY: both attributes are cuuint64_t values; the out-pointers are valid u64s, and the
-    // pool is valid now: the program's call just used it, or the driver just named it.
+    // SAFETY: both attributes are cuuint64_t values and the out-pointers valid u64s. The pool
+    // is one the driver can answer for now: the pool argument of the program's successful
+    // call, the pool of freed memory that the program created and has not destroyed
+    // (`memory::free_async` keeps no other), or the device's current pool the driver just named.
     let ok = unsafe {
         get(
             pool as CUmemoryPool,

@@ -11,16 +11,22 @@ use crate::cuda::*;
 use crate::table;
 
 /// Replaces `*pfn` with the wrapper of the same variant, if tracked.
+///
+/// # Safety
+/// `symbol` is NULL or a NUL-terminated name, and `pfn` NULL or a readable and writable place
+/// into which a resolver call for `symbol` that succeeded just wrote the function it found
+/// (`real_resolver`: the driver's resolver, which tells which driver it came from).
 unsafe fn swap_in_wrapper(real_resolver: usize, symbol: *const c_char, pfn: *mut *mut c_void) {
     if pfn.is_null() || symbol.is_null() {
         return;
     }
-    // SAFETY: the resolver succeeded, so `pfn` holds the function it found; `symbol` is the
-    // caller's NUL-terminated name.
+    // SAFETY: the contract above, both checked not NULL: `pfn` holds the function the
+    // resolver found, and `symbol` is a NUL-terminated name.
     let (found, name) = unsafe { (pfn.read() as usize, CStr::from_ptr(symbol).to_bytes()) };
     let wrapper = table::substitute_resolved(real_resolver, name, found);
     if wrapper != found {
-        // SAFETY: same out-parameter, now holding a function of the identical signature.
+        // SAFETY: the same place, written once more: the wrapper of the row whose real
+        // function `found` is (matched by address), so of the identical signature.
         unsafe { pfn.write(wrapper as *mut c_void) };
     }
 }
@@ -34,6 +40,10 @@ fn real_resolver(api: Api) -> usize {
 }
 
 /// `cuGetProcAddress` (CUDA 11.3 ABI, four arguments).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `symbol` is NULL or a NUL-terminated name, and
+/// `pfn` NULL or the program's place for one function pointer, which a successful call fills in.
 pub unsafe fn get_proc_address(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -44,7 +54,8 @@ pub unsafe fn get_proc_address(
 ) -> CUresult {
     let r = real();
     if r == CUDA_SUCCESS {
-        // SAFETY: as the function's contract says, on success `pfn` was written.
+        // SAFETY: the contract above: the call succeeded, so the driver wrote the function it
+        // found for `symbol` into `pfn` (when not NULL).
         unsafe { swap_in_wrapper(real_resolver(api), symbol, pfn) };
     }
     r
@@ -52,6 +63,10 @@ pub unsafe fn get_proc_address(
 
 /// `cuGetProcAddress_v2` and `cuGetProcAddress_v2_ptsz` (five arguments, the last a
 /// status pointer that may be NULL).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `symbol` is NULL or a NUL-terminated name, and
+/// `pfn` NULL or the program's place for one function pointer, which a successful call fills in.
 pub unsafe fn get_proc_address_v2(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -63,15 +78,20 @@ pub unsafe fn get_proc_address_v2(
 ) -> CUresult {
     let r = real();
     if r == CUDA_SUCCESS {
-        // SAFETY: as above.
+        // SAFETY: as in `get_proc_address`.
         unsafe { swap_in_wrapper(real_resolver(api), symbol, pfn) };
     }
     r
 }
 
 /// Used by the runtime's `cudaGetDriverEntryPoint*`, whose answers are driver functions.
+///
+/// # Safety
+/// As [`swap_in_wrapper`]'s: `pfn` is NULL or the place into which a successful
+/// `cudaGetDriverEntryPoint*` call for `symbol` just wrote a driver function.
 pub unsafe fn swap_driver_entry(symbol: *const c_char, pfn: *mut *mut c_void) {
     let resolver = table::by_name(b"cuGetProcAddress_v2").map_or(0, |h| h.real());
-    // SAFETY: forwarded contract of the caller.
+    // SAFETY: the contract above; the runtime's answer is found by the driver's own
+    // resolver, named here.
     unsafe { swap_in_wrapper(resolver, symbol, pfn) };
 }

@@ -44,6 +44,11 @@ tags! {
 }
 
 /// `cudaGetDriverEntryPoint`: a driver function handed out by the runtime.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `symbol` is NULL or a NUL-terminated name, and `fp`
+/// NULL or the program's place for one function pointer, which a successful call fills in with a
+/// driver function.
 pub unsafe fn entry_point(
     _api: Api,
     real: impl FnOnce() -> CUresult,
@@ -55,13 +60,19 @@ pub unsafe fn entry_point(
     // The fourth argument is passed on too: runtimes before 12.0 ignore it.
     let r = real();
     if r == 0 {
-        // SAFETY: on success `fp` holds a driver function.
+        // SAFETY: the contract above: the call succeeded, so the runtime wrote a driver
+        // function for `symbol` into `fp` (when not NULL).
         unsafe { super::resolver::swap_driver_entry(symbol, fp) };
     }
     r
 }
 
 /// `cudaGetDriverEntryPointByVersion`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `symbol` is NULL or a NUL-terminated name, and `fp`
+/// NULL or the program's place for one function pointer, which a successful call fills in with a
+/// driver function.
 pub unsafe fn entry_point_by_version(
     _api: Api,
     real: impl FnOnce() -> CUresult,
@@ -73,7 +84,8 @@ pub unsafe fn entry_point_by_version(
 ) -> CUresult {
     let r = real();
     if r == 0 {
-        // SAFETY: on success `fp` holds a driver function.
+        // SAFETY: the contract above: the call succeeded, so the runtime wrote a driver
+        // function for `symbol` into `fp` (when not NULL).
         unsafe { super::resolver::swap_driver_entry(symbol, fp) };
     }
     r

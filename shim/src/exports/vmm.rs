@@ -35,6 +35,10 @@ pub fn address_free(api: Api, real: impl FnOnce() -> CUresult, ptr: CUdeviceptr,
 
 /// `cuMemCreate`: physical memory, identified by its handle; `aux` is where the properties put
 /// it ([`MemLocation`]: a device, not always the current one, or host memory).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `prop` is NULL or the program's allocation
+/// properties (a `CUmemAllocationProp` of any version).
 pub unsafe fn create(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -43,8 +47,8 @@ pub unsafe fn create(
     prop: *const c_void,
     _flags: u64,
 ) -> CUresult {
-    // SAFETY: the properties are the program's, valid for the call (the driver reads them too);
-    // only their first 16 bytes, which every version of the structure has, are read.
+    // SAFETY: the contract above: NULL or the program's properties, readable while its call
+    // runs (the driver reads them too); only their first 16 bytes, which every version of the structure has, are read.
     let location = unsafe { prop.cast::<CUmemAllocationPropHead>().as_ref() }
         .map_or(0, |p| MemLocation::encode(p.location_type, p.location_id));
     record_alloc(api, std::ptr::null_mut(), size as u64, location, || {
@@ -92,13 +96,18 @@ pub fn import(
 }
 
 /// `cuMulticastCreate`: `size` is the most memory each device may bind to the object.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `prop` is NULL or the program's multicast
+/// properties.
 pub unsafe fn multicast_create(
     api: Api,
     real: impl FnOnce() -> CUresult,
     handle: Out<CUmemGenericAllocationHandle>,
     prop: *const CUmulticastObjectProp,
 ) -> CUresult {
-    // SAFETY: the properties are the program's, valid for the call (the driver reads them too).
+    // SAFETY: the contract above: NULL or the program's properties, readable while its call
+    // runs (the driver reads them too).
     let (size, devices) = unsafe { prop.as_ref() }.map_or((0, 0), |p| (p.size as u64, u64::from(p.num_devices)));
     record_alloc(api, std::ptr::null_mut(), size, devices, || {
         let r = real();

@@ -181,10 +181,10 @@ pub unsafe fn framework_record(kind: u32, data: *const u8, len: usize) -> i32 {
     let payload = unsafe { std::slice::from_raw_parts(data, len) };
     let Ok(body) = parse(kind, payload) else { return -2 };
     match &body {
-        Body::FrameworkState(r) => tracer::event_fields(&g, r),
+        Body::FrameworkState(r) => tracer::event_fields(&g, &**r),
         Body::FrameworkSegment(r) => tracer::event_fields(&g, r),
         Body::FrameworkBlocks(r) => tracer::event_fields(&g, r),
-        Body::FrameworkFrames(r) => tracer::event_fields(&g, r),
+        Body::FrameworkFrames(r) => tracer::event_fields(&g, &**r),
         Body::FrameworkStats(r) => tracer::event_fields(&g, r),
         Body::FrameworkOom(r) => tracer::event_fields(&g, r),
         Body::FrameworkEnd(r) => tracer::event_fields(&g, r),

@@ -2,13 +2,13 @@
 //! what each launch of an executable graph allocates and frees, for the live gauges.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::{Arc, Mutex};
 
 use gpuleak_format::{Api, GraphMem, MemKind, MemLocation, StackId};
 
 use super::settings::{BUDGET, LIVE};
 use super::{live, sites};
+use crate::leaked::Leaked;
 
 /// What a launch of an executable graph allocates and frees, for the live gauges.
 struct ExecMemory {
@@ -33,30 +33,20 @@ struct LiveGraphs {
 /// makes graphs without end).
 const MAX_REMEMBERED: usize = 1 << 20;
 
-static LIVE_GRAPHS: AtomicPtr<Mutex<LiveGraphs>> = AtomicPtr::new(std::ptr::null_mut());
+static LIVE_GRAPHS: Leaked<Mutex<LiveGraphs>> = Leaked::new();
 
 /// The state, created at first use (after a fork, a fresh one).
 fn live_graphs() -> std::sync::MutexGuard<'static, LiveGraphs> {
-    let mut p = LIVE_GRAPHS.load(Ordering::Acquire);
-    if p.is_null() {
-        let fresh = Box::into_raw(Box::default());
-        p = match LIVE_GRAPHS.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => fresh,
-            Err(other) => {
-                // SAFETY: `fresh` was never shared.
-                drop(unsafe { Box::from_raw(fresh) });
-                other
-            }
-        };
-    }
-    // SAFETY: published states are leaked, never freed.
-    unsafe { &*p }.lock().unwrap_or_else(|e| e.into_inner())
+    LIVE_GRAPHS
+        .make_once(Mutex::default)
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
 }
 
 /// In a forked child: the parent's graphs are not the child's accounting (an atomic store
 /// only: the lock may have been held by a parent thread that is gone).
 pub fn forget_in_child() {
-    LIVE_GRAPHS.store(std::ptr::null_mut(), Ordering::Release);
+    LIVE_GRAPHS.forget();
 }
 
 /// An allocation node made at `addr` (by capture or by hand) by the calling thread, while

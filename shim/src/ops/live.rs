@@ -13,10 +13,12 @@
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicI64, AtomicPtr, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU32, AtomicU64, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{Api, MemKind, StackId};
+
+use crate::leaked::Leaked;
 
 /// Why an allocation failed, for the metrics.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -356,29 +358,13 @@ pub struct Table {
     shards: Vec<Shard>,
 }
 
-static TABLE: AtomicPtr<Table> = AtomicPtr::new(std::ptr::null_mut());
+static TABLE: Leaked<Table> = Leaked::new();
 
 /// The live map, created at first use (after a fork, a fresh one).
 pub fn table() -> &'static Table {
-    let p = TABLE.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: published tables are leaked, never freed.
-        return unsafe { &*p };
-    }
-    let fresh = Box::into_raw(Box::new(Table {
+    TABLE.make_once(|| Table {
         shards: (0..SHARDS).map(|_| Mutex::new(HashMap::default())).collect(),
-    }));
-    match TABLE.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
-        // SAFETY: just published, never freed.
-        Ok(_) => unsafe { &*fresh },
-        Err(other) => {
-            // SAFETY: `fresh` was never shared; `other` is published and never freed.
-            unsafe {
-                drop(Box::from_raw(fresh));
-                &*other
-            }
-        }
-    }
+    })
 }
 
 impl Table {
@@ -416,7 +402,7 @@ impl Table {
 /// In a forked child: the parent's accounting is not the child's (its trace starts empty).
 /// Only atomic stores: a shard lock may have been held by a parent thread that is gone.
 pub fn forget_in_child() {
-    TABLE.store(std::ptr::null_mut(), Ordering::Release);
+    TABLE.forget();
     for grid in [&LIVE_BYTES, &LIVE_COUNT, &ALLOCS, &FREES] {
         for row in grid.iter() {
             for c in row {

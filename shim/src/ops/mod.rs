@@ -89,8 +89,7 @@ fn init() -> u32 {
 }
 
 fn register_fork_handler() {
-    // SAFETY: registers a plain extern "C" function with no preconditions.
-    unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+    crate::sys::at_fork_child(in_forked_child);
 }
 
 /// In a forked child (single-threaded, async-signal-safe work only): the parent's live

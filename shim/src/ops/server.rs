@@ -222,12 +222,7 @@ impl Identity {
     fn of(fd: i32) -> Option<Identity> {
         let id = crate::fd::FileId::of(fd).filter(crate::fd::FileId::is_socket)?;
         let mut local = [0u8; 28];
-        let mut local_len = local.len() as libc::socklen_t;
-        // SAFETY: getsockname writes at most `local_len` bytes into `local` and the length
-        // into `local_len`.
-        if unsafe { libc::getsockname(fd, local.as_mut_ptr().cast(), &mut local_len) } != 0 {
-            return None;
-        }
+        let local_len = crate::sys::getsockname(fd, &mut local)?;
         Some(Identity {
             dev: id.dev,
             ino: id.ino,
@@ -425,10 +420,10 @@ impl Server {
             p.fd = c.sock.fd;
             p.events = c.events();
         }
-        let n = 1 + self.conns.len();
+        // At most MAX_CONNECTIONS connections (accepting one more closes the oldest).
+        let n = (1 + self.conns.len()).min(fds.len());
         let timeout = timeout_ms.min(TICK_MS) as libc::c_int;
-        // SAFETY: `n` initialised pollfds (a negative fd is skipped by poll).
-        let ready = unsafe { libc::poll(fds.as_mut_ptr(), n as libc::nfds_t, timeout) };
+        let ready = crate::sys::poll(&mut fds[..n], timeout);
         if ready < 0 {
             if errno() != libc::EINTR {
                 std::thread::sleep(std::time::Duration::from_millis(timeout as u64));
@@ -501,15 +496,8 @@ impl Server {
                     }
                 }
             }
-            // SAFETY: accepts on our listener (checked by the caller); no address wanted.
-            let fd = unsafe {
-                libc::accept4(
-                    self.listener.fd,
-                    std::ptr::null_mut(),
-                    std::ptr::null_mut(),
-                    libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-                )
-            };
+            // Our listener (checked by the caller); no address wanted.
+            let fd = crate::sys::accept(self.listener.fd, libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC);
             if fd < 0 {
                 match errno() {
                     libc::EAGAIN | libc::EINTR | libc::ECONNABORTED | libc::EPROTO => {}

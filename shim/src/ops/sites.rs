@@ -16,11 +16,12 @@
 
 use std::collections::HashMap;
 use std::ffi::CStr;
-use std::sync::atomic::{AtomicPtr, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::user_code::{file_name, is_user_python_file};
 use gpuleak_format::{PyCode, StackId};
+
+use crate::leaked::Leaked;
 
 /// A code object of the user's files, as a label needs it.
 struct UserCode {
@@ -45,24 +46,13 @@ struct Known {
 
 /// Behind a pointer so that a forked child can start over with a fresh lock (the parent's
 /// may have been held by a thread that does not exist in the child); old ones are leaked.
-static KNOWN: AtomicPtr<Mutex<Option<Known>>> = AtomicPtr::new(std::ptr::null_mut());
+static KNOWN: Leaked<Mutex<Option<Known>>> = Leaked::new();
 
 fn known() -> std::sync::MutexGuard<'static, Option<Known>> {
-    let mut p = KNOWN.load(Ordering::Acquire);
-    if p.is_null() {
-        let fresh = Box::into_raw(Box::new(Mutex::new(None)));
-        p = match KNOWN.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => fresh,
-            Err(other) => {
-                // SAFETY: `fresh` was never shared.
-                drop(unsafe { Box::from_raw(fresh) });
-                other
-            }
-        };
-    }
-    // SAFETY: published mutexes are leaked, never freed.
-    let m = unsafe { &*p };
-    m.lock().unwrap_or_else(|p| p.into_inner())
+    KNOWN
+        .make_once(|| Mutex::new(None))
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
 }
 
 /// Remembers a code object the trace just described, when its file is the user's (only its
@@ -126,7 +116,7 @@ pub fn note(stack: StackId) {
 /// Forgets every noted stack (ids start over in a forked child's trace): atomic stores
 /// only, for the single-threaded child.
 pub fn forget_in_child() {
-    KNOWN.store(std::ptr::null_mut(), Ordering::Release);
+    KNOWN.forget();
     if let Some(n) = noted() {
         n.0.iter().for_each(|c| c.set(0));
     }

@@ -109,16 +109,12 @@ extern "C" fn on_signal(sig: libc::c_int, info: *mut libc::siginfo_t, uctx: *mut
 /// A signal the process ignores (`nohup` ignores SIGHUP) stays ignored: a handler would
 /// end the ignoring in every program it execs, which `exec` resets to the default action.
 pub fn install_signal(sig: i32) -> bool {
-    let mut old = std::mem::MaybeUninit::<libc::sigaction>::zeroed();
-    // SAFETY: reads the current disposition into `old`.
-    if unsafe { libc::sigaction(sig, std::ptr::null(), old.as_mut_ptr()) } != 0 {
+    let Some(old) = crate::sys::signal_disposition(sig) else {
         crate::diag::line(format_args!(
             "cannot read the handler of signal {sig}; no snapshots on it"
         ));
         return false;
-    }
-    // SAFETY: sigaction succeeded and filled `old`.
-    let old = unsafe { old.assume_init() };
+    };
     if old.sa_flags & libc::SA_SIGINFO == 0 && old.sa_sigaction == libc::SIG_IGN {
         crate::diag::line(format_args!(
             "GPULEAK_SNAPSHOT_SIGNAL: this process ignores signal {sig} (as under nohup); it stays ignored and writes no snapshots"

@@ -29,8 +29,9 @@ mod layout;
 mod read;
 
 use std::ffi::{c_void, CStr};
-use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU8, Ordering};
 
+use crate::leaked::Leaked;
 pub use code::Codes;
 use layout::{Chain, Entry, Instr, Layout, CODE_ARRAY_ENTRIES};
 use read::Mem;
@@ -132,7 +133,7 @@ const PRESENT: u8 = 2;
 const ABSENT: u8 = 3;
 
 /// The interpreter found (leaked, never freed), once `STATE` is `PRESENT`.
-static RUNTIME: AtomicPtr<Runtime> = AtomicPtr::new(std::ptr::null_mut());
+static RUNTIME: Leaked<Runtime> = Leaked::new();
 
 const RTLD_DEFAULT: *mut c_void = std::ptr::null_mut();
 /// `RTLD_DL_SYMENT` for `dladdr1` (glibc's dlfcn.h).
@@ -156,8 +157,8 @@ pub fn runtime() -> Option<&'static Runtime> {
 
 #[inline(always)]
 fn present() -> Option<&'static Runtime> {
-    // SAFETY: published before PRESENT (release/acquire) and never freed.
-    Some(unsafe { &*RUNTIME.load(Ordering::Acquire) })
+    // Published before PRESENT (release/acquire), so never `None` here.
+    RUNTIME.get()
 }
 
 /// The longest a capture waits for another thread's lookup (which takes tens of microseconds:
@@ -203,8 +204,7 @@ fn look() -> Option<&'static Runtime> {
     }
     match detect() {
         Some(rt) => {
-            let rt: &'static Runtime = Box::leak(Box::new(rt));
-            RUNTIME.store(rt as *const Runtime as *mut Runtime, Ordering::Release);
+            let rt = RUNTIME.publish(rt);
             STATE.store(PRESENT, Ordering::Release);
             Some(rt)
         }

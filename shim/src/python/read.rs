@@ -46,17 +46,7 @@ pub fn copy(addr: u64, buf: &mut [u8]) -> bool {
         return false;
     }
     if !VM_READV_REFUSED.load(Ordering::Relaxed) {
-        let local = libc::iovec {
-            iov_base: buf.as_mut_ptr().cast(),
-            iov_len: buf.len(),
-        };
-        let remote = libc::iovec {
-            iov_base: addr as *mut libc::c_void,
-            iov_len: buf.len(),
-        };
-        // SAFETY: reads this process's memory into `buf`, which we own; the kernel checks the
-        // remote range and fails with EFAULT instead of faulting.
-        let got = unsafe { libc::process_vm_readv(libc::getpid(), &local, 1, &remote, 1, 0) };
+        let got = crate::sys::read_own_memory(addr, buf);
         if got == buf.len() as isize {
             return true;
         }

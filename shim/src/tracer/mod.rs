@@ -3,7 +3,7 @@
 
 use std::ffi::OsString;
 use std::os::unix::ffi::OsStringExt;
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
@@ -13,6 +13,7 @@ use gpuleak_format::{
 
 use crate::config::{self, Config, TraceTarget, MAX_DEPTH};
 use crate::guard::{self, HookGuard};
+use crate::leaked::Leaked;
 use crate::modules;
 use crate::python::{self, Codes};
 use crate::stacks::{self, Stacks};
@@ -26,7 +27,7 @@ const ON: u8 = 2;
 const DISABLED: u8 = 3;
 
 static STATE: AtomicU8 = AtomicU8::new(OFF);
-static CURRENT: AtomicPtr<Tracer> = AtomicPtr::new(std::ptr::null_mut());
+static CURRENT: Leaked<Tracer> = Leaked::new();
 
 /// A started trace.
 pub struct Tracer {
@@ -67,10 +68,8 @@ fn clock_ns(clock: libc::clockid_t) -> u64 {
 /// The running tracer, starting it on first use. `None` when disabled or start-up failed.
 #[inline]
 pub fn get() -> Option<&'static Tracer> {
-    let p = CURRENT.load(Ordering::Acquire);
-    if !p.is_null() {
-        // SAFETY: a published tracer is leaked and never freed.
-        return Some(unsafe { &*p });
+    if let Some(t) = CURRENT.get() {
+        return Some(t);
     }
     // Disabled (by setting or a failed start): a plain load, no compare-and-swap per call.
     if STATE.load(Ordering::Relaxed) == DISABLED {
@@ -84,27 +83,17 @@ fn start_slow() -> Option<&'static Tracer> {
     loop {
         match STATE.compare_exchange(OFF, STARTING, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
-                let t = start();
-                let (p, s) = match t {
-                    Some(t) => (Box::into_raw(Box::new(t)), ON),
-                    None => (std::ptr::null_mut(), DISABLED),
+                let Some(t) = start() else {
+                    STATE.store(DISABLED, Ordering::Release);
+                    return None;
                 };
-                CURRENT.store(p, Ordering::Release);
-                STATE.store(s, Ordering::Release);
-                if !p.is_null() {
-                    // SAFETY: just published, never freed.
-                    let t = unsafe { &*p };
-                    t.write_preamble();
-                    return Some(t);
-                }
-                return None;
+                let t = CURRENT.publish(t);
+                STATE.store(ON, Ordering::Release);
+                t.write_preamble();
+                return Some(t);
             }
             Err(DISABLED) => return None,
-            Err(ON) => {
-                let p = CURRENT.load(Ordering::Acquire);
-                // SAFETY: published and never freed.
-                return (!p.is_null()).then(|| unsafe { &*p });
-            }
+            Err(ON) => return CURRENT.get(),
             Err(_) => std::thread::yield_now(),
         }
     }
@@ -260,8 +249,7 @@ fn register_process_hooks() {
     static REGISTERED: std::sync::Once = std::sync::Once::new();
     // A forked child starts tracing again but inherits the handler: register it once.
     REGISTERED.call_once(|| {
-        // SAFETY: registering a plain extern "C" function with no preconditions.
-        unsafe { libc::pthread_atfork(None, None, Some(in_forked_child)) };
+        crate::sys::at_fork_child(in_forked_child);
     });
 }
 
@@ -272,9 +260,10 @@ extern "C" fn in_forked_child() {
     crate::scratch::in_forked_child();
     stacks::forget_recent();
     python::forget_in_child();
-    let p = CURRENT.swap(std::ptr::null_mut(), Ordering::AcqRel);
+    let p = CURRENT.forget();
     if !p.is_null() {
-        // SAFETY: the tracer is leaked, and the child is single-threaded right now.
+        // SAFETY: the tracer is leaked, never freed, and unpublished now; the child has one
+        // thread, this one, inside the fork handler: no other reference to it is in use.
         unsafe { (*p).writer.abandon_in_child() };
     }
     STATE.store(OFF, Ordering::Release);
@@ -287,12 +276,9 @@ extern "C" fn in_forked_child() {
 static AT_UNLOAD: extern "C" fn() = at_unload;
 
 extern "C" fn at_unload() {
-    let p = CURRENT.load(Ordering::Acquire);
-    if p.is_null() {
+    let Some(t) = CURRENT.get() else {
         return;
-    }
-    // SAFETY: published and never freed.
-    let t = unsafe { &*p };
+    };
     let unknown = crate::table::UNKNOWN_VARIANTS.load(Ordering::Relaxed);
     let lost = t.writer.lost.load(Ordering::Relaxed);
     let mut last: Vec<(Pending, Body<'_>)> = Vec::with_capacity(3);

@@ -69,7 +69,8 @@ fn claim() -> &'static Slot {
 
 /// A thread's side of its slot, kept in the writer's thread-local.
 pub struct Holder {
-    slot: Cell<*const Slot>,
+    /// The thread's slot once claimed (slots are leaked: `'static`).
+    slot: Cell<Option<&'static Slot>>,
     /// Numbers taken and not yet written (more than one at process exit).
     count: Cell<u32>,
 }
@@ -77,19 +78,17 @@ pub struct Holder {
 impl Holder {
     pub const fn new() -> Holder {
         Holder {
-            slot: Cell::new(std::ptr::null()),
+            slot: Cell::new(None),
             count: Cell::new(0),
         }
     }
 
     fn slot(&self) -> &'static Slot {
-        let p = self.slot.get();
-        if !p.is_null() {
-            // SAFETY: slots are leaked, never freed.
-            return unsafe { &*p };
+        if let Some(s) = self.slot.get() {
+            return s;
         }
         let s = claim();
-        self.slot.set(s);
+        self.slot.set(Some(s));
         s
     }
 
@@ -137,9 +136,7 @@ impl Holder {
 
     /// The thread is exiting: its slot goes to the next thread.
     pub fn exit(&self) {
-        let p = self.slot.replace(std::ptr::null());
-        // SAFETY: slots are leaked, never freed.
-        if let Some(s) = unsafe { p.as_ref() } {
+        if let Some(s) = self.slot.replace(None) {
             s.held.store(0, Ordering::Release);
             s.owned.store(false, Ordering::Release);
         }
@@ -148,8 +145,7 @@ impl Holder {
 
     /// In a forked child: this thread, the only one left, keeps its slot.
     pub fn keep_in_child(&self) {
-        // SAFETY: slots are leaked, never freed.
-        if let Some(s) = unsafe { self.slot.get().as_ref() } {
+        if let Some(s) = self.slot.get() {
             s.owned.store(true, Ordering::Relaxed);
         }
         self.count.set(0);
@@ -242,13 +238,11 @@ mod tests {
         let t = std::thread::spawn(|| {
             let h = Holder::new();
             let _ = h.take(|| 2_000_000);
-            let p = h.slot.get() as usize;
+            let s = h.slot.get().expect("claimed by take");
             h.exit();
-            p
+            s
         });
-        let p = t.join().unwrap();
-        // SAFETY: slots are leaked.
-        let s = unsafe { &*(p as *const Slot) };
+        let s = t.join().unwrap();
         assert_eq!(s.held.load(Ordering::Acquire), 0);
     }
 }

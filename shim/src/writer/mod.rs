@@ -248,8 +248,10 @@ impl Writer {
             return false;
         }
         let p = tb.ptr.get();
-        // SAFETY: `p` is this thread's own mapping of BLOCK_SIZE bytes; no other thread
-        // writes it.
+        // SAFETY: `p` is the BLOCK_SIZE mapping this thread's `ThreadBlock` holds: each block
+        // has one holder (handed out once by `claim`, or taken from the spares under their
+        // lock), so nothing else refers to it (the builder reads the file through a mapping
+        // of its own).
         let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
         // SAFETY: this thread's own cursor, borrowed for this call only: records are written
         // inside a hook (which a nested driver call or a signal handler's CUDA call passes
@@ -278,7 +280,8 @@ impl Writer {
         let mut d = self.detached.lock().unwrap_or_else(|p| p.into_inner());
         for _ in 0..2 {
             if !d.ptr.is_null() && d.key == self.key.load(Ordering::SeqCst) {
-                // SAFETY: the detached block is BLOCK_SIZE bytes, written only under this lock.
+                // SAFETY: the detached block's BLOCK_SIZE mapping, held and written only under
+                // this lock.
                 let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
                 if append(&mut d.cursor, block).is_ok() {
                     return true;
@@ -287,7 +290,7 @@ impl Writer {
             unmap(std::mem::replace(&mut d.ptr, std::ptr::null_mut()));
             match self.claim(None) {
                 Some((p, key)) => {
-                    // SAFETY: a fresh zeroed BLOCK_SIZE mapping.
+                    // SAFETY: a BLOCK_SIZE mapping just claimed, which nothing else has.
                     let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
                     d.cursor = BlockCursor::start(block, gettid(), seq.0, time_ns);
                     d.ptr = p;
@@ -433,7 +436,7 @@ impl Writer {
         let Some((p, key)) = self.claim(Some(tb.holder.oldest())) else {
             return false;
         };
-        // SAFETY: the fresh mapping is BLOCK_SIZE bytes, zero-filled by fallocate.
+        // SAFETY: a BLOCK_SIZE mapping just claimed for this thread, which nothing else has.
         let block = unsafe { std::slice::from_raw_parts_mut(p, BLOCK_SIZE) };
         tb.cursor
             .set(BlockCursor::start(block, tb.tid.get(), first_seq.0, first_time_ns));
@@ -468,7 +471,7 @@ impl Writer {
         if d.ptr.is_null() {
             return;
         }
-        // SAFETY: block 0's mapping, BLOCK_SIZE bytes, written only under this lock.
+        // SAFETY: block 0's BLOCK_SIZE mapping, held and written only under this lock.
         let block = unsafe { std::slice::from_raw_parts_mut(d.ptr, BLOCK_SIZE) };
         if d.cursor.pos == 0 {
             let Some(first) = records.first() else { return };

@@ -123,14 +123,12 @@ fn create_unnamed_then_link(
 fn create_named(path: &OsStr, header: &[u8; HEADER_SIZE]) -> Result<(libc::c_int, OsString), String> {
     for attempt in 0..1000 {
         let name = candidate(path, attempt)?;
-        // SAFETY: `name` is a valid C string; flags make creation exclusive and refuse links.
-        let fd = unsafe {
-            libc::open(
-                name.as_ptr(),
-                libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-                0o600,
-            )
-        };
+        // Creation exclusive, links refused.
+        let fd = crate::sys::open(
+            &name,
+            libc::O_RDWR | libc::O_CREAT | libc::O_EXCL | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+            0o600,
+        );
         if fd >= 0 {
             if !write_header(fd, header) {
                 let e = format!("cannot write trace {}: {}", path.to_string_lossy(), errno_text());
@@ -261,8 +259,9 @@ impl SegFile {
                 });
             }
         }
-        // SAFETY: maps BLOCK_SIZE bytes of the trace (its descriptor checked above) at a
-        // page-aligned offset that `ensure` made exist; only the claimer writes them.
+        // SAFETY: a new shared mapping at no address hint (no existing memory changes) of
+        // BLOCK_SIZE bytes of the trace (its descriptor checked above) at a page-aligned offset
+        // that `ensure` made exist; only the claimer writes them.
         let p = unsafe {
             libc::mmap(
                 std::ptr::null_mut(),
@@ -305,9 +304,12 @@ impl SegFile {
         if len == 0 {
             return None;
         }
-        // SAFETY: a read-only shared mapping of our own file (descriptor checked above); the
-        // builder reads at most `len` bytes, all inside the file: nothing cuts a segment below
-        // the blocks it handed out.
+        // SAFETY: a new read-only shared mapping of our own file (descriptor checked above), at
+        // no address hint: no existing memory changes. The builder reads at most `len` bytes,
+        // inside the file while it reads: nothing cuts a segment below the blocks it handed
+        // out, and the only deletion that cuts a file to nothing (`delete`, where holes cannot
+        // be punched) takes segments older than a checkpointed one, never those a build maps
+        // (from the newest checkpointed one on).
         let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ, libc::MAP_SHARED, fd, 0) };
         (p != libc::MAP_FAILED).then(|| ReadMap { ptr: p.cast(), len })
     }
@@ -337,18 +339,9 @@ impl SegFile {
                     crate::sys::unlink(&c);
                 }
             }
-            // SAFETY: our own descriptor (checked just above); the range is the whole file.
-            let punched = unsafe {
-                libc::fallocate(
-                    fd,
-                    libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
-                    0,
-                    self.size as libc::off_t,
-                )
-            } == 0;
-            if !punched {
-                // SAFETY: as above.
-                unsafe { libc::ftruncate(fd, 0) };
+            // Our own descriptor (checked just above); the range is the whole file.
+            if !crate::sys::punch_hole(fd, 0, self.size) {
+                crate::sys::ftruncate(fd, 0);
             }
         }
         self.file.close_if_ours();
@@ -364,14 +357,18 @@ pub(super) struct ReadMap {
 
 impl ReadMap {
     pub fn bytes(&self) -> &[u8] {
-        // SAFETY: a live read-only mapping of `len` bytes.
+        // SAFETY: a live read-only mapping of `len` bytes, unmapped only when `self` drops, after
+        // this borrow ends. Threads may still be writing the newest segment's open blocks
+        // through mappings of their own: the builder decodes these bytes with every check of
+        // an untrusted trace, and uses only records up to a cut that are all written.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 }
 
 impl Drop for ReadMap {
     fn drop(&mut self) {
-        // SAFETY: our own mapping, unmapped once.
+        // SAFETY: the mapping `map_for_reading` made, unmapped once, here; every slice of it
+        // (`bytes`) borrowed `self` and has ended.
         unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.len) };
     }
 }

@@ -118,10 +118,15 @@ impl DetachedBlock {
 // SAFETY: the raw block pointer is only used under the mutex that owns it.
 unsafe impl Send for DetachedBlock {}
 
-/// Unmaps a block (nothing for a null pointer).
+/// Unmaps a block (nothing for a null pointer). Every caller passes a block it is giving up,
+/// which nothing else refers to: a thread's own block (replaced, or at thread exit), the
+/// detached block or block 0 (replaced under their locks), or a spare (taken out of the list
+/// under its lock).
 pub(super) fn unmap(p: *mut u8) {
     if !p.is_null() {
-        // SAFETY: `p` is a BLOCK_SIZE mapping this thread made and no longer uses.
+        // SAFETY: `p` is a BLOCK_SIZE mapping of the trace that the writer made (`claim`,
+        // `Segment::map_block`), given up by its one holder (see above): no reference into it
+        // outlives this call.
         unsafe { libc::munmap(p.cast(), BLOCK_SIZE) };
     }
 }

@@ -6,10 +6,10 @@
 //! series in it is bounded (downsampled or cut), never one point per event, so the page's size
 //! does not grow with the trace's length.
 
-use super::super::json_value::{render, J};
 use super::super::{Finding, Report};
 use super::collapsed::frame_name;
 use super::{device_name, MemoryView};
+use crate::json::{render, Layout, J};
 use crate::report::user_code::{shown, shown_frames, site_name, Shown};
 use crate::run::human_bytes;
 
@@ -18,7 +18,7 @@ pub fn write(report: &Report) -> String {
     let native_frames = report.native_frames;
     let data = J::A(report.processes.iter().map(|p| process(p, native_frames)).collect());
     let mut json = String::new();
-    render(&data, 0, &mut json);
+    render(&data, Layout::Report, &mut json);
     // Inside <script>, "</" could end the element; "<\/" means the same to JSON.parse.
     let json = json.replace("</", "<\\/");
     let mut page = String::with_capacity(json.len() + SCRIPT.len() + 4096);
@@ -408,7 +408,7 @@ mod tests {
         };
         assert_eq!(kept.len(), FLAME_STACKS + 1);
         let mut s = String::new();
-        render(&kept[FLAME_STACKS], 0, &mut s);
+        render(&kept[FLAME_STACKS], Layout::Report, &mut s);
         let last: serde_json::Value = serde_json::from_str(&s).unwrap();
         // The 1,000 smallest: 1 + 2 + ... + 1000 bytes.
         assert_eq!(last["frames"][0], "(1000 smaller stacks)");

@@ -1,7 +1,7 @@
 //! The `memory` object of a process in the JSON report (docs/memory.md lists every field).
 
-use super::super::json_value::{stack, J};
 use super::{device_name, MemoryView, PinSite};
+use crate::json::{stack, J};
 use crate::memory::SiteBytes;
 
 /// The `memory` object.

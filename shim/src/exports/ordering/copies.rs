@@ -286,17 +286,24 @@ unsafe fn described<T: Descriptor>(p: *const T) -> regions::Region {
 
 /// `cuMemcpy2D_v2[_ptds]`, `cuMemcpy2DUnaligned_v2[_ptds]`, `cuMemcpy3D_v2[_ptds]`,
 /// `cuMemcpy3DPeer[_ptds]` (the default stream, as for `cuMemcpy`).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `p` is NULL or the program's copy descriptor.
 pub unsafe fn copy_descriptor<T: Descriptor>(api: Api, real: impl FnOnce() -> CUresult, p: *const T) -> CUresult {
     copy_described(
         api,
         NO_STREAM,
         real,
-        // SAFETY: `copy_described` asks for the region only after a successful copy.
+        // SAFETY: the contract above: `p` is NULL or the program's descriptor, and
+        // `copy_described` asks for the region only after a successful copy, inside the call.
         || unsafe { described(p) },
     )
 }
 
 /// `cuMemcpy3DWithAttributesAsync[_ptsz]` (CUDA 13.2: one operation of a 3D batch).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `op` is NULL or the program's copy operation.
 pub unsafe fn copy_3d_with_attributes(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -314,6 +321,9 @@ pub unsafe fn copy_3d_with_attributes(
 }
 
 /// `cuMemcpy2DAsync_v2[_ptsz]`, `cuMemcpy3DAsync_v2[_ptsz]`, `cuMemcpy3DPeerAsync[_ptsz]`.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `p` is NULL or the program's copy descriptor.
 pub unsafe fn copy_descriptor_async<T: Descriptor>(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -377,6 +387,10 @@ unsafe fn op_entry(ops: *const CUDA_MEMCPY3D_BATCH_OP, i: usize) -> (u64, u64, u
 }
 
 /// `cuMemcpyBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `dsts`, `srcs` and `sizes` are each NULL or the
+/// program's array of `count` entries.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn copy_batch(
     api: Api,
@@ -391,8 +405,8 @@ pub unsafe fn copy_batch(
     _fail_idx: *mut usize,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: the arrays are the program's arguments, read only after success, when the
-    // driver has read `count` entries of each.
+    // SAFETY: the contract above: each array, when none is NULL, holds `count` entries, and
+    // `batched` reads entry `i < count` only then, after success.
     unsafe {
         batched(
             api,
@@ -405,6 +419,10 @@ pub unsafe fn copy_batch(
 }
 
 /// `cuMemcpyBatchAsync_v2[_ptsz]` (CUDA 13.0: no failure index).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `dsts`, `srcs` and `sizes` are each NULL or the
+/// program's array of `count` entries.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn copy_batch_v2(
     api: Api,
@@ -418,8 +436,8 @@ pub unsafe fn copy_batch_v2(
     _num_attrs: usize,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: the arrays are the program's arguments, read only after success, when the
-    // driver has read `count` entries of each.
+    // SAFETY: the contract above: each array, when none is NULL, holds `count` entries, and
+    // `batched` reads entry `i < count` only then, after success.
     unsafe {
         batched(
             api,
@@ -432,6 +450,10 @@ pub unsafe fn copy_batch_v2(
 }
 
 /// `cuMemcpy3DBatchAsync[_ptsz]` (CUDA 12.8: with the index of a failed copy).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `ops` is NULL or the program's array of `count`
+/// operations.
 pub unsafe fn copy_3d_batch(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -441,12 +463,16 @@ pub unsafe fn copy_3d_batch(
     _flags: u64,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: `ops` is the program's argument, read only after success, when the driver has
-    // read `count` operations.
+    // SAFETY: the contract above: `ops`, when not NULL, holds `count` operations, and
+    // `batched` reads operation `i < count` only then, after success.
     unsafe { batched(api, stream, (count, !ops.is_null()), real, |i| op_entry(ops, i)) }
 }
 
 /// `cuMemcpy3DBatchAsync_v2[_ptsz]` (CUDA 13.0: no failure index).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `ops` is NULL or the program's array of `count`
+/// operations.
 pub unsafe fn copy_3d_batch_v2(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -455,7 +481,7 @@ pub unsafe fn copy_3d_batch_v2(
     _flags: u64,
     stream: CUstream,
 ) -> CUresult {
-    // SAFETY: as above.
+    // SAFETY: as in `copy_3d_batch`.
     unsafe { batched(api, stream, (count, !ops.is_null()), real, |i| op_entry(ops, i)) }
 }
 

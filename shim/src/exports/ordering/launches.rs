@@ -96,6 +96,10 @@ pub fn launch(
 /// `cuLaunchKernelEx[_ptsz]`: the stream is the configuration's. It is read only after a
 /// successful launch (the driver has then read the configuration too); a refused launch is
 /// recorded with stream 0 and no pointers.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `config` is NULL or the program's launch
+/// configuration; `params` and `extra` are the kernel's parameters as `cuLaunchKernel` takes them.
 pub unsafe fn launch_ex(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -109,8 +113,8 @@ pub unsafe fn launch_ex(
     };
     let r = real();
     let stream = if r == CUDA_SUCCESS && !config.is_null() {
-        // SAFETY: the launch succeeded, so `config` points at a configuration the driver read;
-        // only the stream field is read, in place.
+        // SAFETY: the contract above: not NULL, so the program's configuration, which the
+        // driver read (the launch succeeded); only the stream field is read, in place.
         unsafe { std::ptr::addr_of!((*config).stream).read_unaligned() }
     } else {
         NO_STREAM

@@ -102,6 +102,10 @@ unsafe fn batch_entry(params: *const u8, i: usize) -> (u32, u64, u64, u32) {
 /// `cuStreamBatchMemOp[_v2][_ptsz]`: one record per operation, in array order, read after a
 /// successful call (the driver has read the array then); a refused batch is one record with
 /// operation 0.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `params` is NULL or the program's array of `count`
+/// operations.
 pub unsafe fn batch(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -119,7 +123,8 @@ pub unsafe fn batch(
         return r;
     }
     for i in 0..count.min(MAX_BATCH) as usize {
-        // SAFETY: the driver accepted `count` operations from this array.
+        // SAFETY: the contract above: `params` (not NULL) holds `count` operations, and
+        // `i < count`; the driver accepted them all.
         let (op, addr, value, op_flags) = unsafe { batch_entry(params.cast::<u8>(), i) };
         tracer::event_fields(&g, &record(api, CuResult(r), stream, op, addr, value, op_flags));
     }
@@ -152,7 +157,7 @@ mod tests {
         put32(b, 4, 0);
         put64(b, 16, 0x7000_3000);
         put64(b, 24, 1);
-        // SAFETY: three operations.
+        // SAFETY: `params` holds three operations, and `read` is called below with 0 to 2.
         let read = |i| unsafe { batch_entry(params.as_ptr(), i) };
         assert_eq!(read(0), (MemOp::WRITE_32, 0x7000_1000, 7, 1));
         assert_eq!(read(1), (MemOp::WAIT_64, 0x7000_2000, u64::MAX, 1 << 30));

@@ -185,6 +185,10 @@ unsafe fn range_entry(
 
 /// `cuMemPrefetchBatchAsync[_ptsz]` and `cuMemDiscardAndPrefetchBatchAsync[_ptsz]` (13.0), which
 /// take the same arguments.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `ptrs` and `sizes` are each NULL or the program's
+/// array of `count` entries, `locations` and `idxs` each NULL or its array of `n_locations`.
 #[allow(clippy::too_many_arguments)]
 pub unsafe fn prefetch_batch(
     api: Api,
@@ -204,13 +208,19 @@ pub unsafe fn prefetch_batch(
         stream,
         (count, !ptrs.is_null() && !sizes.is_null()),
         real,
-        // SAFETY: on success the driver read `count` entries of ptrs and sizes and
-        // `n_locations` of locations and idxs.
+        // SAFETY: the contract above: `ptrs` and `sizes` hold `count` entries and
+        // `locations` and `idxs` `n_locations`; `batched` asks for `i < count` only, after
+        // success, and only when `ptrs` and `sizes` are not NULL (`Locations` drops NULL
+        // arrays itself).
         |i| unsafe { range_entry(ptrs, sizes, &places, i) },
     )
 }
 
 /// `cuMemDiscardBatchAsync[_ptsz]` (13.0).
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `ptrs` and `sizes` are each NULL or the program's
+/// array of `count` entries.
 pub unsafe fn discard_batch(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -226,7 +236,8 @@ pub unsafe fn discard_batch(
         stream,
         (count, !ptrs.is_null() && !sizes.is_null()),
         real,
-        // SAFETY: on success the driver read `count` entries of ptrs and sizes.
+        // SAFETY: the contract above: `ptrs` and `sizes` hold `count` entries; `batched`
+        // asks for `i < count` only, after success, and only when neither is NULL.
         |i| unsafe { range_entry(ptrs, sizes, &no_locations, i) },
     )
 }
@@ -253,7 +264,7 @@ mod tests {
         let idxs = [0usize, 2];
         let places = Locations::new(locations.as_ptr(), idxs.as_ptr(), 2);
         let got: Vec<(u64, u64, u64)> = (0..4)
-            // SAFETY: four ranges, two locations, asked for in order.
+            // SAFETY: four ranges and two locations, asked for in order with `i` from 0 to 3.
             .map(|i| unsafe { range_entry(ptrs.as_ptr(), sizes.as_ptr(), &places, i) })
             .collect();
         let dev = MemLocation::encode(DEVICE, 1);

@@ -20,6 +20,10 @@ const FLAGS_OFFSET: usize = 72;
 /// `cuImportExternalSemaphore`: the semaphore, its handle type and flags from the descriptor
 /// (`type` at offset 0, `flags` at 24 after the 16-byte handle union), and with
 /// `GPULEAK_OBJECT_STACKS=1` the stack.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `desc` is NULL or the program's semaphore handle
+/// descriptor.
 pub unsafe fn import(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -34,8 +38,9 @@ pub unsafe fn import(
     let (handle_type, flags) = if desc.is_null() {
         (0, 0)
     } else {
-        // SAFETY: the program's descriptor, valid for the call (the driver read it too);
-        // unaligned reads, for the memory is the program's.
+        // SAFETY: the contract above: not NULL, so the program's descriptor (28 bytes at
+        // least: `flags` ends there), readable while its call runs; unaligned reads, for the
+        // memory is the program's.
         unsafe {
             (
                 desc.cast::<u32>().read_unaligned(),
@@ -102,6 +107,10 @@ unsafe fn entry(sems: *const CUexternalSemaphore, params: *const u8, i: usize) -
 /// `cuSignalExternalSemaphoresAsync` and `cuWaitExternalSemaphoresAsync`, each with
 /// `_ptsz`: one record per semaphore, in array order, read after a successful call (the
 /// driver has read the arrays then); a refused call is one record with semaphore 0.
+///
+/// # Safety
+/// The handlers' contract ([`crate::exports`]): `sems` and `params` are each NULL or the program's
+/// array of `count` entries.
 pub unsafe fn signal_or_wait(
     api: Api,
     real: impl FnOnce() -> CUresult,
@@ -132,7 +141,8 @@ pub unsafe fn signal_or_wait(
         return r;
     }
     for i in 0..count as usize {
-        // SAFETY: the driver accepted `count` semaphores and parameters from these arrays.
+        // SAFETY: the contract above: `sems` and `params` (neither NULL) hold `count`
+        // entries each, and `i < count`; the driver accepted them all.
         let (semaphore, value, key, flags) = unsafe { entry(sems, params, i) };
         tracer::event_fields(&g, &record(semaphore, value, key, flags));
     }
@@ -158,7 +168,7 @@ mod tests {
         // The wait's timeout after the key is not read.
         put32(b, KEY_OFFSET + 8, 500);
         let sems = [0x5e00 as CUexternalSemaphore, 0x5e10 as CUexternalSemaphore];
-        // SAFETY: two entries in each array.
+        // SAFETY: two entries in each array, and `read` is called below with 0 and 1.
         let read = |i| unsafe { entry(sems.as_ptr(), params.as_ptr(), i) };
         assert_eq!(read(0), (0x5e00, 41, 3, 1));
         assert_eq!(read(1), (0x5e10, u64::MAX, 9, 0));
