@@ -9,9 +9,12 @@
 //! ```
 
 pub mod allocation;
+pub mod apis;
+pub(crate) mod aside;
 pub mod captures;
 pub mod check;
 pub mod colour;
+pub mod decision;
 pub mod diff;
 pub mod dump;
 pub mod file;
@@ -21,6 +24,7 @@ pub(crate) mod json;
 pub mod memory;
 pub mod model;
 pub mod modules;
+pub mod replay;
 pub mod report;
 pub mod run;
 pub mod site;

@@ -11,7 +11,7 @@ use gpuleak_format::{
 use serde_json::Value;
 
 use super::*;
-use crate::model::Model;
+use crate::replay::Replayer;
 use crate::report::{self, FrameSource, Options};
 
 const PROGRAM: u64 = 0x5555_0000_0000;
@@ -115,11 +115,11 @@ impl Script {
 
     fn process(&mut self, trace: &str) -> ProcessReport {
         self.push(Exit { code: 0, how: 0 });
-        let mut model = Model::new();
+        let mut replayer = Replayer::new(None);
         for r in &self.0 {
-            model.apply(1, r);
+            replayer.apply(1, r);
         }
-        report::build(model.finish(), PathBuf::from(trace), &Named, &Options::default())
+        report::build(replayer.finish(), PathBuf::from(trace), &Named, &Options::default())
     }
 }
 

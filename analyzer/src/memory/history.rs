@@ -304,7 +304,7 @@ mod tests {
     /// Histories of any shape, between allocations and frees, never panic the pass.
     #[test]
     fn any_history_records_read_without_a_panic() {
-        use crate::model::Model;
+        use crate::replay::Replayer;
         use gpuleak_format::{Addrs, Alloc, Body, Ctx, CuResult, Free, Ptr, Record, Seq, Stream};
         let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
         let mut next = move |n: u64| {
@@ -314,7 +314,7 @@ mod tests {
             x.wrapping_mul(0x2545_F491_4F6C_DD1D) % n.max(1)
         };
         for _case in 0..300 {
-            let mut model = Model::new().with_memory(super::super::TrackerOptions::default());
+            let mut model = Replayer::new(Some(super::super::TrackerOptions::default()));
             let events = [0, 1, 127, 128, 1000, (1 << 62) - 1, u64::MAX][next(7) as usize];
             let width = [0, 1, 2, 8, 3, 1 << 20, 1 << 58][next(7) as usize];
             for seq in 1..60u64 {

@@ -3,8 +3,9 @@
 //! site, each device's address space (holes, fragmentation, pinning allocations), the state at
 //! each failed allocation, and the live state at chosen `Snapshot` records.
 //!
-//! The [`crate::model::Model`] calls the [`Tracker`] for each allocation it accepts and each
-//! one it forgets (free, teardown, last unmap), so the two always agree on what is live. Series
+//! The [`Tracker`] observes the leak model's decisions ([`crate::decision`]): each allocation
+//! it accepts and each one it forgets (free, teardown, last unmap), so the two always agree on
+//! what is live; the replay driver ([`crate::replay`]) passes them on. Series
 //! are bucketed ([`series`]) and never hold more than a fixed number of points; the rest
 //! follows the live allocations and distinct sites.
 
@@ -20,9 +21,11 @@ mod tests;
 
 use std::collections::BTreeMap;
 
-use gpuleak_format::{Api, CuResult, MemKind, StackId};
+use gpuleak_format::space::is_owned_memory;
+use gpuleak_format::{Api, Body, CuResult, MemKind, Record, StackId};
 
 use crate::allocation::Allocation;
+use crate::decision::{Decision, Observer};
 use crate::hash::HashMap;
 pub use found::{
     pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
@@ -55,10 +58,7 @@ pub const GRANT_ALIGN: u64 = 256;
 pub const GRANTED_RULE: &str = "cuMemAlloc, cuMemAllocPitch and stream-ordered allocations rounded up to 256 bytes \
 (the documented minimum alignment, so a lower bound: pitch rows and larger alignments are not seen); \
 cuMemCreate, arrays, managed and host memory as asked";
-/// Device number of pinned host memory.
-pub const HOST: i32 = -1;
-/// Device number of memory whose context the trace never named.
-pub const UNKNOWN_DEVICE: i32 = -2;
+pub use crate::decision::{HOST, UNKNOWN_DEVICE};
 
 /// What to keep beyond the defaults.
 #[derive(Debug, Clone, Default)]
@@ -359,7 +359,22 @@ impl Tracker {
         }
     }
 
-    /// Every record passes here first: its sequence number and time.
+    /// Every record passes here first, before the leak model's decisions on it: its sequence
+    /// number and time, and the records the memory pass reads itself (marks, snapshots, pools'
+    /// usage).
+    #[inline]
+    pub fn record(&mut self, record: &Record<'_>) {
+        self.at(record.seq.0, record.time_ns);
+        match &record.body {
+            Body::Mark(k) => self.mark(&k.name, k.value),
+            Body::Snapshot(k) => self.snapshot(k.id, &k.reason),
+            Body::PoolUsage(k) => self.pool_usage(k.pool, k.device, k.reserved, k.used),
+            Body::PoolDestroy(k) if k.result.is_success() => self.pool_destroyed(k.pool),
+            _ => {}
+        }
+    }
+
+    /// Sets the sequence number and time of the record being replayed.
     pub fn at(&mut self, seq: u64, time_ns: u64) {
         if self.seq_range == (0, 0) {
             self.seq_range.0 = seq;
@@ -777,6 +792,39 @@ impl Tracker {
             seq_range: self.seq_range,
             time_range: self.time_range,
             markers: self.markers.into_kept(),
+        }
+    }
+}
+
+/// The memory pass follows the leak model's view of what is live.
+impl Observer for Tracker {
+    fn wants_memory(&self) -> bool {
+        true
+    }
+
+    // Inlined into the leak model's replay (another codegen unit), where each decision's kind
+    // is known: each is then a direct call of the method below, as before the split.
+    #[inline(always)]
+    fn decided(&mut self, decision: Decision<'_>) {
+        match decision {
+            Decision::Allocated {
+                allocation,
+                device,
+                pool,
+            } => self.alloc(allocation, device, is_owned_memory(allocation.kind), pool),
+            Decision::Freed { allocation, device } => self.free(allocation, device, is_owned_memory(allocation.kind)),
+            Decision::Failed {
+                api,
+                result,
+                kind,
+                size,
+                stack,
+                device,
+            } if is_owned_memory(kind) => self.failed(api, result, size, stack, device),
+            Decision::Failed { .. } => {}
+            Decision::Mapped { device, bytes } => self.mapping(device, bytes),
+            Decision::History { history, pool } => self.history(history, pool),
+            Decision::Teardown { .. } => {}
         }
     }
 }

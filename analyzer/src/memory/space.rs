@@ -7,7 +7,7 @@
 
 use gpuleak_format::StackId;
 
-use crate::streams::aside::AsideMap;
+use crate::aside::AsideMap;
 
 /// Gaps smaller than this are alignment padding, not holes (drivers round small allocations
 /// up to 256 or 512 bytes).

@@ -8,21 +8,21 @@ use gpuleak_format::{
 };
 
 use super::*;
-use crate::model::Model;
+use crate::replay::Replayer;
 
 const CTX: Ctx = Ctx(0x5cf0_0000_0010);
 const MIB: u64 = 1 << 20;
 
 /// Records with increasing sequence numbers, replayed through a model with the memory pass.
 struct Run {
-    model: Model,
+    model: Replayer,
     seq: u64,
 }
 
 impl Run {
     fn new(snapshots: Vec<u64>) -> Run {
         let mut run = Run {
-            model: Model::new().with_memory(TrackerOptions { snapshots }),
+            model: Replayer::new(Some(TrackerOptions { snapshots })),
             seq: 0,
         };
         run.push(CtxCreate {

@@ -4,24 +4,24 @@
 use gpuleak_format::{Alloc, Api, Checkpoint, Free, Launch, MemKind, SiteHistory, StackId};
 
 use super::{Counts, Model, Space};
+use crate::decision::{Decision, Observer};
 
 impl Model {
     /// A record of the checkpoint's history of live bytes: no record of the run; its peak is
-    /// the run's when higher than any since, and the memory pass reads the rest.
-    pub(super) fn site_history(&mut self, h: &SiteHistory<'_>) {
+    /// the run's when higher than any since, and the observer (the memory pass) reads the rest.
+    pub(super) fn site_history<O: Observer>(&mut self, h: &SiteHistory<'_>, observer: &mut O) {
         self.replay.counts.records = self.replay.counts.records.saturating_sub(1);
         if h.series == SiteHistory::AXIS && h.high > self.replay.peak_bytes {
             self.replay.peak_bytes = h.high;
             self.replay.peak_time_ns = h.high_time_ns;
         }
-        if let Some(m) = &mut self.memory {
-            let pool = h.series == SiteHistory::SITE
-                && u32::try_from(h.key).is_ok_and(|id| {
-                    self.pools
-                        .is_pool(StackId(id), &self.replay.stacks, &self.replay.modules)
-                });
-            m.history(h, pool);
-        }
+        let pool = observer.wants_memory()
+            && h.series == SiteHistory::SITE
+            && u32::try_from(h.key).is_ok_and(|id| {
+                self.pools
+                    .is_pool(StackId(id), &self.replay.stacks, &self.replay.modules)
+            });
+        observer.decided(Decision::History { history: h, pool });
     }
 
     /// The end of a checkpoint: the records before it are what it kept of a dropped history

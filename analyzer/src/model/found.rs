@@ -162,9 +162,9 @@ pub struct Counts {
     pub records: u64,
 }
 
-/// The result of a replay.
+/// What the leak model found in a replay (the whole replay's result is [`crate::replay::Replay`]).
 #[derive(Debug, Clone, Default)]
-pub struct Replay {
+pub struct LeakReplay {
     /// From the `ProcessInfo` record.
     pub process: Option<Process>,
     /// Whether the trace has an `Exit` record (the process exited normally).
@@ -181,8 +181,6 @@ pub struct Replay {
     pub leaks: Vec<LeakGroup>,
     /// Bad frees, in order of first occurrence.
     pub bad_frees: Vec<BadFree>,
-    /// Stream-ordering findings ([`crate::streams`]), in order of first occurrence.
-    pub ordering: Vec<crate::streams::StreamFinding>,
     /// Memory pools created or imported and never destroyed, oldest first.
     pub pool_leaks: Vec<super::PoolLeak>,
     /// Every stack, by id (return addresses, innermost first).
@@ -201,8 +199,6 @@ pub struct Replay {
     pub errors: Vec<DecodeError>,
     /// Number of decoding errors in all.
     pub error_count: u64,
-    /// The memory pass's findings, when it ran.
-    pub memory: Option<Box<crate::memory::MemoryReplay>>,
     /// The frameworks' allocator states (records 70 to 76).
     pub frameworks: crate::frameworks::States,
 }

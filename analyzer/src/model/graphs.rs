@@ -118,8 +118,8 @@ impl Graphs {
                     size,
                     device: match GraphMem::location(location) {
                         MemLocation::Device(device) => device,
-                        MemLocation::Host => crate::memory::HOST,
-                        MemLocation::Unknown => crate::memory::UNKNOWN_DEVICE,
+                        MemLocation::Host => crate::decision::HOST,
+                        MemLocation::Unknown => crate::decision::UNKNOWN_DEVICE,
                     },
                 })
                 .collect(),

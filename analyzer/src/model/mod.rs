@@ -25,6 +25,11 @@
 //!   nodes of other graphs' memory say; with auto-free on launch, a launch first frees what
 //!   the graph's previous launch left allocated ([`graphs`]).
 //!
+//! What it decides for memory (an allocation made, one gone, a failed allocation, a mapping, a
+//! context torn down) it reports as it goes to an [`Observer`] ([`crate::decision`]): the replay
+//! driver ([`crate::replay`]) passes it on to the memory pass and the stream-ordering model,
+//! which the model knows nothing of.
+//!
 //! ```
 //! use gpuleak_analyzer::model::{LeakAt, Model};
 //! use gpuleak_format::*;
@@ -54,20 +59,21 @@ mod tests;
 use crate::hash::HashMap;
 
 use gpuleak_format::{
-    Alloc, Api, Body, CtxDestroy, DecodeError, Entry, Free, Launch, Map, MemKind, MemLocation, Ptr, Record, Seq,
-    StackId, Stream, Trace, Unmap,
+    Alloc, Api, Body, CtxDestroy, DecodeError, Free, Launch, Map, MemKind, MemLocation, Ptr, Record, Seq, StackId,
+    Stream, Unmap,
 };
 
+pub use crate::decision::{HOST, UNKNOWN_DEVICE};
 pub use crate::modules::{file_name, Module, Modules};
-pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, Process, Rank, Replay};
+pub use found::{AllocSite, Allocation, BadFree, BadFreeCause, Counts, LeakAt, LeakGroup, LeakReplay, Process, Rank};
 pub use gpuleak_format::space::{is_owned_memory, Space};
 pub use mempools::PoolLeak;
 pub use recent::Freed;
 
+use crate::apis::{context_wide, is_graph_launch};
+use crate::decision::{Decision, Observer, Unobserved};
 use crate::frameworks::state::Handle;
 use crate::frameworks::DriverAlloc;
-use crate::memory::{Tracker, TrackerOptions};
-use crate::streams::is_graph_launch;
 use gpuleak_format::captures::Captures;
 use gpuleak_format::contexts::Contexts;
 use gpuleak_format::vmm::{Mapping, Mappings};
@@ -94,7 +100,7 @@ struct Live {
     retains: u32,
     /// Live mappings of a VMM handle.
     mappings: u64,
-    /// Device of its context (only worked out for the memory pass).
+    /// Device of its memory (only worked out for an observer that wants it).
     device: i32,
 }
 
@@ -117,17 +123,11 @@ pub struct Model {
     leaks: HashMap<LeakKey, LeakGroup>,
     bad_frees: Vec<BadFree>,
     bad_free_index: HashMap<BadFreeKey, usize>,
-    /// The stream-ordering model, unless the caller runs it ([`Model::without_ordering`]).
-    ordering: Option<crate::streams::Streams>,
-    /// The context teardown the last record made, for a caller that runs the ordering model.
-    teardown: Option<Api>,
-    /// Which stacks belong to caching allocators (memory pass only).
+    /// Which stacks belong to caching allocators (for an observer that wants it).
     pools: Pools,
     /// Stream-ordered memory pools the program created, alive now.
     mem_pools: MemPools,
-    /// The memory pass, when asked for ([`Model::with_memory`]).
-    memory: Option<Box<Tracker>>,
-    replay: Replay,
+    replay: LeakReplay,
 }
 
 impl Default for Model {
@@ -150,54 +150,21 @@ impl Model {
             leaks: HashMap::default(),
             bad_frees: Vec::new(),
             bad_free_index: HashMap::default(),
-            ordering: Some(crate::streams::Streams::new()),
-            teardown: None,
-            memory: None,
             pools: Pools::default(),
             mem_pools: MemPools::default(),
-            replay: Replay::default(),
+            replay: LeakReplay::default(),
         }
     }
 
-    /// The same model, also running the memory pass ([`crate::memory`]): timelines, growth,
-    /// fragmentation, failed allocations and snapshots, in [`Replay::memory`].
-    pub fn with_memory(mut self, options: TrackerOptions) -> Model {
-        self.memory = Some(Box::new(Tracker::new(options)));
-        self
-    }
-
-    /// A model without the stream-ordering model, for a caller that replays the same records
-    /// through [`crate::streams::Streams`] itself (on another thread): after each record it
-    /// passes on [`Model::take_teardown`]'s answer, and it fills the replay's `ordering`.
-    pub fn without_ordering() -> Model {
-        Model {
-            ordering: None,
-            ..Model::new()
-        }
-    }
-
-    /// The API of the context teardown made by the record just applied, for
-    /// [`crate::streams::Streams::teardown`], which must follow that record's `apply`.
-    pub fn take_teardown(&mut self) -> Option<Api> {
-        self.teardown.take()
-    }
-
-    /// Replays one record (records must come in sequence order).
+    /// Replays one record (records must come in sequence order), alone.
     pub fn apply(&mut self, tid: u32, record: &Record<'_>) {
+        self.apply_observed(tid, record, &mut Unobserved);
+    }
+
+    /// Replays one record (records must come in sequence order), reporting to `observer`
+    /// what it decided the record means for memory ([`crate::decision`]).
+    pub fn apply_observed<O: Observer>(&mut self, tid: u32, record: &Record<'_>, observer: &mut O) {
         self.replay.counts.records += 1;
-        if let Some(ordering) = &mut self.ordering {
-            ordering.apply(tid, record);
-        }
-        if let Some(m) = &mut self.memory {
-            m.at(record.seq.0, record.time_ns);
-            match &record.body {
-                Body::Mark(k) => m.mark(&k.name, k.value),
-                Body::Snapshot(k) => m.snapshot(k.id, &k.reason),
-                Body::PoolUsage(k) => m.pool_usage(k.pool, k.device, k.reserved, k.used),
-                Body::PoolDestroy(k) if k.result.is_success() => m.pool_destroyed(k.pool),
-                _ => {}
-            }
-        }
         match &record.body {
             Body::ProcessInfo(p) => {
                 self.replay.process = Some(Process {
@@ -259,19 +226,21 @@ impl Model {
             }
             Body::Lost(l) => self.replay.lost_events = self.replay.lost_events.saturating_add(l.count),
             Body::Checkpoint(c) => self.checkpoint(c),
-            Body::SiteHistory(h) => self.site_history(h),
-            Body::Alloc(a) => self.alloc(tid, record, a),
-            Body::Free(f) => self.free(tid, record.seq, f),
-            Body::Map(m) => self.map(m),
-            Body::Unmap(u) => self.unmap(u),
+            Body::SiteHistory(h) => self.site_history(h, observer),
+            Body::Alloc(a) => self.alloc(tid, record, a, observer),
+            Body::Free(f) => self.free(tid, record.seq, f, observer),
+            Body::Map(m) => self.map(m, observer),
+            Body::Unmap(u) => self.unmap(u, observer),
             Body::PoolCreate(c) => self.mem_pools.create(tid, record.seq, c),
             Body::PoolDestroy(d) => self.mem_pools.destroy(d),
             Body::PoolUsage(u) => self.mem_pools.usage(u.pool, u.reserved),
             Body::CtxCreate(c) if c.result.is_success() => self.contexts.create(c),
-            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(d),
+            Body::CtxDestroy(d) if d.result.is_success() => self.destroy_context(d, observer),
             Body::GraphMem(m) => self.graphs.listed(m),
             Body::GraphExec(g) => self.graphs.instantiated(g),
-            Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => self.launch_graph(tid, record, l),
+            Body::Launch(l) if is_graph_launch(l.api) && l.result.is_success() => {
+                self.launch_graph(tid, record, l, observer)
+            }
             Body::Capture(c) if c.result.is_success() => {
                 if c.begin != 0 {
                     self.capturing.begin(c.stream);
@@ -281,7 +250,7 @@ impl Model {
             }
             Body::EventRecord(r) if r.result.is_success() => self.capturing.record(r.event.0, r.stream, r.flags),
             // A context's wait is no stream's (and never on an event of a capture: refused).
-            Body::StreamWait(w) if w.result.is_success() && !crate::streams::apis::context_wide(w.api) => {
+            Body::StreamWait(w) if w.result.is_success() && !context_wide(w.api) => {
                 self.capturing.wait(w.stream, w.event.0, w.flags)
             }
             Body::StreamDestroy(d) if d.result.is_success() => self.capturing.forget(d.stream),
@@ -370,7 +339,7 @@ impl Model {
     }
 
     /// Ends the replay: everything still live is live at exit.
-    pub fn finish(mut self) -> Replay {
+    pub fn finish(mut self) -> LeakReplay {
         let mut live: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
         live.sort_by_key(|l| l.alloc.seq);
         // What the framework's allocator held at its last state is its cache or its tensors,
@@ -397,14 +366,10 @@ impl Model {
         self.replay.leaks = leaks;
         self.replay.bad_frees = self.bad_frees;
         self.replay.pool_leaks = self.mem_pools.finish();
-        if let Some(ordering) = self.ordering {
-            self.replay.ordering = ordering.finish();
-        }
-        self.replay.memory = self.memory.map(|m| Box::new(m.finish()));
         self.replay
     }
 
-    fn alloc(&mut self, tid: u32, record: &Record<'_>, a: &Alloc) {
+    fn alloc<O: Observer>(&mut self, tid: u32, record: &Record<'_>, a: &Alloc, observer: &mut O) {
         if a.api == Api::cuMemRetainAllocationHandle {
             if a.result.is_success() {
                 self.replay.counts.retains += 1;
@@ -423,11 +388,20 @@ impl Model {
         }
         if !a.result.is_success() {
             self.replay.counts.failed_allocations += 1;
-            if let (Some(m), Some(kind)) = (&mut self.memory, a.api.mem_kind()) {
-                if is_owned_memory(kind) {
-                    let device = device_of(&self.contexts, kind, a);
-                    m.failed(a.api, a.result, a.size, a.stack, device);
-                }
+            if let Some(kind) = a.api.mem_kind() {
+                let device = if observer.wants_memory() {
+                    device_of(&self.contexts, kind, a)
+                } else {
+                    0
+                };
+                observer.decided(Decision::Failed {
+                    api: a.api,
+                    result: a.result,
+                    kind,
+                    size: a.size,
+                    stack: a.stack,
+                    device,
+                });
             }
             return;
         }
@@ -454,7 +428,7 @@ impl Model {
             self.retain(key);
             return;
         }
-        self.make_room(key);
+        self.make_room(key, observer);
         let alloc = Allocation {
             kind,
             api: a.api,
@@ -468,27 +442,29 @@ impl Model {
             stream: a.stream,
             tid,
         };
-        let device = match &mut self.memory {
-            Some(m) => {
-                let device = device_of(&self.contexts, kind, a);
-                let owned = is_owned_memory(kind);
-                let pool = owned && self.pools.is_pool(a.stack, &self.replay.stacks, &self.replay.modules);
-                m.alloc(&alloc, device, owned, pool);
-                device
-            }
-            None => 0,
+        let (device, pool) = if observer.wants_memory() {
+            let device = device_of(&self.contexts, kind, a);
+            let pool = is_owned_memory(kind) && self.pools.is_pool(a.stack, &self.replay.stacks, &self.replay.modules);
+            (device, pool)
+        } else {
+            (0, false)
         };
+        observer.decided(Decision::Allocated {
+            allocation: &alloc,
+            device,
+            pool,
+        });
         self.hold(key, alloc, device);
     }
 
     /// A new allocation at `key`: counted; an allocation still live there lost a free the
     /// trace missed (without auto-free, the driver also refuses to launch a graph over memory
     /// its last launch left allocated).
-    fn make_room(&mut self, key: (Space, u64)) {
+    fn make_room<O: Observer>(&mut self, key: (Space, u64), observer: &mut O) {
         self.replay.counts.allocations += 1;
         if let Some(old) = self.live.remove(&key) {
             self.replay.counts.missed_frees += 1;
-            self.forget(&old);
+            self.forget(&old, observer);
         }
         self.recent.remove(key);
     }
@@ -514,7 +490,7 @@ impl Model {
         }
     }
 
-    fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
+    fn free<O: Observer>(&mut self, tid: u32, seq: Seq, f: &Free, observer: &mut O) {
         let ok = f.result.is_success();
         let kind = f.api.mem_kind();
         if kind == Some(MemKind::Async) && self.capturing.is_capturing(&f.stream) {
@@ -544,7 +520,7 @@ impl Model {
                     // Still retained (or opened again), or released but alive until the last
                     // unmap.
                 } else {
-                    self.release(key, f.stack);
+                    self.release(key, f.stack, observer);
                 }
                 return;
             }
@@ -568,7 +544,7 @@ impl Model {
     /// A successful launch of an executable graph (`l.function`): with auto-free on launch,
     /// frees what its last launch left allocated; then allocates what its allocation nodes
     /// say and frees what its free nodes of other graphs' memory say.
-    fn launch_graph(&mut self, tid: u32, record: &Record<'_>, l: &Launch<'_>) {
+    fn launch_graph<O: Observer>(&mut self, tid: u32, record: &Record<'_>, l: &Launch<'_>, observer: &mut O) {
         let Some(exec) = self.graphs.exec(l.function) else {
             if self.graphs.any_nodes() {
                 self.replay.counts.unknown_graph_launches += 1;
@@ -590,13 +566,13 @@ impl Model {
         if exec.auto_free {
             for node in &exec.allocs {
                 if graph_memory(&self.live, node.addr) {
-                    self.graph_free(node.addr);
+                    self.graph_free(node.addr, observer);
                 }
             }
         }
         for node in &exec.allocs {
             let key = (Space::Device, node.addr);
-            self.make_room(key);
+            self.make_room(key, observer);
             let site = self.graphs.site(node.addr).unwrap_or(exec.site);
             let alloc = Allocation {
                 kind: MemKind::Graph,
@@ -611,21 +587,23 @@ impl Model {
                 stream: l.stream,
                 tid,
             };
-            if let Some(m) = &mut self.memory {
-                m.alloc(&alloc, node.device, true, false);
-            }
+            observer.decided(Decision::Allocated {
+                allocation: &alloc,
+                device: node.device,
+                pool: false,
+            });
             self.hold(key, alloc, node.device);
         }
         for &addr in &exec.frees {
             if graph_memory(&self.live, addr) {
-                self.graph_free(addr);
+                self.graph_free(addr, observer);
             }
         }
     }
 
     /// Graph memory at `addr` freed by a launch (a free node, or auto-free on launch).
-    fn graph_free(&mut self, addr: u64) {
-        if self.release((Space::Device, addr), StackId::NONE) {
+    fn graph_free<O: Observer>(&mut self, addr: u64, observer: &mut O) {
+        if self.release((Space::Device, addr), StackId::NONE, observer) {
             self.replay.counts.frees += 1;
         }
     }
@@ -633,9 +611,9 @@ impl Model {
     /// The allocation live at `key` is gone: out of the live set and the byte counts, and
     /// remembered (with the stack of the free that released it) to name a later double free.
     /// False if nothing was live there.
-    fn release(&mut self, key: (Space, u64), free_stack: StackId) -> bool {
+    fn release<O: Observer>(&mut self, key: (Space, u64), free_stack: StackId, observer: &mut O) -> bool {
         let Some(l) = self.live.remove(&key) else { return false };
-        self.forget(&l);
+        self.forget(&l, observer);
         self.recent.insert(
             key,
             Freed {
@@ -682,7 +660,7 @@ impl Model {
         });
     }
 
-    fn map(&mut self, m: &Map) {
+    fn map<O: Observer>(&mut self, m: &Map, observer: &mut O) {
         if !m.result.is_success() {
             return;
         }
@@ -691,46 +669,45 @@ impl Model {
             size: m.size,
         };
         if let Some(old) = self.mappings.map(m.ptr.0, mapping) {
-            self.unmapped(old);
+            self.unmapped(old, observer);
         }
+        let mut device = 0;
         if let Some(l) = self.live.get_mut(&(Space::Physical, m.handle)) {
             l.mappings += 1;
+            device = l.device;
         }
-        if let Some(t) = &mut self.memory {
-            let device = self.live.get(&(Space::Physical, m.handle)).map_or(0, |l| l.device);
-            t.mapping(device, i128::from(m.size));
-        }
+        observer.decided(Decision::Mapped {
+            device,
+            bytes: i128::from(m.size),
+        });
     }
 
-    fn unmap(&mut self, u: &Unmap) {
+    fn unmap<O: Observer>(&mut self, u: &Unmap, observer: &mut O) {
         if !u.result.is_success() {
             return;
         }
         for gone in self.mappings.unmap(u.ptr.0, u.size) {
-            self.unmapped(gone);
+            self.unmapped(gone, observer);
         }
     }
 
     /// A mapping is gone: a released handle with no mappings left is freed.
-    fn unmapped(&mut self, gone: Mapping) {
+    fn unmapped<O: Observer>(&mut self, gone: Mapping, observer: &mut O) {
         let key = (Space::Physical, gone.handle);
-        if let Some(t) = &mut self.memory {
-            let device = self.live.get(&key).map_or(0, |l| l.device);
-            t.mapping(device, -i128::from(gone.size));
-        }
+        observer.decided(Decision::Mapped {
+            device: self.live.get(&key).map_or(0, |l| l.device),
+            bytes: -i128::from(gone.size),
+        });
         let Some(l) = self.live.get_mut(&key) else { return };
         l.mappings = l.mappings.saturating_sub(1);
         if l.holds == 0 && l.mappings == 0 {
-            self.release(key, StackId::NONE);
+            self.release(key, StackId::NONE, observer);
         }
     }
 
-    fn destroy_context(&mut self, d: &CtxDestroy) {
+    fn destroy_context<O: Observer>(&mut self, d: &CtxDestroy, observer: &mut O) {
         let Some(ctx) = self.contexts.destroy(d) else { return };
-        match &mut self.ordering {
-            Some(ordering) => ordering.teardown(d.api),
-            None => self.teardown = Some(d.api),
-        }
+        observer.decided(Decision::Teardown { api: d.api });
         let mut gone: Vec<(Space, u64)> = self
             .live
             .iter()
@@ -741,7 +718,7 @@ impl Model {
         let at = LeakAt::Teardown { api: d.api, ctx };
         for key in gone {
             if let Some(l) = self.live.remove(&key) {
-                self.forget(&l);
+                self.forget(&l, observer);
                 if key.0 == Space::Physical {
                     self.mappings.forget_handle(key.1);
                 }
@@ -761,13 +738,14 @@ impl Model {
     }
 
     /// Takes a no longer live allocation out of the live byte count.
-    fn forget(&mut self, l: &Live) {
+    fn forget<O: Observer>(&mut self, l: &Live, observer: &mut O) {
         if is_owned_memory(l.alloc.kind) {
             self.live_bytes -= l.alloc.size.min(self.live_bytes);
         }
-        if let Some(m) = &mut self.memory {
-            m.free(&l.alloc, l.device, is_owned_memory(l.alloc.kind));
-        }
+        observer.decided(Decision::Freed {
+            allocation: &l.alloc,
+            device: l.device,
+        });
     }
 
     fn leak(&mut self, l: &Live, at: LeakAt, framework: bool) {
@@ -807,32 +785,19 @@ fn counts_references(kind: MemKind) -> bool {
     matches!(Space::of(kind), Space::Physical | Space::Ipc) || kind == MemKind::PoolImport
 }
 
-/// The device an allocation's memory is on: its context's ([`crate::memory::HOST`] for pinned
-/// host memory, [`crate::memory::UNKNOWN_DEVICE`] for a context the trace never named), or
-/// for `cuMemCreate` the location its properties named, when the trace recorded it.
+/// The device an allocation's memory is on: its context's ([`HOST`] for pinned host memory,
+/// [`UNKNOWN_DEVICE`] for a context the trace never named), or for `cuMemCreate` the location
+/// its properties named, when the trace recorded it.
 fn device_of(contexts: &Contexts, kind: MemKind, a: &Alloc) -> i32 {
     if matches!(kind, MemKind::Host | MemKind::HostRegistered) {
-        return crate::memory::HOST;
+        return HOST;
     }
     if a.api == Api::cuMemCreate {
         match MemLocation::decode(a.aux) {
             MemLocation::Device(device) => return device,
-            MemLocation::Host => return crate::memory::HOST,
+            MemLocation::Host => return HOST,
             MemLocation::Unknown => {}
         }
     }
-    contexts.device(a.ctx).unwrap_or(crate::memory::UNKNOWN_DEVICE)
-}
-
-/// Replays every readable record of `trace`; decoding errors are kept in the result and the
-/// records around them are still replayed.
-pub fn replay(trace: &Trace<'_>) -> Replay {
-    let mut model = Model::new();
-    for r in trace.records() {
-        match r {
-            Ok(Entry { tid, record, .. }) => model.apply(tid, &record),
-            Err(e) => model.decode_error(e),
-        }
-    }
-    model.finish()
+    contexts.device(a.ctx).unwrap_or(UNKNOWN_DEVICE)
 }

@@ -11,6 +11,7 @@ use gpuleak_format::{
 use super::*;
 
 mod checkpoint;
+mod decisions;
 mod graphs;
 mod handles;
 
@@ -107,7 +108,7 @@ impl Script {
         })
     }
 
-    fn run(&self) -> Replay {
+    fn run(&self) -> LeakReplay {
         let mut model = Model::new();
         for r in &self.records {
             model.apply(7, r);
@@ -116,7 +117,7 @@ impl Script {
     }
 }
 
-fn leaked_bytes(r: &Replay) -> u64 {
+fn leaked_bytes(r: &LeakReplay) -> u64 {
     r.leaks
         .iter()
         .filter(|l| is_owned_memory(l.kind))

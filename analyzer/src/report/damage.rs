@@ -4,7 +4,7 @@
 
 use gpuleak_format::DecodeError;
 
-use crate::model::Replay;
+use crate::model::LeakReplay;
 
 /// What could not be read of one trace.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -25,7 +25,7 @@ pub struct Damage {
 
 impl Damage {
     /// What the replay of a trace could not read.
-    pub fn of(replay: &Replay) -> Damage {
+    pub fn of(replay: &LeakReplay) -> Damage {
         Damage {
             first_error: replay.errors.first().cloned(),
             errors: replay.error_count,

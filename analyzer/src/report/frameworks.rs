@@ -16,7 +16,7 @@ use super::owner::Pool;
 use super::{Extra, Finding, Frame, Severity};
 use crate::frameworks::join::{self, display_name, FrameworkView, TensorSite};
 use crate::frameworks::{PyFrame, State};
-use crate::model::Replay;
+use crate::model::LeakReplay;
 use crate::run::human_bytes as h;
 
 /// The pool whose memory a framework's segments are.
@@ -42,7 +42,7 @@ pub fn frames(frames: &[PyFrame], user: usize) -> Vec<Frame> {
 }
 
 /// The latest complete state of each framework, joined with the driver.
-pub fn views(replay: &Replay) -> Vec<FrameworkView> {
+pub fn views(replay: &LeakReplay) -> Vec<FrameworkView> {
     let mut latest: Vec<&State> = Vec::new();
     for s in replay.frameworks.complete.iter().filter(|s| s.oom.is_none()) {
         match latest.iter_mut().find(|l| l.framework == s.framework) {
@@ -76,7 +76,7 @@ fn finding(check: &'static str, severity: Severity, message: String, site: Optio
 }
 
 /// Every framework finding of the trace.
-pub fn findings(replay: &Replay) -> Vec<Finding> {
+pub fn findings(replay: &LeakReplay) -> Vec<Finding> {
     let mut out = Vec::new();
     let states = &replay.frameworks.complete;
     let view_of = |s: &State| join::view(s, &replay.modules, &replay.stacks);

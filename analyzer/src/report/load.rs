@@ -18,7 +18,7 @@ use gpuleak_format::{Api, DecodeError, Entry};
 
 use crate::file::TraceFile;
 use crate::memory::TrackerOptions;
-use crate::model::{Model, Replay};
+use crate::replay::{Leaks, Replay, Replayer};
 use crate::streams::Streams;
 
 use super::progress::Progress;
@@ -118,9 +118,10 @@ type Teardowns = Vec<(usize, Api)>;
 
 /// Replays every readable record of `file` (decoding errors are kept in the result, and the
 /// records around them still replayed). When `pipelined`, three threads share the work, each
-/// record passing through them in order: one decodes, one replays the leak model, and one the
-/// stream-ordering model (the costliest), which learns the context teardowns from the second;
-/// and `decoders` more threads open and decode the trace's blocks ahead of the first.
+/// record passing through them in order: one decodes, one replays the leak model (and the
+/// memory pass, which observes it), and one the stream-ordering model (the costliest), which
+/// learns the context teardowns from the second ([`crate::replay`]); and `decoders` more
+/// threads open and decode the trace's blocks ahead of the first.
 pub fn replay(
     file: &TraceFile,
     pipelined: bool,
@@ -129,15 +130,9 @@ pub fn replay(
     options: &Options,
 ) -> Replay {
     // The memory pass runs beside the leak model, on its thread, only when asked for.
-    let with_memory = |model: Model| {
-        if options.memory {
-            model.with_memory(TrackerOptions {
-                snapshots: options.at.map(|a| a.ids()).unwrap_or_default(),
-            })
-        } else {
-            model
-        }
-    };
+    let memory = options.memory.then(|| TrackerOptions {
+        snapshots: options.at.map(|a| a.ids()).unwrap_or_default(),
+    });
     let mut read = Read {
         file,
         progress,
@@ -146,21 +141,27 @@ pub fn replay(
     };
     // `TraceFile::open` checked the header; a file that fails now replays as empty.
     let Ok(mut records) = file.records(RELEASE_EVERY, RELEASE_LAG) else {
-        return Model::new().finish();
+        return Replay::default();
     };
     if !pipelined {
-        let mut model = with_memory(Model::new());
+        let mut replayer = Replayer::new(memory);
         let mut i = 0usize;
         // Each record replayed where the reader decoded it.
         while let Some(r) = records.next_ref() {
-            read.apply(&mut model, r);
+            match r {
+                Ok(e) => {
+                    read.at(e);
+                    replayer.apply(e.tid, &e.record);
+                }
+                Err(e) => replayer.decode_error(e),
+            }
             if i % BATCH == 0 {
                 read.advanced();
             }
             i += 1;
         }
         read.finish();
-        return model.finish();
+        return replayer.finish();
     }
     std::thread::scope(|s| {
         let (to_model, decoded) = mpsc::sync_channel::<Batch<'_>>(AHEAD);
@@ -245,13 +246,16 @@ pub fn replay(
             }
             streams.finish()
         });
-        let mut model = with_memory(Model::without_ordering());
+        let mut leaks = Leaks::new(memory);
         for batch in decoded {
             let mut teardowns = Teardowns::new();
             for (i, r) in batch.iter().enumerate() {
-                read.apply(&mut model, r.as_ref().map_err(DecodeError::clone));
-                if let Some(api) = model.take_teardown() {
-                    teardowns.push((i, api));
+                match r {
+                    Ok(e) => {
+                        read.at(e);
+                        leaks.apply(e.tid, &e.record, |api| teardowns.push((i, api)));
+                    }
+                    Err(e) => leaks.decode_error(e.clone()),
                 }
             }
             read.advanced();
@@ -261,13 +265,11 @@ pub fn replay(
         }
         drop(to_streams);
         read.finish();
-        let mut replay = model.finish();
-        replay.ordering = match ordering.join() {
-            Ok(findings) => findings,
+        match ordering.join() {
+            Ok(findings) => leaks.finish(findings),
             // A bug, not bad input: show it as the serial replay would have.
             Err(panic) => std::panic::resume_unwind(panic),
-        };
-        replay
+        }
     })
 }
 
@@ -282,14 +284,9 @@ struct Read<'f> {
 }
 
 impl Read<'_> {
-    fn apply(&mut self, model: &mut Model, r: Result<&Entry<'_>, DecodeError>) {
-        match r {
-            Ok(e) => {
-                self.at = self.at.max(e.offset);
-                model.apply(e.tid, &e.record);
-            }
-            Err(e) => model.decode_error(e),
-        }
+    /// `e` is being replayed.
+    fn at(&mut self, e: &Entry<'_>) {
+        self.at = self.at.max(e.offset);
     }
 
     fn advanced(&mut self) {

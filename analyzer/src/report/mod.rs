@@ -44,7 +44,8 @@ use std::path::PathBuf;
 use gpuleak_format::{Api, MemKind, StackId};
 
 use crate::file::TraceFile;
-use crate::model::{self, is_owned_memory, BadFreeCause, LeakAt, LeakGroup, Process, Replay};
+use crate::model::{self, is_owned_memory, BadFreeCause, LeakAt, LeakGroup, Process};
+use crate::replay::Replay;
 
 pub use damage::Damage;
 pub use frames::{Frame, FrameSource, ModuleOffsets};

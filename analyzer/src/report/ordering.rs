@@ -8,7 +8,7 @@
 
 use gpuleak_format::{Api, GraphNode, StackId};
 
-use crate::model::Replay;
+use crate::replay::Replay;
 use crate::streams::{AllocInfo, Check, Created, Moment, NodeSite, Op, StreamFinding, StreamName};
 
 use super::frames::Stacks;

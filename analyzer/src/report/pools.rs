@@ -3,7 +3,7 @@
 
 use gpuleak_format::Api;
 
-use crate::model::{PoolLeak, Replay};
+use crate::model::{LeakReplay, PoolLeak};
 use crate::run::human_bytes;
 
 use super::frames::Stacks;
@@ -11,7 +11,7 @@ use super::owner;
 use super::{Extra, Finding, Severity};
 
 /// Every pool never destroyed, oldest first.
-pub(super) fn findings(replay: &Replay, stacks: &mut Stacks<'_>) -> Vec<Finding> {
+pub(super) fn findings(replay: &LeakReplay, stacks: &mut Stacks<'_>) -> Vec<Finding> {
     replay.pool_leaks.iter().map(|p| finding(p, replay, stacks)).collect()
 }
 
@@ -70,7 +70,7 @@ fn message(p: &PoolLeak) -> String {
     m
 }
 
-fn finding(p: &PoolLeak, replay: &Replay, stacks: &mut Stacks<'_>) -> Finding {
+fn finding(p: &PoolLeak, replay: &LeakReplay, stacks: &mut Stacks<'_>) -> Finding {
     let frames: &[u64] = replay.stacks.get(&p.stack).map_or(&[], Vec::as_slice);
     let stack = if frames.is_empty() {
         Vec::new()

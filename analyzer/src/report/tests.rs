@@ -10,7 +10,7 @@ use gpuleak_format::{
 };
 
 use super::*;
-use crate::model::Model;
+use crate::replay::Replayer;
 
 const PROGRAM: u64 = 0x5555_0000_0000;
 const C10: u64 = 0x7f00_0000_0000;
@@ -87,20 +87,20 @@ impl Script {
         })
     }
 
-    fn replay(&self) -> crate::model::Replay {
-        self.replay_with(Model::new())
+    fn replay(&self) -> crate::replay::Replay {
+        self.replay_with(Replayer::new(None))
     }
 
-    fn replay_with(&self, mut model: Model) -> crate::model::Replay {
+    fn replay_with(&self, mut replayer: Replayer) -> crate::replay::Replay {
         for r in &self.records {
-            model.apply(1, r);
+            replayer.apply(1, r);
         }
-        model.finish()
+        replayer.finish()
     }
 
     fn report(&self, options: &Options) -> ProcessReport {
         let replay = if options.memory {
-            self.replay_with(Model::new().with_memory(crate::memory::TrackerOptions::default()))
+            self.replay_with(Replayer::new(Some(crate::memory::TrackerOptions::default())))
         } else {
             self.replay()
         };

@@ -5,6 +5,8 @@
 
 use gpuleak_format::{Api, Family, MemKind, Op, Side};
 
+pub use crate::apis::{context_wide, is_graph_launch};
+
 /// Whether stream handle 0 means the calling thread's per-thread default stream (the
 /// `_ptsz` / `_ptds` variants that `--default-stream per-thread` programs call; the
 /// resolver's `_ptsz` has no stream).
@@ -75,16 +77,6 @@ pub fn serializes_device(api: Api) -> bool {
     matches!(api.op(), Some(Op::Copy { .. })) && api.is_peer() && !api.is_async()
 }
 
-/// An event recorded over, or waited for by, a whole context (`cuCtxRecordEvent`,
-/// `cuCtxWaitEvent`) or green context (`cuGreenCtxRecordEvent`, `cuGreenCtxWaitEvent`): the
-/// record's `stream` field is the context. The model has one context, so a record captures
-/// every stream's work so far and a wait orders every stream's later work (more than the driver
-/// does when the process has several contexts or green contexts: it can hide findings, never
-/// add one).
-pub fn context_wide(api: Api) -> bool {
-    api.is_context_wide()
-}
-
 /// An asynchronous copy that returns only once it is complete when its destination is
 /// pageable host memory (CUDA's "API synchronization behavior": a transfer from device memory
 /// to pageable host memory, or between any two host memories, is synchronous with respect to
@@ -101,11 +93,6 @@ pub fn waits_for_pageable_destination(api: Api) -> bool {
 /// parameters, written or only read (the driver does not say which).
 pub fn is_kernel_launch(api: Api) -> bool {
     api.op() == Some(Op::KernelLaunch)
-}
-
-/// Whether `api` launches an executable graph (its `Launch` record's `function`).
-pub fn is_graph_launch(api: Api) -> bool {
-    api.op() == Some(Op::GraphLaunch)
 }
 
 /// A stream-ordered free (`cuMemFreeAsync`), as opposed to a synchronous one.

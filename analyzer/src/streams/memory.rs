@@ -20,9 +20,9 @@ use std::collections::VecDeque;
 
 use gpuleak_format::{Api, MemKind, Seq, StackId};
 
-use super::aside::AsideMap;
 use super::clock::{Clock, Epoch};
 use super::StreamName;
+use crate::aside::AsideMap;
 
 /// Accesses kept per allocation.
 pub const HISTORY: usize = 16;

@@ -86,7 +86,6 @@
 //! ```
 
 pub(crate) mod apis;
-pub(crate) mod aside;
 pub mod clock;
 mod found;
 mod graph_accesses;

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use gpuleak_analyzer::check::{self, Baseline, Config, Tolerance};
 use gpuleak_analyzer::memory::TrackerOptions;
-use gpuleak_analyzer::model::Model;
+use gpuleak_analyzer::replay::Replayer;
 use gpuleak_analyzer::report::frames::ModuleOffsets;
 use gpuleak_analyzer::report::memory::{collapsed, html, At};
 use gpuleak_analyzer::report::{self, Options, Report};
@@ -282,16 +282,13 @@ pub fn analyze(c: &Case) -> Reached {
     };
     let mut processes = Vec::new();
     for (i, records) in c.processes.iter().enumerate() {
-        let mut model = Model::new();
-        if c.memory {
-            model = model.with_memory(TrackerOptions {
-                snapshots: c.at.map(|a| a.ids()).unwrap_or_default(),
-            });
-        }
+        let mut replayer = Replayer::new(c.memory.then(|| TrackerOptions {
+            snapshots: c.at.map(|a| a.ids()).unwrap_or_default(),
+        }));
         for (tid, r) in records {
-            model.apply(*tid, r);
+            replayer.apply(*tid, r);
         }
-        let replay = model.finish();
+        let replay = replayer.finish();
         let source = ModuleOffsets::new(replay.modules.clone());
         let trace = PathBuf::from(format!("synth.{i}.trace"));
         processes.push(report::build(replay, trace, &source, &options));

@@ -5,9 +5,11 @@
 use std::collections::BTreeMap;
 
 use gpuleak_format::checkpoint::cut;
-use gpuleak_format::{Event, EventCreate, EventRecord, StreamCreate, StreamWait, TraceId};
+use gpuleak_format::{Entry, Event, EventCreate, EventRecord, StreamCreate, StreamWait, Trace, TraceId};
 
 use super::*;
+use crate::memory::TrackerOptions;
+use crate::replay::{replay, Replayer};
 
 mod program;
 
@@ -229,12 +231,12 @@ fn an_unordered_free_after_a_checkpoint_is_still_found() {
 
 /// The process's peak live bytes (the summary's, the memory pass's) of a trace.
 fn peaks(file: &[u8]) -> (u64, u64) {
-    let mut model = Model::new().with_memory(TrackerOptions::default());
+    let mut replayer = Replayer::new(Some(TrackerOptions::default()));
     for e in Trace::new(file).unwrap().records() {
         let Entry { tid, record, .. } = e.unwrap();
-        model.apply(tid, &record);
+        replayer.apply(tid, &record);
     }
-    let r = model.finish();
+    let r = replayer.finish();
     (r.peak_bytes, r.memory.map_or(0, |m| m.peak.0))
 }
 

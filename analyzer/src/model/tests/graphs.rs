@@ -79,7 +79,7 @@ impl Script {
 }
 
 /// The replay found neither a leak nor a bad free.
-fn assert_clean(r: &Replay) {
+fn assert_clean(r: &LeakReplay) {
     assert!(
         r.leaks.is_empty() && r.bad_frees.is_empty(),
         "{:?} {:?}",

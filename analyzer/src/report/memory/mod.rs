@@ -18,7 +18,7 @@ use super::{Extra, Finding, Frame, RelatedStack, Severity};
 use crate::memory::growth::Growth;
 pub use crate::memory::PinSite;
 use crate::memory::{MemoryReplay, Oom, SiteSummary, SnapshotState};
-use crate::model::Replay;
+use crate::replay::Replay;
 use crate::run::human_bytes;
 
 /// Sites stacked in the timeline; the others are summed as "other".

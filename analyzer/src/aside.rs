@@ -1,7 +1,8 @@
 //! An ordered map of address ranges by start that keeps its newest entry out of the tree.
 //!
 //! A program that allocates and frees at the same address over and over (the usual churn)
-//! makes the stream model insert a range and remove it again at every pair; with the newest
+//! makes the stream-ordering model and the memory pass insert a range and remove it again at
+//! every pair; with the newest
 //! entry set aside, that churn never touches the B-tree. Reads see the tree and the entry set
 //! aside as one map.
 
@@ -31,6 +32,7 @@ impl<V> AsideMap<V> {
     }
 
     /// Inserts `value` at `key`, replacing what was there.
+    #[inline]
     pub fn insert(&mut self, key: u64, value: V) {
         match self.newest.replace((key, value)) {
             Some((k, older)) if k != key => {
@@ -44,6 +46,7 @@ impl<V> AsideMap<V> {
     }
 
     /// Removes the entry at `key`.
+    #[inline]
     pub fn remove(&mut self, key: u64) -> Option<V> {
         if self.newest.as_ref().is_some_and(|(k, _)| *k == key) {
             return self.newest.take().map(|(_, v)| v);
@@ -55,6 +58,7 @@ impl<V> AsideMap<V> {
     }
 
     /// The entry at `key`.
+    #[inline]
     pub fn get(&self, key: u64) -> Option<&V> {
         match &self.newest {
             Some((k, v)) if *k == key => Some(v),
@@ -83,6 +87,7 @@ impl<V> AsideMap<V> {
     }
 
     /// The entry with the highest key in `range`.
+    #[inline]
     pub fn last_in(&self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &V)> {
         let aside = self.newest.as_ref().filter(|(k, _)| range.contains(k));
         let tree = self.tree.range(range).next_back();
@@ -94,6 +99,7 @@ impl<V> AsideMap<V> {
     }
 
     /// The entry with the highest key in `range`, mutable.
+    #[inline]
     pub fn last_in_mut(&mut self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &mut V)> {
         let aside = self.newest.as_mut().filter(|(k, _)| range.contains(k));
         let tree = self.tree.range_mut(range).next_back();

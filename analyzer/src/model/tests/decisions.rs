@@ -1,0 +1,102 @@
+//! What the leak model reports to its observer ([`crate::decision`]): each decision once and
+//! in order, the memory facts only when they are wanted, and nothing for a call that changes
+//! no memory.
+
+use super::*;
+
+/// Every decision, written out.
+#[derive(Default)]
+struct Seen {
+    wants: bool,
+    decisions: Vec<String>,
+}
+
+impl Observer for Seen {
+    fn wants_memory(&self) -> bool {
+        self.wants
+    }
+
+    fn decided(&mut self, decision: Decision<'_>) {
+        self.decisions.push(match decision {
+            Decision::Allocated {
+                allocation: a,
+                device,
+                pool,
+            } => format!("allocated {:#x} {} bytes on {device} pool {pool}", a.ptr.0, a.size),
+            Decision::Freed { allocation: a, device } => format!("freed {:#x} on {device}", a.ptr.0),
+            Decision::Failed { size, device, .. } => format!("failed {size} bytes on {device}"),
+            Decision::Mapped { device, bytes } => format!("mapped {bytes} on {device}"),
+            Decision::History { .. } => "history".into(),
+            Decision::Teardown { api } => format!("teardown {api}"),
+        });
+    }
+}
+
+/// A context on device 3: an allocation freed, then freed again (a bad free: no decision); a
+/// failed allocation; a VMM handle released while mapped (alive until the unmap); an
+/// allocation left to the context's teardown.
+fn decisions(wants: bool) -> Vec<String> {
+    let mut s = Script::default();
+    s.push(CtxCreate {
+        api: Api::cuCtxCreate_v2,
+        result: CuResult::SUCCESS,
+        ctx: CTX,
+        device: 3,
+        flags: 0,
+    })
+    .alloc(Api::cuMemAlloc_v2, 0x1000, 100, 1)
+    .free(Api::cuMemFree_v2, 0x1000)
+    .free(Api::cuMemFree_v2, 0x1000)
+    .push(Alloc {
+        api: Api::cuMemAlloc_v2,
+        via: Api::NONE,
+        result: CuResult(2),
+        ctx: CTX,
+        stream: Stream(0),
+        ptr: Ptr(0),
+        size: 1 << 40,
+        stack: StackId(2),
+        aux: 0,
+    })
+    .alloc(Api::cuMemCreate, 0x55, 4096, 3)
+    .map(0x6000_0000, 4096, 0x55)
+    .free(Api::cuMemRelease, 0x55)
+    .unmap(0x6000_0000, 4096)
+    .alloc(Api::cuMemAlloc_v2, 0x2000, 300, 4)
+    .destroy(Api::cuCtxDestroy_v2, CTX, 3);
+    let mut model = Model::new();
+    let mut seen = Seen {
+        wants,
+        ..Seen::default()
+    };
+    for r in &s.records {
+        model.apply_observed(7, r, &mut seen);
+    }
+    seen.decisions
+}
+
+#[test]
+fn the_model_reports_each_decision_once_in_order() {
+    assert_eq!(
+        decisions(true),
+        [
+            "allocated 0x1000 100 bytes on 3 pool false",
+            "freed 0x1000 on 3",
+            "failed 1099511627776 bytes on 3",
+            "allocated 0x55 4096 bytes on 3 pool false",
+            "mapped 4096 on 3",
+            "mapped -4096 on 3",
+            "freed 0x55 on 3",
+            "allocated 0x2000 300 bytes on 3 pool false",
+            "teardown cuCtxDestroy_v2",
+            "freed 0x2000 on 3",
+        ]
+    );
+}
+
+/// Its twin: the same decisions without the memory facts when the observer does not want them.
+#[test]
+fn an_observer_that_wants_no_memory_facts_gets_the_same_decisions_without_them() {
+    let without: Vec<String> = decisions(true).iter().map(|d| d.replace(" on 3", " on 0")).collect();
+    assert_eq!(decisions(false), without);
+}
