@@ -82,6 +82,20 @@ impl Meaning {
     }
 }
 
+/// The accessors of [`Meaning`]'s flags (`name: field`), each `false` for a number this
+/// reader does not know.
+macro_rules! flags {
+    ($($(#[$doc:meta])* $name:ident: $field:ident,)*) => {
+        $(
+            $(#[$doc])*
+            #[inline]
+            pub const fn $name(self) -> bool {
+                matches!(self.meaning(), Some(m) if m.$field)
+            }
+        )*
+    };
+}
+
 macro_rules! apis {
     ($($id:literal $name:ident ($($meaning:tt)*)),* $(,)?) => {
         #[allow(non_upper_case_globals)]
@@ -562,16 +576,20 @@ impl Api {
         }
     }
 
-    /// Stream-ordered: it queues work on a stream and returns before the work runs.
-    #[inline]
-    pub const fn is_async(self) -> bool {
-        matches!(self.meaning(), Some(m) if m.asynchronous)
-    }
-
-    /// A per-thread twin (`_ptsz` / `_ptds`) of [`Api::base`].
-    #[inline]
-    pub const fn per_thread(self) -> bool {
-        matches!(self.meaning(), Some(m) if m.per_thread)
+    flags! {
+        /// Stream-ordered: it queues work on a stream and returns before the work runs.
+        is_async: asynchronous,
+        /// A per-thread twin (`_ptsz` / `_ptds`) of [`Api::base`].
+        per_thread: per_thread,
+        /// A copy between contexts.
+        is_peer: peer,
+        /// Its `stream` is a context or green context (an event recorded over, or a wait of, all
+        /// the context's work).
+        is_context_wide: context_wide,
+        /// A batch or attribute copy, which never waits for the host.
+        is_batch: batch,
+        /// A free that waits for the device first.
+        is_synchronizing: synchronizing,
     }
 
     /// The entry point a per-thread twin is of; the entry point itself otherwise (and for a
@@ -582,31 +600,6 @@ impl Api {
             Some(m) => m.base,
             None => self,
         }
-    }
-
-    /// A copy between contexts.
-    #[inline]
-    pub const fn is_peer(self) -> bool {
-        matches!(self.meaning(), Some(m) if m.peer)
-    }
-
-    /// Its `stream` is a context or green context (an event recorded over, or a wait of, all
-    /// the context's work).
-    #[inline]
-    pub const fn is_context_wide(self) -> bool {
-        matches!(self.meaning(), Some(m) if m.context_wide)
-    }
-
-    /// A batch or attribute copy, which never waits for the host.
-    #[inline]
-    pub const fn is_batch(self) -> bool {
-        matches!(self.meaning(), Some(m) if m.batch)
-    }
-
-    /// A free that waits for the device first.
-    #[inline]
-    pub const fn is_synchronizing(self) -> bool {
-        matches!(self.meaning(), Some(m) if m.synchronizing)
     }
 
     /// The exported symbol name, if this reader knows the number.

@@ -137,6 +137,16 @@ fn clean() -> Report {
     Report::new(vec![Script::new().process("clean.trace")])
 }
 
+/// [`leaky`] with a third leak of 3000 bytes from `make_scratch`.
+fn grown() -> Report {
+    Report::new(vec![Script::new()
+        .alloc(0x7000_0000, 3000, SCRATCH)
+        .alloc(0x7100_0000, 3000, SCRATCH)
+        .alloc(0x7150_0000, 3000, SCRATCH)
+        .alloc(0x7200_0000, 10000, STAGING)
+        .process("grown.trace")])
+}
+
 fn checks(o: &Outcome) -> Vec<&'static str> {
     o.violations.iter().map(|v| v.check).collect()
 }
@@ -310,14 +320,6 @@ fn a_run_passes_against_its_own_baseline_and_fails_on_new_or_grown_sites() {
     assert!(o.violations.iter().all(|v| v.change == Some(Change::New)));
     assert_eq!(o.reason(), "failed: 2 new leak sites");
 
-    let grown = || {
-        Report::new(vec![Script::new()
-            .alloc(0x7000_0000, 3000, SCRATCH)
-            .alloc(0x7100_0000, 3000, SCRATCH)
-            .alloc(0x7150_0000, 3000, SCRATCH)
-            .alloc(0x7200_0000, 10000, STAGING)
-            .process("grown.trace")])
-    };
     let o = against(grown(), baseline_of(leaky()), Tolerance::None);
     assert_eq!(checks(&o), ["leak-growth"]);
     let v = &o.violations[0];
@@ -556,14 +558,6 @@ fn check_documents_print_as_serde_json_printed_them() {
             .bad_free(0xdead, true, FREE_SITE)
             .bad_free(0xbeef, false, WARM_FREE)
             .process("we\u{8}ird\u{c}\u{7f}\u{1}é\"\\.trace")])
-    };
-    let grown = || {
-        Report::new(vec![Script::new()
-            .alloc(0x7000_0000, 3000, SCRATCH)
-            .alloc(0x7100_0000, 3000, SCRATCH)
-            .alloc(0x7150_0000, 3000, SCRATCH)
-            .alloc(0x7200_0000, 10000, STAGING)
-            .process("grown.trace")])
     };
     let mut two = leaky();
     two.processes.push(weird().processes.remove(0));
