@@ -24,6 +24,7 @@ pub(crate) mod json;
 pub mod memory;
 pub mod model;
 pub mod modules;
+pub mod owner;
 pub mod replay;
 pub mod report;
 pub mod run;

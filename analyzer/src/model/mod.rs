@@ -49,7 +49,7 @@ mod checkpoint;
 mod found;
 mod graphs;
 mod mempools;
-pub mod owner;
+
 mod pools;
 mod recent;
 
@@ -267,9 +267,9 @@ impl Model {
                     // allocations whose stacks are XLA's.
                     let (modules, stacks) = (&self.replay.modules, &self.replay.stacks);
                     let owns = |framework: &str, a: &DriverAlloc| {
-                        owner::Pool::of_framework(framework).is_some_and(|pool| {
+                        crate::owner::Pool::of_framework(framework).is_some_and(|pool| {
                             let frames = stacks.get(&a.stack).map_or(&[][..], Vec::as_slice);
-                            owner::stack_in_pool(frames, modules, pool)
+                            crate::owner::stack_in_pool(frames, modules, pool)
                         })
                     };
                     self.replay.frameworks.complete_placing(id, record.seq.0, driver, owns);

@@ -5,8 +5,8 @@ use std::collections::HashMap;
 
 use gpuleak_format::StackId;
 
-use super::owner;
 use super::Modules;
+use crate::owner;
 
 /// Answers per stack, worked out once.
 #[derive(Debug, Default)]

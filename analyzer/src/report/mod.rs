@@ -28,7 +28,7 @@ pub mod memory;
 pub mod merge;
 pub mod merged;
 mod ordering;
-pub use crate::model::owner;
+pub use crate::owner;
 mod pools;
 pub mod progress;
 pub mod ranks;

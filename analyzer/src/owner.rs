@@ -4,7 +4,7 @@
 //! Detection is by module file name only (a table below): a pool statically linked into a
 //! program, or a library renamed, is not recognised.
 
-use super::{file_name, Modules};
+use crate::modules::{file_name, Modules};
 
 /// A caching allocator whose memory, still held at exit, is not a program leak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
