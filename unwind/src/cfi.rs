@@ -75,9 +75,10 @@ struct Query {
 /// `size` bytes, valid for this call; `data` points to a `Query` that nothing else uses during
 /// the call.
 unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, size: usize, data: *mut c_void) -> c_int {
-    // SAFETY: the contract above. The reference spans the whole `dl_phdr_info` (64 bytes, TLS
-    // fields included), which every glibc since 2.12 passes; `size` is still checked before
-    // `dlpi_subs` is read, as dl_iterate_phdr(3) asks. Both references end with this call.
+    // SAFETY: the contract above. The reference spans the whole `dl_phdr_info` (64 bytes on
+    // x86-64, TLS fields included), which glibc passes whole (`size` is 64 with glibc 2.36);
+    // `size` is still checked before `dlpi_subs` is read, as dl_iterate_phdr(3) asks. Both
+    // references end with this call.
     let (info, query) = unsafe { (&*info, &mut *data.cast::<Query>()) };
     if !query.checked_subs {
         query.checked_subs = true;
@@ -205,10 +206,10 @@ mod cold_stack {
         if !top.is_null() {
             return Some(top);
         }
-        // SAFETY: a fresh anonymous private mapping, checked before use; the mprotect touches
-        // only its lowest page, making it inaccessible so that an overflow faults instead of
-        // writing below. Its failure (ENOMEM: out of mappings) is not checked: the stack is then
-        // used without a guard, and gimli needs about a tenth of it.
+        // SAFETY: a fresh anonymous private mapping, checked before use, known to nothing else
+        // yet; the mprotect touches only its lowest page, making it inaccessible so that an
+        // overflow faults instead of writing below. If mprotect fails (ENOMEM: out of
+        // mappings), the mapping is given back and no cold stack is used.
         let base = unsafe {
             let base = libc::mmap(
                 std::ptr::null_mut(),
@@ -221,7 +222,10 @@ mod cold_stack {
             if base == libc::MAP_FAILED {
                 return None;
             }
-            libc::mprotect(base, GUARD, libc::PROT_NONE);
+            if libc::mprotect(base, GUARD, libc::PROT_NONE) != 0 {
+                libc::munmap(base, GUARD + SIZE);
+                return None;
+            }
             base.cast::<u8>()
         };
         // SAFETY: one past the end of the mapping just made, which `add` allows (the end is
