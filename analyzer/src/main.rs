@@ -576,7 +576,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         _site = Some(site);
     }
     // Like time(1): Ctrl-C and Ctrl-\ go to the command; gpuleak stays to summarize.
-    // SAFETY: setting signal dispositions to SIG_IGN has no preconditions.
+    // SAFETY: SIG_IGN installs no handler, so no handler code has to be async-signal-safe;
+    // signal only writes the process's dispositions and returns the old ones.
     let old = unsafe {
         [
             libc::signal(libc::SIGINT, libc::SIG_IGN),
@@ -584,7 +585,8 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
         ]
     };
     let status = cmd.status();
-    // SAFETY: restores the dispositions read above.
+    // SAFETY: puts back the dispositions signal returned above, which this process had
+    // installed (SIG_ERR, had a call failed, is refused with EINVAL and changes nothing).
     unsafe {
         libc::signal(libc::SIGINT, old[0]);
         libc::signal(libc::SIGQUIT, old[1]);

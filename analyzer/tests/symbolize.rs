@@ -109,6 +109,7 @@ extern "C" {
 #[inline(never)]
 fn record() -> usize {
     let mut buf = [std::ptr::null_mut::<c_void>(); 2];
+    // SAFETY: `buf` has room for the 2 entries backtrace may write.
     let n = unsafe { backtrace(buf.as_mut_ptr(), 2) };
     assert_eq!(n, 2);
     buf[1] as usize

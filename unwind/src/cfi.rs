@@ -45,8 +45,10 @@ pub(crate) fn rule_for(address: u64) -> Option<Rule> {
         rule: None,
         checked_subs: false,
     };
-    // SAFETY: `visit` matches the callback type dl_iterate_phdr expects and only dereferences
-    // `data` as the `Query` passed here, which outlives the call.
+    // SAFETY: `visit` has the callback type dl_iterate_phdr expects, and its contract (its
+    // `# Safety`) holds: `data` is `query`, a local that outlives the call and that nothing
+    // else touches until it returns; glibc calls `visit` on this thread only, with its own
+    // `info` and `size`.
     unsafe {
         libc::dl_iterate_phdr(Some(visit), (&mut query as *mut Query).cast());
     }
@@ -65,9 +67,18 @@ struct Query {
     checked_subs: bool,
 }
 
+/// dl_iterate_phdr's callback: looks `Query::address` up in the module `info` describes.
+///
+/// # Safety
+///
+/// Called by dl_iterate_phdr only: `info` points to its description of one loaded object,
+/// `size` bytes, valid for this call; `data` points to a `Query` that nothing else uses during
+/// the call.
 unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, size: usize, data: *mut c_void) -> c_int {
-    // SAFETY: dl_iterate_phdr passes a valid `info` for the duration of the callback and `data`
-    // is the `Query` that `rule_for` handed it, not aliased elsewhere while this runs.
+    // SAFETY: the contract above. The reference spans the whole `dl_phdr_info` (64 bytes on
+    // x86-64, TLS fields included), which glibc passes whole (`size` is 64 with glibc 2.36);
+    // `size` is still checked before `dlpi_subs` is read, as dl_iterate_phdr(3) asks. Both
+    // references end with this call.
     let (info, query) = unsafe { (&*info, &mut *data.cast::<Query>()) };
     if !query.checked_subs {
         query.checked_subs = true;
@@ -82,8 +93,10 @@ unsafe extern "C" fn visit(info: *mut libc::dl_phdr_info, size: usize, data: *mu
     if info.dlpi_phdr.is_null() || info.dlpi_phnum == 0 {
         return 0;
     }
-    // SAFETY: glibc describes each loaded object with `dlpi_phnum` program headers at
-    // `dlpi_phdr`, valid while the module-list lock is held, i.e. during this callback.
+    // SAFETY: glibc describes each loaded object with `dlpi_phnum` aligned program headers at
+    // `dlpi_phdr` (not null: checked above), valid while its module-list lock is held, i.e.
+    // during this callback; the slice lives in `module`, which does not outlive it (only the
+    // `Copy` rule leaves).
     let phdrs = unsafe { std::slice::from_raw_parts(info.dlpi_phdr, usize::from(info.dlpi_phnum)) };
     let module = Module {
         bias: info.dlpi_addr,
@@ -124,8 +137,13 @@ mod cold_stack {
             return None;
         }
         let mut slot: (Option<F>, Option<R>) = (Some(f), None);
-        // SAFETY: `top` is the 16-aligned top of a mapping of SIZE usable bytes that no other
-        // code uses while BUSY is set; `trampoline` matches the slot's type.
+        // SAFETY: `switch`'s contract: `top` is the 16-aligned top of the mapping `top()` made,
+        // SIZE writable bytes above a guard page, which only the holder of BUSY uses (this
+        // swap took it: a miss on another thread, or in a signal handler interrupting this one,
+        // finds it set and does not switch); SIZE is more than ten times what gimli needs.
+        // `trampoline::<F, R>` does not unwind (it catches `f`'s panic, and an `extern "C"` fn
+        // aborts rather than unwind), and its own contract holds: `data` is `slot`, typed as it
+        // expects, on this frame, which outlives the call, and not touched until it returns.
         unsafe {
             switch(
                 top,
@@ -138,8 +156,14 @@ mod cold_stack {
     }
 
     /// Calls the closure in the slot at `data` and stores its result there; a panic leaves none.
+    ///
+    /// # Safety
+    ///
+    /// `data` must point to a `(Option<F>, Option<R>)`, valid for reads and writes and used by
+    /// nothing else during the call.
     unsafe extern "C" fn trampoline<F: FnOnce() -> R, R>(data: *mut c_void) {
-        // SAFETY: `run` passes its slot, which outlives the call and has no other user.
+        // SAFETY: the contract above; `run`, the only caller (through `switch`), passes its
+        // slot.
         let slot = unsafe { &mut *data.cast::<(Option<F>, Option<R>)>() };
         if let Some(f) = slot.0.take() {
             slot.1 = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).ok();
@@ -153,10 +177,14 @@ mod cold_stack {
     /// `top` must be the 16-aligned top of writable memory that nothing else uses, big enough
     /// for `f`; `f` must not unwind.
     unsafe fn switch(top: *mut u8, f: unsafe extern "C" fn(*mut c_void), data: *mut c_void) {
-        // SAFETY: r12 is callee-saved, so it holds the old stack pointer across the call; the
-        // call is made with RSP 16-aligned as the ABI wants; every register the C ABI lets `f`
-        // change is declared clobbered. A walker that steps out of `f`'s frames reaches this
-        // frame with the cold stack's pointer and stops at its bounds.
+        // SAFETY: r12 is callee-saved, so it holds the old stack pointer across the call (it is
+        // declared an output, so the compiler keeps nothing of its own there, nor `top` or
+        // `f`); the call is made with RSP 16-aligned as the ABI wants, on the caller's memory
+        // (`top` and what `f` needs below it, the contract above), and nothing is pushed on
+        // this stack, whose red zone stays untouched; every register the C ABI lets `f` change
+        // is declared clobbered, and `f` does not unwind (the contract again). A walker that
+        // steps out of `f`'s frames reaches this frame with the cold stack's pointer and stops
+        // at its bounds.
         unsafe {
             asm!(
                 "mov r12, rsp",
@@ -178,8 +206,10 @@ mod cold_stack {
         if !top.is_null() {
             return Some(top);
         }
-        // SAFETY: an anonymous private mapping, checked before use; its lowest page is made
-        // inaccessible so that an overflow faults instead of writing below.
+        // SAFETY: a fresh anonymous private mapping, checked before use, known to nothing else
+        // yet; the mprotect touches only its lowest page, making it inaccessible so that an
+        // overflow faults instead of writing below. If mprotect fails (ENOMEM: out of
+        // mappings), the mapping is given back and no cold stack is used.
         let base = unsafe {
             let base = libc::mmap(
                 std::ptr::null_mut(),
@@ -192,15 +222,20 @@ mod cold_stack {
             if base == libc::MAP_FAILED {
                 return None;
             }
-            libc::mprotect(base, GUARD, libc::PROT_NONE);
+            if libc::mprotect(base, GUARD, libc::PROT_NONE) != 0 {
+                libc::munmap(base, GUARD + SIZE);
+                return None;
+            }
             base.cast::<u8>()
         };
-        // SAFETY: inside the mapping just made (its end is page-aligned, so 16-aligned).
+        // SAFETY: one past the end of the mapping just made, which `add` allows (the end is
+        // page-aligned, so 16-aligned).
         let fresh = unsafe { base.add(GUARD + SIZE) };
         match TOP.compare_exchange(std::ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => Some(fresh),
             Err(other) => {
-                // SAFETY: the mapping made above, never published.
+                // SAFETY: the mapping made above, of this size; never published, so nothing refers
+                // to it.
                 unsafe { libc::munmap(base.cast(), GUARD + SIZE) };
                 Some(other)
             }
@@ -234,9 +269,12 @@ impl Module<'_> {
         if len > end - address {
             return None;
         }
-        // SAFETY: the range lies inside a PT_LOAD segment of a module that stays mapped while
-        // glibc's module-list lock is held (during this callback), and loaded segments are
-        // readable.
+        // SAFETY: [address, address + len) lies inside one PT_LOAD segment of this module
+        // (`segment_end` checked it, without overflow), and the module stays mapped while
+        // glibc's module-list lock is held, i.e. during the callback that made `self`, which the
+        // slice (borrowing `self`) cannot outlive. x86-64 loaders map every PT_LOAD segment
+        // readable (PROT_EXEC implies PROT_READ there); the bytes read here (.eh_frame_hdr,
+        // .eh_frame, code after a return address) are in segments no one writes after loading.
         Some(unsafe { std::slice::from_raw_parts(address as *const u8, len as usize) })
     }
 

@@ -72,8 +72,10 @@ pub(crate) fn load() -> Result<(), InitError> {
             detail: format!("{what}: {detail}"),
         }
     };
-    // SAFETY: the strings are NUL-terminated literals; the handle is never closed, so the
-    // function pointers taken from it stay valid for the life of the process.
+    // SAFETY: the name is a NUL-terminated literal. Loading runs libunwind's initialisers, a
+    // system library's, from `init` alone, which is documented for tracer start-up, never
+    // inside dlsym or a constructor; RTLD_LOCAL keeps its `_Unwind_*` out of the global scope. The handle is never
+    // closed, so the function pointers taken from it stay valid for the life of the process.
     let handle = unsafe { libc::dlopen(c"libunwind.so.8".as_ptr(), libc::RTLD_NOW | libc::RTLD_LOCAL) };
     if handle.is_null() {
         return Err(missing("dlopen(libunwind.so.8)"));
@@ -126,15 +128,18 @@ pub(crate) fn capture(skip: usize, out: &mut [u64]) -> usize {
 /// `unw_backtrace`, for stacks [`walk::all_described`] found safe.
 #[inline(always)]
 fn backtrace(drop: usize, out: &mut [u64]) -> usize {
-    // SAFETY: BACKTRACE was stored by `load` (before GET_CONTEXT, which the caller read) from
+    // SAFETY: BACKTRACE was stored by `load` (with Release, before GET_CONTEXT, which the only
+    // caller, `capture`, read as set with Acquire, so it is not 0 here) from
     // dlsym("unw_backtrace"), whose signature is `int unw_backtrace(void **buffer, int size)`,
     // in a library never unloaded.
     let backtrace = unsafe { std::mem::transmute::<usize, UnwBacktrace>(BACKTRACE.load(Ordering::Relaxed)) };
     let wanted = out.len().saturating_add(drop);
     if wanted <= BUFFER {
         let mut buffer = [MaybeUninit::<u64>::uninit(); BUFFER];
-        // SAFETY: the buffer has room for `wanted` pointer-sized entries; unw_backtrace writes
-        // at most `size` of them and returns how many.
+        // SAFETY: the buffer has room for `wanted` (at most BUFFER) pointer-sized entries;
+        // unw_backtrace writes at most `size` of them and returns how many. Its reads of the
+        // stack and of code stay in mapped memory because `capture` called this only after
+        // `walk::all_described` vouched for every frame it will step from (module docs).
         let got = unsafe { backtrace(buffer.as_mut_ptr().cast(), wanted as c_int) };
         let got = usize::try_from(got).unwrap_or(0).min(wanted);
         let kept = got.saturating_sub(drop);
@@ -145,7 +150,8 @@ fn backtrace(drop: usize, out: &mut [u64]) -> usize {
         kept
     } else {
         let size = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
-        // SAFETY: `out` has room for `size` u64 entries, the same size as pointers here.
+        // SAFETY: `out` has room for `size` u64 entries, the same size as pointers here; the
+        // stack was vouched for as above.
         let got = unsafe { backtrace(out.as_mut_ptr().cast::<*mut c_void>(), size) };
         let got = usize::try_from(got).unwrap_or(0).min(out.len());
         if got <= drop {
@@ -168,7 +174,9 @@ fn checked_steps(mut drop: usize, out: &mut [u64]) -> usize {
     // SAFETY: all four were stored by `load` from dlsym of the functions with these signatures
     // (`int unw_getcontext(unw_context_t *)`, `int unw_init_local(unw_cursor_t *, unw_context_t
     // *)`, `int unw_step(unw_cursor_t *)`, `int unw_get_reg(unw_cursor_t *, int, unw_word_t *)`)
-    // in a library never unloaded, GET_CONTEXT last, and read after it.
+    // in a library never unloaded, GET_CONTEXT last (Release), and read here after it
+    // (Acquire); none is 0, since `capture`, the only caller, saw GET_CONTEXT set and nothing
+    // clears it.
     let (get_context, init_local, step, get_reg) = unsafe {
         (
             std::mem::transmute::<usize, GetContext>(get_context),
@@ -179,14 +187,15 @@ fn checked_steps(mut drop: usize, out: &mut [u64]) -> usize {
     };
     let mut context = MaybeUninit::<Context>::uninit();
     let mut cursor = MaybeUninit::<Cursor>::uninit();
-    // SAFETY: both buffers are at least as large and as aligned as libunwind's types;
-    // unw_getcontext fills the context and unw_init_local the cursor from it, which are used
-    // only when they succeed.
+    // SAFETY: both buffers are at least as large and as aligned as libunwind's types (1,280
+    // bytes, 16-aligned, against 968 and 1,016 on x86-64); unw_getcontext fills the context
+    // and unw_init_local the cursor from it, which are used only when they succeed.
     if unsafe { get_context(context.as_mut_ptr()) != 0 || init_local(cursor.as_mut_ptr(), context.as_mut_ptr()) != 0 } {
         return 0;
     }
     let cursor = cursor.as_mut_ptr();
-    // SAFETY: `cursor` was initialised above; get_reg writes one word.
+    // SAFETY: `cursor` was initialised above and lives in this frame, which the closure (used
+    // only below) does not leave; get_reg writes one word, into `value`.
     let register = |number: c_int| unsafe {
         let mut value = 0u64;
         (get_reg(cursor, number, &mut value) == 0).then_some(value)

@@ -32,10 +32,17 @@ impl Bounds {
         if address & 7 != 0 || address < self.low || address > self.high - 8 {
             return None;
         }
-        // SAFETY: [low, high) is the live part of this thread's own stack (`low` is the stack
-        // pointer of the running capture, `high` the top that pthread_getattr_np reported), which
-        // stays mapped while this thread runs; the word is aligned and lies inside it. The read is
-        // volatile because the memory belongs to other frames and may be anything.
+        // SAFETY: the word is aligned and lies inside [low, high) (checked above). `with_bounds`,
+        // the only maker of bounds outside tests, sets `low` to the stack pointer of the running
+        // capture and `high` to the top of the stack that pointer is on: the thread's own (the
+        // top pthread_getattr_np reported), which stays mapped while the thread runs; or another
+        // stack (`other_stack_top`): the alternate signal stack the thread is on, which stays
+        // mapped while it runs there, or else the readable mapping holding the pointer, of which
+        // only the part that is the running stack is sure to stay mapped (the walker's checks
+        // normally end the walk at that stack's outermost frame, before the rest). The bounds
+        // live only as long as the capture, on its thread. The read is volatile because the
+        // memory belongs to other frames and may be anything; a word is only compared or
+        // checked, never trusted.
         Some(unsafe { (address as *const u64).read_volatile() })
     }
 
@@ -47,8 +54,8 @@ impl Bounds {
     #[inline(always)]
     pub(crate) unsafe fn read_unchecked(&self, address: u64) -> u64 {
         debug_assert!(address & 7 == 0 && address >= self.low && address <= self.high - 8);
-        // SAFETY: the caller guarantees the word lies inside [low, high), the live part of this
-        // thread's stack (see `read`).
+        // SAFETY: the caller guarantees the word is aligned and lies inside [low, high), memory
+        // that stays mapped while the capture runs (see `read`).
         unsafe { (address as *const u64).read_volatile() }
     }
 
@@ -146,8 +153,10 @@ impl Drop for MemoOwner {
             }
             let p = state.memo.replace(GONE);
             if !p.is_null() && p != GONE {
-                // SAFETY: `p` is the mapping `memos` made for this thread, of this size;
-                // nothing refers to it any more (`memo` now says GONE).
+                // SAFETY: `p` is the mapping `memos` made for this thread, of this size, unmapped
+                // only here (once: `memo` now says GONE). No reference to it is left: references
+                // are made only while `memo_busy` is set, which was clear, and a capture from a
+                // signal handler interrupting this destructor now finds GONE.
                 unsafe { libc::munmap(p.cast(), std::mem::size_of::<Memos>()) };
             }
         });
@@ -187,8 +196,8 @@ fn memos(state: &ThreadState) -> Option<*mut Memos> {
         return None;
     }
     let p = raw.cast::<Memos>();
-    // SAFETY: the mapping is `size` bytes, zero-filled and page-aligned (so aligned for Memos);
-    // `init_in_place` makes the zeroed memory a valid `Memos`.
+    // SAFETY: `init_in_place`'s contract: the fresh mapping is `size` bytes, writable,
+    // zero-filled and page-aligned (so aligned for Memos), and nothing else knows of it yet.
     unsafe { Memos::init_in_place(p) };
     state.memo.set(p);
     Some(p)
@@ -274,25 +283,19 @@ fn other_stack_top(sp: u64) -> Option<u64> {
 }
 
 /// The end of the readable mapping that holds `address`, from `/proc/self/maps`, read with
-/// `open`/`read`/`close` into a small buffer (no allocation: a capture may run in a signal
-/// handler).
+/// `open`/`read`/`close` (std's `File`, which makes a short path a C string on the stack) into a
+/// small buffer: no allocation, since a capture may run in a signal handler.
 fn readable_mapping_end(address: u64) -> Option<u64> {
-    // SAFETY: a NUL-terminated path; the descriptor is checked, and closed below.
-    let fd = unsafe { libc::open(c"/proc/self/maps".as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
-    if fd < 0 {
-        return None;
-    }
+    let mut maps = std::fs::File::open("/proc/self/maps").ok()?;
     let mut parser = MapsLine::default();
     let mut buf = [0u8; 256];
     let mut found = None;
     while found.is_none() {
-        // SAFETY: reads at most `buf.len()` bytes into `buf`.
-        let n = unsafe { libc::read(fd, buf.as_mut_ptr().cast(), buf.len()) };
-        let Ok(n @ 1..) = usize::try_from(n) else { break };
+        let Ok(n @ 1..) = std::io::Read::read(&mut maps, &mut buf) else {
+            break;
+        };
         found = buf[..n].iter().find_map(|&c| parser.push(c, address));
     }
-    // SAFETY: the descriptor opened above.
-    unsafe { libc::close(fd) };
     found
 }
 

@@ -211,8 +211,9 @@ impl Walk<'_> {
         // A frame record at RBP: saved RBP, then the return address. It must lie at or above
         // SP (which only increases), be aligned and end within the stack.
         while bp >= sp && bp & 7 == 0 && bp <= self.bounds.high().saturating_sub(16) {
-            // SAFETY: low <= sp <= bp, bp is aligned and bp + 16 <= high, so both words lie
-            // inside the live stack.
+            // SAFETY: `read_unchecked`'s contract: low <= sp (true of every frame's SP, as in
+            // `step`, and each pass raises it) <= bp (checked), bp is aligned and bp + 16 <= high
+            // (checked), so both words are aligned and lie inside the bounds.
             let (next, ip) = unsafe { (self.bounds.read_unchecked(bp), self.bounds.read_unchecked(bp + 8)) };
             if ip < 4096 {
                 return;

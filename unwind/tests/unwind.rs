@@ -42,7 +42,8 @@ fn grab_all(methods: &[Method], len: usize) -> Vec<Vec<u64>> {
 }
 
 extern "C" fn trampoline(ctx: *mut c_void) {
-    // SAFETY: `ctx` is the `&mut dyn FnMut()` that `with_c_frames` passed to the fixture.
+    // SAFETY: `ctx` points to the `&mut dyn FnMut()` that `with_frames_of` passed to the
+    // fixture, on its frame, which outlives this call; nothing else uses it meanwhile.
     let f = unsafe { &mut *ctx.cast::<&mut dyn FnMut()>() };
     f();
 }
@@ -369,15 +370,18 @@ fn signal_grab(out: &mut [[u64; 128]; 2]) -> [usize; 2] {
 
 #[test]
 fn dwarf_unwinds_through_a_signal_frame() {
-    // SAFETY: installs a plain handler for SIGUSR1, which nothing else in this binary uses, and
-    // raises it on this thread; the handler only captures into atomics.
+    // SAFETY: installs a one-argument handler (no SA_SIGINFO, matching `on_signal`'s type) for
+    // SIGUSR1, which nothing else in this binary uses; the handler only captures, without
+    // allocating, into atomics.
     unsafe {
         let mut action: libc::sigaction = std::mem::zeroed();
         action.sa_sigaction = on_signal as extern "C" fn(c_int) as usize;
         assert_eq!(libc::sigaction(libc::SIGUSR1, &action, std::ptr::null_mut()), 0);
     }
     with_c_frames(10, || {
-        // SAFETY: raising a signal whose handler is installed above.
+        // SAFETY: raise has no preconditions; the handler installed above runs on this thread
+        // before it returns, interrupting only raise itself, which holds no lock the handler's
+        // captures take.
         assert_eq!(unsafe { libc::raise(libc::SIGUSR1) }, 0);
     });
     let frames = |i: usize| -> Vec<u64> {

@@ -88,10 +88,13 @@ impl GuardedMap {
             return Ok(None);
         }
         let Some(slot) = claim() else { return Ok(None) };
-        // SAFETY: the map is read-only and never written through. A file that changes under
-        // it shows changed bytes, which the decoder validates like any data; one that shrinks
-        // would raise SIGBUS, which the handler turns into zero pages once the range is
-        // registered below, before anything reads it.
+        // SAFETY: memmap2's condition is that the file not change while mapped, which no one
+        // can promise for a trace a live process may still write or trim. What the analyzer
+        // relies on instead: the map is read-only and never written through; a file that
+        // changes under it shows changed bytes, which the decoder validates like any data; one
+        // that shrinks would raise SIGBUS, which the handler turns into zero pages once the
+        // range is registered below, before `bytes` can hand out a reference. The mapping lives
+        // as long as `self`, and `Drop` unregisters it before it is unmapped.
         let map = match unsafe { memmap2::Mmap::map(file) } {
             Ok(m) => m,
             Err(e) => {
@@ -161,7 +164,7 @@ fn install() -> Option<libc::sigaction> {
     if unsafe { libc::sigaction(libc::SIGBUS, std::ptr::null(), &mut previous) } != 0 {
         return None;
     }
-    // SAFETY: as above.
+    // SAFETY: an all-zero sigaction is a valid value; every field that matters is set below.
     let mut ours: libc::sigaction = unsafe { std::mem::zeroed() };
     let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) = on_sigbus;
     ours.sa_sigaction = handler as usize;
@@ -170,7 +173,9 @@ fn install() -> Option<libc::sigaction> {
     unsafe { libc::sigemptyset(&mut ours.sa_mask) };
     // The previous action is known before ours can run: a fault elsewhere in between would
     // find no previous action and take the default one, which is what it gets today.
-    // SAFETY: `ours` is a complete action whose handler has the SA_SIGINFO signature.
+    // SAFETY: `ours` is a complete action whose handler has the SA_SIGINFO signature and does
+    // only async-signal-safe work (atomics, mmap, sigaction, raise); a null old action is not
+    // written.
     if unsafe { libc::sigaction(libc::SIGBUS, &ours, std::ptr::null_mut()) } != 0 {
         return None;
     }
@@ -181,8 +186,10 @@ fn install() -> Option<libc::sigaction> {
 /// atomics and system calls here (mmap is a plain system call on Linux, as safe in a handler
 /// as the others).
 extern "C" fn on_sigbus(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_void) {
-    // SAFETY: the kernel passes a valid siginfo to a handler installed with SA_SIGINFO; for a
-    // memory fault its address is the faulting byte.
+    // SAFETY: the kernel passes a valid siginfo to a handler installed with SA_SIGINFO (and
+    // `previous` hands on the same pointer). `si_addr` reads a union field: for a memory fault
+    // (si_code > 0) it is the faulting byte; for a sent signal it reads other, initialised
+    // fields of the union, and the value is not used (code <= 0 below).
     let (address, code) = unsafe { ((*info).si_addr() as usize, (*info).si_code) };
     // A SIGBUS sent by kill() carries no fault address to repair.
     if code > 0 && repair(address) {
@@ -201,9 +208,12 @@ fn repair(address: usize) -> bool {
             continue;
         }
         let from = address & !(page - 1);
-        // SAFETY: [from, end) lies inside a live read-only mapping of this process (registered
-        // before it was read, unregistered before it is unmapped, and being read by this very
-        // thread, so it cannot go away meanwhile). Replacing its pages with anonymous zero
+        // SAFETY: [from, end) lies inside a live read-only mapping of this process: a SIGBUS
+        // with si_code > 0 is raised by the kernel on the thread whose read faulted, so this
+        // thread was reading a mapping that holds `address`; the slot's range was live when
+        // `range` read it and also holds `address`, so it is that same mapping (live mappings
+        // do not overlap), registered before it was read and unregistered before it is
+        // unmapped, which cannot happen while this thread is stopped in its read. Replacing its pages with anonymous zero
         // pages changes bytes no reference was promised (the file no longer has them, and a
         // shared `&[u8]` over a mapped file never guaranteed they stay); the whole range still
         // goes with the original munmap.
@@ -246,14 +256,16 @@ fn previous(signal: libc::c_int, info: *mut libc::siginfo_t, context: *mut c_voi
         // Ignored when sent; a fault comes back on return and the kernel then kills anyway.
         libc::SIG_IGN => {}
         handler if previous.sa_flags & libc::SA_SIGINFO != 0 => {
-            // SAFETY: the previous action was installed with SA_SIGINFO, so its handler has
-            // this signature; it gets the arguments the kernel gave us.
+            // SAFETY: neither SIG_DFL (0) nor SIG_IGN (matched above), so a handler's address,
+            // which the action's SA_SIGINFO flag says has this signature; it gets the arguments
+            // the kernel gave us, in the signal context it expects.
             let handler: extern "C" fn(libc::c_int, *mut libc::siginfo_t, *mut c_void) =
                 unsafe { std::mem::transmute(handler) };
             handler(signal, info, context);
         }
         handler => {
-            // SAFETY: an action without SA_SIGINFO has a one-argument handler.
+            // SAFETY: neither SIG_DFL nor SIG_IGN (matched above), so a handler's address; an
+            // action without SA_SIGINFO has a one-argument handler.
             let handler: extern "C" fn(libc::c_int) = unsafe { std::mem::transmute(handler) };
             handler(signal);
         }

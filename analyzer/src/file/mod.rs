@@ -311,11 +311,13 @@ impl TraceFile {
         if end == 0 {
             return;
         }
-        // SAFETY: the mapping is read-only, never written through, so its pages are clean
-        // pages of the file (or, past a cut, the guard's anonymous zero pages): MADV_DONTNEED
-        // only unmaps them, and the next access faults the same bytes back in (the file's, or
-        // zeros). No reference sees changed contents (beyond what a file modified underneath a
-        // mapping shows anyway, as `GuardedMap::new` says).
+        // SAFETY: [0, end) lies inside the map (end <= its length, rounded down to a page).
+        // The map is memmap2's shared read-only mapping of the file, never written through, so
+        // it holds no private copy of anything: MADV_DONTNEED only drops this process's page
+        // table entries, and the next access faults the file's page-cache page back in (the
+        // same bytes), or, past a cut, the guard's anonymous zero pages in again as zeros. No
+        // reference sees changed contents (beyond what a file modified underneath a mapping
+        // shows anyway, as `GuardedMap::new` says).
         let _ = unsafe { map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, 0, end) };
     }
 }
@@ -717,7 +719,8 @@ pub(crate) mod tests {
         let d = Dir::new("special");
         let fifo = d.0.join("fifo");
         let name = std::ffi::CString::new(fifo.as_os_str().as_encoded_bytes()).unwrap();
-        // SAFETY: `name` is a NUL-terminated path.
+        // SAFETY: `name` is a NUL-terminated path that lives across the call; mkfifo only
+        // reads it.
         assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
         // On a thread: a regression blocks in open() until a writer comes, which none will.
         let (tx, rx) = std::sync::mpsc::channel();

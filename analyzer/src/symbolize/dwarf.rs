@@ -64,9 +64,11 @@ struct Mapped {
 impl Mapped {
     fn open(path: &Path) -> Result<Mapped, Error> {
         let file = File::open(path)?;
-        // SAFETY: the map is read-only and never written through; gimli and object
-        // bounds-check every read. A file truncated while mapped would raise SIGBUS: the
-        // contract addr2line's loader takes for the same files.
+        // SAFETY: memmap2's condition, that the file not change while mapped, is assumed, as
+        // for the symbol table (`SymbolTable::read`): the map is read-only and never written
+        // through, gimli and object bounds-check every read, and a truncation would raise
+        // SIGBUS and end the analyzer, the risk addr2line's loader takes for the same files. The
+        // map is kept in an `Arc` for as long as any section slice of it lives.
         let map = unsafe { memmap2::Mmap::map(&file) }?;
         // No `Advice::Random`: it cuts what a cold report reads of a large library ninefold
         // (no read-ahead around each unit header), but the units asked are then read a page

@@ -38,9 +38,11 @@ fn facts(path: &Path) -> io::Result<Facts> {
     // Mapped rather than read through `object`'s `ReadCache`: parsing an ELF file reads its
     // symbol tables' entries (megabytes in a big library) into the cache, where a map only
     // touches the headers and notes asked for here.
-    // SAFETY: the map is read-only and never written through; `object` bounds-checks every
-    // read. A file truncated while mapped would raise SIGBUS: the contract addr2line's loader
-    // takes for the same files.
+    // SAFETY: memmap2's condition, that the file not change while mapped, is assumed, as for
+    // the symbol table (`SymbolTable::read`): the map is read-only and never written through,
+    // `object` bounds-checks every read, and a truncation would raise SIGBUS and end the
+    // analyzer, the risk addr2line's loader takes for the same files. The map is dropped at the
+    // end of this function, after the facts are copied out of it.
     let map = unsafe { memmap2::Mmap::map(&file)? };
     // Headers at both ends of the file and a note: no read-ahead around them.
     let _ = map.advise(memmap2::Advice::Random);

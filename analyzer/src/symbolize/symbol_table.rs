@@ -62,10 +62,13 @@ impl SymbolTable {
     /// symbol entries are read: names are read from the map when a lookup finds them.
     pub(super) fn read(path: &Path) -> Result<SymbolTable, String> {
         let file = File::open(path).map_err(|e| e.to_string())?;
-        // SAFETY: the map is read-only and never written through. A file changed under it
-        // shows changed bytes, which every read here bounds-checks like any data (a rebuilt
-        // file was already refused by its build id); one truncated under it would raise
-        // SIGBUS, the same contract addr2line's loader takes for the DWARF of the same file.
+        // SAFETY: memmap2's condition, that the file not change while mapped, is assumed, not
+        // enforced: a library or debug file is not expected to change during a report (one
+        // rebuilt before it was refused when its build id differed from the trace's, where the
+        // trace recorded one). Were it changed anyway: the map is read-only and never written
+        // through, and every read here bounds-checks the bytes like any data; a truncation would
+        // raise SIGBUS and end the analyzer (not one of the guard's mappings), the risk
+        // addr2line's loader takes for the DWARF of the same file. The map lives in the table.
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| e.to_string())?;
         let (entries, strings) = match FileKind::parse(&map[..]).map_err(|e| e.to_string())? {
             FileKind::Elf32 => index::<FileHeader32<Endianness>>(&map)?,

@@ -19,8 +19,13 @@ fn main() -> Result<(), DriverError> {
     let untracked = std::env::args().nth(1).as_deref() == Some("untracked");
     let ctx = CudaContext::new(0)?;
     if untracked {
-        // SAFETY: a promise this program breaks on purpose below; on the simulated driver all
-        // work runs at once, so the broken promise cannot corrupt anything here.
+        // SAFETY: cudarc's contract is that the program orders its streams itself: no use on
+        // another stream before the allocating stream's work is done, no concurrent writes, no
+        // free before other streams' uses are done. The upload below breaks the first two on
+        // purpose. The simulated driver this example runs on does every operation at once, when
+        // it is enqueued, so the streams never overlap and nothing is corrupted; on a GPU only
+        // device memory could be, which the assert below checks. Host memory is not at
+        // stake: the frees wait as the contract asks.
         unsafe { ctx.disable_event_tracking() };
     }
     let first = ctx.new_stream()?;
