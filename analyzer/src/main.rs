@@ -4,6 +4,7 @@
 //! found, 126: cannot run).
 
 use std::io::Write;
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -584,6 +585,21 @@ fn run_command(args: RunArgs) -> anyhow::Result<ExitCode> {
             libc::signal(libc::SIGQUIT, libc::SIG_IGN),
         ]
     };
+    // An ignored signal stays ignored across exec: the command gets back the dispositions
+    // gpuleak was started with, so that Ctrl-C stops it (Python raises KeyboardInterrupt) as
+    // it would without gpuleak, and a command started ignoring them (nohup) still does.
+    let (int, quit) = (old[0], old[1]);
+    // SAFETY: the closure runs in the child between fork and exec, where only
+    // async-signal-safe functions may be called: it calls signal, which is one, with the
+    // dispositions this process had (a handler address of this process's is replaced by exec
+    // with the default, as for any caught signal; SIG_ERR is refused and changes nothing).
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGINT, int);
+            libc::signal(libc::SIGQUIT, quit);
+            Ok(())
+        });
+    }
     let status = cmd.status();
     // SAFETY: puts back the dispositions signal returned above, which this process had
     // installed (SIG_ERR, had a call failed, is refused with EINVAL and changes nothing).

@@ -198,3 +198,39 @@ fn a_command_not_found_exits_127_and_one_that_cannot_run_126_with_one_line_each(
         assert_eq!(err.lines().count(), 1, "one line: {err}");
     }
 }
+
+/// The signals ignored (the `SigIgn` mask of `/proc/self/status`) of `grep` started with
+/// SIGINT and SIGQUIT as `sh -c` leaves them (`trap '' INT QUIT` ignores them, `trap - INT QUIT`
+/// restores the default), directly and under `gpuleak run`.
+fn ignored_signals(trap: &str, under_gpuleak: bool) -> String {
+    let dir = TempDir::new();
+    let grep = if under_gpuleak {
+        format!("'{}' run -- grep SigIgn /proc/self/status", gpuleak_bin().display())
+    } else {
+        "grep SigIgn /proc/self/status".to_string()
+    };
+    let out = sim_command("sh")
+        .current_dir(dir.path())
+        .arg("-c")
+        .arg(format!("trap {trap} INT QUIT; {grep}"))
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines().find(|l| l.starts_with("SigIgn:")).unwrap().to_string()
+}
+
+/// gpuleak ignores Ctrl-C and Ctrl-\ while the command runs (to summarize after it), but the
+/// command does not inherit that: it gets the dispositions gpuleak was started with.
+#[test]
+fn the_command_gets_ctrl_c_as_it_would_without_gpuleak() {
+    let alone = ignored_signals("-", false);
+    let mask = u64::from_str_radix(alone.trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_eq!(mask & 0b110, 0, "SIGINT and SIGQUIT not ignored to begin with: {alone}");
+    assert_eq!(ignored_signals("-", true), alone);
+    // The twin: a command started with them ignored (as under nohup) keeps them ignored.
+    let ignoring = ignored_signals("''", false);
+    let mask = u64::from_str_radix(ignoring.trim_start_matches("SigIgn:").trim(), 16).unwrap();
+    assert_eq!(mask & 0b110, 0b110, "{ignoring}");
+    assert_eq!(ignored_signals("''", true), ignoring);
+}
