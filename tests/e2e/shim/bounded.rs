@@ -323,6 +323,19 @@ fn a_full_file_system_deletes_old_segments_rather_than_stop_recording() {
 fn a_process_still_rotating_can_be_reported_again_and_again() {
     let dir = TempDir::new();
     let mut child = endless(dir.path());
+    // Until the process has written a segment's header (under emulation it starts slowly).
+    let started = std::time::Instant::now();
+    let written = || {
+        std::fs::read_dir(dir.path()).unwrap().any(|e| {
+            let mut head = [0u8; 8];
+            std::fs::File::open(e.unwrap().path())
+                .is_ok_and(|mut f| std::io::Read::read_exact(&mut f, &mut head).is_ok() && head == *b"GPULEAK\0")
+        })
+    };
+    while !written() {
+        assert!(started.elapsed() < Duration::from_secs(60), "no trace after a minute");
+        std::thread::sleep(Duration::from_millis(10));
+    }
     std::thread::sleep(Duration::from_millis(50));
     for i in 0..20 {
         let out = Command::new(gpuleak_bin())
