@@ -173,6 +173,8 @@ pub fn replay(
         // cost the kernel's zeroing of its pages).
         let buffers: Arc<Mutex<Vec<Batch<'_>>>> = Arc::default();
         let ahead = records.ahead_plan().filter(|_| decoders > 0);
+        // None for a bounded trace's segments, read as they are.
+        let decoders = if ahead.is_some() { decoders } else { 0 };
         if let Some((trace, order, hint)) = ahead {
             let mut decoded = Vec::new();
             for first in 0..decoders {
