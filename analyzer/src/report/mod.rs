@@ -501,6 +501,7 @@ pub fn build(replay: Replay, trace: PathBuf, source: &dyn FrameSource, options: 
             crate::frameworks::state::KEPT_STATES
         ));
     }
+    notes.extend(unread_frameworks(&replay, leaks.iter().chain(&held_by_pool)));
     let damage = Damage::of(&replay);
     let mut report = ProcessReport {
         trace,
@@ -680,6 +681,39 @@ fn bad_free(b: &model::BadFree, replay: &Replay, stacks: &mut Stacks<'_>) -> Fin
         extra: Vec::new(),
         seq: b.seq.0,
     }
+}
+
+/// A note for each caching allocator that holds memory at the end of a Python process
+/// whose state gpuleak's Python package never wrote: what it holds was seen from the driver
+/// only, and the note says why the tensors inside may not have been read.
+fn unread_frameworks<'a>(replay: &Replay, groups: impl Iterator<Item = &'a Held> + Clone) -> Vec<String> {
+    if replay.modules.python.is_empty() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    for (pool, framework, what) in [
+        (
+            Pool::Pytorch,
+            "torch",
+            "PyTorch's caching allocator holds memory, but its tensors were",
+        ),
+        (
+            Pool::Cupy,
+            "cupy",
+            "CuPy's memory pool holds memory, but its arrays were",
+        ),
+    ] {
+        let holds = groups.clone().any(|g| g.pool == Some(pool));
+        let read = replay.frameworks.complete.iter().any(|s| s.framework == framework);
+        if holds && !read {
+            notes.push(format!(
+                "{what} not read: gpuleak's Python package was not active in this process (not installed \
+                 for this interpreter, GPULEAK_FRAMEWORKS=0, or a command under gpuleak run that set \
+                 PYTHONPATH itself); docs/frameworks.md says how to read them"
+            ));
+        }
+    }
+    notes
 }
 
 fn notes(replay: &Replay) -> Vec<String> {

@@ -175,6 +175,70 @@ fn growth_inside_a_caching_allocator_says_how_to_see_the_tensors() {
     );
 }
 
+/// [`program_and_pool`] in a Python process (one code object named), and with PyTorch's state
+/// written by gpuleak's package before exit when `state`.
+fn python_program_and_pool(state: bool) -> Script {
+    let mut s = program_and_pool();
+    let exit = s.records.pop().expect("the exit record");
+    s.push(gpuleak_format::PyCode {
+        id: 1,
+        python: 0x030b,
+        first_line: 1,
+        filename: "train.py".into(),
+        qualname: "<module>".into(),
+        line_table: Cow::Borrowed(&[]),
+    });
+    if state {
+        s.push(gpuleak_format::FrameworkState {
+            id: 1,
+            layout: 1,
+            framework: "torch".into(),
+            reason: "exit".into(),
+            snapshot: 0,
+        })
+        .push(gpuleak_format::FrameworkEnd {
+            state: 1,
+            segments: 0,
+            blocks: 0,
+        });
+    }
+    s.records.push(exit);
+    s
+}
+
+#[test]
+fn a_python_process_whose_cache_was_not_read_from_inside_says_why() {
+    let unread = |s: &Script| -> Vec<String> {
+        let mut notes = s.report(&Options::default()).notes;
+        notes.retain(|n| n.contains("were not read"));
+        notes
+    };
+    let notes = unread(&python_program_and_pool(false));
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(
+        notes[0].starts_with("PyTorch's caching allocator holds memory, but its tensors were not read")
+            && notes[0].contains("PYTHONPATH")
+            && notes[0].contains("GPULEAK_FRAMEWORKS=0"),
+        "{}",
+        notes[0]
+    );
+    // The package wrote PyTorch's state: read, no note.
+    assert_eq!(unread(&python_program_and_pool(true)), Vec::<String>::new());
+    // Not a Python process (a C++ program linking libtorch): no package could have read it.
+    assert_eq!(unread(&program_and_pool()), Vec::<String>::new());
+    // --pool-as-leak counts the cache as leaks, still PyTorch's: the note stays.
+    let options = Options {
+        pool_as_leak: true,
+        ..Options::default()
+    };
+    let notes = python_program_and_pool(false).report(&options).notes;
+    assert_eq!(
+        notes.iter().filter(|n| n.contains("were not read")).count(),
+        1,
+        "{notes:?}"
+    );
+}
+
 #[test]
 fn pool_as_leak_counts_pool_memory_as_leaks() {
     let options = Options {

@@ -46,6 +46,12 @@ impl PyCodes {
         self.0.insert(id, code);
     }
 
+    /// Whether the trace named no Python code object (not a Python process, or no Python
+    /// frames recorded).
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
     /// The frame for a tagged pseudo-address, if it is one.
     pub fn frame(&self, address: u64) -> Option<Frame> {
         let (id, offset) = untag(address)?;
