@@ -135,3 +135,68 @@ fn validate_gpu_script_stops_a_hanging_workload_and_keeps_its_row() {
     let table = fs::read_to_string(dir.path().join("out/results.md")).expect("results.md");
     assert!(!table.contains("| torch |"), "ONLY=c ran torch too:\n{table}");
 }
+
+/// Runs `SIM=1 scripts/validate-gpu-lease OUT` with the workloads in `bin` and `settings`;
+/// returns its stderr.
+fn lease(bin: &Path, out: &Path, settings: &[(&str, &str)]) -> String {
+    let gpuleak = gpuleak_bin();
+    let mut cmd = Command::new("bash");
+    for (key, _) in std::env::vars_os() {
+        if key.to_string_lossy().starts_with("GPULEAK_") {
+            cmd.env_remove(&key);
+        }
+    }
+    cmd.arg(root().join("scripts/validate-gpu-lease"))
+        .arg(out)
+        .env("SIM", "1")
+        .env("VALIDATION_BIN", bin)
+        .env("SIM_LIB", sim_dir())
+        .env(
+            "GPULEAK_BIN_DIR",
+            gpuleak.parent().expect("gpuleak lives in a directory"),
+        )
+        .env_remove("LD_PRELOAD")
+        .envs(settings.iter().copied());
+    let run = output_of(&mut cmd);
+    let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
+    assert!(
+        run.status.success(),
+        "scripts/validate-gpu-lease failed with {}:\n{stderr}",
+        run.status
+    );
+    stderr
+}
+
+#[test]
+fn the_lease_script_leaves_each_part_s_table_and_logs() {
+    let dir = TempDir::new();
+    let driver = client("leak_driver");
+    let bin = driver.parent().expect("clients live in a directory");
+    let out = dir.path().join("out");
+    lease(bin, &out, &[("PARTS", "native")]);
+    let table = fs::read_to_string(out.join("results-native.md")).expect("results-native.md");
+    let row = table
+        .lines()
+        .find(|l| l.starts_with("| c |"))
+        .unwrap_or_else(|| panic!("no c row in\n{table}"));
+    assert!(row.contains("| agrees |"), "{row}");
+    assert!(out.join("logs-native.tgz").is_file(), "no logs-native.tgz");
+    // The parts not asked for left nothing; the work directory is gone.
+    for part in ["fw", "cost", "driver"] {
+        assert!(!out.join(format!("results-{part}.md")).exists(), "part {part} ran");
+    }
+    assert!(!out.join("work").exists());
+}
+
+#[test]
+fn the_lease_script_stops_a_part_at_the_end_of_the_budget_and_skips_the_rest() {
+    let dir = TempDir::new();
+    let bin = workloads(dir.path(), "#!/bin/sh\nexec sleep 60\n");
+    let out = dir.path().join("out");
+    let started = std::time::Instant::now();
+    let stderr = lease(&bin, &out, &[("PARTS", "native driver"), ("LEASE_SECONDS", "14")]);
+    assert!(started.elapsed().as_secs() < 45, "not stopped:\n{stderr}");
+    // The hanging part's table was kept as far as it got; the part after it had no time.
+    assert!(out.join("results-native.md").is_file(), "{stderr}");
+    assert!(stderr.contains("no time left for part driver"), "{stderr}");
+}
