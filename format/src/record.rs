@@ -1079,6 +1079,35 @@ records! {
         /// Blocks written.
         blocks: u32,
     }
+
+    /// A host function or stream callback queued on a stream (`cuLaunchHostFunc[_v2]`,
+    /// `cuStreamAddCallback`, each with `_ptsz`) that the shim handed to the driver wrapped,
+    /// so that the trace also shows when the driver starts running it ([`HostFnRan`] with the
+    /// same `id`). Written instead of [`HostFn`] for such a call, also when the driver refused
+    /// it; a call the shim passed on unwrapped (on a stream under capture, with no function)
+    /// is a [`HostFn`] as before.
+    77 HostFnQueued {
+        /// Exact driver entry point.
+        api: Api,
+        /// Driver result.
+        result: CuResult,
+        /// Stream (`CUstream`; 0 the legacy default stream, or the calling thread's
+        /// per-thread default stream for `_ptsz` variants), plain like every handle of a kind
+        /// added after the delta registers.
+        stream: u64,
+        /// The host function's number within the process (from 1).
+        id: u64,
+    }
+
+    /// The driver started running host function `id` ([`HostFnQueued`]): every operation
+    /// queued on its stream before it is complete. Written by the shim on the thread the
+    /// driver runs it on, just before the program's function is called; numbered before its
+    /// [`HostFnQueued`] when the driver ran the function before the call that queued it
+    /// returned.
+    78 HostFnRan {
+        /// The number of its [`HostFnQueued`].
+        id: u64,
+    }
 }
 
 impl Rank<'_> {
@@ -1741,6 +1770,14 @@ pub(crate) mod tests {
                 blocks: 2,
             }
             .into(),
+            HostFnQueued {
+                api: Api::cuLaunchHostFunc_v2_ptsz,
+                result: CuResult(0),
+                stream: 0x5100,
+                id: u64::MAX,
+            }
+            .into(),
+            HostFnRan { id: 1 }.into(),
             Thread { tid: u32::MAX }.into(),
             Exit { code: -1, how: 0 }.into(),
         ];
@@ -1784,6 +1821,8 @@ pub(crate) mod tests {
                     | Body::GraphEdges(_)
                     | Body::ExtSemaphore(_)
                     | Body::ExtSemaphoreOp(_)
+                    | Body::HostFnQueued(_)
+                    | Body::HostFnRan(_)
             )
         }) {
             let mut buf = vec![0u8; 128];

@@ -47,6 +47,18 @@
 //! stream's wait for a value is an edge from the writes queued before it that could have
 //! written that value (`values`).
 //!
+//! A host function also orders the host after its stream, when the trace shows it run
+//! (`HostFnRan`, written by the shim's wrapper as the driver starts it): the driver runs it
+//! only once everything queued before it on its stream is complete, and programs use it to
+//! learn just that (XLA's callback after a copy into a staging buffer hands the buffer back to
+//! its host allocator, which gives it out again). From the run on, the host knows complete
+//! what the stream had done when the function was queued, as if the program had recorded an
+//! event just before the function and synchronized it; the function itself is not known
+//! complete (it has only started). A run numbered before its queue record (the driver ran
+//! the function before the call returned) counts from the queue record on; a run of a
+//! function the trace never showed queued is ignored. The host function of a captured graph
+//! runs unseen (the shim wraps none under capture).
+//!
 //! The host is one: what any thread has waited for is known complete to every later call of
 //! every thread. Host threads synchronize with each other in ways the trace cannot see
 //! (mutexes, condition variables, queues, joins), and a buffer handed from the thread that
@@ -67,7 +79,8 @@
 //! [`memory::HISTORY`] accesses; freed ranges are remembered up to [`memory::FREED`];
 //! values written by stream memory operations for at most `values::MAX_ADDRESSES`
 //! addresses (`values::HISTORY` writes of each stream to each, `values::MAX_WRITES` in all),
-//! external semaphores while they are imported (their signals bounded likewise), and graphs'
+//! external semaphores while they are imported (their signals bounded likewise), host
+//! functions queued and not yet seen running (`records::MAX_HOST_FNS`), and graphs'
 //! event nodes and captured memory operations and semaphore signals and waits for a bounded
 //! number of captures, graphs and executable graphs; findings are folded by root cause as they are met.
 //!
@@ -248,6 +261,13 @@ pub struct Streams {
     /// What the last launch of each executable graph knew, for its next launch, which follows
     /// it on whatever stream (bounded as `graph_events`' maps are).
     graph_launches: HashMap<u64, Clock>,
+    /// Host functions queued (`HostFnQueued`) and not yet seen running, by id: what their
+    /// stream had done when each was queued (see `records::host_fn_queued`). Bounded by
+    /// `records::MAX_HOST_FNS`.
+    host_fns: HashMap<u64, Clock>,
+    /// Host functions seen running before their queue record (the driver ran them before the
+    /// call that queued them returned), by id; bounded likewise.
+    ran_early: HashSet<u64>,
     found: Found,
 }
 
@@ -295,6 +315,8 @@ impl Streams {
                 }
             }
             Body::HostFn(h) if success(h.result) => self.host_fn(tid, seq, h),
+            Body::HostFnQueued(h) => self.host_fn_queued(tid, seq, h),
+            Body::HostFnRan(h) => self.host_fn_ran(h.id),
             Body::RangeOp(r) => self.range_op(tid, seq, r),
             Body::MemOp(m) if success(m.result) => self.mem_op(tid, seq, m),
             Body::ExtSemaphore(e) if success(e.result) => self.ext_semaphore(tid, seq, e),

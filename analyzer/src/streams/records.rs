@@ -2,22 +2,27 @@
 //! capture, allocations and frees, events, waits and synchronizations.
 
 use gpuleak_format::{
-    Alloc, Capture, Copy, EventCreate, EventRecord, Free, HostFn, Launch, MemKind, MemOp, Op as ApiOp, RangeOp, Seq,
-    StackId, StreamWait, Sync,
+    Alloc, Capture, Copy, EventCreate, EventRecord, Free, HostFn, HostFnQueued, Launch, MemKind, MemOp, Op as ApiOp,
+    RangeOp, Seq, StackId, StreamWait, Sync,
 };
 
 use super::apis::{self, HostSide};
 use super::graph_syncs::SyncOp;
 use super::memory::{self, AllocInfo, Mode, Op};
 use super::{
-    leak, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams, UnrecordedWait,
-    Work,
+    leak, success, Check, Clock, Created, EventState, Known, Moment, Slot, StreamFinding, StreamName, Streams,
+    UnrecordedWait, Work,
 };
 use crate::captures::EXTERNAL;
 
 /// Graph allocation nodes remembered at most (`Streams::graph_memory`); past this, the map
 /// is emptied (a race inside a graph in memory forgotten goes unreported).
 pub(super) const MAX_GRAPH_ALLOCATIONS: usize = 1 << 16;
+
+/// Host functions remembered at most, queued and not seen running (and seen running and not
+/// seen queued); past this, the set is emptied (a run of a function forgotten is ignored: a
+/// race it would have ordered may be reported).
+pub(super) const MAX_HOST_FNS: usize = 1 << 16;
 
 impl Streams {
     /// A refused call named `addr`: a use after free if the address was freed.
@@ -134,6 +139,48 @@ impl Streams {
     pub(super) fn host_fn(&mut self, tid: u32, seq: Seq, h: &HostFn) {
         let name = Self::name_of(h.api, h.stream.0, tid);
         self.work(tid, seq, h.api, StackId::NONE, name, &[]);
+    }
+
+    /// A host function the shim wrapped: work like [`Streams::host_fn`], and what its stream
+    /// had done just before it (its clock with the function's own operation left out), which
+    /// the host learns when the function runs ([`Streams::host_fn_ran`]); at once if it ran
+    /// already.
+    pub(super) fn host_fn_queued(&mut self, tid: u32, seq: Seq, h: &HostFnQueued) {
+        let ran = self.ran_early.remove(&h.id);
+        if !success(h.result) {
+            return;
+        }
+        let name = Self::name_of(h.api, h.stream, tid);
+        let Some(slot) = self.work(tid, seq, h.api, StackId::NONE, name, &[]) else {
+            return;
+        };
+        let Some(st) = self.states[slot.0 as usize].as_ref() else {
+            return;
+        };
+        let mut before = st.clock.clone();
+        before.set(slot, before.get(slot).saturating_sub(1));
+        if ran {
+            self.host.join(&before);
+            return;
+        }
+        if self.host_fns.len() >= MAX_HOST_FNS {
+            self.host_fns.clear();
+        }
+        self.host_fns.insert(h.id, before);
+    }
+
+    /// Host function `id` started running: the host knows complete what its stream had done
+    /// when it was queued. A run before its queue record is kept for that record.
+    pub(super) fn host_fn_ran(&mut self, id: u64) {
+        match self.host_fns.remove(&id) {
+            Some(before) => self.host.join(&before),
+            None => {
+                if self.ran_early.len() >= MAX_HOST_FNS {
+                    self.ran_early.clear();
+                }
+                self.ran_early.insert(id);
+            }
+        }
     }
 
     /// A stream memory operation: a write is work with no memory, remembered for the waits

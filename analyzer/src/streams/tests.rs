@@ -13,6 +13,7 @@ mod frees;
 mod graph_events;
 mod graph_frees;
 mod graph_races;
+mod host_fns;
 mod later_apis;
 mod managed_reuse;
 mod memops;

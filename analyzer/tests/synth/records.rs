@@ -7,9 +7,9 @@ use gpuleak_format::{
     Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy,
     EventRecord, Exit, ExtSemaphore, ExtSemaphoreOp, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom,
     FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
-    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, Launch, Lost, Map, Mark, MemOp, Module, PoolCreate,
-    PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region, Snapshot, Stack, StackId, Stream,
-    StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
+    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, HostFnQueued, HostFnRan, Launch, Lost, Map, Mark, MemOp,
+    Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region, Snapshot, Stack,
+    StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
 };
 
 use super::Bytes;
@@ -329,11 +329,24 @@ impl Bytes<'_> {
                 stack: self.stack(),
             }
             .into(),
-            25 => match self.below(6) {
+            25 => match self.below(8) {
                 0 => HostFn {
                     api: self.api(),
                     result: self.result(),
                     stream: self.stream(),
+                }
+                .into(),
+                // Host functions the shim wrapped, and their runs, with ids that often match
+                // (runs before their queue records, unknown ids and repeats included).
+                6 => HostFnQueued {
+                    api: self.api(),
+                    result: self.result(),
+                    stream: self.stream().0,
+                    id: self.pick(&[0, 1, 2, 3, u64::MAX]),
+                }
+                .into(),
+                7 => HostFnRan {
+                    id: self.pick(&[0, 1, 2, 3, u64::MAX]),
                 }
                 .into(),
                 1 => MemOp {
