@@ -17,6 +17,7 @@ mod arrays;
 mod graph_frees;
 mod graph_launches;
 mod graph_listing;
+mod host_fns;
 mod later_calls;
 mod library_patterns;
 mod prefetch;

@@ -46,6 +46,34 @@ pub fn capture_ended(r: CUresult) {
     }
 }
 
+/// Whether work queued by `api` on `stream` may become a graph node: never while no capture
+/// is under way as far as the hooks saw (one relaxed load, no driver call); otherwise as the
+/// driver's getter `cuStreamIsCapturing` says, a stream it cannot answer for counting as
+/// capturing. The legacy default stream (handle 0 of a plain entry point, or
+/// `CU_STREAM_LEGACY`) cannot be captured and is never asked about: its query while another
+/// stream captures is an error of its own.
+pub fn may_be_captured(api: Api, stream: CUstream) -> bool {
+    if CAPTURES.load(Ordering::Relaxed) == 0 {
+        return false;
+    }
+    let stream = match stream as usize {
+        0 if api.per_thread() => CU_STREAM_PER_THREAD,
+        0 | 1 => return false,
+        _ => stream,
+    };
+    let Some(f) = driver_fn(Getter::cuStreamIsCapturing) else {
+        return true;
+    };
+    type IsCapturing = unsafe extern "C" fn(CUstream, *mut u32) -> CUresult;
+    // SAFETY: the driver's cuStreamIsCapturing, found by name, with its C signature.
+    let f: IsCapturing = unsafe { std::mem::transmute::<usize, IsCapturing>(f) };
+    let mut status = 0u32;
+    // SAFETY: the program's stream handle, which it is about to queue work on; `status` is a
+    // valid out-parameter.
+    let r = unsafe { f(stream, &mut status) };
+    r != CUDA_SUCCESS || status != 0
+}
+
 /// After a kernel launch, copy or memset `api` on `stream` returned `r` (and its record was
 /// written): while a capture may be under way, records the node the call added to it.
 #[inline(always)]

@@ -55,9 +55,33 @@ macro_rules! cstr {
     };
 }
 
+/// The call of a driver row's handler. A plain row's handler gets the call the program made,
+/// as a closure; a row marked `@real` (`=> @real module::handler`) gets the real function
+/// itself, to call at most once with arguments of its choosing (a host function's handler
+/// passes the driver a wrapper of the program's function: [`ordering::host_fns`]).
+macro_rules! handler_call {
+    (; $dh:path, $api:expr, $real:ident, $($da:ident),*) => {{
+        // SAFETY: the real function with the program's own arguments, unchanged, on the
+        // program's thread inside the program's call: the call the program made. The handler
+        // makes it at most once (`FnOnce`).
+        let call = move || unsafe { $real($($da),*) };
+        // SAFETY: the program's own arguments of its call to this very function, not yet
+        // returned: the handlers' contract (see the module's documentation). Most handlers are
+        // safe functions; those that read an input pointer are not.
+        #[allow(unused_unsafe)]
+        unsafe { $dh($api, call, $($da),*) }
+    }};
+    (real; $dh:path, $api:expr, $real:ident, $($da:ident),*) => {{
+        // SAFETY: the handlers' contract, and `real` is the real function of this very row
+        // (its declared signature), which such a handler calls at most once, on this thread
+        // inside the program's call.
+        unsafe { $dh($api, $real, $($da),*) }
+    }};
+}
+
 macro_rules! hooks {
     (
-        driver { $( $d:ident ( $($da:ident : $dt:ty),* $(,)? ) => $dh:path; )* }
+        driver { $( $d:ident ( $($da:ident : $dt:ty),* $(,)? ) => $(@$how:ident)? $dh:path; )* }
         runtime { $( $r:ident ( $($ra:ident : $rt:ty),* $(,)? ) => $rh:path; )* }
     ) => {
         #[allow(non_camel_case_types, clippy::upper_case_acronyms)]
@@ -98,15 +122,7 @@ macro_rules! hooks {
                 // name that the loader found in `libcuda` or after the shim (the driver, or
                 // another interposer of it), whose public signature is the one declared above.
                 let real = unsafe { std::mem::transmute::<usize, Real>(addr) };
-                // SAFETY: the real function with the program's own arguments, unchanged, on
-                // the program's thread inside the program's call: the call the program made.
-                // The handler makes it at most once (`FnOnce`).
-                let call = move || unsafe { real($($da),*) };
-                // SAFETY: the program's own arguments of its call to this very function, not
-                // yet returned: the handlers' contract (see the module's documentation). Most
-                // handlers are safe functions; those that read an input pointer are not.
-                #[allow(unused_unsafe)]
-                unsafe { $dh(Api::$d, call, $($da),*) }
+                handler_call!($($how)?; $dh, Api::$d, real, $($da),*)
             }
         )*
 
@@ -244,12 +260,12 @@ hooks! {
         cuCtxWaitEvent(ctx: CUcontext, event: CUevent) => ordering::ctx_wait_event;
         cuGreenCtxRecordEvent(ctx: CUgreenCtx, event: CUevent) => ordering::ctx_record_event;
         cuGreenCtxWaitEvent(ctx: CUgreenCtx, event: CUevent) => ordering::ctx_wait_event;
-        cuStreamAddCallback(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
-        cuStreamAddCallback_ptsz(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => ordering::add_callback;
-        cuLaunchHostFunc(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;
-        cuLaunchHostFunc_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void) => ordering::launch_host_func;
-        cuLaunchHostFunc_v2(stream: CUstream, func: *mut c_void, user: *mut c_void, sync_mode: u32) => ordering::launch_host_func_v2;
-        cuLaunchHostFunc_v2_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void, sync_mode: u32) => ordering::launch_host_func_v2;
+        cuStreamAddCallback(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => @real ordering::host_fns::add_callback;
+        cuStreamAddCallback_ptsz(stream: CUstream, callback: *mut c_void, user: *mut c_void, flags: u32) => @real ordering::host_fns::add_callback;
+        cuLaunchHostFunc(stream: CUstream, func: *mut c_void, user: *mut c_void) => @real ordering::host_fns::launch_host_func;
+        cuLaunchHostFunc_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void) => @real ordering::host_fns::launch_host_func;
+        cuLaunchHostFunc_v2(stream: CUstream, func: *mut c_void, user: *mut c_void, sync_mode: u32) => @real ordering::host_fns::launch_host_func_v2;
+        cuLaunchHostFunc_v2_ptsz(stream: CUstream, func: *mut c_void, user: *mut c_void, sync_mode: u32) => @real ordering::host_fns::launch_host_func_v2;
         cuStreamBeginCapture(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_ptsz(stream: CUstream) => ordering::begin_capture_v1;
         cuStreamBeginCapture_v2(stream: CUstream, mode: u32) => ordering::begin_capture;

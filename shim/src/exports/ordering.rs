@@ -8,8 +8,9 @@
 //! Every record is numbered after the driver returned: the edge or the work it describes
 //! exists from then on.
 //!
-//! Later entry points reuse the same record kinds: `cuLaunchHostFunc` is a `HostFn` like a
-//! stream callback; `cuLaunchKernelEx` a `Launch` with the stream of its `CUlaunchConfig`;
+//! Host functions and stream callbacks are handed to the driver wrapped, so that the trace
+//! shows when each runs (`HostFnQueued` and `HostFnRan`, [`host_fns`]). Later entry points
+//! reuse the same record kinds: `cuLaunchKernelEx` a `Launch` with the stream of its `CUlaunchConfig`;
 //! `cuGraphLaunch` a `Launch` of the executable graph with no pointers (what its nodes touch
 //! is listed at instantiation: `graph_accesses`); 2D and 3D copies a `Copy` whose addresses and length come from
 //! their descriptor ([`regions`]); copies to and from arrays a `Copy` whose array side is 0
@@ -19,6 +20,7 @@
 
 mod arrays;
 mod copies;
+pub mod host_fns;
 mod launches;
 pub mod memops;
 pub mod ranges;
@@ -31,9 +33,7 @@ pub use launches::*;
 
 use std::ffi::c_void;
 
-use gpuleak_format::{
-    Api, Capture, Ctx, CuResult, Event, EventRecord, Fields, HostFn, StackId, Stream, StreamWait, Sync,
-};
+use gpuleak_format::{Api, Capture, Ctx, CuResult, Event, EventRecord, Fields, StackId, Stream, StreamWait, Sync};
 
 use super::graph_nodes;
 use crate::cuda::*;
@@ -215,22 +215,6 @@ pub fn ctx_wait_event(api: Api, real: impl FnOnce() -> CUresult, ctx: *mut c_voi
     plain(real, |r| wait_body(api, r, ctx, event, 0))
 }
 
-/// `cuStreamAddCallback[_ptsz]`.
-pub fn add_callback(
-    api: Api,
-    real: impl FnOnce() -> CUresult,
-    stream: CUstream,
-    _callback: *mut c_void,
-    _user: *mut c_void,
-    _flags: u32,
-) -> CUresult {
-    plain(real, |r| HostFn {
-        api,
-        result: r,
-        stream: Stream(stream as u64),
-    })
-}
-
 fn capture_body(api: Api, r: CuResult, stream: CUstream, begin: bool, aux: u64) -> Capture {
     Capture {
         api,
@@ -284,36 +268,4 @@ pub fn end_capture(api: Api, real: impl FnOnce() -> CUresult, stream: CUstream, 
     let aux = graph.after(r).map_or(0, |h| h as u64);
     tracer::event_fields(&g, &capture_body(api, CuResult(r), stream, false, aux));
     r
-}
-
-/// `cuLaunchHostFunc[_ptsz]`: a host function queued on a stream, recorded as a callback is.
-pub fn launch_host_func(
-    api: Api,
-    real: impl FnOnce() -> CUresult,
-    stream: CUstream,
-    _func: *mut c_void,
-    _user: *mut c_void,
-) -> CUresult {
-    plain(real, |r| HostFn {
-        api,
-        result: r,
-        stream: Stream(stream as u64),
-    })
-}
-
-/// `cuLaunchHostFunc_v2[_ptsz]` (CUDA 13.1, what the runtime of 13.1 and later resolves
-/// `cuLaunchHostFunc` to): the same with the host task's sync mode, which is only forwarded.
-pub fn launch_host_func_v2(
-    api: Api,
-    real: impl FnOnce() -> CUresult,
-    stream: CUstream,
-    _func: *mut c_void,
-    _user: *mut c_void,
-    _sync_mode: u32,
-) -> CUresult {
-    plain(real, |r| HostFn {
-        api,
-        result: r,
-        stream: Stream(stream as u64),
-    })
 }

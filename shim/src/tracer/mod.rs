@@ -7,8 +7,8 @@ use std::sync::atomic::{AtomicU32, AtomicU8, Ordering};
 use std::sync::Mutex;
 
 use gpuleak_format::{
-    Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, Lost, Module, ProcessInfo, Ptr, Rank, RecordRef, Seq, StackId,
-    Stream,
+    Alloc, Api, Body, Ctx, CuResult, Exit, Fields, Free, HostFnRan, Lost, Module, ProcessInfo, Ptr, Rank, RecordRef,
+    Seq, StackId, Stream,
 };
 
 use crate::config::{self, Config, TraceTarget, MAX_DEPTH};
@@ -533,6 +533,20 @@ pub fn event_fields<'b, F: Fields<'b>>(_g: &HookGuard, body: &F) {
 pub fn event_at<'b, F: Fields<'b>>(_g: &HookGuard, pending: Option<Pending>, body: F) {
     if let (Some(t), Some(p)) = (get(), pending) {
         t.at_fields(p, &body);
+    }
+}
+
+/// Records that the driver started the host function the shim numbered `id`
+/// ([`HostFnRan`]), from the wrapper the driver calls (`exports::ordering::host_fns`): on a
+/// thread of the driver's, or on the thread that queued the function, inside the driver call
+/// that queued it. It takes no guard, for the second case happens inside a hook, and needs
+/// none: the driver runs host functions inside its own code, never inside the shim's own
+/// writing on that thread (a hook writes only after the driver returned), so this write never
+/// interrupts another on its thread. Starts no trace: nothing is written when none runs, or
+/// after it was closed (counted as lost then, like any late record).
+pub fn host_fn_ran(id: u64) {
+    if let Some(t) = CURRENT.get() {
+        t.now_fields(&HostFnRan { id });
     }
 }
 

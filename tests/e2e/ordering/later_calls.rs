@@ -86,24 +86,31 @@ fn each_later_entry_point_is_recorded_with_its_stream_and_pointers() {
     let ex = one("cuLaunchKernelEx_ptsz");
     assert_eq!((hex(&ex["stream"]), ptrs(ex)), (0, vec![d]));
 
-    // cuLaunchHostFunc: a host callback on its stream.
-    // The second is the captured one, on the capturing stream (which is not `s`).
+    // cuLaunchHostFunc: a host callback on its stream, wrapped (`HostFnQueued`, with the
+    // plain stream handle of the kinds added later).
+    // The second is the captured one, on the capturing stream (which is not `s`): passed on
+    // unwrapped, a plain `HostFn`.
+    let queued_stream = |r: &Value| r["stream"].as_u64().unwrap();
     let hs = of_api(&records, "cuLaunchHostFunc");
     assert_eq!(hs.len(), 2);
-    assert_eq!((hs[0]["type"].as_str(), hex(&hs[0]["stream"])), (Some("HostFn"), s));
+    assert_eq!(
+        (hs[0]["type"].as_str(), queued_stream(hs[0])),
+        (Some("HostFnQueued"), s)
+    );
+    assert_eq!(hs[1]["type"], "HostFn");
     assert_ne!(hex(&hs[1]["stream"]), s);
-    assert_eq!(hex(&one("cuLaunchHostFunc_ptsz")["stream"]), 0);
+    assert_eq!(queued_stream(one("cuLaunchHostFunc_ptsz")), 0);
     // CUDA 13.1's variant, reached through the resolver as the 13.1+ runtime reaches it: the
     // refused call (bad sync mode) is recorded with its error.
     let v2 = of_api(&records, "cuLaunchHostFunc_v2");
     assert_eq!(v2.len(), 2, "{v2:#?}");
     assert_eq!(
-        (v2[0]["type"].as_str(), hex(&v2[0]["stream"]), &v2[0]["result"]),
-        (Some("HostFn"), s, &Value::from(0))
+        (v2[0]["type"].as_str(), queued_stream(v2[0]), &v2[0]["result"]),
+        (Some("HostFnQueued"), s, &Value::from(0))
     );
-    assert_eq!((hex(&v2[1]["stream"]), &v2[1]["result"]), (s, &Value::from(1)));
+    assert_eq!((queued_stream(v2[1]), &v2[1]["result"]), (s, &Value::from(1)));
     let v2p = one("cuLaunchHostFunc_v2_ptsz");
-    assert_eq!((v2p["type"].as_str(), hex(&v2p["stream"])), (Some("HostFn"), 0));
+    assert_eq!((v2p["type"].as_str(), queued_stream(v2p)), (Some("HostFnQueued"), 0));
 
     // Graph launches: work on their stream, the executable graph as the function, no pointers.
     let gl = of_api(&records, "cuGraphLaunch");
