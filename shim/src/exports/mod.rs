@@ -5,7 +5,10 @@
 //! (the real function with the program's arguments) in a closure, and hand it to the handler
 //! with the arguments. Each handler takes the guard, makes that call once, records, and returns
 //! the real result unchanged. Out-parameters are declared `Out<T>` in the list below: a handler
-//! reads one only through [`Out::after`], after the driver reported success.
+//! reads one only through [`Out::after`], after the driver reported success. The rows marked
+//! `@real` (the host functions' and callbacks') hand their handler the real function instead,
+//! which it calls once, with the program's arguments or with a wrapper of the program's function
+//! in their place ([`ordering::host_fns`]).
 //!
 //! # The handlers' contract
 //!
