@@ -242,3 +242,50 @@ pub unsafe fn add_callback(
         unsafe { real(stream, f, u, flags) }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    static CALLED_WITH: AtomicU64 = AtomicU64::new(0);
+
+    extern "C-unwind" fn program_fn(user: *mut c_void) {
+        CALLED_WITH.fetch_add(user as u64, Ordering::Relaxed);
+    }
+
+    /// A context as `hand_over` makes it, for `program_fn` with data `user`.
+    fn context(user: u64) -> *mut Wrapped {
+        let function = program_fn as ProgramHostFn as *mut c_void;
+        Box::into_raw(Box::new(Wrapped {
+            function,
+            user: user as *mut c_void,
+            id: 1,
+            holders: AtomicU32::new(2),
+        }))
+    }
+
+    /// No trace runs in this test process (nothing started one): the trampoline records
+    /// nothing and still calls the program's function with its data, whichever of the driver
+    /// (inside the call, like the simulator, or after it on a thread of its own) and the hook
+    /// lets go of the context last.
+    #[test]
+    fn the_trampoline_calls_the_program_s_function_with_its_data_with_no_trace_running() {
+        let before = CALLED_WITH.load(Ordering::Relaxed);
+        let w = context(5);
+        // SAFETY: a context made for `run_host_fn`, run once, then the hook's one release.
+        unsafe {
+            run_host_fn(w.cast());
+            let_go(w);
+        }
+        let w = context(7) as usize;
+        // SAFETY: the hook's one release, before the driver's thread runs the function.
+        unsafe { let_go(w as *mut Wrapped) };
+        std::thread::spawn(move || {
+            // SAFETY: the context made above, run once on another thread, as a driver does.
+            unsafe { run_host_fn(w as *mut c_void) }
+        })
+        .join()
+        .unwrap();
+        assert_eq!(CALLED_WITH.load(Ordering::Relaxed) - before, 12);
+    }
+}
