@@ -12,6 +12,8 @@
 //! `live_arrays()` and placed in those regions by the analyzer; and the adapter's readings of
 //! the real JAX on its CPU backend (`tests/python/pkg_jax.py`).
 
+mod workspaces;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 

@@ -2,7 +2,8 @@
 //! the driver ([`crate::frameworks::join`]), and the findings read from the states.
 //!
 //! - `tensor-leak` (error): tensors still allocated at the framework's state at exit, one
-//!   finding per Python line. Cached free memory is never a leak.
+//!   finding per Python line. Cached free memory is never a leak, nor is a block that a CUDA
+//!   library was handed as its workspace (PyTorch's cuBLAS workspaces, record 79).
 //! - `tensor-growth` (warning): a line whose live tensor bytes rose at least twice and never
 //!   fell over three or more states written while the program ran (snapshots, checks, tests).
 //! - `framework-oom` (error): the framework ran out of memory; what its live tensors, its
@@ -147,7 +148,7 @@ pub fn findings(replay: &LeakReplay) -> Vec<Finding> {
                  (largest free block {}, {fits}), {} free on the device; outside {name}: {outside}",
                 oom.device,
                 h(oom.requested),
-                h(d.live_bytes),
+                h(d.tensor_bytes()),
                 d.tensors,
                 top.map_or_else(String::new, |t| format!(" (most at {}: {})", t.line(), h(t.bytes))),
                 h(d.cached_free_bytes),
@@ -161,6 +162,7 @@ pub fn findings(replay: &LeakReplay) -> Vec<Finding> {
             ("framework", Extra::S(v.framework.clone())),
             ("requested", Extra::U(oom.requested)),
             ("live_bytes", Extra::U(d.live_bytes)),
+            ("workspace_bytes", Extra::U(d.workspace_bytes)),
             ("cached_free_bytes", Extra::U(d.cached_free_bytes)),
             ("largest_free_block", Extra::U(d.largest_free_block)),
             ("device_free", Extra::U(oom.device_free)),
