@@ -146,3 +146,20 @@ fn check_leaves_out_a_workspace_allocated_inside_it() {
     let (stdout, stderr) = text(&out);
     assert!(stdout.contains("check passed\n"), "{stdout}\n{stderr}");
 }
+
+/// The pytest plugin: the tests whose first matmul allocates the workspace pass; their twin,
+/// which keeps a tensor, fails at its line.
+#[test]
+fn the_pytest_plugin_passes_the_tests_whose_matmul_allocates_a_workspace() {
+    let lib = stand_in_library("libtorch_blas.so");
+    super::plugin_judges_with(
+        &super::fake_torch(),
+        "fw_torch_blas_tests.py",
+        "test_keeps_a_tensor",
+        [
+            "test_first_matmul_allocates_its_workspace",
+            "test_first_cublaslt_matmul_allocates_its_workspace",
+        ],
+        &[("FAKE_TORCH_BLAS", lib.to_str().expect("a UTF-8 path"))],
+    );
+}
