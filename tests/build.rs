@@ -6,7 +6,8 @@
 //! - `sim/`: `libcuda.so.1` (+ `libcuda.so`), `libcudart.so.12` (+ `libcudart.so`) and
 //!   `libcudart_static.a`;
 //! - `bin/<stem>`: one executable per client, linked as its first line says:
-//!   `// link: driver | dl | cudart-shared | cudart-static | none`.
+//!   `// link: driver | dl | cudart-shared | cudart-static | cublas | none` (`cublas`: the
+//!   stand-in cuBLAS of `lib/`).
 //!
 //! - `lib/`: the stand-in libraries of `tests/libraries/`: `libcublas.so.13` (+ `libcublas.so`,
 //!   the two cuBLAS functions that take a workspace) and `libtorch_blas.so`, which calls them
@@ -71,8 +72,8 @@ fn main() {
     build_runtime(&compiler, &simcuda, &sim, &obj);
     let mut sources = c_sources(&clients);
     sources.extend(validation);
-    build_clients(&compiler, &sources, &clients, &sim, &bin);
     build_libraries(&compiler, &libraries, &lib);
+    build_clients(&compiler, &sources, &clients, &sim, &bin);
 
     println!("cargo:rustc-env=GPULEAK_E2E_SIM_DIR={}", sim.display());
     println!("cargo:rustc-env=GPULEAK_E2E_BIN_DIR={}", bin.display());
@@ -215,7 +216,7 @@ fn link_mode(source: &Path) -> String {
         Some(mode) => mode.trim().to_string(),
         None => panic!(
             "{}: the first line must say how to link, e.g. `// link: driver` \
-             (driver, driver-cwd, dl, cudart-shared, cudart-static or none)",
+             (driver, driver-cwd, dl, cudart-shared, cudart-static, cublas or none)",
             source.display()
         ),
     }
@@ -257,9 +258,13 @@ fn build_client(compiler: &Compiler, source: &Path, clients: &Path, sim: &Path, 
         "cudart-static" => {
             cmd.arg(sim.join("libcudart_static.a")).arg("-ldl");
         }
+        "cublas" => {
+            let lib = sim.parent().expect("sim/ has a parent").join("lib");
+            cmd.arg("-L").arg(&lib).arg("-lcublas").arg("-Wl,-rpath").arg(&lib);
+        }
         "none" => {}
         other => panic!(
-            "{}: unknown link mode `{other}` (driver, driver-cwd, dl, cudart-shared, cudart-static or none)",
+            "{}: unknown link mode `{other}` (driver, driver-cwd, dl, cudart-shared, cudart-static, cublas or none)",
             source.display()
         ),
     }
