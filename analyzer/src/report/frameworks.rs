@@ -252,3 +252,88 @@ fn growth(states: &[State], view_of: &dyn Fn(&State) -> FrameworkView) -> Vec<Fi
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frameworks::States;
+    use gpuleak_format::{
+        Addrs, Body, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkSegment, FrameworkState, LibWorkspace,
+    };
+
+    /// Four snapshot states in which one more 1 MiB block is live at `train.py:7` each time
+    /// (a workspace per new stream, when `recorded`), in a segment at 0x100_0000.
+    fn states(recorded: bool) -> States {
+        let mut states = States::default();
+        for id in 1..=4u64 {
+            if recorded {
+                let ptr = 0x100_0000 + (id - 1) * (1 << 20);
+                let ws = LibWorkspace {
+                    library: LibWorkspace::CUBLAS,
+                    ptr,
+                    size: 1 << 20,
+                };
+                states.apply(&Body::from(ws));
+            }
+            let bodies: Vec<Body<'static>> = vec![
+                FrameworkState {
+                    id,
+                    layout: 1,
+                    framework: "torch".into(),
+                    reason: "snapshot".into(),
+                    snapshot: id,
+                }
+                .into(),
+                FrameworkSegment {
+                    state: id,
+                    device: 0,
+                    address: 0x100_0000,
+                    size: 8 << 20,
+                    stream: 0,
+                    pool: 0,
+                }
+                .into(),
+                FrameworkFrames {
+                    id: 1,
+                    state: id,
+                    names: vec!["train.py".into(), "step".into()],
+                    lines: Addrs(vec![7].into()),
+                }
+                .into(),
+                FrameworkBlocks {
+                    state: id,
+                    segment: 0x100_0000,
+                    blocks: Addrs(
+                        (0..id)
+                            .flat_map(|i| [i << 20, 1 << 20, 1 << 20, 1, 1])
+                            .collect::<Vec<u64>>()
+                            .into(),
+                    ),
+                }
+                .into(),
+            ];
+            for b in &bodies {
+                states.apply(b);
+            }
+            let end = FrameworkEnd {
+                state: id,
+                segments: 1,
+                blocks: id as u32,
+            };
+            assert_eq!(states.apply(&end.into()), Some(id));
+            states.complete(id, id * 10, Vec::new());
+        }
+        states
+    }
+
+    /// Workspaces that pile up at one line (a new stream's each) are no `tensor-growth`;
+    /// tensors that do are.
+    #[test]
+    fn workspaces_that_pile_up_at_a_line_are_no_tensor_growth_and_tensors_are() {
+        let view_of = |s: &State| join::view(s, &Default::default(), &Default::default());
+        let grown = growth(&states(false).complete, &view_of);
+        assert_eq!(grown.len(), 1, "{grown:?}");
+        assert!(grown[0].message.contains("train.py:7"), "{}", grown[0].message);
+        assert_eq!(growth(&states(true).complete, &view_of), Vec::new());
+    }
+}
