@@ -257,6 +257,7 @@ fn growth(states: &[State], view_of: &dyn Fn(&State) -> FrameworkView) -> Vec<Fi
 mod tests {
     use super::*;
     use crate::frameworks::States;
+    use crate::model::LeakReplay;
     use gpuleak_format::{
         Addrs, Body, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkSegment, FrameworkState, LibWorkspace,
     };
@@ -324,6 +325,65 @@ mod tests {
             states.complete(id, id * 10, Vec::new());
         }
         states
+    }
+
+    /// An out-of-memory state: its live tensors leave the workspace out (`live_bytes` keeps
+    /// it, as PyTorch's `memory_allocated()` does).
+    #[test]
+    fn framework_oom_counts_live_tensors_without_workspaces() {
+        use gpuleak_format::FrameworkOom;
+
+        let mut states = states(true);
+        let oom = FrameworkOom {
+            state: 4,
+            device: 0,
+            requested: 8 << 20,
+            device_allocated: 8 << 20,
+            device_free: 0,
+        };
+        // State 5, written for the OOM: the workspace at 0x100_0000 and a 1 MiB tensor at
+        // 0x140_0000, where no workspace was recorded.
+        let mut replay = LeakReplay::default();
+        let begin = FrameworkState {
+            id: 5,
+            layout: 1,
+            framework: "torch".into(),
+            reason: "oom".into(),
+            snapshot: 0,
+        };
+        states.apply(&begin.into());
+        let seg = FrameworkSegment {
+            state: 5,
+            device: 0,
+            address: 0x100_0000,
+            size: 8 << 20,
+            stream: 0,
+            pool: 0,
+        };
+        states.apply(&seg.into());
+        let blocks = FrameworkBlocks {
+            state: 5,
+            segment: 0x100_0000,
+            blocks: Addrs(vec![0, 1 << 20, 1 << 20, 1, 0, 4 << 20, 1 << 20, 1 << 20, 1, 0].into()),
+        };
+        states.apply(&blocks.into());
+        states.apply(&FrameworkOom { state: 5, ..oom }.into());
+        let end = FrameworkEnd {
+            state: 5,
+            segments: 1,
+            blocks: 2,
+        };
+        assert_eq!(states.apply(&end.into()), Some(5));
+        states.complete(5, 60, Vec::new());
+        replay.frameworks = states;
+        let found = findings(&replay);
+        let oom: Vec<&Finding> = found.iter().filter(|f| f.check == "framework-oom").collect();
+        assert_eq!(oom.len(), 1, "{found:?}");
+        assert!(
+            oom[0].message.contains("asking for 8.0 MiB: 1.0 MiB in 1 live tensors"),
+            "{}",
+            oom[0].message
+        );
     }
 
     /// Workspaces that pile up at one line (a new stream's each) are no `tensor-growth`;
