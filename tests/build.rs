@@ -6,10 +6,15 @@
 //! - `sim/`: `libcuda.so.1` (+ `libcuda.so`), `libcudart.so.12` (+ `libcudart.so`) and
 //!   `libcudart_static.a`;
 //! - `bin/<stem>`: one executable per client, linked as its first line says:
-//!   `// link: driver | dl | cudart-shared | cudart-static | none`.
+//!   `// link: driver | dl | cudart-shared | cudart-static | cublas | none` (`cublas`: the
+//!   stand-in cuBLAS of `lib/`).
 //!
-//! The directories reach the tests as `GPULEAK_E2E_SIM_DIR` and `GPULEAK_E2E_BIN_DIR`. A compiler
-//! error fails the build with the compiler's own message.
+//! - `lib/`: the stand-in libraries of `tests/libraries/`: `libcublas.so.13` (+ `libcublas.so`,
+//!   the two cuBLAS functions that take a workspace) and `libtorch_blas.so`, which calls them
+//!   through the PLT as a framework's native library does.
+//!
+//! The directories reach the tests as `GPULEAK_E2E_SIM_DIR`, `GPULEAK_E2E_BIN_DIR` and
+//! `GPULEAK_E2E_LIB_DIR`. A compiler error fails the build with the compiler's own message.
 //!
 //! `GPULEAK_E2E_TARGET` (a Rust target triple, e.g. `aarch64-unknown-linux-gnu`) builds the
 //! simulator and the clients for that architecture instead of the tests' own, with the cross
@@ -43,13 +48,16 @@ fn main() {
     let sim = out.join("sim");
     let bin = out.join("bin");
     let obj = out.join("obj");
-    for dir in [&sim, &bin, &obj] {
+    let lib = out.join("lib");
+    let libraries = manifest.join("libraries");
+    for dir in [&sim, &bin, &obj, &lib] {
         fs::create_dir_all(dir).unwrap_or_else(|e| panic!("creating {}: {e}", dir.display()));
     }
     println!("cargo:rerun-if-changed=build.rs");
     println!("cargo:rerun-if-env-changed=GPULEAK_E2E_TARGET");
     println!("cargo:rerun-if-changed={}", simcuda.display());
     println!("cargo:rerun-if-changed={}", clients.display());
+    println!("cargo:rerun-if-changed={}", libraries.display());
     // The C workloads of scripts/validate-gpu, run on the simulator by tests/e2e/validation.rs.
     let validation = [
         root.join("validation/leak_driver.c"),
@@ -64,10 +72,37 @@ fn main() {
     build_runtime(&compiler, &simcuda, &sim, &obj);
     let mut sources = c_sources(&clients);
     sources.extend(validation);
+    build_libraries(&compiler, &libraries, &lib);
     build_clients(&compiler, &sources, &clients, &sim, &bin);
 
     println!("cargo:rustc-env=GPULEAK_E2E_SIM_DIR={}", sim.display());
     println!("cargo:rustc-env=GPULEAK_E2E_BIN_DIR={}", bin.display());
+    println!("cargo:rustc-env=GPULEAK_E2E_LIB_DIR={}", lib.display());
+}
+
+/// The stand-in libraries: a cuBLAS with its real file name (the shim finds a cuBLAS that
+/// `RTLD_NEXT` cannot reach by that name), and a caller linked to it that finds it beside
+/// itself (`$ORIGIN`), as a framework's wheel finds its CUDA libraries.
+fn build_libraries(compiler: &Compiler, libraries: &Path, lib: &Path) {
+    let mut cmd = compiler.command();
+    cmd.args(LIBRARY_FLAGS)
+        .args(["-shared", "-Wl,-soname,libcublas.so.13"])
+        .arg(libraries.join("fake_cublas.c"))
+        .arg("-o")
+        .arg(lib.join("libcublas.so.13"));
+    run(cmd, "stand-in cuBLAS");
+    symlink("libcublas.so.13", &lib.join("libcublas.so"));
+    let mut cmd = compiler.command();
+    cmd.args(LIBRARY_FLAGS)
+        .args(["-shared", "-Wl,-soname,libtorch_blas.so"])
+        .arg(libraries.join("torch_blas.c"))
+        .arg("-o")
+        .arg(lib.join("libtorch_blas.so"))
+        .arg("-L")
+        .arg(lib)
+        .arg("-lcublas")
+        .arg("-Wl,-rpath,$ORIGIN");
+    run(cmd, "stand-in framework library");
 }
 
 /// The C compiler as `cc` configures it, plus the simulator's include directory.
@@ -181,7 +216,7 @@ fn link_mode(source: &Path) -> String {
         Some(mode) => mode.trim().to_string(),
         None => panic!(
             "{}: the first line must say how to link, e.g. `// link: driver` \
-             (driver, driver-cwd, dl, cudart-shared, cudart-static or none)",
+             (driver, driver-cwd, dl, cudart-shared, cudart-static, cublas or none)",
             source.display()
         ),
     }
@@ -223,9 +258,13 @@ fn build_client(compiler: &Compiler, source: &Path, clients: &Path, sim: &Path, 
         "cudart-static" => {
             cmd.arg(sim.join("libcudart_static.a")).arg("-ldl");
         }
+        "cublas" => {
+            let lib = sim.parent().expect("sim/ has a parent").join("lib");
+            cmd.arg("-L").arg(&lib).arg("-lcublas").arg("-Wl,-rpath").arg(&lib);
+        }
         "none" => {}
         other => panic!(
-            "{}: unknown link mode `{other}` (driver, driver-cwd, dl, cudart-shared, cudart-static or none)",
+            "{}: unknown link mode `{other}` (driver, driver-cwd, dl, cudart-shared, cudart-static, cublas or none)",
             source.display()
         ),
     }

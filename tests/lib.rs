@@ -37,6 +37,13 @@ pub fn sim_dir() -> PathBuf {
     PathBuf::from(env!("GPULEAK_E2E_SIM_DIR"))
 }
 
+/// A stand-in library built from `tests/libraries/` (`libtorch_blas.so`, `libcublas.so.13`).
+pub fn stand_in_library(name: &str) -> PathBuf {
+    let path = Path::new(env!("GPULEAK_E2E_LIB_DIR")).join(name);
+    assert!(path.is_file(), "no stand-in library {name} at {}", path.display());
+    path
+}
+
 /// The executable built from `tests/clients/<name>.c`.
 pub fn client(name: &str) -> PathBuf {
     let path = Path::new(env!("GPULEAK_E2E_BIN_DIR")).join(name);

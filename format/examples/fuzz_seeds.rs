@@ -1,6 +1,6 @@
 //! Writes small, valid traces for the trace decoder's fuzz target to start from
 //! (`fuzz/fuzz_targets/trace.rs`): the smallest block size the reader accepts (4 KiB), two
-//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes, external semaphores, prefetches, host functions and checkpoints included), and the same
+//! threads' blocks, most record kinds (Python frames, pool samples, graph memory and event nodes, external semaphores, prefetches, host functions, library workspaces and checkpoints included), and the same
 //! file cut inside its last block.
 //!
 //! cargo run -p gpuleak-format --example fuzz_seeds -- DIR
@@ -13,7 +13,7 @@ const SMALL_BLOCK: usize = 4096;
 
 fn body_at(i: u64) -> Body<'static> {
     let ptr = 0x7f00_0000_0000 + (i % 7) * 0x1000;
-    match i % 28 {
+    match i % 29 {
         0 => Alloc {
             api: Api::cuMemAlloc_v2,
             via: Api::NONE,
@@ -220,6 +220,12 @@ fn body_at(i: u64) -> Body<'static> {
         .into(),
         // The run of the host function queued just before.
         27 => HostFnRan { id: i - 1 }.into(),
+        28 => LibWorkspace {
+            library: [LibWorkspace::CUBLAS, LibWorkspace::CUBLAS_LT][(i % 2) as usize],
+            ptr,
+            size: 32 << 20,
+        }
+        .into(),
         25 => Checkpoint {
             as_of: i,
             segment: 1,

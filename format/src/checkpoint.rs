@@ -18,6 +18,7 @@
 //!   leaked them);
 //! - live streams, events (with their last record), memory pools (with their last usage),
 //!   external semaphores;
+//! - the last library workspace record (kind 79) of each address;
 //! - capture episodes (their begin and end, the events recorded in them and the waits that
 //!   joined them), the stream-ordered allocations captured into graphs, every graph record,
 //!   and the launches of graphs with memory nodes (or with nodes the trace does not know),
@@ -385,6 +386,9 @@ impl Compactor {
                 self.end_keyed((54, d.pool), record, 0);
             }
             Body::PoolUsage(u) => self.keep_last(tid, (record.body.kind(), u.pool), record),
+            // A framework's block at a workspace's address is the library's, however long ago
+            // the library was handed it.
+            Body::LibWorkspace(w) => self.keep_last(tid, (record.body.kind(), w.ptr), record),
             Body::ExtSemaphore(e) if e.result.is_success() && e.api == Api::cuImportExternalSemaphore => {
                 self.keep_last_or_leak(tid, (record.body.kind(), e.semaphore), record)
             }

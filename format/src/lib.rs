@@ -59,9 +59,10 @@ pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,
     ExtSemaphore, ExtSemaphoreOp, Fields, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom,
     FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
-    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, HostFnQueued, HostFnRan, Launch, Lost, Map, Mark, MemOp,
-    Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank, Record,
-    RecordRef, Region, Seq, SiteHistory, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread, Unmap,
+    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, HostFnQueued, HostFnRan, Launch, LibWorkspace, Lost, Map,
+    Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank,
+    Record, RecordRef, Region, Seq, SiteHistory, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread,
+    Unmap,
 };
 
 /// Format version this crate writes.

@@ -1108,6 +1108,38 @@ records! {
         /// The number of its [`HostFnQueued`].
         id: u64,
     }
+
+    /// Device memory a CUDA library was handed as its workspace (a cuBLAS handle's
+    /// `cublasSetWorkspace_v2`, a `cublasLtMatmul` call's `workspace` argument) by a call
+    /// that succeeded. Written by the shim when the thread's (handle, workspace, size) for
+    /// that function changes, not at every call. A framework keeps such a block allocated
+    /// for the life of the process (PyTorch's cuBLAS workspaces): the analyzer counts a
+    /// framework's block at this address as the library's workspace, not a tensor.
+    79 LibWorkspace {
+        /// Which library: [`LibWorkspace::CUBLAS`] or [`LibWorkspace::CUBLAS_LT`].
+        library: u32,
+        /// The workspace's first byte (plain `u64`: a kind added after the delta registers).
+        ptr: u64,
+        /// Its bytes, as the call gave them.
+        size: u64,
+    }
+}
+
+impl LibWorkspace {
+    /// `library`: cuBLAS (`cublasSetWorkspace_v2`).
+    pub const CUBLAS: u32 = 1;
+    /// `library`: cuBLASLt (`cublasLtMatmul`).
+    pub const CUBLAS_LT: u32 = 2;
+
+    /// The library's name, as its documentation writes it (`None` for a number this reader
+    /// does not know).
+    pub fn library_name(library: u32) -> Option<&'static str> {
+        match library {
+            Self::CUBLAS => Some("cuBLAS"),
+            Self::CUBLAS_LT => Some("cuBLASLt"),
+            _ => None,
+        }
+    }
 }
 
 impl Rank<'_> {
@@ -1705,6 +1737,12 @@ pub(crate) mod tests {
                 local_rank: Rank::UNKNOWN,
                 world_size: 8,
                 launcher: "torchrun".into(),
+            }
+            .into(),
+            LibWorkspace {
+                library: LibWorkspace::CUBLAS,
+                ptr: 0x7f00_0200_0000,
+                size: 32 << 20,
             }
             .into(),
             FrameworkState {

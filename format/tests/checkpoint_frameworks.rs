@@ -1,5 +1,6 @@
-//! Framework states (kinds 70 to 76) in a checkpoint: each framework's last complete state is
-//! kept whole, with the states still being written; older ones are dropped and counted.
+//! Framework states (kinds 70 to 76) and library workspaces (kind 79) in a checkpoint: each
+//! framework's last complete state is kept whole, with the states still being written; older
+//! ones are dropped and counted. The latest workspace record of each address is kept.
 
 use gpuleak_format::checkpoint::Compactor;
 use gpuleak_format::*;
@@ -139,4 +140,38 @@ fn a_newer_complete_state_drops_an_unfinished_older_one_and_strays_are_counted()
     let (kept, checkpoint) = kept_states(c);
     assert!(kept.iter().all(|k| k.1 == 2) && kept.len() == 6, "{kept:?}");
     assert_eq!(checkpoint.dropped, 5 + 1);
+}
+
+/// A library's workspace (kind 79): the latest record of each address is kept, however old,
+/// so that a framework state after the cut still finds its workspaces; the earlier record of
+/// an address is dropped and counted.
+#[test]
+fn the_latest_workspace_record_of_each_address_is_kept() {
+    let ws = |seq, ptr, size| {
+        record(
+            seq,
+            LibWorkspace {
+                library: LibWorkspace::CUBLAS,
+                ptr,
+                size,
+            }
+            .into(),
+        )
+    };
+    let mut c = Compactor::with_recent_frees(0);
+    for r in [ws(1, 0x7000_0000, 32), ws(2, 0x7100_0000, 16), ws(3, 0x7000_0000, 64)] {
+        c.add(3, &r);
+    }
+    let done = c.finish(1);
+    let mut kept: Vec<(u64, u64)> = done
+        .records()
+        .into_iter()
+        .filter_map(|(_, r)| match r.body {
+            Body::LibWorkspace(w) => Some((w.ptr, w.size)),
+            _ => None,
+        })
+        .collect();
+    kept.sort_unstable();
+    assert_eq!(kept, vec![(0x7000_0000, 64), (0x7100_0000, 16)]);
+    assert_eq!(done.checkpoint.dropped, 1);
 }

@@ -654,6 +654,13 @@ def is_framework_stack(frames):
     return any(f.file and f.file.endswith(".py") and _is_framework_file(f.file) for f in frames)
 
 
+def is_workspace(workspaces, block):
+    """Whether a snapshot's block is a library workspace: it starts at a workspace's address
+    and holds its size."""
+    size = workspaces.get(int(block.get("address", 0)))
+    return size is not None and int(block.get("size", 0)) >= size
+
+
 def tensor_sites():
     """Live tensors by the user's Python line, read in this process: {(file, line, function):
     (bytes, frames)}, frames as (file, line, function) innermost first; None when the program
@@ -666,9 +673,14 @@ def tensor_sites():
             snap = _TORCH.torch.cuda.memory._snapshot()
         except Exception:  # noqa: BLE001
             return None
+        # cuBLAS's workspaces are the library's, kept for the life of the process: never a
+        # tensor of the program (the analyzer's rule, analyzer/src/frameworks/join.rs).
+        workspaces = _shim.workspaces()
         for seg in snap.get("segments", ()):
             for block in seg.get("blocks", ()):
                 if block.get("state") != "active_allocated":
+                    continue
+                if is_workspace(workspaces, block):
                     continue
                 frames = [
                     (f.get("filename", "?"), int(f.get("line", 0)), f.get("name", "?")) for f in block.get("frames") or ()

@@ -21,6 +21,7 @@ _FUNCTIONS = {
     "gpuleak_window_stats": (ctypes.c_int, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]),
     "gpuleak_framework_record": (ctypes.c_int, [ctypes.c_uint, ctypes.c_char_p, ctypes.c_size_t]),
     "gpuleak_snapshot_generation": (ctypes.c_uint64, []),
+    "gpuleak_workspaces": (ctypes.c_int, [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]),
 }
 
 
@@ -119,3 +120,17 @@ def window_stats():
     if f is None or f(_STATS, 5) != 5:
         return None
     return WindowStats(tuple(_STATS))
+
+
+_WORKSPACES = 256
+_PAIRS = (ctypes.c_uint64 * (2 * _WORKSPACES))()
+
+
+def workspaces():
+    """{address: size} of the device memory handed to cuBLAS and cuBLASLt as workspaces so far
+    (empty without a shim that records them)."""
+    f = shim().functions.get("gpuleak_workspaces")
+    if f is None:
+        return {}
+    n = max(0, min(f(_PAIRS, _WORKSPACES), _WORKSPACES))
+    return {_PAIRS[2 * i]: _PAIRS[2 * i + 1] for i in range(n)}

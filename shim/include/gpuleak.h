@@ -96,6 +96,12 @@ GPULEAK_WEAK int gpuleak_window_stats(uint64_t *out, int n);
  * -2 when refused. The Python package calls it; programs need not. */
 GPULEAK_WEAK int gpuleak_framework_record(unsigned kind, const void *data, size_t len);
 
+/* Writes up to `n` (address, size) pairs (`2 * n` words) of the device memory handed to
+ * cuBLAS (`cublasSetWorkspace_v2`) and cuBLASLt (`cublasLtMatmul`) as workspaces so far, the
+ * latest size per address. Returns how many pairs it wrote. The Python package leaves those
+ * blocks out of the tensors it judges; programs need not call it. */
+GPULEAK_WEAK int gpuleak_workspaces(uint64_t *out, int n);
+
 #define GPULEAK_MARK(name, value) ((gpuleak_mark) ? gpuleak_mark((name), (value)) : (void)0)
 #define GPULEAK_REGION_BEGIN(name) ((gpuleak_region_begin) ? gpuleak_region_begin(name) : (void)0)
 #define GPULEAK_REGION_END(name) ((gpuleak_region_end) ? gpuleak_region_end(name) : (void)0)

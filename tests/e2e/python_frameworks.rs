@@ -12,6 +12,8 @@
 //! `live_arrays()` and placed in those regions by the analyzer; and the adapter's readings of
 //! the real JAX on its CPU backend (`tests/python/pkg_jax.py`).
 
+mod workspaces;
+
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
@@ -55,9 +57,17 @@ fn run_script(dir: &Path, name: &str, stand_in: Option<&Path>, mode: &str, env: 
 /// `pytest --gpuleak TESTS` under `gpuleak run` with `stand_in` on `PYTHONPATH`: the test that
 /// keeps 8 KiB (`keeps`) fails at its `# kept past the test` line, the two in `passes` pass.
 fn plugin_judges(stand_in: &Path, tests: &str, keeps: &str, passes: [&str; 2]) {
+    plugin_judges_with(stand_in, tests, keeps, passes, &[]);
+}
+
+/// [`plugin_judges`] with `env` set.
+fn plugin_judges_with(stand_in: &Path, tests: &str, keeps: &str, passes: [&str; 2], env: &[(&str, &str)]) {
     let dir = TempDir::new();
     let python = pkgenv_python();
     let mut cmd = python_clean(sim_command(gpuleak_bin()));
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     cmd.current_dir(dir.path())
         .env("PYTHONPATH", stand_in)
         .args(["run", "--"])

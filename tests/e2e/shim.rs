@@ -5,6 +5,7 @@
 mod bounded;
 mod doors;
 mod hostile;
+mod libraries;
 mod settings;
 mod setuid;
 mod small_stacks;

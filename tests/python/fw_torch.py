@@ -17,6 +17,12 @@
   state, then frees them.
 - `signal-freed`: the same with the tensors freed before the signal.
 - `signal-fork`: a forked child keeps a tensor of a new segment and sends itself the signal.
+- `workspace`, `workspace-lt`: matmuls through cuBLAS (`cublasSetWorkspace_v2`) or cuBLASLt
+  (`cublasLtMatmul`), whose workspace the framework keeps to the end, as PyTorch does (run
+  with FAKE_TORCH_BLAS naming the native library); `workspace-failed`: both, with the status
+  FAKE_CUBLAS_STATUS chooses, printed as they raise.
+- `kept`, `kept-lt`: a tensor of a workspace's size kept to the end, never handed to cuBLAS.
+- `check-workspace`: gpuleak.check() around the first matmul, which allocates its workspace.
 
 It prints `done` at the end; `oom` prints `oom caught` first.
 """
@@ -125,6 +131,28 @@ def main(mode):
             KEPT.clear()
             os._exit(0)
         os.waitpid(pid, 0)
+    elif mode in ("workspace", "workspace-lt"):
+        api = "cublaslt" if mode == "workspace-lt" else "cublas"
+        x = torch.empty(4096, device="cuda")
+        for n in range(3):
+            y = torch.matmul(x, api=api)  # the forward
+            del y
+    elif mode == "workspace-failed":
+        x = torch.empty(4096, device="cuda")
+        for api in ("cublas", "cublaslt"):
+            try:
+                torch.matmul(x, api=api)  # fails
+            except RuntimeError as e:
+                print("raised:", e)
+    elif mode in ("kept", "kept-lt"):
+        size = (1 << 20) if mode == "kept-lt" else (4 << 20)
+        KEPT.append(torch.empty(size, device="cuda"))  # kept, never handed to cuBLAS
+    elif mode == "check-workspace":
+        x = torch.empty(4096, device="cuda")
+        with gpuleak.check():
+            y = torch.matmul(x)  # the first matmul allocates cuBLAS's workspace
+            del y
+        print("check passed")
     elif mode == "check":
         try:
             with gpuleak.check():

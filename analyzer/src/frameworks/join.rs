@@ -66,12 +66,17 @@ pub struct DeviceView {
     pub segments: u64,
     /// Bytes in segments (`memory_reserved()`).
     pub reserved: u64,
-    /// Live tensors.
+    /// Live tensors (allocated blocks that are no library's workspace).
     pub tensors: u64,
-    /// Bytes in live tensors (`memory_allocated()`).
+    /// Bytes in every allocated block, tensors and workspaces (`memory_allocated()`).
     pub live_bytes: u64,
-    /// Bytes the live tensors asked for (the rest of `live_bytes` is rounding).
+    /// Bytes the live tensors asked for (the rest of the tensors' bytes is rounding).
     pub requested_bytes: u64,
+    /// Allocated blocks that a CUDA library was handed as its workspace (PyTorch's cuBLAS
+    /// workspaces, kept for the life of the process): not tensors.
+    pub workspaces: u64,
+    /// Bytes in those blocks (part of `live_bytes`).
+    pub workspace_bytes: u64,
     /// Bytes freed by the program but still in use by a stream.
     pub pending_free_bytes: u64,
     /// Bytes cached free.
@@ -85,6 +90,13 @@ pub struct DeviceView {
     pub sites: Vec<TensorSite>,
     /// The framework's own counters, when it wrote them.
     pub counters: Option<Stats>,
+}
+
+impl DeviceView {
+    /// Bytes in live tensors: the allocated blocks but the libraries' workspaces.
+    pub fn tensor_bytes(&self) -> u64 {
+        self.live_bytes.saturating_sub(self.workspace_bytes)
+    }
 }
 
 /// One framework state joined with the driver.
@@ -177,6 +189,11 @@ pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::S
         }
         for b in &seg.blocks {
             match b.state {
+                BlockState::Allocated if state.workspaces.contains_key(&seg.address.wrapping_add(b.offset)) => {
+                    d.workspaces += 1;
+                    d.workspace_bytes = d.workspace_bytes.saturating_add(b.size);
+                    d.live_bytes = d.live_bytes.saturating_add(b.size);
+                }
                 BlockState::Allocated => {
                     d.tensors += 1;
                     d.live_bytes = d.live_bytes.saturating_add(b.size);
@@ -283,13 +300,29 @@ pub fn summary_line(v: &FrameworkView) -> String {
         } else {
             String::new()
         };
-        parts.push(format!(
-            "{name} holds {} on device {}: {} in {} live {item}{}{top}, {} cached free (largest free block {}){pending}",
-            h(d.reserved),
-            d.device,
-            h(d.live_bytes),
+        let tensors = format!(
+            "{} in {} live {item}{}{top}",
+            h(d.tensor_bytes()),
             d.tensors,
             if d.tensors == 1 { "" } else { "s" },
+        );
+        // With workspaces, what is allocated is split in two: the program's tensors and the
+        // libraries' workspaces, which are not leaks.
+        let allocated = if d.workspaces == 0 {
+            format!("{tensors},")
+        } else {
+            format!(
+                "{} allocated: {tensors}, {} in {} cuBLAS workspace{};",
+                h(d.live_bytes),
+                h(d.workspace_bytes),
+                d.workspaces,
+                if d.workspaces == 1 { "" } else { "s" },
+            )
+        };
+        parts.push(format!(
+            "{name} holds {} on device {}: {allocated} {} cached free (largest free block {}){pending}",
+            h(d.reserved),
+            d.device,
             h(d.cached_free_bytes),
             h(d.largest_free_block),
         ));

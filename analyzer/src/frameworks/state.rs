@@ -195,6 +195,22 @@ pub struct State {
     /// Device memory live in the driver's view when the state was complete (every owned
     /// allocation, inside the framework's segments or not).
     pub driver: Vec<DriverAlloc>,
+    /// The allocated blocks that are a library's workspace (by address: the library,
+    /// [`gpuleak_format::LibWorkspace`]'s numbers), not tensors.
+    pub workspaces: HashMap<u64, u32>,
+}
+
+/// The most workspace addresses a trace's replay remembers (PyTorch has one per cuBLAS
+/// handle and stream); records of further addresses are ignored.
+pub const KEPT_WORKSPACES: usize = 4096;
+
+/// A library's workspace as the latest record at its address gave it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Workspace {
+    /// [`gpuleak_format::LibWorkspace::CUBLAS`] or [`gpuleak_format::LibWorkspace::CUBLAS_LT`].
+    pub library: u32,
+    /// Bytes.
+    pub size: u64,
 }
 
 /// The states of one trace.
@@ -205,13 +221,26 @@ pub struct States {
     pub complete: Vec<State>,
     /// States dropped past [`KEPT_STATES`].
     pub dropped: u64,
+    /// Library workspaces recorded so far, the latest record per address.
+    pub workspaces: HashMap<u64, Workspace>,
 }
 
 impl States {
-    /// Takes one record of kind 70 to 76; the state it completes, if any, which the caller
-    /// completes with [`States::complete`] and the driver's live allocations.
+    /// Takes one record of kind 70 to 76 or 79; the state it completes, if any, which the
+    /// caller completes with [`States::complete`] and the driver's live allocations.
     pub fn apply(&mut self, body: &Body<'_>) -> Option<u64> {
         match body {
+            Body::LibWorkspace(w) => {
+                let ws = Workspace {
+                    library: w.library,
+                    size: w.size,
+                };
+                if let Some(known) = self.workspaces.get_mut(&w.ptr) {
+                    *known = ws;
+                } else if self.workspaces.len() < KEPT_WORKSPACES {
+                    self.workspaces.insert(w.ptr, ws);
+                }
+            }
             Body::FrameworkState(s) => {
                 self.open.insert(
                     s.id,
@@ -304,6 +333,7 @@ impl States {
             let framework = st.framework.clone();
             place(&mut st, |a| framework_owns(&framework, a));
         }
+        st.workspaces = workspaces_in(&st.segments, &self.workspaces);
         if self.complete.len() >= KEPT_STATES {
             if let Some(i) = (1..self.complete.len()).find(|&i| self.complete[i].oom.is_none()) {
                 self.complete.remove(i);
@@ -347,6 +377,25 @@ impl States {
             handles,
         })
     }
+}
+
+/// The allocated blocks of `segments` that are workspaces: a block that starts at a
+/// workspace's address and holds its size (a smaller block there is a tensor made after the
+/// workspace was given back), by address, with the workspace's library.
+fn workspaces_in(segments: &[Segment], known: &HashMap<u64, Workspace>) -> HashMap<u64, u32> {
+    let mut out = HashMap::new();
+    if known.is_empty() {
+        return out;
+    }
+    for seg in segments.iter().filter(|s| !s.is_unplaced()) {
+        for b in seg.blocks.iter().filter(|b| b.state == BlockState::Allocated) {
+            let at = seg.address.wrapping_add(b.offset);
+            if let Some(w) = known.get(&at).filter(|w| b.size >= w.size) {
+                out.insert(at, w.library);
+            }
+        }
+    }
+    out
 }
 
 /// Lays the blocks of `st`'s unplaced segments into the driver allocations that contain
@@ -745,6 +794,102 @@ mod tests {
             (v.outside[0].bytes, v.outside[0].allocations),
             (0x10_0000 + 0x8_0000, 2)
         );
+    }
+
+    /// A block at the address of a workspace recorded before the state is the library's, not
+    /// a tensor; a block smaller than the workspace there (a tensor made after it was given
+    /// back) and a workspace recorded only after the state are tensors. `live_bytes` counts
+    /// every allocated block.
+    #[test]
+    fn a_block_at_a_workspace_recorded_before_the_state_is_no_tensor() {
+        use gpuleak_format::LibWorkspace;
+
+        let ws = |ptr, size, library| -> Body<'static> { LibWorkspace { library, ptr, size }.into() };
+        let mut states = States::default();
+        states.apply(&ws(0x10_0000, 0x4000, LibWorkspace::CUBLAS));
+        states.apply(&ws(0x10_8000, 0x1000, LibWorkspace::CUBLAS_LT));
+        // A later record at the same address replaces the size: this block is too small now.
+        states.apply(&ws(0x10_c000, 0x400, LibWorkspace::CUBLAS));
+        states.apply(&ws(0x10_c000, 0x8000, LibWorkspace::CUBLAS));
+        begin(&mut states, 1, "exit");
+        let seg = FrameworkSegment {
+            state: 1,
+            device: 0,
+            address: 0x10_0000,
+            size: 0x10000,
+            stream: 0,
+            pool: 0,
+        };
+        states.apply(&seg.into());
+        // Offset, size, requested, state, frames: two workspaces, a small block at a
+        // workspace's address, a tensor, a free block at the end.
+        let blocks = FrameworkBlocks {
+            state: 1,
+            segment: 0x10_0000,
+            blocks: Addrs(
+                vec![
+                    0, 0x4000, 0x4000, 1, 0, 0x8000, 0x1000, 0x1000, 1, 0, 0xc000, 0x1000, 0x1000, 1, 0, 0xd000,
+                    0x1000, 0x1000, 1, 0, 0xe000, 0x2000, 0x2000, 3, 0,
+                ]
+                .into(),
+            ),
+        };
+        states.apply(&blocks.into());
+        let end = FrameworkEnd {
+            state: 1,
+            segments: 1,
+            blocks: 5,
+        };
+        assert_eq!(states.apply(&end.into()), Some(1));
+        states.complete(1, 9, vec![DriverAlloc::at(0x10_0000, 0x10000, StackId(1))]);
+        // Recorded after the state: not the state's.
+        states.apply(&ws(0x10_d000, 0x1000, LibWorkspace::CUBLAS));
+        let st = &states.complete[0];
+        assert_eq!(
+            st.workspaces,
+            [(0x10_0000, LibWorkspace::CUBLAS), (0x10_8000, LibWorkspace::CUBLAS_LT)]
+                .into_iter()
+                .collect()
+        );
+        let v = crate::frameworks::join::view(st, &Default::default(), &Default::default());
+        let d = &v.devices[0];
+        assert_eq!((d.workspaces, d.workspace_bytes), (2, 0x5000));
+        assert_eq!((d.tensors, d.tensor_bytes(), d.live_bytes), (2, 0x2000, 0x7000));
+        assert_eq!(d.sites.iter().map(|s| s.tensors).sum::<u64>(), 2);
+        let line = crate::frameworks::join::summary_line(&v);
+        assert!(
+            line.contains("on device 0: 28.0 KiB allocated: 8.0 KiB in 2 live tensors (top lines: an unknown line 8.0 KiB), 20.0 KiB in 2 cuBLAS workspaces; 8.0 KiB cached free"),
+            "{line}"
+        );
+    }
+
+    /// The replay remembers at most [`KEPT_WORKSPACES`] addresses, and the latest record of
+    /// one it knows.
+    #[test]
+    fn workspaces_remembered_are_bounded() {
+        use gpuleak_format::LibWorkspace;
+
+        let mut states = States::default();
+        for i in 0..(KEPT_WORKSPACES as u64 + 10) {
+            states.apply(
+                &LibWorkspace {
+                    library: 1,
+                    ptr: i,
+                    size: 1,
+                }
+                .into(),
+            );
+        }
+        states.apply(
+            &LibWorkspace {
+                library: 2,
+                ptr: 0,
+                size: 7,
+            }
+            .into(),
+        );
+        assert_eq!(states.workspaces.len(), KEPT_WORKSPACES);
+        assert_eq!(states.workspaces[&0], Workspace { library: 2, size: 7 });
     }
 
     /// The cover answers as the segments one by one do: gaps, ends, overlaps, the top of the

@@ -260,7 +260,8 @@ impl Model {
             | Body::FrameworkFrames(_)
             | Body::FrameworkStats(_)
             | Body::FrameworkOom(_)
-            | Body::FrameworkEnd(_) => {
+            | Body::FrameworkEnd(_)
+            | Body::LibWorkspace(_) => {
                 if let Some(id) = self.replay.frameworks.apply(&record.body) {
                     let driver = self.driver_allocations();
                     // JAX's buffers are placed in XLA's regions, which are the driver

@@ -2,7 +2,8 @@
 //! the driver ([`crate::frameworks::join`]), and the findings read from the states.
 //!
 //! - `tensor-leak` (error): tensors still allocated at the framework's state at exit, one
-//!   finding per Python line. Cached free memory is never a leak.
+//!   finding per Python line. Cached free memory is never a leak, nor is a block that a CUDA
+//!   library was handed as its workspace (PyTorch's cuBLAS workspaces, record 79).
 //! - `tensor-growth` (warning): a line whose live tensor bytes rose at least twice and never
 //!   fell over three or more states written while the program ran (snapshots, checks, tests).
 //! - `framework-oom` (error): the framework ran out of memory; what its live tensors, its
@@ -147,7 +148,7 @@ pub fn findings(replay: &LeakReplay) -> Vec<Finding> {
                  (largest free block {}, {fits}), {} free on the device; outside {name}: {outside}",
                 oom.device,
                 h(oom.requested),
-                h(d.live_bytes),
+                h(d.tensor_bytes()),
                 d.tensors,
                 top.map_or_else(String::new, |t| format!(" (most at {}: {})", t.line(), h(t.bytes))),
                 h(d.cached_free_bytes),
@@ -161,6 +162,7 @@ pub fn findings(replay: &LeakReplay) -> Vec<Finding> {
             ("framework", Extra::S(v.framework.clone())),
             ("requested", Extra::U(oom.requested)),
             ("live_bytes", Extra::U(d.live_bytes)),
+            ("workspace_bytes", Extra::U(d.workspace_bytes)),
             ("cached_free_bytes", Extra::U(d.cached_free_bytes)),
             ("largest_free_block", Extra::U(d.largest_free_block)),
             ("device_free", Extra::U(oom.device_free)),
@@ -249,4 +251,149 @@ fn growth(states: &[State], view_of: &dyn Fn(&State) -> FrameworkView) -> Vec<Fi
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::frameworks::States;
+    use crate::model::LeakReplay;
+    use gpuleak_format::{
+        Addrs, Body, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkSegment, FrameworkState, LibWorkspace,
+    };
+
+    /// Four snapshot states in which one more 1 MiB block is live at `train.py:7` each time
+    /// (a workspace per new stream, when `recorded`), in a segment at 0x100_0000.
+    fn states(recorded: bool) -> States {
+        let mut states = States::default();
+        for id in 1..=4u64 {
+            if recorded {
+                let ptr = 0x100_0000 + (id - 1) * (1 << 20);
+                let ws = LibWorkspace {
+                    library: LibWorkspace::CUBLAS,
+                    ptr,
+                    size: 1 << 20,
+                };
+                states.apply(&Body::from(ws));
+            }
+            let bodies: Vec<Body<'static>> = vec![
+                FrameworkState {
+                    id,
+                    layout: 1,
+                    framework: "torch".into(),
+                    reason: "snapshot".into(),
+                    snapshot: id,
+                }
+                .into(),
+                FrameworkSegment {
+                    state: id,
+                    device: 0,
+                    address: 0x100_0000,
+                    size: 8 << 20,
+                    stream: 0,
+                    pool: 0,
+                }
+                .into(),
+                FrameworkFrames {
+                    id: 1,
+                    state: id,
+                    names: vec!["train.py".into(), "step".into()],
+                    lines: Addrs(vec![7].into()),
+                }
+                .into(),
+                FrameworkBlocks {
+                    state: id,
+                    segment: 0x100_0000,
+                    blocks: Addrs(
+                        (0..id)
+                            .flat_map(|i| [i << 20, 1 << 20, 1 << 20, 1, 1])
+                            .collect::<Vec<u64>>()
+                            .into(),
+                    ),
+                }
+                .into(),
+            ];
+            for b in &bodies {
+                states.apply(b);
+            }
+            let end = FrameworkEnd {
+                state: id,
+                segments: 1,
+                blocks: id as u32,
+            };
+            assert_eq!(states.apply(&end.into()), Some(id));
+            states.complete(id, id * 10, Vec::new());
+        }
+        states
+    }
+
+    /// An out-of-memory state: its live tensors leave the workspace out (`live_bytes` keeps
+    /// it, as PyTorch's `memory_allocated()` does).
+    #[test]
+    fn framework_oom_counts_live_tensors_without_workspaces() {
+        use gpuleak_format::FrameworkOom;
+
+        let mut states = states(true);
+        let oom = FrameworkOom {
+            state: 4,
+            device: 0,
+            requested: 8 << 20,
+            device_allocated: 8 << 20,
+            device_free: 0,
+        };
+        // State 5, written for the OOM: the workspace at 0x100_0000 and a 1 MiB tensor at
+        // 0x140_0000, where no workspace was recorded.
+        let mut replay = LeakReplay::default();
+        let begin = FrameworkState {
+            id: 5,
+            layout: 1,
+            framework: "torch".into(),
+            reason: "oom".into(),
+            snapshot: 0,
+        };
+        states.apply(&begin.into());
+        let seg = FrameworkSegment {
+            state: 5,
+            device: 0,
+            address: 0x100_0000,
+            size: 8 << 20,
+            stream: 0,
+            pool: 0,
+        };
+        states.apply(&seg.into());
+        let blocks = FrameworkBlocks {
+            state: 5,
+            segment: 0x100_0000,
+            blocks: Addrs(vec![0, 1 << 20, 1 << 20, 1, 0, 4 << 20, 1 << 20, 1 << 20, 1, 0].into()),
+        };
+        states.apply(&blocks.into());
+        states.apply(&FrameworkOom { state: 5, ..oom }.into());
+        let end = FrameworkEnd {
+            state: 5,
+            segments: 1,
+            blocks: 2,
+        };
+        assert_eq!(states.apply(&end.into()), Some(5));
+        states.complete(5, 60, Vec::new());
+        replay.frameworks = states;
+        let found = findings(&replay);
+        let oom: Vec<&Finding> = found.iter().filter(|f| f.check == "framework-oom").collect();
+        assert_eq!(oom.len(), 1, "{found:?}");
+        assert!(
+            oom[0].message.contains("asking for 8.0 MiB: 1.0 MiB in 1 live tensors"),
+            "{}",
+            oom[0].message
+        );
+    }
+
+    /// Workspaces that pile up at one line (a new stream's each) are no `tensor-growth`;
+    /// tensors that do are.
+    #[test]
+    fn workspaces_that_pile_up_at_a_line_are_no_tensor_growth_and_tensors_are() {
+        let view_of = |s: &State| join::view(s, &Default::default(), &Default::default());
+        let grown = growth(&states(false).complete, &view_of);
+        assert_eq!(grown.len(), 1, "{grown:?}");
+        assert!(grown[0].message.contains("train.py:7"), "{}", grown[0].message);
+        assert_eq!(growth(&states(true).complete, &view_of), Vec::new());
+    }
 }

@@ -221,6 +221,8 @@ fn framework(v: &crate::frameworks::FrameworkView) -> J {
             ("live_tensors", J::U(d.tensors)),
             ("live_bytes", J::U(d.live_bytes)),
             ("requested_bytes", J::U(d.requested_bytes)),
+            ("workspaces", J::U(d.workspaces)),
+            ("workspace_bytes", J::U(d.workspace_bytes)),
             ("pending_free_bytes", J::U(d.pending_free_bytes)),
             ("cached_free_bytes", J::U(d.cached_free_bytes)),
             ("largest_free_block", J::U(d.largest_free_block)),

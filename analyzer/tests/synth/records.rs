@@ -7,9 +7,9 @@ use gpuleak_format::{
     Addrs, Alloc, Api, Body, Capture, Ctx, CtxCreate, CtxDestroy, CuResult, Event, EventCreate, EventDestroy,
     EventRecord, Exit, ExtSemaphore, ExtSemaphoreOp, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom,
     FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
-    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, HostFnQueued, HostFnRan, Launch, Lost, Map, Mark, MemOp,
-    Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region, Snapshot, Stack,
-    StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
+    GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, HostFnQueued, HostFnRan, Launch, LibWorkspace, Lost, Map,
+    Mark, MemOp, Module, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, Ptr, PyCode, PyFrames, RangeOp, Region,
+    Snapshot, Stack, StackId, Stream, StreamCreate, StreamDestroy, StreamWait, Sync, Unmap,
 };
 
 use super::Bytes;
@@ -104,11 +104,18 @@ impl Bytes<'_> {
         Addrs(Cow::Owned((0..n).map(|_| self.pick(from)).collect()))
     }
 
-    /// A framework allocator record (kinds 70 to 76) of one of a few states, over the same
-    /// pointers as the allocations, so that states complete and join with live memory.
+    /// A framework allocator record (kinds 70 to 76) of one of a few states, or a library's
+    /// workspace (kind 79), over the same pointers as the allocations, so that states
+    /// complete and join with live memory and workspaces land on their blocks.
     fn framework(&mut self) -> Body<'static> {
         let state = self.pick(&[1, 2, u64::MAX]);
-        match self.below(7) {
+        match self.below(8) {
+            7 => LibWorkspace {
+                library: self.pick(&[1, 2, 0, u32::MAX]),
+                ptr: self.ptr().0,
+                size: self.size(),
+            }
+            .into(),
             0 => FrameworkState {
                 id: state,
                 layout: self.small(),

@@ -33,6 +33,7 @@ pub mod graph_nodes;
 pub mod graph_updates;
 pub mod graphs;
 pub mod imports;
+pub mod libraries;
 pub mod memory;
 pub mod objects;
 pub mod ordering;
@@ -531,6 +532,18 @@ pub unsafe extern "C" fn gpuleak_window_stats(out: *mut u64, n: std::ffi::c_int)
     rows_known();
     // SAFETY: the caller's contract.
     unsafe { crate::ops::control::window_stats(out, n) }
+}
+
+/// `int gpuleak_workspaces(uint64_t *out, int n)`: up to `n` (address, size) pairs of the
+/// device memory handed to cuBLAS and cuBLASLt as workspaces so far (records of kind 79),
+/// written to `out` (`2 * n` words); how many pairs were written.
+///
+/// # Safety
+/// `out` is NULL or valid for `2 * n` writes.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn gpuleak_workspaces(out: *mut u64, n: std::ffi::c_int) -> std::ffi::c_int {
+    // SAFETY: the caller's contract.
+    unsafe { libraries::workspaces(out, n) }
 }
 
 /// `uint64_t gpuleak_snapshot(const char *reason)`: a Snapshot record; its id (from 1), or

@@ -29,3 +29,14 @@ def empty(nbytes, dtype=uint8, device="cuda"):
     if dtype != uint8 or not str(device).startswith("cuda"):
         raise ValueError("fake torch: only empty(n, dtype=torch.uint8, device='cuda')")
     return Tensor(cuda._allocator().malloc(int(nbytes)), int(nbytes))
+
+
+def matmul(a, api="cublas"):
+    """A product of `a` (its size) through cuBLAS ("cublas") or cuBLASLt ("cublaslt"), with
+    the workspace PyTorch keeps for it; raises with cuBLAS's status when cuBLAS fails."""
+    from .cuda import _blas
+
+    status = _blas.matmul(api)
+    if status != 0:
+        raise RuntimeError(f"CUDA error: CUBLAS_STATUS {status} when calling {api}")
+    return empty(a.nbytes)
