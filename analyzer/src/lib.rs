@@ -11,6 +11,7 @@
 pub mod allocation;
 pub mod apis;
 pub(crate) mod aside;
+pub(crate) mod aside_hash;
 pub mod captures;
 pub mod check;
 pub mod colour;

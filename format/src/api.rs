@@ -113,11 +113,25 @@ macro_rules! apis {
             /// reader does not know.
             #[inline]
             pub const fn meaning(self) -> Option<Meaning> {
-                match self.0 {
-                    // Each arm is a constant, worked out at compile time (a twin's from its
-                    // base's): asking costs a table lookup.
-                    $($id => { const M: Option<Meaning> = Api($id).declared(); M })*
-                    _ => None,
+                // One past the highest number declared.
+                const LEN: usize = {
+                    let mut len = 0;
+                    $(if $id + 1 > len { len = $id + 1; })*
+                    len
+                };
+                // Every meaning worked out at compile time (a twin's from its base's), by
+                // number: asking costs one load, where a `match` of the numbers compiled to
+                // a jump to one of hundreds of arms.
+                const TABLE: [Option<Meaning>; LEN] = {
+                    let mut table = [None; LEN];
+                    $(table[$id] = Api($id).declared();)*
+                    table
+                };
+                let i = self.0 as usize;
+                if i < LEN {
+                    TABLE[i]
+                } else {
+                    None
                 }
             }
 
@@ -626,6 +640,14 @@ impl fmt::Display for Api {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_of_meanings_says_what_the_list_declares_for_every_number() {
+        for n in 0..=u16::MAX {
+            assert_eq!(Api(n).meaning(), Api(n).declared(), "{n}");
+        }
+        assert!(Api::ALL.iter().all(|(api, _)| api.meaning().is_some()));
+    }
 
     #[test]
     fn numbers_and_names_are_unique() {

@@ -73,6 +73,16 @@ impl Contexts {
 
     /// The device of a live context.
     pub fn device(&self, ctx: Ctx) -> Option<i32> {
+        // Asked at every allocation of a memory report; most programs have one context,
+        // found without hashing.
+        if self.device_of.len() <= 1 {
+            return self
+                .device_of
+                .iter()
+                .next()
+                .filter(|(c, _)| **c == ctx)
+                .map(|(_, d)| *d);
+        }
         self.device_of.get(&ctx).copied()
     }
 
@@ -83,5 +93,41 @@ impl Contexts {
         } else {
             self.device_of.get(&r.ctx).copied()
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fields::CuResult;
+
+    fn create(ctx: u64, device: i32) -> CtxCreate {
+        CtxCreate {
+            api: Api::cuCtxCreate_v2,
+            result: CuResult::SUCCESS,
+            ctx: Ctx(ctx),
+            device,
+            flags: 0,
+        }
+    }
+
+    #[test]
+    fn a_context_names_its_device_alone_or_among_others_and_none_once_destroyed() {
+        let mut c = Contexts::default();
+        assert_eq!(c.device(Ctx(0x10)), None, "no context yet");
+        c.create(&create(0x10, 3));
+        assert_eq!(c.device(Ctx(0x10)), Some(3));
+        assert_eq!(c.device(Ctx(0x20)), None, "another handle, one context known");
+        c.create(&create(0x20, 5));
+        assert_eq!((c.device(Ctx(0x10)), c.device(Ctx(0x20))), (Some(3), Some(5)));
+        assert_eq!(c.device(Ctx(0x30)), None);
+        let destroy = CtxDestroy {
+            api: Api::cuCtxDestroy_v2,
+            result: CuResult::SUCCESS,
+            ctx: Ctx(0x10),
+            device: -1,
+        };
+        assert_eq!(c.destroy(&destroy), Some(Ctx(0x10)));
+        assert_eq!((c.device(Ctx(0x10)), c.device(Ctx(0x20))), (None, Some(5)));
     }
 }

@@ -37,6 +37,7 @@ pub mod framework;
 pub mod kind;
 pub mod line_table;
 pub mod meaning;
+mod quick;
 pub mod reader;
 pub mod record;
 pub mod series;

@@ -284,6 +284,27 @@ impl<'a> BlockReader<'a> {
     }
 }
 
+impl<'a> BlockReader<'a> {
+    /// The next record if it is an allocation or a free that [`crate::quick`] reads, built
+    /// where the caller puts it (a run's slot) rather than moved there from
+    /// [`Record::decode`]'s answer; `None` leaves the block as it was, for
+    /// [`Iterator::next`].
+    #[inline(always)]
+    fn next_quick(&mut self) -> Option<Entry<'a>> {
+        if self.done {
+            return None;
+        }
+        let at = self.offset + self.pos as u64;
+        let (record, n) = crate::quick::decode(self.bytes.get(self.pos..)?, &mut self.state)?;
+        self.pos += n;
+        Some(Entry {
+            tid: self.tid,
+            offset: at,
+            record,
+        })
+    }
+}
+
 impl<'a> Iterator for BlockReader<'a> {
     type Item = Result<Entry<'a>, DecodeError>;
 
@@ -373,6 +394,10 @@ fn decode_run<'a>(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
         run.shrink_to(n);
     }
     while run.len() < n {
+        if let Some(entry) = block.next_quick() {
+            run.push(Ok(entry));
+            continue;
+        }
         match block.next() {
             Some(r) => run.push(r),
             None => break,

@@ -1404,6 +1404,19 @@ impl<'a> Record<'a> {
         base: u64,
         state: &mut BlockState,
     ) -> Result<Option<(Record<'a>, usize)>, DecodeError> {
+        if let Some(quick) = crate::quick::decode(data, state) {
+            return Ok(Some(quick));
+        }
+        Self::decode_generic(data, base, state)
+    }
+
+    /// [`Record::decode`] through each kind's [`Fields::get`]: the path that names what is
+    /// wrong, and the only one for kinds other than allocations and frees.
+    pub(crate) fn decode_generic(
+        data: &'a [u8],
+        base: u64,
+        state: &mut BlockState,
+    ) -> Result<Option<(Record<'a>, usize)>, DecodeError> {
         let mut d = Dec::new(data, base);
         let kind = match d.byte() {
             Ok(0) | Err(_) => return Ok(None),

@@ -194,7 +194,7 @@ impl Tracker {
         let device = total(4) as i64 as i32;
         let (site_axis, mark_axis, version) = (self.site_axis, self.mark_axis, self.peak_version);
         let marking = self.marks > 0;
-        let s = self.sites.entry(stack).or_insert_with(|| {
+        let s = self.sites.entry_or_insert_with(stack, || {
             let kind = h.api.mem_kind().unwrap_or(gpuleak_format::MemKind::Device);
             let api = if h.api == Api::NONE { Api::cuMemAlloc_v2 } else { h.api };
             Site::new(
@@ -225,7 +225,7 @@ impl Tracker {
         let d = self.devices.entry(device).or_insert_with(|| Device::new(&axis));
         let version = d.peak_version;
         let same_peak = from_history_peak && d.peak.1 == peak_seq;
-        let ds = d.sites.entry(stack).or_insert_with(|| DeviceSite {
+        let ds = d.sites.entry_or_insert_with(stack, || DeviceSite {
             live,
             at_peak: 0,
             stamp: version,

@@ -14,6 +14,7 @@ pub mod growth;
 mod history;
 pub mod markers;
 pub mod series;
+mod sites;
 pub mod space;
 
 #[cfg(test)]
@@ -26,13 +27,13 @@ use gpuleak_format::{Api, Body, CuResult, MemKind, Record, StackId};
 
 use crate::allocation::Allocation;
 use crate::decision::{Decision, Observer};
-use crate::hash::HashMap;
 pub use found::{
     pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
     SnapshotState, Worst,
 };
 use markers::{snapshot_marker, Marker, MarkerKind, Markers};
 use series::{Axis, Series};
+use sites::Sites;
 use space::AddressSpace;
 
 /// Points of each device timeline, at most.
@@ -92,7 +93,7 @@ struct Device {
     pins: Vec<PinSite>,
     has_addresses: bool,
     /// This device's share of each site (live bytes, value at the device's peak, series).
-    sites: HashMap<StackId, DeviceSite>,
+    sites: Sites<DeviceSite>,
     /// Bumped whenever the device reaches a new peak (see [`DeviceSite::stamp`]).
     peak_version: u64,
 }
@@ -130,7 +131,7 @@ impl Device {
             worst: None,
             pins: Vec::new(),
             has_addresses: false,
-            sites: HashMap::default(),
+            sites: Sites::default(),
             peak_version: 0,
         }
     }
@@ -149,7 +150,7 @@ impl Device {
     /// before the device's peak is updated, as [`Tracker::site_change`] is for the process.
     fn site_change(&mut self, site_axis: &Axis, stack: StackId, delta: i128) {
         let version = self.peak_version;
-        let s = self.sites.entry(stack).or_insert_with(|| DeviceSite {
+        let s = self.sites.entry_or_insert_with(stack, || DeviceSite {
             live: 0,
             at_peak: 0,
             stamp: version,
@@ -295,7 +296,7 @@ pub struct Tracker {
     mark_names: Vec<(String, u64)>,
     markers: Markers,
     devices: BTreeMap<i32, Device>,
-    sites: HashMap<StackId, Site>,
+    sites: Sites<Site>,
     live: u64,
     peak: (u64, u64, u64),
     peak_version: u64,
@@ -339,7 +340,7 @@ impl Tracker {
             mark_names: Vec::new(),
             markers: Markers::default(),
             devices: BTreeMap::new(),
-            sites: HashMap::default(),
+            sites: Sites::default(),
             live: 0,
             peak: (0, 0, 0),
             peak_version: 0,
@@ -498,10 +499,9 @@ impl Tracker {
         let version = self.peak_version;
         let (axis, mark_axis) = (&self.site_axis, &self.mark_axis);
         let marking = self.marks > 0;
-        let s = self
-            .sites
-            .entry(a.stack)
-            .or_insert_with(|| Site::new(a.kind, a.api, device, pool, version, axis, marking.then_some(mark_axis)));
+        let s = self.sites.entry_or_insert_with(a.stack, || {
+            Site::new(a.kind, a.api, device, pool, version, axis, marking.then_some(mark_axis))
+        });
         if s.stamp != version {
             s.at_peak = s.live;
             s.stamp = version;

@@ -56,6 +56,7 @@ mod recent;
 #[cfg(test)]
 mod tests;
 
+use crate::aside_hash::AsideHashMap;
 use crate::hash::HashMap;
 
 use gpuleak_format::{
@@ -110,7 +111,9 @@ type BadFreeKey = (Api, StackId, u8, StackId, bool);
 /// Replays records; see the module documentation.
 #[derive(Debug)]
 pub struct Model {
-    live: HashMap<(Space, u64), Live>,
+    /// Live allocations; the newest set aside ([`AsideHashMap`]), so that churn at one address
+    /// costs no hashing.
+    live: AsideHashMap<(Space, u64), Live>,
     live_bytes: u64,
     recent: RecentFrees,
     mappings: Mappings,
@@ -140,7 +143,7 @@ impl Model {
     /// An empty model.
     pub fn new() -> Model {
         Model {
-            live: HashMap::default(),
+            live: AsideHashMap::default(),
             live_bytes: 0,
             recent: RecentFrees::new(RECENT_FREES),
             mappings: Mappings::default(),
@@ -560,7 +563,7 @@ impl Model {
             return;
         }
         self.replay.counts.graph_launches += 1;
-        let graph_memory = |live: &HashMap<(Space, u64), Live>, addr: u64| {
+        let graph_memory = |live: &AsideHashMap<(Space, u64), Live>, addr: u64| {
             live.get(&(Space::Device, addr))
                 .is_some_and(|l| l.alloc.kind == MemKind::Graph)
         };
@@ -715,7 +718,7 @@ impl Model {
             .filter(|(_, l)| l.alloc.ctx == ctx)
             .map(|(k, _)| *k)
             .collect();
-        gone.sort_by_key(|k| self.live[k].alloc.seq);
+        gone.sort_by_key(|k| self.live.get(k).map(|l| l.alloc.seq));
         let at = LeakAt::Teardown { api: d.api, ctx };
         for key in gone {
             if let Some(l) = self.live.remove(&key) {

@@ -61,20 +61,33 @@ impl RecentFrees {
             self.entries.remove(&key);
         }
         self.order.push_back((key, generation));
-        while self.order.len() > self.capacity {
-            if let Some((old, old_generation)) = self.order.pop_front() {
-                if self.entry(old).is_some_and(|(g, _)| *g == old_generation) {
-                    self.remove(old);
-                }
+        // A free is remembered for the next `capacity` frees.
+        while let Some(&(old, old_generation)) = self.order.front() {
+            if old_generation + self.capacity as u64 > generation {
+                break;
+            }
+            self.order.pop_front();
+            if self.entry(old).is_some_and(|(g, _)| *g == old_generation) {
+                self.remove(old);
             }
         }
     }
 
     /// Forgets `key` (it holds a live allocation again).
     pub fn remove(&mut self, key: (Space, u64)) {
-        if self.newest.as_ref().is_some_and(|(k, _)| *k == key) {
-            self.newest = None;
-        } else if !self.entries.is_empty() {
+        if let Some((k, (generation, _))) = self.newest {
+            if k == key {
+                self.newest = None;
+                // The newest free is the last in the order: it leaves it too (the usual churn,
+                // an address allocated again at once, then keeps the order empty). Eviction
+                // goes by generation, so the others leave when they would have.
+                if self.order.back() == Some(&(key, generation)) {
+                    self.order.pop_back();
+                }
+                return;
+            }
+        }
+        if !self.entries.is_empty() {
             self.entries.remove(&key);
         }
     }

@@ -224,7 +224,14 @@ impl Memory {
             if f.end <= lo {
                 break;
             }
+            let serial = f.serial;
             self.freed.remove(k);
+            // The newest free forgotten (an address handed out again at once, the usual
+            // churn) leaves the order too: `remember_freed` evicts by serial, not by length,
+            // so the others leave when they did.
+            if self.freed_order.back() == Some(&(k, serial)) {
+                self.freed_order.pop_back();
+            }
         }
     }
 
@@ -308,11 +315,14 @@ impl Memory {
         };
         self.freed.insert(ptr, freed);
         self.freed_order.push_back((ptr, self.serial));
-        while self.freed_order.len() > FREED {
-            if let Some((k, serial)) = self.freed_order.pop_front() {
-                if self.freed.get(k).is_some_and(|f| f.serial == serial) {
-                    self.freed.remove(k);
-                }
+        // A range is remembered for the next FREED frees.
+        while let Some(&(k, serial)) = self.freed_order.front() {
+            if serial + FREED as u64 > self.serial {
+                break;
+            }
+            self.freed_order.pop_front();
+            if self.freed.get(k).is_some_and(|f| f.serial == serial) {
+                self.freed.remove(k);
             }
         }
     }

@@ -238,6 +238,8 @@ pub struct Streams {
     captures: Captures<StreamName>,
     /// Contexts the trace has shown (created, retained, or current at an allocation).
     contexts: HashSet<u64>,
+    /// The context of the last allocation that added to `contexts` (0: none yet).
+    last_context: u64,
     memory: Memory,
     /// Address ranges (start to end) of memory that is not pageable host memory and that
     /// `memory` does not track: VMM reservations, IPC mappings, imported pool pointers, graph
@@ -340,8 +342,11 @@ impl Streams {
                 self.graph_accesses.updated(u);
             }
             Body::Alloc(a) if success(a.result) => {
-                if a.ctx.0 != 0 {
+                // Only whether there were several contexts matters (`teardown`): once two are
+                // known, or at the context of the allocation before, there is nothing to add.
+                if a.ctx.0 != 0 && a.ctx.0 != self.last_context && self.contexts.len() < 2 {
                     self.contexts.insert(a.ctx.0);
+                    self.last_context = a.ctx.0;
                 }
                 self.alloc(tid, seq, a)
             }

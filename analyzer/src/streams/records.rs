@@ -380,7 +380,9 @@ impl Streams {
 
     pub(super) fn free(&mut self, tid: u32, seq: Seq, f: &Free) {
         let ptr = f.ptr.0;
-        self.unpageable.remove(&ptr);
+        if !self.unpageable.is_empty() {
+            self.unpageable.remove(&ptr);
+        }
         if apis::is_async_free(f.api) {
             let name = Self::name_of(f.api, f.stream.0, tid);
             let slot = self.slot_for(name);

@@ -1,0 +1,147 @@
+//! A hash map that keeps its newest entry out of the table, as [`crate::aside`] does for an
+//! ordered map.
+//!
+//! The leak model's live allocations take an insert at every allocation and a look-up and a
+//! removal at every free. A program that allocates and frees at the same address over and
+//! over (the usual churn) then hashes the same key three times a pair; with the newest entry
+//! set aside, that churn never touches the table.
+
+use std::hash::Hash;
+
+use crate::hash::HashMap;
+
+/// A [`HashMap`] whose newest entry is kept aside (never at a key the table holds). Iteration
+/// order is unspecified, as a [`HashMap`]'s is.
+#[derive(Debug)]
+pub struct AsideHashMap<K, V> {
+    table: HashMap<K, V>,
+    newest: Option<(K, V)>,
+}
+
+impl<K, V> Default for AsideHashMap<K, V> {
+    fn default() -> Self {
+        AsideHashMap {
+            table: HashMap::default(),
+            newest: None,
+        }
+    }
+}
+
+impl<K: Hash + Eq + Copy, V> AsideHashMap<K, V> {
+    /// Entries.
+    pub fn len(&self) -> usize {
+        self.table.len() + usize::from(self.newest.is_some())
+    }
+
+    /// Inserts `value` at `key`, returning what was there.
+    #[inline]
+    pub fn insert(&mut self, key: K, value: V) -> Option<V> {
+        let (old, older) = match self.newest.replace((key, value)) {
+            Some((k, v)) if k == key => (Some(v), None),
+            other => (None, other),
+        };
+        if let Some((k, v)) = older {
+            self.table.insert(k, v);
+        }
+        if old.is_some() || self.table.is_empty() {
+            return old;
+        }
+        self.table.remove(&key)
+    }
+
+    /// Removes the entry at `key`.
+    #[inline]
+    pub fn remove(&mut self, key: &K) -> Option<V> {
+        if self.newest.as_ref().is_some_and(|(k, _)| k == key) {
+            return self.newest.take().map(|(_, v)| v);
+        }
+        if self.table.is_empty() {
+            return None;
+        }
+        self.table.remove(key)
+    }
+
+    /// The entry at `key`.
+    #[inline]
+    pub fn get(&self, key: &K) -> Option<&V> {
+        match &self.newest {
+            Some((k, v)) if k == key => Some(v),
+            _ if self.table.is_empty() => None,
+            _ => self.table.get(key),
+        }
+    }
+
+    /// The entry at `key`, mutable.
+    #[inline]
+    pub fn get_mut(&mut self, key: &K) -> Option<&mut V> {
+        match &mut self.newest {
+            Some((k, v)) if k == key => Some(v),
+            _ if self.table.is_empty() => None,
+            _ => self.table.get_mut(key),
+        }
+    }
+
+    /// Whether `key` has an entry.
+    pub fn contains_key(&self, key: &K) -> bool {
+        self.get(key).is_some()
+    }
+
+    /// Every entry, in no particular order.
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
+        self.newest.iter().map(|(k, v)| (k, v)).chain(self.table.iter())
+    }
+
+    /// Every value, in no particular order.
+    pub fn values(&self) -> impl Iterator<Item = &V> {
+        self.iter().map(|(_, v)| v)
+    }
+
+    /// Takes every entry out, in no particular order.
+    pub fn drain(&mut self) -> impl Iterator<Item = (K, V)> + '_ {
+        self.newest.take().into_iter().chain(self.table.drain())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_as_one_map_whatever_the_order_of_inserts_and_removes() {
+        let mut aside = AsideHashMap::default();
+        let mut plain = std::collections::HashMap::new();
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        for step in 0..50_000u64 {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            let key = state % 24;
+            match state % 7 {
+                0..=1 => assert_eq!(aside.remove(&key), plain.remove(&key), "step {step}"),
+                2 => {
+                    if let (Some(a), Some(p)) = (aside.get_mut(&key), plain.get_mut(&key)) {
+                        *a += 1;
+                        *p += 1;
+                    }
+                }
+                _ => assert_eq!(aside.insert(key, step), plain.insert(key, step), "step {step}"),
+            }
+            assert_eq!(aside.len(), plain.len());
+            let mut entries: Vec<(u64, u64)> = aside.iter().map(|(k, v)| (*k, *v)).collect();
+            entries.sort_unstable();
+            let mut want: Vec<(u64, u64)> = plain.iter().map(|(k, v)| (*k, *v)).collect();
+            want.sort_unstable();
+            assert_eq!(entries, want, "step {step}");
+            for k in 0..26 {
+                assert_eq!(aside.get(&k), plain.get(&k));
+                assert_eq!(aside.contains_key(&k), plain.contains_key(&k));
+            }
+        }
+        let mut drained: Vec<(u64, u64)> = aside.drain().collect();
+        drained.sort_unstable();
+        let mut want: Vec<(u64, u64)> = plain.drain().collect();
+        want.sort_unstable();
+        assert_eq!(drained, want);
+        assert_eq!(aside.len(), 0);
+    }
+}

@@ -1,0 +1,291 @@
+//! Allocations and frees decoded without the generic field path.
+//!
+//! Nearly every record of a long trace is an [`Alloc`] or a [`Free`], and the generic path
+//! ([`Fields::get`](crate::Fields::get)) reads each field through its own function that
+//! builds a full error for every way it can fail. [`decode`] reads these two kinds with one
+//! varint reader that only says yes or no, eight bytes at a time, and writes the block's
+//! registers back only when the whole record was read. Anything unusual (a record cut short,
+//! a long length, a varint of nine bytes or more, a value out of range) makes it answer `None`,
+//! and [`Record::decode`] then reads the record the generic way, which says what is wrong and
+//! where: the two paths give the same record for every input where this one answers.
+
+use crate::api::Api;
+use crate::fields::{BlockState, Ctx, CuResult, Ptr, StackId, Stream};
+use crate::record::{Alloc, Body, Free, Record, Seq};
+use crate::varint::unzigzag;
+
+/// Reads varints from `data[pos..end]`; may load (never use) bytes of `data` past `end`.
+struct Quick<'b> {
+    data: &'b [u8],
+    pos: usize,
+    end: usize,
+}
+
+impl Quick<'_> {
+    /// An unsigned varint of at most eight bytes.
+    #[inline(always)]
+    fn u(&mut self) -> Option<u64> {
+        if self.pos >= self.end {
+            return None;
+        }
+        let b = *self.data.get(self.pos)?;
+        if b < 0x80 {
+            self.pos += 1;
+            return Some(u64::from(b));
+        }
+        let word = u64::from_le_bytes(*self.data.get(self.pos..)?.first_chunk::<8>()?);
+        // The high bit of each byte says whether another follows: the lowest clear one ends
+        // the varint.
+        let stops = !word & 0x8080_8080_8080_8080;
+        if stops == 0 {
+            return None;
+        }
+        let len = (stops.trailing_zeros() / 8 + 1) as usize;
+        if len > self.end - self.pos {
+            return None;
+        }
+        // The bytes up to the last one, without their high bits, packed together.
+        let mut v = word & (stops ^ (stops - 1)) & 0x7f7f_7f7f_7f7f_7f7f;
+        v = (v & 0x007f_007f_007f_007f) | ((v & 0x7f00_7f00_7f00_7f00) >> 1);
+        v = (v & 0x0000_3fff_0000_3fff) | ((v & 0x3fff_0000_3fff_0000) >> 2);
+        v = (v & 0x0000_0000_0fff_ffff) | ((v & 0x0fff_ffff_0000_0000) >> 4);
+        self.pos += len;
+        Some(v)
+    }
+
+    #[inline(always)]
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.u()?).ok()
+    }
+
+    #[inline(always)]
+    fn api(&mut self) -> Option<Api> {
+        u16::try_from(self.u()?).ok().map(Api)
+    }
+
+    /// A field coded against register `reg`.
+    #[inline(always)]
+    fn delta(&mut self, reg: &mut u64) -> Option<u64> {
+        *reg = reg.wrapping_add(unzigzag(self.u()?) as u64);
+        Some(*reg)
+    }
+}
+
+/// The allocation or free at the start of `data`, and its length, as
+/// [`Record::decode`] reads it; `None` for any other kind and for anything unusual (see the
+/// module's overview), with `state` then untouched.
+#[inline(always)]
+pub(crate) fn decode<'a>(data: &[u8], state: &mut BlockState) -> Option<(Record<'a>, usize)> {
+    let (&kind, rest) = data.split_first()?;
+    if kind != Alloc::KIND && kind != Free::KIND {
+        return None;
+    }
+    let len = *rest.first()?;
+    if len >= 0x80 {
+        return None;
+    }
+    let end = 2 + usize::from(len);
+    if end > data.len() {
+        return None;
+    }
+    let mut q = Quick { data, pos: 2, end };
+    let mut s = *state;
+    s.seq = s.seq.wrapping_add(q.u()?);
+    s.time = s.time.wrapping_add(q.u()?);
+    let body = if kind == Alloc::KIND {
+        Body::Alloc(Alloc {
+            api: q.api()?,
+            via: q.api()?,
+            result: CuResult(q.u32()?),
+            ctx: Ctx(q.delta(&mut s.ctx)?),
+            stream: Stream(q.delta(&mut s.stream)?),
+            ptr: Ptr(q.delta(&mut s.ptr)?),
+            size: q.u()?,
+            stack: StackId(q.u32()?),
+            aux: q.u()?,
+        })
+    } else {
+        Body::Free(Free {
+            api: q.api()?,
+            via: q.api()?,
+            result: CuResult(q.u32()?),
+            stream: Stream(q.delta(&mut s.stream)?),
+            ptr: Ptr(q.delta(&mut s.ptr)?),
+            size: q.u()?,
+            stack: StackId(q.u32()?),
+        })
+    };
+    *state = s;
+    let record = Record {
+        seq: Seq(s.seq),
+        time_ns: s.time,
+        body,
+    };
+    Some((record, end))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn alloc(ptr: u64, size: u64, stack: u32, aux: u64) -> Body<'static> {
+        Body::Alloc(Alloc {
+            api: Api::cuMemAlloc_v2,
+            via: Api(u16::MAX),
+            result: CuResult(if size == 7 { u32::MAX } else { 0 }),
+            ctx: Ctx(0x5555_1234_0000),
+            stream: Stream(ptr / 3),
+            ptr: Ptr(ptr),
+            size,
+            stack: StackId(stack),
+            aux,
+        })
+    }
+
+    fn free(ptr: u64, size: u64, stack: u32) -> Body<'static> {
+        Body::Free(Free {
+            api: Api::cuMemFreeAsync,
+            via: Api::NONE,
+            result: CuResult(1),
+            stream: Stream(u64::MAX - ptr),
+            ptr: Ptr(ptr),
+            size,
+            stack: StackId(stack),
+        })
+    }
+
+    /// A block's worth of allocations and frees with fields of every length, a record of
+    /// another kind among them.
+    fn block() -> Vec<u8> {
+        let mut buf = vec![0u8; 1 << 14];
+        let mut state = BlockState::default();
+        let mut pos = 0;
+        let values = [
+            0u64,
+            1,
+            0x7f,
+            0x80,
+            1 << 20,
+            1 << 35,
+            (1 << 56) - 1,
+            1 << 56,
+            1 << 63,
+            u64::MAX,
+        ];
+        let mut i = 0u64;
+        for &a in &values {
+            for &b in &values {
+                i += 1;
+                let bodies = [
+                    alloc(a, b, (b & 0xffff_ffff) as u32, a ^ b),
+                    free(b, a, u32::MAX),
+                    crate::Mark {
+                        name: "m".into(),
+                        value: a,
+                    }
+                    .into(),
+                ];
+                for body in bodies {
+                    let r = Record {
+                        seq: Seq(i.wrapping_mul(a | 1)),
+                        time_ns: b,
+                        body,
+                    };
+                    let n = r.encode(&mut state, &mut buf[pos..]).unwrap();
+                    buf[pos] = r.body.kind();
+                    pos += n;
+                }
+            }
+        }
+        buf.truncate(pos + 1);
+        buf
+    }
+
+    /// Decodes `data` record by record both ways; the quick path, where it answers, must give
+    /// what the generic one does, and leave the registers alone where it does not.
+    fn compare(data: &[u8]) -> usize {
+        let (mut quick_state, mut generic_state) = (BlockState::default(), BlockState::default());
+        let (mut pos, mut answered) = (0, 0);
+        while pos < data.len() {
+            let before = quick_state;
+            let quick = decode(&data[pos..], &mut quick_state);
+            let generic = Record::decode_generic(&data[pos..], pos as u64, &mut generic_state);
+            let n = match (quick, generic) {
+                (Some(q), Ok(Some(g))) => {
+                    assert_eq!(q, g, "at {pos}");
+                    answered += 1;
+                    g.1
+                }
+                (Some(q), other) => panic!("at {pos}: quick {q:?}, generic {other:?}"),
+                (None, Ok(Some(g))) => {
+                    assert_eq!(quick_state, before, "at {pos}");
+                    quick_state = generic_state;
+                    g.1
+                }
+                (None, _) => {
+                    assert_eq!(quick_state, before, "at {pos}");
+                    break;
+                }
+            };
+            assert_eq!(quick_state, generic_state, "at {pos}");
+            pos += n;
+        }
+        answered
+    }
+
+    #[test]
+    fn allocations_and_frees_read_as_the_generic_path_reads_them() {
+        let data = block();
+        let answered = compare(&data);
+        // Of 200 allocations and frees, those with a field of nine bytes or more go the generic way.
+        assert!((50..200).contains(&answered), "{answered}");
+    }
+
+    #[test]
+    fn a_damaged_record_reads_as_the_generic_path_reads_it_or_not_at_all() {
+        let data = block();
+        // Every byte of the first records set to values that end or lengthen a varint, or cut
+        // a record short; then each record cut at every length.
+        for at in 0..200 {
+            for v in [0u8, 1, 0x7f, 0x80, 0xff] {
+                let mut bad = data.clone();
+                bad[at] = v;
+                let mut st = BlockState::default();
+                let mut pos = 0;
+                while let Ok(Some((_, n))) = Record::decode_generic(&bad[pos..], pos as u64, &mut st) {
+                    pos += n;
+                }
+                let mut good = bad[..pos].to_vec();
+                good.push(0);
+                compare(&good);
+                // The record that failed, alone: the quick path must not answer it.
+                let mut st = BlockState::default();
+                let mut prefix = 0;
+                while prefix < pos {
+                    let (_, n) = Record::decode_generic(&bad[prefix..], 0, &mut st).unwrap().unwrap();
+                    prefix += n;
+                }
+                if pos < bad.len() && Record::decode_generic(&bad[pos..], 0, &mut st.clone()).is_err() {
+                    assert!(decode(&bad[pos..], &mut st).is_none(), "{at} {v}");
+                }
+            }
+        }
+        let mut st = BlockState::default();
+        let mut pos = 0;
+        while let Ok(Some((_, n))) = Record::decode_generic(&data[pos..], 0, &mut st.clone()) {
+            for cut in 0..n {
+                let mut short = data[pos..pos + n].to_vec();
+                short[1] = short[1].min(cut as u8);
+                short.truncate(cut);
+                let mut q = st;
+                let generic = Record::decode_generic(&short, 0, &mut st.clone());
+                match decode(&short, &mut q) {
+                    Some(r) => assert_eq!(Ok(Some(r)), generic),
+                    None => assert_eq!(q, st),
+                }
+            }
+            Record::decode_generic(&data[pos..], 0, &mut st).unwrap();
+            pos += n;
+        }
+    }
+}
