@@ -62,8 +62,8 @@ pub use record::{
     FrameworkSegment, FrameworkState, FrameworkStats, Free, GraphAccesses, GraphEdges, GraphEvents, GraphExec,
     GraphMem, GraphMemNodes, GraphNode, GraphUpdate, HostFn, HostFnQueued, HostFnRan, Launch, LibWorkspace, Lost, Map,
     Mark, MemOp, Module, NoRoom, PoolCreate, PoolDestroy, PoolUsage, ProcessInfo, PyCode, PyFrames, RangeOp, Rank,
-    Record, RecordRef, Region, Seq, SiteHistory, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync, Thread,
-    Unmap,
+    Record, RecordRef, Region, Seq, SiteHistory, Snapshot, Stack, StreamCreate, StreamDestroy, StreamWait, Sync,
+    Thread, Unmap,
 };
 
 /// Format version this crate writes.

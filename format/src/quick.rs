@@ -209,7 +209,7 @@ mod tests {
         while pos < data.len() {
             let before = quick_state;
             let quick = decode(&data[pos..], &mut quick_state);
-            let generic = Record::decode_generic(&data[pos..], pos as u64, &mut generic_state);
+            let generic = Record::decode(&data[pos..], pos as u64, &mut generic_state);
             let n = match (quick, generic) {
                 (Some(q), Ok(Some(g))) => {
                     assert_eq!(q, g, "at {pos}");
@@ -252,7 +252,7 @@ mod tests {
                 bad[at] = v;
                 let mut st = BlockState::default();
                 let mut pos = 0;
-                while let Ok(Some((_, n))) = Record::decode_generic(&bad[pos..], pos as u64, &mut st) {
+                while let Ok(Some((_, n))) = Record::decode(&bad[pos..], pos as u64, &mut st) {
                     pos += n;
                 }
                 let mut good = bad[..pos].to_vec();
@@ -262,29 +262,29 @@ mod tests {
                 let mut st = BlockState::default();
                 let mut prefix = 0;
                 while prefix < pos {
-                    let (_, n) = Record::decode_generic(&bad[prefix..], 0, &mut st).unwrap().unwrap();
+                    let (_, n) = Record::decode(&bad[prefix..], 0, &mut st).unwrap().unwrap();
                     prefix += n;
                 }
-                if pos < bad.len() && Record::decode_generic(&bad[pos..], 0, &mut st.clone()).is_err() {
+                if pos < bad.len() && Record::decode(&bad[pos..], 0, &mut st.clone()).is_err() {
                     assert!(decode(&bad[pos..], &mut st).is_none(), "{at} {v}");
                 }
             }
         }
         let mut st = BlockState::default();
         let mut pos = 0;
-        while let Ok(Some((_, n))) = Record::decode_generic(&data[pos..], 0, &mut st.clone()) {
+        while let Ok(Some((_, n))) = Record::decode(&data[pos..], 0, &mut st.clone()) {
             for cut in 0..n {
                 let mut short = data[pos..pos + n].to_vec();
                 short[1] = short[1].min(cut as u8);
                 short.truncate(cut);
                 let mut q = st;
-                let generic = Record::decode_generic(&short, 0, &mut st.clone());
+                let generic = Record::decode(&short, 0, &mut st.clone());
                 match decode(&short, &mut q) {
                     Some(r) => assert_eq!(Ok(Some(r)), generic),
                     None => assert_eq!(q, st),
                 }
             }
-            Record::decode_generic(&data[pos..], 0, &mut st).unwrap();
+            Record::decode(&data[pos..], 0, &mut st).unwrap();
             pos += n;
         }
     }

@@ -314,6 +314,14 @@ impl<'a> Iterator for BlockReader<'a> {
         }
         loop {
             let at = self.offset + self.pos as u64;
+            if let Some((record, n)) = crate::quick::decode(&self.bytes[self.pos..], &mut self.state) {
+                self.pos += n;
+                return Some(Ok(Entry {
+                    tid: self.tid,
+                    offset: at,
+                    record,
+                }));
+            }
             return match Record::decode(&self.bytes[self.pos..], at, &mut self.state) {
                 Ok(Some((record, n))) => {
                     self.pos += n;

@@ -1399,20 +1399,11 @@ pub(crate) fn encode_in_place(
 impl<'a> Record<'a> {
     /// Decodes the record at the start of `data` (which begins at file offset `base`).
     /// Returns `Ok(None)` at a zero kind byte (the end of a block's records).
+    ///
+    /// This reads each field through its kind's [`Fields::get`]: the path that names what is
+    /// wrong. The trace reader tries its quicker reader of allocations and frees first
+    /// (`crate::quick`, which reads what this reads).
     pub fn decode(
-        data: &'a [u8],
-        base: u64,
-        state: &mut BlockState,
-    ) -> Result<Option<(Record<'a>, usize)>, DecodeError> {
-        if let Some(quick) = crate::quick::decode(data, state) {
-            return Ok(Some(quick));
-        }
-        Self::decode_generic(data, base, state)
-    }
-
-    /// [`Record::decode`] through each kind's [`Fields::get`]: the path that names what is
-    /// wrong, and the only one for kinds other than allocations and frees.
-    pub(crate) fn decode_generic(
         data: &'a [u8],
         base: u64,
         state: &mut BlockState,
