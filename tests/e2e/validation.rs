@@ -17,14 +17,9 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// Runs `SIM=1 scripts/validate-gpu OUT` with the workloads in `bin` and returns the row of
-/// results.md whose workload is `name`, split into trimmed cells.
-fn script_row(bin: &Path, out: &Path, name: &str) -> Vec<String> {
-    script_row_with(bin, out, name, &[])
-}
-
-/// [`script_row`] with more settings for the script.
-fn script_row_with(bin: &Path, out: &Path, name: &str, settings: &[(&str, &str)]) -> Vec<String> {
+/// `SIM=1 bash scripts/SCRIPT OUT` with the workloads in `bin`, this build's gpuleak, the
+/// simulated driver, none of the caller's `GPULEAK_*` settings, and `settings`.
+fn sim_script(script: &str, bin: &Path, out: &Path, settings: &[(&str, &str)]) -> Command {
     let gpuleak = gpuleak_bin();
     let mut cmd = Command::new("bash");
     for (key, _) in std::env::vars_os() {
@@ -32,7 +27,7 @@ fn script_row_with(bin: &Path, out: &Path, name: &str, settings: &[(&str, &str)]
             cmd.env_remove(&key);
         }
     }
-    cmd.arg(root().join("scripts/validate-gpu"))
+    cmd.arg(root().join("scripts").join(script))
         .arg(out)
         .env("SIM", "1")
         .env("VALIDATION_BIN", bin)
@@ -43,7 +38,18 @@ fn script_row_with(bin: &Path, out: &Path, name: &str, settings: &[(&str, &str)]
         )
         .env_remove("LD_PRELOAD")
         .envs(settings.iter().copied());
-    let run = output_of(&mut cmd);
+    cmd
+}
+
+/// Runs `SIM=1 scripts/validate-gpu OUT` with the workloads in `bin` and returns the row of
+/// results.md whose workload is `name`, split into trimmed cells.
+fn script_row(bin: &Path, out: &Path, name: &str) -> Vec<String> {
+    script_row_with(bin, out, name, &[])
+}
+
+/// [`script_row`] with more settings for the script.
+fn script_row_with(bin: &Path, out: &Path, name: &str, settings: &[(&str, &str)]) -> Vec<String> {
+    let run = output_of(&mut sim_script("validate-gpu", bin, out, settings));
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(
         run.status.success(),
@@ -139,25 +145,7 @@ fn validate_gpu_script_stops_a_hanging_workload_and_keeps_its_row() {
 /// Runs `SIM=1 scripts/validate-gpu-lease OUT` with the workloads in `bin` and `settings`;
 /// returns its stderr.
 fn lease(bin: &Path, out: &Path, settings: &[(&str, &str)]) -> String {
-    let gpuleak = gpuleak_bin();
-    let mut cmd = Command::new("bash");
-    for (key, _) in std::env::vars_os() {
-        if key.to_string_lossy().starts_with("GPULEAK_") {
-            cmd.env_remove(&key);
-        }
-    }
-    cmd.arg(root().join("scripts/validate-gpu-lease"))
-        .arg(out)
-        .env("SIM", "1")
-        .env("VALIDATION_BIN", bin)
-        .env("SIM_LIB", sim_dir())
-        .env(
-            "GPULEAK_BIN_DIR",
-            gpuleak.parent().expect("gpuleak lives in a directory"),
-        )
-        .env_remove("LD_PRELOAD")
-        .envs(settings.iter().copied());
-    let run = output_of(&mut cmd);
+    let run = output_of(&mut sim_script("validate-gpu-lease", bin, out, settings));
     let stderr = String::from_utf8_lossy(&run.stderr).into_owned();
     assert!(
         run.status.success(),
