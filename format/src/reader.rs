@@ -288,7 +288,7 @@ impl<'a> BlockReader<'a> {
     /// The next record if it is an allocation or a free that [`crate::quick`] reads, built
     /// where the caller puts it (a run's slot) rather than moved there from
     /// [`Record::decode`]'s answer; `None` leaves the block as it was, for
-    /// [`Iterator::next`].
+    /// [`Record::decode`] to read (as [`Iterator::next`] does after it).
     #[inline(always)]
     fn next_quick(&mut self) -> Option<Entry<'a>> {
         if self.done {
@@ -313,15 +313,10 @@ impl<'a> Iterator for BlockReader<'a> {
             return None;
         }
         loop {
-            let at = self.offset + self.pos as u64;
-            if let Some((record, n)) = crate::quick::decode(&self.bytes[self.pos..], &mut self.state) {
-                self.pos += n;
-                return Some(Ok(Entry {
-                    tid: self.tid,
-                    offset: at,
-                    record,
-                }));
+            if let Some(entry) = self.next_quick() {
+                return Some(Ok(entry));
             }
+            let at = self.offset + self.pos as u64;
             return match Record::decode(&self.bytes[self.pos..], at, &mut self.state) {
                 Ok(Some((record, n))) => {
                     self.pos += n;
