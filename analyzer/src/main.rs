@@ -215,15 +215,31 @@ impl Reading {
         use gpuleak_analyzer::report::{self, progress, Progress};
         use std::io::IsTerminal;
 
-        let files = gpuleak_analyzer::TraceFile::open_all(traces)?;
         let jobs = self.jobs.map_or_else(every_cpu, usize::from);
-        if bar && !self.quiet && std::io::stderr().is_terminal() {
-            let p = Progress::new(files.iter().map(|f| f.len()).sum(), files.len());
-            Ok(progress::show(&p, || {
-                report::from_files(&files, options, jobs, Some(&p))
-            }))
-        } else {
-            Ok(report::from_files(&files, options, jobs, None))
+        // A bounded trace still being written deletes its oldest segment as it goes: one
+        // deleted while it was read may have read as zeros from some point on, so the traces
+        // are read again from the segments present then (a few times at most: a process
+        // rotating faster than its trace is read keeps the last reading).
+        let mut tries = 0;
+        let mut last = None;
+        loop {
+            let files = match (gpuleak_analyzer::TraceFile::open_all(traces), last) {
+                (Ok(files), _) => files,
+                // Gone altogether since the last reading: that reading stands.
+                (Err(_), Some(reports)) => return Ok(reports),
+                (Err(e), None) => return Err(e.into()),
+            };
+            let reports = if bar && !self.quiet && std::io::stderr().is_terminal() {
+                let p = Progress::new(files.iter().map(|f| f.len()).sum(), files.len());
+                progress::show(&p, || report::from_files(&files, options, jobs, Some(&p)))
+            } else {
+                report::from_files(&files, options, jobs, None)
+            };
+            tries += 1;
+            if tries == 4 || !files.iter().any(|f| f.deleted_since_open()) {
+                return Ok(reports);
+            }
+            last = Some(reports);
         }
     }
 }

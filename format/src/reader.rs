@@ -77,6 +77,14 @@ impl<'a> Trace<'a> {
         Ok(Trace { data, header, segment })
     }
 
+    /// A decoder over `data` with the header [`new`](Self::new) read from it before: for a
+    /// file whose bytes may turn to zeros while it is read (a bounded trace's segment deleted
+    /// by its writer), so that its blocks read as never started instead of the whole file
+    /// turning into something that is not a trace.
+    pub fn with_header(data: &'a [u8], header: FileHeader, segment: Option<Segment>) -> Trace<'a> {
+        Trace { data, header, segment }
+    }
+
     /// The file header.
     pub fn header(&self) -> &FileHeader {
         &self.header

@@ -23,13 +23,13 @@ use std::collections::HashSet;
 use std::fmt;
 use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 
 use gpuleak_format::series::MergeBySeq;
-use gpuleak_format::{DecodeError, Entry, Merged, Opened, Trace, MAGIC};
+use gpuleak_format::{DecodeError, Entry, FileHeader, Merged, Opened, Segment, Trace, MAGIC};
 
 use guard::GuardedMap;
 
@@ -37,6 +37,11 @@ use guard::GuardedMap;
 pub struct TraceFile {
     path: PathBuf,
     bytes: Bytes,
+    /// The header as read at open (a segment deleted since reads as zeros).
+    header: FileHeader,
+    segment: Option<Segment>,
+    /// The file's device and inode, to tell whether its name still leads to it.
+    id: (u64, u64),
     /// The later segments of the same trace, in order, when this file is a segment.
     later: Vec<TraceFile>,
 }
@@ -142,18 +147,49 @@ impl TraceFile {
                 }
             }
         };
-        let t = TraceFile {
+        let checked = match &bytes {
+            Bytes::Empty => Trace::new(&[]),
+            Bytes::Mapped(m) => Trace::new(m.bytes()),
+            Bytes::Read(v) => Trace::new(v),
+        }
+        .map(|t| (*t.header(), t.segment()));
+        let (header, segment) = match checked {
+            Ok(h) => h,
+            Err(e) => {
+                let cut = match &bytes {
+                    Bytes::Mapped(m) => m.missing_from(),
+                    _ => None,
+                };
+                return Err(match cut {
+                    Some(page) => {
+                        let now = std::fs::metadata(path).map_or(page, |m| m.len());
+                        OpenError::Shrunk(path.to_owned(), page.min(now))
+                    }
+                    None => OpenError::Format(path.to_owned(), e),
+                });
+            }
+        };
+        Ok(TraceFile {
             path: path.to_owned(),
             bytes,
+            header,
+            segment,
+            id: (meta.dev(), meta.ino()),
             later: Vec::new(),
-        };
-        if let Err(e) = t.trace() {
-            return Err(match t.missing_from() {
-                Some(at) => OpenError::Shrunk(path.to_owned(), at),
-                None => e,
-            });
+        })
+    }
+
+    /// Whether this segment of a bounded trace, or one of its later segments, is no longer the
+    /// file its name leads to: deleted (or replaced) since it was opened. The shim deletes a bounded trace's oldest
+    /// segment by its name first and only then gives its blocks back, so a file whose name
+    /// still leads to it after it was read was read whole.
+    /// Whole traces are never deleted by their writer: always `false` for them.
+    pub fn deleted_since_open(&self) -> bool {
+        if self.segment.is_none() {
+            return false;
         }
-        Ok(t)
+        let gone = |f: &TraceFile| std::fs::metadata(&f.path).map_or(true, |m| (m.dev(), m.ino()) != f.id);
+        gone(self) || self.later.iter().any(gone)
     }
 
     /// Opens every trace named by `paths` (each a trace, or a directory of traces, see
@@ -258,8 +294,11 @@ impl TraceFile {
     }
 
     /// A decoder over the file.
+    ///
+    /// The header is the one read at open: a file deleted since (its blocks given back, reading
+    /// as zeros) reads as a trace whose blocks were never started, not as something else.
     pub fn trace(&self) -> Result<Trace<'_>, OpenError> {
-        Trace::new(self.bytes()).map_err(|e| OpenError::Format(self.path.clone(), e))
+        Ok(Trace::with_header(self.bytes(), self.header, self.segment))
     }
 
     /// Every record of the trace, ordered by `seq`, as [`Trace::records`] gives them (a

@@ -156,4 +156,30 @@ mod tests {
         assert_eq!(path, d.0.join("x.trace-000002"));
         assert_eq!(e.kind, SeriesErrorKind::Missing { expected: 1, found: 2 });
     }
+
+    #[test]
+    fn a_segment_deleted_after_it_was_opened_still_groups_and_says_it_is_gone() {
+        let d = Dir::new("deleted");
+        let first = write(&d.0, "r.trace", Some((9, 0)));
+        let second = write(&d.0, "r.trace-000001", Some((9, 1)));
+        let whole = write(&d.0, "w.trace", None);
+        let files: Vec<TraceFile> = [&first, &second, &whole]
+            .iter()
+            .map(|p| TraceFile::open(p).unwrap())
+            .collect();
+        assert!(files.iter().all(|f| !f.deleted_since_open()));
+        // What the shim does to its oldest segment: the name first, then the blocks given back
+        // (here overwritten with zeros, as a punched hole reads).
+        let len = std::fs::metadata(&first).unwrap().len() as usize;
+        let inode = std::fs::OpenOptions::new().write(true).open(&first).unwrap();
+        std::fs::remove_file(&first).unwrap();
+        std::os::unix::fs::FileExt::write_all_at(&inode, &vec![0u8; len], 0).unwrap();
+        let grouped = group(files).unwrap();
+        assert_eq!(names(&grouped), [vec!["r.trace", "r.trace-000001"], vec!["w.trace"]]);
+        assert!(grouped[0].trace().is_ok(), "the header read at open stands");
+        assert!(grouped[0].deleted_since_open());
+        // A whole trace deleted by someone else is not a segment its writer deleted.
+        std::fs::remove_file(&whole).unwrap();
+        assert!(!grouped[1].deleted_since_open());
+    }
 }
