@@ -7,6 +7,7 @@ use gpuleak_format::framework::BlockState;
 
 use super::state::{Cover, DriverAlloc, PyFrame, State, Stats};
 use crate::modules::{file_name, Modules};
+use crate::owner::Pool;
 
 /// Tensor sites shown per device.
 pub const TOP_SITES: usize = 10;
@@ -36,7 +37,8 @@ impl TensorSite {
 /// Device memory outside the framework, by owner.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Outside {
-    /// `NCCL`, `cuBLAS`, `cuDNN` or `the program`.
+    /// `NCCL`, `cuBLAS`, `cuDNN`, a framework's runtime (`XLA`, or `XLA (not its allocator)`
+    /// in JAX's own view), or `the program`.
     pub owner: &'static str,
     /// Bytes.
     pub bytes: u64,
@@ -151,9 +153,10 @@ pub fn user_frame(frames: &[PyFrame]) -> usize {
     frames.iter().position(|f| !is_framework_file(&f.file)).unwrap_or(0)
 }
 
-/// Who made a driver allocation outside the framework: a CUDA library in its stack, else the
-/// program.
-fn owner_of(stack: &[u64], modules: &Modules) -> &'static str {
+/// Who made a driver allocation outside the framework: a CUDA library in its stack, else a
+/// framework's runtime (`framework`'s own, outside its allocator: XLA's allocations for its
+/// compiled programs), else the program.
+fn owner_of(stack: &[u64], modules: &Modules, framework: &str) -> &'static str {
     for &a in stack {
         let Some(m) = modules.find(a) else { continue };
         let name = file_name(&m.path);
@@ -167,7 +170,19 @@ fn owner_of(stack: &[u64], modules: &Modules) -> &'static str {
             return "cuDNN";
         }
     }
-    "the program"
+    let Some(pool) = crate::owner::owner(stack, modules).and_then(crate::owner::pool_of) else {
+        return "the program";
+    };
+    let own = Pool::of_framework(framework) == Some(pool);
+    match (pool, own) {
+        (Pool::Pytorch, false) => "PyTorch",
+        (Pool::Pytorch, true) => "PyTorch (not its allocator)",
+        (Pool::Xla, false) => "XLA",
+        (Pool::Xla, true) => "XLA (not its allocator)",
+        (Pool::Cupy, false) => "CuPy",
+        (Pool::Cupy, true) => "CuPy (not its pool)",
+        (Pool::Rmm, _) => "RMM",
+    }
 }
 
 /// Joins `state` with the driver allocations live at its end.
@@ -255,7 +270,11 @@ pub fn view(state: &State, modules: &Modules, stacks: &HashMap<gpuleak_format::S
             None if in_segment(a.ptr) => continue,
             None => a.size,
         };
-        let owner = owner_of(stacks.get(&a.stack).map_or(&[], Vec::as_slice), modules);
+        let owner = owner_of(
+            stacks.get(&a.stack).map_or(&[], Vec::as_slice),
+            modules,
+            &state.framework,
+        );
         let o = outside.entry(owner).or_insert(Outside {
             owner,
             bytes: 0,
@@ -331,4 +350,42 @@ pub fn summary_line(v: &FrameworkView) -> String {
         parts.push(format!("{name} holds no memory"));
     }
     format!("{}; outside {name}: {}", parts.join("; "), outside_text(&v.outside))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::Module;
+
+    #[test]
+    fn memory_outside_is_named_by_library_then_by_framework_runtime_then_the_program() {
+        let mut modules = Modules::default();
+        for (start, path) in [
+            (0x1000, "/lib/libcuda.so.1"),
+            (0x2000, "/venv/nvidia/cudnn/lib/libcudnn_graph.so.9"),
+            (0x3000, "/venv/jax_plugins/xla_cuda12/xla_cuda_plugin.so"),
+            (0x4000, "/venv/cupy/_core/core.so"),
+            (0x5000, "/usr/bin/python3"),
+        ] {
+            modules.insert(Module {
+                base: start,
+                start,
+                end: start + 0x1000,
+                path: path.into(),
+                build_id: Vec::new(),
+            });
+        }
+        let cases = [
+            (&[0x1010, 0x2010, 0x3010, 0x5010][..], "jax", "cuDNN"),
+            (&[0x1010, 0x3010, 0x5010][..], "jax", "XLA (not its allocator)"),
+            (&[0x1010, 0x3010, 0x5010][..], "torch", "XLA"),
+            (&[0x1010, 0x4010, 0x5010][..], "cupy", "CuPy (not its pool)"),
+            (&[0x1010, 0x4010][..], "jax", "CuPy"),
+            (&[0x1010, 0x5010][..], "jax", "the program"),
+            (&[][..], "torch", "the program"),
+        ];
+        for (stack, framework, owner) in cases {
+            assert_eq!(owner_of(stack, &modules, framework), owner, "{stack:x?} in {framework}'s view");
+        }
+    }
 }

@@ -436,10 +436,16 @@ fn place(st: &mut State, owned: impl Fn(&DriverAlloc) -> bool) {
             }
         }
     }
-    for r in regions {
-        if placed.contains_key(&r.ptr) || !owned(r) {
-            continue;
-        }
+    let empty: Vec<&DriverAlloc> = regions
+        .into_iter()
+        .filter(|r| !placed.contains_key(&r.ptr) && owned(r))
+        .collect();
+    let holds: u64 = placed.values().map(|s| s.size).sum();
+    let pool = match &st.stats[..] {
+        [s] if s.reserved > 0 && s.device == device && placed.values().all(|p| p.device == device) => Some(s.reserved),
+        _ => None,
+    };
+    for r in fit_pool(empty, pool.and_then(|p| p.checked_sub(holds))) {
         placed.insert(
             r.ptr,
             Segment {
@@ -477,6 +483,36 @@ fn place(st: &mut State, owned: impl Fn(&DriverAlloc) -> bool) {
     }
 }
 
+/// Of the framework's driver allocations without a block, those that are its pool's free
+/// regions, when `free_pool` says how many bytes those are (what its counters say the pool
+/// holds, less the regions with blocks): XLA also makes a few small driver allocations of its
+/// own while it compiles (four of 4 bytes to 25 KiB for a program on an H100), which are not
+/// its allocator's. The largest first, each kept while the total stays within `free_pool`;
+/// when they then add up to exactly that, the others are not the pool's. When no such choice
+/// adds up (or nothing says how much the pool holds, or the pool is empty and counts
+/// nothing), every one of them is taken for the pool's, as the stacks say.
+fn fit_pool(mut empty: Vec<&DriverAlloc>, free_pool: Option<u64>) -> Vec<&DriverAlloc> {
+    let Some(target) = free_pool else { return empty };
+    empty.sort_by(|a, b| b.size.cmp(&a.size).then(a.ptr.cmp(&b.ptr)));
+    let mut total = 0u64;
+    let chosen: Vec<&DriverAlloc> = empty
+        .iter()
+        .copied()
+        .filter(|r| {
+            let fits = total.checked_add(r.size).is_some_and(|t| t <= target);
+            if fits {
+                total += r.size;
+            }
+            fits
+        })
+        .collect();
+    if total == target {
+        chosen
+    } else {
+        empty
+    }
+}
+
 /// A cached free block (no frames).
 fn free_block(offset: u64, size: u64) -> Block {
     Block {
@@ -491,7 +527,9 @@ fn free_block(offset: u64, size: u64) -> Block {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use gpuleak_format::{Addrs, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkSegment, FrameworkState};
+    use gpuleak_format::{
+        Addrs, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkSegment, FrameworkState, FrameworkStats,
+    };
 
     fn begin(states: &mut States, id: u64, reason: &str) {
         let s = FrameworkState {
@@ -735,6 +773,100 @@ mod tests {
         );
         assert_eq!(d.unmatched_segments, 1);
         assert_eq!(v.outside[0].bytes, 64);
+    }
+
+    /// XLA's pool is the framework's driver allocations that add up to what its counters say
+    /// it holds: XLA's small allocations made while it compiles are outside its pool. With
+    /// counters that count them, or that no choice adds up to, every one is the pool's.
+    #[test]
+    fn the_pool_s_counters_tell_its_free_regions_from_xla_s_other_allocations() {
+        let shape = |reserved: u64| {
+            let mut states = States::default();
+            let s = FrameworkState {
+                id: 1,
+                layout: 1,
+                framework: "jax".into(),
+                reason: "exit".into(),
+                snapshot: 0,
+            };
+            states.apply(&s.into());
+            let seg = FrameworkSegment {
+                state: 1,
+                device: 0,
+                address: 0,
+                size: 0,
+                stream: 0,
+                pool: 0,
+            };
+            states.apply(&seg.into());
+            let blocks = FrameworkBlocks {
+                state: 1,
+                segment: 0,
+                blocks: Addrs(vec![0x10000, 1024, 1024, 1, 0].into()),
+            };
+            states.apply(&blocks.into());
+            let stats = FrameworkStats {
+                state: 1,
+                device: 0,
+                allocated: 1024,
+                reserved,
+                peak_reserved: reserved,
+            };
+            states.apply(&stats.into());
+            let end = FrameworkEnd {
+                state: 1,
+                segments: 1,
+                blocks: 1,
+            };
+            assert_eq!(states.apply(&end.into()), Some(1));
+            let driver = |ptr, size| DriverAlloc::at(ptr, size, StackId(1));
+            states.complete_placing(
+                1,
+                9,
+                // The region in use, a free region of the pool, and three small allocations
+                // of XLA's own (all with XLA's stack).
+                vec![
+                    driver(0x10000, 0x1000),
+                    driver(0x20000, 0x800),
+                    driver(0x30000, 0x6300),
+                    driver(0x40000, 0x6300),
+                    driver(0x50000, 4),
+                ],
+                |_, _| true,
+            );
+            let st = &states.complete[0];
+            let v = crate::frameworks::join::view(st, &Default::default(), &Default::default());
+            let segments: Vec<u64> = st.segments.iter().map(|s| s.address).collect();
+            let outside: Vec<(u64, u64)> = v.outside.iter().map(|o| (o.bytes, o.allocations)).collect();
+            (segments, v.devices[0].reserved, outside)
+        };
+        assert_eq!(
+            shape(0x1800),
+            (vec![0x10000, 0x20000], 0x1800, vec![(2 * 0x6300 + 4, 3)]),
+            "counters that count the regions alone"
+        );
+        let all = (
+            vec![0x10000, 0x20000, 0x30000, 0x40000, 0x50000],
+            0x1800 + 2 * 0x6300 + 4,
+            vec![],
+        );
+        assert_eq!(
+            shape(0x1800 + 2 * 0x6300 + 4),
+            all,
+            "counters that count every allocation"
+        );
+        assert_eq!(shape(0x1800 + 0x100), all, "counters no choice adds up to");
+        assert_eq!(shape(0x800), all, "counters below the regions in use");
+        assert_eq!(shape(0), all, "no counters");
+        // The largest that fit, then the next: 0x1000 + 0x6300 + 4 leaves one small one out.
+        assert_eq!(
+            shape(0x1800 + 0x6300 + 4),
+            (
+                vec![0x10000, 0x20000, 0x30000, 0x50000],
+                0x1800 + 0x6300 + 4,
+                vec![(0x6300, 1)]
+            ),
+        );
     }
 
     /// An expandable segment is matched through the handles mapped in it, which are the
