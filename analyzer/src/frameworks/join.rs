@@ -385,7 +385,11 @@ mod tests {
             (&[][..], "torch", "the program"),
         ];
         for (stack, framework, owner) in cases {
-            assert_eq!(owner_of(stack, &modules, framework), owner, "{stack:x?} in {framework}'s view");
+            assert_eq!(
+                owner_of(stack, &modules, framework),
+                owner,
+                "{stack:x?} in {framework}'s view"
+            );
         }
     }
 }

@@ -126,6 +126,8 @@ pub struct DriverAlloc {
     pub stack: StackId,
     /// The VMM physical handle whose memory this is, if it is one.
     pub handle: Option<Handle>,
+    /// The device the memory is on, when the trace says (its context's).
+    pub device: Option<i32>,
 }
 
 /// A VMM physical handle behind a [`DriverAlloc`].
@@ -147,6 +149,15 @@ impl DriverAlloc {
             size,
             stack,
             handle: None,
+            device: None,
+        }
+    }
+
+    /// The same, on `device`.
+    pub fn on(self, device: i32) -> DriverAlloc {
+        DriverAlloc {
+            device: Some(device),
+            ..self
         }
     }
 
@@ -400,8 +411,9 @@ fn workspaces_in(segments: &[Segment], known: &HashMap<u64, Workspace>) -> HashM
 
 /// Lays the blocks of `st`'s unplaced segments into the driver allocations that contain
 /// them; the gaps between them are cached free. The driver allocations that `owned` names are
-/// segments too, wholly cached free when no block lies in them (they go to the device of the
-/// first unplaced segment: the trace does not say which device a driver allocation is on).
+/// segments too, wholly cached free when no block lies in them, as far as the framework's
+/// counters say ([`fit_pool`]); each on the device its context is on (the first unplaced
+/// segment's, when the trace does not say).
 /// Blocks in no driver allocation stay in an unplaced segment per device.
 fn place(st: &mut State, owned: impl Fn(&DriverAlloc) -> bool) {
     let (unplaced, kept): (Vec<Segment>, Vec<Segment>) = st.segments.drain(..).partition(Segment::is_unplaced);
@@ -436,25 +448,30 @@ fn place(st: &mut State, owned: impl Fn(&DriverAlloc) -> bool) {
             }
         }
     }
-    let empty: Vec<&DriverAlloc> = regions
-        .into_iter()
-        .filter(|r| !placed.contains_key(&r.ptr) && owned(r))
-        .collect();
-    let holds: u64 = placed.values().map(|s| s.size).sum();
-    let pool = match &st.stats[..] {
-        [s] if s.reserved > 0 && s.device == device && placed.values().all(|p| p.device == device) => Some(s.reserved),
-        _ => None,
-    };
-    for r in fit_pool(empty, pool.and_then(|p| p.checked_sub(holds))) {
-        placed.insert(
-            r.ptr,
-            Segment {
-                device,
-                address: r.ptr,
-                size: r.size,
-                blocks: Vec::new(),
-            },
-        );
+    // The framework's driver allocations without a block, on the device the trace says they
+    // are on (else the first unplaced segment's), the pool's as far as its counters say.
+    let mut empty: BTreeMap<i32, Vec<&DriverAlloc>> = BTreeMap::new();
+    for r in regions.into_iter().filter(|r| !placed.contains_key(&r.ptr) && owned(r)) {
+        empty.entry(r.device.unwrap_or(device)).or_default().push(r);
+    }
+    for (on, regions) in empty {
+        let holds: u64 = placed.values().filter(|s| s.device == on).map(|s| s.size).sum();
+        let pool = st
+            .stats
+            .iter()
+            .find(|s| s.device == on && s.reserved > 0)
+            .and_then(|s| s.reserved.checked_sub(holds));
+        for r in fit_pool(regions, pool) {
+            placed.insert(
+                r.ptr,
+                Segment {
+                    device: on,
+                    address: r.ptr,
+                    size: r.size,
+                    blocks: Vec::new(),
+                },
+            );
+        }
     }
     for mut seg in placed.into_values() {
         seg.blocks.sort_unstable_by_key(|b| b.offset);
@@ -869,6 +886,76 @@ mod tests {
         );
     }
 
+    /// With several devices, each driver allocation without a block goes to the device its
+    /// context is on, and each device's counters choose among its own.
+    #[test]
+    fn each_device_s_counters_choose_among_the_allocations_on_it() {
+        let mut states = States::default();
+        let s = FrameworkState {
+            id: 1,
+            layout: 1,
+            framework: "jax".into(),
+            reason: "exit".into(),
+            snapshot: 0,
+        };
+        states.apply(&s.into());
+        for device in [0, 1] {
+            let seg = FrameworkSegment {
+                state: 1,
+                device,
+                address: 0,
+                size: 0,
+                stream: 0,
+                pool: 0,
+            };
+            states.apply(&seg.into());
+            if device == 0 {
+                // A buffer on device 0, none on device 1.
+                let blocks = FrameworkBlocks {
+                    state: 1,
+                    segment: 0,
+                    blocks: Addrs(vec![0x10000, 1024, 1024, 1, 0].into()),
+                };
+                states.apply(&blocks.into());
+            }
+        }
+        for (device, reserved) in [(0, 0x1000), (1, 0x8000)] {
+            let stats = FrameworkStats {
+                state: 1,
+                device,
+                allocated: 0,
+                reserved,
+                peak_reserved: reserved,
+            };
+            states.apply(&stats.into());
+        }
+        let end = FrameworkEnd {
+            state: 1,
+            segments: 2,
+            blocks: 1,
+        };
+        assert_eq!(states.apply(&end.into()), Some(1));
+        let driver = |ptr, size, device| DriverAlloc::at(ptr, size, StackId(1)).on(device);
+        states.complete_placing(
+            1,
+            9,
+            vec![
+                driver(0x10000, 0x1000, 0),
+                driver(0x20000, 0x6300, 0),
+                driver(0x100000, 0x8000, 1),
+                driver(0x200000, 0x6300, 1),
+            ],
+            |_, _| true,
+        );
+        let st = &states.complete[0];
+        let segments: Vec<(i32, u64)> = st.segments.iter().map(|s| (s.device, s.address)).collect();
+        assert_eq!(segments, [(0, 0x10000), (1, 0x100000)]);
+        let v = crate::frameworks::join::view(st, &Default::default(), &Default::default());
+        let reserved: Vec<(i32, u64)> = v.devices.iter().map(|d| (d.device, d.reserved)).collect();
+        assert_eq!(reserved, [(0, 0x1000), (1, 0x8000)]);
+        assert_eq!(v.outside[0].bytes, 2 * 0x6300);
+    }
+
     /// An expandable segment is matched through the handles mapped in it, which are the
     /// framework's; a handle of the program's counts once outside, mapped twice or nowhere.
     #[test]
@@ -899,6 +986,7 @@ mod tests {
                 bytes,
                 mapped: true,
             }),
+            device: None,
         };
         let nowhere = DriverAlloc {
             ptr: 0,
@@ -909,6 +997,7 @@ mod tests {
                 bytes: 0x8_0000,
                 mapped: false,
             }),
+            device: None,
         };
         let driver = vec![
             piece(0x10_0000, 0x20_0000, 1, 0x20_0000),

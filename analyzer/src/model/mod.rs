@@ -297,8 +297,13 @@ impl Model {
             if !is_owned_memory(a.kind) || a.kind == MemKind::Host {
                 continue;
             }
+            // The context's device (a VMM handle's location, when it differs, is not kept).
+            let device = self.contexts.device(a.ctx);
             if Space::of(a.kind) != Space::Physical {
-                driver.push(DriverAlloc::at(a.ptr.0, a.size, a.stack));
+                driver.push(DriverAlloc {
+                    device,
+                    ..DriverAlloc::at(a.ptr.0, a.size, a.stack)
+                });
                 continue;
             }
             let handle = |mapped| Handle {
@@ -312,12 +317,14 @@ impl Model {
                     size,
                     stack: a.stack,
                     handle: Some(handle(true)),
+                    device,
                 })),
                 None => driver.push(DriverAlloc {
                     ptr: 0,
                     size: a.size,
                     stack: a.stack,
                     handle: Some(handle(false)),
+                    device,
                 }),
             }
         }
