@@ -54,6 +54,22 @@ impl Modules {
         self.by_start.insert(module.start, module);
     }
 
+    /// Modules of 0x1000 bytes each at the given starts, by path (for tests).
+    #[cfg(test)]
+    pub(crate) fn of_paths(modules: &[(u64, &str)]) -> Modules {
+        let mut out = Modules::default();
+        for &(start, path) in modules {
+            out.insert(Module {
+                base: start,
+                start,
+                end: start + 0x1000,
+                path: path.into(),
+                build_id: Vec::new(),
+            });
+        }
+        out
+    }
+
     /// The module containing `address`.
     pub fn find(&self, address: u64) -> Option<&Module> {
         self.by_start

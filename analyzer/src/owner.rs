@@ -162,7 +162,6 @@ pub fn owner<'m>(frames: &[u64], modules: &'m Modules) -> Option<&'m str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Module;
 
     #[test]
     fn pools_are_recognised_by_module_name() {
@@ -200,21 +199,12 @@ mod tests {
 
     #[test]
     fn the_owner_is_the_first_module_outside_the_cuda_libraries() {
-        let mut modules = Modules::default();
-        for (start, path) in [
+        let modules = Modules::of_paths(&[
             (0x1000, "/lib/libcuda.so.1"),
             (0x2000, "/lib/libcublas.so.12"),
             (0x3000, "/torch/lib/libc10_cuda.so"),
             (0x4000, "/usr/bin/python3"),
-        ] {
-            modules.insert(Module {
-                base: start,
-                start,
-                end: start + 0x1000,
-                path: path.into(),
-                build_id: Vec::new(),
-            });
-        }
+        ]);
         assert_eq!(
             owner(&[0x1010, 0x2010, 0x3010, 0x4010], &modules),
             Some("/torch/lib/libc10_cuda.so")

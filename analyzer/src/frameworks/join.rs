@@ -355,26 +355,16 @@ pub fn summary_line(v: &FrameworkView) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::Module;
 
     #[test]
     fn memory_outside_is_named_by_library_then_by_framework_runtime_then_the_program() {
-        let mut modules = Modules::default();
-        for (start, path) in [
+        let modules = Modules::of_paths(&[
             (0x1000, "/lib/libcuda.so.1"),
             (0x2000, "/venv/nvidia/cudnn/lib/libcudnn_graph.so.9"),
             (0x3000, "/venv/jax_plugins/xla_cuda12/xla_cuda_plugin.so"),
             (0x4000, "/venv/cupy/_core/core.so"),
             (0x5000, "/usr/bin/python3"),
-        ] {
-            modules.insert(Module {
-                base: start,
-                start,
-                end: start + 0x1000,
-                path: path.into(),
-                build_id: Vec::new(),
-            });
-        }
+        ]);
         let cases = [
             (&[0x1010, 0x2010, 0x3010, 0x5010][..], "jax", "cuDNN"),
             (&[0x1010, 0x3010, 0x5010][..], "jax", "XLA (not its allocator)"),

@@ -549,14 +549,60 @@ mod tests {
     };
 
     fn begin(states: &mut States, id: u64, reason: &str) {
+        begin_as(states, id, "torch", reason);
+    }
+
+    fn begin_as(states: &mut States, id: u64, framework: &str, reason: &str) {
         let s = FrameworkState {
             id,
             layout: 1,
-            framework: "torch".into(),
+            framework: framework.into(),
             reason: reason.into(),
             snapshot: 0,
         };
         assert_eq!(states.apply(&s.into()), None);
+    }
+
+    /// JAX's state 1 at exit, ended: for each device, an unplaced segment with `blocks`
+    /// (address, size, requested size, state, frames, one after the other) and XLA's counters
+    /// when `reserved` is given.
+    fn jax_state(devices: &[(i32, Vec<u64>, Option<u64>)]) -> States {
+        let mut states = States::default();
+        begin_as(&mut states, 1, "jax", "exit");
+        for (device, blocks, reserved) in devices {
+            let seg = FrameworkSegment {
+                state: 1,
+                device: *device,
+                address: 0,
+                size: 0,
+                stream: 0,
+                pool: 0,
+            };
+            states.apply(&seg.into());
+            let b = FrameworkBlocks {
+                state: 1,
+                segment: 0,
+                blocks: Addrs(blocks.clone().into()),
+            };
+            states.apply(&b.into());
+            if let Some(reserved) = *reserved {
+                let stats = FrameworkStats {
+                    state: 1,
+                    device: *device,
+                    allocated: 0,
+                    reserved,
+                    peak_reserved: reserved,
+                };
+                states.apply(&stats.into());
+            }
+        }
+        let end = FrameworkEnd {
+            state: 1,
+            segments: devices.len() as u32,
+            blocks: devices.iter().map(|d| d.1.len() as u32 / 5).sum(),
+        };
+        assert_eq!(states.apply(&end.into()), Some(1));
+        states
     }
 
     #[test]
@@ -715,37 +761,9 @@ mod tests {
     /// outside, and a buffer at no known address stays unplaced (counted, never a segment).
     #[test]
     fn unplaced_blocks_are_laid_into_the_driver_allocations_that_hold_them() {
-        let mut states = States::default();
-        let s = FrameworkState {
-            id: 1,
-            layout: 1,
-            framework: "jax".into(),
-            reason: "exit".into(),
-            snapshot: 0,
-        };
-        states.apply(&s.into());
-        let seg = FrameworkSegment {
-            state: 1,
-            device: 0,
-            address: 0,
-            size: 0,
-            stream: 0,
-            pool: 0,
-        };
-        states.apply(&seg.into());
         // Two buffers in the region at 0x10000 (the second at 0x10800), one at no address.
-        let blocks = FrameworkBlocks {
-            state: 1,
-            segment: 0,
-            blocks: Addrs(vec![0, 256, 256, 1, 0, 0x10800, 512, 512, 1, 0, 0x10000, 1024, 1000, 1, 0].into()),
-        };
-        states.apply(&blocks.into());
-        let end = FrameworkEnd {
-            state: 1,
-            segments: 1,
-            blocks: 3,
-        };
-        assert_eq!(states.apply(&end.into()), Some(1));
+        let blocks = vec![0, 256, 256, 1, 0, 0x10800, 512, 512, 1, 0, 0x10000, 1024, 1000, 1, 0];
+        let mut states = jax_state(&[(0, blocks, None)]);
         let driver = |ptr, size, stack| DriverAlloc::at(ptr, size, StackId(stack));
         states.complete_placing(
             1,
@@ -798,44 +816,8 @@ mod tests {
     #[test]
     fn the_pool_s_counters_tell_its_free_regions_from_xla_s_other_allocations() {
         let shape = |reserved: u64| {
-            let mut states = States::default();
-            let s = FrameworkState {
-                id: 1,
-                layout: 1,
-                framework: "jax".into(),
-                reason: "exit".into(),
-                snapshot: 0,
-            };
-            states.apply(&s.into());
-            let seg = FrameworkSegment {
-                state: 1,
-                device: 0,
-                address: 0,
-                size: 0,
-                stream: 0,
-                pool: 0,
-            };
-            states.apply(&seg.into());
-            let blocks = FrameworkBlocks {
-                state: 1,
-                segment: 0,
-                blocks: Addrs(vec![0x10000, 1024, 1024, 1, 0].into()),
-            };
-            states.apply(&blocks.into());
-            let stats = FrameworkStats {
-                state: 1,
-                device: 0,
-                allocated: 1024,
-                reserved,
-                peak_reserved: reserved,
-            };
-            states.apply(&stats.into());
-            let end = FrameworkEnd {
-                state: 1,
-                segments: 1,
-                blocks: 1,
-            };
-            assert_eq!(states.apply(&end.into()), Some(1));
+            let blocks = vec![0x10000, 1024, 1024, 1, 0];
+            let mut states = jax_state(&[(0, blocks, Some(reserved))]);
             let driver = |ptr, size| DriverAlloc::at(ptr, size, StackId(1));
             states.complete_placing(
                 1,
@@ -874,7 +856,7 @@ mod tests {
         );
         assert_eq!(shape(0x1800 + 0x100), all, "counters no choice adds up to");
         assert_eq!(shape(0x800), all, "counters below the regions in use");
-        assert_eq!(shape(0), all, "no counters");
+        assert_eq!(shape(0), all, "counters that say nothing is held");
         // The largest that fit, then the next: 0x1000 + 0x6300 + 4 leaves one small one out.
         assert_eq!(
             shape(0x1800 + 0x6300 + 4),
@@ -890,51 +872,11 @@ mod tests {
     /// context is on, and each device's counters choose among its own.
     #[test]
     fn each_device_s_counters_choose_among_the_allocations_on_it() {
-        let mut states = States::default();
-        let s = FrameworkState {
-            id: 1,
-            layout: 1,
-            framework: "jax".into(),
-            reason: "exit".into(),
-            snapshot: 0,
-        };
-        states.apply(&s.into());
-        for device in [0, 1] {
-            let seg = FrameworkSegment {
-                state: 1,
-                device,
-                address: 0,
-                size: 0,
-                stream: 0,
-                pool: 0,
-            };
-            states.apply(&seg.into());
-            if device == 0 {
-                // A buffer on device 0, none on device 1.
-                let blocks = FrameworkBlocks {
-                    state: 1,
-                    segment: 0,
-                    blocks: Addrs(vec![0x10000, 1024, 1024, 1, 0].into()),
-                };
-                states.apply(&blocks.into());
-            }
-        }
-        for (device, reserved) in [(0, 0x1000), (1, 0x8000)] {
-            let stats = FrameworkStats {
-                state: 1,
-                device,
-                allocated: 0,
-                reserved,
-                peak_reserved: reserved,
-            };
-            states.apply(&stats.into());
-        }
-        let end = FrameworkEnd {
-            state: 1,
-            segments: 2,
-            blocks: 1,
-        };
-        assert_eq!(states.apply(&end.into()), Some(1));
+        // A buffer on device 0, none on device 1.
+        let mut states = jax_state(&[
+            (0, vec![0x10000, 1024, 1024, 1, 0], Some(0x1000)),
+            (1, Vec::new(), Some(0x8000)),
+        ]);
         let driver = |ptr, size, device| DriverAlloc::at(ptr, size, StackId(1)).on(device);
         states.complete_placing(
             1,
