@@ -4,6 +4,8 @@
 //! Detection is by module file name only (a table below): a pool statically linked into a
 //! program, or a library renamed, is not recognised.
 
+use gpuleak_format::user_code::CUDA_LIBRARIES;
+
 use crate::modules::{file_name, Modules};
 
 /// A caching allocator whose memory, still held at exit, is not a program leak.
@@ -58,31 +60,16 @@ pub fn stack_in_pool(frames: &[u64], modules: &Modules, pool: Pool) -> bool {
         })
 }
 
-/// File-name prefixes of the CUDA libraries: frames in them are passed over when looking for
-/// the owner, because they allocate on behalf of their caller.
-const CUDA_LIBRARIES: &[&str] = &[
-    "libcuda.so",
-    "libcudart.so",
-    "libcublas",
-    "libcudnn",
-    "libnccl",
-    "libcufft",
-    "libcurand",
-    "libcusparse",
-    "libcusolver",
-    "libnvrtc",
-    "libnvJitLink",
-    "libgpuleak.so",
-];
-
 /// File-name prefixes of the driver and runtime plumbing, trimmed from the innermost end of
 /// stacks shown in reports: the allocation's `api` and `via` already say what they did.
 const RUNTIME_LIBRARIES: &[&str] = &["libcuda.so", "libcudart.so", "libgpuleak.so"];
 
-/// Whether a module (by path) is one of the CUDA libraries.
+/// Whether a module (by path) is one of the CUDA libraries
+/// ([`gpuleak_format::user_code::CUDA_LIBRARIES`]) or the shim: frames in them are passed over
+/// when looking for the owner, because they allocate on behalf of their caller.
 pub fn is_cuda_library(path: &str) -> bool {
     let name = file_name(path);
-    CUDA_LIBRARIES.iter().any(|p| name.starts_with(p))
+    CUDA_LIBRARIES.iter().any(|p| name.starts_with(p)) || name.starts_with("libgpuleak.so")
 }
 
 /// Whether a module (by path) is the driver, the runtime or the shim.

@@ -49,7 +49,28 @@ fn is_python_version_dir(d: &str) -> bool {
         .is_some_and(|v| !v.is_empty() && v.trim_end_matches('t').chars().all(|c| c.is_ascii_digit() || c == '.'))
 }
 
-/// Base-name prefixes of libraries that are never the user's code.
+/// Base-name prefixes of CUDA's libraries (the driver, the runtime and the libraries on top):
+/// never the user's code, and they allocate on behalf of their callers.
+pub const CUDA_LIBRARIES: &[&str] = &[
+    "libcuda.so",
+    "libcudart",
+    "libcublas",
+    "libcudnn",
+    "libnccl",
+    "libcufft",
+    "libcurand",
+    "libcusparse",
+    "libcusolver",
+    "libcupti",
+    "libnvrtc",
+    "libnvJitLink",
+    "libnvidia-",
+    "libnvToolsExt",
+    "libnvtx",
+];
+
+/// Base-name prefixes of libraries that are never the user's code, besides
+/// [`CUDA_LIBRARIES`].
 pub const NOT_USERS: &[&str] = &[
     // The C and C++ runtime and the loader.
     "libc.so",
@@ -75,22 +96,6 @@ pub const NOT_USERS: &[&str] = &[
     "linux-gate",
     // The interpreter.
     "libpython",
-    // CUDA.
-    "libcuda.so",
-    "libcudart",
-    "libcublas",
-    "libcudnn",
-    "libnccl",
-    "libcufft",
-    "libcurand",
-    "libcusparse",
-    "libcusolver",
-    "libcupti",
-    "libnvrtc",
-    "libnvJitLink",
-    "libnvidia-",
-    "libnvToolsExt",
-    "libnvtx",
     // cuda-bindings' and cuda-python's extension modules, by name for when only the name is
     // known (an older baseline): their paths are under site-packages anyway.
     "cydriver.",
@@ -118,7 +123,7 @@ pub const NOT_USERS_DIRS: &[&str] = &["jaxlib", "jax_plugins", "cupy", "cupy_bac
 /// Whether a native module (by path, or by base name alone) may hold the user's code.
 pub fn is_user_module(path: &str) -> bool {
     let name = file_name(path);
-    if NOT_USERS.iter().any(|p| name.starts_with(p)) || is_python_executable(name) {
+    if NOT_USERS.iter().chain(CUDA_LIBRARIES).any(|p| name.starts_with(p)) || is_python_executable(name) {
         return false;
     }
     if in_installed_or_interpreter_dir(path) {
