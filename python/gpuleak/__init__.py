@@ -233,7 +233,7 @@ def _tensor_leaks(before, after):
         delta = size - before.get(key, (0, ()))[0]
         if delta > 0:
             # From the user's frame out: the framework's own frames say nothing of the leak.
-            user = next((i for i, f in enumerate(frames) if not _frameworks._is_framework_file(f[0])), 0)
+            user = _frameworks.user_frame(frames)
             stack = [Frame(function=name, file=file, line=line) for file, line, name in frames[user:]]
             grown.append(Leak(delta, 0, kind="tensor", api=None, stack=stack))
     grown.sort(key=lambda leak: -leak.bytes)

@@ -7,8 +7,9 @@ import torch, cupy or jax (a finder on `sys.meta_path`, or the module already in
 PyTorch: once the program has initialized CUDA through torch (`torch.cuda._lazy_call` runs a
 call at that moment, or at once if it is past), the adapter turns on the allocator's recording
 of a Python stack for each live block, in its cheapest mode (`_record_memory_history(
-enabled="state", context="state", stacks="python")`), and attaches an out-of-memory observer.
-Its state is `torch.cuda.memory._snapshot()`.
+enabled="state", context="state", stacks="python")`; `GPULEAK_TORCH_STACKS` asks for C++ frames
+too, or for no recording), and attaches an out-of-memory observer. Its state is
+`torch.cuda.memory._snapshot()`.
 
 CuPy: at import, a `cupy.cuda.MemoryHook` is installed in the importing thread. It sees the
 chunks the memory pool allocates from the driver, the blocks the pool hands out (with the
@@ -45,6 +46,24 @@ POOLS = {"large": 0, "small": 1}
 def enabled():
     """False under GPULEAK_FRAMEWORKS=0."""
     return os.environ.get("GPULEAK_FRAMEWORKS", "1") != "0"
+
+
+TORCH_STACKS = ("python", "all", "none")
+
+
+def torch_stacks():
+    """GPULEAK_TORCH_STACKS: the stack PyTorch's allocator keeps for each live block. `python`
+    (the default: Python frames), `all` (Python and C++ frames, at a higher cost per
+    allocation) or `none` (no recording: tensors are counted and joined, without their line;
+    no cost in the allocator). Anything else: one line on stderr, and `python`."""
+    value = os.environ.get("GPULEAK_TORCH_STACKS", "python").strip().lower() or "python"
+    if value not in TORCH_STACKS:
+        sys.stderr.write(
+            f"gpuleak: GPULEAK_TORCH_STACKS={os.environ.get('GPULEAK_TORCH_STACKS')!r} is not one of "
+            f"{', '.join(TORCH_STACKS)}; using python\n"
+        )
+        return "python"
+    return value
 
 
 # Field encoders (format/src/varint.rs, format/src/fields.rs).
@@ -101,6 +120,8 @@ class TorchAdapter:
 
     def __init__(self, torch):
         self.torch = torch
+        # Whether the adapter has started (CUDA initialized), whatever GPULEAK_TORCH_STACKS asks
+        # PyTorch to record.
         self.recording = False
         self.writer = None
         self.in_oom = False
@@ -132,22 +153,30 @@ class TorchAdapter:
         if self.recording:
             return
         self.recording = True
-        memory = self.torch.cuda.memory
-        try:
-            memory._record_memory_history(enabled="state", context="state", stacks="python")
-        except TypeError:
-            try:  # PyTorch 2.0 and older: enabled, record_context, trace_alloc_max_entries
-                memory._record_memory_history(True, record_context=True, trace_alloc_max_entries=1)
-            except Exception as e:  # noqa: BLE001
-                sys.stderr.write(f"gpuleak: cannot record PyTorch's allocator stacks: {e!r}\n")
-        except Exception as e:  # noqa: BLE001
-            sys.stderr.write(f"gpuleak: cannot record PyTorch's allocator stacks: {e!r}\n")
+        stacks = torch_stacks()
+        if stacks != "none":
+            self._record(stacks)
         attach = getattr(getattr(self.torch, "_C", None), "_cuda_attach_out_of_memory_observer", None)
         if attach is not None:
             try:
                 attach(self.on_oom)
             except Exception:  # noqa: BLE001
                 pass
+
+    def _record(self, stacks):
+        """Turns on the allocator's recording of `stacks` (python or all) for each live block."""
+        memory = self.torch.cuda.memory
+        try:
+            memory._record_memory_history(enabled="state", context="state", stacks=stacks)
+        except TypeError:
+            try:  # PyTorch 2.0 and older: enabled, record_context, trace_alloc_max_entries
+                memory._record_memory_history(
+                    True, record_context=True, trace_alloc_max_entries=1, record_context_cpp=stacks == "all"
+                )
+            except Exception as e:  # noqa: BLE001
+                sys.stderr.write(f"gpuleak: cannot record PyTorch's allocator stacks: {e!r}\n")
+        except Exception as e:  # noqa: BLE001
+            sys.stderr.write(f"gpuleak: cannot record PyTorch's allocator stacks: {e!r}\n")
 
     def on_oom(self, device, alloc, device_allocated, device_free):
         """PyTorch's out-of-memory observer: the state, before torch raises."""
@@ -282,9 +311,29 @@ def _blocks(w, state, address, chunk):
     w.write(BLOCKS, rec)
 
 
+def _is_python_file(filename):
+    """Whether a frame's file is Python source (PyTorch's C++ frames, under
+    GPULEAK_TORCH_STACKS=all, name C++ sources or `??`)."""
+    return filename.endswith((".py", ".pyw")) or filename.startswith("<")
+
+
+def _kept_frames(frames):
+    """At most MAX_FRAMES of a stack, innermost first: with C++ frames among them, every Python
+    frame first (the user's line is one of them), then the innermost C++ frames."""
+    if len(frames) <= MAX_FRAMES:
+        return frames
+    python = [i for i, f in enumerate(frames) if _is_python_file(str(f.get("filename", "?")))]
+    keep = set(python[:MAX_FRAMES])
+    for i in range(len(frames)):
+        if len(keep) >= MAX_FRAMES:
+            break
+        keep.add(i)
+    return [frames[i] for i in sorted(keep)]
+
+
 def _frames(w, state, frames, ids):
-    """The id of a block's Python stack in this state, written the first time it is met."""
-    key = tuple((f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in frames[:MAX_FRAMES])
+    """The id of a block's stack in this state, written the first time it is met."""
+    key = tuple((f.get("filename", "?"), f.get("line", 0), f.get("name", "?")) for f in _kept_frames(frames))
     found = ids.get(key)
     if found is not None:
         return found
@@ -648,6 +697,16 @@ def _is_framework_file(filename):
     return any(p in ("torch", "cupy", "cupy_backends", "jax", "jaxlib", "gpuleak") for p in parts)
 
 
+def user_frame(frames):
+    """The index of the user's frame in (file, line, function) frames, innermost first: the
+    first Python frame outside the frameworks, else the first frame outside them, else the
+    first; the analyzer's rule (analyzer/src/frameworks/join.rs)."""
+    for i, f in enumerate(frames):
+        if _is_python_file(f[0]) and not _is_framework_file(f[0]):
+            return i
+    return next((i for i, f in enumerate(frames) if not _is_framework_file(f[0])), 0)
+
+
 def is_framework_stack(frames):
     """Whether an allocation's stack (gpuleak Frames) passes through a framework's Python code:
     driver memory that the framework's allocator holds, judged on its tensors instead."""
@@ -695,7 +754,7 @@ def tensor_sites():
             return None
     sites = {}
     for size, frames in blocks:
-        user = next((f for f in frames if not _is_framework_file(f[0])), frames[0] if frames else ("?", 0, "?"))
+        user = frames[user_frame(frames)] if frames else ("?", 0, "?")
         bytes_, first = sites.get(user, (0, frames))
         sites[user] = (bytes_ + size, first)
     return sites

@@ -157,6 +157,81 @@ fn a_tensor_kept_in_a_global_is_a_leak_at_its_line_and_the_cache_is_not() {
     assert_eq!(torch(&doc)["outside"], serde_json::json!([]));
 }
 
+/// The functions of the stack of the largest tensor site.
+fn site_functions(doc: &serde_json::Value) -> Vec<String> {
+    torch(doc)["devices"][0]["sites"][0]["stack"]
+        .as_array()
+        .expect("a stack")
+        .iter()
+        .map(|f| f["function"].as_str().unwrap_or("").to_string())
+        .collect()
+}
+
+/// `GPULEAK_TORCH_STACKS=all` asks PyTorch for C++ frames too: they are kept, and the line is
+/// still the user's Python line; by default there are none.
+#[test]
+fn torch_stacks_all_keeps_cpp_frames_and_the_user_s_python_line() {
+    let line = at("KEPT.append(torch.empty(100 << 10, device=\"cuda\"))  # the leak");
+    for (stacks, cpp) in [("all", true), ("python", false)] {
+        let dir = TempDir::new();
+        run_mode(dir.path(), "leak", &[("GPULEAK_TORCH_STACKS", stacks)]);
+        let doc = report(dir.path());
+        let leaks = findings(&doc, "tensor-leak");
+        assert_eq!(leaks.len(), 1, "{stacks}: {leaks:?}");
+        assert!(
+            leaks[0]["message"].as_str().unwrap().contains(&line),
+            "{stacks}: {}",
+            leaks[0]
+        );
+        assert_eq!(leaks[0]["bytes"], 4 * (100 << 10));
+        assert_eq!(torch(&doc)["devices"][0]["sites"][0]["line"], line);
+        let functions = site_functions(&doc);
+        assert_eq!(
+            functions.iter().any(|f| f == "at::native::empty_cuda"),
+            cpp,
+            "{stacks}: {functions:?}"
+        );
+    }
+}
+
+/// `GPULEAK_TORCH_STACKS=none` turns no recording on: the tensors are still counted and joined
+/// (the same bytes, equal to PyTorch's counters), without their line.
+#[test]
+fn torch_stacks_none_counts_the_tensors_without_their_line() {
+    let dir = TempDir::new();
+    run_mode(dir.path(), "leak", &[("GPULEAK_TORCH_STACKS", "none")]);
+    let doc = report(dir.path());
+    let leaks = findings(&doc, "tensor-leak");
+    assert_eq!(leaks.len(), 1, "{leaks:?}");
+    assert!(
+        leaks[0]["message"].as_str().unwrap().contains("an unknown line"),
+        "{}",
+        leaks[0]
+    );
+    assert_eq!(leaks[0]["bytes"], 4 * (100 << 10));
+    let d = &torch(&doc)["devices"][0];
+    assert_eq!(d["live_bytes"], d["counters"]["allocated"]);
+    assert_eq!(d["reserved_bytes"], d["counters"]["reserved"]);
+    assert_eq!(site_functions(&doc), Vec::<String>::new());
+}
+
+/// A bad value says so in one line and records Python frames.
+#[test]
+fn a_bad_torch_stacks_setting_says_so_once_and_records_python_frames() {
+    let dir = TempDir::new();
+    let out = run_mode(dir.path(), "leak", &[("GPULEAK_TORCH_STACKS", "cpp")]);
+    let (_, stderr) = text(&out);
+    let said: Vec<&str> = stderr.lines().filter(|l| l.contains("GPULEAK_TORCH_STACKS")).collect();
+    assert_eq!(
+        said,
+        ["gpuleak: GPULEAK_TORCH_STACKS='cpp' is not one of python, all, none; using python"],
+        "{stderr}"
+    );
+    let doc = report(dir.path());
+    let line = at("KEPT.append(torch.empty(100 << 10, device=\"cuda\"))  # the leak");
+    assert_eq!(torch(&doc)["devices"][0]["sites"][0]["line"], line);
+}
+
 #[test]
 fn tensors_all_freed_leave_a_cache_that_is_no_leak() {
     let dir = TempDir::new();

@@ -240,3 +240,27 @@ def test_markers_are_registered_without_the_plugin_on(pytester):
     )
     result = pytester.runpytest_subprocess("--strict-markers")
     result.assert_outcomes(passed=1)
+
+
+def test_a_long_stack_with_cpp_frames_keeps_every_python_frame_and_the_user_s_line():
+    from gpuleak import _frameworks
+
+    cpp = [{"filename": "??", "line": 0, "name": f"c{i}"} for i in range(40)]
+    python = [
+        {"filename": "/venv/lib/python3.11/site-packages/torch/nn/modules/linear.py", "line": 125, "name": "forward"},
+        {"filename": "/home/me/train.py", "line": 18, "name": "step"},
+        {"filename": "/home/me/train.py", "line": 30, "name": "<module>"},
+    ]
+    frames = cpp[:30] + python[:2] + cpp[30:] + python[2:]
+    kept = _frameworks._kept_frames(frames)
+    assert len(kept) == _frameworks.MAX_FRAMES
+    assert [f for f in kept if f["filename"] != "??"] == python
+    assert kept[:29] == cpp[:29], "then the innermost C++ frames"
+    # A short stack is kept whole.
+    assert _frameworks._kept_frames(frames[:10]) == frames[:10]
+    # The user's frame is the first Python frame outside the frameworks, C++ frames before it.
+    triples = [(f["filename"], f["line"], f["name"]) for f in kept]
+    assert triples[_frameworks.user_frame(triples)] == ("/home/me/train.py", 18, "step")
+    # Without a Python frame of the user's, the first frame outside the frameworks.
+    assert _frameworks.user_frame([("??", 0, "a"), ("/x/torch/f.py", 1, "g")]) == 0
+    assert _frameworks.user_frame([("/x/torch/f.py", 1, "g")]) == 0

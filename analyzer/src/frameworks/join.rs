@@ -147,10 +147,20 @@ fn is_framework_file(file: &str) -> bool {
             .any(|d| matches!(d, "torch" | "cupy" | "cupy_backends" | "jax" | "jaxlib" | "gpuleak"))
 }
 
-/// The index of the user's frame: the first outside the framework (the first frame if all
-/// are inside).
+/// Whether a frame's file is Python source: PyTorch's C++ frames (`GPULEAK_TORCH_STACKS=all`)
+/// name C++ sources or `??`.
+fn is_python_file(file: &str) -> bool {
+    file.ends_with(".py") || file.ends_with(".pyw") || file.starts_with('<')
+}
+
+/// The index of the user's frame: the first Python frame outside the framework, else the
+/// first frame outside it, else the first.
 pub fn user_frame(frames: &[PyFrame]) -> usize {
-    frames.iter().position(|f| !is_framework_file(&f.file)).unwrap_or(0)
+    frames
+        .iter()
+        .position(|f| is_python_file(&f.file) && !is_framework_file(&f.file))
+        .or_else(|| frames.iter().position(|f| !is_framework_file(&f.file)))
+        .unwrap_or(0)
 }
 
 /// Who made a driver allocation outside the framework: a CUDA library in its stack, else a

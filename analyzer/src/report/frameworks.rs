@@ -30,14 +30,18 @@ pub fn frames(frames: &[PyFrame], user: usize) -> Vec<Frame> {
     frames
         .iter()
         .enumerate()
-        .map(|(i, f)| Frame {
-            function: Some(f.function.clone()),
-            file: Some(f.file.clone()),
-            line: Some(f.line),
-            module: None,
-            address: 0,
-            inlined: false,
-            user: i == user,
+        .map(|(i, f)| {
+            // PyTorch's C++ frames without debug information name no file (`??`, line 0).
+            let known = !f.file.is_empty() && f.file != "??";
+            Frame {
+                function: Some(f.function.clone()),
+                file: known.then(|| f.file.clone()),
+                line: known.then_some(f.line),
+                module: None,
+                address: 0,
+                inlined: false,
+                user: i == user,
+            }
         })
         .collect()
 }

@@ -112,13 +112,26 @@ class ExpandableSegment(Segment):
         return freed
 
 
-def _python_frames():
-    """The caller's Python stack, innermost first, as PyTorch records it."""
+def _python_frames(cpp=False):
+    """The caller's Python stack, innermost first, as PyTorch records it; with `cpp`
+    (`stacks="all"`), interleaved with C++ frames as PyTorch's combined traceback lays them out:
+    the allocator's and the operator's innermost, each Python frame before the interpreter's
+    frame that ran it, and the interpreter's start outermost."""
     frames = []
+    if cpp:
+        frames += [
+            {"filename": "??", "line": 0, "name": "c10::cuda::CUDACachingAllocator::Native::DeviceCachingAllocator::malloc"},
+            {"filename": "/pytorch/aten/src/ATen/native/cuda/TensorFactories.cu", "line": 60, "name": "at::native::empty_cuda"},
+            {"filename": "/pytorch/torch/csrc/utils/python_arg_parser.cpp", "line": 1041, "name": "torch::autograd::THPVariable_empty"},
+        ]
     f = sys._getframe(2)
     while f is not None:
         frames.append({"filename": f.f_code.co_filename, "line": f.f_lineno, "name": f.f_code.co_name})
+        if cpp:
+            frames.append({"filename": "??", "line": 0, "name": "_PyEval_EvalFrameDefault"})
         f = f.f_back
+    if cpp:
+        frames += [{"filename": "??", "line": 0, "name": "Py_RunMain"}, {"filename": "??", "line": 0, "name": "main"}]
     return frames
 
 
@@ -130,6 +143,7 @@ class Allocator:
         _check(cu.cuCtxSetCurrent(self.ctx))
         self.segments = []
         self.recording = False
+        self.cpp = False
         self.allocated = 0
         self.reserved = 0
         self.peak_reserved = 0
@@ -162,7 +176,7 @@ class Allocator:
             block.size = size
         block.state = "active_allocated"
         block.requested = nbytes
-        block.frames = _python_frames() if self.recording else []
+        block.frames = _python_frames(self.cpp) if self.recording else []
         self.allocated += block.size
         return block
 

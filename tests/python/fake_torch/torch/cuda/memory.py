@@ -19,6 +19,7 @@ def _record_memory_history(enabled="all", context="all", stacks="all", max_entri
 
     _lazy_init()
     _alloc().recording = enabled is not None and context is not None
+    _alloc().cpp = stacks == "all"
 
 
 def _snapshot(device=None):
