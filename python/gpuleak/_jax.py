@@ -25,6 +25,7 @@ out: compiled code that JAX caches for the life of the process is no leak.
 """
 
 import atexit
+import re
 import sys
 
 from . import _pprof
@@ -37,6 +38,19 @@ def _ordinal(device):
     return int(hardware) if hardware is not None else int(getattr(device, "id", 0))
 
 
+_OUT_OF_MEMORY = re.compile(r"RESOURCE_EXHAUSTED\b.*?\b(\d+) ?(?:bytes|B)\b", re.S)
+
+
+def out_of_memory_request(error):
+    """The bytes an XLA out-of-memory error (`XlaRuntimeError` or `JaxRuntimeError`,
+    `RESOURCE_EXHAUSTED: Out of memory while trying to allocate N bytes.`) asked for; None for
+    any other error."""
+    if not isinstance(error, Exception) or "RuntimeError" not in type(error).__name__:
+        return None
+    found = _OUT_OF_MEMORY.search(str(error))
+    return int(found.group(1)) if found else None
+
+
 class JaxAdapter:
     """JAX's live buffers, once the program has imported jax and started a backend."""
 
@@ -46,8 +60,40 @@ class JaxAdapter:
         self.exited = False
 
     def attach(self):
-        """Registers the exit state (after jax's own handlers, so it runs before them)."""
+        """Registers the exit state (after jax's own handlers, so it runs before them), and
+        watches for an out-of-memory error that ends the program."""
         atexit.register(self.at_exit)
+        previous = sys.excepthook
+        adapter = self
+
+        def gpuleak_excepthook(kind, value, traceback):
+            try:
+                adapter.on_uncaught(value)
+            finally:
+                previous(kind, value, traceback)
+
+        gpuleak_excepthook.__wrapped__ = previous
+        sys.excepthook = gpuleak_excepthook
+
+    def on_uncaught(self, error):
+        """JAX has no out-of-memory observer. XLA's allocator raises `RESOURCE_EXHAUSTED` ("Out
+        of memory while trying to allocate N bytes"); when that error ends the program, the
+        state is written (its buffers are still live, held by the traceback's frames) with the
+        request, XLA's bytes in use and what its limit leaves (`bytes_limit` less
+        `pool_bytes`) as the device's free bytes."""
+        requested = out_of_memory_request(error)
+        if requested is None:
+            return
+        try:
+            device = self.jax.local_devices()[0]
+            stats = device.memory_stats() or {}
+            ordinal = _ordinal(device)
+        except Exception:  # noqa: BLE001 - the state matters more than these numbers
+            stats, ordinal = {}, 0
+        in_use = int(stats.get("bytes_in_use", 0))
+        pool = int(stats.get("pool_bytes", stats.get("bytes_reserved", 0)))
+        free = max(int(stats.get("bytes_limit", pool)) - pool, 0)
+        self.dump("oom", oom=(ordinal, requested, in_use, free))
 
     def started(self):
         """Whether the program has started a JAX backend (never starts one)."""
@@ -59,7 +105,7 @@ class JaxAdapter:
             self.exited = True
             self.dump("exit")
 
-    def dump(self, reason, snapshot=0):
+    def dump(self, reason, snapshot=0, oom=None):
         """Writes the live buffers' state; its number, or 0 when nothing was written (no
         backend started, or JAX computes on the CPU: host memory is no device's)."""
         try:
@@ -70,7 +116,7 @@ class JaxAdapter:
             if not self.writer.available:
                 return 0
             snap, stats = self.snapshot()
-            return _write_state(self.writer, "jax", reason, snapshot, snap, stats)
+            return _write_state(self.writer, "jax", reason, snapshot, snap, stats, oom=oom)
         except Exception as e:  # noqa: BLE001 - the program's own work comes first
             sys.stderr.write(f"gpuleak: cannot write JAX's device memory state: {e!r}\n")
             return 0

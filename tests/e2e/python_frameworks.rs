@@ -33,6 +33,15 @@ fn run_mode(dir: &Path, mode: &str, env: &[(&str, &str)]) -> Output {
 /// `gpuleak run -- python SCRIPT MODE` in `dir`, with `stand_in` (a stand-in framework) on
 /// `PYTHONPATH` and `env` set; the script must print `done` and the package must not complain.
 fn run_script(dir: &Path, name: &str, stand_in: Option<&Path>, mode: &str, env: &[(&str, &str)]) -> Output {
+    let out = run_script_to_its_end(dir, name, stand_in, mode, env);
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
+    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
+    out
+}
+
+/// [`run_script`] for a script that may end otherwise (an error it does not catch).
+fn run_script_to_its_end(dir: &Path, name: &str, stand_in: Option<&Path>, mode: &str, env: &[(&str, &str)]) -> Output {
     let python = pkgenv_python();
     let mut cmd = python_clean(sim_command(gpuleak_bin()));
     cmd.current_dir(dir)
@@ -47,11 +56,7 @@ fn run_script(dir: &Path, name: &str, stand_in: Option<&Path>, mode: &str, env: 
     for (k, v) in env {
         cmd.env(k, v);
     }
-    let out = output_of(&mut cmd);
-    let (stdout, stderr) = text(&out);
-    assert!(stdout.contains("done\n"), "{mode}: {stdout}\n{stderr}");
-    assert!(!stderr.contains("gpuleak: cannot"), "{mode}: {stderr}");
-    out
+    output_of(&mut cmd)
 }
 
 /// `pytest --gpuleak TESTS` under `gpuleak run` with `stand_in` on `PYTHONPATH`: the test that
@@ -829,6 +834,51 @@ fn jax(doc: &serde_json::Value) -> &serde_json::Value {
     assert_eq!(frameworks.len(), 1, "{frameworks:?}");
     assert_eq!(frameworks[0]["framework"], "jax");
     &frameworks[0]
+}
+
+/// JAX has no out-of-memory observer: XLA's `RESOURCE_EXHAUSTED` error that ends the program
+/// writes the state, with the request, before the interpreter prints it. Its twin fits.
+#[test]
+fn jax_out_of_memory_that_ends_the_program_names_the_line_holding_the_arrays_and_a_run_that_fits_has_none() {
+    let dir = TempDir::new();
+    let limit = (8u64 << 20).to_string();
+    let out = run_script_to_its_end(
+        dir.path(),
+        "fw_jax.py",
+        Some(&script("fake_jax")),
+        "oom",
+        &[("FAKE_JAX_MEMORY_LIMIT", &limit)],
+    );
+    let (stdout, stderr) = text(&out);
+    assert_ne!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // The program's own error still reaches the user, unchanged.
+    assert!(
+        stderr.contains("XlaRuntimeError: RESOURCE_EXHAUSTED: Out of memory while trying to allocate 1048576 bytes."),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("gpuleak: cannot"), "{stderr}");
+    let doc = report(dir.path());
+    let oom = findings(&doc, "framework-oom");
+    assert_eq!(oom.len(), 1, "{oom:?}");
+    let line = at_jax("KEPT.append(jnp.zeros(1 << 20, dtype=jnp.uint8))  # fills the memory");
+    let message = oom[0]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("JAX ran out of memory on device 0 asking for 1.0 MiB"),
+        "{message}"
+    );
+    assert!(message.contains(&line), "{message}");
+    assert_eq!(oom[0]["requested"], 1 << 20);
+    assert_eq!(oom[0]["live_bytes"], 8 << 20);
+
+    let fits = TempDir::new();
+    run_script(
+        fits.path(),
+        "fw_jax.py",
+        Some(&script("fake_jax")),
+        "fits",
+        &[("FAKE_JAX_MEMORY_LIMIT", &(128u64 << 20).to_string())],
+    );
+    assert_eq!(findings(&report(fits.path()), "framework-oom").len(), 0);
 }
 
 #[test]

@@ -9,6 +9,8 @@
 - `check`: gpuleak.check() around a block that keeps an array, and its fixed twin whose
   allocator grows while its array dies.
 - `idle`: imports jax and never starts a backend.
+- `oom`: keeps arrays until XLA raises out of memory (FAKE_JAX_MEMORY_LIMIT), which ends the
+  program; `fits`: the same number of arrays under a limit they fit.
 
 It prints `done` at the end.
 """
@@ -63,6 +65,9 @@ def main(mode):
             z = jnp.zeros(5 << 20, dtype=jnp.uint8)  # a new region, the array dies
             del z
         print("twin passed")
+    elif mode in ("oom", "fits"):
+        for _ in range(40):
+            KEPT.append(jnp.zeros(1 << 20, dtype=jnp.uint8))  # fills the memory
     elif mode == "idle":
         print("backends", len(jax._src.xla_bridge._backends))
     print("done", flush=True)

@@ -264,3 +264,22 @@ def test_a_long_stack_with_cpp_frames_keeps_every_python_frame_and_the_user_s_li
     # Without a Python frame of the user's, the first frame outside the frameworks.
     assert _frameworks.user_frame([("??", 0, "a"), ("/x/torch/f.py", 1, "g")]) == 0
     assert _frameworks.user_frame([("/x/torch/f.py", 1, "g")]) == 0
+
+
+def test_xla_out_of_memory_errors_give_their_request_and_other_errors_nothing():
+    from gpuleak import _jax
+
+    class XlaRuntimeError(RuntimeError):
+        pass
+
+    class JaxRuntimeError(RuntimeError):
+        pass
+
+    message = "RESOURCE_EXHAUSTED: Out of memory while trying to allocate 17179869184 bytes."
+    assert _jax.out_of_memory_request(XlaRuntimeError(message)) == 17179869184
+    assert _jax.out_of_memory_request(JaxRuntimeError(message)) == 17179869184
+    bfc = "RESOURCE_EXHAUSTED: Failed to allocate request for 16.00GiB (17179869184B) on device ordinal 0"
+    assert _jax.out_of_memory_request(XlaRuntimeError(bfc)) == 17179869184
+    assert _jax.out_of_memory_request(XlaRuntimeError("INVALID_ARGUMENT: shapes 4 bytes")) is None
+    assert _jax.out_of_memory_request(ValueError(message)) is None
+    assert _jax.out_of_memory_request(KeyboardInterrupt()) is None

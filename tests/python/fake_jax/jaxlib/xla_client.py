@@ -2,6 +2,8 @@
 regions that are real driver allocations (cuMemAlloc through cuda-bindings), a new region of
 at least REGION bytes when none has room; freed buffers stay in their region."""
 
+import os
+
 from cuda.bindings import driver as cu
 
 ROUND = 256
@@ -13,6 +15,10 @@ def _check(result):
     if err != cu.CUresult.CUDA_SUCCESS:
         raise RuntimeError(f"fake jaxlib: CUDA call failed with {err.name}")
     return values[0] if len(values) == 1 else tuple(values)
+
+
+class XlaRuntimeError(RuntimeError):
+    """What XLA raises (`jaxlib.xla_extension.XlaRuntimeError`), out of memory among others."""
 
 
 class Device:
@@ -56,6 +62,8 @@ class Client:
         self.live = {}  # address -> (size on device, frames innermost first, weak reference)
         self.in_use = self.peak_in_use = self.pool = self.peak_pool = 0
         self.allocs = self.largest = 0
+        limit = os.environ.get("FAKE_JAX_MEMORY_LIMIT")
+        self.limit = int(limit) if limit else None
 
     def allocate(self, nbytes):
         size = max(ROUND, (nbytes + ROUND - 1) // ROUND * ROUND)
@@ -66,6 +74,10 @@ class Client:
                     best = (region, offset, room)
         if best is None:
             total = max(REGION, size)
+            if self.limit is not None and self.pool + total > self.limit:
+                raise XlaRuntimeError(
+                    f"RESOURCE_EXHAUSTED: Out of memory while trying to allocate {size} bytes."
+                )
             base = int(_check(cu.cuMemAlloc(total)))
             region = [base, total, {}]
             self.regions.append(region)
