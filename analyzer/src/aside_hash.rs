@@ -61,6 +61,17 @@ impl<K: Hash + Eq + Copy, V> AsideHashMap<K, V> {
         self.table.remove(key)
     }
 
+    /// Removes the entry at `key`, dropping it where it lies (cheaper than moving it out
+    /// with [`remove`](Self::remove) only to drop it); whether there was one.
+    #[inline]
+    pub fn delete(&mut self, key: &K) -> bool {
+        if self.newest.as_ref().is_some_and(|(k, _)| k == key) {
+            self.newest = None;
+            return true;
+        }
+        !self.table.is_empty() && self.table.remove(key).is_some()
+    }
+
     /// The entry at `key`.
     #[inline]
     pub fn get(&self, key: &K) -> Option<&V> {
@@ -116,8 +127,9 @@ mod tests {
             state ^= state >> 7;
             state ^= state << 17;
             let key = state % 24;
-            match state % 7 {
+            match state % 8 {
                 0..=1 => assert_eq!(aside.remove(&key), plain.remove(&key), "step {step}"),
+                7 => assert_eq!(aside.delete(&key), plain.remove(&key).is_some(), "step {step}"),
                 2 => {
                     if let (Some(a), Some(p)) = (aside.get_mut(&key), plain.get_mut(&key)) {
                         *a += 1;

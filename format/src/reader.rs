@@ -293,23 +293,121 @@ impl<'a> BlockReader<'a> {
 }
 
 impl<'a> BlockReader<'a> {
-    /// The next record if it is an allocation or a free that [`crate::quick`] reads, built
-    /// where the caller puts it (a run's slot) rather than moved there from
-    /// [`Record::decode`]'s answer; `None` leaves the block as it was, for
-    /// [`Record::decode`] to read (as [`Iterator::next`] does after it).
+    /// The next record if it is an allocation or a free that [`crate::quick`] reads, written
+    /// where `slot` keeps it (see [`crate::quick::decode_into`]); `false` leaves the block
+    /// and the slot's owner as they were, for [`Record::decode`] to read (as
+    /// [`Iterator::next`] does after it).
     #[inline(always)]
-    fn next_quick(&mut self) -> Option<Entry<'a>> {
+    fn next_quick(&mut self, slot: &mut impl EntrySlot<'a>) -> bool {
         if self.done {
-            return None;
+            return false;
         }
-        let at = self.offset + self.pos as u64;
-        let (record, n) = crate::quick::decode(self.bytes.get(self.pos..)?, &mut self.state)?;
-        self.pos += n;
-        Some(Entry {
-            tid: self.tid,
-            offset: at,
-            record,
-        })
+        let Some(data) = self.bytes.get(self.pos..) else {
+            return false;
+        };
+        slot.locate(self.tid, self.offset + self.pos as u64);
+        match crate::quick::decode_into(data, &mut self.state, slot) {
+            Some(n) => {
+                self.pos += n;
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Where [`BlockReader::next_quick`] writes an entry.
+trait EntrySlot<'a>: crate::quick::Slot<'a> {
+    /// The entry read next was written by thread `tid` at file offset `offset`.
+    fn locate(&mut self, tid: u32, offset: u64);
+}
+
+/// The entries a [`RunSlot`] starts from: constants, copied from where the program's data
+/// lies, not built on the stack first (see [`crate::quick::decode_into`]).
+const BLANK_ALLOC: Result<Entry<'static>, DecodeError> = Ok(Entry {
+    tid: 0,
+    offset: 0,
+    record: Record {
+        seq: crate::record::Seq(0),
+        time_ns: 0,
+        body: Body::Alloc(crate::quick::BLANK_ALLOC),
+    },
+});
+const BLANK_FREE: Result<Entry<'static>, DecodeError> = Ok(Entry {
+    tid: 0,
+    offset: 0,
+    record: Record {
+        seq: crate::record::Seq(0),
+        time_ns: 0,
+        body: Body::Free(crate::quick::BLANK_FREE),
+    },
+});
+
+/// The place after the last entry of a run.
+struct RunSlot<'r, 'a> {
+    tid: u32,
+    offset: u64,
+    run: &'r mut Run<'a>,
+}
+
+impl<'a> EntrySlot<'a> for RunSlot<'_, 'a> {
+    #[inline(always)]
+    fn locate(&mut self, tid: u32, offset: u64) {
+        (self.tid, self.offset) = (tid, offset);
+    }
+}
+
+impl<'a> crate::quick::Slot<'a> for RunSlot<'_, 'a> {
+    #[inline(always)]
+    fn blank(&mut self, alloc: bool) -> Option<&mut Record<'a>> {
+        self.run.reserve(1);
+        let slot = self.run.spare_capacity_mut().first_mut()?;
+        // Past the run's length: a blank not kept is overwritten by the next entry or left
+        // there, never dropped (an allocation or a free owns nothing).
+        let Ok(e) = slot.write(if alloc { BLANK_ALLOC } else { BLANK_FREE }) else {
+            return None;
+        };
+        (e.tid, e.offset) = (self.tid, self.offset);
+        Some(&mut e.record)
+    }
+
+    #[inline(always)]
+    fn keep(&mut self) {
+        let len = self.run.len();
+        // SAFETY: `blank` initialized the slot at `len`, within the capacity it reserved, and
+        // nothing touched the run since.
+        unsafe { self.run.set_len(len + 1) };
+    }
+}
+
+/// One entry on its own (the record-by-record reader's).
+struct OneSlot<'a> {
+    tid: u32,
+    offset: u64,
+    entry: Option<Result<Entry<'a>, DecodeError>>,
+    kept: bool,
+}
+
+impl<'a> EntrySlot<'a> for OneSlot<'a> {
+    #[inline(always)]
+    fn locate(&mut self, tid: u32, offset: u64) {
+        (self.tid, self.offset) = (tid, offset);
+    }
+}
+
+impl<'a> crate::quick::Slot<'a> for OneSlot<'a> {
+    #[inline(always)]
+    fn blank(&mut self, alloc: bool) -> Option<&mut Record<'a>> {
+        let Ok(e) = self.entry.insert(if alloc { BLANK_ALLOC } else { BLANK_FREE }) else {
+            return None;
+        };
+        (e.tid, e.offset) = (self.tid, self.offset);
+        Some(&mut e.record)
+    }
+
+    #[inline(always)]
+    fn keep(&mut self) {
+        self.kept = true;
     }
 }
 
@@ -321,8 +419,14 @@ impl<'a> Iterator for BlockReader<'a> {
             return None;
         }
         loop {
-            if let Some(entry) = self.next_quick() {
-                return Some(Ok(entry));
+            let mut one = OneSlot {
+                tid: 0,
+                offset: 0,
+                entry: None,
+                kept: false,
+            };
+            if self.next_quick(&mut one) {
+                return one.entry.filter(|_| one.kept);
             }
             let at = self.offset + self.pos as u64;
             return match Record::decode(&self.bytes[self.pos..], at, &mut self.state) {
@@ -405,8 +509,8 @@ fn decode_run<'a>(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
         run.shrink_to(n);
     }
     while run.len() < n {
-        if let Some(entry) = block.next_quick() {
-            run.push(Ok(entry));
+        let mut slot = RunSlot { tid: 0, offset: 0, run };
+        if block.next_quick(&mut slot) {
             continue;
         }
         match block.next() {

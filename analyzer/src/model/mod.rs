@@ -623,15 +623,17 @@ impl Model {
     /// remembered (with the stack of the free that released it) to name a later double free.
     /// False if nothing was live there.
     fn release<O: Observer>(&mut self, key: (Space, u64), free_stack: StackId, observer: &mut O) -> bool {
-        let Some(l) = self.live.remove(&key) else { return false };
-        self.forget(&l, observer);
-        self.recent.insert(
-            key,
-            Freed {
-                site: l.alloc.site(),
-                free_stack,
-            },
-        );
+        // Read where it lies and dropped there: moved out first, the whole `Live` would go
+        // through the stack at every free, in copies that the processor cannot forward from
+        // the narrower stores that made them.
+        let Some(l) = self.live.get(&key) else { return false };
+        Self::forget_in(&mut self.live_bytes, l, observer);
+        let freed = Freed {
+            site: l.alloc.site(),
+            free_stack,
+        };
+        self.live.delete(&key);
+        self.recent.insert(key, freed);
         true
     }
 
@@ -750,8 +752,14 @@ impl Model {
 
     /// Takes a no longer live allocation out of the live byte count.
     fn forget<O: Observer>(&mut self, l: &Live, observer: &mut O) {
+        Self::forget_in(&mut self.live_bytes, l, observer);
+    }
+
+    /// [`forget`](Self::forget) with only the field it changes borrowed.
+    #[inline(always)]
+    fn forget_in<O: Observer>(live_bytes: &mut u64, l: &Live, observer: &mut O) {
         if is_owned_memory(l.alloc.kind) {
-            self.live_bytes -= l.alloc.size.min(self.live_bytes);
+            *live_bytes -= l.alloc.size.min(*live_bytes);
         }
         observer.decided(Decision::Freed {
             allocation: &l.alloc,

@@ -32,6 +32,10 @@ const MAX_DECODERS: usize = 4;
 const DECODED_AHEAD: usize = 2;
 /// Batches decoded ahead of the replay at most.
 const AHEAD: usize = 4;
+/// Emptied batches the decoding thread keeps for the next ones at most: as many as can be
+/// on their way at once (in the two queues, on the two model threads, in the reader), so
+/// that none made is dropped.
+const KEPT: usize = 2 * AHEAD + 4;
 /// Pages are handed back every time the replay has gone this far...
 const RELEASE_EVERY: u64 = 8 << 20;
 /// ...up to this far behind it, so that the blocks still being merged stay mapped.
@@ -204,15 +208,17 @@ pub fn replay(
         }
         s.spawn(move || {
             let mut records = records;
+            // Emptied batches kept for the next ones: a batch is asked for before the consumers
+            // have given one back about as often as not, and one made anew then (and one
+            // dropped when two came back at once) costs the kernel's faulting and zeroing of
+            // its pages each time (nearly every batch did, before they were kept).
+            let mut kept: Vec<Batch<'_>> = Vec::new();
             loop {
-                // Batches come back emptied: one to fill, the others for the reader to decode
-                // its next runs into (a run it hands over whole becomes the batch).
+                // Batches come back emptied: each becomes a batch again (a run the reader hands
+                // over whole becomes the batch, and the reader decodes its next run into the
+                // batch's old buffer).
                 // With threads decoding ahead, they decode into every emptied batch, and a
                 // batch is most often a run they decoded, handed over whole.
-                let mut batch = match decoders {
-                    0 => empty.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH)),
-                    _ => Vec::new(),
-                };
                 while let Ok(spare) = empty.try_recv() {
                     match buffers.lock() {
                         Ok(mut b) if decoders > 0 => {
@@ -220,9 +226,14 @@ pub fn replay(
                                 b.push(spare);
                             }
                         }
+                        _ if kept.len() < KEPT => kept.push(spare),
                         _ => records.give_back(spare),
                     }
                 }
+                let mut batch = match decoders {
+                    0 => kept.pop().unwrap_or_else(|| Vec::with_capacity(BATCH)),
+                    _ => Vec::new(),
+                };
                 // Stops at the end, or when the replay is gone.
                 if !records.next_batch(&mut batch, BATCH) || to_model.send(batch).is_err() {
                     break;

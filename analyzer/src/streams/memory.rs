@@ -284,12 +284,14 @@ impl Memory {
     }
 
     /// Removes the allocation starting at `ptr`, remembering its range as freed by `free`.
-    pub fn remove(&mut self, ptr: u64, free: Op) -> Option<Live> {
-        let live = self.live.remove(ptr)?;
-        if live.info.kind != MemKind::Host {
-            self.remember_freed(ptr, live.end, live.info, free);
+    pub fn remove(&mut self, ptr: u64, free: Op) {
+        // Read where it lies, not moved out first: see `remember_freed`.
+        let Some(live) = self.live.get(ptr) else { return };
+        let (end, info) = (live.end, live.info);
+        self.live.delete(ptr);
+        if info.kind != MemKind::Host {
+            self.remember_freed(ptr, end, info, free);
         }
-        Some(live)
     }
 
     /// Memory allocated and freed by one operation (a graph launch's memory that its own free
@@ -305,6 +307,11 @@ impl Memory {
         self.remember_freed(info.ptr, end, info, free);
     }
 
+    /// Inlined, so that the range is written field by field where it is kept: a `Freed` built
+    /// on the stack and copied is read back in wide loads that straddle the narrower stores
+    /// just made, which the processor does not forward (at every free of a churning program,
+    /// the costliest instructions of the stream model's thread).
+    #[inline(always)]
     fn remember_freed(&mut self, ptr: u64, end: u64, info: AllocInfo, free: Op) {
         self.serial += 1;
         let freed = Freed {
