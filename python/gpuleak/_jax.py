@@ -69,8 +69,9 @@ class JaxAdapter:
         def gpuleak_excepthook(kind, value, traceback):
             try:
                 adapter.on_uncaught(value)
-            finally:
-                previous(kind, value, traceback)
+            except Exception:  # noqa: BLE001 - the program's error is what must be printed
+                pass
+            previous(kind, value, traceback)
 
         gpuleak_excepthook.__wrapped__ = previous
         sys.excepthook = gpuleak_excepthook

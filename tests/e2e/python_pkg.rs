@@ -730,7 +730,7 @@ fn the_package_s_python_unit_tests_pass() {
     let out = output_of(&mut cmd);
     let (stdout, stderr) = text(&out);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
-    assert!(stdout.contains("17 passed"), "{stdout}");
+    assert!(stdout.contains("18 passed"), "{stdout}");
 }
 
 /// A generated suite of `tests` tests: clean ones (a buffer allocated and freed, a buffer kept

@@ -283,3 +283,30 @@ def test_xla_out_of_memory_errors_give_their_request_and_other_errors_nothing():
     assert _jax.out_of_memory_request(XlaRuntimeError("INVALID_ARGUMENT: shapes 4 bytes")) is None
     assert _jax.out_of_memory_request(ValueError(message)) is None
     assert _jax.out_of_memory_request(KeyboardInterrupt()) is None
+
+
+def test_the_jax_hook_prints_the_program_s_error_whatever_happens_in_it(monkeypatch):
+    from gpuleak import _jax
+
+    seen = []
+    monkeypatch.setattr("sys.excepthook", lambda *a: seen.append(a[1]))
+
+    class BrokenRuntimeError(RuntimeError):
+        def __str__(self):
+            raise ValueError("no message")
+
+    class Jax:
+        def local_devices(self):
+            raise AssertionError("not asked")
+
+    adapter = _jax.JaxAdapter(Jax())
+    monkeypatch.setattr("atexit.register", lambda f: None)
+    adapter.attach()
+    import sys
+
+    error = BrokenRuntimeError()
+    sys.excepthook(BrokenRuntimeError, error, None)
+    assert seen == [error]
+    other = KeyError("x")
+    sys.excepthook(KeyError, other, None)
+    assert seen == [error, other]
