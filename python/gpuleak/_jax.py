@@ -27,6 +27,7 @@ out: compiled code that JAX caches for the life of the process is no leak.
 import atexit
 import re
 import sys
+import threading
 
 from . import _pprof
 from ._frameworks import _Writer, _write_state
@@ -61,7 +62,7 @@ class JaxAdapter:
 
     def attach(self):
         """Registers the exit state (after jax's own handlers, so it runs before them), and
-        watches for an out-of-memory error that ends the program."""
+        watches for an out-of-memory error that ends the program or one of its threads."""
         atexit.register(self.at_exit)
         previous = sys.excepthook
         adapter = self
@@ -75,10 +76,23 @@ class JaxAdapter:
 
         gpuleak_excepthook.__wrapped__ = previous
         sys.excepthook = gpuleak_excepthook
+        # The same for a thread that the error ends (the program may go on without it).
+        previous_thread = threading.excepthook
+
+        def gpuleak_thread_excepthook(args):
+            try:
+                adapter.on_uncaught(args.exc_value)
+            except Exception:  # noqa: BLE001
+                pass
+            previous_thread(args)
+
+        gpuleak_thread_excepthook.__wrapped__ = previous_thread
+        threading.excepthook = gpuleak_thread_excepthook
 
     def on_uncaught(self, error):
         """JAX has no out-of-memory observer. XLA's allocator raises `RESOURCE_EXHAUSTED` ("Out
-        of memory while trying to allocate N bytes"); when that error ends the program, the
+        of memory while trying to allocate N bytes"); when that error ends the program (or a
+        thread), the
         state is written (its buffers are still live, held by the traceback's frames) with the
         request, XLA's bytes in use and what its limit leaves (`bytes_limit` less
         `pool_bytes`) as the device's free bytes."""

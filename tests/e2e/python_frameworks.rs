@@ -881,6 +881,30 @@ fn jax_out_of_memory_that_ends_the_program_names_the_line_holding_the_arrays_and
     assert_eq!(findings(&report(fits.path()), "framework-oom").len(), 0);
 }
 
+/// The same error ending a thread: the state is written then, and the program goes on.
+#[test]
+fn jax_out_of_memory_that_ends_a_thread_names_the_line_holding_the_arrays() {
+    let dir = TempDir::new();
+    let out = run_script(
+        dir.path(),
+        "fw_jax.py",
+        Some(&script("fake_jax")),
+        "oom-thread",
+        &[("FAKE_JAX_MEMORY_LIMIT", &(8u64 << 20).to_string())],
+    );
+    let (stdout, stderr) = text(&out);
+    assert!(stdout.contains("thread ended with 8 arrays"), "{stdout}");
+    assert!(stderr.contains("XlaRuntimeError: RESOURCE_EXHAUSTED"), "{stderr}");
+    let doc = report(dir.path());
+    let oom = findings(&doc, "framework-oom");
+    assert_eq!(oom.len(), 1, "{oom:?}");
+    let line = at_jax("KEPT.append(jnp.zeros(1 << 20, dtype=jnp.uint8))  # fills the memory in a thread");
+    assert!(oom[0]["message"].as_str().unwrap().contains(&line), "{}", oom[0]);
+    assert_eq!(oom[0]["live_bytes"], 8 << 20);
+    // The arrays were freed before exit: no leak.
+    assert_eq!(findings(&doc, "tensor-leak").len(), 0);
+}
+
 #[test]
 fn a_jax_array_kept_in_a_global_is_a_leak_at_its_line_and_xla_s_region_is_not() {
     let dir = TempDir::new();

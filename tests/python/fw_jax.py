@@ -10,7 +10,8 @@
   allocator grows while its array dies.
 - `idle`: imports jax and never starts a backend.
 - `oom`: keeps arrays until XLA raises out of memory (FAKE_JAX_MEMORY_LIMIT), which ends the
-  program; `fits`: the same number of arrays under a limit they fit.
+  program; `fits`: the same number of arrays under a limit they fit; `oom-thread`: the same in
+  a thread that the error ends, the program going on (the arrays freed before exit).
 
 It prints `done` at the end.
 """
@@ -68,6 +69,18 @@ def main(mode):
     elif mode in ("oom", "fits"):
         for _ in range(40):
             KEPT.append(jnp.zeros(1 << 20, dtype=jnp.uint8))  # fills the memory
+    elif mode == "oom-thread":
+        import threading
+
+        def fill():
+            for _ in range(40):
+                KEPT.append(jnp.zeros(1 << 20, dtype=jnp.uint8))  # fills the memory in a thread
+
+        worker = threading.Thread(target=fill)
+        worker.start()
+        worker.join()
+        print("thread ended with", len(KEPT), "arrays")
+        KEPT.clear()
     elif mode == "idle":
         print("backends", len(jax._src.xla_bridge._backends))
     print("done", flush=True)
