@@ -18,12 +18,16 @@ struct Primary {
 pub struct Contexts {
     device_of: HashMap<Ctx, i32>,
     primary: HashMap<i32, Primary>,
+    /// The context created last and its device, while it is in `device_of`: asked at every
+    /// allocation of a memory report, and found without hashing.
+    newest: Option<(Ctx, i32)>,
 }
 
 impl Contexts {
     /// A context came into use (successful calls only).
     pub fn create(&mut self, r: &CtxCreate) {
         self.device_of.insert(r.ctx, r.device);
+        self.newest = Some((r.ctx, r.device));
         if matches!(r.api, Api::cuDevicePrimaryCtxRetain) {
             let p = self
                 .primary
@@ -51,7 +55,7 @@ impl Contexts {
                 }
                 let ctx = p.ctx;
                 self.primary.remove(&device);
-                self.device_of.remove(&ctx);
+                self.forget(ctx);
                 Some(ctx)
             }
             Api::cuDevicePrimaryCtxReset | Api::cuDevicePrimaryCtxReset_v2 => {
@@ -64,7 +68,7 @@ impl Contexts {
                 if r.ctx == Ctx(0) {
                     return None;
                 }
-                self.device_of.remove(&r.ctx);
+                self.forget(r.ctx);
                 self.primary.retain(|_, p| p.ctx != r.ctx);
                 Some(r.ctx)
             }
@@ -73,17 +77,20 @@ impl Contexts {
 
     /// The device of a live context.
     pub fn device(&self, ctx: Ctx) -> Option<i32> {
-        // Asked at every allocation of a memory report; most programs have one context,
-        // found without hashing.
-        if self.device_of.len() <= 1 {
-            return self
-                .device_of
-                .iter()
-                .next()
-                .filter(|(c, _)| **c == ctx)
-                .map(|(_, d)| *d);
+        // Asked at every allocation of a memory report; most programs allocate in the context
+        // they made last.
+        match self.newest {
+            Some((c, device)) if c == ctx => Some(device),
+            _ => self.device_of.get(&ctx).copied(),
         }
-        self.device_of.get(&ctx).copied()
+    }
+
+    /// `ctx` is gone.
+    fn forget(&mut self, ctx: Ctx) {
+        self.device_of.remove(&ctx);
+        if self.newest.is_some_and(|(c, _)| c == ctx) {
+            self.newest = None;
+        }
     }
 
     /// The device a device-level record names (its own field, else its context's device).
@@ -129,5 +136,41 @@ mod tests {
         };
         assert_eq!(c.destroy(&destroy), Some(Ctx(0x10)));
         assert_eq!((c.device(Ctx(0x10)), c.device(Ctx(0x20))), (None, Some(5)));
+    }
+
+    /// The newest context is answered without the table: it must never outlive its context,
+    /// nor keep an old device when its handle is made again.
+    #[test]
+    fn the_newest_context_is_forgotten_with_it_and_remade_with_its_new_device() {
+        let mut c = Contexts::default();
+        c.create(&create(0x10, 3));
+        c.create(&create(0x20, 5));
+        let destroy = |ctx| CtxDestroy {
+            api: Api::cuCtxDestroy_v2,
+            result: CuResult::SUCCESS,
+            ctx: Ctx(ctx),
+            device: -1,
+        };
+        assert_eq!(c.destroy(&destroy(0x20)), Some(Ctx(0x20)));
+        assert_eq!((c.device(Ctx(0x10)), c.device(Ctx(0x20))), (Some(3), None));
+        c.create(&create(0x20, 7));
+        assert_eq!(c.device(Ctx(0x20)), Some(7), "the handle made again, on another device");
+        c.create(&create(0x10, 9));
+        assert_eq!((c.device(Ctx(0x10)), c.device(Ctx(0x20))), (Some(9), Some(7)));
+        // A primary context released for the last time goes too.
+        let retain = CtxCreate {
+            api: Api::cuDevicePrimaryCtxRetain,
+            ..create(0x30, 2)
+        };
+        c.create(&retain);
+        assert_eq!(c.device(Ctx(0x30)), Some(2));
+        let release = CtxDestroy {
+            api: Api::cuDevicePrimaryCtxRelease_v2,
+            device: 2,
+            ..destroy(0x30)
+        };
+        assert_eq!(c.destroy(&release), Some(Ctx(0x30)));
+        assert_eq!(c.device(Ctx(0x30)), None);
+        assert_eq!((c.device(Ctx(0x10)), c.device(Ctx(0x20))), (Some(9), Some(7)));
     }
 }

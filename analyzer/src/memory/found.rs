@@ -250,6 +250,7 @@ pub struct Histogram {
 }
 
 impl Histogram {
+    #[inline]
     pub(super) fn add(&mut self, size: u64) {
         let class = (64 - size.saturating_sub(1).leading_zeros()) as usize;
         if self.counts.len() <= class {

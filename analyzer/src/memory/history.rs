@@ -222,7 +222,7 @@ impl Tracker {
         let live = s.live;
         let axis = self.axis;
         let (peak_seq, from_history_peak) = (self.peak.1, self.peak_from_history);
-        let d = self.devices.entry(device).or_insert_with(|| Device::new(&axis));
+        let d = self.devices.entry_or_insert_with(device, || Device::new(&axis));
         let version = d.peak_version;
         let same_peak = from_history_peak && d.peak.1 == peak_seq;
         let ds = d.sites.entry_or_insert_with(stack, || DeviceSite {

@@ -295,7 +295,8 @@ pub struct Tracker {
     marks: u64,
     mark_names: Vec<(String, u64)>,
     markers: Markers,
-    devices: BTreeMap<i32, Device>,
+    /// By device, in the order met (sorted at the end).
+    devices: Sites<Device, i32>,
     sites: Sites<Site>,
     live: u64,
     peak: (u64, u64, u64),
@@ -339,7 +340,7 @@ impl Tracker {
             marks: 0,
             mark_names: Vec::new(),
             markers: Markers::default(),
-            devices: BTreeMap::new(),
+            devices: Sites::default(),
             sites: Sites::default(),
             live: 0,
             peak: (0, 0, 0),
@@ -389,7 +390,8 @@ impl Tracker {
     fn event(&mut self) {
         // The last event of a bucket is done: the address spaces are looked at once per
         // bucket, at its end, before the axis moves on.
-        if self.events > 0 && (self.events + 1) % self.axis.width() == 0 {
+        // The width is a power of two: a mask, not a division at every event.
+        if self.events > 0 && (self.events + 1) & (self.axis.width() - 1) == 0 {
             self.sample_spaces();
         }
         self.events += 1;
@@ -410,8 +412,7 @@ impl Tracker {
     }
 
     fn device(&mut self, device: i32) -> &mut Device {
-        let axis = &self.axis;
-        self.devices.entry(device).or_insert_with(|| Device::new(axis))
+        device_in(&mut self.devices, &self.axis, device)
     }
 
     /// A successful allocation the model accepted, of a family that is memory (`owned`) or
@@ -419,11 +420,13 @@ impl Tracker {
     pub fn alloc(&mut self, a: &Allocation, device: i32, owned: bool, pool: bool) {
         self.event();
         let (seq, time) = self.now;
-        let axis = self.axis;
+        // The axes are borrowed, never copied: `event` has just written them field by field,
+        // and a copy reads them back in 16-byte loads that wait for those stores to retire.
+        let axis = &self.axis;
         if !owned {
             if a.kind == MemKind::VmmReserve {
-                let d = self.device(device);
-                Device::add(&axis, &mut d.vmm_reserved, i128::from(a.size));
+                let d = device_in(&mut self.devices, axis, device);
+                Device::add(axis, &mut d.vmm_reserved, i128::from(a.size));
             }
             return;
         }
@@ -437,15 +440,15 @@ impl Tracker {
             self.peak = (self.live, seq, time);
             self.peak_version += 1;
         }
-        let site_axis = self.site_axis;
-        let d = self.device(device);
-        d.site_change(&site_axis, a.stack, i128::from(a.size));
-        Device::add(&axis, &mut d.live, i128::from(a.size));
-        Device::add(&axis, &mut d.granted, i128::from(granted(a.kind, a.size)));
+        let axis = &self.axis;
+        let d = device_in(&mut self.devices, axis, device);
+        d.site_change(&self.site_axis, a.stack, i128::from(a.size));
+        Device::add(axis, &mut d.live, i128::from(a.size));
+        Device::add(axis, &mut d.granted, i128::from(granted(a.kind, a.size)));
         d.granted_peak = d.granted_peak.max(d.granted.value());
-        Device::add(&axis, &mut d.allocations, 1);
+        Device::add(axis, &mut d.allocations, 1);
         if pool {
-            Device::add(&axis, &mut d.pool, i128::from(a.size));
+            Device::add(axis, &mut d.pool, i128::from(a.size));
         }
         if d.live.value() > d.peak.0 {
             d.peak = (d.live.value(), seq, time);
@@ -461,24 +464,25 @@ impl Tracker {
     pub fn free(&mut self, a: &Allocation, device: i32, owned: bool) {
         self.event();
         let seq = self.now.0;
-        let axis = self.axis;
+        // Borrowed, not copied, as in `alloc`.
+        let axis = &self.axis;
         if !owned {
             if a.kind == MemKind::VmmReserve {
-                let d = self.device(device);
-                Device::add(&axis, &mut d.vmm_reserved, -i128::from(a.size));
+                let d = device_in(&mut self.devices, axis, device);
+                Device::add(axis, &mut d.vmm_reserved, -i128::from(a.size));
             }
             return;
         }
         let pool = self.site_change(a, device, false, -i128::from(a.size), seq.saturating_sub(a.seq.0));
         self.live -= a.size.min(self.live);
-        let site_axis = self.site_axis;
-        let d = self.device(device);
-        d.site_change(&site_axis, a.stack, -i128::from(a.size));
-        Device::add(&axis, &mut d.live, -i128::from(a.size));
-        Device::add(&axis, &mut d.granted, -i128::from(granted(a.kind, a.size)));
-        Device::add(&axis, &mut d.frees, 1);
+        let axis = &self.axis;
+        let d = device_in(&mut self.devices, axis, device);
+        d.site_change(&self.site_axis, a.stack, -i128::from(a.size));
+        Device::add(axis, &mut d.live, -i128::from(a.size));
+        Device::add(axis, &mut d.granted, -i128::from(granted(a.kind, a.size)));
+        Device::add(axis, &mut d.frees, 1);
         if pool {
-            Device::add(&axis, &mut d.pool, -i128::from(a.size));
+            Device::add(axis, &mut d.pool, -i128::from(a.size));
         }
         if has_address(a.kind) {
             d.space.remove(a.ptr.0);
@@ -688,7 +692,9 @@ impl Tracker {
         self.sample_spaces();
         let axis = self.axis;
         let mut devices = Vec::new();
-        for (device, mut d) in std::mem::take(&mut self.devices) {
+        let mut by_device: Vec<(i32, Device)> = std::mem::take(&mut self.devices).into_iter().collect();
+        by_device.sort_unstable_by_key(|(device, _)| *device);
+        for (device, mut d) in by_device {
             let last = |s: &mut Series| s.points(&axis).iter().map(|p| p.last).collect::<Vec<u64>>();
             let max = |s: &mut Series| s.points(&axis).iter().map(|p| p.max).collect::<Vec<u64>>();
             let (peak_sites, stacked) = d.site_results(&self.site_axis);
@@ -827,6 +833,13 @@ impl Observer for Tracker {
             Decision::Teardown { .. } => {}
         }
     }
+}
+
+/// The device's state in `devices`, made on `axis` if it has none. A function of the fields,
+/// not a method, so that the caller keeps borrowing the tracker's axes beside it.
+#[inline]
+fn device_in<'a>(devices: &'a mut Sites<Device, i32>, axis: &Axis, device: i32) -> &'a mut Device {
+    devices.entry_or_insert_with(device, || Device::new(axis))
 }
 
 /// The bytes the driver grants for `size` asked for in family `kind`, by [`GRANTED_RULE`]:

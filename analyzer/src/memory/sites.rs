@@ -1,22 +1,27 @@
-//! Per-site state by stack id, with the site asked last found without hashing.
+//! Per-site state by stack id (and per-device state by device), with the one asked last found
+//! without hashing.
 //!
 //! The memory pass changes a site's bytes at every allocation and free, twice (the process's
-//! share and the device's); a program allocates from one site many times in a row.
+//! share and the device's), and its device's series; a program allocates from one site, on
+//! one device, many times in a row.
+
+use std::hash::Hash;
 
 use gpuleak_format::StackId;
 
 use crate::hash::HashMap;
 
-/// Values by stack id, in the order they were made; the one asked last is found first.
+/// Values by key (a stack id unless told), in the order they were made; the one asked last is
+/// found first.
 #[derive(Debug)]
-pub struct Sites<V> {
-    entries: Vec<(StackId, V)>,
-    index: HashMap<StackId, usize>,
+pub struct Sites<V, K = StackId> {
+    entries: Vec<(K, V)>,
+    index: HashMap<K, usize>,
     /// Index in `entries` of the site asked last (`usize::MAX`: none yet).
     last: usize,
 }
 
-impl<V> Default for Sites<V> {
+impl<V, K> Default for Sites<V, K> {
     fn default() -> Self {
         Sites {
             entries: Vec::new(),
@@ -26,13 +31,21 @@ impl<V> Default for Sites<V> {
     }
 }
 
-impl<V> Sites<V> {
+impl<V, K: Copy + Eq + Hash> Sites<V, K> {
     /// The value of `stack`, made by `make` if it has none.
     #[inline]
-    pub fn entry_or_insert_with(&mut self, stack: StackId, make: impl FnOnce() -> V) -> &mut V {
+    pub fn entry_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> &mut V {
         if self.entries.get(self.last).is_some_and(|(s, _)| *s == stack) {
             return &mut self.entries[self.last].1;
         }
+        self.find_or_insert_with(stack, make)
+    }
+
+    /// The rest of [`Sites::entry_or_insert_with`], out of line: the callers' fast path stays
+    /// small, without the frame that making a value needs.
+    #[cold]
+    #[inline(never)]
+    fn find_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> &mut V {
         let i = match self.index.get(&stack) {
             Some(&i) => i,
             None => {
@@ -46,12 +59,12 @@ impl<V> Sites<V> {
     }
 
     /// Every site, in the order they were made.
-    pub fn iter(&self) -> impl Iterator<Item = (&StackId, &V)> {
+    pub fn iter(&self) -> impl Iterator<Item = (&K, &V)> {
         self.entries.iter().map(|(s, v)| (s, v))
     }
 
     /// Every site, mutable.
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&StackId, &mut V)> {
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = (&K, &mut V)> {
         self.entries.iter_mut().map(|(s, v)| (&*s, v))
     }
 
@@ -61,9 +74,9 @@ impl<V> Sites<V> {
     }
 }
 
-impl<V> IntoIterator for Sites<V> {
-    type Item = (StackId, V);
-    type IntoIter = std::vec::IntoIter<(StackId, V)>;
+impl<V, K> IntoIterator for Sites<V, K> {
+    type Item = (K, V);
+    type IntoIter = std::vec::IntoIter<(K, V)>;
 
     fn into_iter(self) -> Self::IntoIter {
         self.entries.into_iter()

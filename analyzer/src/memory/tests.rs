@@ -118,6 +118,27 @@ fn the_peak_breakdown_is_each_site_at_the_moment_of_the_peak() {
     assert_eq!(m.devices[0].peak.0, 400);
 }
 
+/// The pass keeps devices in the order it meets them; the report lists them by number.
+#[test]
+fn devices_met_out_of_order_are_listed_by_number() {
+    const CTX1: Ctx = Ctx(0x5cf0_0000_0070);
+    let mut r = Run::new(Vec::new());
+    r.push(CtxCreate {
+        api: Api::cuDevicePrimaryCtxRetain,
+        result: CuResult::SUCCESS,
+        ctx: CTX1,
+        device: 1,
+        flags: 0,
+    });
+    // Device 3 first, then 1, then 3 again.
+    r.alloc_in(CTX, 0x1000, 10, 7)
+        .alloc_in(CTX1, 0x9000, 20, 7)
+        .alloc_in(CTX, 0x2000, 30, 8);
+    let m = r.finish();
+    let devices: Vec<(i32, u64)> = m.devices.iter().map(|d| (d.device, d.peak.0)).collect();
+    assert_eq!(devices, [(1, 20), (3, 40)]);
+}
+
 #[test]
 fn each_device_has_its_own_peak_breakdown_and_stacked_sites() {
     const CTX5: Ctx = Ctx(0x5cf0_0000_0050);

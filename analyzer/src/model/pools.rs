@@ -12,14 +12,24 @@ use crate::owner;
 #[derive(Debug, Default)]
 pub struct Pools {
     known: crate::hash::HashMap<StackId, bool>,
+    /// The stack asked last and its answer: asked at every allocation of a memory report,
+    /// most often for the same stack as the one before.
+    last: Option<(StackId, bool)>,
 }
 
 impl Pools {
     /// Whether `stack`'s owner module is a caching allocator (PyTorch, XLA, CuPy, RMM).
     pub fn is_pool(&mut self, stack: StackId, stacks: &HashMap<StackId, Vec<u64>>, modules: &Modules) -> bool {
-        *self.known.entry(stack).or_insert_with(|| {
+        if let Some((last, pool)) = self.last {
+            if last == stack {
+                return pool;
+            }
+        }
+        let pool = *self.known.entry(stack).or_insert_with(|| {
             let frames = stacks.get(&stack).map_or(&[][..], Vec::as_slice);
             owner::owner(frames, modules).and_then(owner::pool_of).is_some()
-        })
+        });
+        self.last = Some((stack, pool));
+        pool
     }
 }
