@@ -56,6 +56,16 @@ enum Bytes {
     Read(Vec<u8>),
 }
 
+/// Where the file at `path`, mapped as `bytes`, was cut while mapped ([`TraceFile::missing_from`]).
+fn cut_at(bytes: &Bytes, path: &Path) -> Option<u64> {
+    let Bytes::Mapped(m) = bytes else { return None };
+    // The guard knows the first page it found gone; the file's length now says where in (or
+    // before) that page the cut is.
+    let page = m.missing_from()?;
+    let now = std::fs::metadata(path).map_or(page, |m| m.len());
+    Some(page.min(now))
+}
+
 /// Why a trace could not be opened.
 #[derive(Debug)]
 pub enum OpenError {
@@ -156,15 +166,8 @@ impl TraceFile {
         let (header, segment) = match checked {
             Ok(h) => h,
             Err(e) => {
-                let cut = match &bytes {
-                    Bytes::Mapped(m) => m.missing_from(),
-                    _ => None,
-                };
-                return Err(match cut {
-                    Some(page) => {
-                        let now = std::fs::metadata(path).map_or(page, |m| m.len());
-                        OpenError::Shrunk(path.to_owned(), page.min(now))
-                    }
+                return Err(match cut_at(&bytes, path) {
+                    Some(at) => OpenError::Shrunk(path.to_owned(), at),
                     None => OpenError::Format(path.to_owned(), e),
                 });
             }
@@ -180,10 +183,10 @@ impl TraceFile {
     }
 
     /// Whether this segment of a bounded trace, or one of its later segments, is no longer the
-    /// file its name leads to: deleted (or replaced) since it was opened. The shim deletes a bounded trace's oldest
-    /// segment by its name first and only then gives its blocks back, so a file whose name
-    /// still leads to it after it was read was read whole.
-    /// Whole traces are never deleted by their writer: always `false` for them.
+    /// file its name leads to: deleted (or replaced) since it was opened. The shim deletes a
+    /// bounded trace's oldest segment by its name first and only then gives its blocks back,
+    /// so a file whose name still leads to it after it was read was read whole. Whole traces
+    /// are never deleted by their writer: always `false` for them.
     pub fn deleted_since_open(&self) -> bool {
         if self.segment.is_none() {
             return false;
@@ -270,12 +273,7 @@ impl TraceFile {
     /// its new end (its process was trimming it at exit, or another program truncated it); the
     /// bytes from there on read as zeros.
     pub fn missing_from(&self) -> Option<u64> {
-        let Bytes::Mapped(m) = &self.bytes else { return None };
-        // The guard knows the first page it found gone; the file's length now says where in
-        // (or before) that page the cut is.
-        let page = m.missing_from()?;
-        let now = std::fs::metadata(&self.path).map_or(page, |m| m.len());
-        Some(page.min(now))
+        cut_at(&self.bytes, &self.path)
     }
 
     /// The bytes to read: the file's length, with its later segments'.
