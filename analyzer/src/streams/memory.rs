@@ -151,6 +151,27 @@ pub struct Freed {
     pub free: Op,
 }
 
+/// What a freed range is written over ([`Memory::remember_freed`]); every field is then set.
+const BLANK_FREED: Freed = Freed {
+    end: 0,
+    serial: 0,
+    info: AllocInfo {
+        ptr: 0,
+        size: 0,
+        kind: MemKind::Device,
+        api: Api(0),
+        stack: StackId(0),
+    },
+    free: Op {
+        api: Api(0),
+        stack: StackId(0),
+        stream: StreamName::Host,
+        seq: Seq(0),
+        tid: 0,
+        site: 0,
+    },
+};
+
 /// What an access met.
 #[derive(Debug)]
 pub enum Touch {
@@ -193,14 +214,19 @@ impl Memory {
         let lo = info.ptr;
         let hi = lo.saturating_add(info.size.max(1));
         self.forget(lo, hi);
-        self.live.insert(
-            lo,
-            Live {
-                end: hi,
-                info,
-                accesses: Vec::new(),
-            },
-        );
+        // Written where it is kept, as `remember_freed` does, for the same reason.
+        let live = self.live.insert_in_place(lo, || Live {
+            end: 0,
+            info: BLANK_FREED.info,
+            accesses: Vec::new(),
+        });
+        live.end = hi;
+        live.info.ptr = info.ptr;
+        live.info.size = info.size;
+        live.info.kind = info.kind;
+        live.info.api = info.api;
+        live.info.stack = info.stack;
+        live.accesses.clear();
     }
 
     /// Forgets every live or freed range that overlaps [lo, hi).
@@ -284,13 +310,15 @@ impl Memory {
     }
 
     /// Removes the allocation starting at `ptr`, remembering its range as freed by `free`.
-    pub fn remove(&mut self, ptr: u64, free: Op) {
-        // Read where it lies, not moved out first: see `remember_freed`.
+    #[inline(always)]
+    pub fn remove(&mut self, ptr: u64, free: &Op) {
+        // Read where it lies, field by field, not moved out first: see `remember_freed`.
         let Some(live) = self.live.get(ptr) else { return };
-        let (end, info) = (live.end, live.info);
+        let (end, info) = (live.end, &live.info);
+        let (size, kind, api, stack) = (info.size, info.kind, info.api, info.stack);
         self.live.delete(ptr);
-        if info.kind != MemKind::Host {
-            self.remember_freed(ptr, end, info, free);
+        if kind != MemKind::Host {
+            self.remember_freed(ptr, end, size, kind, api, stack, free);
         }
     }
 
@@ -304,25 +332,36 @@ impl Memory {
             return;
         }
         self.forget(info.ptr, end);
-        self.remember_freed(info.ptr, end, info, free);
+        self.remember_freed(info.ptr, end, info.size, info.kind, info.api, info.stack, &free);
     }
 
-    /// Inlined, so that the range is written field by field where it is kept: a `Freed` built
-    /// on the stack and copied is read back in wide loads that straddle the narrower stores
-    /// just made, which the processor does not forward (at every free of a churning program,
-    /// the costliest instructions of the stream model's thread).
+    /// Inlined, with the range written field by field where it is kept
+    /// ([`AsideMap::insert_in_place`]): a `Freed` built on the stack and copied is read back
+    /// in wide loads that straddle the narrower stores just made, which the processor does not
+    /// forward (at every free of a churning program, the costliest instructions of the stream
+    /// model's thread). The allocation comes as its fields, and `free`'s are copied one by one,
+    /// for the same reason: each was just written so.
     #[inline(always)]
-    fn remember_freed(&mut self, ptr: u64, end: u64, info: AllocInfo, free: Op) {
+    #[allow(clippy::too_many_arguments)]
+    fn remember_freed(&mut self, ptr: u64, end: u64, size: u64, kind: MemKind, api: Api, stack: StackId, free: &Op) {
         self.serial += 1;
-        let freed = Freed {
-            end,
-            serial: self.serial,
-            info,
-            free,
-        };
-        self.freed.insert(ptr, freed);
-        self.freed_order.push_back((ptr, self.serial));
-        // A range is remembered for the next FREED frees.
+        let f = self.freed.insert_in_place(ptr, || BLANK_FREED);
+        f.end = end;
+        f.serial = self.serial;
+        f.info.ptr = ptr;
+        f.info.size = size;
+        f.info.kind = kind;
+        f.info.api = api;
+        f.info.stack = stack;
+        f.free.api = free.api;
+        f.free.stack = free.stack;
+        f.free.stream = free.stream;
+        f.free.seq = free.seq;
+        f.free.tid = free.tid;
+        f.free.site = free.site;
+        // A range is remembered for the next FREED frees. The older ones leave first, this one
+        // never does now: a churning program leaves the order empty between its frees, and then
+        // nothing is read back.
         while let Some(&(k, serial)) = self.freed_order.front() {
             if serial + FREED as u64 > self.serial {
                 break;
@@ -332,6 +371,7 @@ impl Memory {
                 self.freed.remove(k);
             }
         }
+        self.freed_order.push_back((ptr, self.serial));
     }
 
     /// An operation that knows `clock` touches [lo, lo + len) in `mode`: finds the memory,
@@ -485,7 +525,7 @@ mod tests {
                 4..=7 => {
                     // Mostly a live start.
                     let at = plain.live.keys().nth(next(4) as usize).copied().unwrap_or(lo);
-                    memory.remove(at, op);
+                    memory.remove(at, &op);
                     plain.remove(at, super::FREED);
                 }
                 _ => {

@@ -374,7 +374,7 @@ impl Streams {
                 nodes: [None; 2],
             });
         }
-        self.memory.remove(ptr, op);
+        self.memory.remove(ptr, &op);
         Some(info)
     }
 
@@ -409,7 +409,7 @@ impl Streams {
             self.host_learns(Known::All);
         }
         let op = Op::new(f.api, f.stack, StreamName::Host, seq, tid);
-        self.memory.remove(ptr, op);
+        self.memory.remove(ptr, &op);
     }
 
     pub(super) fn create_event(&mut self, tid: u32, seq: Seq, e: &EventCreate) {
