@@ -31,6 +31,21 @@ pub struct Allocation {
 }
 
 impl Allocation {
+    /// An allocation of nothing, to be written over field by field.
+    pub const BLANK: Allocation = Allocation {
+        kind: MemKind::Device,
+        api: Api(0),
+        via: Api(0),
+        ptr: Ptr(0),
+        size: 0,
+        stack: StackId(0),
+        seq: Seq(0),
+        time_ns: 0,
+        ctx: Ctx(0),
+        stream: Stream(0),
+        tid: 0,
+    };
+
     /// Where the allocation came from, for explaining a later bad free.
     pub fn site(&self) -> AllocSite {
         AllocSite {

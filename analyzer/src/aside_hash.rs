@@ -49,6 +49,24 @@ impl<K: Hash + Eq + Copy, V> AsideHashMap<K, V> {
         self.table.remove(&key)
     }
 
+    /// Makes the entry at `key` the newest (replacing what was there) and answers it, for the
+    /// caller to write whole: it holds `blank` or an older value until then (see
+    /// [`AsideMap::insert_in_place`](crate::aside::AsideMap::insert_in_place)).
+    #[inline(always)]
+    pub fn insert_in_place(&mut self, key: K, blank: impl FnOnce() -> V) -> &mut V {
+        if self.newest.as_ref().is_some_and(|(k, _)| *k != key) {
+            if let Some((k, older)) = self.newest.take() {
+                self.table.insert(k, older);
+            }
+        }
+        if !self.table.is_empty() {
+            self.table.remove(&key);
+        }
+        let (k, v) = self.newest.get_or_insert_with(|| (key, blank()));
+        *k = key;
+        v
+    }
+
     /// Removes the entry at `key`.
     #[inline]
     pub fn remove(&mut self, key: &K) -> Option<V> {
@@ -135,6 +153,10 @@ mod tests {
                         *a += 1;
                         *p += 1;
                     }
+                }
+                3 => {
+                    *aside.insert_in_place(key, || u64::MAX) = step;
+                    plain.insert(key, step);
                 }
                 _ => assert_eq!(aside.insert(key, step), plain.insert(key, step), "step {step}"),
             }

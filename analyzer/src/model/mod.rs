@@ -440,19 +440,6 @@ impl Model {
             return;
         }
         self.make_room(key, observer);
-        let alloc = Allocation {
-            kind,
-            api: a.api,
-            via: a.via,
-            ptr: a.ptr,
-            size: a.size,
-            stack: a.stack,
-            seq: record.seq,
-            time_ns: record.time_ns,
-            ctx: a.ctx,
-            stream: a.stream,
-            tid,
-        };
         let (device, pool) = if observer.wants_memory() {
             let device = device_of(&self.contexts, kind, a);
             let pool = is_owned_memory(kind) && self.pools.is_pool(a.stack, &self.replay.stacks, &self.replay.modules);
@@ -460,12 +447,39 @@ impl Model {
         } else {
             (0, false)
         };
+        // Written from the record where it is kept, field by field: an `Allocation` built on
+        // the stack and copied there is read back in loads wider than the stores that just
+        // made it, which the processor does not forward (the costliest instructions of the
+        // leak model at every allocation).
+        let l = self.live.insert_in_place(key, || Live {
+            alloc: Allocation::BLANK,
+            holds: 0,
+            retains: 0,
+            mappings: 0,
+            device: 0,
+        });
+        let alloc = &mut l.alloc;
+        alloc.kind = kind;
+        alloc.api = a.api;
+        alloc.via = a.via;
+        alloc.ptr = a.ptr;
+        alloc.size = a.size;
+        alloc.stack = a.stack;
+        alloc.seq = record.seq;
+        alloc.time_ns = record.time_ns;
+        alloc.ctx = a.ctx;
+        alloc.stream = a.stream;
+        alloc.tid = tid;
+        l.holds = 1;
+        l.retains = 0;
+        l.mappings = 0;
+        l.device = device;
         observer.decided(Decision::Allocated {
-            allocation: &alloc,
+            allocation: &l.alloc,
             device,
             pool,
         });
-        self.hold(key, alloc, device);
+        self.count_live(kind, a.size, record.time_ns);
     }
 
     /// A new allocation at `key`: counted; an allocation still live there lost a free the
@@ -481,22 +495,29 @@ impl Model {
     }
 
     /// Makes `alloc` live at `key`, counting its bytes (and the peak) when it is owned memory.
-    fn hold(&mut self, key: (Space, u64), alloc: Allocation, device: i32) {
+    fn hold(&mut self, key: (Space, u64), alloc: &Allocation, device: i32) {
         self.live.insert(
             key,
             Live {
-                alloc,
+                alloc: *alloc,
                 holds: 1,
                 retains: 0,
                 mappings: 0,
                 device,
             },
         );
-        if is_owned_memory(alloc.kind) {
-            self.live_bytes = self.live_bytes.saturating_add(alloc.size);
+        self.count_live(alloc.kind, alloc.size, alloc.time_ns);
+    }
+
+    /// An allocation of `size` bytes of `kind` made live at `time_ns`: counted, with the peak,
+    /// when it is owned memory.
+    #[inline(always)]
+    fn count_live(&mut self, kind: MemKind, size: u64, time_ns: u64) {
+        if is_owned_memory(kind) {
+            self.live_bytes = self.live_bytes.saturating_add(size);
             if self.live_bytes > self.replay.peak_bytes {
                 self.replay.peak_bytes = self.live_bytes;
-                self.replay.peak_time_ns = alloc.time_ns;
+                self.replay.peak_time_ns = time_ns;
             }
         }
     }
@@ -603,7 +624,7 @@ impl Model {
                 device: node.device,
                 pool: false,
             });
-            self.hold(key, alloc, node.device);
+            self.hold(key, &alloc, node.device);
         }
         for &addr in &exec.frees {
             if graph_memory(&self.live, addr) {
@@ -628,12 +649,8 @@ impl Model {
         // the narrower stores that made them.
         let Some(l) = self.live.get(&key) else { return false };
         Self::forget_in(&mut self.live_bytes, l, observer);
-        let freed = Freed {
-            site: l.alloc.site(),
-            free_stack,
-        };
+        self.recent.insert(key, &l.alloc, free_stack);
         self.live.delete(&key);
-        self.recent.insert(key, freed);
         true
     }
 

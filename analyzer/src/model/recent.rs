@@ -5,9 +5,10 @@ use std::collections::VecDeque;
 
 use crate::hash::HashMap;
 
-use gpuleak_format::StackId;
+use gpuleak_format::{Api, MemKind, StackId};
 
 use super::AllocSite;
+use crate::allocation::Allocation;
 use gpuleak_format::space::Space;
 
 /// What was freed at an address.
@@ -19,6 +20,17 @@ pub struct Freed {
     /// when asked to).
     pub free_stack: StackId,
 }
+
+/// What a remembered free is written over.
+const BLANK: Freed = Freed {
+    site: AllocSite {
+        kind: MemKind::Device,
+        api: Api(0),
+        size: 0,
+        stack: StackId(0),
+    },
+    free_stack: StackId(0),
+};
 
 /// The last `capacity` frees, by (space, pointer); older ones are forgotten first, and an
 /// address drops out as soon as it is allocated again.
@@ -46,21 +58,17 @@ impl RecentFrees {
         }
     }
 
-    /// Records a free at `key`.
-    pub fn insert(&mut self, key: (Space, u64), freed: Freed) {
+    /// Records a free at `key` of `alloc`, by the call at `free_stack`.
+    ///
+    /// The entry is written where it is kept, field by field (a `Freed` built on the stack and
+    /// copied is read back in loads wider than the stores that just made it, which the
+    /// processor does not forward), and older frees are forgotten before it is added to the
+    /// order: a program that allocates again at once keeps the order empty, and nothing just
+    /// written is read back.
+    #[inline]
+    pub fn insert(&mut self, key: (Space, u64), alloc: &Allocation, free_stack: StackId) {
         let generation = self.next_generation;
         self.next_generation += 1;
-        // The entry set aside before goes into the map, unless this one replaces it.
-        match self.newest.replace((key, (generation, freed))) {
-            Some((k, older)) if k != key => {
-                self.entries.insert(k, older);
-            }
-            _ => {}
-        }
-        if !self.entries.is_empty() {
-            self.entries.remove(&key);
-        }
-        self.order.push_back((key, generation));
         // A free is remembered for the next `capacity` frees.
         while let Some(&(old, old_generation)) = self.order.front() {
             if old_generation + self.capacity as u64 > generation {
@@ -71,6 +79,24 @@ impl RecentFrees {
                 self.remove(old);
             }
         }
+        // The entry set aside before goes into the map, unless this one replaces it.
+        if self.newest.as_ref().is_some_and(|(k, _)| *k != key) {
+            if let Some((k, older)) = self.newest.take() {
+                self.entries.insert(k, older);
+            }
+        }
+        if !self.entries.is_empty() {
+            self.entries.remove(&key);
+        }
+        let (k, (g, freed)) = self.newest.get_or_insert((key, (0, BLANK)));
+        *k = key;
+        *g = generation;
+        freed.site.kind = alloc.kind;
+        freed.site.api = alloc.api;
+        freed.site.size = alloc.size;
+        freed.site.stack = alloc.stack;
+        freed.free_stack = free_stack;
+        self.order.push_back((key, generation));
     }
 
     /// Forgets `key` (it holds a live allocation again).
@@ -116,26 +142,22 @@ impl RecentFrees {
 mod tests {
     use super::*;
 
-    use gpuleak_format::{Api, MemKind};
-
-    fn freed(stack: u32) -> Freed {
-        Freed {
-            site: AllocSite {
-                kind: MemKind::Device,
-                api: Api::cuMemAlloc_v2,
-                size: 1,
-                stack: StackId(stack),
-            },
-            free_stack: StackId::NONE,
+    fn freed(stack: u32) -> Allocation {
+        Allocation {
+            kind: MemKind::Device,
+            api: Api::cuMemAlloc_v2,
+            size: 1,
+            stack: StackId(stack),
+            ..Allocation::BLANK
         }
     }
 
     #[test]
     fn oldest_frees_are_forgotten_first() {
         let mut r = RecentFrees::new(2);
-        r.insert((Space::Device, 1), freed(1));
-        r.insert((Space::Device, 2), freed(2));
-        r.insert((Space::Device, 3), freed(3));
+        r.insert((Space::Device, 1), &freed(1), StackId::NONE);
+        r.insert((Space::Device, 2), &freed(2), StackId::NONE);
+        r.insert((Space::Device, 3), &freed(3), StackId::NONE);
         assert!(r.get((Space::Device, 1)).is_none());
         assert_eq!(r.get((Space::Device, 3)).unwrap().site.stack, StackId(3));
         assert_eq!(r.len(), 2);
@@ -144,9 +166,9 @@ mod tests {
     #[test]
     fn a_refreed_address_keeps_its_newest_entry() {
         let mut r = RecentFrees::new(2);
-        r.insert((Space::Device, 1), freed(1));
-        r.insert((Space::Device, 1), freed(5));
-        r.insert((Space::Device, 2), freed(2));
+        r.insert((Space::Device, 1), &freed(1), StackId::NONE);
+        r.insert((Space::Device, 1), &freed(5), StackId::NONE);
+        r.insert((Space::Device, 2), &freed(2), StackId::NONE);
         // The first entry for address 1 is evicted from the queue, but the newer one stays.
         assert_eq!(r.get((Space::Device, 1)).unwrap().site.stack, StackId(5));
         r.remove((Space::Device, 1));
@@ -170,7 +192,7 @@ mod tests {
                 r.remove(key);
                 plain.remove(&key);
             } else {
-                r.insert(key, freed(stack));
+                r.insert(key, &freed(stack), StackId::NONE);
                 plain.insert(key, (generation, stack));
                 order.push_back((key, generation));
                 while order.len() > 5 {
