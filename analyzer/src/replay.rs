@@ -294,7 +294,7 @@ mod tests {
         assert_eq!(r.memory.expect("the memory pass ran").events, 1);
     }
 
-    /// The split of the pipelined replay (the stream-ordering model apart, told of each
+    /// The split of the two-reader replay (the stream-ordering model apart, told of each
     /// teardown after its record) gives what one thread gives.
     #[test]
     fn the_leak_model_and_the_stream_model_apart_give_the_same_replay() {

@@ -1,7 +1,7 @@
 //! The whole analysis over record sequences made from pseudo-random bytes (`synth`, shared
 //! with the fuzz target `analyze`): the models, every report format and `gpuleak check` must
 //! take whatever a decodable trace can say without a panic, and half the cases also go through
-//! a trace file (`gpuleak dump` must print every record written, and the pipelined replay
+//! a trace file (`gpuleak dump` must print every record written, and the two-reader replay
 //! runs). `cargo fuzz run analyze` explores
 //! far more; this keeps a fixed sample in every test run, and replays the inputs in
 //! `fuzz/regressions/analyze/`: each one made the analysis panic once (an arithmetic overflow,

@@ -4,8 +4,8 @@
 //! `std::thread::scope`: no dependency, and the traces' mappings are simply borrowed), each
 //! thread taking the next trace in turn; the reports come back in the order of the traces,
 //! so the output is the same whatever the number of threads. A trace read while a thread is
-//! spare (one trace on two cores) goes through a pipeline of three threads ([`replay`]), in
-//! batches, in order.
+//! spare (one trace on two cores) is read by two threads at once, one for each of the two
+//! models that replay it ([`replay`]), in batches, in order.
 //!
 //! Memory follows the live set of each trace being read, never its length: the mapped pages
 //! already read are handed back to the kernel as the reading goes ([`TraceFile::records`]).
@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 
-use gpuleak_format::{Api, DecodeError, Entry};
+use gpuleak_format::{Api, Body, DecodeError, Entry, Seq};
 
-use crate::file::TraceFile;
+use crate::file::{Records, TraceFile};
 use crate::memory::TrackerOptions;
 use crate::replay::{Leaks, Replay, Replayer};
 use crate::streams::Streams;
@@ -26,16 +26,13 @@ use super::{build, frames, Options, ProcessReport};
 
 /// Records decoded ahead of the replay in one batch.
 const BATCH: usize = 4096;
-/// The most threads that decode one trace's blocks ahead of its merge.
+/// The most threads that decode one reading's blocks ahead of its merge.
 const MAX_DECODERS: usize = 4;
 /// Blocks each of them decodes ahead at most (a block of records decodes to about 0.5 MB).
 const DECODED_AHEAD: usize = 2;
-/// Batches decoded ahead of the replay at most.
-const AHEAD: usize = 4;
-/// Emptied batches the decoding thread keeps for the next ones at most: as many as can be
-/// on their way at once (in the two queues, on the two model threads, in the reader), so
-/// that none made is dropped.
-const KEPT: usize = 2 * AHEAD + 4;
+/// Threads that decode ahead of the leak model's reading when the memory pass runs, however
+/// few cores: that thread then does the most work of the two readers.
+const MEMORY_DECODERS: usize = 1;
 /// Pages are handed back every time the replay has gone this far...
 const RELEASE_EVERY: u64 = 8 << 20;
 /// ...up to this far behind it, so that the blocks still being merged stay mapped.
@@ -51,18 +48,19 @@ pub fn from_files(
 ) -> Vec<ProcessReport> {
     let jobs = jobs.max(1);
     let workers = jobs.min(files.len()).max(1);
-    // A thread left over for each trace being read decodes it.
-    let pipelined = jobs >= 2 * workers;
-    // Threads beyond the pipeline's three decode blocks ahead of its merge.
-    let decoders = if pipelined {
-        (jobs / workers).saturating_sub(3).min(MAX_DECODERS)
+    // A thread left over for each trace being read reads it a second time, for the
+    // stream-ordering model.
+    let parallel = jobs >= 2 * workers;
+    // Threads beyond those two decode blocks ahead of their merges.
+    let decoders = if parallel {
+        (jobs / workers).saturating_sub(2).min(2 * MAX_DECODERS)
     } else {
         0
     };
     if workers == 1 {
         return files
             .iter()
-            .map(|f| one(f, options, pipelined, decoders, progress))
+            .map(|f| one(f, options, parallel, decoders, progress))
             .collect();
     }
     let next = AtomicUsize::new(0);
@@ -75,7 +73,7 @@ pub fn from_files(
                     loop {
                         let i = next.fetch_add(1, Ordering::Relaxed);
                         let Some(f) = files.get(i) else { break };
-                        done.push((i, one(f, options, pipelined, decoders, progress)));
+                        done.push((i, one(f, options, parallel, decoders, progress)));
                     }
                     done
                 })
@@ -101,11 +99,11 @@ pub fn from_files(
 fn one(
     file: &TraceFile,
     options: &Options,
-    pipelined: bool,
+    parallel: bool,
     decoders: usize,
     progress: Option<&Progress>,
 ) -> ProcessReport {
-    let replay = replay(file, pipelined, decoders, progress, options);
+    let replay = replay(file, parallel, decoders, progress, options);
     let source = frames::source_for(&replay.modules, options);
     let mut report = build(replay, file.path().to_path_buf(), source.as_ref(), options);
     report.read_from(file);
@@ -115,20 +113,28 @@ fn one(
     report
 }
 
-/// A batch of decoded records, passed from stage to stage.
+/// A batch of decoded records.
 type Batch<'a> = Vec<Result<Entry<'a>, DecodeError>>;
-/// Context teardowns in a batch: (index of the record that made it, api).
-type Teardowns = Vec<(usize, Api)>;
 
 /// Replays every readable record of `file` (decoding errors are kept in the result, and the
-/// records around them still replayed). When `pipelined`, three threads share the work, each
-/// record passing through them in order: one decodes, one replays the leak model (and the
-/// memory pass, which observes it), and one the stream-ordering model (the costliest), which
-/// learns the context teardowns from the second ([`crate::replay`]); and `decoders` more
-/// threads open and decode the trace's blocks ahead of the first.
+/// records around them still replayed).
+///
+/// When `parallel`, two threads read the trace, each on its own: one replays the leak model
+/// (and the memory pass, which observes it), the other the stream-ordering model. Each
+/// decodes the records itself, where it then reads them. Decoded once and handed from thread
+/// to thread, every record (96 bytes) would cross from core to core, and the thread that
+/// decoded them would wait on the other cores' caches at every write into an emptied batch:
+/// that cost more than decoding the 12 bytes of a record twice. The stream-ordering model
+/// learns the context teardowns from the leak model ([`crate::replay`]): at a context's
+/// destruction it waits for the leak model to have read that record, the only place where
+/// one thread waits on the other.
+///
+/// `decoders` more threads open and decode the trace's blocks ahead of the readers' merges:
+/// the leak model's reading gets the first when the memory pass runs (its thread does the
+/// most), then they take turns.
 pub fn replay(
     file: &TraceFile,
-    pipelined: bool,
+    parallel: bool,
     decoders: usize,
     progress: Option<&Progress>,
     options: &Options,
@@ -147,7 +153,12 @@ pub fn replay(
     let Ok(mut records) = file.records(RELEASE_EVERY, RELEASE_LAG) else {
         return Replay::default();
     };
-    if !pipelined {
+    let theirs = if parallel {
+        file.records(RELEASE_EVERY, RELEASE_LAG).ok()
+    } else {
+        None
+    };
+    let Some(theirs) = theirs else {
         let mut replayer = Replayer::new(memory);
         let mut i = 0usize;
         // Each record replayed where the reader decoded it.
@@ -166,117 +177,55 @@ pub fn replay(
         }
         read.finish();
         return replayer.finish();
-    }
+    };
+    let leaks_decoders = if memory.is_some() {
+        decoders.div_ceil(2).max(MEMORY_DECODERS)
+    } else {
+        decoders / 2
+    };
+    let streams_decoders = decoders.saturating_sub(leaks_decoders);
     std::thread::scope(|s| {
-        let (to_model, decoded) = mpsc::sync_channel::<Batch<'_>>(AHEAD);
-        let (to_streams, modelled) = mpsc::sync_channel::<(Batch<'_>, Teardowns)>(AHEAD);
-        let (recycle, empty) = mpsc::channel::<Batch<'_>>();
-        // Each decoding thread opens every `decoders`-th block in the merge's order; the merge
-        // takes them in turn.
-        // Emptied batches go back to them to decode into (fresh memory for each block would
-        // cost the kernel's zeroing of its pages).
-        let buffers: Arc<Mutex<Vec<Batch<'_>>>> = Arc::default();
-        let ahead = records.ahead_plan().filter(|_| decoders > 0);
-        // None for a bounded trace's segments, read as they are.
-        let decoders = if ahead.is_some() { decoders } else { 0 };
-        if let Some((trace, order, hint)) = ahead {
-            let mut decoded = Vec::new();
-            for first in 0..decoders {
-                let (to_merge, from_decoder) = mpsc::sync_channel(DECODED_AHEAD);
-                decoded.push(from_decoder);
-                let (trace, hint, buffers) = (trace.clone(), Arc::clone(&hint), Arc::clone(&buffers));
-                let blocks: Vec<usize> = order.iter().copied().skip(first).step_by(decoders).collect();
-                s.spawn(move || {
-                    for i in blocks {
-                        let run = buffers.lock().ok().and_then(|mut b| b.pop()).unwrap_or_default();
-                        // Stops when the merge is gone.
-                        if to_merge
-                            .send(trace.open_decoded(i, hint.load(Ordering::Relaxed), run))
-                            .is_err()
-                        {
-                            break;
-                        }
-                    }
-                });
-            }
-            let mut turn = 0;
-            records.decode_ahead(move || {
-                let opened = decoded[turn % decoded.len()].recv().ok();
-                turn += 1;
-                opened
-            });
-        }
-        s.spawn(move || {
-            let mut records = records;
-            // Emptied batches kept for the next ones: a batch is asked for before the consumers
-            // have given one back about as often as not, and one made anew then (and one
-            // dropped when two came back at once) costs the kernel's faulting and zeroing of
-            // its pages each time (nearly every batch did, before they were kept).
-            let mut kept: Vec<Batch<'_>> = Vec::new();
-            loop {
-                // Batches come back emptied: each becomes a batch again (a run the reader hands
-                // over whole becomes the batch, and the reader decodes its next run into the
-                // batch's old buffer).
-                // With threads decoding ahead, they decode into every emptied batch, and a
-                // batch is most often a run they decoded, handed over whole.
-                while let Ok(spare) = empty.try_recv() {
-                    match buffers.lock() {
-                        Ok(mut b) if decoders > 0 => {
-                            if b.len() < decoders * (DECODED_AHEAD + 1) + AHEAD {
-                                b.push(spare);
-                            }
-                        }
-                        _ if kept.len() < KEPT => kept.push(spare),
-                        _ => records.give_back(spare),
-                    }
-                }
-                let mut batch = match decoders {
-                    0 => kept.pop().unwrap_or_else(|| Vec::with_capacity(BATCH)),
-                    _ => Vec::new(),
-                };
-                // Stops at the end, or when the replay is gone.
-                if !records.next_batch(&mut batch, BATCH) || to_model.send(batch).is_err() {
-                    break;
-                }
-            }
-        });
+        // The leak model's verdict on each context's destruction, by its record's `seq`.
+        let (teardowns, torn_down) = mpsc::channel::<(Seq, Vec<Api>)>();
         let ordering = s.spawn(move || {
             let mut streams = Streams::new();
-            for (mut batch, teardowns) in modelled {
-                let mut teardowns = teardowns.into_iter().peekable();
-                // By reference: moving each record out would copy it on the busiest thread.
-                for (i, r) in batch.iter().enumerate() {
-                    if let Ok(e) = r {
-                        streams.apply(e.tid, &e.record);
-                    }
-                    while let Some((_, api)) = teardowns.next_if(|t| t.0 == i) {
-                        streams.teardown(api);
+            let mut verdicts = Verdicts {
+                from: torn_down,
+                early: None,
+            };
+            read_batches(s, theirs, streams_decoders, |batch| {
+                for e in batch.iter().flatten() {
+                    streams.apply(e.tid, &e.record);
+                    if let Body::CtxDestroy(_) = e.record.body {
+                        for api in verdicts.of(e.record.seq) {
+                            streams.teardown(api);
+                        }
                     }
                 }
-                batch.clear();
-                // The decoder may be gone already: the batch is then simply dropped.
-                let _ = recycle.send(batch);
-            }
+            });
             streams.finish()
         });
         let mut leaks = Leaks::new(memory);
-        for batch in decoded {
-            let mut teardowns = Teardowns::new();
-            for (i, r) in batch.iter().enumerate() {
+        read_batches(s, records, leaks_decoders, |batch| {
+            for r in batch {
                 match r {
+                    Ok(e) if matches!(e.record.body, Body::CtxDestroy(_)) => {
+                        read.at(e);
+                        let mut apis = Vec::new();
+                        leaks.apply(e.tid, &e.record, |api| apis.push(api));
+                        // The other thread may be gone already (it panicked).
+                        let _ = teardowns.send((e.record.seq, apis));
+                    }
                     Ok(e) => {
                         read.at(e);
-                        leaks.apply(e.tid, &e.record, |api| teardowns.push((i, api)));
+                        leaks.apply(e.tid, &e.record, |_| {});
                     }
                     Err(e) => leaks.decode_error(e.clone()),
                 }
             }
             read.advanced();
-            if to_streams.send((batch, teardowns)).is_err() {
-                break;
-            }
-        }
-        drop(to_streams);
+        });
+        drop(teardowns);
         read.finish();
         match ordering.join() {
             Ok(findings) => leaks.finish(findings),
@@ -284,6 +233,94 @@ pub fn replay(
             Err(panic) => std::panic::resume_unwind(panic),
         }
     })
+}
+
+/// The leak model's teardowns, as the stream-ordering model's reading asks for them.
+struct Verdicts {
+    from: mpsc::Receiver<(Seq, Vec<Api>)>,
+    /// A verdict received for a record this reading has not reached.
+    early: Option<(Seq, Vec<Api>)>,
+}
+
+impl Verdicts {
+    /// The teardowns the leak model made at the context destruction `seq`, waiting for it to
+    /// have read that far. Both read the same records in the same order; a record only one of
+    /// them read (a trace still being written, or cut while read) gets no teardown, and a
+    /// leak model that is gone (it panicked) none either.
+    fn of(&mut self, seq: Seq) -> Vec<Api> {
+        loop {
+            let Some((at, apis)) = self.early.take().or_else(|| self.from.recv().ok()) else {
+                return Vec::new();
+            };
+            if at == seq {
+                return apis;
+            }
+            if at > seq {
+                self.early = Some((at, apis));
+                return Vec::new();
+            }
+        }
+    }
+}
+
+/// Reads `records` batch by batch, each batch lent to `each` where it was decoded, with
+/// `decoders` threads of `s` opening and decoding its blocks ahead of its merge.
+fn read_batches<'s, 'f: 's>(
+    s: &'s std::thread::Scope<'s, '_>,
+    mut records: Records<'f>,
+    decoders: usize,
+    mut each: impl FnMut(&Batch<'f>),
+) {
+    // Emptied batches go back to the threads decoding ahead, to decode into (fresh memory for
+    // each block would cost the kernel's zeroing of its pages).
+    let buffers: Arc<Mutex<Vec<Batch<'f>>>> = Arc::default();
+    let ahead = records.ahead_plan().filter(|_| decoders > 0);
+    // None for a bounded trace's segments, read as they are.
+    let decoders = if ahead.is_some() { decoders } else { 0 };
+    if let Some((trace, order, hint)) = ahead {
+        // Each opens every `decoders`-th block in the merge's order; the merge takes them in
+        // turn.
+        let mut decoded = Vec::new();
+        for first in 0..decoders {
+            let (to_merge, from_decoder) = mpsc::sync_channel(DECODED_AHEAD);
+            decoded.push(from_decoder);
+            let (trace, hint, buffers) = (trace.clone(), Arc::clone(&hint), Arc::clone(&buffers));
+            let blocks: Vec<usize> = order.iter().copied().skip(first).step_by(decoders).collect();
+            s.spawn(move || {
+                for i in blocks {
+                    let run = buffers.lock().ok().and_then(|mut b| b.pop()).unwrap_or_default();
+                    // Stops when the merge is gone.
+                    if to_merge
+                        .send(trace.open_decoded(i, hint.load(Ordering::Relaxed), run))
+                        .is_err()
+                    {
+                        break;
+                    }
+                }
+            });
+        }
+        let mut turn = 0;
+        records.decode_ahead(move || {
+            let opened = decoded[turn % decoded.len()].recv().ok();
+            turn += 1;
+            opened
+        });
+    }
+    // Without threads decoding ahead, a run the merge hands over whole becomes the batch, and
+    // the block decodes its next run into the batch's old buffer: the same few buffers, warm
+    // in this core's cache.
+    let mut batch: Batch<'f> = Vec::new();
+    while records.next_batch(&mut batch, BATCH) {
+        each(&batch);
+        batch.clear();
+        if decoders > 0 {
+            if let Ok(mut b) = buffers.lock() {
+                if b.len() < decoders * (DECODED_AHEAD + 1) {
+                    b.push(std::mem::take(&mut batch));
+                }
+            }
+        }
+    }
 }
 
 /// Where the replay of one file is, for the progress bar.
@@ -485,7 +522,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn the_memory_pass_gives_the_same_report_serial_and_pipelined() {
+    fn the_memory_pass_gives_the_same_report_serial_and_in_parallel() {
         let dir = std::env::temp_dir().join(format!("gpuleak-load-memory-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir(&dir).unwrap();
@@ -509,13 +546,13 @@ pub(crate) mod tests {
         for jobs in [2, 6] {
             assert_eq!(json(&files, jobs), serial, "{jobs} threads");
         }
-        // One trace alone, its memory pass beside a pipelined replay.
+        // One trace alone, its memory pass beside the other reading.
         assert_eq!(json(&files[..1], 2), json(&files[..1], 1));
         let _ = std::fs::remove_dir_all(&dir);
     }
 
     /// A trace long enough for hundreds of decoded batches and blocks of three writers merged
-    /// over each other: the pipelined replay (one trace, spare threads) must give the serial
+    /// over each other: the replay in parallel (one trace, spare threads) must give the serial
     /// report byte for byte, with and without the memory pass.
     #[test]
     fn a_large_trace_gives_the_same_report_on_one_thread_and_several() {
@@ -546,6 +583,30 @@ pub(crate) mod tests {
             }
         }
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The stream-ordering model's reading asks for the leak model's teardown at each context
+    /// destruction it reads; one the other reading did not see (a trace still being written,
+    /// cut while read) gets none, and the verdicts after it still come to the records they
+    /// belong to.
+    #[test]
+    fn teardown_verdicts_come_to_the_destruction_they_were_made_at() {
+        let (send, from) = mpsc::channel();
+        let mut verdicts = Verdicts { from, early: None };
+        send.send((Seq(3), vec![Api::cuCtxDestroy_v2])).unwrap();
+        send.send((Seq(7), Vec::new())).unwrap();
+        send.send((Seq(8), vec![Api::cuCtxDestroy_v2])).unwrap();
+        send.send((Seq(9), vec![Api::cuDevicePrimaryCtxRelease_v2])).unwrap();
+        // Seen by both.
+        assert_eq!(verdicts.of(Seq(3)), vec![Api::cuCtxDestroy_v2]);
+        // Only this reading saw 5: no teardown, and 7's verdict is kept for 7.
+        assert_eq!(verdicts.of(Seq(5)), Vec::new());
+        assert_eq!(verdicts.of(Seq(7)), Vec::new());
+        // Only the leak model read 8: its verdict is passed over, and 9's comes to 9.
+        assert_eq!(verdicts.of(Seq(9)), vec![Api::cuDevicePrimaryCtxRelease_v2]);
+        // The leak model gone: no verdict, no wait.
+        drop(send);
+        assert_eq!(verdicts.of(Seq(11)), Vec::new());
     }
 
     #[test]

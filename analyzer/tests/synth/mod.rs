@@ -73,7 +73,7 @@ pub struct Case {
     pub pool_as_leak: bool,
     pub max_leaked_bytes: Option<u64>,
     /// Also write the first process's records as a trace file and read it back the way the
-    /// command line does (`gpuleak dump`, the pipelined replay).
+    /// command line does (`gpuleak dump`, the two-reader replay).
     pub file: bool,
 }
 
@@ -252,7 +252,7 @@ pub struct Reached {
 }
 
 /// Writes `records` as a trace file and reads it as the command line does: `gpuleak dump` and
-/// the pipelined replay of `gpuleak report`.
+/// the two-reader replay of `gpuleak report`.
 fn read_back(records: &[(u32, Record<'static>)], options: &Options) -> (usize, usize) {
     static FILES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = FILES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
