@@ -42,20 +42,6 @@ impl<V> AsideMap<V> {
         self.tree.len() + usize::from(self.newest.is_some())
     }
 
-    /// Inserts `value` at `key`, replacing what was there.
-    #[inline]
-    pub fn insert(&mut self, key: u64, value: V) {
-        match self.newest.replace((key, value)) {
-            Some((k, older)) if k != key => {
-                self.tree.insert(k, older);
-            }
-            _ => {}
-        }
-        if !self.tree.is_empty() {
-            self.tree.remove(&key);
-        }
-    }
-
     /// Makes the entry at `key` the newest (replacing what was there) and answers it, for the
     /// caller to write whole: it holds `blank` or an older value until then. Writing the fields
     /// where they are kept spares copying a value built on the stack, which the processor
@@ -161,11 +147,9 @@ mod tests {
                 } else {
                     assert_eq!(aside.remove(key), plain.remove(&key), "step {step}");
                 }
-            } else if state % 7 < 3 {
-                *aside.insert_in_place(key, || u64::MAX) = step;
-                plain.insert(key, step);
             } else {
-                aside.insert(key, step);
+                // Over a blank, or over the value there before.
+                *aside.insert_in_place(key, || u64::MAX) = step;
                 plain.insert(key, step);
             }
             assert_eq!(aside.len(), plain.len());

@@ -77,14 +77,23 @@ pub struct AddressSpace {
 
 impl AddressSpace {
     /// Adds a live allocation (one at the same address is replaced).
+    #[inline]
     pub fn insert(&mut self, ptr: u64, size: u64, stack: StackId, seq: u64) {
-        let end = ptr.saturating_add(size.max(1));
-        self.live.insert(ptr, Range { end, stack, seq });
+        // Written where it is kept, field by field (see `AsideMap::insert_in_place`).
+        let r = self.live.insert_in_place(ptr, || Range {
+            end: 0,
+            stack: StackId(0),
+            seq: 0,
+        });
+        r.end = ptr.saturating_add(size.max(1));
+        r.stack = stack;
+        r.seq = seq;
     }
 
     /// Removes a live allocation (nothing if it is not there).
+    #[inline]
     pub fn remove(&mut self, ptr: u64) {
-        self.live.remove(ptr);
+        self.live.delete(ptr);
     }
 
     /// Whether nothing is live.
