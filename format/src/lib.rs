@@ -55,7 +55,7 @@ pub use block::{
 pub use error::{DecodeError, ErrorKind};
 pub use fields::{Addrs, BlockState, Ctx, CuResult, Event, MemKind, MemLocation, Ptr, StackId, Stream, Value};
 pub use meaning::{Family, Library, Op, Side};
-pub use reader::{BlockReader, Entry, Merged, Opened, Run, Trace};
+pub use reader::{clear_run, BlockReader, Entry, Merged, Opened, Run, Trace};
 pub use record::{
     Alloc, Body, Capture, Checkpoint, Copy, CtxCreate, CtxDestroy, EventCreate, EventDestroy, EventRecord, Exit,
     ExtSemaphore, ExtSemaphoreOp, Fields, FrameworkBlocks, FrameworkEnd, FrameworkFrames, FrameworkOom,

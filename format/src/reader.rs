@@ -11,7 +11,7 @@ use std::sync::Arc;
 use crate::block::{FileHeader, Segment, BLOCK_HEADER_SIZE, BLOCK_MAGIC, CHECKPOINT_TID, HEADER_SIZE, MAGIC};
 use crate::error::{DecodeError, ErrorKind};
 use crate::fields::BlockState;
-use crate::record::{Body, Record};
+use crate::record::{Alloc, Body, Free, Record};
 use crate::{FORMAT_VERSION, MIN_READ_VERSION};
 
 /// A whole trace held in memory (or mapped).
@@ -497,13 +497,48 @@ pub struct Merged<'a> {
 /// Decoded records of one block, a block's error (which ends it) last.
 pub type Run<'a> = Vec<Result<Entry<'a>, DecodeError>>;
 
+/// Empties `run`, running the drop code of only the records that own something: an
+/// allocation or a free (nearly every record of a long trace) owns nothing, and the drop code
+/// of every other record kind, asked about each one, was a tenth of the decoding's
+/// instructions.
+#[inline]
+pub fn clear_run(run: &mut Run<'_>) {
+    // Left undropped, they would leak if they ever held anything.
+    const _: () = assert!(!std::mem::needs_drop::<Alloc>() && !std::mem::needs_drop::<Free>());
+    let len = run.len();
+    let base = run.as_mut_ptr();
+    // SAFETY: the length is set to 0 first, so that a drop that panics below leaks the rest
+    // instead of dropping anything twice. Each of the `len` initialized entries is then
+    // dropped once or, when it owns nothing (an allocation or a free: plain values, no
+    // drop code of their own), left; the buffer is never read again before it is written.
+    unsafe {
+        run.set_len(0);
+        for i in 0..len {
+            let e = base.add(i);
+            let owns_nothing = matches!(
+                &*e,
+                Ok(Entry {
+                    record: Record {
+                        body: Body::Alloc(_) | Body::Free(_),
+                        ..
+                    },
+                    ..
+                })
+            );
+            if !owns_nothing {
+                std::ptr::drop_in_place(e);
+            }
+        }
+    }
+}
+
 /// A block opened, with its first run decoded (`None`: a block never started).
 pub type Opened<'a> = Result<Option<(BlockReader<'a>, Run<'a>)>, DecodeError>;
 
 /// Decodes the next run of `block` into `run` (emptied first): at most `n` records, ending
 /// early at the block's end or after its error.
 fn decode_run<'a>(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
-    run.clear();
+    clear_run(run);
     if run.capacity() > 2 * n {
         // A buffer of a time when fewer blocks were open.
         run.shrink_to(n);
@@ -826,5 +861,49 @@ impl<'a> Iterator for Merged<'a> {
 
     fn next(&mut self) -> Option<Self::Item> {
         self.next_mut().map(|r| r.map(|e| e.clone()))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::ErrorKind;
+
+    /// Every kind of record, and an error, cleared from a run and the run filled again: the
+    /// entries that own memory (a process's arguments, boxed kinds) are dropped, allocations
+    /// and frees are left, and the buffer takes new entries. (`valgrind --leak-check=full` on
+    /// this test's binary finds nothing lost.)
+    #[test]
+    fn a_cleared_run_is_empty_and_takes_new_entries() {
+        let entries: Run<'static> = crate::record::tests::sample_records()
+            .into_iter()
+            .map(|record| {
+                Ok(Entry {
+                    tid: 1,
+                    offset: 40,
+                    record,
+                })
+            })
+            .chain(std::iter::once(Err(DecodeError::new(7, ErrorKind::BadBlock))))
+            .collect();
+        assert!(entries.iter().any(|e| matches!(
+            e,
+            Ok(Entry {
+                record: Record {
+                    body: Body::Alloc(_),
+                    ..
+                },
+                ..
+            })
+        )));
+        let mut run = entries.clone();
+        let capacity = run.capacity();
+        clear_run(&mut run);
+        assert!(run.is_empty());
+        assert_eq!(run.capacity(), capacity);
+        run.extend(entries.iter().cloned());
+        assert_eq!(run, entries);
+        clear_run(&mut run);
+        assert!(run.is_empty());
     }
 }

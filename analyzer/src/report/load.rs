@@ -312,7 +312,7 @@ fn read_batches<'s, 'f: 's>(
     let mut batch: Batch<'f> = Vec::new();
     while records.next_batch(&mut batch, BATCH) {
         each(&batch);
-        batch.clear();
+        gpuleak_format::clear_run(&mut batch);
         if decoders > 0 {
             if let Ok(mut b) = buffers.lock() {
                 if b.len() < decoders * (DECODED_AHEAD + 1) {
