@@ -3,8 +3,10 @@
 //! Nearly every record of a long trace is an [`Alloc`] or a [`Free`], and the generic path
 //! ([`Fields::get`](crate::Fields::get)) reads each field through its own function that
 //! builds a full error for every way it can fail. [`decode`] reads these two kinds with one
-//! varint reader that only says yes or no, eight bytes at a time, and writes the block's
-//! registers back only when the whole record was read. Anything unusual (a record cut short,
+//! varint reader that only says yes or no (a byte, two bytes, or eight at a time), and writes
+//! the block's registers back only when the whole record was read. A record with enough of the
+//! block after it (nearly all) is read without checking each field against the record's end,
+//! then checked once. Anything unusual (a record cut short,
 //! a long length, a varint of nine bytes or more, a value out of range) makes it answer `None`,
 //! and [`Record::decode`] then reads the record the generic way, which says what is wrong and
 //! where: the two paths give the same record for every input where this one answers.
@@ -14,6 +16,42 @@ use crate::fields::{BlockState, Ctx, CuResult, Ptr, StackId, Stream};
 use crate::record::{Alloc, Body, Free, Record, Seq};
 use crate::varint::unzigzag;
 
+/// Reads the varints of one record.
+trait Varints {
+    /// An unsigned varint of at most eight bytes.
+    fn u(&mut self) -> Option<u64>;
+
+    /// Where the next varint starts, from the record's start.
+    fn pos(&self) -> usize;
+
+    #[inline(always)]
+    fn u32(&mut self) -> Option<u32> {
+        u32::try_from(self.u()?).ok()
+    }
+
+    #[inline(always)]
+    fn api(&mut self) -> Option<Api> {
+        u16::try_from(self.u()?).ok().map(Api)
+    }
+
+    /// A field coded against register `reg`.
+    #[inline(always)]
+    fn delta(&mut self, reg: &mut u64) -> Option<u64> {
+        *reg = reg.wrapping_add(unzigzag(self.u()?) as u64);
+        Some(*reg)
+    }
+}
+
+/// The value of the varint of `len` bytes (1 to 8) at the start of `word` (little-endian).
+#[inline(always)]
+fn varint_of(word: u64, stops: u64) -> u64 {
+    // The bytes up to the last one, without their high bits, packed together.
+    let mut v = word & (stops ^ (stops - 1)) & 0x7f7f_7f7f_7f7f_7f7f;
+    v = (v & 0x007f_007f_007f_007f) | ((v & 0x7f00_7f00_7f00_7f00) >> 1);
+    v = (v & 0x0000_3fff_0000_3fff) | ((v & 0x3fff_0000_3fff_0000) >> 2);
+    (v & 0x0000_0000_0fff_ffff) | ((v & 0x0fff_ffff_0000_0000) >> 4)
+}
+
 /// Reads varints from `data[pos..end]`; may load (never use) bytes of `data` past `end`.
 struct Quick<'b> {
     data: &'b [u8],
@@ -21,8 +59,7 @@ struct Quick<'b> {
     end: usize,
 }
 
-impl Quick<'_> {
-    /// An unsigned varint of at most eight bytes.
+impl Varints for Quick<'_> {
     #[inline(always)]
     fn u(&mut self) -> Option<u64> {
         if self.pos >= self.end {
@@ -44,30 +81,59 @@ impl Quick<'_> {
         if len > self.end - self.pos {
             return None;
         }
-        // The bytes up to the last one, without their high bits, packed together.
-        let mut v = word & (stops ^ (stops - 1)) & 0x7f7f_7f7f_7f7f_7f7f;
-        v = (v & 0x007f_007f_007f_007f) | ((v & 0x7f00_7f00_7f00_7f00) >> 1);
-        v = (v & 0x0000_3fff_0000_3fff) | ((v & 0x3fff_0000_3fff_0000) >> 2);
-        v = (v & 0x0000_0000_0fff_ffff) | ((v & 0x0fff_ffff_0000_0000) >> 4);
         self.pos += len;
-        Some(v)
+        Some(varint_of(word, stops))
     }
 
     #[inline(always)]
-    fn u32(&mut self) -> Option<u32> {
-        u32::try_from(self.u()?).ok()
+    fn pos(&self) -> usize {
+        self.pos
+    }
+}
+
+/// The most varints an allocation or a free has (the sequence number, the time and nine
+/// fields).
+const FIELDS: usize = 11;
+/// Bytes from a record's start that [`Windowed`] may load: its kind and length, then
+/// [`FIELDS`] varints of at most eight bytes, each loaded eight bytes at a time.
+const WINDOW: usize = 2 + FIELDS * 8 + 8;
+
+/// Reads varints from a record with at least [`WINDOW`] bytes of the block from its start:
+/// no check against the record's end at each varint (which crosses it only in a damaged
+/// record), but once, after the last ([`decode_into`]). Loads stay within the window
+/// whatever the bytes: each varint moves at most eight bytes on.
+struct Windowed<'b> {
+    window: &'b [u8; WINDOW],
+    pos: usize,
+}
+
+impl Varints for Windowed<'_> {
+    #[inline(always)]
+    fn u(&mut self) -> Option<u64> {
+        let b = *self.window.get(self.pos)?;
+        if b < 0x80 {
+            self.pos += 1;
+            return Some(u64::from(b));
+        }
+        // Two bytes (a time step, a size under 16 KiB) are nearly as common as one, and
+        // cheaper read as two than as a word.
+        let c = *self.window.get(self.pos + 1)?;
+        if c < 0x80 {
+            self.pos += 2;
+            return Some(u64::from(b & 0x7f) | (u64::from(c) << 7));
+        }
+        let word = u64::from_le_bytes(*self.window.get(self.pos..)?.first_chunk::<8>()?);
+        let stops = !word & 0x8080_8080_8080_8080;
+        if stops == 0 {
+            return None;
+        }
+        self.pos += (stops.trailing_zeros() / 8 + 1) as usize;
+        Some(varint_of(word, stops))
     }
 
     #[inline(always)]
-    fn api(&mut self) -> Option<Api> {
-        u16::try_from(self.u()?).ok().map(Api)
-    }
-
-    /// A field coded against register `reg`.
-    #[inline(always)]
-    fn delta(&mut self, reg: &mut u64) -> Option<u64> {
-        *reg = reg.wrapping_add(unzigzag(self.u()?) as u64);
-        Some(*reg)
+    fn pos(&self) -> usize {
+        self.pos
     }
 }
 
@@ -155,7 +221,25 @@ pub(crate) fn decode_into<'a>(data: &[u8], state: &mut BlockState, slot: &mut im
     if end > data.len() {
         return None;
     }
-    let mut q = Quick { data, pos: 2, end };
+    // Most records have a window of the block after them: read the quick way, then checked
+    // against their end once. The last few of a block, the checked way.
+    match data.first_chunk::<WINDOW>() {
+        Some(window) => fields(Windowed { window, pos: 2 }, kind, end, state, slot),
+        None => fields(Quick { data, pos: 2, end }, kind, end, state, slot),
+    }
+}
+
+/// The fields of an allocation (`kind`) or a free after its kind and length, written into
+/// `slot`; `None` (with `state` untouched and nothing kept) when anything is unusual or the
+/// fields do not end within the record's `end`.
+#[inline(always)]
+fn fields<'a>(
+    mut q: impl Varints,
+    kind: u8,
+    end: usize,
+    state: &mut BlockState,
+    slot: &mut impl Slot<'a>,
+) -> Option<usize> {
     let mut s = *state;
     s.seq = s.seq.wrapping_add(q.u()?);
     s.time = s.time.wrapping_add(q.u()?);
@@ -185,6 +269,9 @@ pub(crate) fn decode_into<'a>(data: &[u8], state: &mut BlockState, slot: &mut im
         f.ptr = Ptr(q.delta(&mut s.ptr)?);
         f.size = q.u()?;
         f.stack = StackId(q.u32()?);
+    }
+    if q.pos() > end {
+        return None;
     }
     *state = s;
     slot.keep();
@@ -339,6 +426,7 @@ mod tests {
         }
         let mut st = BlockState::default();
         let mut pos = 0;
+        let mut windowed = 0;
         while let Ok(Some((_, n))) = Record::decode(&data[pos..], 0, &mut st.clone()) {
             for cut in 0..n {
                 let mut short = data[pos..pos + n].to_vec();
@@ -350,9 +438,24 @@ mod tests {
                     Some(r) => assert_eq!(Ok(Some(r)), generic),
                     None => assert_eq!(q, st),
                 }
+                // The same length with the rest of the block still after it: read through the
+                // window, fields that run past the record's end must be refused as they are
+                // when the record is all there is.
+                let mut long = data[pos..].to_vec();
+                long[1] = long[1].min(cut as u8);
+                let mut q = st;
+                let generic = Record::decode(&long, 0, &mut st.clone());
+                match decode(&long, &mut q) {
+                    Some(r) => assert_eq!(Ok(Some(r)), generic, "cut at {cut}"),
+                    None => assert_eq!(q, st),
+                }
+                if cut < n && long.len() >= WINDOW {
+                    windowed += 1;
+                }
             }
             Record::decode(&data[pos..], 0, &mut st).unwrap();
             pos += n;
         }
+        assert!(windowed > 1000, "{windowed} records cut short read through the window");
     }
 }
