@@ -808,11 +808,23 @@ impl<'a> Merged<'a> {
             let whole = at == 0 && out.is_empty() && len >= SWAP_MIN;
             let room = if whole { len } else { max - out.len() };
             if settled {
+                // `comes_next`, with what it compares against read once: nothing of it changes
+                // while the run is scanned.
+                let first = self.heap.peek().map(|Reverse((s, r, _))| (*s, *r));
+                let pending = self.pending.as_ref().map(|(p, _)| p.base_seq);
+                let covered = self
+                    .covered
+                    .filter(|_| self.cursors[slot].as_ref().is_some_and(|c| !c.block.in_checkpoint()));
+                let run = self.cursors[slot].as_ref().map_or(&[][..], |c| &c.run[..]);
                 while end < len && end - at < room {
-                    let Some(Ok(e)) = self.cursors[slot].as_ref().and_then(|c| c.run.get(end)) else {
+                    let Some(Ok(e)) = run.get(end) else {
                         break;
                     };
-                    if !self.comes_next(slot, (e.record.seq.0, rank)) {
+                    let seq = e.record.seq.0;
+                    if !(first.is_none_or(|f| (seq, rank) < f)
+                        && pending.is_none_or(|p| p > seq)
+                        && covered.is_none_or(|c| seq > c))
+                    {
                         break;
                     }
                     end += 1;

@@ -512,13 +512,18 @@ impl<'a> FileRecords<'a> {
             self.file.release_before(self.file.own_len());
             return false;
         }
-        for r in &mut out[start..] {
-            match r {
-                Ok(e) => {
-                    self.furthest = self.furthest.max(e.offset);
-                    e.offset += self.base;
+        // The furthest record read, for handing pages back: the batch's last (a run handed
+        // over whole is in file order; one put together from several blocks may end a little
+        // behind its furthest, which only hands pages back a little later).
+        if let Some(Ok(e)) = out[start..].iter().rev().find(|r| r.is_ok()) {
+            self.furthest = self.furthest.max(e.offset);
+        }
+        if self.base != 0 {
+            for r in &mut out[start..] {
+                match r {
+                    Ok(e) => e.offset += self.base,
+                    Err(e) => e.offset += self.base,
                 }
-                Err(e) => e.offset += self.base,
             }
         }
         if self.furthest >= self.released + self.release_every + self.lag {

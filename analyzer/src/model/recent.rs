@@ -62,9 +62,9 @@ impl RecentFrees {
     ///
     /// The entry is written where it is kept, field by field (a `Freed` built on the stack and
     /// copied is read back in loads wider than the stores that just made it, which the
-    /// processor does not forward), and older frees are forgotten before it is added to the
-    /// order: a program that allocates again at once keeps the order empty, and nothing just
-    /// written is read back.
+    /// processor does not forward). The newest free stays out of the order of eviction until
+    /// a newer one comes: a program that allocates again at once, the usual churn, then never
+    /// touches that order.
     #[inline]
     pub fn insert(&mut self, key: (Space, u64), alloc: &Allocation, free_stack: StackId) {
         let generation = self.next_generation;
@@ -75,14 +75,19 @@ impl RecentFrees {
                 break;
             }
             self.order.pop_front();
-            if self.entry(old).is_some_and(|(g, _)| *g == old_generation) {
-                self.remove(old);
+            // (The map never holds the newest entry's key.)
+            if self.entries.get(&old).is_some_and(|(g, _)| *g == old_generation) {
+                self.entries.remove(&old);
             }
         }
-        // The entry set aside before goes into the map, unless this one replaces it.
+        // The entry set aside before goes into the map and the order, unless this one
+        // replaces it or it is too old to remember (a capacity of one).
         if self.newest.as_ref().is_some_and(|(k, _)| *k != key) {
             if let Some((k, older)) = self.newest.take() {
-                self.entries.insert(k, older);
+                if older.0 + self.capacity as u64 > generation {
+                    self.order.push_back((k, older.0));
+                    self.entries.insert(k, older);
+                }
             }
         }
         if !self.entries.is_empty() {
@@ -96,24 +101,20 @@ impl RecentFrees {
         freed.site.size = alloc.size;
         freed.site.stack = alloc.stack;
         freed.free_stack = free_stack;
-        self.order.push_back((key, generation));
     }
 
     /// Forgets `key` (it holds a live allocation again).
+    #[inline]
     pub fn remove(&mut self, key: (Space, u64)) {
-        if let Some((k, (generation, _))) = self.newest {
-            if k == key {
-                self.newest = None;
-                // The newest free is the last in the order: it leaves it too (the usual churn,
-                // an address allocated again at once, then keeps the order empty). Eviction
-                // goes by generation, so the others leave when they would have.
-                if self.order.back() == Some(&(key, generation)) {
-                    self.order.pop_back();
-                }
-                return;
-            }
+        if self.newest.as_ref().is_some_and(|(k, _)| *k == key) {
+            // Not in the order yet: nothing more to do (the usual churn, an address allocated
+            // again at once).
+            self.newest = None;
+            return;
         }
         if !self.entries.is_empty() {
+            // Its place in the order stays, and is passed over when its turn comes (its
+            // generation no longer matches).
             self.entries.remove(&key);
         }
     }
@@ -178,38 +179,40 @@ mod tests {
     #[test]
     fn the_newest_free_set_aside_reads_as_one_map_of_frees() {
         // Against a plain map with the same eviction, on few addresses so that they repeat.
-        let mut r = RecentFrees::new(5);
-        let mut plain: HashMap<(Space, u64), (u64, u32)> = HashMap::default();
-        let mut order = VecDeque::new();
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        for generation in 0..20_000u64 {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            let key = (Space::Device, state % 9);
-            let stack = (state >> 32) as u32;
-            if state % 3 == 0 {
-                r.remove(key);
-                plain.remove(&key);
-            } else {
-                r.insert(key, &freed(stack), StackId::NONE);
-                plain.insert(key, (generation, stack));
-                order.push_back((key, generation));
-                while order.len() > 5 {
-                    let (old, g) = order.pop_front().unwrap();
-                    if plain.get(&old).is_some_and(|e| e.0 == g) {
-                        plain.remove(&old);
+        for capacity in [1, 2, 5] {
+            let mut r = RecentFrees::new(capacity);
+            let mut plain: HashMap<(Space, u64), (u64, u32)> = HashMap::default();
+            let mut order = VecDeque::new();
+            let mut state = 0x2545_f491_4f6c_dd1du64;
+            for generation in 0..20_000u64 {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                let key = (Space::Device, state % 9);
+                let stack = (state >> 32) as u32;
+                if state % 3 == 0 {
+                    r.remove(key);
+                    plain.remove(&key);
+                } else {
+                    r.insert(key, &freed(stack), StackId::NONE);
+                    plain.insert(key, (generation, stack));
+                    order.push_back((key, generation));
+                    while order.len() > capacity {
+                        let (old, g) = order.pop_front().unwrap();
+                        if plain.get(&old).is_some_and(|e| e.0 == g) {
+                            plain.remove(&old);
+                        }
                     }
                 }
-            }
-            assert_eq!(r.len(), plain.len(), "after {generation}");
-            for a in 0..9 {
-                let key = (Space::Device, a);
-                assert_eq!(
-                    r.get(key).map(|f| f.site.stack.0),
-                    plain.get(&key).map(|e| e.1),
-                    "address {a} after {generation}"
-                );
+                assert_eq!(r.len(), plain.len(), "after {generation}");
+                for a in 0..9 {
+                    let key = (Space::Device, a);
+                    assert_eq!(
+                        r.get(key).map(|f| f.site.stack.0),
+                        plain.get(&key).map(|e| e.1),
+                        "address {a} after {generation}"
+                    );
+                }
             }
         }
     }

@@ -190,7 +190,11 @@ pub struct Memory {
     /// aside from its tree ([`AsideMap`]), so that churn at one address costs no tree work.
     live: AsideMap<Live>,
     freed: AsideMap<Freed>,
+    /// Freed ranges (start, serial) in the order freed, for eviction; all but the newest,
+    /// which is `unordered` until a newer one comes: a program that allocates again at once
+    /// (the usual churn) forgets it before that, and never touches this order.
     freed_order: VecDeque<(u64, u64)>,
+    unordered: Option<(u64, u64)>,
     serial: u64,
 }
 
@@ -252,11 +256,10 @@ impl Memory {
             }
             let serial = f.serial;
             self.freed.remove(k);
-            // The newest free forgotten (an address handed out again at once, the usual
-            // churn) leaves the order too: `remember_freed` evicts by serial, not by length,
-            // so the others leave when they did.
-            if self.freed_order.back() == Some(&(k, serial)) {
-                self.freed_order.pop_back();
+            // Others keep their place in the order, passed over when their turn comes (their
+            // serial no longer matches).
+            if self.unordered == Some((k, serial)) {
+                self.unordered = None;
             }
         }
     }
@@ -359,9 +362,13 @@ impl Memory {
         f.free.seq = free.seq;
         f.free.tid = free.tid;
         f.free.site = free.site;
-        // A range is remembered for the next FREED frees. The older ones leave first, this one
-        // never does now: a churning program leaves the order empty between its frees, and then
-        // nothing is read back.
+        // The range freed before joins the order (unless this one replaces it), and this
+        // one waits aside. A range is remembered for the next FREED frees.
+        if let Some((k, serial)) = self.unordered.replace((ptr, self.serial)) {
+            if k != ptr {
+                self.freed_order.push_back((k, serial));
+            }
+        }
         while let Some(&(k, serial)) = self.freed_order.front() {
             if serial + FREED as u64 > self.serial {
                 break;
@@ -371,7 +378,6 @@ impl Memory {
                 self.freed.remove(k);
             }
         }
-        self.freed_order.push_back((ptr, self.serial));
     }
 
     /// An operation that knows `clock` touches [lo, lo + len) in `mode`: finds the memory,
@@ -490,6 +496,33 @@ mod tests {
                 Some((_, &(end, serial))) if addr < end => Some(serial),
                 _ => None,
             }
+        }
+    }
+
+    /// A range is remembered for the next `FREED` frees, also when each later free is
+    /// forgotten at once (an address handed out again: the usual churn), and also the range
+    /// freed last before them.
+    #[test]
+    fn a_freed_range_is_remembered_for_the_next_freed_frees() {
+        let op = Op::new(Api::cuMemFree_v2, StackId(0), StreamName::Host, Seq(1), 1);
+        let info = |ptr: u64| AllocInfo {
+            ptr,
+            size: 16,
+            kind: MemKind::Device,
+            api: Api::cuMemAlloc_v2,
+            stack: StackId(0),
+        };
+        for churn in [false, true] {
+            let mut memory = Memory::default();
+            memory.insert(info(0x100));
+            memory.remove(0x100, &op);
+            for i in 0..super::FREED as u64 {
+                assert!(matches!(memory.freed_at(0x100), Touch::Freed(_)), "after {i} frees");
+                let ptr = if churn { 0x1000 } else { 0x1000 + i * 0x100 };
+                memory.insert(info(ptr));
+                memory.remove(ptr, &op);
+            }
+            assert!(matches!(memory.freed_at(0x100), Touch::Untracked), "churn {churn}");
         }
     }
 
