@@ -808,27 +808,28 @@ impl<'a> Merged<'a> {
             let whole = at == 0 && out.is_empty() && len >= SWAP_MIN;
             let room = if whole { len } else { max - out.len() };
             if settled {
-                // `comes_next`, with what it compares against read once: nothing of it changes
-                // while the run is scanned.
-                let first = self.heap.peek().map(|Reverse((s, r, _))| (*s, *r));
-                let pending = self.pending.as_ref().map(|(p, _)| p.base_seq);
+                // `comes_next`, as one range of sequence numbers worked out once (nothing it
+                // compares against changes while the run is scanned): below the heap's first
+                // (at the same number, a block of lower rank comes first) and the block
+                // waiting to be admitted, above what the checkpoint stands for.
+                let first = self.heap.peek().map_or(u128::MAX, |Reverse((s, r, _))| {
+                    u128::from(*s) + u128::from(rank < *r)
+                });
+                let pending = self.pending.as_ref().map_or(u128::MAX, |(p, _)| u128::from(p.base_seq));
+                let below = first.min(pending);
                 let covered = self
                     .covered
                     .filter(|_| self.cursors[slot].as_ref().is_some_and(|c| !c.block.in_checkpoint()));
+                let above = covered.map_or(0, |c| u128::from(c) + 1);
                 let run = self.cursors[slot].as_ref().map_or(&[][..], |c| &c.run[..]);
-                while end < len && end - at < room {
-                    let Some(Ok(e)) = run.get(end) else {
-                        break;
-                    };
-                    let seq = e.record.seq.0;
-                    if !(first.is_none_or(|f| (seq, rank) < f)
-                        && pending.is_none_or(|p| p > seq)
-                        && covered.is_none_or(|c| seq > c))
-                    {
-                        break;
-                    }
-                    end += 1;
-                }
+                let stop = len.min(at + room).max(end);
+                end += run.get(end..stop).map_or(0, |rest| {
+                    rest.iter()
+                        .take_while(|r| {
+                            matches!(r, Ok(e) if (above..below).contains(&u128::from(e.record.seq.0)))
+                        })
+                        .count()
+                });
             }
             let Some(cursor) = self.cursors[slot].as_mut() else {
                 break;
