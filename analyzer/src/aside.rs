@@ -106,6 +106,10 @@ impl<V> AsideMap<V> {
     #[inline]
     pub fn last_in(&self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &V)> {
         let aside = self.newest.as_ref().filter(|(k, _)| range.contains(k));
+        if self.tree.is_empty() {
+            // Churn at one address: nothing but the entry aside, no tree to search.
+            return aside.map(|(k, v)| (*k, v));
+        }
         let tree = self.tree.range(range).next_back();
         match (tree, aside) {
             (Some((&t, v)), Some((n, _))) if t > *n => Some((t, v)),
@@ -118,6 +122,9 @@ impl<V> AsideMap<V> {
     #[inline]
     pub fn last_in_mut(&mut self, range: impl RangeBounds<u64> + Clone) -> Option<(u64, &mut V)> {
         let aside = self.newest.as_mut().filter(|(k, _)| range.contains(k));
+        if self.tree.is_empty() {
+            return aside.map(|(k, v)| (*k, v));
+        }
         let tree = self.tree.range_mut(range).next_back();
         match (tree, aside) {
             (Some((&t, v)), Some((n, _))) if t > *n => Some((t, v)),
