@@ -812,9 +812,10 @@ impl<'a> Merged<'a> {
                 // compares against changes while the run is scanned): below the heap's first
                 // (at the same number, a block of lower rank comes first) and the block
                 // waiting to be admitted, above what the checkpoint stands for.
-                let first = self.heap.peek().map_or(u128::MAX, |Reverse((s, r, _))| {
-                    u128::from(*s) + u128::from(rank < *r)
-                });
+                let first = self
+                    .heap
+                    .peek()
+                    .map_or(u128::MAX, |Reverse((s, r, _))| u128::from(*s) + u128::from(rank < *r));
                 let pending = self.pending.as_ref().map_or(u128::MAX, |(p, _)| u128::from(p.base_seq));
                 let below = first.min(pending);
                 let covered = self
@@ -825,9 +826,7 @@ impl<'a> Merged<'a> {
                 let stop = len.min(at + room).max(end);
                 end += run.get(end..stop).map_or(0, |rest| {
                     rest.iter()
-                        .take_while(|r| {
-                            matches!(r, Ok(e) if (above..below).contains(&u128::from(e.record.seq.0)))
-                        })
+                        .take_while(|r| matches!(r, Ok(e) if (above..below).contains(&u128::from(e.record.seq.0))))
                         .count()
                 });
             }

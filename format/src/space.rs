@@ -33,7 +33,24 @@ pub enum Space {
 
 impl Space {
     /// The space of a memory family.
+    #[inline]
     pub fn of(kind: MemKind) -> Space {
+        // A load from a table made at compile time, where the `match` compiled to a jump
+        // through a table of addresses (at every allocation and free the leak model reads).
+        const TABLE: [Space; MemKind::ALL.len()] = {
+            let mut table = [Space::Device; MemKind::ALL.len()];
+            let mut i = 0;
+            while i < MemKind::ALL.len() {
+                table[MemKind::ALL[i] as usize] = Space::declared(MemKind::ALL[i]);
+                i += 1;
+            }
+            table
+        };
+        TABLE[kind as usize]
+    }
+
+    /// The space of a memory family, worked out (see [`Space::of`]).
+    const fn declared(kind: MemKind) -> Space {
         match kind {
             MemKind::Device
             | MemKind::Managed
@@ -105,6 +122,18 @@ mod tests {
         for kind in MemKind::ALL {
             assert!(Space::ALL.contains(&Space::of(kind)));
         }
+    }
+
+    /// The table `Space::of` reads is the `match` it was made from, for every kind (listed
+    /// in number order, every number once).
+    #[test]
+    fn the_table_of_spaces_is_the_declared_one() {
+        for (i, kind) in MemKind::ALL.into_iter().enumerate() {
+            assert_eq!(kind as usize, i);
+            assert_eq!(Space::of(kind), Space::declared(kind), "{kind:?}");
+        }
+        assert_eq!(Space::of(MemKind::ExternalArray), Space::Array);
+        assert_eq!(Space::of(MemKind::Multicast), Space::Physical);
     }
 
     #[test]

@@ -388,7 +388,9 @@ impl Model {
             }
             return;
         }
-        if a.api.mem_kind() == Some(MemKind::Graph) {
+        // Looked up once: at every allocation.
+        let family = a.api.mem_kind();
+        if family == Some(MemKind::Graph) {
             // A node added to a graph by hand: no memory, and a refused one no failed
             // allocation.
             if a.result.is_success() {
@@ -399,7 +401,7 @@ impl Model {
         }
         if !a.result.is_success() {
             self.replay.counts.failed_allocations += 1;
-            if let Some(kind) = a.api.mem_kind() {
+            if let Some(kind) = family {
                 let device = if observer.wants_memory() {
                     device_of(&self.contexts, kind, a)
                 } else {
@@ -416,7 +418,7 @@ impl Model {
             }
             return;
         }
-        let Some(kind) = a.api.mem_kind() else { return };
+        let Some(kind) = family else { return };
         if kind == MemKind::Async && self.capturing.is_capturing(&a.stream) {
             self.replay.counts.graph_allocations += 1;
             self.graphs.node(a);

@@ -234,6 +234,7 @@ impl Memory {
     }
 
     /// Forgets every live or freed range that overlaps [lo, hi).
+    #[inline(always)]
     fn forget(&mut self, lo: u64, hi: u64) {
         // Ranges do not overlap each other, so the overlapping ones are the last ones that
         // start below `hi`, taken one at a time (almost always none or one: no list to build).
@@ -249,6 +250,7 @@ impl Memory {
     /// Forgets every freed range that overlaps [lo, hi): the addresses were handed out again
     /// as memory this model does not track (host memory the program registered, say), which
     /// later operations name legitimately. Live allocations are kept.
+    #[inline(always)]
     pub fn forget_freed(&mut self, lo: u64, hi: u64) {
         while let Some((k, f)) = self.freed.last_in(..hi) {
             if f.end <= lo {
