@@ -113,6 +113,8 @@ impl Tracker {
             return;
         }
         self.history = Some((h.events, h.width));
+        // The times and sequence numbers are the history's from here on (below).
+        self.times_due = false;
         self.events = h.events;
         self.axis = Axis::new(TIMELINE_POINTS);
         self.axis.advance(h.events);

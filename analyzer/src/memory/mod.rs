@@ -286,10 +286,14 @@ pub struct Tracker {
     options: TrackerOptions,
     events: u64,
     axis: Axis,
+    /// The time and the sequence number of the last event of each bucket (only their `last`
+    /// is read): written once a bucket is done, from `last` ([`Tracker::event`]).
     times: Series,
     seqs: Series,
     site_axis: Axis,
     site_times: Series,
+    /// Whether `last` is an event not yet written into `times`, `seqs` and `site_times`.
+    times_due: bool,
     mark_axis: Axis,
     mark_times: Series,
     marks: u64,
@@ -335,6 +339,7 @@ impl Tracker {
             axis,
             site_times: Series::new(&site_axis),
             site_axis,
+            times_due: false,
             mark_times: Series::new(&mark_axis),
             mark_axis,
             marks: 0,
@@ -394,14 +399,35 @@ impl Tracker {
         if self.events > 0 && (self.events + 1) & (self.axis.width() - 1) == 0 {
             self.sample_spaces();
         }
-        self.events += 1;
+        // Only the last event of a bucket counts in the times and sequence numbers: the one
+        // before this is written when this one moves an axis on to another bucket, not every
+        // event at every event.
+        let next = self.events + 1;
+        if self.times_due {
+            let (seq, time) = self.last;
+            if self.axis.leaves_bucket(next) {
+                self.times.set(&self.axis, time);
+                self.seqs.set(&self.axis, seq);
+            }
+            if self.site_axis.leaves_bucket(next) {
+                self.site_times.set(&self.site_axis, time);
+            }
+        }
+        self.events = next;
         self.axis.advance(self.events);
         self.site_axis.advance(self.events);
-        let (seq, time) = self.now;
         self.last = self.now;
-        self.times.set(&self.axis, time);
-        self.seqs.set(&self.axis, seq);
-        self.site_times.set(&self.site_axis, time);
+        self.times_due = true;
+    }
+
+    /// Writes the last event into the times and sequence numbers of its buckets.
+    fn times_done(&mut self) {
+        if std::mem::take(&mut self.times_due) {
+            let (seq, time) = self.last;
+            self.times.set(&self.axis, time);
+            self.seqs.set(&self.axis, seq);
+            self.site_times.set(&self.site_axis, time);
+        }
     }
 
     fn sample_spaces(&mut self) {
@@ -690,6 +716,7 @@ impl Tracker {
     /// Ends the pass.
     pub fn finish(mut self) -> MemoryReplay {
         self.sample_spaces();
+        self.times_done();
         let axis = self.axis;
         let mut devices = Vec::new();
         let mut by_device: Vec<(i32, Device)> = std::mem::take(&mut self.devices).into_iter().collect();

@@ -48,6 +48,13 @@ impl Axis {
         }
     }
 
+    /// Whether moving to position `at` leaves the current bucket (for another one, or for a
+    /// wider one).
+    #[inline]
+    pub fn leaves_bucket(&self, at: u64) -> bool {
+        at >> self.generation != self.bucket
+    }
+
     /// The current bucket.
     #[inline]
     pub fn bucket(&self) -> u64 {
