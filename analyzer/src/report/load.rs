@@ -30,9 +30,6 @@ const BATCH: usize = 4096;
 const MAX_DECODERS: usize = 4;
 /// Blocks each of them decodes ahead at most (a block of records decodes to about 0.5 MB).
 const DECODED_AHEAD: usize = 2;
-/// Threads that decode ahead of the leak model's reading when the memory pass runs, however
-/// few cores: that thread then does the most work of the two readers.
-const MEMORY_DECODERS: usize = 1;
 /// Pages are handed back every time the replay has gone this far...
 const RELEASE_EVERY: u64 = 8 << 20;
 /// ...up to this far behind it, so that the blocks still being merged stay mapped.
@@ -131,7 +128,8 @@ type Batch<'a> = Vec<Result<Entry<'a>, DecodeError>>;
 ///
 /// `decoders` more threads open and decode the trace's blocks ahead of the readers' merges:
 /// the leak model's reading gets the first when the memory pass runs (its thread does the
-/// most), then they take turns.
+/// most), then they take turns. (On two cores, a thread decoding ahead for the memory pass
+/// beside the two readers made it no faster, and cost more CPU.)
 pub fn replay(
     file: &TraceFile,
     parallel: bool,
@@ -178,8 +176,9 @@ pub fn replay(
         read.finish();
         return replayer.finish();
     };
+    // With the memory pass, the leak model's thread does the most: it gets the first.
     let leaks_decoders = if memory.is_some() {
-        decoders.div_ceil(2).max(MEMORY_DECODERS)
+        decoders.div_ceil(2)
     } else {
         decoders / 2
     };
