@@ -360,7 +360,8 @@ impl<'a> EntrySlot<'a> for RunSlot<'_, 'a> {
 impl<'a> crate::quick::Slot<'a> for RunSlot<'_, 'a> {
     #[inline(always)]
     fn blank(&mut self, alloc: bool) -> Option<&mut Record<'a>> {
-        self.run.reserve(1);
+        // Out of room (a run grown past what `decode_run` reserved), the record is read the
+        // generic way, which pushes it.
         let slot = self.run.spare_capacity_mut().first_mut()?;
         // Past the run's length: a blank not kept is overwritten by the next entry or left
         // there, never dropped (an allocation or a free owns nothing).
@@ -543,6 +544,8 @@ fn decode_run<'a>(block: &mut BlockReader<'a>, run: &mut Run<'a>, n: usize) {
         // A buffer of a time when fewer blocks were open.
         run.shrink_to(n);
     }
+    // Room for the whole run at once: the quick reader's slots are then never short of it.
+    run.reserve(n);
     while run.len() < n {
         let mut slot = RunSlot { tid: 0, offset: 0, run };
         if block.next_quick(&mut slot) {

@@ -487,6 +487,7 @@ impl Model {
     /// A new allocation at `key`: counted; an allocation still live there lost a free the
     /// trace missed (without auto-free, the driver also refuses to launch a graph over memory
     /// its last launch left allocated).
+    #[inline(always)]
     fn make_room<O: Observer>(&mut self, key: (Space, u64), observer: &mut O) {
         self.replay.counts.allocations += 1;
         if let Some(old) = self.live.remove(&key) {
@@ -645,6 +646,7 @@ impl Model {
     /// The allocation live at `key` is gone: out of the live set and the byte counts, and
     /// remembered (with the stack of the free that released it) to name a later double free.
     /// False if nothing was live there.
+    #[inline(always)]
     fn release<O: Observer>(&mut self, key: (Space, u64), free_stack: StackId, observer: &mut O) -> bool {
         // Read where it lies and dropped there: moved out first, the whole `Live` would go
         // through the stack at every free, in copies that the processor cannot forward from

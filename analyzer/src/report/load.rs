@@ -209,18 +209,19 @@ pub fn replay(
             for r in batch {
                 match r {
                     Ok(e) if matches!(e.record.body, Body::CtxDestroy(_)) => {
-                        read.at(e);
                         let mut apis = Vec::new();
                         leaks.apply(e.tid, &e.record, |api| apis.push(api));
                         // The other thread may be gone already (it panicked).
                         let _ = teardowns.send((e.record.seq, apis));
                     }
-                    Ok(e) => {
-                        read.at(e);
-                        leaks.apply(e.tid, &e.record, |_| {});
-                    }
+                    Ok(e) => leaks.apply(e.tid, &e.record, |_| {}),
                     Err(e) => leaks.decode_error(e.clone()),
                 }
+            }
+            // How far the reading is, for the progress bar, by the batch's last record (a
+            // batch merged from several blocks may have gone a little further).
+            if let Some(Ok(e)) = batch.iter().rev().find(|r| r.is_ok()) {
+                read.at(e);
             }
             read.advanced();
         });

@@ -406,7 +406,8 @@ impl Streams {
             return;
         }
         if apis::is_synchronizing_free(f.api) {
-            self.host_learns(Known::All);
+            // `host_learns(Known::All)`, in place: at every free of a churning program.
+            self.host.join(&self.all);
         }
         let op = Op::new(f.api, f.stack, StreamName::Host, seq, tid);
         self.memory.remove(ptr, &op);
