@@ -375,8 +375,8 @@ impl<'a> crate::quick::Slot<'a> for RunSlot<'_, 'a> {
     #[inline(always)]
     fn keep(&mut self) {
         let len = self.run.len();
-        // SAFETY: `blank` initialized the slot at `len`, within the capacity it reserved, and
-        // nothing touched the run since.
+        // SAFETY: `blank` initialized the slot at `len`, the first of the run's spare
+        // capacity (it answered only when there was one), and nothing touched the run since.
         unsafe { self.run.set_len(len + 1) };
     }
 }

@@ -453,13 +453,7 @@ impl Model {
         // the stack and copied there is read back in loads wider than the stores that just
         // made it, which the processor does not forward (the costliest instructions of the
         // leak model at every allocation).
-        let l = self.live.insert_in_place(key, || Live {
-            alloc: Allocation::BLANK,
-            holds: 0,
-            retains: 0,
-            mappings: 0,
-            device: 0,
-        });
+        let l = new_live(&mut self.live, key, device);
         let alloc = &mut l.alloc;
         alloc.kind = kind;
         alloc.api = a.api;
@@ -472,10 +466,6 @@ impl Model {
         alloc.ctx = a.ctx;
         alloc.stream = a.stream;
         alloc.tid = tid;
-        l.holds = 1;
-        l.retains = 0;
-        l.mappings = 0;
-        l.device = device;
         observer.decided(Decision::Allocated {
             allocation: &l.alloc,
             device,
@@ -499,16 +489,7 @@ impl Model {
 
     /// Makes `alloc` live at `key`, counting its bytes (and the peak) when it is owned memory.
     fn hold(&mut self, key: (Space, u64), alloc: &Allocation, device: i32) {
-        self.live.insert(
-            key,
-            Live {
-                alloc: *alloc,
-                holds: 1,
-                retains: 0,
-                mappings: 0,
-                device,
-            },
-        );
+        new_live(&mut self.live, key, device).alloc = *alloc;
         self.count_live(alloc.kind, alloc.size, alloc.time_ns);
     }
 
@@ -828,6 +809,25 @@ fn counts_references(kind: MemKind) -> bool {
 /// The device an allocation's memory is on: its context's ([`HOST`] for pinned host memory,
 /// [`UNKNOWN_DEVICE`] for a context the trace never named), or for `cuMemCreate` the location
 /// its properties named, when the trace recorded it.
+/// The live entry of a new allocation at `key` on `device` (replacing what was there), held
+/// once, with no retains or mappings: written where it is kept, its allocation left for the
+/// caller to write whole.
+#[inline(always)]
+fn new_live(live: &mut AsideHashMap<(Space, u64), Live>, key: (Space, u64), device: i32) -> &mut Live {
+    let l = live.insert_in_place(key, || Live {
+        alloc: Allocation::BLANK,
+        holds: 0,
+        retains: 0,
+        mappings: 0,
+        device: 0,
+    });
+    l.holds = 1;
+    l.retains = 0;
+    l.mappings = 0;
+    l.device = device;
+    l
+}
+
 fn device_of(contexts: &Contexts, kind: MemKind, a: &Alloc) -> i32 {
     if matches!(kind, MemKind::Host | MemKind::HostRegistered) {
         return HOST;
