@@ -37,6 +37,12 @@ impl<V> AsideMap<V> {
         !self.tree.is_empty() && self.tree.remove(&key).is_some()
     }
 
+    /// The entry set aside: the one inserted last, unless it was removed since.
+    #[inline]
+    pub fn newest(&self) -> Option<(u64, &V)> {
+        self.newest.as_ref().map(|(k, v)| (*k, v))
+    }
+
     /// Entries.
     pub fn len(&self) -> usize {
         self.tree.len() + usize::from(self.newest.is_some())
@@ -158,6 +164,9 @@ mod tests {
                 // Over a blank, or over the value there before.
                 *aside.insert_in_place(key, || u64::MAX) = step;
                 plain.insert(key, step);
+            }
+            if let Some((k, v)) = aside.newest() {
+                assert_eq!(plain.get(&k), Some(v), "step {step}");
             }
             assert_eq!(aside.len(), plain.len());
             assert!(aside.iter().eq(plain.iter().map(|(k, v)| (*k, v))), "step {step}");

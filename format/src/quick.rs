@@ -244,7 +244,7 @@ fn fields<'a>(
     s.seq = s.seq.wrapping_add(q.u()?);
     s.time = s.time.wrapping_add(q.u()?);
     // Each kind asks for its own blank and writes its own header: one blank and a `match` on
-    // its body cost 18 more instructions a record (the body's tag read back).
+    // its body cost 18 more instructions a record (callgrind, the bench's trace).
     if kind == Alloc::KIND {
         let r = slot.blank(true)?;
         r.seq = Seq(s.seq);

@@ -191,10 +191,9 @@ pub struct Memory {
     live: AsideMap<Live>,
     freed: AsideMap<Freed>,
     /// Freed ranges (start, serial) in the order freed, for eviction; all but the newest,
-    /// which is `unordered` until a newer one comes: a program that allocates again at once
-    /// (the usual churn) forgets it before that, and never touches this order.
+    /// the one `freed` keeps aside, until a newer one comes: a program that allocates again
+    /// at once (the usual churn) forgets it before that, and never touches this order.
     freed_order: VecDeque<(u64, u64)>,
-    unordered: Option<(u64, u64)>,
     serial: u64,
 }
 
@@ -256,13 +255,9 @@ impl Memory {
             if f.end <= lo {
                 break;
             }
-            let serial = f.serial;
-            self.freed.remove(k);
-            // Others keep their place in the order, passed over when their turn comes (their
+            // Its place in the order, if it has one, is passed over when its turn comes (the
             // serial no longer matches).
-            if self.unordered == Some((k, serial)) {
-                self.unordered = None;
-            }
+            self.freed.remove(k);
         }
     }
 
@@ -350,6 +345,13 @@ impl Memory {
     #[allow(clippy::too_many_arguments)]
     fn remember_freed(&mut self, ptr: u64, end: u64, size: u64, kind: MemKind, api: Api, stack: StackId, free: &Op) {
         self.serial += 1;
+        // The range freed before, set aside until now, joins the order (unless this one
+        // replaces it). A range is remembered for the next FREED frees.
+        if let Some((k, f)) = self.freed.newest() {
+            if k != ptr {
+                self.freed_order.push_back((k, f.serial));
+            }
+        }
         let f = self.freed.insert_in_place(ptr, || BLANK_FREED);
         f.end = end;
         f.serial = self.serial;
@@ -364,13 +366,6 @@ impl Memory {
         f.free.seq = free.seq;
         f.free.tid = free.tid;
         f.free.site = free.site;
-        // The range freed before joins the order (unless this one replaces it), and this
-        // one waits aside. A range is remembered for the next FREED frees.
-        if let Some((k, serial)) = self.unordered.replace((ptr, self.serial)) {
-            if k != ptr {
-                self.freed_order.push_back((k, serial));
-            }
-        }
         while let Some(&(k, serial)) = self.freed_order.front() {
             if serial + FREED as u64 > self.serial {
                 break;
