@@ -130,15 +130,52 @@ impl MemPools {
         }
     }
 
-    /// Ends the replay: every pool still alive was never destroyed. Oldest creation first.
+    /// Ends the replay: every pool still alive was never destroyed. Oldest creation first
+    /// (by handle where creations share a sequence number, so that no hash order shows).
     pub fn finish(mut self) -> Vec<PoolLeak> {
         let mut live: Vec<(u64, LivePool)> = self.live.drain().collect();
-        live.sort_by_key(|(_, p)| p.seq);
+        live.sort_by_key(|(h, p)| (p.seq, *h));
         for (h, p) in live {
             self.leak(h, p);
         }
         let mut leaks = self.leaks;
-        leaks.sort_by_key(|l| l.seq);
+        leaks.sort_by_key(|l| (l.seq, l.pool));
         leaks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gpuleak_format::CuResult;
+
+    use super::*;
+
+    #[test]
+    fn pools_created_at_one_sequence_number_leak_in_handle_order() {
+        let mut pools = MemPools::default();
+        // Handles in an order no map keeps, one sequence number for all (a damaged or merged
+        // trace), a site for each so that none fold.
+        let handles: Vec<u64> = (0..40u64).map(|i| 0x1000 + ((i * 17) % 40) * 0x10).collect();
+        for &pool in &handles {
+            pools.create(
+                1,
+                Seq(9),
+                &PoolCreate {
+                    api: Api::cuMemPoolCreate,
+                    via: Api::NONE,
+                    result: CuResult::SUCCESS,
+                    pool,
+                    location_type: 1,
+                    location: 0,
+                    max_size: 0,
+                    handle_types: 0,
+                    stack: StackId(pool as u32),
+                },
+            );
+        }
+        let leaked: Vec<u64> = pools.finish().iter().map(|l| l.pool).collect();
+        let mut sorted = handles;
+        sorted.sort_unstable();
+        assert_eq!(leaked, sorted);
     }
 }

@@ -351,14 +351,15 @@ impl Model {
 
     /// Ends the replay: everything still live is live at exit.
     pub fn finish(mut self) -> LeakReplay {
-        let mut live: Vec<Live> = self.live.drain().map(|(_, l)| l).collect();
-        live.sort_by_key(|l| l.alloc.seq);
+        // By address where allocations share a sequence number, so that no hash order shows.
+        let mut live: Vec<((Space, u64), Live)> = self.live.drain().collect();
+        live.sort_by_key(|(k, l)| (l.alloc.seq, *k));
         // What the framework's allocator held at its last state is its cache or its tensors,
         // which the framework's own findings judge, not a leak of the driver's view.
         // An allocation made after that state at a segment's old address (the framework gave
         // the segment back, something else got the address) is not the framework's.
         let held = self.replay.frameworks.held_by_framework().unwrap_or_default();
-        for l in live {
+        for (_, l) in live {
             let by_address = match Space::of(l.alloc.kind) {
                 Space::Physical => &held.handles,
                 _ => &held.addresses,
@@ -729,7 +730,8 @@ impl Model {
             .filter(|(_, l)| l.alloc.ctx == ctx)
             .map(|(k, _)| *k)
             .collect();
-        gone.sort_by_key(|k| self.live.get(k).map(|l| l.alloc.seq));
+        // By address where allocations share a sequence number, so that no hash order shows.
+        gone.sort_by_key(|k| (self.live.get(k).map(|l| l.alloc.seq), *k));
         let at = LeakAt::Teardown { api: d.api, ctx };
         for key in gone {
             if let Some(l) = self.live.remove(&key) {

@@ -399,7 +399,8 @@ impl Streams {
             .iter()
             .filter_map(|(h, e)| e.created.map(|c| (*h, c)))
             .collect();
-        events.sort_by_key(|(_, c)| c.seq);
+        // By handle where creations share a sequence number, so that no hash order shows.
+        events.sort_by_key(|(h, c)| (c.seq, *h));
         for (h, c) in events {
             self.found.add(leak(Check::EventLeak, c, StreamName::Handle(h)));
         }

@@ -92,9 +92,10 @@ impl Semaphores {
 
     /// Semaphores imported and not destroyed, in the order of their imports.
     fn leaked(&self) -> Vec<Created> {
-        let mut list: Vec<Created> = self.created.values().copied().collect();
-        list.sort_by_key(|c| c.seq);
-        list
+        // By handle where imports share a sequence number, so that no hash order shows.
+        let mut list: Vec<(u64, Created)> = self.created.iter().map(|(h, c)| (*h, *c)).collect();
+        list.sort_by_key(|(h, c)| (c.seq, *h));
+        list.into_iter().map(|(_, c)| c).collect()
     }
 }
 

@@ -100,3 +100,52 @@ fn an_observer_that_wants_no_memory_facts_gets_the_same_decisions_without_them()
     let without: Vec<String> = decisions(true).iter().map(|d| d.replace(" on 3", " on 0")).collect();
     assert_eq!(decisions(false), without);
 }
+
+/// Addresses 0x1000 to 0x1000 + 39 * 0x100, in an order no map keeps.
+fn shuffled_addresses() -> Vec<u64> {
+    (0..40u64).map(|i| 0x1000 + ((i * 17) % 40) * 0x100).collect()
+}
+
+/// Records all at one sequence number (a damaged or merged trace).
+fn at_one_seq(s: &mut Script) {
+    for r in &mut s.records {
+        r.seq = Seq(9);
+    }
+}
+
+#[test]
+fn a_teardown_frees_allocations_made_at_one_sequence_number_in_address_order() {
+    let mut s = Script::default();
+    s.ctx(Api::cuCtxCreate_v2, CTX);
+    for ptr in shuffled_addresses() {
+        s.alloc(Api::cuMemAlloc_v2, ptr, 256, 1);
+    }
+    at_one_seq(&mut s);
+    s.destroy(Api::cuCtxDestroy_v2, CTX, 0);
+    let mut model = Model::new();
+    let mut seen = Seen {
+        wants: true,
+        ..Seen::default()
+    };
+    for r in &s.records {
+        model.apply_observed(7, r, &mut seen);
+    }
+    let freed: Vec<&String> = seen.decisions.iter().filter(|d| d.starts_with("freed")).collect();
+    let mut sorted = shuffled_addresses();
+    sorted.sort_unstable();
+    let expected: Vec<String> = sorted.iter().map(|p| format!("freed {p:#x} on 0")).collect();
+    assert_eq!(freed, expected.iter().collect::<Vec<_>>());
+}
+
+#[test]
+fn a_leak_group_made_at_one_sequence_number_shows_its_lowest_address() {
+    let mut s = Script::default();
+    for ptr in shuffled_addresses() {
+        s.alloc(Api::cuMemAlloc_v2, ptr, 256, 1);
+    }
+    at_one_seq(&mut s);
+    let r = s.run();
+    assert_eq!(r.leaks.len(), 1);
+    assert_eq!(r.leaks[0].allocations, 40);
+    assert_eq!(r.leaks[0].first.ptr, Ptr(0x1000));
+}

@@ -121,3 +121,49 @@ fn with_several_contexts_a_teardown_is_not_judged() {
     assert_eq!(found.len(), 1, "{found:#?}");
     assert_eq!(found[0].moment, Some(Moment::Exit));
 }
+
+/// Addresses 0x1000 to 0x1000 + 39 * 0x10, in an order no map keeps.
+fn shuffled_handles() -> Vec<u64> {
+    (0..40u64).map(|i| 0x1000 + ((i * 17) % 40) * 0x10).collect()
+}
+
+#[test]
+fn events_and_semaphores_created_at_one_sequence_number_leak_in_handle_order() {
+    let mut r = Run::new();
+    for h in shuffled_handles() {
+        // One sequence number for all (a damaged or merged trace), a site for each.
+        r.seq = 9;
+        r.r(EventCreate {
+            api: Api::cuEventCreate,
+            result: CuResult::SUCCESS,
+            event: Event(h),
+            flags: 0,
+            stack: StackId(h as u32),
+        });
+        r.seq = 9;
+        r.r(ExtSemaphore {
+            api: Api::cuImportExternalSemaphore,
+            result: CuResult(0),
+            semaphore: h,
+            handle_type: 1,
+            flags: 0,
+            stack: StackId(h as u32 + 1),
+        });
+    }
+    let found = r.finish();
+    let stacks = |check: Check| -> Vec<u32> {
+        found
+            .iter()
+            .filter(|f| f.check == check)
+            .map(|f| f.op.stack.0)
+            .collect()
+    };
+    let mut sorted = shuffled_handles();
+    sorted.sort_unstable();
+    let by_handle: Vec<u32> = sorted.iter().map(|&h| h as u32).collect();
+    assert_eq!(stacks(Check::EventLeak), by_handle);
+    assert_eq!(
+        stacks(Check::SemaphoreLeak),
+        by_handle.iter().map(|s| s + 1).collect::<Vec<_>>()
+    );
+}
