@@ -249,16 +249,43 @@ pub struct Histogram {
     pub bytes: Vec<u64>,
 }
 
-impl Histogram {
+/// The size classes counted while the pass runs: every class a `u64` size can fall in (0 to
+/// 64), so that counting one needs no check of room; [`SizeClasses::histogram`] keeps those up
+/// to the largest met.
+#[derive(Debug, Clone)]
+pub(super) struct SizeClasses {
+    counts: [u64; 65],
+    bytes: [u64; 65],
+    /// One past the largest class met.
+    used: usize,
+}
+
+impl Default for SizeClasses {
+    fn default() -> Self {
+        SizeClasses {
+            counts: [0; 65],
+            bytes: [0; 65],
+            used: 0,
+        }
+    }
+}
+
+impl SizeClasses {
     #[inline]
     pub(super) fn add(&mut self, size: u64) {
+        // 0 to 64: always in the arrays.
         let class = (64 - size.saturating_sub(1).leading_zeros()) as usize;
-        if self.counts.len() <= class {
-            self.counts.resize(class + 1, 0);
-            self.bytes.resize(class + 1, 0);
-        }
+        self.used = self.used.max(class + 1);
         self.counts[class] += 1;
         self.bytes[class] = self.bytes[class].saturating_add(size);
+    }
+
+    /// The histogram of the sizes met.
+    pub(super) fn histogram(&self) -> Histogram {
+        Histogram {
+            counts: self.counts[..self.used].to_vec(),
+            bytes: self.bytes[..self.used].to_vec(),
+        }
     }
 }
 

@@ -27,6 +27,7 @@ use gpuleak_format::{Api, Body, CuResult, MemKind, Record, StackId};
 
 use crate::allocation::Allocation;
 use crate::decision::{Decision, Observer};
+use found::SizeClasses;
 pub use found::{
     pin_sites, DeviceTimeline, Histogram, MemoryReplay, Oom, PinSite, PoolSummary, SiteBytes, SiteSummary,
     SnapshotState, Worst,
@@ -146,9 +147,11 @@ impl Device {
         self.pool_used.set(axis, u);
     }
 
-    /// Applies `delta` bytes to `stack`'s share of this device (on the site axis). Called
-    /// before the device's peak is updated, as [`Tracker::site_change`] is for the process.
-    fn site_change(&mut self, site_axis: &Axis, stack: StackId, delta: i128) {
+    /// `stack`'s share of this device, ready for a change of its bytes (on the site axis).
+    /// Called before the device's peak is updated, as [`Tracker::site_in`] is for the
+    /// process.
+    #[inline(always)]
+    fn site_now(&mut self, site_axis: &Axis, stack: StackId) -> &mut DeviceSite {
         let version = self.peak_version;
         let s = self.sites.entry_or_insert_with(stack, || DeviceSite {
             live: 0,
@@ -160,8 +163,7 @@ impl Device {
             s.at_peak = s.live;
             s.stamp = version;
         }
-        s.live = (i128::from(s.live) + delta).clamp(0, i128::from(u64::MAX)) as u64;
-        s.series.set(site_axis, s.live);
+        s
     }
 
     /// Sites live at the device's peak (largest first, at most [`DEVICE_PEAK_SITES`]) and the
@@ -196,9 +198,19 @@ impl Device {
         (at_peak, stacked)
     }
 
-    fn add(axis: &Axis, s: &mut Series, delta: i128) {
-        let v = (i128::from(s.value()) + delta).clamp(0, i128::from(u64::MAX)) as u64;
-        s.set(axis, v);
+    /// Brings the series that every allocation and free sets to the axis's current bucket,
+    /// whenever the axis moves on ([`Tracker::bucket_ends`]), so that those events set them
+    /// without looking at the axis ([`Series::set_caught_up`]).
+    fn catch_up(&mut self, axis: &Axis) {
+        for s in [
+            &mut self.live,
+            &mut self.granted,
+            &mut self.allocations,
+            &mut self.frees,
+            &mut self.pool,
+        ] {
+            s.catch_up(axis);
+        }
     }
 
     /// Looks at the address space's holes (at a bucket's end): its series, and the worst
@@ -305,7 +317,7 @@ pub struct Tracker {
     live: u64,
     peak: (u64, u64, u64),
     peak_version: u64,
-    histogram: Histogram,
+    histogram: SizeClasses,
     pools: Vec<PoolSummary>,
     ooms: Vec<Oom>,
     failed: u64,
@@ -350,7 +362,7 @@ impl Tracker {
             live: 0,
             peak: (0, 0, 0),
             peak_version: 0,
-            histogram: Histogram::default(),
+            histogram: SizeClasses::default(),
             pools: Vec::new(),
             ooms: Vec::new(),
             failed: 0,
@@ -392,17 +404,36 @@ impl Tracker {
         self.now = (seq, time_ns);
     }
 
+    /// One more memory event. Most events stay in their bucket of both axes: they only count
+    /// and remember their time; the rest is [`Tracker::bucket_ends`], out of line.
+    #[inline(always)]
     fn event(&mut self) {
+        let next = self.events + 1;
+        // The widths are powers of two, and the site axis's is a multiple of the timeline's
+        // (it has fewer buckets over the same events): an event that does not start a bucket
+        // of the timeline starts none of the site axis either, and the axes stay where they
+        // are (their bucket is the same).
+        if next & (self.axis.width() - 1) != 0 {
+            self.events = next;
+            self.last = self.now;
+            self.times_due = true;
+            return;
+        }
+        self.bucket_ends(next);
+    }
+
+    /// An event that starts a bucket of the timeline (and perhaps of the site axis).
+    #[cold]
+    #[inline(never)]
+    fn bucket_ends(&mut self, next: u64) {
         // The last event of a bucket is done: the address spaces are looked at once per
         // bucket, at its end, before the axis moves on.
-        // The width is a power of two: a mask, not a division at every event.
-        if self.events > 0 && (self.events + 1) & (self.axis.width() - 1) == 0 {
+        if self.events > 0 {
             self.sample_spaces();
         }
         // Only the last event of a bucket counts in the times and sequence numbers: the one
         // before this is written when this one moves an axis on to another bucket, not every
         // event at every event.
-        let next = self.events + 1;
         if self.times_due {
             let (seq, time) = self.last;
             if self.axis.leaves_bucket(next) {
@@ -418,6 +449,9 @@ impl Tracker {
         self.site_axis.advance(self.events);
         self.last = self.now;
         self.times_due = true;
+        for d in self.devices.values_mut() {
+            d.catch_up(&self.axis);
+        }
     }
 
     /// Writes the last event into the times and sequence numbers of its buckets.
@@ -452,12 +486,23 @@ impl Tracker {
         if !owned {
             if a.kind == MemKind::VmmReserve {
                 let d = device_in(&mut self.devices, axis, device);
-                Device::add(axis, &mut d.vmm_reserved, i128::from(a.size));
+                d.vmm_reserved.up(axis, a.size);
             }
             return;
         }
         self.histogram.add(a.size);
-        self.site_change(a, device, pool, i128::from(a.size), 0);
+        let axes = (&self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
+        let s = Self::site_in(&mut self.sites, self.peak_version, axes, a, device, pool);
+        s.live = s.live.saturating_add(a.size);
+        s.live_count += 1;
+        s.allocations = s.allocations.saturating_add(1);
+        s.bytes = s.bytes.saturating_add(a.size);
+        s.high = s.high.max(s.live);
+        let live = s.live;
+        s.series.set(&self.site_axis, live);
+        if let Some(m) = &mut s.marks {
+            m.set(&self.mark_axis, live);
+        }
         self.live = self.live.saturating_add(a.size);
         if let Some(high) = &mut self.high_since_snapshot {
             *high = (*high).max(self.live);
@@ -468,13 +513,15 @@ impl Tracker {
         }
         let axis = &self.axis;
         let d = device_in(&mut self.devices, axis, device);
-        d.site_change(&self.site_axis, a.stack, i128::from(a.size));
-        Device::add(axis, &mut d.live, i128::from(a.size));
-        Device::add(axis, &mut d.granted, i128::from(granted(a.kind, a.size)));
+        let ds = d.site_now(&self.site_axis, a.stack);
+        ds.live = ds.live.saturating_add(a.size);
+        ds.series.set(&self.site_axis, ds.live);
+        d.live.up_caught_up(axis, a.size);
+        d.granted.up_caught_up(axis, granted(a.kind, a.size));
         d.granted_peak = d.granted_peak.max(d.granted.value());
-        Device::add(axis, &mut d.allocations, 1);
+        d.allocations.up_caught_up(axis, 1);
         if pool {
-            Device::add(axis, &mut d.pool, i128::from(a.size));
+            d.pool.up_caught_up(axis, a.size);
         }
         if d.live.value() > d.peak.0 {
             d.peak = (d.live.value(), seq, time);
@@ -495,20 +542,33 @@ impl Tracker {
         if !owned {
             if a.kind == MemKind::VmmReserve {
                 let d = device_in(&mut self.devices, axis, device);
-                Device::add(axis, &mut d.vmm_reserved, -i128::from(a.size));
+                d.vmm_reserved.down(axis, a.size);
             }
             return;
         }
-        let pool = self.site_change(a, device, false, -i128::from(a.size), seq.saturating_sub(a.seq.0));
+        let axes = (&self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
+        let s = Self::site_in(&mut self.sites, self.peak_version, axes, a, device, false);
+        s.live -= a.size.min(s.live);
+        s.live_count = s.live_count.saturating_sub(1);
+        s.frees = s.frees.saturating_add(1);
+        s.lifetimes = s.lifetimes.saturating_add(u128::from(seq.saturating_sub(a.seq.0)));
+        let live = s.live;
+        let pool = s.pool;
+        s.series.set(&self.site_axis, live);
+        if let Some(m) = &mut s.marks {
+            m.set(&self.mark_axis, live);
+        }
         self.live -= a.size.min(self.live);
         let axis = &self.axis;
         let d = device_in(&mut self.devices, axis, device);
-        d.site_change(&self.site_axis, a.stack, -i128::from(a.size));
-        Device::add(axis, &mut d.live, -i128::from(a.size));
-        Device::add(axis, &mut d.granted, -i128::from(granted(a.kind, a.size)));
-        Device::add(axis, &mut d.frees, 1);
+        let ds = d.site_now(&self.site_axis, a.stack);
+        ds.live = ds.live.saturating_sub(a.size);
+        ds.series.set(&self.site_axis, ds.live);
+        d.live.down_caught_up(axis, a.size);
+        d.granted.down_caught_up(axis, granted(a.kind, a.size));
+        d.frees.up_caught_up(axis, 1);
         if pool {
-            Device::add(axis, &mut d.pool, -i128::from(a.size));
+            d.pool.down_caught_up(axis, a.size);
         }
         if has_address(a.kind) {
             d.space.remove(a.ptr.0);
@@ -518,41 +578,55 @@ impl Tracker {
     /// A VMM mapping made (`size` > 0) or removed, on the device of its handle.
     pub fn mapping(&mut self, device: i32, size: i128) {
         self.event();
-        let axis = self.axis;
-        let d = self.device(device);
-        Device::add(&axis, &mut d.vmm_mapped, size);
+        let axis = &self.axis;
+        let d = device_in(&mut self.devices, axis, device);
+        let by = u64::try_from(size.unsigned_abs()).unwrap_or(u64::MAX);
+        if size >= 0 {
+            d.vmm_mapped.up(axis, by);
+        } else {
+            d.vmm_mapped.down(axis, by);
+        }
     }
 
-    /// Applies a change of `delta` bytes to the allocation's site (made with `pool` if new);
-    /// a free adds `lifetime`. Returns whether the site belongs to a caching allocator.
-    fn site_change(&mut self, a: &Allocation, device: i32, pool: bool, delta: i128, lifetime: u64) -> bool {
-        let version = self.peak_version;
-        let (axis, mark_axis) = (&self.site_axis, &self.mark_axis);
-        let marking = self.marks > 0;
-        let s = self.sites.entry_or_insert_with(a.stack, || {
-            Site::new(a.kind, a.api, device, pool, version, axis, marking.then_some(mark_axis))
-        });
+    /// The allocation's site (made with `pool` if new) in `sites`, ready for a change of its
+    /// bytes: its share of the peak taken if the process reached a new one (`version`) since
+    /// it last changed. A function of the fields, as [`device_in`], so that the caller keeps
+    /// borrowing the axes beside it.
+    #[inline(always)]
+    fn site_in<'a>(
+        sites: &'a mut Sites<Site>,
+        version: u64,
+        (axis, mark_axis): (&Axis, Option<&Axis>),
+        a: &Allocation,
+        device: i32,
+        pool: bool,
+    ) -> &'a mut Site {
+        let s = if sites.is_last(a.stack) {
+            sites.last_mut()
+        } else {
+            Self::site_found(sites, version, (axis, mark_axis), a, device, pool)
+        };
         if s.stamp != version {
             s.at_peak = s.live;
             s.stamp = version;
         }
-        if delta >= 0 {
-            s.live = s.live.saturating_add(delta as u64);
-            s.live_count += 1;
-            s.allocations = s.allocations.saturating_add(1);
-            s.bytes = s.bytes.saturating_add(delta as u64);
-            s.high = s.high.max(s.live);
-        } else {
-            s.live -= (delta.unsigned_abs() as u64).min(s.live);
-            s.live_count = s.live_count.saturating_sub(1);
-            s.frees = s.frees.saturating_add(1);
-            s.lifetimes = s.lifetimes.saturating_add(u128::from(lifetime));
-        }
-        s.series.set(axis, s.live);
-        if let Some(m) = &mut s.marks {
-            m.set(mark_axis, s.live);
-        }
-        s.pool
+        s
+    }
+
+    /// [`Tracker::site_in`] for another site than the one asked last, out of line.
+    #[cold]
+    #[inline(never)]
+    fn site_found<'a>(
+        sites: &'a mut Sites<Site>,
+        version: u64,
+        (axis, mark_axis): (&Axis, Option<&Axis>),
+        a: &Allocation,
+        device: i32,
+        pool: bool,
+    ) -> &'a mut Site {
+        sites.entry_or_insert_with(a.stack, || {
+            Site::new(a.kind, a.api, device, pool, version, axis, mark_axis)
+        })
     }
 
     /// A failed allocation of a memory family.
@@ -818,7 +892,7 @@ impl Tracker {
             mark_names: self.mark_names,
             ooms: self.ooms,
             failed: self.failed,
-            histogram: self.histogram,
+            histogram: self.histogram.histogram(),
             pools: self.pools,
             snapshots: self.snapshots,
             snapshot_ids: self.snapshot_ids,

@@ -62,6 +62,7 @@ impl Axis {
     }
 
     /// Positions per bucket.
+    #[inline]
     pub fn width(&self) -> u64 {
         self.width
     }
@@ -118,6 +119,7 @@ impl Series {
     }
 
     /// The value now.
+    #[inline]
     pub fn value(&self) -> u64 {
         self.open.last
     }
@@ -132,6 +134,43 @@ impl Series {
         self.open.min = self.open.min.min(value);
         self.open.max = self.open.max.max(value);
         self.open.last = value;
+    }
+
+    /// Sets the value now in a series its owner keeps at the axis's current bucket (caught up
+    /// whenever the axis moves on): no look at the axis.
+    #[inline]
+    pub fn set_caught_up(&mut self, axis: &Axis, value: u64) {
+        debug_assert!(
+            self.generation == axis.generation && self.index == axis.bucket(),
+            "a series set as caught up is not"
+        );
+        self.open.min = self.open.min.min(value);
+        self.open.max = self.open.max.max(value);
+        self.open.last = value;
+    }
+
+    /// [`Series::up`] in a series kept caught up (see [`Series::set_caught_up`]).
+    #[inline]
+    pub fn up_caught_up(&mut self, axis: &Axis, by: u64) {
+        self.set_caught_up(axis, self.open.last.saturating_add(by));
+    }
+
+    /// [`Series::down`] in a series kept caught up (see [`Series::set_caught_up`]).
+    #[inline]
+    pub fn down_caught_up(&mut self, axis: &Axis, by: u64) {
+        self.set_caught_up(axis, self.open.last.saturating_sub(by));
+    }
+
+    /// Adds `by` to the value now (saturating at `u64::MAX`).
+    #[inline]
+    pub fn up(&mut self, axis: &Axis, by: u64) {
+        self.set(axis, self.open.last.saturating_add(by));
+    }
+
+    /// Takes `by` from the value now (down to 0).
+    #[inline]
+    pub fn down(&mut self, axis: &Axis, by: u64) {
+        self.set(axis, self.open.last.saturating_sub(by));
     }
 
     /// Brings the series to the axis's current bucket (merging after doublings, carrying the

@@ -41,6 +41,19 @@ impl<V, K: Copy + Eq + Hash> Sites<V, K> {
         self.find_or_insert_with(stack, make)
     }
 
+    /// Whether `stack` is the one asked last: then [`Sites::last_mut`] is its value, found
+    /// without building anything to make a value with (the callers' fastest path).
+    #[inline(always)]
+    pub fn is_last(&self, stack: K) -> bool {
+        self.entries.get(self.last).is_some_and(|(s, _)| *s == stack)
+    }
+
+    /// The value asked for last (see [`Sites::is_last`]).
+    #[inline(always)]
+    pub fn last_mut(&mut self) -> &mut V {
+        &mut self.entries[self.last].1
+    }
+
     /// The rest of [`Sites::entry_or_insert_with`], out of line: the callers' fast path stays
     /// small, without the frame that making a value needs.
     #[cold]

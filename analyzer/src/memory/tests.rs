@@ -486,3 +486,19 @@ fn the_timeline_stays_bounded_over_a_long_run() {
     assert!(m.sites.iter().all(|s| s.series.len() <= SITE_POINTS as usize));
     assert_eq!(m.histogram.counts[12], 50_000, "4096-byte class");
 }
+
+/// A site's counts for an allocation of `size` bytes freed again.
+fn counts_after_alloc_and_free(size: u64) -> (u64, u64, u64) {
+    let mut r = Run::new(Vec::new());
+    r.alloc(0x1000_0000, size, 1).free(0x1000_0000);
+    let m = r.finish();
+    let s = m.sites.iter().find(|s| s.stack == StackId(1)).expect("site 1");
+    (s.allocations, s.frees, s.live)
+}
+
+#[test]
+fn the_free_of_an_empty_allocation_counts_as_a_free() {
+    // A trace may record a zero-byte allocation as a success; freeing it is still a free.
+    assert_eq!(counts_after_alloc_and_free(0), (1, 1, 0));
+    assert_eq!(counts_after_alloc_and_free(256), (1, 1, 0));
+}
