@@ -76,6 +76,7 @@ impl Contexts {
     }
 
     /// The device of a live context.
+    #[inline]
     pub fn device(&self, ctx: Ctx) -> Option<i32> {
         // Asked at every allocation of a memory report; most programs allocate in the context
         // they made last.

@@ -11,7 +11,7 @@
 use gpuleak_format::{Api, SiteHistory, StackId};
 
 use super::series::{Axis, Series, Span};
-use super::{Device, DeviceSite, Site, Tracker, SITE_POINTS, TIMELINE_POINTS};
+use super::{device_in, spread, DeviceSite, Site, Tracker, SITE_POINTS, TIMELINE_POINTS};
 
 /// The history's points (`None` before `first`, unknown) as spans over `axis`: each of the
 /// axis's buckets (`axis_width` events each) takes the history's points (`width` events each)
@@ -94,6 +94,10 @@ impl Tracker {
                     for ds in d.sites.values_mut() {
                         ds.at_peak = 0;
                         ds.stamp = version;
+                    }
+                    for s in self.sites.values_mut().filter(|s| s.is_share_of(device)) {
+                        s.device_at_peak = 0;
+                        s.device_stamp = version;
                     }
                 }
             }
@@ -194,8 +198,9 @@ impl Tracker {
         let points = triples(h, self.history_points());
         let total = |i: usize| h.totals.0.get(i).copied().unwrap_or(0);
         let device = total(4) as i64 as i32;
-        let (site_axis, mark_axis, version) = (self.site_axis, self.mark_axis, self.peak_version);
+        let (axis, site_axis, mark_axis, version) = (self.axis, self.site_axis, self.mark_axis, self.peak_version);
         let marking = self.marks > 0;
+        let device_version = device_in(&mut self.devices, &axis, device).peak_version;
         let s = self.sites.entry_or_insert_with(stack, || {
             let kind = h.api.mem_kind().unwrap_or(gpuleak_format::MemKind::Device);
             let api = if h.api == Api::NONE { Api::cuMemAlloc_v2 } else { h.api };
@@ -204,7 +209,7 @@ impl Tracker {
                 api,
                 device,
                 pool,
-                version,
+                (version, device_version),
                 &site_axis,
                 marking.then_some(&mark_axis),
             )
@@ -222,9 +227,19 @@ impl Tracker {
         // The device's share of the site, for its stacked chart and its peak (the site's
         // share of the process's peak when the two peaks are one moment of the history).
         let live = s.live;
-        let axis = self.axis;
         let (peak_seq, from_history_peak) = (self.peak.1, self.peak_from_history);
-        let d = self.devices.entry_or_insert_with(device, || Device::new(&axis));
+        if s.is_share_of(device) {
+            // The site is its own share of the device: its series is the history's (above).
+            let d = device_in(&mut self.devices, &axis, device);
+            if s.device_stamp == d.peak_version && from_history_peak && d.peak.1 == peak_seq {
+                s.device_at_peak = total(3);
+            }
+            return;
+        }
+        if !s.spread {
+            spread(&mut self.devices, &axis, stack, s);
+        }
+        let d = device_in(&mut self.devices, &axis, device);
         let version = d.peak_version;
         let same_peak = from_history_peak && d.peak.1 == peak_seq;
         let ds = d.sites.entry_or_insert_with(stack, || DeviceSite {

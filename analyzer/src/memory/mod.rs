@@ -93,7 +93,9 @@ struct Device {
     worst: Option<Worst>,
     pins: Vec<PinSite>,
     has_addresses: bool,
-    /// This device's share of each site (live bytes, value at the device's peak, series).
+    /// This device's share of each site that allocated on more than one device (live bytes,
+    /// value at the device's peak, series); a site that allocated on one device only is its
+    /// own share of it ([`Site::spread`]).
     sites: Sites<DeviceSite>,
     /// Bumped whenever the device reaches a new peak (see [`DeviceSite::stamp`]).
     peak_version: u64,
@@ -167,13 +169,28 @@ impl Device {
     }
 
     /// Sites live at the device's peak (largest first, at most [`DEVICE_PEAK_SITES`]) and the
-    /// [`DEVICE_STACKED`] sites with the most live bytes over the run, with their series.
-    fn site_results(&mut self, site_axis: &Axis) -> (Vec<SiteBytes>, Vec<(StackId, Vec<u64>)>) {
+    /// [`DEVICE_STACKED`] sites with the most live bytes over the run, with their series: this
+    /// device's shares of spread sites, and the sites of the process that allocated on this
+    /// `device` alone.
+    fn site_results(
+        &mut self,
+        site_axis: &Axis,
+        device: i32,
+        sites: &mut Sites<Site>,
+    ) -> (Vec<SiteBytes>, Vec<(StackId, Vec<u64>)>) {
         let version = self.peak_version;
         let mut at_peak = Vec::new();
         let mut by_area: Vec<(u128, StackId, Vec<u64>)> = Vec::new();
-        for (stack, s) in self.sites.iter_mut() {
-            let bytes = if s.stamp != version { s.live } else { s.at_peak };
+        let own = sites
+            .iter_mut()
+            .filter(|(_, s)| !s.spread && s.device == device)
+            .map(|(stack, s)| (stack, s.live, s.device_at_peak, s.device_stamp, &mut s.series));
+        let spread = self
+            .sites
+            .iter_mut()
+            .map(|(stack, s)| (stack, s.live, s.at_peak, s.stamp, &mut s.series));
+        for (stack, live, share_at_peak, stamp, series) in own.chain(spread) {
+            let bytes = if stamp != version { live } else { share_at_peak };
             if bytes > 0 {
                 at_peak.push(SiteBytes {
                     stack: *stack,
@@ -181,7 +198,7 @@ impl Device {
                     allocations: 0,
                 });
             }
-            let series: Vec<u64> = s.series.points(site_axis).iter().map(|p| p.last).collect();
+            let series: Vec<u64> = series.points(site_axis).iter().map(|p| p.last).collect();
             let area: u128 = series.iter().map(|v| u128::from(*v)).sum();
             if area > 0 {
                 by_area.push((area, *stack, series));
@@ -258,17 +275,28 @@ struct Site {
     stamp: u64,
     series: Series,
     marks: Option<Series>,
+    /// Whether the site allocated on another device than `device`: then each device's share
+    /// of it is a [`DeviceSite`] of that device. Until then, its share of `device` is the site
+    /// itself (its live bytes and series), with its own value at that device's peak below,
+    /// so that an event changes one site, not two.
+    spread: bool,
+    /// Live bytes at `device`'s latest peak, valid when `device_stamp` is that device's peak
+    /// version (while the site is not spread).
+    device_at_peak: u64,
+    device_stamp: u64,
 }
 
 impl Site {
-    /// A site seen for the first time, at peak version `stamp`: nothing live, a series on
-    /// `axis`, and one on `mark_axis` while marks are followed.
+    /// A site seen for the first time, at peak version `stamp` (`device_stamp` of its
+    /// device's peak): nothing live, a series on `axis`, and one on `mark_axis` while marks
+    /// are followed.
+    #[allow(clippy::too_many_arguments)]
     fn new(
         kind: MemKind,
         api: Api,
         device: i32,
         pool: bool,
-        stamp: u64,
+        (stamp, device_stamp): (u64, u64),
         axis: &Axis,
         mark_axis: Option<&Axis>,
     ) -> Site {
@@ -288,8 +316,42 @@ impl Site {
             stamp,
             series: Series::new(axis),
             marks: mark_axis.map(Series::new),
+            spread: false,
+            device_at_peak: 0,
+            device_stamp,
         }
     }
+
+    /// Whether the site is its own share of `device` (it never allocated on another one).
+    #[inline(always)]
+    fn is_share_of(&self, device: i32) -> bool {
+        !self.spread && self.device == device
+    }
+
+    /// Readies the site's own share of its device for a change: its value at that device's
+    /// peak taken if the device reached a new one (`version`) since the site last changed.
+    #[inline(always)]
+    fn share_now(&mut self, version: u64) {
+        if self.device_stamp != version {
+            self.device_at_peak = self.live;
+            self.device_stamp = version;
+        }
+    }
+}
+
+/// The site at `stack` allocates on another device than its own: its share of its own device
+/// becomes a [`DeviceSite`] of that device (made from the site as it is, before the change).
+#[cold]
+#[inline(never)]
+fn spread(devices: &mut Sites<Device, i32>, axis: &Axis, stack: StackId, s: &mut Site) {
+    s.spread = true;
+    let d = device_in(devices, axis, s.device);
+    d.sites.entry_or_insert_with(stack, || DeviceSite {
+        live: s.live,
+        at_peak: s.device_at_peak,
+        stamp: s.device_stamp,
+        series: s.series.clone(),
+    });
 }
 
 /// The pass; see the module documentation.
@@ -491,8 +553,17 @@ impl Tracker {
             return;
         }
         self.histogram.add(a.size);
+        let mut d = device_in(&mut self.devices, axis, device);
         let axes = (&self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
-        let s = Self::site_in(&mut self.sites, self.peak_version, axes, a, device, pool);
+        let versions = (self.peak_version, d.peak_version);
+        let s = Self::site_in(&mut self.sites, versions, axes, a, device, pool);
+        let own = s.is_share_of(device);
+        if own {
+            s.share_now(d.peak_version);
+        } else if !s.spread {
+            spread(&mut self.devices, axis, a.stack, s);
+            d = device_in(&mut self.devices, axis, device);
+        }
         s.live = s.live.saturating_add(a.size);
         s.live_count += 1;
         s.allocations = s.allocations.saturating_add(1);
@@ -511,11 +582,11 @@ impl Tracker {
             self.peak = (self.live, seq, time);
             self.peak_version += 1;
         }
-        let axis = &self.axis;
-        let d = device_in(&mut self.devices, axis, device);
-        let ds = d.site_now(&self.site_axis, a.stack);
-        ds.live = ds.live.saturating_add(a.size);
-        ds.series.set(&self.site_axis, ds.live);
+        if !own {
+            let ds = d.site_now(&self.site_axis, a.stack);
+            ds.live = ds.live.saturating_add(a.size);
+            ds.series.set(&self.site_axis, ds.live);
+        }
         d.live.up_caught_up(axis, a.size);
         d.granted.up_caught_up(axis, granted(a.kind, a.size));
         d.granted_peak = d.granted_peak.max(d.granted.value());
@@ -546,8 +617,17 @@ impl Tracker {
             }
             return;
         }
+        let mut d = device_in(&mut self.devices, axis, device);
         let axes = (&self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
-        let s = Self::site_in(&mut self.sites, self.peak_version, axes, a, device, false);
+        let versions = (self.peak_version, d.peak_version);
+        let s = Self::site_in(&mut self.sites, versions, axes, a, device, false);
+        let own = s.is_share_of(device);
+        if own {
+            s.share_now(d.peak_version);
+        } else if !s.spread {
+            spread(&mut self.devices, axis, a.stack, s);
+            d = device_in(&mut self.devices, axis, device);
+        }
         s.live -= a.size.min(s.live);
         s.live_count = s.live_count.saturating_sub(1);
         s.frees = s.frees.saturating_add(1);
@@ -559,11 +639,11 @@ impl Tracker {
             m.set(&self.mark_axis, live);
         }
         self.live -= a.size.min(self.live);
-        let axis = &self.axis;
-        let d = device_in(&mut self.devices, axis, device);
-        let ds = d.site_now(&self.site_axis, a.stack);
-        ds.live = ds.live.saturating_sub(a.size);
-        ds.series.set(&self.site_axis, ds.live);
+        if !own {
+            let ds = d.site_now(&self.site_axis, a.stack);
+            ds.live = ds.live.saturating_sub(a.size);
+            ds.series.set(&self.site_axis, ds.live);
+        }
         d.live.down_caught_up(axis, a.size);
         d.granted.down_caught_up(axis, granted(a.kind, a.size));
         d.frees.up_caught_up(axis, 1);
@@ -588,14 +668,14 @@ impl Tracker {
         }
     }
 
-    /// The allocation's site (made with `pool` if new) in `sites`, ready for a change of its
-    /// bytes: its share of the peak taken if the process reached a new one (`version`) since
-    /// it last changed. A function of the fields, as [`device_in`], so that the caller keeps
+    /// The allocation's site in `sites` (made with `pool` and the peak versions of the process
+    /// and of `device` if new), ready for a change of its bytes: its share of the peak taken
+    /// if the process reached a new one (`version`) since it last changed. A function of the fields, as [`device_in`], so that the caller keeps
     /// borrowing the axes beside it.
     #[inline(always)]
     fn site_in<'a>(
         sites: &'a mut Sites<Site>,
-        version: u64,
+        (version, device_version): (u64, u64),
         (axis, mark_axis): (&Axis, Option<&Axis>),
         a: &Allocation,
         device: i32,
@@ -604,7 +684,7 @@ impl Tracker {
         let s = if sites.is_last(a.stack) {
             sites.last_mut()
         } else {
-            Self::site_found(sites, version, (axis, mark_axis), a, device, pool)
+            Self::site_found(sites, (version, device_version), (axis, mark_axis), a, device, pool)
         };
         if s.stamp != version {
             s.at_peak = s.live;
@@ -618,14 +698,14 @@ impl Tracker {
     #[inline(never)]
     fn site_found<'a>(
         sites: &'a mut Sites<Site>,
-        version: u64,
+        versions: (u64, u64),
         (axis, mark_axis): (&Axis, Option<&Axis>),
         a: &Allocation,
         device: i32,
         pool: bool,
     ) -> &'a mut Site {
         sites.entry_or_insert_with(a.stack, || {
-            Site::new(a.kind, a.api, device, pool, version, axis, mark_axis)
+            Site::new(a.kind, a.api, device, pool, versions, axis, mark_axis)
         })
     }
 
@@ -798,7 +878,7 @@ impl Tracker {
         for (device, mut d) in by_device {
             let last = |s: &mut Series| s.points(&axis).iter().map(|p| p.last).collect::<Vec<u64>>();
             let max = |s: &mut Series| s.points(&axis).iter().map(|p| p.max).collect::<Vec<u64>>();
-            let (peak_sites, stacked) = d.site_results(&self.site_axis);
+            let (peak_sites, stacked) = d.site_results(&self.site_axis, device, &mut self.sites);
             devices.push(DeviceTimeline {
                 peak_sites,
                 stacked,

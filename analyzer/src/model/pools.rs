@@ -19,12 +19,18 @@ pub struct Pools {
 
 impl Pools {
     /// Whether `stack`'s owner module is a caching allocator (PyTorch, XLA, CuPy, RMM).
+    #[inline]
     pub fn is_pool(&mut self, stack: StackId, stacks: &HashMap<StackId, Vec<u64>>, modules: &Modules) -> bool {
-        if let Some((last, pool)) = self.last {
-            if last == stack {
-                return pool;
-            }
+        match self.last {
+            Some((last, pool)) if last == stack => pool,
+            _ => self.work_out(stack, stacks, modules),
         }
+    }
+
+    /// [`Pools::is_pool`] for another stack than the one asked last, out of line.
+    #[cold]
+    #[inline(never)]
+    fn work_out(&mut self, stack: StackId, stacks: &HashMap<StackId, Vec<u64>>, modules: &Modules) -> bool {
         let pool = *self.known.entry(stack).or_insert_with(|| {
             let frames = stacks.get(&stack).map_or(&[][..], Vec::as_slice);
             owner::owner(frames, modules).and_then(owner::pool_of).is_some()
