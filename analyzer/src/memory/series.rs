@@ -17,6 +17,8 @@ pub struct Axis {
     at: u64,
     /// `at / width`, kept because every series asks for it at every event.
     bucket: u64,
+    /// The generation and the bucket in one number ([`Axis::place`]).
+    place: u64,
 }
 
 impl Axis {
@@ -25,9 +27,11 @@ impl Axis {
         Axis {
             width: 1,
             generation: 0,
-            cap: cap.max(2),
+            // A bucket number fits below the generation in `place`.
+            cap: cap.clamp(2, 1 << 32),
             at: 0,
             bucket: 0,
+            place: 0,
         }
     }
 
@@ -46,6 +50,14 @@ impl Axis {
             self.generation += 1;
             self.bucket = at >> self.generation;
         }
+        self.place = u64::from(self.generation) << 32 | self.bucket;
+    }
+
+    /// The current bucket and the width it has, as one number: a series set at this place
+    /// needs no catching up.
+    #[inline]
+    pub fn place(&self) -> u64 {
+        self.place
     }
 
     /// Whether moving to position `at` leaves the current bucket (for another one, or for a
@@ -78,6 +90,8 @@ pub struct Series {
     generation: u32,
     /// Bucket of `open`, at `generation`'s width.
     index: u64,
+    /// The axis's [`Axis::place`] when the series was last caught up with it.
+    place: u64,
     open: Span,
     closed: Vec<Span>,
 }
@@ -88,6 +102,7 @@ impl Series {
         let mut s = Series {
             generation: axis.generation,
             index: 0,
+            place: 0,
             open: Span::default(),
             closed: Vec::new(),
         };
@@ -105,6 +120,7 @@ impl Series {
         Series {
             generation: axis.generation,
             index: axis.bucket(),
+            place: axis.place(),
             open,
             closed: points,
         }
@@ -128,7 +144,7 @@ impl Series {
     #[inline]
     pub fn set(&mut self, axis: &Axis, value: u64) {
         // Most events land in the open bucket of an axis that did not double since.
-        if self.generation != axis.generation || axis.bucket() != self.index {
+        if self.place != axis.place() {
             self.catch_up(axis);
         }
         self.open.min = self.open.min.min(value);
@@ -141,7 +157,7 @@ impl Series {
     #[inline]
     pub fn set_caught_up(&mut self, axis: &Axis, value: u64) {
         debug_assert!(
-            self.generation == axis.generation && self.index == axis.bucket(),
+            self.place == axis.place() && self.generation == axis.generation && self.index == axis.bucket(),
             "a series set as caught up is not"
         );
         self.open.min = self.open.min.min(value);
@@ -205,6 +221,7 @@ impl Series {
             self.open = carried;
             self.index = now;
         }
+        self.place = axis.place();
     }
 
     /// Every bucket up to the axis's current one (the open one last).
