@@ -374,7 +374,12 @@ impl Model {
             self.leak(&l, LeakAt::Exit, framework);
         }
         let mut leaks: Vec<LeakGroup> = self.leaks.into_values().collect();
-        leaks.sort_by(|a, b| b.bytes.cmp(&a.bytes).then(a.first.seq.cmp(&b.first.seq)));
+        // Largest first, then the earliest; groups alike in both by their key (stack, family,
+        // teardown, framework's), so that no hash order shows.
+        leaks.sort_by(|a, b| {
+            let key = |g: &LeakGroup| (g.first.seq, g.stack.0, g.kind, g.at != LeakAt::Exit, g.framework);
+            b.bytes.cmp(&a.bytes).then_with(|| key(a).cmp(&key(b)))
+        });
         self.replay.leaks = leaks;
         self.replay.bad_frees = self.bad_frees;
         self.replay.pool_leaks = self.mem_pools.finish();

@@ -149,3 +149,18 @@ fn a_leak_group_made_at_one_sequence_number_shows_its_lowest_address() {
     assert_eq!(r.leaks[0].allocations, 40);
     assert_eq!(r.leaks[0].first.ptr, Ptr(0x1000));
 }
+
+#[test]
+fn leak_groups_alike_in_bytes_and_first_sequence_number_are_listed_by_stack() {
+    let mut s = Script::default();
+    // Stacks in an order no map keeps, one allocation each, all of one size.
+    let stacks: Vec<u32> = (0..40u32).map(|i| 100 + (i * 17) % 40).collect();
+    for (i, &stack) in stacks.iter().enumerate() {
+        s.alloc(Api::cuMemAlloc_v2, 0x1000 + i as u64 * 0x100, 256, stack);
+    }
+    at_one_seq(&mut s);
+    let listed: Vec<u32> = s.run().leaks.iter().map(|l| l.stack.0).collect();
+    let mut sorted = stacks;
+    sorted.sort_unstable();
+    assert_eq!(listed, sorted);
+}
