@@ -590,7 +590,7 @@ impl Tracker {
         d.live.up_caught_up(axis, a.size);
         d.granted.up_caught_up(axis, granted(a.kind, a.size));
         d.granted_peak = d.granted_peak.max(d.granted.value());
-        d.allocations.up_caught_up(axis, 1);
+        d.allocations.count_caught_up(axis);
         if pool {
             d.pool.up_caught_up(axis, a.size);
         }
@@ -646,7 +646,7 @@ impl Tracker {
         }
         d.live.down_caught_up(axis, a.size);
         d.granted.down_caught_up(axis, granted(a.kind, a.size));
-        d.frees.up_caught_up(axis, 1);
+        d.frees.count_caught_up(axis);
         if pool {
             d.pool.down_caught_up(axis, a.size);
         }
@@ -1028,7 +1028,10 @@ fn device_in<'a>(devices: &'a mut Sites<Device, i32>, axis: &Axis, device: i32) 
 /// size is already whole granules (`cuMemCreate` rejects any other); the rest as asked.
 pub fn granted(kind: MemKind, size: u64) -> u64 {
     match kind {
-        MemKind::Device | MemKind::Async => size.div_ceil(GRANT_ALIGN).saturating_mul(GRANT_ALIGN),
+        // Rounded up, or u64::MAX where that does not fit.
+        MemKind::Device | MemKind::Async => size
+            .checked_add(GRANT_ALIGN - 1)
+            .map_or(u64::MAX, |s| s & !(GRANT_ALIGN - 1)),
         _ => size,
     }
 }

@@ -177,6 +177,24 @@ impl Series {
         self.set_caught_up(axis, self.open.last.saturating_sub(by));
     }
 
+    /// Counts one more in a count kept caught up (see [`Series::set_caught_up`]). A count
+    /// only rises (by one, or to a value set with [`Series::fill`]), so its value now is its
+    /// bucket's highest and never under its lowest: the last and the highest are the one
+    /// value, as [`Series::set`] would make them.
+    #[inline]
+    pub fn count_caught_up(&mut self, axis: &Axis) {
+        debug_assert!(self.open.min <= self.open.last && self.open.last == self.open.max);
+        let value = self.open.last.saturating_add(1);
+        self.set_caught_up_rising(axis, value);
+    }
+
+    #[inline]
+    fn set_caught_up_rising(&mut self, axis: &Axis, value: u64) {
+        debug_assert!(self.place == axis.place(), "a series set as caught up is not");
+        self.open.max = value;
+        self.open.last = value;
+    }
+
     /// Adds `by` to the value now (saturating at `u64::MAX`).
     #[inline]
     pub fn up(&mut self, axis: &Axis, by: u64) {

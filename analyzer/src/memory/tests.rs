@@ -213,6 +213,11 @@ fn granted_bytes_round_device_heap_sizes_up_to_256_and_keep_whole_sizes() {
     assert_eq!(granted(MemKind::Async, 1), 256);
     assert_eq!(granted(MemKind::Device, 0), 0);
     assert_eq!(granted(MemKind::Device, u64::MAX), u64::MAX, "no overflow");
+    // The largest size that rounds to a whole 256 is itself; one more has no room to round.
+    assert_eq!(granted(MemKind::Device, u64::MAX - 255), u64::MAX - 255);
+    assert_eq!(granted(MemKind::Device, u64::MAX - 256), u64::MAX - 255);
+    assert_eq!(granted(MemKind::Device, u64::MAX - 254), u64::MAX);
+    assert_eq!(granted(MemKind::Device, 257), 512);
     assert_eq!(granted(MemKind::VmmPhysical, 2 * MIB), 2 * MIB);
     assert_eq!(granted(MemKind::Host, 1000), 1000);
 }
