@@ -835,6 +835,7 @@ fn new_live(live: &mut AsideHashMap<(Space, u64), Live>, key: (Space, u64), devi
     l
 }
 
+#[inline]
 fn device_of(contexts: &Contexts, kind: MemKind, a: &Alloc) -> i32 {
     if matches!(kind, MemKind::Host | MemKind::HostRegistered) {
         return HOST;

@@ -65,7 +65,7 @@ impl RecentFrees {
     /// processor does not forward). The newest free stays out of the order of eviction until
     /// a newer one comes: a program that allocates again at once, the usual churn, then never
     /// touches that order.
-    #[inline]
+    #[inline(always)]
     pub fn insert(&mut self, key: (Space, u64), alloc: &Allocation, free_stack: StackId) {
         let generation = self.next_generation;
         self.next_generation += 1;
