@@ -269,9 +269,9 @@ fn read_back(records: &[(u32, Record<'static>)], options: &Options) -> (usize, u
     (out.iter().filter(|&&b| b == b'\n').count(), errors.len())
 }
 
-/// Runs the whole analysis over a case. Panics only where the analyzer does.
-pub fn analyze(c: &Case) -> Reached {
-    let options = Options {
+/// The report options a case asks for.
+fn options(c: &Case) -> Options {
+    Options {
         top: c.top,
         pool_as_leak: c.pool_as_leak,
         debug_dirs: Vec::new(),
@@ -279,7 +279,11 @@ pub fn analyze(c: &Case) -> Reached {
         memory: c.memory,
         at: c.at,
         ..Options::default()
-    };
+    }
+}
+
+/// Each process of a case replayed and reported.
+fn processes(c: &Case, options: &Options) -> Vec<report::ProcessReport> {
     let mut processes = Vec::new();
     for (i, records) in c.processes.iter().enumerate() {
         let mut replayer = Replayer::new(c.memory.then(|| TrackerOptions {
@@ -291,8 +295,27 @@ pub fn analyze(c: &Case) -> Reached {
         let replay = replayer.finish();
         let source = ModuleOffsets::new(replay.modules.clone());
         let trace = PathBuf::from(format!("synth.{i}.trace"));
-        processes.push(report::build(replay, trace, &source, &options));
+        processes.push(report::build(replay, trace, &source, options));
     }
+    processes
+}
+
+/// The case's report as JSON, and its HTML page when the case asks for the memory pass.
+#[allow(dead_code)] // Not used by the fuzz target.
+pub fn rendered(c: &Case) -> Vec<u8> {
+    let report = Report::new(processes(c, &options(c)));
+    let mut out = Vec::new();
+    report::json::write(&report, &mut out).expect("json to memory");
+    if c.memory {
+        out.extend_from_slice(html::write(&report).as_bytes());
+    }
+    out
+}
+
+/// Runs the whole analysis over a case. Panics only where the analyzer does.
+pub fn analyze(c: &Case) -> Reached {
+    let options = options(c);
+    let processes = processes(c, &options);
     let mut read = None;
     if c.file {
         if let Some(records) = c.processes.first() {
