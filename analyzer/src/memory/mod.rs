@@ -553,17 +553,16 @@ impl Tracker {
             return;
         }
         self.histogram.add(a.size);
-        let mut d = device_in(&mut self.devices, axis, device);
-        let axes = (&self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
-        let versions = (self.peak_version, d.peak_version);
-        let s = Self::site_in(&mut self.sites, versions, axes, a, device, pool);
-        let own = s.is_share_of(device);
-        if own {
-            s.share_now(d.peak_version);
-        } else if !s.spread {
-            spread(&mut self.devices, axis, a.stack, s);
-            d = device_in(&mut self.devices, axis, device);
-        }
+        let axes = (axis, &self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
+        let (d, s, own) = device_and_site(
+            &mut self.devices,
+            &mut self.sites,
+            self.peak_version,
+            axes,
+            a,
+            device,
+            pool,
+        );
         s.live = s.live.saturating_add(a.size);
         s.live_count += 1;
         s.allocations = s.allocations.saturating_add(1);
@@ -617,17 +616,16 @@ impl Tracker {
             }
             return;
         }
-        let mut d = device_in(&mut self.devices, axis, device);
-        let axes = (&self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
-        let versions = (self.peak_version, d.peak_version);
-        let s = Self::site_in(&mut self.sites, versions, axes, a, device, false);
-        let own = s.is_share_of(device);
-        if own {
-            s.share_now(d.peak_version);
-        } else if !s.spread {
-            spread(&mut self.devices, axis, a.stack, s);
-            d = device_in(&mut self.devices, axis, device);
-        }
+        let axes = (axis, &self.site_axis, (self.marks > 0).then_some(&self.mark_axis));
+        let (d, s, own) = device_and_site(
+            &mut self.devices,
+            &mut self.sites,
+            self.peak_version,
+            axes,
+            a,
+            device,
+            false,
+        );
         s.live -= a.size.min(s.live);
         s.live_count = s.live_count.saturating_sub(1);
         s.frees = s.frees.saturating_add(1);
@@ -1014,6 +1012,41 @@ impl Observer for Tracker {
             Decision::Teardown { .. } => {}
         }
     }
+}
+
+/// The device of an allocation and its site (made with `pool` if new), each ready for a
+/// change of its bytes, and whether the site is its own share of the device (else the
+/// device's share of it is a [`DeviceSite`], made here when the site first allocates on a
+/// second device). Process peak version `version`; a function of the fields, as
+/// [`device_in`].
+#[inline(always)]
+fn device_and_site<'a>(
+    devices: &'a mut Sites<Device, i32>,
+    sites: &'a mut Sites<Site>,
+    version: u64,
+    (axis, site_axis, mark_axis): (&Axis, &Axis, Option<&Axis>),
+    a: &Allocation,
+    device: i32,
+    pool: bool,
+) -> (&'a mut Device, &'a mut Site, bool) {
+    // By its place: a device made by `spread` does not move it.
+    let at = devices.index_or_insert_with(device, || Device::new(axis));
+    let device_version = devices.at(at).peak_version;
+    let s = Tracker::site_in(
+        sites,
+        (version, device_version),
+        (site_axis, mark_axis),
+        a,
+        device,
+        pool,
+    );
+    let own = s.is_share_of(device);
+    if own {
+        s.share_now(device_version);
+    } else if !s.spread {
+        spread(devices, axis, a.stack, s);
+    }
+    (devices.at(at), s, own)
 }
 
 /// The device's state in `devices`, made on `axis` if it has none. A function of the fields,

@@ -41,6 +41,22 @@ impl<V, K: Copy + Eq + Hash> Sites<V, K> {
         self.find_or_insert_with(stack, make)
     }
 
+    /// Where `stack`'s value is (made by `make` if it has none), for [`Sites::at`]: a place
+    /// that stays while values are added.
+    #[inline]
+    pub fn index_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> usize {
+        if !self.is_last(stack) {
+            self.find_or_insert_with(stack, make);
+        }
+        self.last
+    }
+
+    /// The value at `i`, from [`Sites::index_or_insert_with`].
+    #[inline(always)]
+    pub fn at(&mut self, i: usize) -> &mut V {
+        &mut self.entries[i].1
+    }
+
     /// Whether `stack` is the one asked last: then [`Sites::last_mut`] is its value, found
     /// without building anything to make a value with (the callers' fastest path).
     #[inline(always)]
