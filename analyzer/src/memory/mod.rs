@@ -290,7 +290,6 @@ impl Site {
     /// A site seen for the first time, at peak version `stamp` (`device_stamp` of its
     /// device's peak): nothing live, a series on `axis`, and one on `mark_axis` while marks
     /// are followed.
-    #[allow(clippy::too_many_arguments)]
     fn new(
         kind: MemKind,
         api: Api,
@@ -668,8 +667,8 @@ impl Tracker {
 
     /// The allocation's site in `sites` (made with `pool` and the peak versions of the process
     /// and of `device` if new), ready for a change of its bytes: its share of the peak taken
-    /// if the process reached a new one (`version`) since it last changed. A function of the fields, as [`device_in`], so that the caller keeps
-    /// borrowing the axes beside it.
+    /// if the process reached a new one (`version`) since it last changed. A function of the
+    /// fields, as [`device_in`], so that the caller keeps borrowing the axes beside it.
     #[inline(always)]
     fn site_in<'a>(
         sites: &'a mut Sites<Site>,
