@@ -183,14 +183,9 @@ impl Series {
     /// value, as [`Series::set`] would make them.
     #[inline]
     pub fn count_caught_up(&mut self, axis: &Axis) {
+        debug_assert!(self.place == axis.place(), "a series set as caught up is not");
         debug_assert!(self.open.min <= self.open.last && self.open.last == self.open.max);
         let value = self.open.last.saturating_add(1);
-        self.set_caught_up_rising(axis, value);
-    }
-
-    #[inline]
-    fn set_caught_up_rising(&mut self, axis: &Axis, value: u64) {
-        debug_assert!(self.place == axis.place(), "a series set as caught up is not");
         self.open.max = value;
         self.open.last = value;
     }
