@@ -253,7 +253,8 @@ fn the_leak_table_and_flame_graph_show_what_the_json_report_says_and_open_search
 }
 
 /// The timeline of the first process: axis, marks drawn by kind, the stacked areas' paths,
-/// the hover's tooltip near the bottom of the chart at the given share of the width, a drag
+/// the hover's tooltip near the bottom of the chart late in the run (after the fourth-last
+/// mark, else at the given share of the width), a drag
 /// from between marks 9 and 10 to between marks 19 and 20 (or over the second quarter: range
 /// text, marks left, tick labels) and reset.
 const TIMELINE: &str = r#"
@@ -274,11 +275,18 @@ t.marker_titles = q("line.marker title", svg()).map(function (e) { return e.text
 t.area_paths = q("path.area", svg()).map(function (p) { return p.getAttribute("d"); });
 t.line_paths = q("path.line", sec).map(function (p) { return p.getAttribute("d"); });
 var over = svg().querySelector("rect.overlay"), r = over.getBoundingClientRect();
-mouse(over, "mousemove", r.left + r.width * HOVER_AT, r.bottom - 2);
+// Late in the run: just after the fourth-last mark when the run marks its steps (on a busy
+// machine the program's start can take most of the run's time, its steps squeezed to the
+// right), else at HOVER_AT of the width.
+var steps = q("line.marker.mark", svg());
+var hx = steps.length >= 8
+  ? svg().getBoundingClientRect().left + +steps[steps.length - 4].getAttribute("x1") + 1
+  : r.left + r.width * HOVER_AT;
+mouse(over, "mousemove", hx, r.bottom - 2);
 var tip = document.getElementById("tip");
 t.tip_title = tip ? text("b", tip) : null;
 t.tip_lines = tip ? q("div", tip).map(function (d) { return d.textContent; }) : [];
-mouse(over, "mouseleave", r.left + r.width * HOVER_AT, r.bottom + 50);
+mouse(over, "mouseleave", hx, r.bottom + 50);
 t.range_before = text(".range", sec);
 t.reset_disabled_before = sec.querySelector("button.reset").disabled;
 // From between marks 9 and 10 to between marks 19 and 20 (or over the second quarter).
