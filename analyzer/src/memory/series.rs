@@ -147,9 +147,7 @@ impl Series {
         if self.place != axis.place() {
             self.catch_up(axis);
         }
-        self.open.min = self.open.min.min(value);
-        self.open.max = self.open.max.max(value);
-        self.open.last = value;
+        self.set_caught_up(axis, value);
     }
 
     /// Sets the value now in a series its owner keeps at the axis's current bucket (caught up

@@ -35,20 +35,19 @@ impl<V, K: Copy + Eq + Hash> Sites<V, K> {
     /// The value of `stack`, made by `make` if it has none.
     #[inline]
     pub fn entry_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> &mut V {
-        if self.entries.get(self.last).is_some_and(|(s, _)| *s == stack) {
-            return &mut self.entries[self.last].1;
-        }
-        self.find_or_insert_with(stack, make)
+        let i = self.index_or_insert_with(stack, make);
+        self.at(i)
     }
 
     /// Where `stack`'s value is (made by `make` if it has none), for [`Sites::at`]: a place
     /// that stays while values are added.
     #[inline]
     pub fn index_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> usize {
-        if !self.is_last(stack) {
-            self.find_or_insert_with(stack, make);
+        if self.is_last(stack) {
+            self.last
+        } else {
+            self.find_or_insert_with(stack, make)
         }
-        self.last
     }
 
     /// The value at `i`, from [`Sites::index_or_insert_with`].
@@ -70,11 +69,11 @@ impl<V, K: Copy + Eq + Hash> Sites<V, K> {
         &mut self.entries[self.last].1
     }
 
-    /// The rest of [`Sites::entry_or_insert_with`], out of line: the callers' fast path stays
+    /// The rest of [`Sites::index_or_insert_with`], out of line: the callers' fast path stays
     /// small, without the frame that making a value needs.
     #[cold]
     #[inline(never)]
-    fn find_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> &mut V {
+    fn find_or_insert_with(&mut self, stack: K, make: impl FnOnce() -> V) -> usize {
         let i = match self.index.get(&stack) {
             Some(&i) => i,
             None => {
@@ -84,7 +83,7 @@ impl<V, K: Copy + Eq + Hash> Sites<V, K> {
             }
         };
         self.last = i;
-        &mut self.entries[i].1
+        i
     }
 
     /// Every site, in the order they were made.
