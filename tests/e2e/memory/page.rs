@@ -294,6 +294,7 @@ var ml = q("line.marker.mark", svg()), left = svg().getBoundingClientRect().left
 var between = function (a, b) { return left + (+ml[a].getAttribute("x1") + +ml[b].getAttribute("x1")) / 2; };
 var xa = ml.length > 20 ? between(9, 10) : r.left + r.width * 0.25;
 var xb = ml.length > 20 ? between(19, 20) : r.left + r.width * 0.5;
+t.drag_width = xb - xa;
 // Marks within a pixel of an end of the drag may fall on either side of it (two steps a
 // pixel apart when the run's timing is uneven): the ones clearly inside and those near an end.
 t.marks_inside = [];
@@ -457,18 +458,29 @@ fn the_timeline_has_a_time_axis_with_the_runs_marks_names_the_site_under_the_poi
     let dir = TempDir::new();
     // The precise clock: on the coarse one this short run can fall within one tick.
     let marked = dir.path().join("marked.trace");
-    let mut cmd = shim_command(client("memory_marked"), &marked);
-    cmd.args(["leak"])
-        .env("SIMCUDA_MEM_BYTES", "64MiB")
-        .env("GPULEAK_CLOCK", "precise");
-    assert_ok(&cmd.output().unwrap());
-    let page = page_of(&dir, "marked.html", &[&marked]);
+    // The axis is time: on a busy machine the program can stall for most of its run, and its
+    // steps 9 to 20 then lie within a few pixels, too close to drag between. Such a run is
+    // recorded again (up to three times); the page is judged on the last one either way.
+    let mut t;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let mut cmd = shim_command(client("memory_marked"), &marked);
+        cmd.args(["leak"])
+            .env("SIMCUDA_MEM_BYTES", "64MiB")
+            .env("GPULEAK_CLOCK", "precise");
+        assert_ok(&cmd.output().unwrap());
+        let page = page_of(&dir, &format!("marked-{attempt}.html"), &[&marked]);
+        t = drive(&page, TIMELINE).0;
+        if attempt == 3 || t["drag_width"].as_f64().is_some_and(|w| w >= 20.0) {
+            break;
+        }
+    }
     let doc = super::memory_json(&marked);
     let m = &doc["process"]["memory"];
     let growth = super::findings(&doc, "growth");
     let keep = site_name(&growth[0]["stack"]);
     assert!(keep.starts_with("keep memory_marked.c:"), "{keep}");
-    let (t, _) = drive(&page, TIMELINE);
 
     // Charts use the page's width.
     assert!(t["width"].as_f64().unwrap() > f64::from(WINDOW.0) * 0.8, "{t:#}");
